@@ -1,0 +1,153 @@
+//! Users, roles and API keys. Only a SHA-256 hash of a key is ever stored.
+
+use std::fmt;
+use std::str::FromStr;
+
+use ring::digest;
+
+use crate::error::{CoreError, CoreResult};
+
+/// Roles, lowest first, so that `>=` means "may do at least as much as".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Role {
+    Editor,
+    Admin,
+    Owner,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Editor => "editor",
+            Self::Admin => "admin",
+            Self::Owner => "owner",
+        }
+    }
+}
+
+impl FromStr for Role {
+    type Err = CoreError;
+
+    fn from_str(s: &str) -> CoreResult<Self> {
+        match s {
+            "owner" => Ok(Self::Owner),
+            "admin" => Ok(Self::Admin),
+            "editor" => Ok(Self::Editor),
+            other => Err(CoreError::invalid(format!("role must be owner, admin or editor, got {other:?}"))),
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A user account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    pub email: String,
+    pub role: Role,
+    /// Unix seconds.
+    pub created: i64,
+}
+
+/// Checks the shape of an email address (one `@`, something on each side, no spaces).
+pub fn parse_email(raw: &str) -> CoreResult<String> {
+    let email = raw.trim().to_ascii_lowercase();
+    let valid = email.len() <= 254
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+        && email.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty() && !domain.is_empty() && !domain.contains('@') && domain.contains('.')
+        });
+    if valid { Ok(email) } else { Err(CoreError::invalid(format!("{raw:?} is not an email address"))) }
+}
+
+/// A stored key: its hash and who it acts as, never the plaintext.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRecord {
+    /// Short public id, used to list and revoke.
+    pub id: String,
+    pub name: String,
+    pub email: String,
+    /// Lowercase hex SHA-256 of the plaintext key.
+    pub hash: String,
+    /// Unix seconds.
+    pub created: i64,
+}
+
+pub const KEY_PREFIX: &str = "api_";
+pub const AGENT_KEY_PREFIX: &str = "mcp_";
+/// Bytes of randomness in a key (hex-encoded after the prefix).
+pub const KEY_RANDOM_BYTES: usize = 32;
+
+/// A freshly made key: the plaintext to show once and the record to store.
+pub struct NewKey {
+    pub plaintext: String,
+    pub record: KeyRecord,
+}
+
+impl NewKey {
+    /// Builds a key from caller-supplied randomness (the core does no I/O, so it does not
+    /// draw random bytes itself).
+    pub fn from_random(random: [u8; KEY_RANDOM_BYTES], email: &str, name: &str, created: i64) -> Self {
+        let plaintext = format!("{KEY_PREFIX}{}", hex::encode(random));
+        let hash = hash_key(&plaintext);
+        let id = format!("key_{}", &hash[..10]);
+        Self {
+            record: KeyRecord { id, name: name.to_owned(), email: email.to_owned(), hash, created },
+            plaintext,
+        }
+    }
+}
+
+/// SHA-256 of a key's plaintext, lowercase hex.
+pub fn hash_key(plaintext: &str) -> String {
+    hex::encode(digest::digest(&digest::SHA256, plaintext.as_bytes()))
+}
+
+/// Sorts a presented key into its family before any lookup.
+pub fn check_key_family(presented: &str) -> CoreResult<()> {
+    if presented.starts_with(AGENT_KEY_PREFIX) {
+        return Err(CoreError::Unauthorized(
+            "mcp_ keys belong to the AI-agent endpoint and do not work on this API; use an api_ key".into(),
+        ));
+    }
+    if !presented.starts_with(KEY_PREFIX) {
+        return Err(CoreError::Unauthorized("invalid API key: keys for this API start with api_".into()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_are_ordered() {
+        assert!(Role::Owner > Role::Admin && Role::Admin > Role::Editor);
+        assert_eq!("admin".parse::<Role>().unwrap(), Role::Admin);
+        assert!("root".parse::<Role>().is_err());
+    }
+
+    #[test]
+    fn keys_hash_and_families() {
+        let key = NewKey::from_random([7; 32], "a@b.co", "ci", 0);
+        assert!(key.plaintext.starts_with("api_") && key.plaintext.len() == 4 + 64);
+        assert_eq!(key.record.hash, hash_key(&key.plaintext));
+        assert!(!key.record.hash.contains(&key.plaintext[4..]));
+        assert!(check_key_family(&key.plaintext).is_ok());
+        let mcp = check_key_family("mcp_abc").unwrap_err().to_string();
+        assert!(mcp.contains("AI-agent"), "{mcp}");
+        assert!(check_key_family("Basic xyz").is_err());
+    }
+
+    #[test]
+    fn emails() {
+        assert_eq!(parse_email(" Ann@Example.com ").unwrap(), "ann@example.com");
+        for bad in ["", "ann", "@x.com", "a@", "a b@x.com", "a@b@c.com", "a@localhost"] {
+            assert!(parse_email(bad).is_err(), "{bad}");
+        }
+    }
+}

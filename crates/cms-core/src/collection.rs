@@ -1,0 +1,106 @@
+//! Collections and how a request addresses one: integer index or label slug.
+
+use crate::config::CollectionConfig;
+use crate::error::{CoreError, CoreResult};
+use crate::slug::slugify;
+
+/// A configured collection: a folder of items.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Collection {
+    pub index: usize,
+    pub label: String,
+    pub slug: String,
+    /// Folder relative to the site folder, e.g. `content/posts`.
+    pub path: String,
+    /// URL prefix of item pages, e.g. `/blog`.
+    pub page_path: String,
+    /// Whether new items get a `YYYY-MM-DD-` filename prefix by default.
+    pub date_prefix: bool,
+}
+
+impl Collection {
+    pub fn from_config(index: usize, config: &CollectionConfig) -> Self {
+        let slug = slugify(&config.label);
+        let page_path = config.page_path.clone().unwrap_or_else(|| format!("/{slug}"));
+        Self {
+            index,
+            label: config.label.clone(),
+            slug,
+            path: config.path.trim_end_matches('/').to_owned(),
+            page_path,
+            date_prefix: config.date_prefix,
+        }
+    }
+
+    /// The site-relative URL of an item page (pretty form).
+    pub fn item_url(&self, slug: &str) -> String {
+        format!("{}/{}", self.page_path.trim_end_matches('/'), slug)
+    }
+}
+
+/// Finds a collection by `{collection}`: integer index, label slug (any case) or the slug
+/// of the folder's base name.
+pub fn resolve<'a>(collections: &'a [Collection], key: &str) -> CoreResult<&'a Collection> {
+    let not_found = || {
+        let known: Vec<String> = collections.iter().map(|c| format!("{} ({})", c.index, c.slug)).collect();
+        CoreError::not_found(format!(
+            "no collection {key:?}; known collections: {}",
+            if known.is_empty() { "none".into() } else { known.join(", ") }
+        ))
+    };
+    if let Ok(index) = key.parse::<usize>() {
+        return collections.get(index).ok_or_else(not_found);
+    }
+    let wanted = key.to_ascii_lowercase();
+    collections
+        .iter()
+        .find(|c| c.slug == wanted)
+        .or_else(|| {
+            collections.iter().find(|c| {
+                let base = c.path.rsplit('/').next().unwrap_or(&c.path);
+                slugify(base) == wanted
+            })
+        })
+        .ok_or_else(not_found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collections() -> Vec<Collection> {
+        let configs = [("Blog Posts", "content/posts"), ("Pages", "content/pages")];
+        configs
+            .iter()
+            .enumerate()
+            .map(|(i, (label, path))| {
+                Collection::from_config(
+                    i,
+                    &CollectionConfig {
+                        label: (*label).into(),
+                        path: (*path).into(),
+                        page_path: None,
+                        date_prefix: false,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn index_label_slug_and_folder_name_are_equivalent() {
+        let all = collections();
+        for key in ["0", "blog-posts", "Blog-Posts", "posts", "POSTS"] {
+            assert_eq!(resolve(&all, key).unwrap().index, 0, "{key}");
+        }
+        assert_eq!(resolve(&all, "pages").unwrap().index, 1);
+        assert_eq!(all[0].item_url("hello"), "/blog-posts/hello");
+    }
+
+    #[test]
+    fn unknown_collection_lists_known_ones() {
+        let message = resolve(&collections(), "7").unwrap_err().to_string();
+        assert!(message.contains("0 (blog-posts)"), "{message}");
+        assert!(resolve(&collections(), "nope").is_err());
+    }
+}

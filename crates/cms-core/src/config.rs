@@ -1,0 +1,240 @@
+//! The schema of `cms.yaml`, parsed from text (reading the file is the caller's job).
+//! Unknown keys are refused, with the line and the key named.
+
+use serde::Deserialize;
+
+use crate::codec::{self, YamlError, YamlLimits};
+use crate::slug::slugify;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SiteConfig {
+    pub site: SiteSection,
+    #[serde(default)]
+    pub collections: Vec<CollectionConfig>,
+    #[serde(default)]
+    pub resources: Vec<ResourceConfig>,
+    #[serde(default)]
+    pub cors: CorsConfig,
+    #[serde(default)]
+    pub limits: LimitsConfig,
+    #[serde(default)]
+    pub versions: VersionsConfig,
+    #[serde(default)]
+    pub webhooks: WebhooksConfig,
+    #[serde(default)]
+    pub license: LicenseConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SiteSection {
+    pub name: String,
+    pub url: String,
+    #[serde(default = "default_per_page")]
+    pub per_page: u32,
+    #[serde(default = "default_max_per_page")]
+    pub max_per_page: u32,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CollectionConfig {
+    pub label: String,
+    pub path: String,
+    #[serde(default)]
+    pub page_path: Option<String>,
+    #[serde(default)]
+    pub date_prefix: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceConfig {
+    pub label: String,
+    pub path: String,
+    pub url: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CorsConfig {
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    #[serde(default = "default_json_bytes")]
+    pub json_bytes: usize,
+    #[serde(default = "default_upload_bytes")]
+    pub upload_bytes: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VersionsConfig {
+    #[serde(default = "default_keep")]
+    pub keep: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhooksConfig {
+    #[serde(default = "default_timeout_secs")]
+    pub timeout_secs: u64,
+    #[serde(default)]
+    pub ca_file: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LicenseConfig {
+    #[serde(default)]
+    pub public_key: Option<String>,
+}
+
+fn default_per_page() -> u32 {
+    10
+}
+fn default_max_per_page() -> u32 {
+    100
+}
+fn default_json_bytes() -> usize {
+    1024 * 1024
+}
+fn default_upload_bytes() -> u64 {
+    32 * 1024 * 1024
+}
+fn default_keep() -> usize {
+    50
+}
+fn default_timeout_secs() -> u64 {
+    10
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self { json_bytes: default_json_bytes(), upload_bytes: default_upload_bytes() }
+    }
+}
+impl Default for VersionsConfig {
+    fn default() -> Self {
+        Self { keep: default_keep() }
+    }
+}
+impl Default for WebhooksConfig {
+    fn default() -> Self {
+        Self { timeout_secs: default_timeout_secs(), ca_file: None }
+    }
+}
+
+/// Why a configuration was refused. Messages name the key or the line.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{0}")]
+    Yaml(#[from] YamlError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl SiteConfig {
+    /// Parses and validates the text of `cms.yaml`.
+    pub fn from_yaml(text: &str) -> Result<Self, ConfigError> {
+        let config: Self = codec::from_yaml(text, YamlLimits::STATE)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |m: String| Err(ConfigError::Invalid(m));
+        if !(self.site.url.starts_with("https://") || self.site.url.starts_with("http://")) {
+            return invalid(format!("site.url must be an absolute http(s) URL, got {:?}", self.site.url));
+        }
+        if self.site.per_page == 0 || self.site.max_per_page < self.site.per_page {
+            return invalid("site.per_page must be at least 1 and at most site.max_per_page".into());
+        }
+        let mut slugs = Vec::new();
+        for (i, c) in self.collections.iter().enumerate() {
+            check_relative_path(&format!("collections[{i}].path"), &c.path)?;
+            if let Some(page_path) = &c.page_path
+                && !page_path.starts_with('/')
+            {
+                return invalid(format!("collections[{i}].page_path must start with '/', got {page_path:?}"));
+            }
+            let slug = slugify(&c.label);
+            if slug.is_empty() || slug.chars().all(|c| c.is_ascii_digit()) {
+                return invalid(format!(
+                    "collections[{i}].label {:?} must contain a letter, so that it has a slug",
+                    c.label
+                ));
+            }
+            if slugs.contains(&slug) {
+                return invalid(format!(
+                    "collections[{i}].label {:?}: another collection has the slug {slug:?}",
+                    c.label
+                ));
+            }
+            slugs.push(slug);
+        }
+        for (i, r) in self.resources.iter().enumerate() {
+            check_relative_path(&format!("resources[{i}].path"), &r.path)?;
+            if !r.url.starts_with('/') {
+                return invalid(format!("resources[{i}].url must start with '/', got {:?}", r.url));
+            }
+        }
+        if self.limits.json_bytes == 0 || self.limits.upload_bytes == 0 || self.versions.keep == 0 {
+            return invalid("limits.* and versions.keep must be greater than 0".into());
+        }
+        Ok(())
+    }
+}
+
+/// A path inside the site folder: relative, no `..`, not empty, not under `.cms`.
+fn check_relative_path(key: &str, path: &str) -> Result<(), ConfigError> {
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+    let bad = path.starts_with('/')
+        || path.contains('\\')
+        || path.contains('\0')
+        || parts.is_empty()
+        || parts.iter().any(|p| *p == "..")
+        || parts[0] == ".cms";
+    if bad {
+        return Err(ConfigError::Invalid(format!(
+            "{key} must be a relative folder inside the site (no '..', not .cms), got {path:?}"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = "site:\n  name: S\n  url: https://example.com\n";
+
+    #[test]
+    fn defaults_fill_in() {
+        let c = SiteConfig::from_yaml(MINIMAL).unwrap();
+        assert_eq!((c.site.per_page, c.site.max_per_page), (10, 100));
+        assert_eq!((c.limits.json_bytes, c.versions.keep), (1024 * 1024, 50));
+    }
+
+    #[test]
+    fn unknown_key_names_key_and_line() {
+        let text =
+            format!("{MINIMAL}collections:\n  - label: Posts\n    path: content/posts\n    colour: red\n");
+        let message = SiteConfig::from_yaml(&text).unwrap_err().to_string();
+        assert!(message.contains("colour"), "{message}");
+        assert!(message.contains("line 7"), "{message}");
+    }
+
+    #[test]
+    fn refuses_paths_out_of_the_site() {
+        for path in ["../x", "/etc", "content/../../x", ".cms/x", ""] {
+            let text = format!("{MINIMAL}collections:\n  - label: Posts\n    path: {path:?}\n");
+            assert!(SiteConfig::from_yaml(&text).is_err(), "{path}");
+        }
+    }
+}

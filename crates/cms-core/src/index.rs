@@ -1,0 +1,91 @@
+//! The in-memory index of a collection's item metadata.
+//!
+//! Each refresh takes a directory scan (names, sizes, change tokens: no file reads) and
+//! re-reads only the files whose stamp changed since the last refresh, so a list request
+//! costs one scan however many items the collection holds, and edits made on disk by other
+//! programs are seen by the next request.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::document::ItemDocument;
+use crate::error::CoreResult;
+use crate::item::ItemMeta;
+use crate::ports::{FileStamp, StoredFile};
+use crate::render;
+use crate::slug::ItemFilename;
+
+/// One indexed item: its metadata and what lists and feeds show of its body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexedItem {
+    pub meta: ItemMeta,
+    pub fm: crate::document::Frontmatter,
+    /// Plain text of the body, cut for excerpts.
+    pub excerpt: String,
+}
+
+/// Longest excerpt kept in the index, in characters.
+pub const EXCERPT_CHARS: usize = 160;
+
+#[derive(Debug)]
+enum Entry {
+    Item(Arc<IndexedItem>),
+    /// The file could not be used (broken YAML, over a limit); kept so that it is not
+    /// re-read until it changes.
+    Broken,
+}
+
+#[derive(Debug, Default)]
+pub struct CollectionIndex {
+    entries: HashMap<String, (FileStamp, Entry)>,
+}
+
+impl CollectionIndex {
+    /// Brings the index up to date with `scan`, loading changed files with `load`.
+    /// Returns the usable items in no particular order.
+    pub fn refresh(
+        &mut self,
+        scan: Vec<FileStamp>,
+        mut load: impl FnMut(&ItemFilename) -> CoreResult<Option<StoredFile>>,
+    ) -> CoreResult<Vec<Arc<IndexedItem>>> {
+        let mut fresh = HashMap::with_capacity(scan.len());
+        for stamp in scan {
+            let Some(name) = ItemFilename::parse(&stamp.name) else { continue };
+            let entry = match self.entries.remove(&stamp.name) {
+                Some((old, entry)) if old == stamp => entry,
+                _ => match load(&name)? {
+                    Some(file) => index_file(&name, &file),
+                    None => continue, // deleted between scan and read
+                },
+            };
+            fresh.insert(stamp.name.clone(), (stamp, entry));
+        }
+        self.entries = fresh;
+        Ok(self
+            .entries
+            .values()
+            .filter_map(|(_, entry)| match entry {
+                Entry::Item(item) => Some(Arc::clone(item)),
+                Entry::Broken => None,
+            })
+            .collect())
+    }
+}
+
+fn index_file(name: &ItemFilename, file: &StoredFile) -> Entry {
+    let parsed = std::str::from_utf8(&file.bytes)
+        .map_err(|_| "the file is not UTF-8".to_owned())
+        .and_then(|text| ItemDocument::parse(text).map_err(|e| e.to_string()));
+    match parsed {
+        Ok(doc) => {
+            let meta = ItemMeta::derive(name, &doc, file.stamp.modified, file.stamp.size);
+            let excerpt = render::excerpt(&render::to_plain_text(&doc.body), EXCERPT_CHARS);
+            Entry::Item(Arc::new(IndexedItem { meta, fm: doc.fm, excerpt }))
+        }
+        Err(reason) => {
+            // Logged once per change of the file, not on every request.
+            tracing::warn!(filename = name.as_str(), %reason, "skipping an item that cannot be read");
+            Entry::Broken
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! What the domain knows about an item beyond its text: status, title, date, tags, author,
+//! and the rules a written frontmatter must follow.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde_json::Value;
+
+use crate::codec::{self, json_type_name};
+use crate::document::{Frontmatter, ItemDocument};
+use crate::error::{CoreError, CoreResult};
+use crate::slug::{ItemFilename, is_iso_date, slugify};
+
+/// Publication state of an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Status {
+    Published,
+    Draft,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Published => "published",
+            Self::Draft => "draft",
+        }
+    }
+}
+
+impl FromStr for Status {
+    type Err = CoreError;
+
+    fn from_str(s: &str) -> CoreResult<Self> {
+        match s {
+            "published" => Ok(Self::Published),
+            "draft" => Ok(Self::Draft),
+            other => {
+                Err(CoreError::invalid(format!("status must be \"published\" or \"draft\", got {other:?}")))
+            }
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Keys the server owns: they describe where an item is stored, so `fm` cannot set them.
+pub const SERVER_OWNED_KEYS: [&str; 2] = ["filename", "folder"];
+
+/// The facts about an item that lists, filters and sorting need, read from its filename
+/// and frontmatter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ItemMeta {
+    pub filename: String,
+    pub slug: String,
+    pub title: String,
+    /// `fm.date`, else the filename's date prefix.
+    pub date: Option<String>,
+    /// A file without `status` was written by hand and counts as published; items created
+    /// through the API always carry a status.
+    pub status: Status,
+    pub tags: Vec<String>,
+    pub author: Option<String>,
+    /// Unix seconds of the file's last change.
+    pub modified: i64,
+    pub size: u64,
+}
+
+impl ItemMeta {
+    pub fn derive(name: &ItemFilename, doc: &ItemDocument, modified: i64, size: u64) -> Self {
+        let fm = &doc.fm;
+        let text = |key: &str| fm.get(key).and_then(scalar_text);
+        let status = match fm.get("status").and_then(Value::as_str) {
+            Some("draft") => Status::Draft,
+            _ => Status::Published,
+        };
+        Self {
+            filename: name.as_str().to_owned(),
+            slug: name.slug().to_owned(),
+            title: text("title").unwrap_or_else(|| name.slug().to_owned()),
+            date: text("date").or_else(|| name.date().map(str::to_owned)),
+            status,
+            tags: tags_of(fm),
+            author: text("author"),
+            modified,
+            size,
+        }
+    }
+
+    /// Slugs of the item's tags, for matching `tags=` filters.
+    pub fn has_any_tag(&self, wanted_slugs: &[String]) -> bool {
+        self.tags.iter().any(|t| wanted_slugs.contains(&slugify(t)))
+    }
+}
+
+fn scalar_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// `tags` as a list of strings; a hand-written comma-separated string is accepted too.
+fn tags_of(fm: &Frontmatter) -> Vec<String> {
+    match fm.get("tags") {
+        Some(Value::Array(items)) => items.iter().filter_map(scalar_text).collect(),
+        Some(Value::String(s)) => {
+            s.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Checks a frontmatter about to be written: known keys have the right types, no
+/// server-owned key is set, and nesting stays within the frontmatter budget.
+pub fn validate_frontmatter(fm: &Frontmatter) -> CoreResult<()> {
+    for key in SERVER_OWNED_KEYS {
+        if fm.contains_key(key) {
+            return Err(CoreError::invalid(format!(
+                "fm.{key} is set by the server from where the item is stored and cannot be written"
+            )));
+        }
+    }
+    let wrong_type = |key: &str, wanted: &str, value: &Value| {
+        CoreError::invalid(format!("fm.{key} must be {wanted}, got {}", json_type_name(value)))
+    };
+    for (key, value) in fm {
+        if value.is_null() {
+            continue;
+        }
+        match key.as_str() {
+            "title" | "author" | "description" | "excerpt" if !value.is_string() => {
+                return Err(wrong_type(key, "a string", value));
+            }
+            "status" => {
+                let status = value.as_str().ok_or_else(|| wrong_type(key, "a string", value))?;
+                status.parse::<Status>()?;
+            }
+            "tags" => {
+                let ok = value.as_array().is_some_and(|items| items.iter().all(Value::is_string));
+                if !ok {
+                    return Err(wrong_type(key, "a list of strings", value));
+                }
+            }
+            "date" => {
+                let date = value.as_str().ok_or_else(|| wrong_type(key, "a date string", value))?;
+                if !date.get(..10).is_some_and(is_iso_date) {
+                    return Err(CoreError::invalid(format!(
+                        "fm.date must start with a YYYY-MM-DD date, got {date:?}"
+                    )));
+                }
+            }
+            _ => {}
+        }
+        let depth = codec::depth(value);
+        if depth > MAX_FM_DEPTH {
+            return Err(CoreError::invalid(format!(
+                "fm.{key} is nested {depth} levels deep; the limit is {MAX_FM_DEPTH}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// How deep a frontmatter value may nest (a list of lists is 2).
+pub const MAX_FM_DEPTH: usize = 16;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fm(value: Value) -> Frontmatter {
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn meta_from_filename_and_frontmatter() {
+        let name = ItemFilename::parse("2024-03-01-hello.md").unwrap();
+        let doc = ItemDocument {
+            fm: fm(json!({"title": "Hello", "tags": ["Rust Lang", "web"], "author": "ann"})),
+            body: String::new(),
+        };
+        let meta = ItemMeta::derive(&name, &doc, 5, 10);
+        assert_eq!(meta.date.as_deref(), Some("2024-03-01"));
+        assert_eq!(meta.status, Status::Published);
+        assert!(meta.has_any_tag(&["rust-lang".into()]));
+        assert!(!meta.has_any_tag(&["go".into()]));
+    }
+
+    #[test]
+    fn validation_names_the_problem() {
+        let cases = [
+            (json!({"tags": "a,b"}), "fm.tags must be a list of strings"),
+            (json!({"tags": [1]}), "fm.tags must be a list of strings"),
+            (json!({"status": "live"}), "status must be"),
+            (json!({"title": 3}), "fm.title must be a string"),
+            (json!({"date": "yesterday"}), "fm.date must start with"),
+            (json!({"filename": "x.md"}), "fm.filename is set by the server"),
+            (json!({"folder": 2}), "fm.folder is set by the server"),
+        ];
+        for (value, expected) in cases {
+            let message = validate_frontmatter(&fm(value.clone())).unwrap_err().to_string();
+            assert!(message.contains(expected), "{value}: {message}");
+        }
+        let mut deep = json!(1);
+        for _ in 0..20 {
+            deep = json!([deep]);
+        }
+        assert!(validate_frontmatter(&fm(json!({"x": deep}))).is_err());
+        assert!(validate_frontmatter(&fm(json!({"title": "T", "status": "draft", "tags": ["a"], "date": "2024-01-01", "extra": {"a": [1]}}))).is_ok());
+    }
+}

@@ -1,0 +1,26 @@
+//! The pure domain of the CMS: no I/O, no web framework, no runtime.
+//!
+//! The web layer and the CLI call [`Cms`]; storage, events, license and time come in
+//! through the traits of [`ports`].
+
+pub mod account;
+pub mod codec;
+pub mod collection;
+pub mod config;
+pub mod document;
+pub mod error;
+pub mod events;
+pub mod index;
+pub mod item;
+pub mod license;
+pub mod ports;
+pub mod query;
+pub mod render;
+pub mod service;
+pub mod slug;
+
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use error::{CoreError, CoreResult};
+pub use service::{Cms, Ports};

@@ -1,0 +1,90 @@
+//! The ports: every way the core reaches the outside world. Adapters live in other crates
+//! (`cms-fs`, `cms-webhooks`) and in [`crate::testing`] (in memory).
+//!
+//! Ports are synchronous: the file adapter does blocking I/O, and the web layer runs facade
+//! calls on a blocking thread pool, so the core needs no async runtime.
+
+use time::OffsetDateTime;
+
+use crate::account::{KeyRecord, User};
+use crate::collection::Collection;
+use crate::error::CoreResult;
+use crate::events::Event;
+use crate::license::License;
+use crate::slug::ItemFilename;
+
+/// What a cheap directory scan says about one item file, without reading it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileStamp {
+    pub name: String,
+    pub size: u64,
+    /// Unix seconds of the last modification.
+    pub modified: i64,
+    /// Changes whenever the file's content may have changed (an adapter-defined digest of
+    /// modification and change times, inode and size).
+    pub change_token: u64,
+}
+
+/// A file's bytes together with the stamp they were read under.
+#[derive(Debug, Clone)]
+pub struct StoredFile {
+    pub bytes: Vec<u8>,
+    pub stamp: FileStamp,
+}
+
+/// Item files of the collections.
+pub trait ContentStore: Send + Sync {
+    /// Stamps of the item files (`*.md` regular files; symlinks are never followed).
+    fn scan(&self, collection: &Collection) -> CoreResult<Vec<FileStamp>>;
+    /// The file's bytes, or `None` if it does not exist.
+    fn read(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Option<StoredFile>>;
+    /// Writes a new file atomically; `Conflict` if the name is taken.
+    fn create(&self, collection: &Collection, name: &ItemFilename, bytes: &[u8]) -> CoreResult<FileStamp>;
+    /// Replaces an existing file atomically (readers see the old or the new content).
+    fn replace(&self, collection: &Collection, name: &ItemFilename, bytes: &[u8]) -> CoreResult<FileStamp>;
+    /// Removes a file; `NotFound` if it does not exist.
+    fn delete(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<()>;
+}
+
+/// User accounts.
+pub trait UserStore: Send + Sync {
+    fn list_users(&self) -> CoreResult<Vec<User>>;
+    /// Adds the user, or replaces the one with the same email.
+    fn put_user(&self, user: User) -> CoreResult<()>;
+    /// Returns whether a user was removed.
+    fn remove_user(&self, email: &str) -> CoreResult<bool>;
+
+    fn find_user(&self, email: &str) -> CoreResult<Option<User>> {
+        Ok(self.list_users()?.into_iter().find(|u| u.email == email))
+    }
+}
+
+/// Hashes of API keys. Changes take effect on the next lookup (revocation is immediate).
+pub trait KeyStore: Send + Sync {
+    fn list_keys(&self) -> CoreResult<Vec<KeyRecord>>;
+    fn add_key(&self, key: KeyRecord) -> CoreResult<()>;
+    /// Removes every key for which `doomed` is true; returns how many went.
+    fn remove_keys(&self, doomed: &dyn Fn(&KeyRecord) -> bool) -> CoreResult<usize>;
+
+    fn find_key_by_hash(&self, hash: &str) -> CoreResult<Option<KeyRecord>> {
+        Ok(self.list_keys()?.into_iter().find(|k| k.hash == hash))
+    }
+}
+
+/// Where the license comes from. Reads see a changed license without a restart.
+pub trait LicenseSource: Send + Sync {
+    /// The installed license, `None` when there is none.
+    fn current(&self) -> CoreResult<Option<License>>;
+    /// Installs a license (already validated by the core).
+    fn install(&self, license_text: &str) -> CoreResult<()>;
+}
+
+/// Outbound events. Publishing must not block on delivery.
+pub trait EventSink: Send + Sync {
+    fn publish(&self, event: Event);
+}
+
+/// The time, so that tests can fix it.
+pub trait Clock: Send + Sync {
+    fn now(&self) -> OffsetDateTime;
+}

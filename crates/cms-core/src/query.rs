@@ -1,0 +1,276 @@
+//! List queries: filters, sorting and pagination of item lists.
+
+use std::cmp::Ordering;
+
+use crate::error::{CoreError, CoreResult};
+use crate::item::{ItemMeta, Status};
+use crate::slug::slugify;
+
+/// The raw list parameters as a client sent them; [`ListQuery::parse`] validates them.
+#[derive(Debug, Clone, Default)]
+pub struct ListParams {
+    pub page: Option<String>,
+    pub per_page: Option<String>,
+    pub status: Option<String>,
+    pub tags: Option<String>,
+    pub author: Option<String>,
+    pub order_by: Option<String>,
+    pub direction: Option<String>,
+    pub offset: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusFilter {
+    Published,
+    Draft,
+    All,
+}
+
+impl StatusFilter {
+    pub fn admits(self, status: Status) -> bool {
+        match self {
+            Self::All => true,
+            Self::Published => status == Status::Published,
+            Self::Draft => status == Status::Draft,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrderBy {
+    DatePublished,
+    Title,
+    Slug,
+    Modified,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Asc,
+    Desc,
+}
+
+/// A validated list query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListQuery {
+    pub page: usize,
+    /// `None`: the site's default page size.
+    pub per_page: Option<usize>,
+    pub status: StatusFilter,
+    /// Tag slugs; an item matches when it carries any of them.
+    pub tags: Vec<String>,
+    pub author: Option<String>,
+    pub order_by: OrderBy,
+    pub direction: Direction,
+    pub offset: usize,
+}
+
+impl Default for ListQuery {
+    fn default() -> Self {
+        Self {
+            page: 1,
+            per_page: None,
+            status: StatusFilter::Published,
+            tags: Vec::new(),
+            author: None,
+            order_by: OrderBy::DatePublished,
+            direction: Direction::Desc,
+            offset: 0,
+        }
+    }
+}
+
+impl ListQuery {
+    pub fn parse(params: &ListParams) -> CoreResult<Self> {
+        let mut query = Self::default();
+        if let Some(page) = &params.page {
+            query.page = positive("page", page)?;
+        }
+        if let Some(per_page) = &params.per_page {
+            query.per_page = Some(positive("per_page", per_page)?);
+        }
+        if let Some(offset) = &params.offset {
+            query.offset = offset.trim().parse().map_err(|_| {
+                CoreError::invalid(format!("offset must be a whole number of 0 or more, got {offset:?}"))
+            })?;
+        }
+        if let Some(status) = &params.status {
+            query.status = match status.as_str() {
+                "published" => StatusFilter::Published,
+                "draft" => StatusFilter::Draft,
+                "all" => StatusFilter::All,
+                other => {
+                    return Err(CoreError::invalid(format!(
+                        "status must be published, draft or all, got {other:?}"
+                    )));
+                }
+            };
+        }
+        if let Some(tags) = &params.tags {
+            query.tags = tags.split(',').map(slugify).filter(|t| !t.is_empty()).collect();
+        }
+        query.author = params.author.clone().filter(|a| !a.is_empty());
+        if let Some(order_by) = &params.order_by {
+            query.order_by = match order_by.as_str() {
+                "date_published" | "date" => OrderBy::DatePublished,
+                "title" => OrderBy::Title,
+                "slug" => OrderBy::Slug,
+                "modified" => OrderBy::Modified,
+                other => {
+                    return Err(CoreError::invalid(format!(
+                        "orderBy must be date_published, title, slug or modified, got {other:?}"
+                    )));
+                }
+            };
+        }
+        if let Some(direction) = &params.direction {
+            query.direction = match direction.to_ascii_lowercase().as_str() {
+                "asc" => Direction::Asc,
+                "desc" => Direction::Desc,
+                _ => {
+                    return Err(CoreError::invalid(format!(
+                        "direction must be asc or desc, got {direction:?}"
+                    )));
+                }
+            };
+        }
+        Ok(query)
+    }
+
+    /// Whether an item passes the filters (status, tags, author).
+    pub fn admits(&self, item: &ItemMeta) -> bool {
+        self.status.admits(item.status)
+            && (self.tags.is_empty() || item.has_any_tag(&self.tags))
+            && self
+                .author
+                .as_ref()
+                .is_none_or(|a| item.author.as_deref().is_some_and(|b| b.eq_ignore_ascii_case(a)))
+    }
+
+    /// Orders two items; ties fall back to the filename so pages are stable.
+    pub fn compare(&self, a: &ItemMeta, b: &ItemMeta) -> Ordering {
+        let primary = match self.order_by {
+            OrderBy::DatePublished => a.date.as_deref().unwrap_or("").cmp(b.date.as_deref().unwrap_or("")),
+            OrderBy::Title => a.title.to_lowercase().cmp(&b.title.to_lowercase()),
+            OrderBy::Slug => a.slug.cmp(&b.slug),
+            OrderBy::Modified => a.modified.cmp(&b.modified),
+        };
+        let ordered = primary.then_with(|| a.filename.cmp(&b.filename));
+        match self.direction {
+            Direction::Asc => ordered,
+            Direction::Desc => ordered.reverse(),
+        }
+    }
+}
+
+fn positive(name: &str, raw: &str) -> CoreResult<usize> {
+    match raw.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(CoreError::invalid(format!("{name} must be a whole number of 1 or more, got {raw:?}"))),
+    }
+}
+
+/// One page of a list, with the numbers clients need to page through it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub current_page: usize,
+    pub last_page: usize,
+    /// Items matching the filters, after `offset`.
+    pub total_items: usize,
+    pub per_page: usize,
+}
+
+impl<T> Page<T> {
+    /// Cuts page `page` of `per_page` items out of `all` after skipping `offset`.
+    pub fn cut(all: Vec<T>, page: usize, per_page: usize, offset: usize) -> Self {
+        let remaining: Vec<T> = all.into_iter().skip(offset).collect();
+        let total_items = remaining.len();
+        let last_page = total_items.div_ceil(per_page).max(1);
+        let start = (page - 1).saturating_mul(per_page);
+        let items = remaining.into_iter().skip(start).take(per_page).collect();
+        Self { items, current_page: page, last_page, total_items, per_page }
+    }
+
+    pub fn has_prev(&self) -> bool {
+        self.current_page > 1
+    }
+
+    pub fn has_next(&self) -> bool {
+        self.current_page < self.last_page
+    }
+
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
+        Page {
+            items: self.items.into_iter().map(f).collect(),
+            current_page: self.current_page,
+            last_page: self.last_page,
+            total_items: self.total_items,
+            per_page: self.per_page,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(pairs: &[(&str, &str)]) -> ListParams {
+        let mut p = ListParams::default();
+        for (k, v) in pairs {
+            let v = Some((*v).to_owned());
+            match *k {
+                "page" => p.page = v,
+                "per_page" => p.per_page = v,
+                "status" => p.status = v,
+                "tags" => p.tags = v,
+                "orderBy" => p.order_by = v,
+                "direction" => p.direction = v,
+                "offset" => p.offset = v,
+                _ => unreachable!(),
+            }
+        }
+        p
+    }
+
+    #[test]
+    fn defaults() {
+        assert_eq!(ListQuery::parse(&ListParams::default()).unwrap(), ListQuery::default());
+    }
+
+    #[test]
+    fn refuses_bad_values_with_a_message() {
+        for (key, value) in [
+            ("page", "0"),
+            ("page", "x"),
+            ("per_page", "-1"),
+            ("status", "deleted"),
+            ("orderBy", "colour"),
+            ("direction", "up"),
+            ("offset", "-3"),
+        ] {
+            let message = ListQuery::parse(&params(&[(key, value)])).unwrap_err().to_string();
+            assert!(message.contains(value), "{key}={value}: {message}");
+        }
+    }
+
+    #[test]
+    fn tags_are_slugs() {
+        let q = ListQuery::parse(&params(&[("tags", "Rust Lang, web")])).unwrap();
+        assert_eq!(q.tags, ["rust-lang", "web"]);
+    }
+
+    #[test]
+    fn pagination_numbers() {
+        let page = Page::cut((1..=25).collect(), 3, 10, 0);
+        assert_eq!((page.items.len(), page.last_page, page.total_items), (5, 3, 25));
+        assert!(page.has_prev() && !page.has_next());
+        let past = Page::cut((1..=25).collect::<Vec<_>>(), 9, 10, 0);
+        assert!(past.items.is_empty());
+        assert_eq!(past.last_page, 3);
+        let offset = Page::cut((1..=25).collect::<Vec<_>>(), 1, 10, 20);
+        assert_eq!((offset.items, offset.total_items, offset.last_page), (vec![21, 22, 23, 24, 25], 5, 1));
+        let empty = Page::cut(Vec::<u8>::new(), 1, 10, 0);
+        assert_eq!((empty.last_page, empty.has_next()), (1, false));
+    }
+}

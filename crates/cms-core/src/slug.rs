@@ -1,0 +1,237 @@
+//! Slugs and item filenames: `YYYY-MM-DD-<slug>.md` or `<slug>.md`.
+
+use std::fmt;
+
+use crate::error::{CoreError, CoreResult};
+
+const MAX_SLUG_LEN: usize = 200;
+
+/// A validated item slug: safe to use as part of a file name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Slug(String);
+
+impl Slug {
+    /// Accepts ASCII letters, digits, `-`, `_` and inner `.`; refuses `/`, `\`, `..`, NUL,
+    /// a leading dot and anything over 200 characters.
+    pub fn parse(raw: &str) -> CoreResult<Self> {
+        let bad = |why: &str| CoreError::invalid(format!("invalid slug {raw:?}: {why}"));
+        if raw.is_empty() {
+            return Err(bad("it is empty"));
+        }
+        if raw.len() > MAX_SLUG_LEN {
+            return Err(bad("it is longer than 200 characters"));
+        }
+        if raw.starts_with('.') || raw.contains("..") {
+            return Err(bad("it may not start with a dot or contain '..'"));
+        }
+        if let Some(c) = raw.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))) {
+            return Err(bad(&format!(
+                "character {c:?} is not allowed (use letters, digits, '-', '_' and '.')"
+            )));
+        }
+        Ok(Self(raw.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Slug {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Derives a slug from a title: lowercase ASCII, each run of other characters becomes one
+/// `-`, no `-` at either end. Accented Latin letters lose their accents first.
+pub fn slugify(title: &str) -> String {
+    let mut slug = String::with_capacity(title.len());
+    let mut pending_dash = false;
+    for c in title.chars().flat_map(fold_accent) {
+        if c.is_ascii_alphanumeric() {
+            if pending_dash && !slug.is_empty() {
+                slug.push('-');
+            }
+            pending_dash = false;
+            slug.push(c.to_ascii_lowercase());
+        } else {
+            pending_dash = true;
+        }
+    }
+    slug.truncate(MAX_SLUG_LEN);
+    slug.trim_end_matches('-').to_owned()
+}
+
+/// Maps common accented Latin letters to their base letters (é → e, ß → ss).
+fn fold_accent(c: char) -> impl Iterator<Item = char> {
+    let folded: &str = match c {
+        'à' | 'á' | 'â' | 'ã' | 'ä' | 'å' | 'À' | 'Á' | 'Â' | 'Ã' | 'Ä' | 'Å' => "a",
+        'æ' | 'Æ' => "ae",
+        'ç' | 'Ç' => "c",
+        'è' | 'é' | 'ê' | 'ë' | 'È' | 'É' | 'Ê' | 'Ë' => "e",
+        'ì' | 'í' | 'î' | 'ï' | 'Ì' | 'Í' | 'Î' | 'Ï' => "i",
+        'ñ' | 'Ñ' => "n",
+        'ò' | 'ó' | 'ô' | 'õ' | 'ö' | 'ø' | 'Ò' | 'Ó' | 'Ô' | 'Õ' | 'Ö' | 'Ø' => "o",
+        'ù' | 'ú' | 'û' | 'ü' | 'Ù' | 'Ú' | 'Û' | 'Ü' => "u",
+        'ý' | 'ÿ' | 'Ý' => "y",
+        'ß' => "ss",
+        _ => "",
+    };
+    let single = folded.is_empty().then_some(c);
+    folded.chars().chain(single)
+}
+
+/// The name of an item file, split into its optional date prefix and its slug.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemFilename {
+    filename: String,
+    date: Option<String>,
+    slug: String,
+}
+
+impl ItemFilename {
+    /// Recognises `YYYY-MM-DD-<slug>.md` and `<slug>.md`; anything else is not an item.
+    pub fn parse(filename: &str) -> Option<Self> {
+        let stem = filename.strip_suffix(".md")?;
+        if stem.is_empty() || filename.starts_with('.') {
+            return None;
+        }
+        let (date, slug) = match split_date_prefix(stem) {
+            Some((date, slug)) => (Some(date.to_owned()), slug),
+            None => (None, stem),
+        };
+        Slug::parse(slug).ok()?;
+        Some(Self { filename: filename.to_owned(), date, slug: slug.to_owned() })
+    }
+
+    /// Builds the filename for a new item.
+    pub fn new(slug: &Slug, date: Option<&str>) -> Self {
+        let filename = match date {
+            Some(date) => format!("{date}-{slug}.md"),
+            None => format!("{slug}.md"),
+        };
+        Self { filename, date: date.map(str::to_owned), slug: slug.as_str().to_owned() }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.filename
+    }
+
+    pub fn slug(&self) -> &str {
+        &self.slug
+    }
+
+    /// The `YYYY-MM-DD` prefix, if the name has one.
+    pub fn date(&self) -> Option<&str> {
+        self.date.as_deref()
+    }
+}
+
+/// Splits `2024-01-15-hello` into `("2024-01-15", "hello")`.
+fn split_date_prefix(stem: &str) -> Option<(&str, &str)> {
+    let bytes = stem.as_bytes();
+    if bytes.len() < 12 || bytes[10] != b'-' {
+        return None;
+    }
+    let date = &stem[..10];
+    is_iso_date(date).then(|| (date, &stem[11..]))
+}
+
+/// `YYYY-MM-DD` with a plausible month and day.
+pub fn is_iso_date(text: &str) -> bool {
+    let b = text.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return false;
+    }
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    if !(digits(0..4) && digits(5..7) && digits(8..10)) {
+        return false;
+    }
+    let month: u8 = text[5..7].parse().unwrap_or(0);
+    let day: u8 = text[8..10].parse().unwrap_or(0);
+    (1..=12).contains(&month) && (1..=31).contains(&day)
+}
+
+/// How a request names an item: by bare slug or by full filename.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ItemRef {
+    Slug(Slug),
+    Filename(ItemFilename),
+}
+
+impl ItemRef {
+    pub fn parse(raw: &str) -> CoreResult<Self> {
+        if raw.ends_with(".md") {
+            if raw.contains(['/', '\\', '\0']) || raw.contains("..") {
+                return Err(CoreError::invalid(format!("invalid item filename {raw:?}")));
+            }
+            return ItemFilename::parse(raw)
+                .map(Self::Filename)
+                .ok_or_else(|| CoreError::invalid(format!("invalid item filename {raw:?}")));
+        }
+        Slug::parse(raw).map(Self::Slug)
+    }
+
+    pub fn matches(&self, name: &ItemFilename) -> bool {
+        match self {
+            Self::Slug(slug) => name.slug() == slug.as_str(),
+            Self::Filename(filename) => filename.as_str() == name.as_str(),
+        }
+    }
+}
+
+impl fmt::Display for ItemRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Slug(slug) => f.write_str(slug.as_str()),
+            Self::Filename(name) => f.write_str(name.as_str()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slug_rules() {
+        assert!(Slug::parse("hello-world_2.0").is_ok());
+        for bad in ["", "a/b", "..", "a..b", ".hidden", "a\0b", "a\\b", "über", "a b", &"x".repeat(201)] {
+            assert!(Slug::parse(bad).is_err(), "{bad:?} should be refused");
+        }
+    }
+
+    #[test]
+    fn slugify_titles() {
+        assert_eq!(slugify("Hello, World!"), "hello-world");
+        assert_eq!(slugify("  Rust & WebAssembly  "), "rust-webassembly");
+        assert_eq!(slugify("Café déjà vu"), "cafe-deja-vu");
+        assert_eq!(slugify("Straße"), "strasse");
+        assert_eq!(slugify("!!!"), "");
+        assert_eq!(slugify("日本語"), "");
+    }
+
+    #[test]
+    fn filenames_with_and_without_dates() {
+        let dated = ItemFilename::parse("2024-01-15-hello.md").unwrap();
+        assert_eq!((dated.date(), dated.slug()), (Some("2024-01-15"), "hello"));
+        let plain = ItemFilename::parse("about.md").unwrap();
+        assert_eq!((plain.date(), plain.slug()), (None, "about"));
+        let odd = ItemFilename::parse("2024-13-40-x.md").unwrap();
+        assert_eq!((odd.date(), odd.slug()), (None, "2024-13-40-x"));
+        for not_item in ["notes.txt", ".md", ".hidden.md", "a b.md"] {
+            assert!(ItemFilename::parse(not_item).is_none(), "{not_item}");
+        }
+    }
+
+    #[test]
+    fn item_refs() {
+        let by_file = ItemRef::parse("2024-01-15-hello.md").unwrap();
+        let by_slug = ItemRef::parse("hello").unwrap();
+        let name = ItemFilename::parse("2024-01-15-hello.md").unwrap();
+        assert!(by_file.matches(&name) && by_slug.matches(&name));
+        assert!(ItemRef::parse("../etc/passwd.md").is_err());
+        assert!(ItemRef::parse("a/b").is_err());
+    }
+}

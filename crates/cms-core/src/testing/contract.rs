@@ -1,0 +1,89 @@
+//! Cases every adapter of a port must pass. Each adapter crate calls these from its own
+//! tests with a factory for a fresh, empty adapter.
+
+use crate::account::{KeyRecord, Role, User};
+use crate::collection::Collection;
+use crate::config::CollectionConfig;
+use crate::error::CoreError;
+use crate::ports::{ContentStore, KeyStore, UserStore};
+use crate::slug::ItemFilename;
+
+fn posts() -> Collection {
+    Collection::from_config(
+        0,
+        &CollectionConfig {
+            label: "Posts".into(),
+            path: "content/posts".into(),
+            page_path: None,
+            date_prefix: false,
+        },
+    )
+}
+
+fn name(filename: &str) -> ItemFilename {
+    ItemFilename::parse(filename).expect("valid item filename")
+}
+
+/// Runs every `ContentStore` case.
+pub fn content_store(store: &dyn ContentStore) {
+    let c = posts();
+    assert!(store.scan(&c).unwrap().is_empty(), "a new store is empty");
+
+    let hello = name("2024-01-02-hello.md");
+    let stamp = store.create(&c, &hello, b"one").unwrap();
+    assert_eq!((stamp.name.as_str(), stamp.size), ("2024-01-02-hello.md", 3));
+    assert!(
+        matches!(store.create(&c, &hello, b"two"), Err(CoreError::Conflict(_))),
+        "create never overwrites"
+    );
+    assert_eq!(store.read(&c, &hello).unwrap().unwrap().bytes, b"one");
+
+    let scanned = store.scan(&c).unwrap();
+    assert_eq!(scanned.len(), 1);
+    assert_eq!(scanned[0], stamp, "a scan reports the stamp the write returned");
+
+    let replaced = store.replace(&c, &hello, b"three!").unwrap();
+    assert_ne!(replaced.change_token, stamp.change_token, "a replace changes the token");
+    assert_eq!(store.read(&c, &hello).unwrap().unwrap().bytes, b"three!");
+    assert_eq!(store.scan(&c).unwrap()[0].size, 6);
+
+    assert!(store.read(&c, &name("missing.md")).unwrap().is_none());
+    assert!(matches!(store.delete(&c, &name("missing.md")), Err(CoreError::NotFound(_))));
+    store.delete(&c, &hello).unwrap();
+    assert!(store.read(&c, &hello).unwrap().is_none());
+    assert!(store.scan(&c).unwrap().is_empty());
+
+    let other = Collection { index: 1, path: "content/pages".into(), ..posts() };
+    store.create(&other, &name("about.md"), b"x").unwrap();
+    assert!(store.scan(&c).unwrap().is_empty(), "collections do not see each other's files");
+}
+
+/// Runs every `UserStore` + `KeyStore` case.
+pub fn account_store(users: &dyn UserStore, keys: &dyn KeyStore) {
+    assert!(users.list_users().unwrap().is_empty());
+    let ann = User { email: "ann@example.com".into(), role: Role::Editor, created: 1 };
+    users.put_user(ann.clone()).unwrap();
+    users.put_user(User { role: Role::Owner, ..ann.clone() }).unwrap();
+    assert_eq!(users.list_users().unwrap().len(), 1, "put replaces by email");
+    assert_eq!(users.find_user("ann@example.com").unwrap().unwrap().role, Role::Owner);
+    assert!(users.find_user("bob@example.com").unwrap().is_none());
+
+    let key = |id: &str, email: &str| KeyRecord {
+        id: id.into(),
+        name: "ci".into(),
+        email: email.into(),
+        hash: format!("hash-{id}"),
+        created: 2,
+    };
+    keys.add_key(key("k1", "ann@example.com")).unwrap();
+    keys.add_key(key("k2", "ann@example.com")).unwrap();
+    keys.add_key(key("k3", "bob@example.com")).unwrap();
+    assert_eq!(keys.find_key_by_hash("hash-k2").unwrap().unwrap().id, "k2");
+    assert_eq!(keys.remove_keys(&|k| k.id == "k2").unwrap(), 1);
+    assert!(keys.find_key_by_hash("hash-k2").unwrap().is_none(), "revocation is immediate");
+    assert_eq!(keys.remove_keys(&|k| k.email == "ann@example.com").unwrap(), 1);
+    assert_eq!(keys.list_keys().unwrap().len(), 1);
+
+    assert!(users.remove_user("ann@example.com").unwrap());
+    assert!(!users.remove_user("ann@example.com").unwrap());
+}

@@ -1,0 +1,214 @@
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use time::OffsetDateTime;
+
+use crate::account::{KeyRecord, User};
+use crate::collection::Collection;
+use crate::error::{CoreError, CoreResult};
+use crate::events::Event;
+use crate::license::License;
+use crate::ports::{
+    Clock, ContentStore, EventSink, FileStamp, KeyStore, LicenseSource, StoredFile, UserStore,
+};
+use crate::slug::ItemFilename;
+
+/// Item files in a map: (collection path, filename) → bytes and stamp.
+#[derive(Default)]
+pub struct MemoryContentStore {
+    files: Mutex<BTreeMap<(String, String), StoredFile>>,
+    next_token: AtomicU64,
+    /// Unix seconds stamped on writes.
+    pub now: AtomicI64,
+    /// Counts `read` calls, so tests can prove lists do not re-read unchanged files.
+    pub reads: AtomicU64,
+}
+
+impl MemoryContentStore {
+    /// Puts raw bytes in place as another program would (no validation).
+    pub fn put_raw(&self, collection_path: &str, filename: &str, bytes: &[u8]) {
+        let stamp = self.stamp(filename, bytes.len());
+        let file = StoredFile { bytes: bytes.to_vec(), stamp };
+        self.files.lock().unwrap().insert((collection_path.into(), filename.into()), file);
+    }
+
+    pub fn get_raw(&self, collection_path: &str, filename: &str) -> Option<Vec<u8>> {
+        let files = self.files.lock().unwrap();
+        files.get(&(collection_path.into(), filename.into())).map(|f| f.bytes.clone())
+    }
+
+    fn stamp(&self, name: &str, size: usize) -> FileStamp {
+        FileStamp {
+            name: name.to_owned(),
+            size: size as u64,
+            modified: self.now.load(Ordering::Relaxed),
+            change_token: self.next_token.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    fn key(collection: &Collection, name: &ItemFilename) -> (String, String) {
+        (collection.path.clone(), name.as_str().to_owned())
+    }
+}
+
+impl ContentStore for MemoryContentStore {
+    fn scan(&self, collection: &Collection) -> CoreResult<Vec<FileStamp>> {
+        let files = self.files.lock().unwrap();
+        Ok(files
+            .iter()
+            .filter(|((path, name), _)| *path == collection.path && name.ends_with(".md"))
+            .map(|(_, file)| file.stamp.clone())
+            .collect())
+    }
+
+    fn read(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Option<StoredFile>> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        Ok(self.files.lock().unwrap().get(&Self::key(collection, name)).cloned())
+    }
+
+    fn create(&self, collection: &Collection, name: &ItemFilename, bytes: &[u8]) -> CoreResult<FileStamp> {
+        let mut files = self.files.lock().unwrap();
+        let key = Self::key(collection, name);
+        if files.contains_key(&key) {
+            return Err(CoreError::Conflict(format!("{} already exists", name.as_str())));
+        }
+        let stamp = self.stamp(name.as_str(), bytes.len());
+        files.insert(key, StoredFile { bytes: bytes.to_vec(), stamp: stamp.clone() });
+        Ok(stamp)
+    }
+
+    fn replace(&self, collection: &Collection, name: &ItemFilename, bytes: &[u8]) -> CoreResult<FileStamp> {
+        let mut files = self.files.lock().unwrap();
+        let stamp = self.stamp(name.as_str(), bytes.len());
+        files.insert(Self::key(collection, name), StoredFile { bytes: bytes.to_vec(), stamp: stamp.clone() });
+        Ok(stamp)
+    }
+
+    fn delete(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<()> {
+        match self.files.lock().unwrap().remove(&Self::key(collection, name)) {
+            Some(_) => Ok(()),
+            None => Err(CoreError::not_found(format!("{} does not exist", name.as_str()))),
+        }
+    }
+}
+
+/// Users and key hashes in memory.
+#[derive(Default)]
+pub struct MemoryAccounts {
+    users: Mutex<Vec<User>>,
+    keys: Mutex<Vec<KeyRecord>>,
+}
+
+impl UserStore for MemoryAccounts {
+    fn list_users(&self) -> CoreResult<Vec<User>> {
+        Ok(self.users.lock().unwrap().clone())
+    }
+
+    fn put_user(&self, user: User) -> CoreResult<()> {
+        let mut users = self.users.lock().unwrap();
+        match users.iter_mut().find(|u| u.email == user.email) {
+            Some(existing) => *existing = user,
+            None => users.push(user),
+        }
+        Ok(())
+    }
+
+    fn remove_user(&self, email: &str) -> CoreResult<bool> {
+        let mut users = self.users.lock().unwrap();
+        let before = users.len();
+        users.retain(|u| u.email != email);
+        Ok(users.len() != before)
+    }
+}
+
+impl KeyStore for MemoryAccounts {
+    fn list_keys(&self) -> CoreResult<Vec<KeyRecord>> {
+        Ok(self.keys.lock().unwrap().clone())
+    }
+
+    fn add_key(&self, key: KeyRecord) -> CoreResult<()> {
+        self.keys.lock().unwrap().push(key);
+        Ok(())
+    }
+
+    fn remove_keys(&self, doomed: &dyn Fn(&KeyRecord) -> bool) -> CoreResult<usize> {
+        let mut keys = self.keys.lock().unwrap();
+        let before = keys.len();
+        keys.retain(|k| !doomed(k));
+        Ok(before - keys.len())
+    }
+}
+
+/// A license held in memory; `set` swaps it as an operator would.
+#[derive(Default)]
+pub struct MemoryLicense {
+    license: Mutex<Option<License>>,
+}
+
+impl MemoryLicense {
+    pub fn with_features(features: &[&str]) -> Self {
+        let license = Self::default();
+        license.set(Some(License {
+            licensee: "Test".into(),
+            features: features.iter().map(|f| (*f).to_owned()).collect(),
+            expires_at: None,
+            signature: None,
+        }));
+        license
+    }
+
+    pub fn set(&self, license: Option<License>) {
+        *self.license.lock().unwrap() = license;
+    }
+}
+
+impl LicenseSource for MemoryLicense {
+    fn current(&self) -> CoreResult<Option<License>> {
+        Ok(self.license.lock().unwrap().clone())
+    }
+
+    fn install(&self, license_text: &str) -> CoreResult<()> {
+        self.set(Some(License::from_yaml(license_text)?));
+        Ok(())
+    }
+}
+
+/// Keeps every published event for assertions.
+#[derive(Default)]
+pub struct RecordingEvents {
+    events: Mutex<Vec<Event>>,
+}
+
+impl RecordingEvents {
+    pub fn take(&self) -> Vec<Event> {
+        std::mem::take(&mut self.events.lock().unwrap())
+    }
+}
+
+impl EventSink for RecordingEvents {
+    fn publish(&self, event: Event) {
+        self.events.lock().unwrap().push(event);
+    }
+}
+
+/// A clock that stands still until moved.
+pub struct FixedClock {
+    unix: AtomicI64,
+}
+
+impl FixedClock {
+    pub fn at_unix(seconds: i64) -> Self {
+        Self { unix: AtomicI64::new(seconds) }
+    }
+
+    pub fn advance(&self, seconds: i64) {
+        self.unix.fetch_add(seconds, Ordering::Relaxed);
+    }
+}
+
+impl Clock for FixedClock {
+    fn now(&self) -> OffsetDateTime {
+        OffsetDateTime::from_unix_timestamp(self.unix.load(Ordering::Relaxed)).expect("valid test time")
+    }
+}

@@ -1,0 +1,78 @@
+//! In-memory adapters of every port, and contract cases that every adapter must pass.
+//! Compiled with the `testing` feature, so that any crate's tests can drive the core
+//! without a disk.
+
+pub mod contract;
+mod memory;
+
+pub use memory::{FixedClock, MemoryAccounts, MemoryContentStore, MemoryLicense, RecordingEvents};
+
+use std::sync::Arc;
+
+use crate::config::SiteConfig;
+use crate::service::{Cms, Ports};
+
+/// A small site configuration: collections `posts` (dated, page path `/blog`) and `pages`.
+pub const SITE_YAML: &str = "\
+site:
+  name: Test Site
+  url: https://example.com
+  per_page: 10
+  max_per_page: 50
+collections:
+  - label: Posts
+    path: content/posts
+    page_path: /blog
+    date_prefix: true
+  - label: Pages
+    path: content/pages
+resources:
+  - label: Uploads
+    path: media/uploads
+    url: /media/uploads
+cors:
+  allowed_origins: [https://app.example.com]
+";
+
+/// In-memory ports with a license that has every feature.
+pub struct MemoryWorld {
+    pub content: Arc<MemoryContentStore>,
+    pub accounts: Arc<MemoryAccounts>,
+    pub license: Arc<MemoryLicense>,
+    pub events: Arc<RecordingEvents>,
+    pub clock: Arc<FixedClock>,
+}
+
+impl MemoryWorld {
+    pub fn new() -> Self {
+        Self {
+            content: Arc::default(),
+            accounts: Arc::default(),
+            license: Arc::new(MemoryLicense::with_features(&["json_api", "theme_customization", "webhooks"])),
+            events: Arc::default(),
+            clock: Arc::new(FixedClock::at_unix(1_767_225_600)), // 2026-01-01T00:00:00Z
+        }
+    }
+
+    pub fn ports(&self) -> Ports {
+        Ports {
+            content: self.content.clone(),
+            users: self.accounts.clone(),
+            keys: self.accounts.clone(),
+            license: self.license.clone(),
+            events: self.events.clone(),
+            clock: self.clock.clone(),
+        }
+    }
+
+    /// A facade over these ports with [`SITE_YAML`].
+    pub fn cms(&self) -> Cms {
+        Cms::new(&SiteConfig::from_yaml(SITE_YAML).expect("test site config"), self.ports())
+    }
+}
+
+impl Default for MemoryWorld {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,12 @@
+use cms_core::testing::{MemoryAccounts, MemoryContentStore, contract};
+
+#[test]
+fn memory_content_store_meets_the_contract() {
+    contract::content_store(&MemoryContentStore::default());
+}
+
+#[test]
+fn memory_accounts_meet_the_contract() {
+    let accounts = MemoryAccounts::default();
+    contract::account_store(&accounts, &accounts);
+}

@@ -1,0 +1,276 @@
+use std::sync::atomic::Ordering;
+
+use cms_core::CoreError;
+use cms_core::account::Role;
+use cms_core::document::Frontmatter;
+use cms_core::events::{EventData, EventKind};
+use cms_core::query::{ListParams, ListQuery};
+use cms_core::service::{ItemUpdate, NewItem, UpdateMode, Viewer};
+use cms_core::testing::MemoryWorld;
+use serde_json::{Value, json};
+
+fn fm(value: Value) -> Frontmatter {
+    value.as_object().unwrap().clone()
+}
+
+fn keyed(world: &MemoryWorld) -> Viewer {
+    let cms = world.cms();
+    cms.add_user("ed@example.com", Role::Editor).unwrap();
+    let key = cms.create_key("ed@example.com", "t", [9; 32]).unwrap();
+    Viewer::Key(cms.authenticate(&key.plaintext).unwrap())
+}
+
+const POSTS: &str = "content/posts";
+
+#[test]
+fn create_derives_slug_dates_the_file_and_defaults_to_draft() {
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    let posts = cms.collection("posts").unwrap().clone();
+    let out = cms
+        .create_item(
+            &posts,
+            NewItem { fm: fm(json!({"title": "Hello, World!"})), body: "Hi".into(), ..Default::default() },
+        )
+        .unwrap();
+    assert_eq!((out.filename.as_str(), out.folder), ("2026-01-01-hello-world.md", 0));
+    let text = String::from_utf8(world.content.get_raw(POSTS, &out.filename).unwrap()).unwrap();
+    assert!(text.contains("status: draft"), "{text}");
+    assert_eq!(
+        world.events.take()[0].data,
+        EventData::File { filename: "2026-01-01-hello-world.md".into(), folder: 0 }
+    );
+
+    let dated = cms
+        .create_item(
+            &posts,
+            NewItem { fm: fm(json!({"title": "Old", "date": "2020-05-06"})), ..Default::default() },
+        )
+        .unwrap();
+    assert_eq!(dated.filename, "2020-05-06-old.md");
+    let undated = cms
+        .create_item(
+            &posts,
+            NewItem { slug: Some("plain".into()), date_prefix: Some(false), ..Default::default() },
+        )
+        .unwrap();
+    assert_eq!(undated.filename, "plain.md");
+}
+
+#[test]
+fn create_refuses_clashes_and_bad_input_without_writing() {
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    let pages = cms.collection("pages").unwrap().clone();
+    cms.create_item(&pages, NewItem { slug: Some("about".into()), ..Default::default() }).unwrap();
+    let again = cms.create_item(&pages, NewItem { slug: Some("about".into()), ..Default::default() });
+    assert!(matches!(again, Err(CoreError::Conflict(_))));
+    for bad in [
+        NewItem::default(),
+        NewItem { slug: Some("../x".into()), ..Default::default() },
+        NewItem { slug: Some("a/b".into()), ..Default::default() },
+        NewItem { slug: Some("a\0b".into()), ..Default::default() },
+        NewItem { fm: fm(json!({"title": "!!!"})), ..Default::default() },
+        NewItem { slug: Some("x".into()), fm: fm(json!({"tags": "a"})), ..Default::default() },
+        NewItem { slug: Some("x".into()), fm: fm(json!({"folder": 3})), ..Default::default() },
+    ] {
+        assert!(matches!(cms.create_item(&pages, bad), Err(CoreError::Invalid(_))));
+    }
+    assert_eq!(cms.indexed_items(&pages).unwrap().len(), 1, "nothing else was written");
+}
+
+#[test]
+fn put_and_patch_merge_frontmatter_and_treat_body_differently() {
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    let pages = cms.collection("1").unwrap().clone();
+    cms.create_item(
+        &pages,
+        NewItem {
+            slug: Some("about".into()),
+            fm: fm(json!({"title": "About", "tags": ["a"]})),
+            body: "Body".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let patch = |fm_value: Value, body: Option<&str>, mode| ItemUpdate {
+        mode,
+        fm: fm(fm_value),
+        body: body.map(str::to_owned),
+    };
+
+    cms.update_item(
+        &pages,
+        "about",
+        patch(json!({"status": "published", "tags": null}), None, UpdateMode::Patch),
+        None,
+    )
+    .unwrap();
+    let raw = cms.read_raw(&pages, "about").unwrap();
+    assert_eq!(raw.doc.body, "Body", "PATCH without body keeps it");
+    assert_eq!(raw.doc.fm, fm(json!({"title": "About", "status": "published"})), "null removed a key");
+
+    cms.update_item(&pages, "about.md", patch(json!({"author": "Ann"}), None, UpdateMode::Put), None)
+        .unwrap();
+    let raw = cms.read_raw(&pages, "about").unwrap();
+    assert_eq!(raw.doc.body, "", "PUT without body saves an empty body");
+    assert_eq!(raw.doc.fm["author"], "Ann");
+
+    let missing = cms.update_item(&pages, "nope", patch(json!({}), None, UpdateMode::Put), None);
+    assert!(matches!(missing, Err(CoreError::NotFound(_))));
+    let kinds: Vec<_> = world.events.take().into_iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, [EventKind::FileCreated, EventKind::FileUpdated, EventKind::FileUpdated]);
+}
+
+#[test]
+fn if_match_guards_writes() {
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    let pages = cms.collection("pages").unwrap().clone();
+    let created = cms.create_item(&pages, NewItem { slug: Some("a".into()), ..Default::default() }).unwrap();
+    let etag = created.etag.unwrap();
+    let update = || ItemUpdate { mode: UpdateMode::Patch, fm: fm(json!({"title": "T"})), body: None };
+    let stale = cms.update_item(&pages, "a", update(), Some("\"0000\""));
+    assert!(matches!(stale, Err(CoreError::PreconditionFailed(_))));
+    let fresh = cms.update_item(&pages, "a", update(), Some(&etag)).unwrap();
+    assert!(matches!(cms.delete_item(&pages, "a", Some(&etag)), Err(CoreError::PreconditionFailed(_))));
+    cms.delete_item(&pages, "a", fresh.etag.as_deref()).unwrap();
+    assert!(matches!(cms.read_raw(&pages, "a"), Err(CoreError::NotFound(_))));
+}
+
+#[test]
+fn lists_filter_sort_and_paginate() {
+    let world = MemoryWorld::new();
+    let viewer = keyed(&world);
+    let cms = world.cms();
+    let posts = cms.collection("posts").unwrap().clone();
+    for (slug, date, status, tags, author) in [
+        ("a", "2024-01-01", "published", json!(["Rust Lang"]), "ann"),
+        ("b", "2024-02-01", "published", json!(["web"]), "bob"),
+        ("c", "2024-03-01", "draft", json!(["rust-lang"]), "ann"),
+        ("d", "2024-04-01", "published", json!([]), "ann"),
+    ] {
+        let item = NewItem {
+            slug: Some(slug.into()),
+            fm: fm(
+                json!({"title": slug.to_uppercase(), "date": date, "status": status, "tags": tags, "author": author}),
+            ),
+            ..Default::default()
+        };
+        cms.create_item(&posts, item).unwrap();
+    }
+    let list = |pairs: &[(&str, &str)], viewer: &Viewer| {
+        let mut params = ListParams::default();
+        for (k, v) in pairs {
+            let v = Some((*v).to_owned());
+            match *k {
+                "status" => params.status = v,
+                "tags" => params.tags = v,
+                "author" => params.author = v,
+                "orderBy" => params.order_by = v,
+                "direction" => params.direction = v,
+                "per_page" => params.per_page = v,
+                "page" => params.page = v,
+                _ => unreachable!(),
+            }
+        }
+        let page = cms.list_items(&posts, &ListQuery::parse(&params).unwrap(), viewer)?;
+        Ok::<_, CoreError>(page.items.iter().map(|s| s.item.meta.slug.clone()).collect::<Vec<_>>())
+    };
+    let anon = Viewer::Anonymous;
+    assert_eq!(list(&[], &anon).unwrap(), ["d", "b", "a"], "published, newest first");
+    assert_eq!(list(&[("direction", "asc")], &anon).unwrap(), ["a", "b", "d"]);
+    assert_eq!(list(&[("tags", "rust-lang,web")], &anon).unwrap(), ["b", "a"]);
+    assert_eq!(list(&[("author", "ann"), ("orderBy", "slug")], &anon).unwrap(), ["d", "a"]);
+    assert_eq!(list(&[("status", "all"), ("per_page", "2"), ("page", "2")], &viewer).unwrap(), ["b", "a"]);
+    assert_eq!(list(&[("status", "draft")], &viewer).unwrap(), ["c"]);
+    assert!(matches!(list(&[("status", "draft")], &anon), Err(CoreError::Unauthorized(_))));
+    assert!(matches!(list(&[("status", "all")], &anon), Err(CoreError::Unauthorized(_))));
+
+    let page =
+        cms.list_items(&posts, &ListQuery { per_page: Some(1000), ..Default::default() }, &anon).unwrap();
+    assert_eq!(page.per_page, 50, "per_page is clamped to max_per_page");
+    assert_eq!(page.items[0].url, "/blog/d");
+    assert_eq!(page.items[0].canonical_url, "https://example.com/blog/d");
+}
+
+#[test]
+fn drafts_are_invisible_without_a_key() {
+    let world = MemoryWorld::new();
+    let viewer = keyed(&world);
+    let cms = world.cms();
+    let pages = cms.collection("pages").unwrap().clone();
+    cms.create_item(&pages, NewItem { slug: Some("secret".into()), ..Default::default() }).unwrap();
+    assert!(matches!(cms.read_item(&pages, "secret", &Viewer::Anonymous), Err(CoreError::NotFound(_))));
+    assert_eq!(cms.read_item(&pages, "secret", &viewer).unwrap().meta.slug, "secret");
+}
+
+#[test]
+fn the_index_rereads_only_changed_files_and_sees_outside_edits() {
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    let pages = cms.collection("pages").unwrap().clone();
+    for i in 0..20 {
+        world.content.put_raw(
+            "content/pages",
+            &format!("p{i}.md"),
+            format!("---\ntitle: P{i}\n---\n\nx").as_bytes(),
+        );
+    }
+    let query = ListQuery::default();
+    assert_eq!(cms.list_items(&pages, &query, &Viewer::Anonymous).unwrap().total_items, 20);
+    let reads = world.content.reads.load(Ordering::Relaxed);
+    assert_eq!(reads, 20);
+    cms.list_items(&pages, &query, &Viewer::Anonymous).unwrap();
+    assert_eq!(world.content.reads.load(Ordering::Relaxed), reads, "no file re-read when nothing changed");
+
+    world.content.put_raw("content/pages", "p3.md", b"---\ntitle: Changed\n---\n");
+    let page = cms
+        .list_items(&pages, &ListQuery { per_page: Some(50), ..Default::default() }, &Viewer::Anonymous)
+        .unwrap();
+    assert!(page.items.iter().any(|s| s.item.meta.title == "Changed"), "an outside edit is seen at once");
+    assert_eq!(world.content.reads.load(Ordering::Relaxed), reads + 1, "only the changed file was read");
+}
+
+#[test]
+fn broken_or_hostile_files_are_skipped_by_lists_and_reported_on_reads() {
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    let pages = cms.collection("pages").unwrap().clone();
+    world.content.put_raw("content/pages", "good.md", b"---\ntitle: Good\n---\n");
+    world.content.put_raw("content/pages", "broken.md", b"---\ntitle: [unclosed\n---\n");
+    let values = vec!["1"; 8000].join(",");
+    let refs = vec!["*a"; 8000].join(",");
+    let quadratic = format!("---\nanchor: &a [{values}]\nrefs: [{refs}]\n---\n");
+    world.content.put_raw("content/pages", "quadratic.md", quadratic.as_bytes());
+    world.content.put_raw("content/pages", "binary.md", &[0xff, 0xfe, 0x00]);
+
+    let page = cms.list_items(&pages, &ListQuery::default(), &Viewer::Anonymous).unwrap();
+    let slugs: Vec<_> = page.items.iter().map(|s| s.item.meta.slug.as_str()).collect();
+    assert_eq!(slugs, ["good"]);
+    for name in ["broken", "quadratic", "binary"] {
+        let err = cms.read_raw(&pages, name).unwrap_err();
+        assert!(matches!(err, CoreError::Corrupt(_)), "{name}: {err:?}");
+        let update = ItemUpdate { mode: UpdateMode::Patch, fm: fm(json!({"title": "x"})), body: None };
+        assert!(cms.update_item(&pages, name, update, None).is_err());
+    }
+    assert_eq!(world.content.get_raw("content/pages", "broken.md").unwrap(), b"---\ntitle: [unclosed\n---\n");
+}
+
+#[test]
+fn rendered_items_carry_html_excerpt_and_urls() {
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    let posts = cms.collection("posts").unwrap().clone();
+    world.content.put_raw(
+        "content/posts",
+        "2024-05-01-hi.md",
+        b"---\ntitle: Hi\n---\n\n# Heading\n\nSome *text*.\n\n<script>alert(1)</script>\n",
+    );
+    let view = cms.read_item(&posts, "hi", &Viewer::Anonymous).unwrap();
+    assert!(view.html.contains("<h1>Heading</h1>") && !view.html.contains("<script"), "{}", view.html);
+    assert_eq!(view.excerpt, "Heading Some text.");
+    assert_eq!((view.url.as_str(), view.meta.date.as_deref()), ("/blog/hi", Some("2024-05-01")));
+    assert_eq!(cms.read_item(&posts, "2024-05-01-hi.md", &Viewer::Anonymous).unwrap().meta.slug, "hi");
+}

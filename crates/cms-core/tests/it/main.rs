@@ -1,0 +1,5 @@
+//! The core driven through its facade with in-memory ports.
+
+mod accounts;
+mod contract;
+mod items;

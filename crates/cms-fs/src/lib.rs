@@ -1,1 +1,27 @@
+//! The CMS ports on a site folder (the embedded default adapter):
+//!
+//! ```text
+//! site/
+//!   cms.yaml           configuration, read by [`load_config`]
+//!   content/<name>/    item files, [`FsContentStore`]
+//!   .cms/              users, key hashes, license: [`FsAccounts`], [`FsLicense`]
+//! ```
+//!
+//! Every write goes through [`atomic`]: a temporary file in the same folder, fsync, rename.
+//! Symlinks inside collection folders are never followed.
 
+mod accounts;
+pub mod atomic;
+mod config;
+mod content;
+mod error;
+mod license;
+mod stamp;
+mod system;
+
+pub use accounts::FsAccounts;
+pub use config::{CONFIG_FILE, STATE_DIR, load_config};
+pub use content::FsContentStore;
+pub use error::FsError;
+pub use license::{FsLicense, LICENSE_FILE};
+pub use system::SystemClock;

@@ -1,0 +1,60 @@
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use cms_core::license::License;
+use cms_core::ports::{FileStamp, LicenseSource};
+use cms_core::{CoreError, CoreResult};
+
+use crate::atomic::{self, Existing};
+use crate::error::io_error;
+use crate::stamp;
+
+pub const LICENSE_FILE: &str = "license.yaml";
+
+/// `.cms/license.yaml`, re-read only when the file changes (one `stat` per request).
+#[derive(Debug)]
+pub struct FsLicense {
+    path: PathBuf,
+    cache: Mutex<Option<(FileStamp, Option<License>)>>,
+}
+
+impl FsLicense {
+    pub fn new(state_dir: &Path) -> Self {
+        Self { path: state_dir.join(LICENSE_FILE), cache: Mutex::new(None) }
+    }
+}
+
+impl LicenseSource for FsLicense {
+    fn current(&self) -> CoreResult<Option<License>> {
+        let meta = match fs::metadata(&self.path) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_error(&self.path)(e)),
+        };
+        let stamp = stamp::from_metadata(LICENSE_FILE, &meta);
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((cached, license)) = cache.as_ref()
+            && *cached == stamp
+        {
+            return Ok(license.clone());
+        }
+        let text = fs::read_to_string(&self.path).map_err(io_error(&self.path))?;
+        // An unreadable license counts as none; the reason goes to the operator's log.
+        let license = match License::from_yaml(&text) {
+            Ok(license) => Some(license),
+            Err(e) => {
+                tracing::error!(path = %self.path.display(), error = %e, "ignoring the license file");
+                None
+            }
+        };
+        *cache = Some((stamp, license.clone()));
+        Ok(license)
+    }
+
+    fn install(&self, license_text: &str) -> CoreResult<()> {
+        License::from_yaml(license_text).map_err(|e| CoreError::invalid(e.to_string()))?;
+        atomic::write(&self.path, license_text.as_bytes(), Existing::Replace).map_err(io_error(&self.path))
+    }
+}

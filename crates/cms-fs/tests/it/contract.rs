@@ -1,0 +1,15 @@
+use cms_core::testing::contract;
+use cms_fs::{FsAccounts, FsContentStore};
+
+#[test]
+fn fs_content_store_meets_the_contract() {
+    let site = tempfile::tempdir().unwrap();
+    contract::content_store(&FsContentStore::new(site.path()));
+}
+
+#[test]
+fn fs_accounts_meet_the_contract() {
+    let site = tempfile::tempdir().unwrap();
+    let accounts = FsAccounts::new(&site.path().join(".cms"));
+    contract::account_store(&accounts, &accounts);
+}

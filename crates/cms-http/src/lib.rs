@@ -1,1 +1,44 @@
+//! The JSON REST API on actix-web. Handlers are thin: extract, one call into
+//! [`cms_core::Cms`], map the result. Authentication, license and CORS are written once
+//! (extractors in [`auth`], middleware in [`middleware`]); errors map to the two response
+//! shapes in [`error`].
 
+pub mod auth;
+pub mod body;
+pub mod dto;
+pub mod error;
+pub mod handlers;
+pub mod middleware;
+pub mod reply;
+pub mod routes;
+pub mod state;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
+use actix_web::middleware::from_fn;
+use actix_web::{App, web};
+
+pub use error::{ApiError, Shape};
+pub use state::AppState;
+
+/// The whole application: routes, fallbacks and middleware (outermost first: request log,
+/// CORS, license gate).
+pub fn app(
+    state: web::Data<AppState>,
+) -> App<
+    impl ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<impl MessageBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    App::new()
+        .app_data(state)
+        .configure(routes::configure)
+        .default_service(web::to(handlers::service::not_found))
+        .wrap(from_fn(middleware::require_license))
+        .wrap(from_fn(middleware::cors))
+        .wrap(from_fn(middleware::log_request))
+}

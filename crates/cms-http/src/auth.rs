@@ -1,0 +1,114 @@
+//! Authentication as extractors, written once: [`KeyUser`] for `Req` routes, [`Caller`] for
+//! `Opt` routes. Handlers never look at headers themselves.
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+
+use actix_web::http::StatusCode;
+use actix_web::http::header;
+use actix_web::{FromRequest, HttpRequest, dev::Payload, web};
+use cms_core::service::{Principal, Viewer};
+
+use crate::error::{ApiError, Shape};
+use crate::state::AppState;
+
+/// Marks which response shape an extractor's errors take.
+pub trait ShapeMarker {
+    const SHAPE: Shape;
+}
+
+pub struct Envelope;
+pub struct Editor;
+
+impl ShapeMarker for Envelope {
+    const SHAPE: Shape = Shape::Envelope;
+}
+impl ShapeMarker for Editor {
+    const SHAPE: Shape = Shape::Editor;
+}
+
+/// The user behind a required, valid key.
+pub struct KeyUser<S: ShapeMarker> {
+    pub principal: Principal,
+    _shape: PhantomData<S>,
+}
+
+/// The caller of an `Opt` route: anonymous (origin-checked) or a valid key's user.
+pub struct Caller {
+    pub viewer: Viewer,
+}
+
+/// The key a request presents: `Authorization: Bearer <key>`, else `?token=<key>`.
+fn presented_key(req: &HttpRequest) -> Option<String> {
+    if let Some(value) = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+        let value = value.trim();
+        let token = value
+            .split_once(' ')
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim())
+            .unwrap_or(value);
+        return Some(token.to_owned());
+    }
+    web::Query::<std::collections::HashMap<String, String>>::from_query(req.query_string())
+        .ok()
+        .and_then(|q| q.get("token").cloned())
+        .filter(|t| !t.is_empty())
+}
+
+fn state(req: &HttpRequest) -> web::Data<AppState> {
+    req.app_data::<web::Data<AppState>>().cloned().expect("AppState is registered")
+}
+
+type Boxed<T> = Pin<Box<dyn Future<Output = Result<T, ApiError>>>>;
+
+impl<S: ShapeMarker + 'static> FromRequest for KeyUser<S> {
+    type Error = ApiError;
+    type Future = Boxed<Self>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let key = presented_key(req);
+        let state = state(req);
+        Box::pin(async move {
+            let key = key.ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::UNAUTHORIZED,
+                    S::SHAPE,
+                    "this route needs an API key: send Authorization: Bearer <key>",
+                )
+            })?;
+            let principal = state.run(S::SHAPE, move |cms| cms.authenticate(&key)).await?;
+            Ok(Self { principal, _shape: PhantomData })
+        })
+    }
+}
+
+impl FromRequest for Caller {
+    type Error = ApiError;
+    type Future = Boxed<Self>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let key = presented_key(req);
+        let state = state(req);
+        let origin = req.headers().get(header::ORIGIN).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let host = req.connection_info().host().to_owned();
+        Box::pin(async move {
+            if let Some(key) = key {
+                let principal = state.run(Shape::Envelope, move |cms| cms.authenticate(&key)).await?;
+                return Ok(Self { viewer: Viewer::Key(principal) });
+            }
+            if let Some(origin) = origin
+                && !state.origin_allowed(&origin, Some(&host))
+            {
+                return Err(ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    Shape::Envelope,
+                    format!(
+                        "origin {origin} is not allowed to call this route without a key; send an API key"
+                    ),
+                ));
+            }
+            Ok(Self { viewer: Viewer::Anonymous })
+        })
+    }
+}

@@ -1,0 +1,112 @@
+//! JSON request bodies: content type, size limit and parsing, with errors in the route's
+//! shape (actix's own JSON extractor answers in its own format).
+
+use actix_web::http::StatusCode;
+use actix_web::http::header;
+use actix_web::{HttpRequest, web};
+use futures_util::StreamExt;
+use serde_json::{Map, Value};
+
+use crate::error::{ApiError, Shape};
+
+/// Reads the whole body as a JSON object within `limit` bytes.
+pub async fn json_object(
+    req: &HttpRequest,
+    mut payload: web::Payload,
+    limit: usize,
+    shape: Shape,
+) -> Result<Map<String, Value>, ApiError> {
+    let content_type = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let mime = content_type.split(';').next().unwrap_or("").trim();
+    if !mime.eq_ignore_ascii_case("application/json") {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            shape,
+            format!("send the body as JSON with Content-Type: application/json (got {content_type:?})"),
+        ));
+    }
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            shape,
+            format!("the JSON body is over the limit of {limit} bytes"),
+        )
+    };
+    let declared =
+        req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(too_large());
+    }
+    let mut bytes = web::BytesMut::new();
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk.map_err(|e| {
+            ApiError::new(StatusCode::BAD_REQUEST, shape, format!("cannot read the body: {e}"))
+        })?;
+        if bytes.len() + chunk.len() > limit {
+            return Err(too_large());
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(other) => Err(bad_request(
+            shape,
+            format!("the body must be a JSON object, got {}", cms_core::codec::json_type_name(&other)),
+        )),
+        Err(e) => Err(bad_request(shape, format!("malformed JSON body: {e}"))),
+    }
+}
+
+pub fn bad_request(shape: Shape, message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, shape, message)
+}
+
+/// Typed access to the fields of a JSON object body, with messages that name the field.
+pub struct Fields {
+    map: Map<String, Value>,
+    shape: Shape,
+}
+
+impl Fields {
+    /// Refuses fields outside `allowed`, so that a misspelt field is not silently ignored.
+    pub fn new(map: Map<String, Value>, allowed: &[&str], shape: Shape) -> Result<Self, ApiError> {
+        if let Some(unknown) = map.keys().find(|k| !allowed.contains(&k.as_str())) {
+            return Err(bad_request(
+                shape,
+                format!("unknown field {unknown:?}; the fields are {}", allowed.join(", ")),
+            ));
+        }
+        Ok(Self { map, shape })
+    }
+
+    fn wrong(&self, field: &str, wanted: &str, got: &Value) -> ApiError {
+        bad_request(
+            self.shape,
+            format!("{field} must be {wanted}, got {}", cms_core::codec::json_type_name(got)),
+        )
+    }
+
+    pub fn string(&mut self, field: &str) -> Result<Option<String>, ApiError> {
+        match self.map.remove(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(other) => Err(self.wrong(field, "a string", &other)),
+        }
+    }
+
+    pub fn boolean(&mut self, field: &str) -> Result<Option<bool>, ApiError> {
+        match self.map.remove(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(b)),
+            Some(other) => Err(self.wrong(field, "true or false", &other)),
+        }
+    }
+
+    pub fn object(&mut self, field: &str) -> Result<Option<Map<String, Value>>, ApiError> {
+        match self.map.remove(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Object(m)) => Ok(Some(m)),
+            Some(other) => Err(self.wrong(field, "an object", &other)),
+        }
+    }
+}

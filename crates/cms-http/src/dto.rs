@@ -1,0 +1,151 @@
+//! JSON shapes of responses. Domain types stay free of serde; these map them.
+
+use cms_core::collection::Collection;
+use cms_core::document::Frontmatter;
+use cms_core::query::Page;
+use cms_core::service::{ItemSummary, ItemView, RawItem};
+use serde::Serialize;
+
+#[derive(Serialize)]
+pub struct CollectionDto<'a> {
+    pub index: usize,
+    pub label: &'a str,
+    pub slug: &'a str,
+    pub path: &'a str,
+}
+
+impl<'a> From<&'a Collection> for CollectionDto<'a> {
+    fn from(c: &'a Collection) -> Self {
+        Self { index: c.index, label: &c.label, slug: &c.slug, path: &c.path }
+    }
+}
+
+/// An item list entry: the spec's fields plus a few that clients of lists want.
+#[derive(Serialize)]
+pub struct ItemEntryDto {
+    pub slug: String,
+    pub title: String,
+    pub url: String,
+    #[serde(rename = "canonicalUrl")]
+    pub canonical_url: String,
+    pub date: Option<String>,
+    pub status: &'static str,
+    pub filename: String,
+    pub tags: Vec<String>,
+    pub author: Option<String>,
+    pub excerpt: String,
+    pub modified: i64,
+}
+
+impl From<ItemSummary> for ItemEntryDto {
+    fn from(s: ItemSummary) -> Self {
+        let meta = &s.item.meta;
+        Self {
+            slug: meta.slug.clone(),
+            title: meta.title.clone(),
+            url: s.url,
+            canonical_url: s.canonical_url,
+            date: meta.date.clone(),
+            status: meta.status.as_str(),
+            filename: meta.filename.clone(),
+            tags: meta.tags.clone(),
+            author: meta.author.clone(),
+            excerpt: s.item.excerpt.clone(),
+            modified: meta.modified,
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct PageMetaDto {
+    #[serde(rename = "currentPage")]
+    pub current_page: usize,
+    #[serde(rename = "lastPage")]
+    pub last_page: usize,
+    #[serde(rename = "totalItems")]
+    pub total_items: usize,
+    #[serde(rename = "perPage")]
+    pub per_page: usize,
+    pub has_prev: bool,
+    pub has_next: bool,
+}
+
+impl<T> From<&Page<T>> for PageMetaDto {
+    fn from(p: &Page<T>) -> Self {
+        Self {
+            current_page: p.current_page,
+            last_page: p.last_page,
+            total_items: p.total_items,
+            per_page: p.per_page,
+            has_prev: p.has_prev(),
+            has_next: p.has_next(),
+        }
+    }
+}
+
+/// The rendered single item.
+#[derive(Serialize)]
+pub struct ItemDto {
+    pub slug: String,
+    pub filename: String,
+    pub title: String,
+    pub url: String,
+    #[serde(rename = "canonicalUrl")]
+    pub canonical_url: String,
+    pub date: Option<String>,
+    pub status: &'static str,
+    pub tags: Vec<String>,
+    pub author: Option<String>,
+    pub excerpt: String,
+    pub frontmatter: Frontmatter,
+    pub body_html: String,
+    pub modified: i64,
+    pub folder: usize,
+}
+
+impl From<ItemView> for ItemDto {
+    fn from(v: ItemView) -> Self {
+        Self {
+            slug: v.meta.slug,
+            filename: v.meta.filename,
+            title: v.meta.title,
+            url: v.url,
+            canonical_url: v.canonical_url,
+            date: v.meta.date,
+            status: v.meta.status.as_str(),
+            tags: v.meta.tags,
+            author: v.meta.author,
+            excerpt: v.excerpt,
+            frontmatter: v.fm,
+            body_html: v.html,
+            modified: v.meta.modified,
+            folder: v.collection,
+        }
+    }
+}
+
+/// The raw item (editor shape).
+#[derive(Serialize)]
+pub struct RawItemDto {
+    pub slug: String,
+    pub filename: String,
+    pub folder: usize,
+    pub fm: Frontmatter,
+    pub body: String,
+    pub modified: i64,
+    pub size: u64,
+}
+
+impl From<RawItem> for RawItemDto {
+    fn from(r: RawItem) -> Self {
+        Self {
+            slug: r.meta.slug,
+            filename: r.meta.filename,
+            folder: r.collection,
+            fm: r.doc.fm,
+            body: r.doc.body,
+            modified: r.meta.modified,
+            size: r.meta.size,
+        }
+    }
+}

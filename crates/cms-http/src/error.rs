@@ -1,0 +1,82 @@
+//! The one error type of the web layer, and the table from domain error kinds to status
+//! codes. Each error is rendered in the shape of the route that raised it.
+
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{HttpResponse, ResponseError};
+use cms_core::CoreError;
+use serde_json::json;
+
+use crate::reply::timestamp_now;
+
+/// The two response shapes of the spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// `{"success": false, "error", "code", "timestamp"}`: public reads and status routes.
+    Envelope,
+    /// `{"error"}`: authenticated writes, raw reads and settings.
+    Editor,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+    pub shape: Shape,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, shape: Shape, message: impl Into<String>) -> Self {
+        Self { status, message: message.into(), shape }
+    }
+
+    /// Maps a domain error to its status; internal causes are logged, not sent.
+    pub fn from_core(error: CoreError, shape: Shape) -> Self {
+        let status = match &error {
+            CoreError::Invalid(_) => StatusCode::BAD_REQUEST,
+            CoreError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            CoreError::PaymentRequired(_) => StatusCode::PAYMENT_REQUIRED,
+            CoreError::Forbidden(_) => StatusCode::FORBIDDEN,
+            CoreError::NotFound(_) => StatusCode::NOT_FOUND,
+            CoreError::Conflict(_) => StatusCode::CONFLICT,
+            CoreError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
+            CoreError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            CoreError::Corrupt(_) | CoreError::Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        let message = match &error {
+            CoreError::Internal { .. } => {
+                tracing::error!(error = %error, source = ?std::error::Error::source(&error), "internal error");
+                "internal server error; the server log has the details".to_owned()
+            }
+            CoreError::Corrupt(_) => {
+                tracing::error!(error = %error, "damaged file");
+                error.to_string()
+            }
+            _ => error.to_string(),
+        };
+        Self { status, message, shape }
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let mut response = HttpResponse::build(self.status);
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
+        }
+        match self.shape {
+            Shape::Envelope => response.json(json!({
+                "success": false,
+                "error": self.message,
+                "code": self.status.as_u16(),
+                "timestamp": timestamp_now(),
+            })),
+            Shape::Editor => response.json(json!({ "error": self.message })),
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! The seven item routes: extract, one facade call, map the result.
+
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse, web};
+use cms_core::query::{ListParams, ListQuery};
+use cms_core::service::{ItemUpdate, NewItem, UpdateMode, WriteOutcome};
+use serde_json::json;
+use std::collections::HashMap;
+
+use crate::auth::{Caller, Editor, KeyUser};
+use crate::body::{Fields, bad_request, json_object};
+use crate::dto::{ItemDto, ItemEntryDto, PageMetaDto, RawItemDto};
+use crate::error::{ApiError, Shape};
+use crate::reply::timestamp_now;
+use crate::state::AppState;
+
+/// Parses the query string into a map, or `400` in `shape`.
+pub fn query_map(req: &HttpRequest, shape: Shape) -> Result<HashMap<String, String>, ApiError> {
+    web::Query::<HashMap<String, String>>::from_query(req.query_string())
+        .map(web::Query::into_inner)
+        .map_err(|e| bad_request(shape, format!("malformed query string: {e}")))
+}
+
+fn list_params(mut q: HashMap<String, String>) -> ListParams {
+    ListParams {
+        page: q.remove("page"),
+        per_page: q.remove("per_page"),
+        status: q.remove("status"),
+        tags: q.remove("tags"),
+        author: q.remove("author"),
+        order_by: q.remove("orderBy"),
+        direction: q.remove("direction"),
+        offset: q.remove("offset"),
+    }
+}
+
+fn if_match(req: &HttpRequest) -> Option<String> {
+    req.headers().get(header::IF_MATCH).and_then(|v| v.to_str().ok()).map(str::to_owned)
+}
+
+/// `304` when the client's `If-None-Match` already names the current ETag.
+fn not_modified(req: &HttpRequest, etag: &str) -> Option<HttpResponse> {
+    let header = req.headers().get(header::IF_NONE_MATCH)?.to_str().ok()?;
+    header
+        .split(',')
+        .any(|tag| tag.trim() == etag || tag.trim() == "*")
+        .then(|| HttpResponse::NotModified().insert_header((header::ETAG, etag)).finish())
+}
+
+/// `GET /cms/collections/{collection}/items`
+pub async fn list(
+    state: web::Data<AppState>,
+    caller: Caller,
+    collection: web::Path<String>,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let params = list_params(query_map(&req, Shape::Envelope)?);
+    let page = state
+        .run(Shape::Envelope, move |cms| {
+            let query = ListQuery::parse(&params)?;
+            let collection = cms.collection(&collection)?;
+            cms.list_items(collection, &query, &caller.viewer)
+        })
+        .await?;
+    let meta = PageMetaDto::from(&page);
+    let data: Vec<ItemEntryDto> = page.items.into_iter().map(ItemEntryDto::from).collect();
+    Ok(HttpResponse::Ok()
+        .json(json!({ "success": true, "data": data, "meta": meta, "timestamp": timestamp_now() })))
+}
+
+/// `GET /cms/collections/{collection}/items/{slug}`
+pub async fn read(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let (collection, slug) = path.into_inner();
+    let view = state
+        .run(Shape::Envelope, move |cms| cms.read_item(cms.collection(&collection)?, &slug, &caller.viewer))
+        .await?;
+    if let Some(response) = not_modified(&req, &view.etag) {
+        return Ok(response);
+    }
+    let etag = view.etag.clone();
+    Ok(HttpResponse::Ok()
+        .insert_header((header::ETAG, etag))
+        .json(json!({ "success": true, "data": ItemDto::from(view), "timestamp": timestamp_now() })))
+}
+
+/// `GET /cms/collections/{collection}/items/{slug}/raw`
+pub async fn raw(
+    state: web::Data<AppState>,
+    _user: KeyUser<Editor>,
+    path: web::Path<(String, String)>,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let (collection, slug) = path.into_inner();
+    let raw = state.run(Shape::Editor, move |cms| cms.read_raw(cms.collection(&collection)?, &slug)).await?;
+    if let Some(response) = not_modified(&req, &raw.etag) {
+        return Ok(response);
+    }
+    Ok(HttpResponse::Ok().insert_header((header::ETAG, raw.etag.clone())).json(RawItemDto::from(raw)))
+}
+
+fn write_response(outcome: &WriteOutcome) -> actix_web::HttpResponseBuilder {
+    let mut response = HttpResponse::Ok();
+    if let Some(etag) = &outcome.etag {
+        response.insert_header((header::ETAG, etag.as_str()));
+    }
+    response
+}
+
+/// `POST /cms/collections/{collection}/items`
+pub async fn create(
+    state: web::Data<AppState>,
+    _user: KeyUser<Editor>,
+    collection: web::Path<String>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let body = json_object(&req, payload, state.json_limit, Shape::Editor).await?;
+    let mut fields = Fields::new(body, &["slug", "date_prefix", "fm", "body"], Shape::Editor)?;
+    let new = NewItem {
+        slug: fields.string("slug")?,
+        date_prefix: fields.boolean("date_prefix")?,
+        fm: fields.object("fm")?.unwrap_or_default(),
+        body: fields.string("body")?.unwrap_or_default(),
+    };
+    let outcome = state
+        .run(Shape::Editor, move |cms| {
+            let collection = cms.collection(&collection)?;
+            let outcome = cms.create_item(collection, new)?;
+            Ok((outcome, collection.slug.clone()))
+        })
+        .await;
+    let (outcome, collection_slug) = outcome?;
+    let location = format!("/cms/collections/{collection_slug}/items/{}", outcome.slug);
+    Ok(write_response(&outcome)
+        .insert_header((header::LOCATION, location))
+        .json(json!({ "filename": outcome.filename, "folder": outcome.folder, "message": "File created." })))
+}
+
+async fn update(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    req: HttpRequest,
+    payload: web::Payload,
+    mode: UpdateMode,
+) -> Result<HttpResponse, ApiError> {
+    let body = json_object(&req, payload, state.json_limit, Shape::Editor).await?;
+    let mut fields = Fields::new(body, &["fm", "body"], Shape::Editor)?;
+    let update =
+        ItemUpdate { mode, fm: fields.object("fm")?.unwrap_or_default(), body: fields.string("body")? };
+    let (collection, slug) = path.into_inner();
+    let if_match = if_match(&req);
+    let outcome = state
+        .run(Shape::Editor, move |cms| {
+            cms.update_item(cms.collection(&collection)?, &slug, update, if_match.as_deref())
+        })
+        .await?;
+    Ok(write_response(&outcome)
+        .json(json!({ "filename": outcome.filename, "folder": outcome.folder, "message": "File saved." })))
+}
+
+/// `PUT /cms/collections/{collection}/items/{slug}`: an omitted `body` saves an empty body.
+pub async fn put(
+    state: web::Data<AppState>,
+    _user: KeyUser<Editor>,
+    path: web::Path<(String, String)>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    update(state, path, req, payload, UpdateMode::Put).await
+}
+
+/// `PATCH /cms/collections/{collection}/items/{slug}`: an omitted `body` keeps the body.
+pub async fn patch(
+    state: web::Data<AppState>,
+    _user: KeyUser<Editor>,
+    path: web::Path<(String, String)>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    update(state, path, req, payload, UpdateMode::Patch).await
+}
+
+/// `DELETE /cms/collections/{collection}/items/{slug}`
+pub async fn delete(
+    state: web::Data<AppState>,
+    _user: KeyUser<Editor>,
+    path: web::Path<(String, String)>,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let (collection, slug) = path.into_inner();
+    let if_match = if_match(&req);
+    state
+        .run(Shape::Editor, move |cms| {
+            cms.delete_item(cms.collection(&collection)?, &slug, if_match.as_deref())
+        })
+        .await?;
+    Ok(HttpResponse::Ok().json(json!({ "ok": true, "message": "File deleted." })))
+}

@@ -1,0 +1,2 @@
+pub mod items;
+pub mod service;

@@ -1,0 +1,58 @@
+//! Status, the API description, the collection list, and the fallbacks for unknown routes
+//! and methods.
+
+use actix_web::http::StatusCode;
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
+use serde_json::json;
+
+use crate::auth::{Caller, Envelope, KeyUser};
+use crate::dto::CollectionDto;
+use crate::error::{ApiError, Shape};
+use crate::reply::envelope;
+use crate::routes::ROUTES;
+use crate::state::AppState;
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// `GET /` and `GET /status`.
+pub async fn status(state: web::Data<AppState>) -> HttpResponse {
+    let data = json!({ "status": "ok", "version": VERSION, "name": state.cms.site().name });
+    envelope(data, json!({ "message": "CMS API running", "version": VERSION }))
+}
+
+/// `GET /cms/`: name, version and every route with its method, path and auth.
+pub async fn describe(state: web::Data<AppState>, _user: KeyUser<Envelope>) -> HttpResponse {
+    let routes: Vec<_> = ROUTES
+        .iter()
+        .map(|r| json!({ "method": r.method, "path": r.path, "auth": r.auth.as_str() }))
+        .collect();
+    let data =
+        json!({ "name": state.cms.site().name, "product": "cms", "version": VERSION, "routes": routes });
+    envelope(data, json!({}))
+}
+
+/// `GET /cms/collections`.
+pub async fn collections(state: web::Data<AppState>, _caller: Caller) -> HttpResponse {
+    let all = state.cms.collections();
+    let data: Vec<CollectionDto> = all.iter().map(CollectionDto::from).collect();
+    envelope(data, json!({ "count": all.len() }))
+}
+
+/// Any path no route matches.
+pub async fn not_found(req: HttpRequest) -> HttpResponse {
+    ApiError::new(StatusCode::NOT_FOUND, Shape::Envelope, format!("no route {} {}", req.method(), req.path()))
+        .error_response()
+}
+
+/// A known path with a method it does not take.
+pub fn method_not_allowed(req: &HttpRequest, allow: &'static str) -> HttpResponse {
+    let mut response = ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        Shape::Envelope,
+        format!("{} is not allowed on {}; allowed: {allow}", req.method(), req.path()),
+    )
+    .error_response();
+    response.headers_mut().insert(header::ALLOW, header::HeaderValue::from_static(allow));
+    response
+}

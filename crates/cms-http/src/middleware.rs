@@ -1,0 +1,102 @@
+//! Cross-cutting request handling, written once: the request log, CORS, and the license
+//! gate that answers `402` on every route.
+
+use std::time::Instant;
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::{Method, StatusCode};
+use actix_web::middleware::Next;
+use actix_web::{HttpResponse, ResponseError, web};
+use cms_core::license::Feature;
+
+use crate::error::{ApiError, Shape};
+use crate::state::AppState;
+
+const ALLOW_METHODS: &str = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
+const ALLOW_HEADERS: &str = "Authorization, Content-Type, If-Match, If-None-Match";
+const EXPOSE_HEADERS: &str = "ETag, Location, WWW-Authenticate";
+
+/// One log line per request. The query string is left out: it may carry `token=`.
+pub async fn log_request(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let started = Instant::now();
+    let (method, path) = (req.method().clone(), req.path().to_owned());
+    let response = next.call(req).await?.map_into_boxed_body();
+    tracing::info!(
+        %method,
+        path,
+        status = response.status().as_u16(),
+        ms = started.elapsed().as_millis() as u64,
+        "request"
+    );
+    Ok(response)
+}
+
+fn is_preflight(req: &ServiceRequest) -> bool {
+    req.method() == Method::OPTIONS
+        && req.headers().contains_key(header::ORIGIN)
+        && req.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
+}
+
+fn data(req: &ServiceRequest) -> web::Data<AppState> {
+    req.app_data::<web::Data<AppState>>().cloned().expect("AppState is registered")
+}
+
+/// Answers preflights (`204` for allowed origins, `403` otherwise) and adds CORS headers
+/// to responses for allowed origins.
+pub async fn cors(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let state = data(&req);
+    let origin = req.headers().get(header::ORIGIN).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let host = req.connection_info().host().to_owned();
+    let allowed = origin.as_deref().filter(|o| state.origin_allowed(o, Some(&host))).map(str::to_owned);
+
+    if is_preflight(&req) {
+        let response = match &allowed {
+            Some(origin) => HttpResponse::NoContent()
+                .insert_header((header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.as_str()))
+                .insert_header((header::ACCESS_CONTROL_ALLOW_METHODS, ALLOW_METHODS))
+                .insert_header((header::ACCESS_CONTROL_ALLOW_HEADERS, ALLOW_HEADERS))
+                .insert_header((header::ACCESS_CONTROL_MAX_AGE, "600"))
+                .insert_header((header::VARY, "Origin"))
+                .finish(),
+            None => ApiError::new(
+                StatusCode::FORBIDDEN,
+                Shape::Envelope,
+                format!("origin {} is not allowed", origin.as_deref().unwrap_or("")),
+            )
+            .error_response(),
+        };
+        return Ok(req.into_response(response));
+    }
+
+    let mut response = next.call(req).await?.map_into_boxed_body();
+    if let Some(origin) = allowed
+        && let Ok(value) = HeaderValue::from_str(&origin)
+    {
+        let headers = response.headers_mut();
+        headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, value);
+        headers.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static(EXPOSE_HEADERS));
+        headers.append(header::VARY, HeaderValue::from_static("Origin"));
+    }
+    Ok(response)
+}
+
+/// Every route needs an active license with `json_api`; without one the answer is `402`
+/// in the envelope shape. Preflights pass (the CORS layer has answered them already).
+pub async fn require_license(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let state = data(&req);
+    if let Err(error) = state.run(Shape::Envelope, |cms| cms.require_feature(Feature::JsonApi)).await {
+        return Ok(req.into_response(error.error_response()));
+    }
+    Ok(next.call(req).await?.map_into_boxed_body())
+}

@@ -1,0 +1,76 @@
+use std::sync::Arc;
+
+use cms_core::Cms;
+use cms_core::error::CoreResult;
+
+use crate::error::{ApiError, Shape};
+
+/// What every handler can reach: the facade and the web-only settings.
+pub struct AppState {
+    pub cms: Arc<Cms>,
+    /// Origins allowed for CORS and for key-less `Opt` calls (besides the site's own).
+    pub allowed_origins: Vec<String>,
+    /// The site's own origin, e.g. `https://example.com`.
+    pub site_origin: String,
+    /// Largest JSON request body, in bytes.
+    pub json_limit: usize,
+}
+
+impl AppState {
+    pub fn new(cms: Arc<Cms>, allowed_origins: Vec<String>, json_limit: usize) -> Self {
+        let site_origin = origin_of(&cms.site().url);
+        Self {
+            cms,
+            allowed_origins: allowed_origins.iter().map(|o| o.trim_end_matches('/').to_owned()).collect(),
+            site_origin,
+            json_limit,
+        }
+    }
+
+    /// Runs a facade call on the blocking pool (the file adapter does blocking I/O) and
+    /// maps its error into `shape`.
+    pub async fn run<T, F>(&self, shape: Shape, call: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Cms) -> CoreResult<T> + Send + 'static,
+    {
+        let cms = Arc::clone(&self.cms);
+        match actix_web::web::block(move || call(&cms)).await {
+            Ok(result) => result.map_err(|e| ApiError::from_core(e, shape)),
+            Err(blocking) => {
+                Err(ApiError::from_core(cms_core::CoreError::internal("worker pool", blocking), shape))
+            }
+        }
+    }
+
+    /// Whether a browser origin may call key-less `Opt` routes and read CORS responses.
+    pub fn origin_allowed(&self, origin: &str, host: Option<&str>) -> bool {
+        let origin = origin.trim_end_matches('/');
+        origin == self.site_origin
+            || self.allowed_origins.iter().any(|o| o == origin)
+            // Same-server: the page was served by this very host.
+            || host.is_some_and(|host| origin.split_once("://").is_some_and(|(_, rest)| rest == host))
+    }
+}
+
+/// `scheme://host[:port]` of an absolute URL.
+fn origin_of(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+            format!("{scheme}://{authority}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::origin_of;
+
+    #[test]
+    fn origins() {
+        assert_eq!(origin_of("https://example.com/blog/"), "https://example.com");
+        assert_eq!(origin_of("http://127.0.0.1:8080"), "http://127.0.0.1:8080");
+    }
+}

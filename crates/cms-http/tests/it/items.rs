@@ -1,0 +1,196 @@
+use actix_web::test::TestRequest;
+use serde_json::{Value, json};
+
+use crate::Harness;
+
+fn post_json(h: &Harness, uri: &str, body: Value) -> TestRequest {
+    TestRequest::post().uri(uri).insert_header(h.bearer()).set_json(body)
+}
+
+async fn seed(h: &Harness) {
+    for (slug, status, date) in [
+        ("first", "published", "2024-01-01"),
+        ("second", "published", "2024-02-01"),
+        ("hidden", "draft", "2024-03-01"),
+    ] {
+        let body = json!({"slug": slug, "fm": {"title": slug.to_uppercase(), "status": status, "date": date, "tags": ["Rust"]}, "body": format!("# {slug}\n\nText of {slug}.")});
+        let reply = h.send(post_json(h, "/cms/collections/posts/items", body)).await;
+        assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+    }
+}
+
+#[actix_web::test]
+async fn create_answers_filename_folder_message_and_location() {
+    let h = Harness::new();
+    let reply = h
+        .send(post_json(
+            &h,
+            "/cms/collections/0/items",
+            json!({"fm": {"title": "Hello World"}, "body": "Hi"}),
+        ))
+        .await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(
+        reply.json(),
+        json!({"filename": "2026-01-01-hello-world.md", "folder": 0, "message": "File created."})
+    );
+    assert_eq!(reply.header("location"), Some("/cms/collections/posts/items/hello-world"));
+    assert!(reply.header("etag").unwrap().starts_with('"'));
+
+    let again =
+        h.send(post_json(&h, "/cms/collections/posts/items", json!({"fm": {"title": "Hello World"}}))).await;
+    again.assert_editor_error(409, "already exists");
+}
+
+#[actix_web::test]
+async fn list_returns_entries_and_meta() {
+    let h = Harness::new();
+    seed(&h).await;
+    let reply = h.send(TestRequest::get().uri("/cms/collections/posts/items?per_page=1")).await;
+    assert_eq!(reply.status, 200);
+    let body = reply.json();
+    assert_eq!(body["success"], true);
+    assert_eq!(
+        body["meta"],
+        json!({"currentPage": 1, "lastPage": 2, "totalItems": 2, "perPage": 1, "has_prev": false, "has_next": true})
+    );
+    let entry = &body["data"][0];
+    assert_eq!(entry["slug"], "second");
+    assert_eq!(entry["title"], "SECOND");
+    assert_eq!(entry["url"], "/blog/second");
+    assert_eq!(entry["canonicalUrl"], "https://example.com/blog/second");
+    assert_eq!(entry["date"], "2024-02-01");
+    assert_eq!(entry["status"], "published");
+
+    let past = h.send(TestRequest::get().uri("/cms/collections/posts/items?page=9")).await.json();
+    assert_eq!(past["data"], json!([]));
+    assert_eq!(past["meta"]["lastPage"], 1);
+
+    let all = h
+        .send(TestRequest::get().uri("/cms/collections/posts/items?status=all").insert_header(h.bearer()))
+        .await;
+    assert_eq!(all.json()["meta"]["totalItems"], 3);
+    h.send(TestRequest::get().uri("/cms/collections/posts/items?status=draft"))
+        .await
+        .assert_envelope_error(401, "needs an API key");
+}
+
+#[actix_web::test]
+async fn single_read_renders_and_sends_an_etag() {
+    let h = Harness::new();
+    seed(&h).await;
+    let reply = h.send(TestRequest::get().uri("/cms/collections/posts/items/first")).await;
+    assert_eq!(reply.status, 200);
+    let data = reply.json()["data"].clone();
+    assert_eq!(data["slug"], "first");
+    assert_eq!(data["filename"], "2024-01-01-first.md");
+    assert_eq!(data["body_html"], "<h1>first</h1>\n<p>Text of first.</p>\n");
+    assert_eq!(data["frontmatter"]["tags"], json!(["Rust"]));
+    assert_eq!(data["excerpt"], "first Text of first.");
+    assert_eq!(data["tags"], json!(["Rust"]));
+    assert!(data["modified"].is_i64());
+    let etag = reply.header("etag").unwrap().to_owned();
+
+    let by_file =
+        h.send(TestRequest::get().uri("/cms/collections/blog-posts/items/2024-01-01-first.md")).await;
+    assert_eq!(by_file.status, 404, "unknown collection slug");
+    let by_file = h.send(TestRequest::get().uri("/cms/collections/Posts/items/2024-01-01-first.md")).await;
+    assert_eq!(by_file.status, 200, "full filename and any-case collection slug work");
+
+    let cached = h
+        .send(
+            TestRequest::get()
+                .uri("/cms/collections/posts/items/first")
+                .insert_header(("If-None-Match", etag)),
+        )
+        .await;
+    assert_eq!(cached.status, 304);
+
+    h.send(TestRequest::get().uri("/cms/collections/posts/items/hidden"))
+        .await
+        .assert_envelope_error(404, "no item");
+    let keyed =
+        h.send(TestRequest::get().uri("/cms/collections/posts/items/hidden").insert_header(h.bearer())).await;
+    assert_eq!(keyed.status, 200, "drafts are visible with a key");
+}
+
+#[actix_web::test]
+async fn raw_read_is_editor_shaped_and_needs_a_key() {
+    let h = Harness::new();
+    seed(&h).await;
+    h.send(TestRequest::get().uri("/cms/collections/posts/items/first/raw"))
+        .await
+        .assert_editor_error(401, "API key");
+    let reply = h
+        .send(TestRequest::get().uri("/cms/collections/posts/items/first/raw").insert_header(h.bearer()))
+        .await;
+    assert_eq!(reply.status, 200);
+    let body = reply.json();
+    assert_eq!(body["slug"], "first");
+    assert_eq!(body["folder"], 0);
+    assert_eq!(
+        body["fm"],
+        json!({"title": "FIRST", "status": "published", "date": "2024-01-01", "tags": ["Rust"]})
+    );
+    assert_eq!(body["body"], "# first\n\nText of first.");
+    assert!(body["size"].as_u64().unwrap() > 0 && body["modified"].is_i64());
+    assert!(reply.header("etag").is_some());
+}
+
+#[actix_web::test]
+async fn put_patch_and_delete() {
+    let h = Harness::new();
+    seed(&h).await;
+    h.world.events.take();
+    let uri = "/cms/collections/posts/items/first";
+    let raw = || TestRequest::get().uri("/cms/collections/posts/items/first/raw").insert_header(h.bearer());
+
+    let patch = TestRequest::patch()
+        .uri(uri)
+        .insert_header(h.bearer())
+        .set_json(json!({"fm": {"tags": null, "author": "Ann"}}));
+    let reply = h.send(patch).await;
+    assert_eq!(
+        reply.json(),
+        json!({"filename": "2024-01-01-first.md", "folder": 0, "message": "File saved."})
+    );
+    let body = h.send(raw()).await.json();
+    assert_eq!(body["body"], "# first\n\nText of first.", "PATCH keeps the body");
+    assert_eq!(
+        body["fm"],
+        json!({"title": "FIRST", "status": "published", "date": "2024-01-01", "author": "Ann"})
+    );
+
+    let put =
+        TestRequest::put().uri(uri).insert_header(h.bearer()).set_json(json!({"fm": {"status": "draft"}}));
+    assert_eq!(h.send(put).await.status, 200);
+    let read = h.send(raw()).await;
+    assert_eq!(read.json()["body"], "", "PUT without body saves an empty body");
+    let etag = read.header("etag").unwrap().to_owned();
+
+    let stale = TestRequest::put()
+        .uri(uri)
+        .insert_header(h.bearer())
+        .insert_header(("If-Match", "\"stale\""))
+        .set_json(json!({"body": "x"}));
+    h.send(stale).await.assert_editor_error(412, "does not match");
+    let fresh = TestRequest::put()
+        .uri(uri)
+        .insert_header(h.bearer())
+        .insert_header(("If-Match", etag))
+        .set_json(json!({"body": "x"}));
+    assert_eq!(h.send(fresh).await.status, 200);
+
+    let missing = TestRequest::put()
+        .uri("/cms/collections/posts/items/nope")
+        .insert_header(h.bearer())
+        .set_json(json!({}));
+    h.send(missing).await.assert_editor_error(404, "no item");
+
+    let delete = || TestRequest::delete().uri(uri).insert_header(h.bearer());
+    assert_eq!(h.send(delete()).await.json(), json!({"ok": true, "message": "File deleted."}));
+    h.send(delete()).await.assert_editor_error(404, "no item");
+
+    let kinds: Vec<&str> = h.world.events.take().iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["file.updated", "file.updated", "file.updated", "file.deleted"]);
+}

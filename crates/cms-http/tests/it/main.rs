@@ -1,0 +1,96 @@
+//! The routes in-process (`actix_web::test`) over in-memory ports.
+
+mod bad_input;
+mod items;
+mod service;
+
+use std::sync::Arc;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{Service, ServiceResponse};
+use actix_web::http::StatusCode;
+use actix_web::test::{self, TestRequest};
+use actix_web::web;
+use cms_core::account::Role;
+use cms_core::testing::MemoryWorld;
+use cms_http::AppState;
+use serde_json::Value;
+
+/// A world with an owner and an editor key, and a small JSON limit for the 413 tests.
+pub struct Harness {
+    pub world: MemoryWorld,
+    pub state: web::Data<AppState>,
+    pub owner_key: String,
+    pub editor_key: String,
+}
+
+pub const JSON_LIMIT: usize = 64 * 1024;
+
+impl Harness {
+    pub fn new() -> Self {
+        let world = MemoryWorld::new();
+        let cms = Arc::new(world.cms());
+        cms.add_user("owner@example.com", Role::Owner).unwrap();
+        cms.add_user("ed@example.com", Role::Editor).unwrap();
+        let owner_key = cms.create_key("owner@example.com", "t", [1; 32]).unwrap().plaintext;
+        let editor_key = cms.create_key("ed@example.com", "t", [2; 32]).unwrap().plaintext;
+        let state = web::Data::new(AppState::new(cms, vec!["https://app.example.com".into()], JSON_LIMIT));
+        Self { world, state, owner_key, editor_key }
+    }
+
+    pub fn bearer(&self) -> (&'static str, String) {
+        ("Authorization", format!("Bearer {}", self.editor_key))
+    }
+
+    /// Sends one request to a fresh service over this harness's state.
+    pub async fn send(&self, req: TestRequest) -> Reply {
+        let app = test::init_service(cms_http::app(self.state.clone())).await;
+        let response = app.call(req.to_request()).await.unwrap();
+        Reply::read(response).await
+    }
+}
+
+/// A response with its body read.
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: actix_web::http::header::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    async fn read<B: MessageBody>(response: ServiceResponse<B>) -> Self {
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = test::read_body(response).await.to_vec();
+        Self { status, headers, body }
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Asserts an envelope failure with `status` and an error mentioning `needle`.
+    pub fn assert_envelope_error(&self, status: u16, needle: &str) {
+        let body = self.json();
+        assert_eq!(self.status.as_u16(), status, "{body}");
+        assert_eq!(body["success"], false, "{body}");
+        assert_eq!(body["code"], status, "{body}");
+        assert!(body["timestamp"].is_string(), "{body}");
+        let error = body["error"].as_str().unwrap();
+        assert!(error.contains(needle), "{error:?} should mention {needle:?}");
+    }
+
+    /// Asserts an editor-shaped failure: `{"error"}` and no `success` or `code`.
+    pub fn assert_editor_error(&self, status: u16, needle: &str) {
+        let body = self.json();
+        assert_eq!(self.status.as_u16(), status, "{body}");
+        assert!(body.get("success").is_none() && body.get("code").is_none(), "{body}");
+        let error = body["error"].as_str().unwrap();
+        assert!(error.contains(needle), "{error:?} should mention {needle:?}");
+    }
+}

@@ -1,0 +1,153 @@
+use actix_web::test::TestRequest;
+use cms_http::routes::{Auth, ROUTES};
+
+use crate::Harness;
+
+#[actix_web::test]
+async fn status_routes_answer_in_the_envelope_without_a_key() {
+    let h = Harness::new();
+    for path in ["/", "/status"] {
+        let reply = h.send(TestRequest::get().uri(path)).await;
+        assert_eq!(reply.status, 200);
+        let body = reply.json();
+        assert_eq!(body["success"], true);
+        assert_eq!(body["data"]["status"], "ok");
+        assert_eq!(body["data"]["name"], "Test Site");
+        assert_eq!(body["data"]["version"], env!("CARGO_PKG_VERSION"));
+        assert_eq!(body["version"], env!("CARGO_PKG_VERSION"));
+        assert_eq!(body["message"], "CMS API running");
+        assert!(body["timestamp"].as_str().unwrap().ends_with('Z'));
+    }
+}
+
+#[actix_web::test]
+async fn every_route_answers_402_without_a_json_api_license() {
+    let h = Harness::new();
+    h.world.license.set(None);
+    for route in ROUTES {
+        let path = route.path.replace("{collection}", "posts").replace("{slug}", "x");
+        let req =
+            TestRequest::default().method(route.method.parse().unwrap()).uri(&path).insert_header(h.bearer());
+        h.send(req).await.assert_envelope_error(402, "no license");
+    }
+    h.world.license.set(Some(cms_core::license::License {
+        licensee: "x".into(),
+        features: vec!["webhooks".into()],
+        expires_at: None,
+        signature: None,
+    }));
+    h.send(TestRequest::get().uri("/status")).await.assert_envelope_error(402, "json_api");
+    let expired = cms_core::license::License {
+        licensee: "x".into(),
+        features: vec!["json_api".into()],
+        expires_at: Some("2020-01-01T00:00:00Z".into()),
+        signature: None,
+    };
+    h.world.license.set(Some(expired));
+    h.send(TestRequest::get().uri("/status")).await.assert_envelope_error(402, "expired");
+}
+
+#[actix_web::test]
+async fn describe_needs_a_key_and_lists_every_route() {
+    let h = Harness::new();
+    let reply = h.send(TestRequest::get().uri("/cms/")).await;
+    reply.assert_envelope_error(401, "API key");
+    assert_eq!(reply.header("www-authenticate"), Some("Bearer"));
+
+    let reply = h.send(TestRequest::get().uri(&format!("/cms/?token={}", h.editor_key))).await;
+    assert_eq!(reply.status, 200, "the token query parameter works");
+    let routes = reply.json()["data"]["routes"].as_array().unwrap().clone();
+    assert_eq!(routes.len(), ROUTES.len());
+    assert!(routes.iter().any(|r| r["method"] == "PATCH" && r["auth"] == "required"));
+}
+
+#[actix_web::test]
+async fn documented_routes_are_all_registered() {
+    let h = Harness::new();
+    for route in ROUTES {
+        let path = route.path.replace("{collection}", "posts").replace("{slug}", "nope");
+        let mut req = TestRequest::default().method(route.method.parse().unwrap()).uri(&path);
+        if route.auth != Auth::None {
+            req = req.insert_header(h.bearer());
+        }
+        let reply = h.send(req.insert_header(("content-type", "application/json")).set_payload("{}")).await;
+        assert_ne!(reply.status, 405, "{} {}", route.method, route.path);
+        let body = reply.json();
+        let error = body["error"].as_str().unwrap_or("");
+        assert!(!error.starts_with("no route"), "{} {} is not registered", route.method, route.path);
+    }
+}
+
+#[actix_web::test]
+async fn key_failures_are_401_with_reasons() {
+    let h = Harness::new();
+    let cases = [
+        ("Bearer mcp_0123456789", "AI-agent"),
+        ("Bearer api_0000", "unknown or revoked"),
+        ("Bearer nonsense", "start with api_"),
+    ];
+    for (header, needle) in cases {
+        let reply = h.send(TestRequest::get().uri("/cms/").insert_header(("Authorization", header))).await;
+        reply.assert_envelope_error(401, needle);
+        assert_eq!(reply.header("www-authenticate"), Some("Bearer"));
+    }
+    // A revoked key stops working on the next request.
+    let id = h.state.cms.keys().unwrap().into_iter().find(|k| k.email == "ed@example.com").unwrap().id;
+    h.state.cms.revoke_key(&id).unwrap();
+    h.send(TestRequest::get().uri("/cms/").insert_header(h.bearer()))
+        .await
+        .assert_envelope_error(401, "revoked");
+}
+
+#[actix_web::test]
+async fn collections_are_listed_with_count() {
+    let h = Harness::new();
+    let body = h.send(TestRequest::get().uri("/cms/collections")).await.json();
+    assert_eq!(body["count"], 2);
+    assert_eq!(
+        body["data"][0],
+        serde_json::json!({"index": 0, "label": "Posts", "slug": "posts", "path": "content/posts"})
+    );
+}
+
+#[actix_web::test]
+async fn unknown_routes_and_methods_answer_in_the_envelope() {
+    let h = Harness::new();
+    h.send(TestRequest::get().uri("/nope")).await.assert_envelope_error(404, "no route GET /nope");
+    let reply = h.send(TestRequest::delete().uri("/cms/collections")).await;
+    reply.assert_envelope_error(405, "DELETE is not allowed");
+    assert_eq!(reply.header("allow"), Some("GET"));
+    let reply = h.send(TestRequest::post().uri("/cms/collections/posts/items/x")).await;
+    assert_eq!(reply.header("allow"), Some("GET, PUT, PATCH, DELETE"));
+}
+
+#[actix_web::test]
+async fn cors_preflight_and_origin_checks() {
+    let h = Harness::new();
+    h.world.license.set(None); // preflights need no license
+    let preflight = |origin: &str| {
+        TestRequest::default()
+            .method(actix_web::http::Method::OPTIONS)
+            .uri("/cms/collections/posts/items")
+            .insert_header(("Origin", origin.to_owned()))
+            .insert_header(("Access-Control-Request-Method", "POST"))
+    };
+    let reply = h.send(preflight("https://app.example.com")).await;
+    assert_eq!(reply.status, 204);
+    assert_eq!(reply.header("access-control-allow-origin"), Some("https://app.example.com"));
+    assert!(reply.header("access-control-allow-headers").unwrap().contains("Authorization"));
+    assert!(reply.header("access-control-allow-methods").unwrap().contains("PATCH"));
+    h.send(preflight("https://evil.example")).await.assert_envelope_error(403, "not allowed");
+
+    let h = Harness::new();
+    let from = |origin: &str| {
+        TestRequest::get().uri("/cms/collections").insert_header(("Origin", origin.to_owned()))
+    };
+    let reply = h.send(from("https://app.example.com")).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("access-control-allow-origin"), Some("https://app.example.com"));
+    assert_eq!(h.send(from("https://example.com")).await.status, 200, "the site's own origin");
+    h.send(from("https://evil.example")).await.assert_envelope_error(403, "not allowed");
+    let keyed = from("https://evil.example").insert_header(h.bearer());
+    assert_eq!(h.send(keyed).await.status, 200, "cross-origin clients with a key are fine");
+}

@@ -68,7 +68,15 @@ pub fn from_yaml<T: DeserializeOwned>(text: &str, limits: YamlLimits) -> Result<
     if text.len() > limits.max_bytes {
         return Err(YamlError::TooLarge { size: text.len(), limit: limits.max_bytes });
     }
-    serde_saphyr::from_str_with_options(text, options(limits)).map_err(|e| YamlError::Syntax(e.to_string()))
+    serde_saphyr::from_str_with_options(text, options(limits)).map_err(|e| YamlError::Syntax(first_line(&e)))
+}
+
+/// serde-saphyr's messages add a source snippet on later lines; the first line already
+/// names the line, column and problem, and one line reads well in JSON errors and logs.
+fn first_line(error: &impl std::fmt::Display) -> String {
+    let text = error.to_string();
+    let line = text.lines().next().unwrap_or_default();
+    line.strip_prefix("error: ").unwrap_or(line).to_owned()
 }
 
 /// Parses a YAML mapping (frontmatter). An empty document is an empty map.
@@ -156,6 +164,14 @@ mod tests {
         let values = vec!["1"; n].join(",");
         let refs = vec!["*a"; m].join(",");
         format!("anchor: &a [{values}]\nrefs: [{refs}]\n")
+    }
+
+    #[test]
+    fn errors_are_one_line() {
+        let message =
+            mapping_from_yaml("title: [unclosed\n", YamlLimits::FRONTMATTER).unwrap_err().to_string();
+        assert_eq!(message.lines().count(), 1, "{message}");
+        assert!(message.starts_with("line 1 column 8"), "{message}");
     }
 
     #[test]

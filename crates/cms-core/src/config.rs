@@ -198,7 +198,7 @@ fn check_relative_path(key: &str, path: &str) -> Result<(), ConfigError> {
         || path.contains('\\')
         || path.contains('\0')
         || parts.is_empty()
-        || parts.iter().any(|p| *p == "..")
+        || parts.contains(&"..")
         || parts[0] == ".cms";
     if bad {
         return Err(ConfigError::Invalid(format!(

@@ -37,7 +37,8 @@ pub fn to_plain_text(markdown: &str) -> String {
             | NodeValue::LineBreak
             | NodeValue::Paragraph
             | NodeValue::Heading(_)
-            | NodeValue::Item(_) => {
+            | NodeValue::Item(_)
+            | NodeValue::TableCell => {
                 text.push(' ');
             }
             _ => {}
@@ -81,6 +82,7 @@ mod tests {
     fn plain_text_and_excerpt() {
         let text = to_plain_text("# Title\n\nSome **bold** text and `code`.\n\n- one\n- two");
         assert_eq!(text, "Title Some bold text and code. one two");
+        assert_eq!(to_plain_text("| a | b |\n|---|---|\n| 1 | 2 |"), "a b 1 2");
         assert_eq!(excerpt("alpha beta gamma", 12), "alpha beta…");
         assert_eq!(excerpt("short", 12), "short");
         assert_eq!(excerpt("averyveryverylongword", 5), "avery…");

@@ -12,7 +12,7 @@ fn stored_files(h: &Harness) -> usize {
 
 #[actix_web::test]
 async fn bad_create_bodies_are_refused_and_write_nothing() {
-    let h = Harness::new();
+    let h = Harness::setup();
     let deep = format!("{{\"fm\": {{\"x\": {}1{}}}}}", "[".repeat(200), "]".repeat(200));
     let mut nested = json!(1);
     for _ in 0..40 {
@@ -53,7 +53,7 @@ async fn bad_create_bodies_are_refused_and_write_nothing() {
 
 #[actix_web::test]
 async fn oversized_bodies_and_wrong_content_types() {
-    let h = Harness::new();
+    let h = Harness::setup();
     let huge = json!({"slug": "big", "body": "x".repeat(JSON_LIMIT)}).to_string();
     let req = TestRequest::post()
         .uri("/cms/collections/posts/items")
@@ -73,7 +73,7 @@ async fn oversized_bodies_and_wrong_content_types() {
 
 #[actix_web::test]
 async fn unknown_collections_items_and_bad_slugs_in_paths() {
-    let h = Harness::new();
+    let h = Harness::setup();
     h.send(TestRequest::get().uri("/cms/collections/nope/items"))
         .await
         .assert_envelope_error(404, "no collection");
@@ -102,7 +102,7 @@ async fn unknown_collections_items_and_bad_slugs_in_paths() {
 
 #[actix_web::test]
 async fn bad_update_bodies_change_nothing() {
-    let h = Harness::new();
+    let h = Harness::setup();
     let create = TestRequest::post()
         .uri("/cms/collections/pages/items")
         .insert_header(h.bearer())
@@ -123,7 +123,7 @@ async fn bad_update_bodies_change_nothing() {
 
 #[actix_web::test]
 async fn broken_item_files_are_reported_not_fatal() {
-    let h = Harness::new();
+    let h = Harness::setup();
     h.world.content.put_raw("content/pages", "ok.md", b"---\ntitle: OK\n---\n");
     h.world.content.put_raw("content/pages", "bad.md", b"---\ntitle: [\n---\n");
     let list = h.send(TestRequest::get().uri("/cms/collections/pages/items")).await.json();

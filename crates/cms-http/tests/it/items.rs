@@ -21,7 +21,7 @@ async fn seed(h: &Harness) {
 
 #[actix_web::test]
 async fn create_answers_filename_folder_message_and_location() {
-    let h = Harness::new();
+    let h = Harness::setup();
     let reply = h
         .send(post_json(
             &h,
@@ -44,7 +44,7 @@ async fn create_answers_filename_folder_message_and_location() {
 
 #[actix_web::test]
 async fn list_returns_entries_and_meta() {
-    let h = Harness::new();
+    let h = Harness::setup();
     seed(&h).await;
     let reply = h.send(TestRequest::get().uri("/cms/collections/posts/items?per_page=1")).await;
     assert_eq!(reply.status, 200);
@@ -77,7 +77,7 @@ async fn list_returns_entries_and_meta() {
 
 #[actix_web::test]
 async fn single_read_renders_and_sends_an_etag() {
-    let h = Harness::new();
+    let h = Harness::setup();
     seed(&h).await;
     let reply = h.send(TestRequest::get().uri("/cms/collections/posts/items/first")).await;
     assert_eq!(reply.status, 200);
@@ -116,7 +116,7 @@ async fn single_read_renders_and_sends_an_etag() {
 
 #[actix_web::test]
 async fn raw_read_is_editor_shaped_and_needs_a_key() {
-    let h = Harness::new();
+    let h = Harness::setup();
     seed(&h).await;
     h.send(TestRequest::get().uri("/cms/collections/posts/items/first/raw"))
         .await
@@ -139,7 +139,7 @@ async fn raw_read_is_editor_shaped_and_needs_a_key() {
 
 #[actix_web::test]
 async fn put_patch_and_delete() {
-    let h = Harness::new();
+    let h = Harness::setup();
     seed(&h).await;
     h.world.events.take();
     let uri = "/cms/collections/posts/items/first";

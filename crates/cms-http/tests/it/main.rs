@@ -27,7 +27,7 @@ pub struct Harness {
 pub const JSON_LIMIT: usize = 64 * 1024;
 
 impl Harness {
-    pub fn new() -> Self {
+    pub fn setup() -> Self {
         let world = MemoryWorld::new();
         let cms = Arc::new(world.cms());
         cms.add_user("owner@example.com", Role::Owner).unwrap();

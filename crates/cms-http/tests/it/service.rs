@@ -5,7 +5,7 @@ use crate::Harness;
 
 #[actix_web::test]
 async fn status_routes_answer_in_the_envelope_without_a_key() {
-    let h = Harness::new();
+    let h = Harness::setup();
     for path in ["/", "/status"] {
         let reply = h.send(TestRequest::get().uri(path)).await;
         assert_eq!(reply.status, 200);
@@ -22,7 +22,7 @@ async fn status_routes_answer_in_the_envelope_without_a_key() {
 
 #[actix_web::test]
 async fn every_route_answers_402_without_a_json_api_license() {
-    let h = Harness::new();
+    let h = Harness::setup();
     h.world.license.set(None);
     for route in ROUTES {
         let path = route.path.replace("{collection}", "posts").replace("{slug}", "x");
@@ -49,7 +49,7 @@ async fn every_route_answers_402_without_a_json_api_license() {
 
 #[actix_web::test]
 async fn describe_needs_a_key_and_lists_every_route() {
-    let h = Harness::new();
+    let h = Harness::setup();
     let reply = h.send(TestRequest::get().uri("/cms/")).await;
     reply.assert_envelope_error(401, "API key");
     assert_eq!(reply.header("www-authenticate"), Some("Bearer"));
@@ -63,7 +63,7 @@ async fn describe_needs_a_key_and_lists_every_route() {
 
 #[actix_web::test]
 async fn documented_routes_are_all_registered() {
-    let h = Harness::new();
+    let h = Harness::setup();
     for route in ROUTES {
         let path = route.path.replace("{collection}", "posts").replace("{slug}", "nope");
         let mut req = TestRequest::default().method(route.method.parse().unwrap()).uri(&path);
@@ -80,7 +80,7 @@ async fn documented_routes_are_all_registered() {
 
 #[actix_web::test]
 async fn key_failures_are_401_with_reasons() {
-    let h = Harness::new();
+    let h = Harness::setup();
     let cases = [
         ("Bearer mcp_0123456789", "AI-agent"),
         ("Bearer api_0000", "unknown or revoked"),
@@ -101,7 +101,7 @@ async fn key_failures_are_401_with_reasons() {
 
 #[actix_web::test]
 async fn collections_are_listed_with_count() {
-    let h = Harness::new();
+    let h = Harness::setup();
     let body = h.send(TestRequest::get().uri("/cms/collections")).await.json();
     assert_eq!(body["count"], 2);
     assert_eq!(
@@ -112,7 +112,7 @@ async fn collections_are_listed_with_count() {
 
 #[actix_web::test]
 async fn unknown_routes_and_methods_answer_in_the_envelope() {
-    let h = Harness::new();
+    let h = Harness::setup();
     h.send(TestRequest::get().uri("/nope")).await.assert_envelope_error(404, "no route GET /nope");
     let reply = h.send(TestRequest::delete().uri("/cms/collections")).await;
     reply.assert_envelope_error(405, "DELETE is not allowed");
@@ -123,7 +123,7 @@ async fn unknown_routes_and_methods_answer_in_the_envelope() {
 
 #[actix_web::test]
 async fn cors_preflight_and_origin_checks() {
-    let h = Harness::new();
+    let h = Harness::setup();
     h.world.license.set(None); // preflights need no license
     let preflight = |origin: &str| {
         TestRequest::default()
@@ -139,7 +139,7 @@ async fn cors_preflight_and_origin_checks() {
     assert!(reply.header("access-control-allow-methods").unwrap().contains("PATCH"));
     h.send(preflight("https://evil.example")).await.assert_envelope_error(403, "not allowed");
 
-    let h = Harness::new();
+    let h = Harness::setup();
     let from = |origin: &str| {
         TestRequest::get().uri("/cms/collections").insert_header(("Origin", origin.to_owned()))
     };

@@ -1,0 +1,101 @@
+//! Finding the site folder and composing the core over its file adapters.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use cms_core::Cms;
+use cms_core::account::{KEY_RANDOM_BYTES, Role};
+use cms_core::config::SiteConfig;
+use cms_core::service::Ports;
+use cms_fs::{FsAccounts, FsContentStore, FsLicense, STATE_DIR, SystemClock, load_config};
+use ring::rand::{SecureRandom, SystemRandom};
+
+use crate::events::LogEvents;
+
+/// The bundled demo site, as checked in.
+const DEMO_FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/demo-site");
+/// Where the demo's working copy lives, so that `fixtures/` is never written to.
+const DEMO_COPY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/demo-site");
+pub const DEMO_OWNER: &str = "owner@example.com";
+
+pub struct Site {
+    pub root: PathBuf,
+    /// A key made when the demo copy was created, to print once.
+    pub first_key: Option<String>,
+}
+
+/// A site folder with its configuration and a facade over its adapters.
+pub struct OpenSite {
+    pub root: PathBuf,
+    pub config: SiteConfig,
+    pub cms: Arc<Cms>,
+}
+
+impl Site {
+    /// `--site DIR`, else a working copy of the demo site (made on first use).
+    pub fn locate(site: Option<PathBuf>) -> anyhow::Result<Self> {
+        if let Some(root) = site {
+            if !root.join(cms_fs::CONFIG_FILE).is_file() {
+                bail!("{} has no {}; is it a site folder?", root.display(), cms_fs::CONFIG_FILE);
+            }
+            return Ok(Self { root, first_key: None });
+        }
+        let copy = PathBuf::from(DEMO_COPY);
+        let copy =
+            copy.parent().and_then(|p| p.canonicalize().ok()).map_or(copy.clone(), |p| p.join("demo-site"));
+        if copy.join(cms_fs::CONFIG_FILE).is_file() {
+            return Ok(Self { root: copy, first_key: None });
+        }
+        let fixture = Path::new(DEMO_FIXTURE);
+        if !fixture.is_dir() {
+            bail!("no --site given and the bundled demo site is not available; pass --site DIR");
+        }
+        copy_tree(fixture, &copy).with_context(|| format!("copying the demo site to {}", copy.display()))?;
+        let site = Self { root: copy, first_key: None };
+        let open = site.open()?;
+        open.cms.add_user(DEMO_OWNER, Role::Owner)?;
+        let key = open.cms.create_key(DEMO_OWNER, "demo", random_key_bytes()?)?;
+        Ok(Self { first_key: Some(key.plaintext), ..site })
+    }
+
+    /// Loads `cms.yaml` and composes the facade.
+    pub fn open(&self) -> anyhow::Result<OpenSite> {
+        let config = load_config(&self.root)?;
+        let state = self.root.join(STATE_DIR);
+        let accounts = Arc::new(FsAccounts::new(&state));
+        let ports = Ports {
+            content: Arc::new(FsContentStore::new(&self.root)),
+            users: accounts.clone(),
+            keys: accounts,
+            license: Arc::new(FsLicense::new(&state)),
+            events: Arc::new(LogEvents),
+            clock: Arc::new(SystemClock),
+        };
+        let cms = Arc::new(Cms::new(&config, ports));
+        Ok(OpenSite { root: self.root.clone(), config, cms })
+    }
+}
+
+pub fn random_key_bytes() -> anyhow::Result<[u8; KEY_RANDOM_BYTES]> {
+    let mut bytes = [0; KEY_RANDOM_BYTES];
+    SystemRandom::new().fill(&mut bytes).map_err(|_| anyhow::anyhow!("the system random source failed"))?;
+    Ok(bytes)
+}
+
+/// Copies a folder tree (regular files and folders only; symlinks are skipped).
+fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
+    fs::create_dir_all(to)?;
+    for entry in fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,103 @@
+//! The real `cms` binary on temporary sites: the CLI, and the server over HTTP.
+
+mod cli;
+mod server;
+
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_cms");
+const DEMO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/demo-site");
+
+/// A fresh copy of the demo site in a temporary folder.
+pub fn demo_site() -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(Path::new(DEMO), dir.path());
+    dir
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Runs `cms --site <site> <args>`.
+pub fn cms(site: &Path, args: &[&str]) -> Output {
+    Command::new(BIN).arg("--site").arg(site).args(args).env_remove("CMS_LISTEN").output().unwrap()
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Adds a user and returns a new key for them.
+pub fn user_with_key(site: &Path, email: &str, role: &str) -> String {
+    assert!(cms(site, &["users", "add", "--email", email, "--role", role]).status.success());
+    let output = cms(site, &["keys", "create", "--user", email]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    stdout(&output).lines().last().unwrap().to_owned()
+}
+
+/// A running `cms serve` on a free port, killed on drop.
+pub struct Server {
+    pub child: Child,
+    pub base: String,
+    pub agent: ureq::Agent,
+}
+
+impl Server {
+    pub fn start(site: &Path) -> Self {
+        let mut child = Command::new(BIN)
+            .args(["serve", "--listen", "127.0.0.1:0", "--site"])
+            .arg(site)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        let mut lines = BufReader::new(child.stdout.take().unwrap());
+        lines.read_line(&mut first).unwrap();
+        std::thread::spawn(move || std::io::copy(&mut lines, &mut std::io::sink()));
+        let base =
+            first.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("{first:?}")).to_owned();
+        let agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        Self { child, base, agent }
+    }
+
+    pub fn get(&self, path: &str, key: Option<&str>) -> (u16, Value) {
+        let mut req = self.agent.get(format!("{}{path}", self.base));
+        if let Some(key) = key {
+            req = req.header("Authorization", format!("Bearer {key}"));
+        }
+        let mut response = req.call().unwrap();
+        (response.status().as_u16(), response.body_mut().read_json().unwrap_or(Value::Null))
+    }
+
+    /// Resident memory of the server process, in KiB.
+    pub fn rss_kib(&self) -> u64 {
+        let status = fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

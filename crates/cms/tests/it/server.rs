@@ -1,0 +1,101 @@
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::{Server, cms, demo_site, user_with_key};
+
+#[test]
+fn items_over_real_http_and_revocation_and_graceful_stop() {
+    let site = demo_site();
+    let key = user_with_key(site.path(), "ed@example.com", "editor");
+    let mut server = Server::start(site.path());
+
+    let (status, body) = server.get("/status", None);
+    assert_eq!((status, body["data"]["name"].as_str()), (200, Some("Demo Site")));
+
+    let (status, list) = server.get("/cms/collections/blog-posts/items", None);
+    assert_eq!(status, 200);
+    assert_eq!(list["meta"]["totalItems"], 3, "the draft is hidden: {list}");
+
+    let url = format!("{}/cms/collections/posts/items", server.base);
+    let mut created = server
+        .agent
+        .post(&url)
+        .header("Authorization", format!("Bearer {key}"))
+        .send_json(json!({"slug": "e2e", "date_prefix": false, "fm": {"title": "E2E", "status": "published"}, "body": "Over *HTTP*."}))
+        .unwrap();
+    assert_eq!(created.status().as_u16(), 200);
+    assert_eq!(created.headers()["location"], "/cms/collections/blog-posts/items/e2e");
+    let created: serde_json::Value = created.body_mut().read_json().unwrap();
+    assert_eq!(created, json!({"filename": "e2e.md", "folder": 0, "message": "File created."}));
+    let on_disk = fs::read_to_string(site.path().join("content/posts/e2e.md")).unwrap();
+    assert!(
+        on_disk.starts_with("---\ntitle: E2E\n") && on_disk.ends_with("\n---\n\nOver *HTTP*."),
+        "{on_disk}"
+    );
+
+    let (status, item) = server.get("/cms/collections/0/items/e2e", None);
+    assert_eq!((status, item["data"]["body_html"].as_str()), (200, Some("<p>Over <em>HTTP</em>.</p>\n")));
+
+    // An edit made on disk by another program is seen by the next list.
+    fs::write(
+        site.path().join("content/posts/e2e.md"),
+        "---\ntitle: Edited Outside\nstatus: published\n---\n",
+    )
+    .unwrap();
+    let (_, list) = server.get("/cms/collections/posts/items?orderBy=title&direction=asc", None);
+    assert!(list["data"].as_array().unwrap().iter().any(|i| i["title"] == "Edited Outside"), "{list}");
+
+    // A key revoked with the CLI stops working on the next request.
+    assert_eq!(server.get("/cms/", Some(&key)).0, 200);
+    let keys = String::from_utf8(cms(site.path(), &["keys", "list"]).stdout).unwrap();
+    let id = keys.split_whitespace().next().unwrap();
+    assert!(cms(site.path(), &["keys", "revoke", id]).status.success());
+    assert_eq!(server.get("/cms/", Some(&key)).0, 401);
+
+    // SIGTERM stops the server gracefully.
+    let killed = Command::new("kill").args(["-TERM", &server.child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let status = server.child.wait().unwrap();
+    assert!(status.success(), "graceful stop exits 0: {status:?}");
+}
+
+#[test]
+fn hostile_files_on_disk_are_skipped_quickly_with_bounded_memory() {
+    let site = demo_site();
+    let posts = site.path().join("content/posts");
+    let values = vec!["1"; 8000].join(",");
+    let refs = vec!["*a"; 8000].join(",");
+    fs::write(posts.join("quadratic.md"), format!("---\nanchor: &a [{values}]\nrefs: [{refs}]\n---\n"))
+        .unwrap();
+    let mut bomb = String::from("---\na: &a [x, x, x, x, x, x, x, x, x]\n");
+    for (name, prev) in [("b", "a"), ("c", "b"), ("d", "c"), ("e", "d"), ("f", "e"), ("g", "f"), ("h", "g")] {
+        bomb.push_str(&format!("{name}: &{name} [{}]\n", vec![format!("*{prev}"); 9].join(", ")));
+    }
+    fs::write(posts.join("bomb.md"), bomb + "---\n").unwrap();
+    fs::write(posts.join("broken.md"), "---\ntitle: [unclosed\n---\n").unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(outside.path().join("secret.md"), "---\ntitle: Secret\nstatus: published\n---\n").unwrap();
+    symlink(outside.path().join("secret.md"), posts.join("leak.md")).unwrap();
+
+    let server = Server::start(site.path());
+    let before = server.rss_kib();
+    let started = Instant::now();
+    let (status, list) = server.get("/cms/collections/posts/items?per_page=50", None);
+    // A hang guard, not a performance target (that lives in `cargo xtask bench`).
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(status, 200);
+    let slugs: Vec<&str> =
+        list["data"].as_array().unwrap().iter().map(|i| i["slug"].as_str().unwrap()).collect();
+    assert_eq!(slugs, ["tables-and-lists", "writing-with-frontmatter", "hello-world"]);
+    let grown_mib = server.rss_kib().saturating_sub(before) / 1024;
+    assert!(grown_mib < 100, "server memory grew by {grown_mib} MiB");
+
+    for (slug, status) in [("quadratic", 500), ("bomb", 500), ("broken", 500), ("leak", 404)] {
+        assert_eq!(server.get(&format!("/cms/collections/posts/items/{slug}"), None).0, status, "{slug}");
+    }
+    assert_eq!(fs::read_to_string(outside.path().join("secret.md")).unwrap().lines().count(), 4);
+}

@@ -1,1 +1,33 @@
-fn main() {}
+//! Project tasks: `cargo xtask ci` runs exactly what CI runs; `cargo xtask bench` runs the
+//! benchmarks (release build) and fails when a performance target is missed.
+
+use std::process::Command;
+
+use anyhow::{Context, bail};
+
+fn main() -> anyhow::Result<()> {
+    let task = std::env::args().nth(1).unwrap_or_default();
+    match task.as_str() {
+        "ci" => ci(),
+        "bench" => cargo(&["bench", "--locked", "-p", "cms-fs", "--bench", "listing"]),
+        _ => bail!(
+            "usage: cargo xtask <ci|bench>\n  ci     fmt check, clippy -D warnings, all tests\n  bench  benchmarks with their targets"
+        ),
+    }
+}
+
+fn ci() -> anyhow::Result<()> {
+    cargo(&["fmt", "--all", "--", "--check"])?;
+    cargo(&["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"])?;
+    cargo(&["test", "--workspace", "--locked"])
+}
+
+fn cargo(args: &[&str]) -> anyhow::Result<()> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    eprintln!("$ cargo {}", args.join(" "));
+    let status = Command::new(cargo).args(args).status().context("cannot run cargo")?;
+    if !status.success() {
+        bail!("cargo {} failed ({status})", args.join(" "));
+    }
+    Ok(())
+}

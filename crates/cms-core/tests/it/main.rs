@@ -2,4 +2,5 @@
 
 mod accounts;
 mod contract;
+mod invariants;
 mod items;

@@ -88,3 +88,35 @@ pub trait EventSink: Send + Sync {
 pub trait Clock: Send + Sync {
     fn now(&self) -> OffsetDateTime;
 }
+
+/// One stored snapshot of an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VersionStamp {
+    /// Unix seconds; unique per item.
+    pub timestamp: i64,
+    pub size: u64,
+}
+
+/// Item history, kept apart from the collections so that snapshots are never listed or
+/// served as items. Keyed by collection and item filename, so a deleted item keeps it.
+pub trait VersionStore: Send + Sync {
+    /// The snapshots of one item file, in any order.
+    fn list_versions(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Vec<VersionStamp>>;
+    fn read_version(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+    ) -> CoreResult<Option<Vec<u8>>>;
+    /// Stores a snapshot atomically; `Conflict` if that timestamp is taken.
+    fn save_version(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+        bytes: &[u8],
+    ) -> CoreResult<()>;
+    fn remove_version(&self, collection: &Collection, name: &ItemFilename, timestamp: i64) -> CoreResult<()>;
+    /// Filenames of the collection's items that have a history (deleted ones included).
+    fn items_with_history(&self, collection: &Collection) -> CoreResult<Vec<String>>;
+}

@@ -107,6 +107,7 @@ fn facade(site: &std::path::Path) -> Cms {
             license: Arc::new(FsLicense::new(&state)),
             events: Arc::new(RecordingEvents::default()),
             clock: Arc::new(FixedClock::at_unix(0)),
+            versions: Arc::new(cms_fs::FsVersionStore::new(&state)),
         },
     )
 }

@@ -5,6 +5,7 @@
 //!   cms.yaml           configuration, read by [`load_config`]
 //!   content/<name>/    item files, [`FsContentStore`]
 //!   .cms/              users, key hashes, license: [`FsAccounts`], [`FsLicense`]
+//!   .cms/versions/     item history: [`FsVersionStore`]
 //! ```
 //!
 //! Every write goes through [`atomic`]: a temporary file in the same folder, fsync, rename.
@@ -18,6 +19,7 @@ mod error;
 mod license;
 mod stamp;
 mod system;
+mod versions;
 
 pub use accounts::FsAccounts;
 pub use config::{CONFIG_FILE, STATE_DIR, load_config};
@@ -25,3 +27,4 @@ pub use content::FsContentStore;
 pub use error::FsError;
 pub use license::{FsLicense, LICENSE_FILE};
 pub use system::SystemClock;
+pub use versions::FsVersionStore;

@@ -3,7 +3,7 @@
 use cms_core::collection::Collection;
 use cms_core::document::Frontmatter;
 use cms_core::query::Page;
-use cms_core::service::{ItemSummary, ItemView, RawItem};
+use cms_core::service::{ItemSummary, ItemView, RawItem, VersionContent, VersionList};
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -147,5 +147,53 @@ impl From<RawItem> for RawItemDto {
             modified: r.meta.modified,
             size: r.meta.size,
         }
+    }
+}
+
+#[derive(Serialize)]
+pub struct VersionStampDto {
+    pub timestamp: i64,
+    pub size: u64,
+}
+
+#[derive(Serialize)]
+pub struct CurrentDto {
+    pub modified: i64,
+    pub size: u64,
+}
+
+/// `{"versions": [...], "current": {...}}`; `current` is `null` for a deleted item.
+#[derive(Serialize)]
+pub struct VersionListDto {
+    pub filename: String,
+    pub versions: Vec<VersionStampDto>,
+    pub current: Option<CurrentDto>,
+}
+
+impl From<VersionList> for VersionListDto {
+    fn from(list: VersionList) -> Self {
+        Self {
+            filename: list.filename,
+            versions: list
+                .versions
+                .into_iter()
+                .map(|v| VersionStampDto { timestamp: v.timestamp, size: v.size })
+                .collect(),
+            current: list.current.map(|(modified, size)| CurrentDto { modified, size }),
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct VersionDto {
+    pub timestamp: i64,
+    pub size: u64,
+    pub fm: Frontmatter,
+    pub body: String,
+}
+
+impl From<VersionContent> for VersionDto {
+    fn from(v: VersionContent) -> Self {
+        Self { timestamp: v.stamp.timestamp, size: v.stamp.size, fm: v.doc.fm, body: v.doc.body }
     }
 }

@@ -2,7 +2,7 @@
 
 use actix_web::{HttpRequest, web};
 
-use crate::handlers::{items, service};
+use crate::handlers::{items, service, versions};
 
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +40,9 @@ const fn route(method: &'static str, path: &'static str, auth: Auth) -> RouteInf
 pub const ITEMS: &str = "/cms/collections/{collection}/items";
 pub const ITEM: &str = "/cms/collections/{collection}/items/{slug}";
 pub const ITEM_RAW: &str = "/cms/collections/{collection}/items/{slug}/raw";
+pub const VERSIONS: &str = "/cms/collections/{collection}/items/{slug}/versions";
+pub const VERSION: &str = "/cms/collections/{collection}/items/{slug}/versions/{version}";
+pub const RESTORE: &str = "/cms/collections/{collection}/items/{slug}/versions/{version}/restore";
 
 /// Every route of the server. [`configure`] registers exactly these (a test checks it).
 pub const ROUTES: &[RouteInfo] = &[
@@ -54,6 +57,9 @@ pub const ROUTES: &[RouteInfo] = &[
     route("PATCH", ITEM, Auth::Required),
     route("DELETE", ITEM, Auth::Required),
     route("GET", ITEM_RAW, Auth::Required),
+    route("GET", VERSIONS, Auth::Required),
+    route("GET", VERSION, Auth::Required),
+    route("POST", RESTORE, Auth::Required),
 ];
 
 /// Methods allowed on a path, for `Allow` headers of `405` answers.
@@ -61,6 +67,7 @@ fn allow(path: &str) -> &'static str {
     match path {
         ITEMS => "GET, POST",
         ITEM => "GET, PUT, PATCH, DELETE",
+        RESTORE => "POST",
         _ => "GET",
     }
 }
@@ -86,5 +93,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .route(web::patch().to(items::patch))
                 .route(web::delete().to(items::delete)),
         )
-        .service(resource(ITEM_RAW).route(web::get().to(items::raw)));
+        .service(resource(ITEM_RAW).route(web::get().to(items::raw)))
+        .service(resource(VERSIONS).route(web::get().to(versions::list)))
+        .service(resource(VERSION).route(web::get().to(versions::read)))
+        .service(resource(RESTORE).route(web::post().to(versions::restore)));
 }

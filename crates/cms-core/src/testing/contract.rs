@@ -5,7 +5,7 @@ use crate::account::{KeyRecord, Role, User};
 use crate::collection::Collection;
 use crate::config::CollectionConfig;
 use crate::error::CoreError;
-use crate::ports::{ContentStore, KeyStore, UserStore};
+use crate::ports::{ContentStore, KeyStore, UserStore, VersionStamp, VersionStore};
 use crate::slug::ItemFilename;
 
 fn posts() -> Collection {
@@ -86,4 +86,34 @@ pub fn account_store(users: &dyn UserStore, keys: &dyn KeyStore) {
 
     assert!(users.remove_user("ann@example.com").unwrap());
     assert!(!users.remove_user("ann@example.com").unwrap());
+}
+
+/// Runs every `VersionStore` case.
+pub fn version_store(store: &dyn VersionStore) {
+    let c = posts();
+    let item = name("2024-01-02-hello.md");
+    assert!(store.list_versions(&c, &item).unwrap().is_empty());
+    assert!(store.items_with_history(&c).unwrap().is_empty());
+
+    store.save_version(&c, &item, 100, b"first").unwrap();
+    store.save_version(&c, &item, 101, b"second!").unwrap();
+    assert!(
+        matches!(store.save_version(&c, &item, 101, b"again"), Err(CoreError::Conflict(_))),
+        "a timestamp is never overwritten"
+    );
+    let mut versions = store.list_versions(&c, &item).unwrap();
+    versions.sort_by_key(|v| v.timestamp);
+    assert_eq!(
+        versions,
+        [VersionStamp { timestamp: 100, size: 5 }, VersionStamp { timestamp: 101, size: 7 }]
+    );
+    assert_eq!(store.read_version(&c, &item, 101).unwrap().unwrap(), b"second!");
+    assert!(store.read_version(&c, &item, 999).unwrap().is_none());
+    assert_eq!(store.items_with_history(&c).unwrap(), ["2024-01-02-hello.md"]);
+
+    store.remove_version(&c, &item, 100).unwrap();
+    assert_eq!(store.list_versions(&c, &item).unwrap().len(), 1);
+    let other = Collection { index: 1, path: "content/pages".into(), ..posts() };
+    assert!(store.list_versions(&other, &item).unwrap().is_empty(), "histories are per collection");
+    assert!(store.items_with_history(&other).unwrap().is_empty());
 }

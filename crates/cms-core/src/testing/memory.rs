@@ -10,7 +10,8 @@ use crate::error::{CoreError, CoreResult};
 use crate::events::Event;
 use crate::license::License;
 use crate::ports::{
-    Clock, ContentStore, EventSink, FileStamp, KeyStore, LicenseSource, StoredFile, UserStore,
+    Clock, ContentStore, EventSink, FileStamp, KeyStore, LicenseSource, StoredFile, UserStore, VersionStamp,
+    VersionStore,
 };
 use crate::slug::ItemFilename;
 
@@ -202,6 +203,10 @@ impl FixedClock {
         Self { unix: AtomicI64::new(seconds) }
     }
 
+    pub fn now_unix(&self) -> i64 {
+        self.unix.load(Ordering::Relaxed)
+    }
+
     pub fn advance(&self, seconds: i64) {
         self.unix.fetch_add(seconds, Ordering::Relaxed);
     }
@@ -210,5 +215,67 @@ impl FixedClock {
 impl Clock for FixedClock {
     fn now(&self) -> OffsetDateTime {
         OffsetDateTime::from_unix_timestamp(self.unix.load(Ordering::Relaxed)).expect("valid test time")
+    }
+}
+
+/// Snapshots of one item: timestamp → bytes.
+type History = BTreeMap<i64, Vec<u8>>;
+
+/// Item history in memory: (collection path, filename) → history.
+#[derive(Default)]
+pub struct MemoryVersions {
+    histories: Mutex<BTreeMap<(String, String), History>>,
+}
+
+impl VersionStore for MemoryVersions {
+    fn list_versions(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Vec<VersionStamp>> {
+        let histories = self.histories.lock().unwrap();
+        Ok(histories
+            .get(&MemoryContentStore::key(collection, name))
+            .map(|h| h.iter().map(|(t, b)| VersionStamp { timestamp: *t, size: b.len() as u64 }).collect())
+            .unwrap_or_default())
+    }
+
+    fn read_version(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+    ) -> CoreResult<Option<Vec<u8>>> {
+        let histories = self.histories.lock().unwrap();
+        Ok(histories.get(&MemoryContentStore::key(collection, name)).and_then(|h| h.get(&timestamp)).cloned())
+    }
+
+    fn save_version(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+        bytes: &[u8],
+    ) -> CoreResult<()> {
+        let mut histories = self.histories.lock().unwrap();
+        let history = histories.entry(MemoryContentStore::key(collection, name)).or_default();
+        if history.contains_key(&timestamp) {
+            return Err(CoreError::Conflict(format!("version {timestamp} of {} exists", name.as_str())));
+        }
+        history.insert(timestamp, bytes.to_vec());
+        Ok(())
+    }
+
+    fn remove_version(&self, collection: &Collection, name: &ItemFilename, timestamp: i64) -> CoreResult<()> {
+        let mut histories = self.histories.lock().unwrap();
+        if let Some(history) = histories.get_mut(&MemoryContentStore::key(collection, name)) {
+            history.remove(&timestamp);
+        }
+        Ok(())
+    }
+
+    fn items_with_history(&self, collection: &Collection) -> CoreResult<Vec<String>> {
+        let histories = self.histories.lock().unwrap();
+        Ok(histories
+            .iter()
+            .filter(|((path, _), history)| *path == collection.path && !history.is_empty())
+            .map(|((_, name), _)| name.clone())
+            .collect())
     }
 }

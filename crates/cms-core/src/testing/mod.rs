@@ -5,7 +5,9 @@
 pub mod contract;
 mod memory;
 
-pub use memory::{FixedClock, MemoryAccounts, MemoryContentStore, MemoryLicense, RecordingEvents};
+pub use memory::{
+    FixedClock, MemoryAccounts, MemoryContentStore, MemoryLicense, MemoryVersions, RecordingEvents,
+};
 
 use std::sync::Arc;
 
@@ -32,6 +34,8 @@ resources:
     url: /media/uploads
 cors:
   allowed_origins: [https://app.example.com]
+versions:
+  keep: 5
 ";
 
 /// In-memory ports with a license that has every feature.
@@ -41,6 +45,7 @@ pub struct MemoryWorld {
     pub license: Arc<MemoryLicense>,
     pub events: Arc<RecordingEvents>,
     pub clock: Arc<FixedClock>,
+    pub versions: Arc<MemoryVersions>,
 }
 
 impl MemoryWorld {
@@ -51,6 +56,7 @@ impl MemoryWorld {
             license: Arc::new(MemoryLicense::with_features(&["json_api", "theme_customization", "webhooks"])),
             events: Arc::default(),
             clock: Arc::new(FixedClock::at_unix(1_767_225_600)), // 2026-01-01T00:00:00Z
+            versions: Arc::default(),
         }
     }
 
@@ -62,6 +68,7 @@ impl MemoryWorld {
             license: self.license.clone(),
             events: self.events.clone(),
             clock: self.clock.clone(),
+            versions: self.versions.clone(),
         }
     }
 

@@ -1,4 +1,4 @@
-use cms_core::testing::{MemoryAccounts, MemoryContentStore, contract};
+use cms_core::testing::{MemoryAccounts, MemoryContentStore, MemoryVersions, contract};
 
 #[test]
 fn memory_content_store_meets_the_contract() {
@@ -9,4 +9,9 @@ fn memory_content_store_meets_the_contract() {
 fn memory_accounts_meet_the_contract() {
     let accounts = MemoryAccounts::default();
     contract::account_store(&accounts, &accounts);
+}
+
+#[test]
+fn memory_version_store_meets_the_contract() {
+    contract::version_store(&MemoryVersions::default());
 }

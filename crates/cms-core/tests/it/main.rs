@@ -4,3 +4,4 @@ mod accounts;
 mod contract;
 mod invariants;
 mod items;
+mod versions;

@@ -1,5 +1,5 @@
 use cms_core::testing::contract;
-use cms_fs::{FsAccounts, FsContentStore};
+use cms_fs::{FsAccounts, FsContentStore, FsVersionStore};
 
 #[test]
 fn fs_content_store_meets_the_contract() {
@@ -12,4 +12,10 @@ fn fs_accounts_meet_the_contract() {
     let site = tempfile::tempdir().unwrap();
     let accounts = FsAccounts::new(&site.path().join(".cms"));
     contract::account_store(&accounts, &accounts);
+}
+
+#[test]
+fn fs_version_store_meets_the_contract() {
+    let site = tempfile::tempdir().unwrap();
+    contract::version_store(&FsVersionStore::new(&site.path().join(".cms")));
 }

@@ -124,6 +124,7 @@ fn concurrent_patches_to_one_item_lose_nothing() {
             license,
             events: Arc::new(RecordingEvents::default()),
             clock: Arc::new(FixedClock::at_unix(0)),
+            versions: Arc::new(cms_fs::FsVersionStore::new(&site.path().join(".cms"))),
         },
     ));
     assert!(cms.require_feature(Feature::JsonApi).is_ok());

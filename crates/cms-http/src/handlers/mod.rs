@@ -1,2 +1,3 @@
 pub mod items;
 pub mod service;
+pub mod versions;

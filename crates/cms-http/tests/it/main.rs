@@ -3,6 +3,7 @@
 mod bad_input;
 mod items;
 mod service;
+mod versions;
 
 use std::sync::Arc;
 

@@ -1,0 +1,253 @@
+//! The application facade: the one type the web layer and the CLI call.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use time::OffsetDateTime;
+
+use crate::account::{self, Role, User};
+use crate::collection::{self, Collection};
+use crate::config::SiteConfig;
+use crate::document::{Frontmatter, ItemDocument};
+use crate::error::{CoreError, CoreResult};
+use crate::events::{Event, EventData, EventKind};
+use crate::index::{CollectionIndex, IndexedItem};
+use crate::item::ItemMeta;
+use crate::license::{Feature, License, LicenseState};
+use crate::ports::{Clock, ContentStore, EventSink, KeyStore, LicenseSource, UserStore, VersionStore};
+
+mod accounts;
+mod items;
+mod versions;
+
+pub use items::etag_of;
+pub use versions::{VersionContent, VersionList, parse_version};
+
+/// The adapters the facade works through.
+#[derive(Clone)]
+pub struct Ports {
+    pub content: Arc<dyn ContentStore>,
+    pub users: Arc<dyn UserStore>,
+    pub keys: Arc<dyn KeyStore>,
+    pub license: Arc<dyn LicenseSource>,
+    pub events: Arc<dyn EventSink>,
+    pub clock: Arc<dyn Clock>,
+    pub versions: Arc<dyn VersionStore>,
+}
+
+/// Site-wide settings the facade needs.
+#[derive(Debug, Clone)]
+pub struct SiteInfo {
+    pub name: String,
+    /// Absolute, without a trailing slash.
+    pub url: String,
+    pub per_page: usize,
+    pub max_per_page: usize,
+}
+
+impl SiteInfo {
+    /// `https://example.com` + `/blog/hello`.
+    pub fn absolute_url(&self, site_relative: &str) -> String {
+        format!("{}{}", self.url, site_relative)
+    }
+}
+
+/// Who is asking: nobody in particular, or the user behind a valid key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Viewer {
+    Anonymous,
+    Key(Principal),
+}
+
+impl Viewer {
+    fn has_key(&self) -> bool {
+        matches!(self, Self::Key(_))
+    }
+}
+
+/// An authenticated key and its user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub user: User,
+    pub key_id: String,
+}
+
+impl Principal {
+    /// `Forbidden` unless the user's role is at least `role`.
+    pub fn require_role(&self, role: Role) -> CoreResult<()> {
+        if self.user.role >= role {
+            Ok(())
+        } else {
+            Err(CoreError::Forbidden(format!(
+                "this route needs the {role} role; the key's user {} is {}",
+                self.user.email, self.user.role
+            )))
+        }
+    }
+}
+
+/// A rendered item with its metadata.
+#[derive(Debug, Clone)]
+pub struct ItemView {
+    pub collection: usize,
+    pub meta: ItemMeta,
+    pub url: String,
+    pub canonical_url: String,
+    pub excerpt: String,
+    pub fm: Frontmatter,
+    pub html: String,
+    pub etag: String,
+}
+
+/// An item's source form.
+#[derive(Debug, Clone)]
+pub struct RawItem {
+    pub collection: usize,
+    pub meta: ItemMeta,
+    pub doc: ItemDocument,
+    pub etag: String,
+}
+
+/// A list entry with its URLs.
+#[derive(Debug, Clone)]
+pub struct ItemSummary {
+    pub item: Arc<IndexedItem>,
+    pub url: String,
+    pub canonical_url: String,
+}
+
+/// The body of a create request.
+#[derive(Debug, Clone, Default)]
+pub struct NewItem {
+    pub slug: Option<String>,
+    pub date_prefix: Option<bool>,
+    pub fm: Frontmatter,
+    pub body: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateMode {
+    /// An omitted body saves an empty body (as the spec says).
+    Put,
+    /// An omitted body keeps the stored body.
+    Patch,
+}
+
+/// The body of an update request.
+#[derive(Debug, Clone)]
+pub struct ItemUpdate {
+    pub mode: UpdateMode,
+    pub fm: Frontmatter,
+    pub body: Option<String>,
+}
+
+/// What a write did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteOutcome {
+    pub filename: String,
+    pub slug: String,
+    pub folder: usize,
+    /// ETag of the new content (`None` after a delete).
+    pub etag: Option<String>,
+}
+
+/// The CMS: collections, items, accounts and license over the ports.
+pub struct Cms {
+    site: SiteInfo,
+    collections: Vec<Collection>,
+    license_public_key: Option<String>,
+    ports: Ports,
+    indexes: Vec<Mutex<CollectionIndex>>,
+    /// One lock per collection: writes to a collection serialize, so a read-modify-write
+    /// never loses another's changes.
+    write_locks: Vec<Mutex<()>>,
+    /// Snapshots kept per item (`versions.keep`).
+    keep_versions: usize,
+}
+
+impl Cms {
+    pub fn new(config: &SiteConfig, ports: Ports) -> Self {
+        let collections: Vec<Collection> =
+            config.collections.iter().enumerate().map(|(i, c)| Collection::from_config(i, c)).collect();
+        let site = SiteInfo {
+            name: config.site.name.clone(),
+            url: config.site.url.trim_end_matches('/').to_owned(),
+            per_page: config.site.per_page as usize,
+            max_per_page: config.site.max_per_page as usize,
+        };
+        Self {
+            indexes: collections.iter().map(|_| Mutex::default()).collect(),
+            write_locks: collections.iter().map(|_| Mutex::default()).collect(),
+            collections,
+            site,
+            license_public_key: config.license.public_key.clone(),
+            keep_versions: config.versions.keep,
+            ports,
+        }
+    }
+
+    pub fn site(&self) -> &SiteInfo {
+        &self.site
+    }
+
+    pub fn collections(&self) -> &[Collection] {
+        &self.collections
+    }
+
+    /// Resolves `{collection}`: index or label slug.
+    pub fn collection(&self, key: &str) -> CoreResult<&Collection> {
+        collection::resolve(&self.collections, key)
+    }
+
+    pub fn now(&self) -> OffsetDateTime {
+        self.ports.clock.now()
+    }
+
+    // ---- license and keys -------------------------------------------------------------
+
+    pub fn license_state(&self) -> CoreResult<LicenseState> {
+        let license = self.ports.license.current()?;
+        Ok(LicenseState::evaluate(license, self.license_public_key.as_deref(), self.now()))
+    }
+
+    /// `PaymentRequired` unless the license is active and has `feature`.
+    pub fn require_feature(&self, feature: Feature) -> CoreResult<()> {
+        self.license_state()?.require(feature)
+    }
+
+    /// Validates and installs a license file's text.
+    pub fn install_license(&self, text: &str) -> CoreResult<License> {
+        let license = License::from_yaml(text)?;
+        if let Some(key) = &self.license_public_key {
+            license.verify(key)?;
+        }
+        self.ports.license.install(text)?;
+        Ok(license)
+    }
+
+    /// Checks a presented key: its family, that it is known, and that its user exists.
+    pub fn authenticate(&self, presented: &str) -> CoreResult<Principal> {
+        account::check_key_family(presented)?;
+        let hash = account::hash_key(presented);
+        let key = self
+            .ports
+            .keys
+            .find_key_by_hash(&hash)?
+            .ok_or_else(|| CoreError::Unauthorized("unknown or revoked API key".into()))?;
+        let user = self
+            .ports
+            .users
+            .find_user(&key.email)?
+            .ok_or_else(|| CoreError::Unauthorized("the user of this API key no longer exists".into()))?;
+        Ok(Principal { user, key_id: key.id })
+    }
+
+    fn publish(&self, kind: EventKind, data: EventData) {
+        self.ports.events.publish(Event { kind, timestamp: self.now(), data });
+    }
+}
+
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock leaves no half-done write behind (writes are atomic
+    // in the store), so the data behind a poisoned lock is still good.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

@@ -1,0 +1,180 @@
+//! Item version history: every write that replaces content snapshots it first.
+
+use super::{WriteOutcome, lock};
+use crate::collection::Collection;
+use crate::document::ItemDocument;
+use crate::error::{CoreError, CoreResult};
+use crate::events::EventKind;
+use crate::ports::{StoredFile, VersionStamp};
+use crate::service::Cms;
+use crate::service::items::{file_event, item_not_found, outcome, parse_bytes};
+use crate::slug::{ItemFilename, ItemRef};
+
+/// An item's history, newest first, and its current state (`None` once deleted).
+#[derive(Debug, Clone)]
+pub struct VersionList {
+    pub filename: String,
+    pub versions: Vec<VersionStamp>,
+    /// `(modified, size)` of the current file.
+    pub current: Option<(i64, u64)>,
+}
+
+/// One historical version in source form.
+#[derive(Debug, Clone)]
+pub struct VersionContent {
+    pub stamp: VersionStamp,
+    pub doc: ItemDocument,
+}
+
+/// A `{version}` path segment: the integer timestamp from the versions list.
+pub fn parse_version(raw: &str) -> CoreResult<i64> {
+    raw.parse::<i64>().ok().filter(|t| *t >= 0).ok_or_else(|| {
+        CoreError::invalid(format!(
+            "version must be an integer timestamp from the versions list, got {raw:?}"
+        ))
+    })
+}
+
+impl Cms {
+    pub fn list_versions(&self, collection: &Collection, item: &str) -> CoreResult<VersionList> {
+        let (name, current) = self.resolve_history(collection, &ItemRef::parse(item)?)?;
+        let versions = self.versions_newest_first(collection, &name)?;
+        Ok(VersionList {
+            filename: name.as_str().to_owned(),
+            versions,
+            current: current.map(|file| (file.stamp.modified, file.stamp.size)),
+        })
+    }
+
+    pub fn read_version(
+        &self,
+        collection: &Collection,
+        item: &str,
+        version: &str,
+    ) -> CoreResult<VersionContent> {
+        let timestamp = parse_version(version)?;
+        let (name, _) = self.resolve_history(collection, &ItemRef::parse(item)?)?;
+        let bytes = self.version_bytes(collection, &name, timestamp)?;
+        let doc = parse_bytes(&name, &bytes)?;
+        Ok(VersionContent { stamp: VersionStamp { timestamp, size: bytes.len() as u64 }, doc })
+    }
+
+    /// Makes a historical version current. The content it replaces is snapshotted first,
+    /// so a restore is itself undoable; a deleted item comes back.
+    pub fn restore_version(
+        &self,
+        collection: &Collection,
+        item: &str,
+        version: &str,
+    ) -> CoreResult<(WriteOutcome, i64)> {
+        let timestamp = parse_version(version)?;
+        let item_ref = ItemRef::parse(item)?;
+        let _guard = lock(&self.write_locks[collection.index]);
+        let (name, current) = self.resolve_history(collection, &item_ref)?;
+        let bytes = self.version_bytes(collection, &name, timestamp)?;
+        match current {
+            Some(file) => {
+                self.snapshot(collection, &name, &file.bytes)?;
+                self.ports.content.replace(collection, &name, &bytes)?;
+            }
+            None => {
+                self.ports.content.create(collection, &name, &bytes)?;
+            }
+        }
+        self.publish(EventKind::FileUpdated, file_event(collection, &name));
+        Ok((outcome(collection, &name, Some(&bytes)), timestamp))
+    }
+
+    /// Stores `bytes` as the newest snapshot of an item unless the newest one is identical,
+    /// then drops the oldest beyond `versions.keep`. Callers hold the collection's write lock.
+    pub(super) fn snapshot(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        bytes: &[u8],
+    ) -> CoreResult<()> {
+        let store = &self.ports.versions;
+        let mut versions = self.versions_newest_first(collection, name)?;
+        if let Some(newest) = versions.first()
+            && newest.size == bytes.len() as u64
+            && store.read_version(collection, name, newest.timestamp)?.as_deref() == Some(bytes)
+        {
+            return Ok(());
+        }
+        let now = self.now().unix_timestamp();
+        // Unique per item: a second write within the same second takes the next free one.
+        let timestamp = versions.first().map_or(now, |newest| now.max(newest.timestamp + 1));
+        store.save_version(collection, name, timestamp, bytes)?;
+        versions.insert(0, VersionStamp { timestamp, size: bytes.len() as u64 });
+        for old in versions.iter().skip(self.keep_versions) {
+            store.remove_version(collection, name, old.timestamp)?;
+        }
+        Ok(())
+    }
+
+    fn versions_newest_first(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+    ) -> CoreResult<Vec<VersionStamp>> {
+        let mut versions = self.ports.versions.list_versions(collection, name)?;
+        versions.sort_by_key(|v| std::cmp::Reverse(v.timestamp));
+        Ok(versions)
+    }
+
+    fn version_bytes(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+    ) -> CoreResult<Vec<u8>> {
+        self.ports.versions.read_version(collection, name, timestamp)?.ok_or_else(|| {
+            CoreError::not_found(format!(
+                "no version {timestamp} of item {:?} in collection {:?}",
+                name.as_str(),
+                collection.slug
+            ))
+        })
+    }
+
+    /// The item a history route names: the current file if there is one, else a deleted
+    /// item that left a history.
+    fn resolve_history(
+        &self,
+        collection: &Collection,
+        item_ref: &ItemRef,
+    ) -> CoreResult<(ItemFilename, Option<StoredFile>)> {
+        match self.load(collection, item_ref) {
+            Ok((name, file)) => return Ok((name, Some(file))),
+            Err(CoreError::NotFound(_)) => {}
+            Err(other) => return Err(other),
+        }
+        let mut deleted: Vec<ItemFilename> = self
+            .ports
+            .versions
+            .items_with_history(collection)?
+            .iter()
+            .filter_map(|filename| ItemFilename::parse(filename))
+            .filter(|name| item_ref.matches(name))
+            .collect();
+        deleted.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        deleted
+            .into_iter()
+            .next()
+            .map(|name| (name, None))
+            .ok_or_else(|| item_not_found(collection, item_ref))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_version;
+
+    #[test]
+    fn versions_are_integer_timestamps() {
+        assert_eq!(parse_version("1767225600").unwrap(), 1_767_225_600);
+        for bad in ["", "abc", "-1", "1.5", "2026-01-01"] {
+            assert!(parse_version(bad).is_err(), "{bad}");
+        }
+    }
+}

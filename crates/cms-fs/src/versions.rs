@@ -1,0 +1,109 @@
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use cms_core::collection::Collection;
+use cms_core::ports::{VersionStamp, VersionStore};
+use cms_core::slug::ItemFilename;
+use cms_core::{CoreError, CoreResult};
+
+use crate::atomic::{self, Existing};
+use crate::error::io_error;
+
+/// History under `.cms/versions/<collection path>/<item filename>/<timestamp>.md`: inside
+/// the private state folder, so snapshots are never listed or served as items.
+#[derive(Debug, Clone)]
+pub struct FsVersionStore {
+    root: PathBuf,
+}
+
+impl FsVersionStore {
+    pub fn new(state_dir: &Path) -> Self {
+        Self { root: state_dir.join("versions") }
+    }
+
+    fn item_dir(&self, collection: &Collection, name: &ItemFilename) -> PathBuf {
+        self.root.join(&collection.path).join(name.as_str())
+    }
+
+    fn version_path(&self, collection: &Collection, name: &ItemFilename, timestamp: i64) -> PathBuf {
+        self.item_dir(collection, name).join(format!("{timestamp}.md"))
+    }
+}
+
+/// Entries of a folder; a missing folder has none.
+fn entries(dir: &Path) -> CoreResult<Vec<fs::DirEntry>> {
+    match fs::read_dir(dir) {
+        Ok(entries) => entries.collect::<io::Result<Vec<_>>>().map_err(io_error(dir)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(io_error(dir)(e)),
+    }
+}
+
+fn timestamp_of(file_name: &str) -> Option<i64> {
+    file_name.strip_suffix(".md")?.parse().ok()
+}
+
+impl VersionStore for FsVersionStore {
+    fn list_versions(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Vec<VersionStamp>> {
+        let mut versions = Vec::new();
+        for entry in entries(&self.item_dir(collection, name))? {
+            let Some(timestamp) = entry.file_name().to_str().and_then(timestamp_of) else { continue };
+            let meta = entry.metadata().map_err(io_error(&entry.path()))?;
+            if meta.is_file() {
+                versions.push(VersionStamp { timestamp, size: meta.len() });
+            }
+        }
+        Ok(versions)
+    }
+
+    fn read_version(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+    ) -> CoreResult<Option<Vec<u8>>> {
+        let path = self.version_path(collection, name, timestamp);
+        match fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_error(&path)(e)),
+        }
+    }
+
+    fn save_version(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+        bytes: &[u8],
+    ) -> CoreResult<()> {
+        let path = self.version_path(collection, name, timestamp);
+        match atomic::write(&path, bytes, Existing::Keep) {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                Err(CoreError::Conflict(format!("version {timestamp} of {} exists", name.as_str())))
+            }
+            other => other.map_err(io_error(&path)),
+        }
+    }
+
+    fn remove_version(&self, collection: &Collection, name: &ItemFilename, timestamp: i64) -> CoreResult<()> {
+        let path = self.version_path(collection, name, timestamp);
+        match fs::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io_error(&path)(e)),
+            _ => Ok(()),
+        }
+    }
+
+    fn items_with_history(&self, collection: &Collection) -> CoreResult<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in entries(&self.root.join(&collection.path))? {
+            let Ok(file_name) = entry.file_name().into_string() else { continue };
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            if is_dir && file_name.ends_with(".md") && !entries(&entry.path())?.is_empty() {
+                names.push(file_name);
+            }
+        }
+        Ok(names)
+    }
+}

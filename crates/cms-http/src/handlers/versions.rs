@@ -1,0 +1,58 @@
+//! Item version history: list, read one, restore. `{version}` is the integer timestamp
+//! the list returns.
+
+use actix_web::http::header;
+use actix_web::{HttpResponse, web};
+use serde_json::json;
+
+use crate::auth::{Editor, KeyUser};
+use crate::dto::{VersionDto, VersionListDto};
+use crate::error::{ApiError, Shape};
+use crate::state::AppState;
+
+/// `GET .../items/{slug}/versions`
+pub async fn list(
+    state: web::Data<AppState>,
+    _user: KeyUser<Editor>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (collection, slug) = path.into_inner();
+    let list =
+        state.run(Shape::Editor, move |cms| cms.list_versions(cms.collection(&collection)?, &slug)).await?;
+    Ok(HttpResponse::Ok().json(VersionListDto::from(list)))
+}
+
+/// `GET .../items/{slug}/versions/{version}`
+pub async fn read(
+    state: web::Data<AppState>,
+    _user: KeyUser<Editor>,
+    path: web::Path<(String, String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (collection, slug, version) = path.into_inner();
+    let content = state
+        .run(Shape::Editor, move |cms| cms.read_version(cms.collection(&collection)?, &slug, &version))
+        .await?;
+    Ok(HttpResponse::Ok().json(VersionDto::from(content)))
+}
+
+/// `POST .../items/{slug}/versions/{version}/restore`
+pub async fn restore(
+    state: web::Data<AppState>,
+    _user: KeyUser<Editor>,
+    path: web::Path<(String, String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (collection, slug, version) = path.into_inner();
+    let (outcome, restored) = state
+        .run(Shape::Editor, move |cms| cms.restore_version(cms.collection(&collection)?, &slug, &version))
+        .await?;
+    let mut response = HttpResponse::Ok();
+    if let Some(etag) = &outcome.etag {
+        response.insert_header((header::ETAG, etag.as_str()));
+    }
+    Ok(response.json(json!({
+        "filename": outcome.filename,
+        "folder": outcome.folder,
+        "message": "Version restored.",
+        "restored": restored,
+    })))
+}

@@ -42,33 +42,35 @@ pub struct CollectionIndex {
 
 impl CollectionIndex {
     /// Brings the index up to date with `scan`, loading changed files with `load`.
-    /// Returns the usable items in no particular order.
+    /// Returns the usable items in no particular order; files that cannot be loaded or
+    /// parsed are left out until they change.
     pub fn refresh(
         &mut self,
         scan: Vec<FileStamp>,
         mut load: impl FnMut(&ItemFilename) -> CoreResult<Option<StoredFile>>,
-    ) -> CoreResult<Vec<Arc<IndexedItem>>> {
+    ) -> Vec<Arc<IndexedItem>> {
         let mut fresh = HashMap::with_capacity(scan.len());
         for stamp in scan {
             let Some(name) = ItemFilename::parse(&stamp.name) else { continue };
             let entry = match self.entries.remove(&stamp.name) {
                 Some((old, entry)) if old == stamp => entry,
-                _ => match load(&name)? {
-                    Some(file) => index_file(&name, &file),
-                    None => continue, // deleted between scan and read
+                _ => match load(&name) {
+                    Ok(Some(file)) => index_file(&name, &file),
+                    Ok(None) => continue, // deleted between scan and read
+                    // One unreadable file (too large, no permission) must not fail the list.
+                    Err(error) => broken(&name, &error.to_string()),
                 },
             };
             fresh.insert(stamp.name.clone(), (stamp, entry));
         }
         self.entries = fresh;
-        Ok(self
-            .entries
+        self.entries
             .values()
             .filter_map(|(_, entry)| match entry {
                 Entry::Item(item) => Some(Arc::clone(item)),
                 Entry::Broken => None,
             })
-            .collect())
+            .collect()
     }
 }
 
@@ -82,10 +84,12 @@ fn index_file(name: &ItemFilename, file: &StoredFile) -> Entry {
             let excerpt = render::excerpt(&render::to_plain_text(&doc.body), EXCERPT_CHARS);
             Entry::Item(Arc::new(IndexedItem { meta, fm: doc.fm, excerpt }))
         }
-        Err(reason) => {
-            // Logged once per change of the file, not on every request.
-            tracing::warn!(filename = name.as_str(), %reason, "skipping an item that cannot be read");
-            Entry::Broken
-        }
+        Err(reason) => broken(name, &reason),
     }
+}
+
+/// Logged once per change of the file, not on every request.
+fn broken(name: &ItemFilename, reason: &str) -> Entry {
+    tracing::warn!(filename = name.as_str(), reason, "skipping an item that cannot be read");
+    Entry::Broken
 }

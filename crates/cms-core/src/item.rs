@@ -59,8 +59,7 @@ pub struct ItemMeta {
     pub title: String,
     /// `fm.date`, else the filename's date prefix.
     pub date: Option<String>,
-    /// A file without `status` was written by hand and counts as published; items created
-    /// through the API always carry a status.
+    /// See [`status_of`].
     pub status: Status,
     pub tags: Vec<String>,
     pub author: Option<String>,
@@ -73,10 +72,7 @@ impl ItemMeta {
     pub fn derive(name: &ItemFilename, doc: &ItemDocument, modified: i64, size: u64) -> Self {
         let fm = &doc.fm;
         let text = |key: &str| fm.get(key).and_then(scalar_text);
-        let status = match fm.get("status").and_then(Value::as_str) {
-            Some("draft") => Status::Draft,
-            _ => Status::Published,
-        };
+        let status = status_of(fm);
         Self {
             filename: name.as_str().to_owned(),
             slug: name.slug().to_owned(),
@@ -93,6 +89,19 @@ impl ItemMeta {
     /// Slugs of the item's tags, for matching `tags=` filters.
     pub fn has_any_tag(&self, wanted_slugs: &[String]) -> bool {
         self.tags.iter().any(|t| wanted_slugs.contains(&slugify(t)))
+    }
+}
+
+/// Only `status: published`, or no `status` at all, is public. A file without `status` was
+/// written by hand (items created through the API always carry one) and counts as
+/// published unless it says `draft: true`. Any other value (`Draft`, `private`, a typo)
+/// counts as a draft, so that nothing is published by accident.
+pub fn status_of(fm: &Frontmatter) -> Status {
+    match fm.get("status") {
+        Some(Value::String(s)) if s == "published" => Status::Published,
+        Some(_) => Status::Draft,
+        None if fm.get("draft") == Some(&Value::Bool(true)) => Status::Draft,
+        None => Status::Published,
     }
 }
 
@@ -129,6 +138,9 @@ pub fn validate_frontmatter(fm: &Frontmatter) -> CoreResult<()> {
     let wrong_type = |key: &str, wanted: &str, value: &Value| {
         CoreError::invalid(format!("fm.{key} must be {wanted}, got {}", json_type_name(value)))
     };
+    if fm.get("status").is_some_and(Value::is_null) {
+        return Err(CoreError::invalid("fm.status cannot be removed; set it to \"published\" or \"draft\""));
+    }
     for (key, value) in fm {
         if value.is_null() {
             continue;

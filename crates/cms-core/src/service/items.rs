@@ -45,7 +45,7 @@ impl Cms {
     pub fn indexed_items(&self, collection: &Collection) -> CoreResult<Vec<Arc<IndexedItem>>> {
         let scan = self.ports.content.scan(collection)?;
         let mut index = lock(&self.indexes[collection.index]);
-        index.refresh(scan, |name| self.ports.content.read(collection, name))
+        Ok(index.refresh(scan, |name| self.ports.content.read(collection, name)))
     }
 
     fn summary(&self, collection: &Collection, item: Arc<IndexedItem>) -> ItemSummary {

@@ -274,3 +274,45 @@ fn rendered_items_carry_html_excerpt_and_urls() {
     assert_eq!((view.url.as_str(), view.meta.date.as_deref()), ("/blog/hi", Some("2024-05-01")));
     assert_eq!(cms.read_item(&posts, "2024-05-01-hi.md", &Viewer::Anonymous).unwrap().meta.slug, "hi");
 }
+
+#[test]
+fn only_published_or_missing_status_is_public() {
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    let pages = cms.collection("pages").unwrap().clone();
+    for (name, fm_text) in [
+        ("public", "title: P"),
+        ("explicit", "status: published"),
+        ("capital", "status: Draft"),
+        ("private", "status: private"),
+        ("hugo", "draft: true"),
+        ("hugo-live", "draft: false"),
+    ] {
+        world.content.put_raw(
+            "content/pages",
+            &format!("{name}.md"),
+            format!("---\n{fm_text}\n---\n").as_bytes(),
+        );
+    }
+    let page = cms.list_items(&pages, &ListQuery::default(), &Viewer::Anonymous).unwrap();
+    let mut slugs: Vec<_> = page.items.iter().map(|s| s.item.meta.slug.clone()).collect();
+    slugs.sort();
+    assert_eq!(slugs, ["explicit", "hugo-live", "public"]);
+    for hidden in ["capital", "private", "hugo"] {
+        assert!(
+            matches!(cms.read_item(&pages, hidden, &Viewer::Anonymous), Err(CoreError::NotFound(_))),
+            "{hidden}"
+        );
+    }
+}
+
+#[test]
+fn status_cannot_be_removed_by_a_null() {
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    let pages = cms.collection("pages").unwrap().clone();
+    cms.create_item(&pages, NewItem { slug: Some("d".into()), ..Default::default() }).unwrap();
+    let update = ItemUpdate { mode: UpdateMode::Patch, fm: fm(json!({"status": null})), body: None };
+    assert!(matches!(cms.update_item(&pages, "d", update, None), Err(CoreError::Invalid(_))));
+    assert!(matches!(cms.read_item(&pages, "d", &Viewer::Anonymous), Err(CoreError::NotFound(_))));
+}

@@ -107,26 +107,8 @@ fn the_license_is_reread_when_the_file_changes() {
 #[test]
 fn concurrent_patches_to_one_item_lose_nothing() {
     let site = tempfile::tempdir().unwrap();
-    let config = SiteConfig::from_yaml(
-        "site: {name: S, url: 'https://e.com'}\ncollections:\n  - {label: Posts, path: content/posts}\n",
-    )
-    .unwrap();
-    let state = site.path().join(".cms");
-    let accounts = Arc::new(FsAccounts::new(&state));
-    let license = Arc::new(FsLicense::new(&state));
-    license.install("licensee: A\nfeatures: [json_api]\n").unwrap();
-    let cms = Arc::new(Cms::new(
-        &config,
-        Ports {
-            content: Arc::new(FsContentStore::new(site.path())),
-            users: accounts.clone(),
-            keys: accounts,
-            license,
-            events: Arc::new(RecordingEvents::default()),
-            clock: Arc::new(FixedClock::at_unix(0)),
-            versions: Arc::new(cms_fs::FsVersionStore::new(&site.path().join(".cms"))),
-        },
-    ));
+    let cms = Arc::new(fs_cms(site.path()));
+    FsLicense::new(&site.path().join(".cms")).install("licensee: A\nfeatures: [json_api]\n").unwrap();
     assert!(cms.require_feature(Feature::JsonApi).is_ok());
     fs::create_dir_all(site.path().join("content/posts")).unwrap();
     fs::write(site.path().join("content/posts/item.md"), "---\ntitle: T\n---\n\nbody").unwrap();
@@ -148,4 +130,45 @@ fn concurrent_patches_to_one_item_lose_nothing() {
     assert_eq!(listed.total_items, 1);
     let leftovers = fs::read_dir(site.path().join("content/posts")).unwrap().count();
     assert_eq!(leftovers, 1, "no temporary files left");
+}
+
+/// An item file the store refuses to read (here: over 16 MiB, made sparse so it costs no
+/// disk) is left out of lists; the rest of the collection still lists.
+#[test]
+fn an_oversized_item_file_does_not_break_the_list() {
+    let site = tempfile::tempdir().unwrap();
+    let folder = site.path().join("content/posts");
+    fs::create_dir_all(&folder).unwrap();
+    fs::write(folder.join("ok.md"), "---\ntitle: OK\n---\n").unwrap();
+    let huge = fs::File::create(folder.join("huge.md")).unwrap();
+    huge.set_len(17 * 1024 * 1024).unwrap();
+    let cms = fs_cms(site.path());
+    let posts = cms.collection("posts").unwrap().clone();
+    for _ in 0..2 {
+        let page = cms.list_items(&posts, &ListQuery::default(), &Viewer::Anonymous).unwrap();
+        assert_eq!(page.total_items, 1);
+    }
+    assert!(cms.read_raw(&posts, "huge").is_err());
+}
+
+/// The facade over the file adapters on `site`, with a collection `posts`.
+fn fs_cms(site: &std::path::Path) -> Cms {
+    let config = SiteConfig::from_yaml(
+        "site: {name: S, url: 'https://e.com'}\ncollections:\n  - {label: Posts, path: content/posts}\n",
+    )
+    .unwrap();
+    let state = site.join(".cms");
+    let accounts = Arc::new(FsAccounts::new(&state));
+    Cms::new(
+        &config,
+        Ports {
+            content: Arc::new(FsContentStore::new(site)),
+            users: accounts.clone(),
+            keys: accounts,
+            license: Arc::new(FsLicense::new(&state)),
+            events: Arc::new(RecordingEvents::default()),
+            clock: Arc::new(FixedClock::at_unix(0)),
+            versions: Arc::new(cms_fs::FsVersionStore::new(&state)),
+        },
+    )
 }

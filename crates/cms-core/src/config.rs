@@ -178,6 +178,18 @@ impl SiteConfig {
             }
             slugs.push(slug);
         }
+        // Two collections over one folder (or one inside the other) would each take their
+        // own write lock for the same files, and concurrent writes could lose updates.
+        let folders: Vec<String> = self.collections.iter().map(|c| normalized(&c.path)).collect();
+        for (i, a) in folders.iter().enumerate() {
+            for (j, b) in folders.iter().enumerate().skip(i + 1) {
+                if a == b || a.starts_with(&format!("{b}/")) || b.starts_with(&format!("{a}/")) {
+                    return invalid(format!(
+                        "collections[{i}].path {a:?} and collections[{j}].path {b:?} overlap; each collection needs its own folder"
+                    ));
+                }
+            }
+        }
         for (i, r) in self.resources.iter().enumerate() {
             check_relative_path(&format!("resources[{i}].path"), &r.path)?;
             if !r.url.starts_with('/') {
@@ -189,6 +201,11 @@ impl SiteConfig {
         }
         Ok(())
     }
+}
+
+/// `content//posts/./` → `content/posts`.
+fn normalized(path: &str) -> String {
+    path.split('/').filter(|p| !p.is_empty() && *p != ".").collect::<Vec<_>>().join("/")
 }
 
 /// A path inside the site folder: relative, no `..`, not empty, not under `.cms`.
@@ -228,6 +245,22 @@ mod tests {
         let message = SiteConfig::from_yaml(&text).unwrap_err().to_string();
         assert!(message.contains("colour"), "{message}");
         assert!(message.contains("line 7"), "{message}");
+    }
+
+    #[test]
+    fn refuses_overlapping_collection_folders() {
+        for (a, b) in [("content/posts", "content/posts/"), ("content", "content/posts"), ("./c/x", "c/x/y")]
+        {
+            let text = format!(
+                "{MINIMAL}collections:\n  - {{label: A, path: {a:?}}}\n  - {{label: B, path: {b:?}}}\n"
+            );
+            let message = SiteConfig::from_yaml(&text).unwrap_err().to_string();
+            assert!(message.contains("overlap"), "{a} {b}: {message}");
+        }
+        let fine = format!(
+            "{MINIMAL}collections:\n  - {{label: A, path: content/post}}\n  - {{label: B, path: content/posts}}\n"
+        );
+        assert!(SiteConfig::from_yaml(&fine).is_ok());
     }
 
     #[test]

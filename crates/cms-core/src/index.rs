@@ -81,10 +81,19 @@ fn index_file(name: &ItemFilename, file: &StoredFile) -> Entry {
     match parsed {
         Ok(doc) => {
             let meta = ItemMeta::derive(name, &doc, file.stamp.modified, file.stamp.size);
-            let excerpt = render::excerpt(&render::to_plain_text(&doc.body), EXCERPT_CHARS);
+            let excerpt = excerpt_of(&doc);
             Entry::Item(Arc::new(IndexedItem { meta, fm: doc.fm, excerpt }))
         }
         Err(reason) => broken(name, &reason),
+    }
+}
+
+/// An item's excerpt: `fm.excerpt`, else `fm.description`, else the body as plain text
+/// cut on a word boundary. Lists and single reads use this one rule.
+pub fn excerpt_of(doc: &ItemDocument) -> String {
+    match ["excerpt", "description"].iter().find_map(|key| doc.fm.get(*key).and_then(|v| v.as_str())) {
+        Some(text) => text.to_owned(),
+        None => render::excerpt(&render::to_plain_text(&doc.body), EXCERPT_CHARS),
     }
 }
 

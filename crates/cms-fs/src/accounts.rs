@@ -9,7 +9,7 @@ use cms_core::ports::{KeyStore, UserStore};
 use cms_core::{CoreError, CoreResult};
 use serde::{Deserialize, Serialize};
 
-use crate::atomic::{self, Existing};
+use crate::atomic;
 use crate::error::{FsError, io_error};
 
 /// Users in `.cms/users.yaml`, key hashes in `.cms/keys.yaml`. Both are re-read on every
@@ -67,7 +67,7 @@ fn read_rows<T: for<'de> Deserialize<'de>>(path: &Path) -> CoreResult<Vec<T>> {
 
 fn write_rows<T: Serialize>(path: &Path, rows: &[T]) -> CoreResult<()> {
     let text = if rows.is_empty() { "[]\n".to_owned() } else { codec::to_yaml(&rows)? };
-    atomic::write(path, text.as_bytes(), Existing::Replace).map_err(io_error(path))
+    atomic::write_private(path, text.as_bytes()).map_err(io_error(path))
 }
 
 impl UserStore for FsAccounts {

@@ -2,6 +2,7 @@
 
 use std::fs::{self, File};
 use std::io::{self, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use tempfile::NamedTempFile;
@@ -14,12 +15,51 @@ pub enum Existing {
     Keep,
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same folder: write, fsync,
-/// rename (or hard-link for [`Existing::Keep`]), then fsync the folder.
+/// Mode of new content files: readable by the web server or site generator (less the
+/// process umask). Temporary files are created 0600, so without this every write would
+/// make content private.
+const PUBLIC_MODE: u32 = 0o644;
+
+/// Writes a content file: `bytes` go to `path` through a temporary file in the same
+/// folder (write, fsync, rename or hard-link for [`Existing::Keep`], fsync of the folder).
+/// A replaced file keeps its mode; a new one gets 0644 less the umask.
 pub fn write(path: &Path, bytes: &[u8], existing: Existing) -> io::Result<()> {
+    let mode = match fs::metadata(path) {
+        Ok(meta) => Mode::Exactly(meta.permissions()),
+        Err(_) => Mode::Create(PUBLIC_MODE),
+    };
+    write_with_mode(path, bytes, existing, mode)
+}
+
+/// Writes a private state file (keys, users, license, history) atomically, mode 0600.
+pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_with_mode(path, bytes, Existing::Replace, Mode::Exactly(fs::Permissions::from_mode(0o600)))
+}
+
+/// Like [`write_private`], but fails if `path` exists.
+pub fn create_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_with_mode(path, bytes, Existing::Keep, Mode::Exactly(fs::Permissions::from_mode(0o600)))
+}
+
+enum Mode {
+    /// Set exactly (fchmod, not subject to the umask).
+    Exactly(fs::Permissions),
+    /// Ask for this mode at creation; the umask applies.
+    Create(u32),
+}
+
+fn write_with_mode(path: &Path, bytes: &[u8], existing: Existing, mode: Mode) -> io::Result<()> {
     let dir = path.parent().ok_or_else(|| io::Error::other("a file path needs a parent folder"))?;
     fs::create_dir_all(dir)?;
-    let mut temp = tempfile::Builder::new().prefix(".cms-tmp-").tempfile_in(dir)?;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".cms-tmp-");
+    if let Mode::Create(bits) = mode {
+        builder.permissions(fs::Permissions::from_mode(bits));
+    }
+    let mut temp = builder.tempfile_in(dir)?;
+    if let Mode::Exactly(permissions) = mode {
+        temp.as_file().set_permissions(permissions)?;
+    }
     temp.write_all(bytes)?;
     temp.as_file().sync_all()?;
     persist(temp, path, existing)?;
@@ -55,5 +95,25 @@ mod tests {
         assert_eq!(fs::read(&path).unwrap(), b"three");
         let leftovers: Vec<_> = fs::read_dir(path.parent().unwrap()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temporary files are left behind");
+    }
+
+    #[test]
+    fn content_files_are_readable_by_others_and_keep_their_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let dir = tempfile::tempdir().unwrap();
+        let new = dir.path().join("new.md");
+        write(&new, b"x", Existing::Keep).unwrap();
+        assert_eq!(mode(&new) & 0o044, 0o044, "a new content file is world-readable (less the umask)");
+
+        let shared = dir.path().join("shared.md");
+        fs::write(&shared, b"old").unwrap();
+        fs::set_permissions(&shared, fs::Permissions::from_mode(0o664)).unwrap();
+        write(&shared, b"new", Existing::Replace).unwrap();
+        assert_eq!(mode(&shared), 0o664, "a replaced file keeps its mode");
+
+        let secret = dir.path().join("keys.yaml");
+        write_private(&secret, b"k").unwrap();
+        assert_eq!(mode(&secret), 0o600, "state files are private");
     }
 }

@@ -7,7 +7,7 @@ use cms_core::license::License;
 use cms_core::ports::{FileStamp, LicenseSource};
 use cms_core::{CoreError, CoreResult};
 
-use crate::atomic::{self, Existing};
+use crate::atomic;
 use crate::error::io_error;
 use crate::stamp;
 
@@ -55,6 +55,6 @@ impl LicenseSource for FsLicense {
 
     fn install(&self, license_text: &str) -> CoreResult<()> {
         License::from_yaml(license_text).map_err(|e| CoreError::invalid(e.to_string()))?;
-        atomic::write(&self.path, license_text.as_bytes(), Existing::Replace).map_err(io_error(&self.path))
+        atomic::write_private(&self.path, license_text.as_bytes()).map_err(io_error(&self.path))
     }
 }

@@ -7,7 +7,7 @@ use cms_core::ports::{VersionStamp, VersionStore};
 use cms_core::slug::ItemFilename;
 use cms_core::{CoreError, CoreResult};
 
-use crate::atomic::{self, Existing};
+use crate::atomic;
 use crate::error::io_error;
 
 /// History under `.cms/versions/<collection path>/<item filename>/<timestamp>.md`: inside
@@ -79,7 +79,7 @@ impl VersionStore for FsVersionStore {
         bytes: &[u8],
     ) -> CoreResult<()> {
         let path = self.version_path(collection, name, timestamp);
-        match atomic::write(&path, bytes, Existing::Keep) {
+        match atomic::create_private(&path, bytes) {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 Err(CoreError::Conflict(format!("version {timestamp} of {} exists", name.as_str())))
             }

@@ -62,11 +62,7 @@ impl Cms {
         if meta.status == item::Status::Draft && !viewer.has_key() {
             return Err(item_not_found(collection, &item_ref));
         }
-        let excerpt =
-            match doc.fm.get("excerpt").or_else(|| doc.fm.get("description")).and_then(|v| v.as_str()) {
-                Some(text) => text.to_owned(),
-                None => render::excerpt(&render::to_plain_text(&doc.body), crate::index::EXCERPT_CHARS),
-            };
+        let excerpt = crate::index::excerpt_of(&doc);
         let url = collection.item_url(&meta.slug);
         Ok(ItemView {
             collection: collection.index,

@@ -316,3 +316,18 @@ fn status_cannot_be_removed_by_a_null() {
     assert!(matches!(cms.update_item(&pages, "d", update, None), Err(CoreError::Invalid(_))));
     assert!(matches!(cms.read_item(&pages, "d", &Viewer::Anonymous), Err(CoreError::NotFound(_))));
 }
+
+#[test]
+fn lists_and_single_reads_share_the_excerpt_rule() {
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    let pages = cms.collection("pages").unwrap().clone();
+    world.content.put_raw(
+        "content/pages",
+        "a.md",
+        b"---\ndescription: From the frontmatter.\n---\n\nBody text.",
+    );
+    let listed = cms.list_items(&pages, &ListQuery::default(), &Viewer::Anonymous).unwrap();
+    assert_eq!(listed.items[0].item.excerpt, "From the frontmatter.");
+    assert_eq!(cms.read_item(&pages, "a", &Viewer::Anonymous).unwrap().excerpt, "From the frontmatter.");
+}

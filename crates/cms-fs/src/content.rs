@@ -26,16 +26,19 @@ impl FsContentStore {
         Self { site: site.into() }
     }
 
-    /// The collection's folder, refused if it resolves outside the site (a symlinked
-    /// collection folder pointing elsewhere).
+    /// The collection's folder, refused if it (or, while it does not exist yet, its nearest
+    /// existing ancestor) resolves outside the site: a symlinked folder pointing elsewhere
+    /// is never read or written through.
     fn folder(&self, collection: &Collection) -> CoreResult<PathBuf> {
         let folder = self.site.join(&collection.path);
-        match (folder.canonicalize(), self.site.canonicalize()) {
-            (Ok(real), Ok(site)) if !real.starts_with(&site) => Err(CoreError::Forbidden(format!(
+        let site = self.site.canonicalize().map_err(io_error(&self.site))?;
+        let existing = folder.ancestors().find_map(|p| p.canonicalize().ok());
+        match existing {
+            Some(real) if real.starts_with(&site) => Ok(folder),
+            _ => Err(CoreError::Forbidden(format!(
                 "collection folder {} resolves outside the site folder",
                 collection.path
             ))),
-            _ => Ok(folder),
         }
     }
 }

@@ -11,7 +11,7 @@ use actix_web::{FromRequest, HttpRequest, dev::Payload, web};
 use cms_core::service::{Principal, Viewer};
 
 use crate::error::{ApiError, Shape};
-use crate::state::AppState;
+use crate::state;
 
 /// Marks which response shape an extractor's errors take.
 pub trait ShapeMarker {
@@ -56,10 +56,6 @@ fn presented_key(req: &HttpRequest) -> Option<String> {
         .filter(|t| !t.is_empty())
 }
 
-fn state(req: &HttpRequest) -> web::Data<AppState> {
-    req.app_data::<web::Data<AppState>>().cloned().expect("AppState is registered")
-}
-
 type Boxed<T> = Pin<Box<dyn Future<Output = Result<T, ApiError>>>>;
 
 impl<S: ShapeMarker + 'static> FromRequest for KeyUser<S> {
@@ -68,7 +64,7 @@ impl<S: ShapeMarker + 'static> FromRequest for KeyUser<S> {
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let key = presented_key(req);
-        let state = state(req);
+        let state = state::of(req);
         Box::pin(async move {
             let key = key.ok_or_else(|| {
                 ApiError::new(
@@ -89,16 +85,15 @@ impl FromRequest for Caller {
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let key = presented_key(req);
-        let state = state(req);
-        let origin = req.headers().get(header::ORIGIN).and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let host = req.connection_info().host().to_owned();
+        let state = state::of(req);
+        let (origin, host) = state::origin_and_host(req);
         Box::pin(async move {
             if let Some(key) = key {
                 let principal = state.run(Shape::Envelope, move |cms| cms.authenticate(&key)).await?;
                 return Ok(Self { viewer: Viewer::Key(principal) });
             }
             if let Some(origin) = origin
-                && !state.origin_allowed(&origin, Some(&host))
+                && !state.origin_allowed(&origin, host.as_deref())
             {
                 return Err(ApiError::new(
                     StatusCode::FORBIDDEN,

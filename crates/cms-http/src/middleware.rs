@@ -8,11 +8,11 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
-use actix_web::{HttpResponse, ResponseError, web};
+use actix_web::{HttpResponse, ResponseError};
 use cms_core::license::Feature;
 
 use crate::error::{ApiError, Shape};
-use crate::state::AppState;
+use crate::state;
 
 const ALLOW_METHODS: &str = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 const ALLOW_HEADERS: &str = "Authorization, Content-Type, If-Match, If-None-Match";
@@ -42,20 +42,15 @@ fn is_preflight(req: &ServiceRequest) -> bool {
         && req.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
 }
 
-fn data(req: &ServiceRequest) -> web::Data<AppState> {
-    req.app_data::<web::Data<AppState>>().cloned().expect("AppState is registered")
-}
-
 /// Answers preflights (`204` for allowed origins, `403` otherwise) and adds CORS headers
 /// to responses for allowed origins.
 pub async fn cors(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let state = data(&req);
-    let origin = req.headers().get(header::ORIGIN).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let host = req.connection_info().host().to_owned();
-    let allowed = origin.as_deref().filter(|o| state.origin_allowed(o, Some(&host))).map(str::to_owned);
+    let state = state::of(req.request());
+    let (origin, host) = state::origin_and_host(req.request());
+    let allowed = origin.as_deref().filter(|o| state.origin_allowed(o, host.as_deref())).map(str::to_owned);
 
     if is_preflight(&req) {
         let response = match &allowed {
@@ -94,7 +89,7 @@ pub async fn require_license(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let state = data(&req);
+    let state = state::of(req.request());
     if let Err(error) = state.run(Shape::Envelope, |cms| cms.require_feature(Feature::JsonApi)).await {
         return Ok(req.into_response(error.error_response()));
     }

@@ -1,6 +1,10 @@
-//! The route table: one list that registers the routes and describes them (`GET /cms/`).
+//! The route table: the one list that registers every route, answers `405` with the right
+//! `Allow`, and describes the API at `GET /cms/`.
 
-use actix_web::{HttpRequest, web};
+use std::sync::Arc;
+
+use actix_web::http::Method;
+use actix_web::{HttpRequest, Route, web};
 
 use crate::handlers::{items, service, versions};
 
@@ -25,16 +29,22 @@ impl Auth {
     }
 }
 
-/// One route as clients see it.
-#[derive(Debug, Clone, Copy)]
+/// One route: what clients see of it, and how its handler is attached.
+#[derive(Clone, Copy)]
 pub struct RouteInfo {
     pub method: &'static str,
     pub path: &'static str,
     pub auth: Auth,
+    attach: fn(Route) -> Route,
 }
 
-const fn route(method: &'static str, path: &'static str, auth: Auth) -> RouteInfo {
-    RouteInfo { method, path, auth }
+const fn route(
+    method: &'static str,
+    path: &'static str,
+    auth: Auth,
+    attach: fn(Route) -> Route,
+) -> RouteInfo {
+    RouteInfo { method, path, auth, attach }
 }
 
 pub const ITEMS: &str = "/cms/collections/{collection}/items";
@@ -44,57 +54,51 @@ pub const VERSIONS: &str = "/cms/collections/{collection}/items/{slug}/versions"
 pub const VERSION: &str = "/cms/collections/{collection}/items/{slug}/versions/{version}";
 pub const RESTORE: &str = "/cms/collections/{collection}/items/{slug}/versions/{version}/restore";
 
-/// Every route of the server. [`configure`] registers exactly these (a test checks it).
+/// Every route of the server, grouped by path.
 pub const ROUTES: &[RouteInfo] = &[
-    route("GET", "/", Auth::None),
-    route("GET", "/status", Auth::None),
-    route("GET", "/cms/", Auth::Required),
-    route("GET", "/cms/collections", Auth::Optional),
-    route("GET", ITEMS, Auth::Optional),
-    route("POST", ITEMS, Auth::Required),
-    route("GET", ITEM, Auth::Optional),
-    route("PUT", ITEM, Auth::Required),
-    route("PATCH", ITEM, Auth::Required),
-    route("DELETE", ITEM, Auth::Required),
-    route("GET", ITEM_RAW, Auth::Required),
-    route("GET", VERSIONS, Auth::Required),
-    route("GET", VERSION, Auth::Required),
-    route("POST", RESTORE, Auth::Required),
+    route("GET", "/", Auth::None, |r| r.to(service::status)),
+    route("GET", "/status", Auth::None, |r| r.to(service::status)),
+    route("GET", "/cms/", Auth::Required, |r| r.to(service::describe)),
+    route("GET", "/cms/collections", Auth::Optional, |r| r.to(service::collections)),
+    route("GET", ITEMS, Auth::Optional, |r| r.to(items::list)),
+    route("POST", ITEMS, Auth::Required, |r| r.to(items::create)),
+    route("GET", ITEM, Auth::Optional, |r| r.to(items::read)),
+    route("PUT", ITEM, Auth::Required, |r| r.to(items::put)),
+    route("PATCH", ITEM, Auth::Required, |r| r.to(items::patch)),
+    route("DELETE", ITEM, Auth::Required, |r| r.to(items::delete)),
+    route("GET", ITEM_RAW, Auth::Required, |r| r.to(items::raw)),
+    route("GET", VERSIONS, Auth::Required, |r| r.to(versions::list)),
+    route("GET", VERSION, Auth::Required, |r| r.to(versions::read)),
+    route("POST", RESTORE, Auth::Required, |r| r.to(versions::restore)),
 ];
 
-/// Methods allowed on a path, for `Allow` headers of `405` answers.
-fn allow(path: &str) -> &'static str {
-    match path {
-        ITEMS => "GET, POST",
-        ITEM => "GET, PUT, PATCH, DELETE",
-        RESTORE => "POST",
-        _ => "GET",
-    }
-}
-
-/// A resource whose unmatched methods answer `405` in the envelope.
-fn resource(path: &'static str) -> actix_web::Resource {
-    let allowed = allow(path);
-    web::resource(path).default_service(web::to(move |req: HttpRequest| async move {
-        service::method_not_allowed(&req, allowed)
-    }))
-}
-
+/// Registers [`ROUTES`]: one resource per path, `HEAD` wherever `GET` is, and a `405`
+/// fallback (in the envelope, with `Allow`) for every other method.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource("/").route(web::get().to(service::status)))
-        .service(resource("/status").route(web::get().to(service::status)))
-        .service(resource("/cms/").route(web::get().to(service::describe)))
-        .service(resource("/cms/collections").route(web::get().to(service::collections)))
-        .service(resource(ITEMS).route(web::get().to(items::list)).route(web::post().to(items::create)))
-        .service(
-            resource(ITEM)
-                .route(web::get().to(items::read))
-                .route(web::put().to(items::put))
-                .route(web::patch().to(items::patch))
-                .route(web::delete().to(items::delete)),
-        )
-        .service(resource(ITEM_RAW).route(web::get().to(items::raw)))
-        .service(resource(VERSIONS).route(web::get().to(versions::list)))
-        .service(resource(VERSION).route(web::get().to(versions::read)))
-        .service(resource(RESTORE).route(web::post().to(versions::restore)));
+    let mut paths: Vec<&'static str> = Vec::new();
+    for info in ROUTES {
+        if !paths.contains(&info.path) {
+            paths.push(info.path);
+        }
+    }
+    for path in paths {
+        let routes: Vec<&RouteInfo> = ROUTES.iter().filter(|r| r.path == path).collect();
+        let mut allowed: Vec<&str> = routes.iter().map(|r| r.method).collect();
+        if allowed.contains(&"GET") {
+            allowed.push("HEAD");
+        }
+        let allow: Arc<str> = allowed.join(", ").into();
+        let mut resource = web::resource(path).default_service(web::to(move |req: HttpRequest| {
+            let allow = Arc::clone(&allow);
+            async move { service::method_not_allowed(&req, &allow) }
+        }));
+        for info in routes {
+            let method = Method::from_bytes(info.method.as_bytes()).expect("valid method in the route table");
+            if method == Method::GET {
+                resource = resource.route((info.attach)(web::route().method(Method::HEAD)));
+            }
+            resource = resource.route((info.attach)(web::route().method(method)));
+        }
+        cfg.service(resource);
+    }
 }

@@ -1,5 +1,8 @@
 use std::sync::Arc;
 
+use actix_web::HttpRequest;
+use actix_web::http::header;
+
 use cms_core::Cms;
 use cms_core::error::CoreResult;
 
@@ -51,6 +54,18 @@ impl AppState {
             // Same-server: the page was served by this very host.
             || host.is_some_and(|host| origin.split_once("://").is_some_and(|(_, rest)| rest == host))
     }
+}
+
+/// The request's `Origin`, and its `Host` header. `Host` is read directly: the connection
+/// info would honour `Forwarded`/`X-Forwarded-Host`, which any client can set.
+pub fn origin_and_host(req: &HttpRequest) -> (Option<String>, Option<String>) {
+    let get = |name| req.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    (get(header::ORIGIN), get(header::HOST))
+}
+
+/// The application state (always registered by [`crate::app`]).
+pub fn of(req: &HttpRequest) -> actix_web::web::Data<AppState> {
+    req.app_data::<actix_web::web::Data<AppState>>().cloned().expect("AppState is registered")
 }
 
 /// `scheme://host[:port]` of an absolute URL.

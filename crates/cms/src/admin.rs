@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Subcommand;
 use cms_core::account::Role;
-use cms_core::license::LicenseState;
+use cms_core::license::{License, LicenseState};
 
 use crate::site::{OpenSite, random_key_bytes};
 
@@ -97,14 +97,8 @@ pub fn license(site: &OpenSite, command: LicenseCommand) -> anyhow::Result<()> {
         LicenseCommand::Show => match site.cms.license_state()? {
             LicenseState::Missing => println!("no license installed"),
             LicenseState::Invalid(reason) => println!("invalid license: {reason}"),
-            state @ (LicenseState::Expired(_) | LicenseState::Active(_)) => {
-                let (LicenseState::Expired(l) | LicenseState::Active(l)) = &state else { unreachable!() };
-                let state = if matches!(state, LicenseState::Active(_)) { "active" } else { "expired" };
-                println!("licensee: {}", l.licensee);
-                println!("features: {}", l.features.join(", "));
-                println!("expires_at: {}", l.expires_at.as_deref().unwrap_or("never"));
-                println!("state: {state}");
-            }
+            LicenseState::Expired(license) => print_license(&license, "expired"),
+            LicenseState::Active(license) => print_license(&license, "active"),
         },
         LicenseCommand::Install { file } => {
             let text = fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
@@ -113,4 +107,11 @@ pub fn license(site: &OpenSite, command: LicenseCommand) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+fn print_license(license: &License, state: &str) {
+    println!("licensee: {}", license.licensee);
+    println!("features: {}", license.features.join(", "));
+    println!("expires_at: {}", license.expires_at.as_deref().unwrap_or("never"));
+    println!("state: {state}");
 }

@@ -9,6 +9,7 @@ use crate::site::Site;
 /// Serves the REST API until SIGINT/SIGTERM; in-flight requests finish first.
 pub fn run(site: Site, listen: &str) -> anyhow::Result<()> {
     let open = site.open()?;
+    let first_key = site.first_start_key(&open)?;
     let state = web::Data::new(AppState::new(
         open.cms.clone(),
         open.config.cors.allowed_origins.clone(),
@@ -23,13 +24,14 @@ pub fn run(site: Site, listen: &str) -> anyhow::Result<()> {
             say(format_args!("listening on http://{address}"));
         }
         say(format_args!("site folder: {}", open.root.display()));
-        if let Some(key) = &site.first_key {
+        if let Some(key) = &first_key {
             say(format_args!(
                 "created the demo owner {} with this API key (shown once):",
                 crate::site::DEMO_OWNER
             ));
             say(format_args!("{key}"));
         }
+        say(format_args!("ready (Ctrl-C stops the server)"));
         server.run().await.context("server failed")
     })
 }

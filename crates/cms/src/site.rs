@@ -22,8 +22,8 @@ pub const DEMO_OWNER: &str = "owner@example.com";
 
 pub struct Site {
     pub root: PathBuf,
-    /// A key made when the demo copy was created, to print once.
-    pub first_key: Option<String>,
+    /// Whether this is the working copy of the bundled demo.
+    pub is_demo: bool,
 }
 
 /// A site folder with its configuration and a facade over its adapters.
@@ -34,30 +34,34 @@ pub struct OpenSite {
 }
 
 impl Site {
-    /// `--site DIR`, else a working copy of the demo site (made on first use).
+    /// `--site DIR`, else the working copy of the demo site (made on first use, under
+    /// `target/` or wherever `CMS_DEMO_COPY` says).
     pub fn locate(site: Option<PathBuf>) -> anyhow::Result<Self> {
         if let Some(root) = site {
             if !root.join(cms_fs::CONFIG_FILE).is_file() {
                 bail!("{} has no {}; is it a site folder?", root.display(), cms_fs::CONFIG_FILE);
             }
-            return Ok(Self { root, first_key: None });
+            return Ok(Self { root, is_demo: false });
         }
-        let copy = PathBuf::from(DEMO_COPY);
-        let copy =
-            copy.parent().and_then(|p| p.canonicalize().ok()).map_or(copy.clone(), |p| p.join("demo-site"));
-        if copy.join(cms_fs::CONFIG_FILE).is_file() {
-            return Ok(Self { root: copy, first_key: None });
+        let copy = match std::env::var_os("CMS_DEMO_COPY") {
+            Some(dir) => PathBuf::from(dir),
+            None => PathBuf::from(DEMO_COPY),
+        };
+        if !copy.join(cms_fs::CONFIG_FILE).is_file() {
+            make_demo_copy(&copy)?;
         }
-        let fixture = Path::new(DEMO_FIXTURE);
-        if !fixture.is_dir() {
-            bail!("no --site given and the bundled demo site is not available; pass --site DIR");
+        let root = copy.canonicalize().unwrap_or(copy);
+        Ok(Self { root, is_demo: true })
+    }
+
+    /// For the demo: on a start with no users yet, makes the owner and returns a key for
+    /// them, to be printed once.
+    pub fn first_start_key(&self, open: &OpenSite) -> anyhow::Result<Option<String>> {
+        if !self.is_demo || !open.cms.users()?.is_empty() {
+            return Ok(None);
         }
-        copy_tree(fixture, &copy).with_context(|| format!("copying the demo site to {}", copy.display()))?;
-        let site = Self { root: copy, first_key: None };
-        let open = site.open()?;
         open.cms.add_user(DEMO_OWNER, Role::Owner)?;
-        let key = open.cms.create_key(DEMO_OWNER, "demo", random_key_bytes()?)?;
-        Ok(Self { first_key: Some(key.plaintext), ..site })
+        Ok(Some(open.cms.create_key(DEMO_OWNER, "demo", random_key_bytes()?)?.plaintext))
     }
 
     /// Loads `cms.yaml` and composes the facade.
@@ -83,6 +87,20 @@ pub fn random_key_bytes() -> anyhow::Result<[u8; KEY_RANDOM_BYTES]> {
     let mut bytes = [0; KEY_RANDOM_BYTES];
     SystemRandom::new().fill(&mut bytes).map_err(|_| anyhow::anyhow!("the system random source failed"))?;
     Ok(bytes)
+}
+
+/// Copies the bundled demo into `copy`: first into a temporary sibling, then renamed into
+/// place, so an interrupted copy never leaves a half site behind. `fixtures/` is only read.
+fn make_demo_copy(copy: &Path) -> anyhow::Result<()> {
+    let fixture = Path::new(DEMO_FIXTURE);
+    if !fixture.is_dir() {
+        bail!("no --site given and the bundled demo site is not available; pass --site DIR");
+    }
+    let parent = copy.parent().context("the demo copy needs a parent folder")?;
+    fs::create_dir_all(parent)?;
+    let staging = tempfile::Builder::new().prefix(".demo-site-").tempdir_in(parent)?;
+    copy_tree(fixture, staging.path()).context("copying the demo site")?;
+    fs::rename(staging.keep(), copy).with_context(|| format!("moving the demo copy to {}", copy.display()))
 }
 
 /// Copies a folder tree (regular files and folders only; symlinks are skipped).

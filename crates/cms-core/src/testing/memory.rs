@@ -34,6 +34,11 @@ impl MemoryContentStore {
         self.files.lock().unwrap().insert((collection_path.into(), filename.into()), file);
     }
 
+    /// Every stored file, readable or not.
+    pub fn file_count(&self) -> usize {
+        self.files.lock().unwrap().len()
+    }
+
     pub fn get_raw(&self, collection_path: &str, filename: &str) -> Option<Vec<u8>> {
         let files = self.files.lock().unwrap();
         files.get(&(collection_path.into(), filename.into())).map(|f| f.bytes.clone())

@@ -172,3 +172,15 @@ fn fs_cms(site: &std::path::Path) -> Cms {
         },
     )
 }
+
+/// The collection folder does not exist yet, and its parent is a symlink out of the site:
+/// a create must not write through it.
+#[test]
+fn a_missing_collection_folder_under_a_symlinked_parent_is_refused() {
+    let site = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    symlink(outside.path(), site.path().join("content")).unwrap();
+    let store = FsContentStore::new(site.path());
+    assert!(store.create(&posts(), &name("x.md"), b"x").is_err());
+    assert!(!outside.path().join("posts").exists(), "nothing was written outside the site");
+}

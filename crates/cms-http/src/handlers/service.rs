@@ -46,13 +46,15 @@ pub async fn not_found(req: HttpRequest) -> HttpResponse {
 }
 
 /// A known path with a method it does not take.
-pub fn method_not_allowed(req: &HttpRequest, allow: &'static str) -> HttpResponse {
+pub fn method_not_allowed(req: &HttpRequest, allow: &str) -> HttpResponse {
     let mut response = ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
         Shape::Envelope,
         format!("{} is not allowed on {}; allowed: {allow}", req.method(), req.path()),
     )
     .error_response();
-    response.headers_mut().insert(header::ALLOW, header::HeaderValue::from_static(allow));
+    if let Ok(value) = header::HeaderValue::from_str(allow) {
+        response.headers_mut().insert(header::ALLOW, value);
+    }
     response
 }

@@ -109,15 +109,26 @@ async fn bad_update_bodies_change_nothing() {
         .set_json(json!({"slug": "about", "body": "keep"}));
     assert_eq!(h.send(create).await.status, 200);
     let before = h.world.content.get_raw("content/pages", "about.md").unwrap();
-    for body in
-        [json!({"fm": []}), json!({"body": 3}), json!({"fm": {"tags": "x"}}), json!({"slug": "other"})]
-    {
-        let req = TestRequest::patch()
-            .uri("/cms/collections/pages/items/about")
-            .insert_header(h.bearer())
-            .set_json(body.clone());
-        assert_eq!(h.send(req).await.status, 400, "{body}");
+    let bad = [
+        json!({"fm": []}),
+        json!({"body": 3}),
+        json!({"fm": {"tags": "x"}}),
+        json!({"slug": "other"}),
+        json!({"fm": {"filename": "other.md"}}),
+        json!({"fm": {"folder": 0}}),
+        json!({"fm": {"status": null}}),
+    ];
+    for body in bad {
+        for method in [actix_web::http::Method::PATCH, actix_web::http::Method::PUT] {
+            let req = TestRequest::default()
+                .method(method.clone())
+                .uri("/cms/collections/pages/items/about")
+                .insert_header(h.bearer())
+                .set_json(body.clone());
+            assert_eq!(h.send(req).await.status, 400, "{method} {body}");
+        }
     }
+    assert_eq!(stored_files(&h), 1);
     assert_eq!(h.world.content.get_raw("content/pages", "about.md").unwrap(), before);
 }
 

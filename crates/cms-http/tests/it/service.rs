@@ -116,9 +116,9 @@ async fn unknown_routes_and_methods_answer_in_the_envelope() {
     h.send(TestRequest::get().uri("/nope")).await.assert_envelope_error(404, "no route GET /nope");
     let reply = h.send(TestRequest::delete().uri("/cms/collections")).await;
     reply.assert_envelope_error(405, "DELETE is not allowed");
-    assert_eq!(reply.header("allow"), Some("GET"));
+    assert_eq!(reply.header("allow"), Some("GET, HEAD"));
     let reply = h.send(TestRequest::post().uri("/cms/collections/posts/items/x")).await;
-    assert_eq!(reply.header("allow"), Some("GET, PUT, PATCH, DELETE"));
+    assert_eq!(reply.header("allow"), Some("GET, PUT, PATCH, DELETE, HEAD"));
 }
 
 #[actix_web::test]
@@ -150,4 +150,33 @@ async fn cors_preflight_and_origin_checks() {
     h.send(from("https://evil.example")).await.assert_envelope_error(403, "not allowed");
     let keyed = from("https://evil.example").insert_header(h.bearer());
     assert_eq!(h.send(keyed).await.status, 200, "cross-origin clients with a key are fine");
+}
+
+#[actix_web::test]
+async fn head_works_wherever_get_does() {
+    let h = Harness::setup();
+    let reply = h.send(TestRequest::default().method(actix_web::http::Method::HEAD).uri("/status")).await;
+    assert_eq!(reply.status, 200);
+    let reply = h
+        .send(
+            TestRequest::default().method(actix_web::http::Method::HEAD).uri("/cms/collections/posts/items"),
+        )
+        .await;
+    assert_eq!(reply.status, 200);
+}
+
+#[actix_web::test]
+async fn forwarded_host_headers_do_not_make_an_origin_same_server() {
+    let h = Harness::setup();
+    let req = TestRequest::get()
+        .uri("/cms/collections")
+        .insert_header(("Origin", "https://evil.example"))
+        .insert_header(("X-Forwarded-Host", "evil.example"))
+        .insert_header(("Forwarded", "host=evil.example;proto=https"));
+    h.send(req).await.assert_envelope_error(403, "not allowed");
+    let same_host = TestRequest::get()
+        .uri("/cms/collections")
+        .insert_header(("Host", "cms.internal:8080"))
+        .insert_header(("Origin", "http://cms.internal:8080"));
+    assert_eq!(h.send(same_host).await.status, 200, "a page served by this host is same-server");
 }

@@ -12,7 +12,7 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_cms");
-const DEMO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/demo-site");
+pub const DEMO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/demo-site");
 
 /// A fresh copy of the demo site in a temporary folder.
 pub fn demo_site() -> TempDir {
@@ -56,26 +56,39 @@ pub struct Server {
     pub child: Child,
     pub base: String,
     pub agent: ureq::Agent,
+    /// What the server printed before `ready`.
+    pub banner: Vec<String>,
 }
 
 impl Server {
     pub fn start(site: &Path) -> Self {
-        let mut child = Command::new(BIN)
-            .args(["serve", "--listen", "127.0.0.1:0", "--site"])
-            .arg(site)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut first = String::new();
+        let mut command = Command::new(BIN);
+        command.args(["serve", "--listen", "127.0.0.1:0", "--site"]).arg(site);
+        Self::spawn(command)
+    }
+
+    /// Starts `command` and reads its banner up to the `ready` line.
+    pub fn spawn(mut command: Command) -> Self {
+        let mut child =
+            command.env("RUST_LOG", "warn").stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap());
-        lines.read_line(&mut first).unwrap();
+        let mut banner = Vec::new();
+        loop {
+            let mut line = String::new();
+            if lines.read_line(&mut line).unwrap() == 0 {
+                panic!("the server stopped during start-up: {banner:?}");
+            }
+            let line = line.trim_end().to_owned();
+            let ready = line.starts_with("ready");
+            banner.push(line);
+            if ready {
+                break;
+            }
+        }
         std::thread::spawn(move || std::io::copy(&mut lines, &mut std::io::sink()));
-        let base =
-            first.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("{first:?}")).to_owned();
+        let base = banner[0].strip_prefix("listening on ").unwrap_or_else(|| panic!("{banner:?}")).to_owned();
         let agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
-        Self { child, base, agent }
+        Self { child, base, agent, banner }
     }
 
     pub fn get(&self, path: &str, key: Option<&str>) -> (u16, Value) {

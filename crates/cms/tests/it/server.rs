@@ -56,6 +56,24 @@ fn items_over_real_http_and_revocation_and_graceful_stop() {
     assert!(cms(site.path(), &["keys", "revoke", id]).status.success());
     assert_eq!(server.get("/cms/", Some(&key)).0, 401);
 
+    // A body over limits.json_bytes (1 MiB in the demo) sent chunked, with no
+    // Content-Length to refuse it early, is cut off at the limit.
+    let mut huge =
+        std::io::Cursor::new(format!("{{\"slug\": \"big\", \"body\": \"{}\"}}", "x".repeat(2 << 20)));
+    let owner_key = crate::user_with_key(site.path(), "owner@example.com", "owner");
+    let response = server
+        .agent
+        .post(&url)
+        .header("Authorization", format!("Bearer {owner_key}"))
+        .header("Content-Type", "application/json")
+        .send(ureq::SendBody::from_reader(&mut huge));
+    match response {
+        Ok(response) => assert_eq!(response.status().as_u16(), 413),
+        // The server may close the connection before the client has sent everything.
+        Err(error) => assert!(matches!(error, ureq::Error::Io(_)), "{error:?}"),
+    }
+    assert!(!site.path().join("content/posts/big.md").exists());
+
     // SIGTERM stops the server gracefully.
     let killed = Command::new("kill").args(["-TERM", &server.child.id().to_string()]).status().unwrap();
     assert!(killed.success());
@@ -98,4 +116,33 @@ fn hostile_files_on_disk_are_skipped_quickly_with_bounded_memory() {
         assert_eq!(server.get(&format!("/cms/collections/posts/items/{slug}"), None).0, status, "{slug}");
     }
     assert_eq!(fs::read_to_string(outside.path().join("secret.md")).unwrap().lines().count(), 4);
+}
+
+/// `cms` with no arguments serves a working copy of the demo, prints an owner key on the
+/// first start only, and never writes into `fixtures/`.
+#[test]
+fn a_bare_start_serves_the_demo_copy_and_prints_the_owner_key_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("demo");
+    let bare = || {
+        let mut command = Command::new(crate::BIN);
+        command.env("CMS_DEMO_COPY", &copy).env("CMS_LISTEN", "127.0.0.1:0").env_remove("CMS_SITE");
+        command
+    };
+    let server = Server::spawn(bare());
+    let key = server.banner.iter().find(|l| l.starts_with("api_")).cloned().expect("a key on first start");
+    assert!(server.banner.iter().any(|l| l.contains("owner@example.com")), "{:?}", server.banner);
+    assert_eq!(server.get("/cms/", Some(&key)).0, 200);
+    assert_eq!(server.get("/cms/collections/blog-posts/items", None).1["meta"]["totalItems"], 3);
+    drop(server);
+
+    let again = Server::spawn(bare());
+    assert!(
+        !again.banner.iter().any(|l| l.starts_with("api_")),
+        "the key is printed once: {:?}",
+        again.banner
+    );
+    assert_eq!(again.get("/cms/", Some(&key)).0, 200, "the first key still works");
+    let fixture_state = std::path::Path::new(crate::DEMO).join(".cms");
+    assert!(!fixture_state.join("users.yaml").exists() && !fixture_state.join("keys.yaml").exists());
 }

@@ -16,6 +16,7 @@ pub mod license;
 pub mod ports;
 pub mod query;
 pub mod render;
+pub mod resource;
 pub mod service;
 pub mod slug;
 

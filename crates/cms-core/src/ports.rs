@@ -11,6 +11,7 @@ use crate::collection::Collection;
 use crate::error::CoreResult;
 use crate::events::Event;
 use crate::license::License;
+use crate::resource::{FileName, ResourceFolder, Subpath};
 use crate::slug::ItemFilename;
 
 /// What a cheap directory scan says about one item file, without reading it.
@@ -119,4 +120,72 @@ pub trait VersionStore: Send + Sync {
     fn remove_version(&self, collection: &Collection, name: &ItemFilename, timestamp: i64) -> CoreResult<()>;
     /// Filenames of the collection's items that have a history (deleted ones included).
     fn items_with_history(&self, collection: &Collection) -> CoreResult<Vec<String>>;
+}
+
+/// What a resource folder holds at one name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceStat {
+    pub name: FileName,
+    pub is_dir: bool,
+    pub size: u64,
+    /// Unix seconds.
+    pub modified: i64,
+}
+
+/// A readable, seekable resource file (for serving with `Range`).
+pub trait ResourceReader: std::io::Read + std::io::Seek + Send {}
+impl<T: std::io::Read + std::io::Seek + Send> ResourceReader for T {}
+
+/// An upload being received. Bytes go to a temporary place as they arrive (never held
+/// whole in memory); `commit` moves them into place under a name no file has yet;
+/// dropping the sink without committing leaves nothing behind.
+pub trait UploadSink: Send {
+    fn write(&mut self, chunk: &[u8]) -> CoreResult<()>;
+    /// Stores the upload in `dir` as `name`, or `name-1`, `name-2`, ... if taken.
+    fn commit(
+        self: Box<Self>,
+        folder: &ResourceFolder,
+        dir: &Subpath,
+        name: &FileName,
+    ) -> CoreResult<ResourceStat>;
+}
+
+/// Files and folders of the resource folders. Symlinks are never followed.
+pub trait ResourceStore: Send + Sync {
+    /// Entries of a folder; `NotFound` if it does not exist.
+    fn list(&self, folder: &ResourceFolder, dir: &Subpath) -> CoreResult<Vec<ResourceStat>>;
+    fn stat(
+        &self,
+        folder: &ResourceFolder,
+        dir: &Subpath,
+        name: &FileName,
+    ) -> CoreResult<Option<ResourceStat>>;
+    /// Up to `max` first bytes of a file (to recognise images by content).
+    fn read_head(
+        &self,
+        folder: &ResourceFolder,
+        dir: &Subpath,
+        name: &FileName,
+        max: usize,
+    ) -> CoreResult<Vec<u8>>;
+    /// A file to serve; `None` if there is no such file.
+    fn open(
+        &self,
+        folder: &ResourceFolder,
+        dir: &Subpath,
+        name: &FileName,
+    ) -> CoreResult<Option<(Box<dyn ResourceReader>, ResourceStat)>>;
+    /// Starts an upload; its bytes are staged where the adapter likes until `commit`.
+    fn begin_upload(&self) -> CoreResult<Box<dyn UploadSink>>;
+    /// Renames or moves a file; `NotFound` without a source, `Conflict` if the target exists.
+    fn rename(
+        &self,
+        folder: &ResourceFolder,
+        from: (&Subpath, &FileName),
+        to: (&Subpath, &FileName),
+    ) -> CoreResult<()>;
+    /// Deletes a file or an empty folder; `NotFound` if absent, `Conflict` if not empty.
+    fn delete(&self, folder: &ResourceFolder, dir: &Subpath, name: &FileName) -> CoreResult<()>;
+    /// Creates a folder; `Conflict` if the name is taken, `NotFound` without a parent.
+    fn create_dir(&self, folder: &ResourceFolder, dir: &Subpath, name: &FileName) -> CoreResult<()>;
 }

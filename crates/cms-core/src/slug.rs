@@ -64,7 +64,7 @@ pub fn slugify(title: &str) -> String {
 }
 
 /// Maps common accented Latin letters to their base letters (é → e, ß → ss).
-fn fold_accent(c: char) -> impl Iterator<Item = char> {
+pub(crate) fn fold_accent(c: char) -> impl Iterator<Item = char> {
     let folded: &str = match c {
         'à' | 'á' | 'â' | 'ã' | 'ä' | 'å' | 'À' | 'Á' | 'Â' | 'Ã' | 'Ä' | 'Å' => "a",
         'æ' | 'Æ' => "ae",

@@ -124,10 +124,10 @@ fn stamp_of(path: &Path, name: &ItemFilename) -> CoreResult<FileStamp> {
 }
 
 /// Opens a file for reading without following a final symlink.
-fn open_no_follow(path: &Path) -> io::Result<File> {
+pub(crate) fn open_no_follow(path: &Path) -> io::Result<File> {
     OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path)
 }
 
-fn is_missing_or_link(error: &io::Error) -> bool {
+pub(crate) fn is_missing_or_link(error: &io::Error) -> bool {
     error.kind() == io::ErrorKind::NotFound || error.raw_os_error() == Some(libc::ELOOP)
 }

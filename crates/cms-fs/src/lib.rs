@@ -6,6 +6,7 @@
 //!   content/<name>/    item files, [`FsContentStore`]
 //!   .cms/              users, key hashes, license: [`FsAccounts`], [`FsLicense`]
 //!   .cms/versions/     item history: [`FsVersionStore`]
+//!   media/<name>/      resource folders: [`FsResourceStore`] (uploads staged in .cms/uploads/)
 //! ```
 //!
 //! Every write goes through [`atomic`]: a temporary file in the same folder, fsync, rename.
@@ -17,6 +18,7 @@ mod config;
 mod content;
 mod error;
 mod license;
+mod resources;
 mod stamp;
 mod system;
 mod versions;
@@ -26,5 +28,6 @@ pub use config::{CONFIG_FILE, STATE_DIR, load_config};
 pub use content::FsContentStore;
 pub use error::FsError;
 pub use license::{FsLicense, LICENSE_FILE};
+pub use resources::FsResourceStore;
 pub use system::SystemClock;
 pub use versions::FsVersionStore;

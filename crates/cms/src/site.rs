@@ -9,7 +9,10 @@ use cms_core::Cms;
 use cms_core::account::{KEY_RANDOM_BYTES, Role};
 use cms_core::config::SiteConfig;
 use cms_core::service::Ports;
-use cms_fs::{FsAccounts, FsContentStore, FsLicense, FsVersionStore, STATE_DIR, SystemClock, load_config};
+use cms_fs::{
+    FsAccounts, FsContentStore, FsLicense, FsResourceStore, FsVersionStore, STATE_DIR, SystemClock,
+    load_config,
+};
 use ring::rand::{SecureRandom, SystemRandom};
 
 use crate::events::LogEvents;
@@ -77,6 +80,7 @@ impl Site {
             events: Arc::new(LogEvents),
             clock: Arc::new(SystemClock),
             versions: Arc::new(FsVersionStore::new(&state)),
+            resources: Arc::new(FsResourceStore::new(&self.root, &state)),
         };
         let cms = Arc::new(Cms::new(&config, ports));
         Ok(OpenSite { root: self.root.clone(), config, cms })

@@ -13,13 +13,18 @@ use crate::events::{Event, EventData, EventKind};
 use crate::index::{CollectionIndex, IndexedItem};
 use crate::item::ItemMeta;
 use crate::license::{Feature, License, LicenseState};
-use crate::ports::{Clock, ContentStore, EventSink, KeyStore, LicenseSource, UserStore, VersionStore};
+use crate::ports::{
+    Clock, ContentStore, EventSink, KeyStore, LicenseSource, ResourceStore, UserStore, VersionStore,
+};
+use crate::resource::ResourceFolder;
 
 mod accounts;
 mod items;
+mod resources;
 mod versions;
 
 pub use items::etag_of;
+pub use resources::{ResourceFile, ResourceListing, ServedFile, Upload};
 pub use versions::{VersionContent, VersionList, parse_version};
 
 /// The adapters the facade works through.
@@ -32,6 +37,7 @@ pub struct Ports {
     pub events: Arc<dyn EventSink>,
     pub clock: Arc<dyn Clock>,
     pub versions: Arc<dyn VersionStore>,
+    pub resources: Arc<dyn ResourceStore>,
 }
 
 /// Site-wide settings the facade needs.
@@ -162,6 +168,7 @@ pub struct Cms {
     write_locks: Vec<Mutex<()>>,
     /// Snapshots kept per item (`versions.keep`).
     keep_versions: usize,
+    resource_folders: Vec<ResourceFolder>,
 }
 
 impl Cms {
@@ -181,6 +188,12 @@ impl Cms {
             site,
             license_public_key: config.license.public_key.clone(),
             keep_versions: config.versions.keep,
+            resource_folders: config
+                .resources
+                .iter()
+                .enumerate()
+                .map(|(i, r)| ResourceFolder::from_config(i, r))
+                .collect(),
             ports,
         }
     }

@@ -5,7 +5,8 @@ use crate::account::{KeyRecord, Role, User};
 use crate::collection::Collection;
 use crate::config::CollectionConfig;
 use crate::error::CoreError;
-use crate::ports::{ContentStore, KeyStore, UserStore, VersionStamp, VersionStore};
+use crate::ports::{ContentStore, KeyStore, ResourceStore, UserStore, VersionStamp, VersionStore};
+use crate::resource::{FileName, ResourceFolder, Subpath};
 use crate::slug::ItemFilename;
 
 fn posts() -> Collection {
@@ -116,4 +117,74 @@ pub fn version_store(store: &dyn VersionStore) {
     let other = Collection { index: 1, path: "content/pages".into(), ..posts() };
     assert!(store.list_versions(&other, &item).unwrap().is_empty(), "histories are per collection");
     assert!(store.items_with_history(&other).unwrap().is_empty());
+}
+
+/// Runs every `ResourceStore` case.
+pub fn resource_store(store: &dyn ResourceStore) {
+    let folder = ResourceFolder {
+        index: 0,
+        label: "Uploads".into(),
+        path: "media/uploads".into(),
+        url: "/media".into(),
+    };
+    let root = Subpath::root();
+    let file = |n: &str| FileName::parse(n).unwrap();
+    let dir = |d: &str| Subpath::parse(d).unwrap();
+    let upload = |d: &Subpath, n: &str, bytes: &[u8]| {
+        let mut sink = store.begin_upload().unwrap();
+        sink.write(&bytes[..bytes.len() / 2]).unwrap();
+        sink.write(&bytes[bytes.len() / 2..]).unwrap();
+        sink.commit(&folder, d, &file(n)).unwrap()
+    };
+
+    assert!(store.list(&folder, &root).unwrap_or_default().is_empty());
+    let first = upload(&root, "hero.jpg", b"one");
+    assert_eq!((first.name.as_str(), first.size, first.is_dir), ("hero.jpg", 3, false));
+    let second = upload(&root, "hero.jpg", b"two!");
+    assert_eq!(second.name.as_str(), "hero-1.jpg", "an upload never overwrites");
+    assert_eq!(upload(&root, "hero.jpg", b"3").name.as_str(), "hero-2.jpg");
+    let abandoned = store.begin_upload().unwrap();
+    drop(abandoned);
+
+    store.create_dir(&folder, &root, &file("2026")).unwrap();
+    assert!(matches!(store.create_dir(&folder, &root, &file("2026")), Err(CoreError::Conflict(_))));
+    assert!(matches!(store.create_dir(&folder, &dir("nope"), &file("x")), Err(CoreError::NotFound(_))));
+    let mut names: Vec<(String, bool)> = store
+        .list(&folder, &root)
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.name.as_str().to_owned(), s.is_dir))
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            ("2026".into(), true),
+            ("hero-1.jpg".into(), false),
+            ("hero-2.jpg".into(), false),
+            ("hero.jpg".into(), false)
+        ]
+    );
+    assert!(matches!(store.list(&folder, &dir("missing")), Err(CoreError::NotFound(_))));
+
+    assert_eq!(store.read_head(&folder, &root, &file("hero-1.jpg"), 2).unwrap(), b"tw");
+    let (mut reader, stat) = store.open(&folder, &root, &file("hero-1.jpg")).unwrap().unwrap();
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut reader, &mut bytes).unwrap();
+    assert_eq!((bytes.as_slice(), stat.size), (b"two!".as_slice(), 4));
+    assert!(store.open(&folder, &root, &file("missing.jpg")).unwrap().is_none());
+    assert!(store.open(&folder, &root, &file("2026")).unwrap().is_none(), "a folder is not a file");
+
+    store.rename(&folder, (&root, &file("hero.jpg")), (&dir("2026"), &file("moved.jpg"))).unwrap();
+    assert!(store.stat(&folder, &root, &file("hero.jpg")).unwrap().is_none());
+    assert_eq!(store.stat(&folder, &dir("2026"), &file("moved.jpg")).unwrap().unwrap().size, 3);
+    let onto_existing = store.rename(&folder, (&root, &file("hero-1.jpg")), (&root, &file("hero-2.jpg")));
+    assert!(matches!(onto_existing, Err(CoreError::Conflict(_))));
+    let missing = store.rename(&folder, (&root, &file("gone.jpg")), (&root, &file("x.jpg")));
+    assert!(matches!(missing, Err(CoreError::NotFound(_))));
+
+    assert!(matches!(store.delete(&folder, &root, &file("2026")), Err(CoreError::Conflict(_))), "not empty");
+    store.delete(&folder, &dir("2026"), &file("moved.jpg")).unwrap();
+    store.delete(&folder, &root, &file("2026")).unwrap();
+    assert!(matches!(store.delete(&folder, &root, &file("2026")), Err(CoreError::NotFound(_))));
 }

@@ -4,10 +4,12 @@
 
 pub mod contract;
 mod memory;
+mod memory_resources;
 
 pub use memory::{
     FixedClock, MemoryAccounts, MemoryContentStore, MemoryLicense, MemoryVersions, RecordingEvents,
 };
+pub use memory_resources::MemoryResources;
 
 use std::sync::Arc;
 
@@ -32,6 +34,9 @@ resources:
   - label: Uploads
     path: media/uploads
     url: /media/uploads
+  - label: Documents
+    path: media/docs
+    url: /files
 cors:
   allowed_origins: [https://app.example.com]
 versions:
@@ -46,6 +51,7 @@ pub struct MemoryWorld {
     pub events: Arc<RecordingEvents>,
     pub clock: Arc<FixedClock>,
     pub versions: Arc<MemoryVersions>,
+    pub resources: Arc<MemoryResources>,
 }
 
 impl MemoryWorld {
@@ -57,6 +63,7 @@ impl MemoryWorld {
             events: Arc::default(),
             clock: Arc::new(FixedClock::at_unix(1_767_225_600)), // 2026-01-01T00:00:00Z
             versions: Arc::default(),
+            resources: Arc::default(),
         }
     }
 
@@ -69,6 +76,7 @@ impl MemoryWorld {
             events: self.events.clone(),
             clock: self.clock.clone(),
             versions: self.versions.clone(),
+            resources: self.resources.clone(),
         }
     }
 

@@ -1,4 +1,4 @@
-use cms_core::testing::{MemoryAccounts, MemoryContentStore, MemoryVersions, contract};
+use cms_core::testing::{MemoryAccounts, MemoryContentStore, MemoryResources, MemoryVersions, contract};
 
 #[test]
 fn memory_content_store_meets_the_contract() {
@@ -14,4 +14,9 @@ fn memory_accounts_meet_the_contract() {
 #[test]
 fn memory_version_store_meets_the_contract() {
     contract::version_store(&MemoryVersions::default());
+}
+
+#[test]
+fn memory_resource_store_meets_the_contract() {
+    contract::resource_store(&MemoryResources::default());
 }

@@ -1,5 +1,5 @@
 use cms_core::testing::contract;
-use cms_fs::{FsAccounts, FsContentStore, FsVersionStore};
+use cms_fs::{FsAccounts, FsContentStore, FsResourceStore, FsVersionStore};
 
 #[test]
 fn fs_content_store_meets_the_contract() {
@@ -18,4 +18,10 @@ fn fs_accounts_meet_the_contract() {
 fn fs_version_store_meets_the_contract() {
     let site = tempfile::tempdir().unwrap();
     contract::version_store(&FsVersionStore::new(&site.path().join(".cms")));
+}
+
+#[test]
+fn fs_resource_store_meets_the_contract() {
+    let site = tempfile::tempdir().unwrap();
+    contract::resource_store(&FsResourceStore::new(site.path(), &site.path().join(".cms")));
 }

@@ -3,3 +3,4 @@
 
 mod contract;
 mod disk;
+mod resources;

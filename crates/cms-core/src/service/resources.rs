@@ -1,0 +1,221 @@
+//! Resource folders: listing, uploads, rename, move, delete, subfolders, and serving.
+
+use super::Cms;
+use crate::error::{CoreError, CoreResult};
+use crate::ports::{ResourceReader, ResourceStat, UploadSink};
+use crate::resource::{self, FileName, ResourceFolder, Subpath};
+
+/// A file entry as clients see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceFile {
+    pub name: String,
+    pub size: u64,
+    pub url: String,
+    pub modified: i64,
+    pub is_image: bool,
+}
+
+/// One folder's listing.
+#[derive(Debug, Clone)]
+pub struct ResourceListing {
+    pub folder: ResourceFolder,
+    pub subpath: String,
+    pub dirs: Vec<String>,
+    pub files: Vec<ResourceFile>,
+}
+
+/// An upload in progress: where it goes, how much may come, and the sink it streams to.
+pub struct Upload {
+    pub limit: u64,
+    received: u64,
+    sink: Box<dyn UploadSink>,
+}
+
+impl Upload {
+    /// Appends a chunk; `TooLarge` (and nothing kept) once the limit is passed.
+    pub fn write(&mut self, chunk: &[u8]) -> CoreResult<()> {
+        self.received += chunk.len() as u64;
+        if self.received > self.limit {
+            return Err(CoreError::TooLarge(format!("the upload is over the limit of {} bytes", self.limit)));
+        }
+        self.sink.write(chunk)
+    }
+}
+
+/// A file ready to be served.
+pub struct ServedFile {
+    pub reader: Box<dyn ResourceReader>,
+    pub stat: ResourceStat,
+    pub content_type: &'static str,
+    /// HTML, SVG and the like: serve sandboxed so no script runs in the site's origin.
+    pub active: bool,
+}
+
+/// Where a resource request points: folder index (default 0) and subpath.
+fn parse_folder_index(raw: Option<&str>) -> CoreResult<usize> {
+    match raw.map(str::trim).filter(|r| !r.is_empty()) {
+        None => Ok(0),
+        Some(raw) => raw.parse().map_err(|_| {
+            CoreError::invalid(format!("folder must be a resource folder index (0, 1, ...), got {raw:?}"))
+        }),
+    }
+}
+
+impl Cms {
+    pub fn resource_folders(&self) -> &[ResourceFolder] {
+        &self.resource_folders
+    }
+
+    /// A resource folder by its index as a client sent it (absent: 0).
+    pub fn resource_folder(&self, raw_index: Option<&str>) -> CoreResult<&ResourceFolder> {
+        let index = parse_folder_index(raw_index)?;
+        self.resource_folders.get(index).ok_or_else(|| {
+            CoreError::not_found(format!(
+                "no resource folder {index}; there are {} (0 to {})",
+                self.resource_folders.len(),
+                self.resource_folders.len().saturating_sub(1)
+            ))
+        })
+    }
+
+    pub fn list_resources(&self, folder: Option<&str>, subpath: Option<&str>) -> CoreResult<ResourceListing> {
+        let folder = self.resource_folder(folder)?.clone();
+        let dir = Subpath::parse(subpath.unwrap_or(""))?;
+        let mut entries = self.ports.resources.list(&folder, &dir)?;
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut dirs = Vec::new();
+        let mut files = Vec::new();
+        for entry in entries {
+            if entry.is_dir {
+                dirs.push(entry.name.as_str().to_owned());
+            } else {
+                files.push(self.resource_file(&folder, &dir, entry)?);
+            }
+        }
+        Ok(ResourceListing { subpath: dir.as_str().to_owned(), folder, dirs, files })
+    }
+
+    fn resource_file(
+        &self,
+        folder: &ResourceFolder,
+        dir: &Subpath,
+        stat: ResourceStat,
+    ) -> CoreResult<ResourceFile> {
+        let head = self.ports.resources.read_head(folder, dir, &stat.name, resource::SNIFF_BYTES)?;
+        Ok(ResourceFile {
+            url: folder.file_url(dir, &stat.name),
+            name: stat.name.as_str().to_owned(),
+            size: stat.size,
+            modified: stat.modified,
+            is_image: resource::is_image(&head),
+        })
+    }
+
+    /// Starts receiving an upload (before its destination is known: multipart fields
+    /// may come in any order).
+    pub fn begin_upload(&self, upload_limit: u64) -> CoreResult<Upload> {
+        let sink = self.ports.resources.begin_upload()?;
+        Ok(Upload { limit: upload_limit, received: 0, sink })
+    }
+
+    /// Stores a received upload under its sanitized name (numbered on a clash).
+    pub fn finish_upload(
+        &self,
+        upload: Upload,
+        folder: Option<&str>,
+        subpath: Option<&str>,
+        filename: &str,
+    ) -> CoreResult<ResourceFile> {
+        let folder = self.resource_folder(folder)?.clone();
+        let dir = Subpath::parse(subpath.unwrap_or(""))?;
+        let name = resource::sanitize_upload_name(filename)?;
+        self.require_dir(&folder, &dir)?;
+        let stat = upload.sink.commit(&folder, &dir, &name)?;
+        self.resource_file(&folder, &dir, stat)
+    }
+
+    /// Renames a file within its folder; returns the new name.
+    pub fn rename_resource(
+        &self,
+        folder: Option<&str>,
+        subpath: &str,
+        file: &str,
+        new_name: &str,
+    ) -> CoreResult<String> {
+        let folder = self.resource_folder(folder)?.clone();
+        let dir = Subpath::parse(subpath)?;
+        let from = FileName::parse(file)?;
+        let to = from.renamed(&FileName::parse(new_name)?)?;
+        self.ports.resources.rename(&folder, (&dir, &from), (&dir, &to))?;
+        Ok(to.as_str().to_owned())
+    }
+
+    /// Moves a file to another subfolder, optionally under a new name; returns the name.
+    pub fn move_resource(
+        &self,
+        folder: Option<&str>,
+        subpath: &str,
+        file: &str,
+        dest_subpath: &str,
+        new_filename: Option<&str>,
+    ) -> CoreResult<String> {
+        let folder = self.resource_folder(folder)?.clone();
+        let dir = Subpath::parse(subpath)?;
+        let from = FileName::parse(file)?;
+        let dest = Subpath::parse(dest_subpath)?;
+        let to = match new_filename.filter(|n| !n.is_empty()) {
+            Some(new) => from.renamed(&FileName::parse(new)?)?,
+            None => from.clone(),
+        };
+        self.require_dir(&folder, &dest)?;
+        self.ports.resources.rename(&folder, (&dir, &from), (&dest, &to))?;
+        Ok(to.as_str().to_owned())
+    }
+
+    pub fn delete_resource(&self, folder: Option<&str>, subpath: &str, file: &str) -> CoreResult<()> {
+        let folder = self.resource_folder(folder)?.clone();
+        self.ports.resources.delete(&folder, &Subpath::parse(subpath)?, &FileName::parse(file)?)
+    }
+
+    /// Creates a subfolder; returns its name.
+    pub fn create_resource_folder(
+        &self,
+        folder: Option<&str>,
+        subpath: &str,
+        name: &str,
+    ) -> CoreResult<String> {
+        let folder = self.resource_folder(folder)?.clone();
+        let name = FileName::parse(name)?;
+        self.ports.resources.create_dir(&folder, &Subpath::parse(subpath)?, &name)?;
+        Ok(name.as_str().to_owned())
+    }
+
+    /// Opens the file a public URL names: `tail` is the part after the folder's prefix.
+    pub fn open_resource(&self, folder_index: usize, tail: &str) -> CoreResult<ServedFile> {
+        let not_found = || CoreError::not_found(format!("no file at {tail:?}"));
+        let folder = self.resource_folders.get(folder_index).ok_or_else(not_found)?;
+        let (dir, name) = match tail.rsplit_once('/') {
+            Some((dir, name)) => (Subpath::parse(dir).map_err(|_| not_found())?, name),
+            None => (Subpath::root(), tail),
+        };
+        let name = FileName::parse(name).map_err(|_| not_found())?;
+        let (reader, stat) = self.ports.resources.open(folder, &dir, &name)?.ok_or_else(not_found)?;
+        Ok(ServedFile {
+            reader,
+            content_type: resource::content_type(&name),
+            active: resource::is_active_content(&name),
+            stat,
+        })
+    }
+
+    fn require_dir(&self, folder: &ResourceFolder, dir: &Subpath) -> CoreResult<()> {
+        self.ports.resources.list(folder, dir).map(drop).map_err(|e| match e {
+            CoreError::NotFound(_) => CoreError::not_found(format!(
+                "no folder {:?} in resource folder {}",
+                dir.as_str(),
+                folder.index
+            )),
+            other => other,
+        })
+    }
+}

@@ -192,8 +192,19 @@ impl SiteConfig {
         }
         for (i, r) in self.resources.iter().enumerate() {
             check_relative_path(&format!("resources[{i}].path"), &r.path)?;
-            if !r.url.starts_with('/') {
-                return invalid(format!("resources[{i}].url must start with '/', got {:?}", r.url));
+            let url = r.url.trim_end_matches('/');
+            if !url.starts_with('/') || url.is_empty() || url.contains(['{', '}', '?', '#']) {
+                return invalid(format!(
+                    "resources[{i}].url must be a path like /media/uploads, got {:?}",
+                    r.url
+                ));
+            }
+            // The server serves these URLs itself; they must not shadow API routes.
+            if url == "/status" || url == "/cms" || url.starts_with("/cms/") {
+                return invalid(format!(
+                    "resources[{i}].url {:?} would shadow the API; pick another path",
+                    r.url
+                ));
             }
         }
         if self.limits.json_bytes == 0 || self.limits.upload_bytes == 0 || self.versions.keep == 0 {

@@ -102,6 +102,20 @@ impl Fields {
         }
     }
 
+    /// A non-negative integer index (a resource folder), as its decimal text.
+    pub fn index(&mut self, field: &str) -> Result<Option<String>, ApiError> {
+        match self.map.remove(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) if n.as_u64().is_some() => Ok(Some(n.to_string())),
+            Some(other) => Err(self.wrong(field, "a whole number of 0 or more", &other)),
+        }
+    }
+
+    /// A string field that must be present.
+    pub fn required_string(&mut self, field: &str) -> Result<String, ApiError> {
+        self.string(field)?.ok_or_else(|| bad_request(self.shape, format!("{field} is required")))
+    }
+
     pub fn object(&mut self, field: &str) -> Result<Option<Map<String, Value>>, ApiError> {
         match self.map.remove(field) {
             None | Some(Value::Null) => Ok(None),

@@ -3,7 +3,9 @@
 use cms_core::collection::Collection;
 use cms_core::document::Frontmatter;
 use cms_core::query::Page;
-use cms_core::service::{ItemSummary, ItemView, RawItem, VersionContent, VersionList};
+use cms_core::service::{
+    ItemSummary, ItemView, RawItem, ResourceFile, ResourceListing, VersionContent, VersionList,
+};
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -195,5 +197,46 @@ pub struct VersionDto {
 impl From<VersionContent> for VersionDto {
     fn from(v: VersionContent) -> Self {
         Self { timestamp: v.stamp.timestamp, size: v.stamp.size, fm: v.doc.fm, body: v.doc.body }
+    }
+}
+
+#[derive(Serialize)]
+pub struct ResourceFileDto {
+    pub name: String,
+    pub size: u64,
+    pub url: String,
+    pub modified: i64,
+    pub is_image: bool,
+}
+
+impl From<ResourceFile> for ResourceFileDto {
+    fn from(f: ResourceFile) -> Self {
+        Self { name: f.name, size: f.size, url: f.url, modified: f.modified, is_image: f.is_image }
+    }
+}
+
+/// `GET /cms/resources`.
+#[derive(Serialize)]
+pub struct ResourceListingDto {
+    pub folder: serde_json::Value,
+    pub subpath: String,
+    pub dirs: Vec<serde_json::Value>,
+    pub files: Vec<ResourceFileDto>,
+    pub license: serde_json::Value,
+}
+
+impl ResourceListingDto {
+    pub fn new(listing: ResourceListing, license_valid: bool) -> Self {
+        Self {
+            folder: serde_json::json!({ "index": listing.folder.index, "label": listing.folder.label }),
+            subpath: listing.subpath,
+            dirs: listing
+                .dirs
+                .into_iter()
+                .map(|name| serde_json::json!({ "name": name, "type": "dir" }))
+                .collect(),
+            files: listing.files.into_iter().map(ResourceFileDto::from).collect(),
+            license: serde_json::json!({ "valid": license_valid }),
+        }
     }
 }

@@ -34,9 +34,12 @@ pub fn app(
         InitError = (),
     >,
 > {
+    let folders: Vec<(usize, String)> =
+        state.cms.resource_folders().iter().map(|f| (f.index, f.url.clone())).collect();
     App::new()
         .app_data(state)
         .configure(routes::configure)
+        .configure(|cfg| routes::configure_files(cfg, &folders))
         .default_service(web::to(handlers::service::not_found))
         .wrap(from_fn(middleware::require_license))
         .wrap(from_fn(middleware::cors))

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use actix_web::http::Method;
 use actix_web::{HttpRequest, Route, web};
 
-use crate::handlers::{items, service, versions};
+use crate::handlers::{files, items, resources, service, versions};
 
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +53,8 @@ pub const ITEM_RAW: &str = "/cms/collections/{collection}/items/{slug}/raw";
 pub const VERSIONS: &str = "/cms/collections/{collection}/items/{slug}/versions";
 pub const VERSION: &str = "/cms/collections/{collection}/items/{slug}/versions/{version}";
 pub const RESTORE: &str = "/cms/collections/{collection}/items/{slug}/versions/{version}/restore";
+pub const RESOURCES: &str = "/cms/resources";
+pub const RESOURCE_FOLDERS: &str = "/cms/resources/folders";
 
 /// Every route of the server, grouped by path.
 pub const ROUTES: &[RouteInfo] = &[
@@ -70,6 +72,11 @@ pub const ROUTES: &[RouteInfo] = &[
     route("GET", VERSIONS, Auth::Required, |r| r.to(versions::list)),
     route("GET", VERSION, Auth::Required, |r| r.to(versions::read)),
     route("POST", RESTORE, Auth::Required, |r| r.to(versions::restore)),
+    route("GET", RESOURCES, Auth::Required, |r| r.to(resources::list)),
+    route("POST", RESOURCES, Auth::Required, |r| r.to(resources::upload)),
+    route("PATCH", RESOURCES, Auth::Required, |r| r.to(resources::rename_or_move)),
+    route("DELETE", RESOURCES, Auth::Required, |r| r.to(resources::delete)),
+    route("POST", RESOURCE_FOLDERS, Auth::Required, |r| r.to(resources::create_folder)),
 ];
 
 /// Registers [`ROUTES`]: one resource per path, `HEAD` wherever `GET` is, and a `405`
@@ -100,5 +107,22 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             resource = resource.route((info.attach)(web::route().method(method)));
         }
         cfg.service(resource);
+    }
+}
+
+/// Registers the public file URLs of the resource folders (`{url}/{tail}`, `GET`/`HEAD`,
+/// no key). They are static media, not API routes, so they are not in [`ROUTES`].
+pub fn configure_files(cfg: &mut web::ServiceConfig, folders: &[(usize, String)]) {
+    for (index, url) in folders {
+        let index = *index;
+        let serve = move |state, req, tail| files::serve(state, req, tail, index);
+        cfg.service(
+            web::resource(format!("{url}/{{tail:.+}}"))
+                .route(web::get().to(serve))
+                .route(web::head().to(serve))
+                .default_service(web::to(|req: HttpRequest| async move {
+                    service::method_not_allowed(&req, "GET, HEAD")
+                })),
+        );
     }
 }

@@ -17,16 +17,19 @@ pub struct AppState {
     pub site_origin: String,
     /// Largest JSON request body, in bytes.
     pub json_limit: usize,
+    /// Largest upload, in bytes.
+    pub upload_limit: u64,
 }
 
 impl AppState {
-    pub fn new(cms: Arc<Cms>, allowed_origins: Vec<String>, json_limit: usize) -> Self {
+    pub fn new(cms: Arc<Cms>, allowed_origins: Vec<String>, json_limit: usize, upload_limit: u64) -> Self {
         let site_origin = origin_of(&cms.site().url);
         Self {
             cms,
             allowed_origins: allowed_origins.iter().map(|o| o.trim_end_matches('/').to_owned()).collect(),
             site_origin,
             json_limit,
+            upload_limit,
         }
     }
 

@@ -14,6 +14,7 @@ pub fn run(site: Site, listen: &str) -> anyhow::Result<()> {
         open.cms.clone(),
         open.config.cors.allowed_origins.clone(),
         open.config.limits.json_bytes,
+        open.config.limits.upload_bytes,
     ));
     actix_web::rt::System::new().block_on(async move {
         let server = HttpServer::new(move || cms_http::app(state.clone()))

@@ -1,3 +1,5 @@
+pub mod files;
 pub mod items;
+pub mod resources;
 pub mod service;
 pub mod versions;

@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod items;
+mod resources;
 mod service;
 mod versions;
 
@@ -26,6 +27,7 @@ pub struct Harness {
 }
 
 pub const JSON_LIMIT: usize = 64 * 1024;
+pub const UPLOAD_LIMIT: u64 = 100 * 1024;
 
 impl Harness {
     pub fn setup() -> Self {
@@ -35,7 +37,12 @@ impl Harness {
         cms.add_user("ed@example.com", Role::Editor).unwrap();
         let owner_key = cms.create_key("owner@example.com", "t", [1; 32]).unwrap().plaintext;
         let editor_key = cms.create_key("ed@example.com", "t", [2; 32]).unwrap().plaintext;
-        let state = web::Data::new(AppState::new(cms, vec!["https://app.example.com".into()], JSON_LIMIT));
+        let state = web::Data::new(AppState::new(
+            cms,
+            vec!["https://app.example.com".into()],
+            JSON_LIMIT,
+            UPLOAD_LIMIT,
+        ));
         Self { world, state, owner_key, editor_key }
     }
 

@@ -1,0 +1,182 @@
+//! Serving resource files at their public URLs, like any static media: no key needed.
+//! `ETag`/`Last-Modified` with `304`s, single `Range` requests, `nosniff`, and HTML/SVG
+//! served sandboxed so they cannot run script in the site's origin.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::time::{Duration, UNIX_EPOCH};
+
+use actix_web::body::SizedStream;
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HttpDate};
+use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
+use cms_core::ports::ResourceReader;
+use futures_util::stream;
+
+use crate::error::{ApiError, Shape};
+use crate::state::AppState;
+
+const CHUNK: usize = 64 * 1024;
+
+/// The part of a file a `Range` header asks for.
+#[derive(Debug, PartialEq, Eq)]
+pub enum RangeRequest {
+    Full,
+    /// Inclusive byte positions.
+    Part(u64, u64),
+    Unsatisfiable,
+}
+
+/// Parses `bytes=a-b`, `bytes=a-` and `bytes=-n`. Several ranges, other units or a
+/// malformed header are answered with the whole file, as RFC 9110 allows.
+pub fn parse_range(header: Option<&str>, size: u64) -> RangeRequest {
+    let Some(spec) = header.and_then(|h| h.trim().strip_prefix("bytes=")) else { return RangeRequest::Full };
+    if spec.contains(',') {
+        return RangeRequest::Full;
+    }
+    let Some((start, end)) = spec.trim().split_once('-') else { return RangeRequest::Full };
+    let (start, end) = (start.trim(), end.trim());
+    let parsed = match (start.parse::<u64>(), end.parse::<u64>()) {
+        (Ok(s), Ok(e)) if s <= e => Some((s, e.min(size.saturating_sub(1)))),
+        (Ok(s), Err(_)) if end.is_empty() => Some((s, size.saturating_sub(1))),
+        (Err(_), Ok(n)) if start.is_empty() && n > 0 => {
+            Some((size.saturating_sub(n), size.saturating_sub(1)))
+        }
+        (Err(_), Ok(0)) if start.is_empty() => return RangeRequest::Unsatisfiable,
+        _ => return RangeRequest::Full,
+    };
+    match parsed {
+        Some((s, e)) if size > 0 && s < size => RangeRequest::Part(s, e),
+        _ => RangeRequest::Unsatisfiable,
+    }
+}
+
+fn not_found(path: &str) -> HttpResponse {
+    ApiError::new(StatusCode::NOT_FOUND, Shape::Envelope, format!("no file at {path}")).error_response()
+}
+
+/// `GET`/`HEAD` `{folder url}/{tail}`.
+pub async fn serve(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    tail: web::Path<String>,
+    folder: usize,
+) -> Result<HttpResponse, ApiError> {
+    let tail = tail.into_inner();
+    let opened = state.run(Shape::Envelope, move |cms| cms.open_resource(folder, &tail)).await;
+    let file = match opened {
+        Ok(file) => file,
+        Err(e) if e.status == StatusCode::NOT_FOUND => return Ok(not_found(req.path())),
+        Err(e) => return Err(e),
+    };
+    let size = file.stat.size;
+    let modified = UNIX_EPOCH + Duration::from_secs(file.stat.modified.max(0) as u64);
+    let etag = format!("\"{:x}-{:x}\"", size, file.stat.modified);
+    let last_modified = HttpDate::from(modified);
+
+    let mut response = HttpResponse::build(StatusCode::OK);
+    response
+        .insert_header((header::CONTENT_TYPE, file.content_type))
+        .insert_header((header::ETAG, etag.as_str()))
+        .insert_header((header::LAST_MODIFIED, last_modified.to_string()))
+        .insert_header((header::ACCEPT_RANGES, "bytes"))
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"));
+    if file.active {
+        // Shown inline, HTML or SVG could run script with the site's cookies: sandbox it.
+        response.insert_header((
+            header::CONTENT_SECURITY_POLICY,
+            "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:",
+        ));
+    }
+
+    let headers = req.headers();
+    let if_none_match = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok());
+    let unchanged = match if_none_match {
+        Some(tags) => tags.split(',').any(|t| t.trim() == etag || t.trim() == "*"),
+        None => headers
+            .get(header::IF_MODIFIED_SINCE)
+            .and_then(|v| v.to_str().ok()?.parse::<HttpDate>().ok())
+            .is_some_and(|since| std::time::SystemTime::from(since) >= modified),
+    };
+    if unchanged {
+        return Ok(response.status(StatusCode::NOT_MODIFIED).finish());
+    }
+
+    let range_header = headers.get(header::RANGE).and_then(|v| v.to_str().ok());
+    // If-Range: serve the range only if the client's copy is still current.
+    let if_range_ok =
+        headers.get(header::IF_RANGE).and_then(|v| v.to_str().ok()).is_none_or(|v| v.trim() == etag);
+    let range = if if_range_ok { parse_range(range_header, size) } else { RangeRequest::Full };
+    let (start, length) = match range {
+        RangeRequest::Full => (0, size),
+        RangeRequest::Part(start, end) => {
+            response
+                .status(StatusCode::PARTIAL_CONTENT)
+                .insert_header((header::CONTENT_RANGE, format!("bytes {start}-{end}/{size}")));
+            (start, end - start + 1)
+        }
+        RangeRequest::Unsatisfiable => {
+            return Ok(response
+                .status(StatusCode::RANGE_NOT_SATISFIABLE)
+                .insert_header((header::CONTENT_RANGE, format!("bytes */{size}")))
+                .finish());
+        }
+    };
+    if file.active {
+        response.insert_header((header::CONTENT_DISPOSITION, "inline"));
+    }
+    Ok(response.body(SizedStream::new(length, read_chunks(file.reader, start, length))))
+}
+
+/// The bytes `start..start + length` of a file, read in chunks on the blocking pool.
+fn read_chunks(
+    reader: Box<dyn ResourceReader>,
+    start: u64,
+    length: u64,
+) -> impl futures_util::Stream<Item = Result<web::Bytes, actix_web::Error>> {
+    stream::unfold((Some(reader), length, false), move |(reader, remaining, positioned)| async move {
+        let mut reader = reader?;
+        if remaining == 0 {
+            return None;
+        }
+        let read = web::block(move || {
+            if !positioned {
+                reader.seek(SeekFrom::Start(start))?;
+            }
+            let mut buffer = vec![0; CHUNK.min(remaining as usize)];
+            let n = reader.read(&mut buffer)?;
+            buffer.truncate(n);
+            Ok::<_, std::io::Error>((reader, buffer))
+        })
+        .await;
+        match read {
+            Ok(Ok((_, buffer))) if buffer.is_empty() => None,
+            Ok(Ok((reader, buffer))) => {
+                let left = remaining - buffer.len() as u64;
+                Some((Ok(web::Bytes::from(buffer)), (Some(reader), left, true)))
+            }
+            Ok(Err(e)) => Some((Err(actix_web::error::ErrorInternalServerError(e)), (None, 0, true))),
+            Err(e) => Some((Err(actix_web::error::ErrorInternalServerError(e)), (None, 0, true))),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{RangeRequest::*, parse_range};
+
+    #[test]
+    fn ranges() {
+        assert_eq!(parse_range(None, 10), Full);
+        assert_eq!(parse_range(Some("bytes=0-3"), 10), Part(0, 3));
+        assert_eq!(parse_range(Some("bytes=5-"), 10), Part(5, 9));
+        assert_eq!(parse_range(Some("bytes=-4"), 10), Part(6, 9));
+        assert_eq!(parse_range(Some("bytes=-40"), 10), Part(0, 9));
+        assert_eq!(parse_range(Some("bytes=8-100"), 10), Part(8, 9));
+        assert_eq!(parse_range(Some("bytes=10-"), 10), Unsatisfiable);
+        assert_eq!(parse_range(Some("bytes=-0"), 10), Unsatisfiable);
+        assert_eq!(parse_range(Some("bytes=0-1,4-5"), 10), Full);
+        assert_eq!(parse_range(Some("items=0-1"), 10), Full);
+        assert_eq!(parse_range(Some("bytes=5-2"), 10), Full);
+        assert_eq!(parse_range(Some("bytes=0-0"), 0), Unsatisfiable);
+    }
+}

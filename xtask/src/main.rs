@@ -9,11 +9,29 @@ fn main() -> anyhow::Result<()> {
     let task = std::env::args().nth(1).unwrap_or_default();
     match task.as_str() {
         "ci" => ci(),
-        "bench" => cargo(&["bench", "--locked", "-p", "cms-fs", "--bench", "listing"]),
+        "bench" => bench(),
         _ => bail!(
             "usage: cargo xtask <ci|bench>\n  ci     fmt check, clippy -D warnings, all tests\n  bench  benchmarks with their targets"
         ),
     }
+}
+
+/// The listing benchmark, then the large-upload memory measurement (release builds).
+fn bench() -> anyhow::Result<()> {
+    cargo(&["bench", "--locked", "-p", "cms-fs", "--bench", "listing"])?;
+    cargo(&[
+        "test",
+        "--locked",
+        "--release",
+        "-p",
+        "cms",
+        "--test",
+        "it",
+        "--",
+        "--ignored",
+        "--nocapture",
+        "upload_keeps",
+    ])
 }
 
 fn ci() -> anyhow::Result<()> {

@@ -1,6 +1,7 @@
 //! The real `cms` binary on temporary sites: the CLI, and the server over HTTP.
 
 mod cli;
+mod resources;
 mod server;
 
 use std::fs;
@@ -102,8 +103,17 @@ impl Server {
 
     /// Resident memory of the server process, in KiB.
     pub fn rss_kib(&self) -> u64 {
+        self.proc_status_kib("VmRSS:")
+    }
+
+    /// Peak resident memory of the server process so far, in KiB.
+    pub fn peak_rss_kib(&self) -> u64 {
+        self.proc_status_kib("VmHWM:")
+    }
+
+    fn proc_status_kib(&self, field: &str) -> u64 {
         let status = fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+        let line = status.lines().find(|l| l.starts_with(field)).unwrap();
         line.split_whitespace().nth(1).unwrap().parse().unwrap()
     }
 }

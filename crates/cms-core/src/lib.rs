@@ -19,6 +19,7 @@ pub mod render;
 pub mod resource;
 pub mod service;
 pub mod slug;
+pub mod theme;
 
 #[cfg(feature = "testing")]
 pub mod testing;

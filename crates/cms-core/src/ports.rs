@@ -189,3 +189,10 @@ pub trait ResourceStore: Send + Sync {
     /// Creates a folder; `Conflict` if the name is taken, `NotFound` without a parent.
     fn create_dir(&self, folder: &ResourceFolder, dir: &Subpath, name: &FileName) -> CoreResult<()>;
 }
+
+/// Site settings kept by the server (the theme, as a JSON object).
+pub trait SettingsStore: Send + Sync {
+    fn load_theme(&self) -> CoreResult<Option<serde_json::Map<String, serde_json::Value>>>;
+    /// Saves the theme atomically.
+    fn save_theme(&self, theme: &serde_json::Map<String, serde_json::Value>) -> CoreResult<()>;
+}

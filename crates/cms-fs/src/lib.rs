@@ -4,7 +4,7 @@
 //! site/
 //!   cms.yaml           configuration, read by [`load_config`]
 //!   content/<name>/    item files, [`FsContentStore`]
-//!   .cms/              users, key hashes, license: [`FsAccounts`], [`FsLicense`]
+//!   .cms/              users, key hashes, license, theme: [`FsAccounts`], [`FsLicense`], [`FsSettings`]
 //!   .cms/versions/     item history: [`FsVersionStore`]
 //!   media/<name>/      resource folders: [`FsResourceStore`] (uploads staged in .cms/uploads/)
 //! ```
@@ -19,6 +19,7 @@ mod content;
 mod error;
 mod license;
 mod resources;
+mod settings;
 mod stamp;
 mod system;
 mod versions;
@@ -29,5 +30,6 @@ pub use content::FsContentStore;
 pub use error::FsError;
 pub use license::{FsLicense, LICENSE_FILE};
 pub use resources::FsResourceStore;
+pub use settings::FsSettings;
 pub use system::SystemClock;
 pub use versions::FsVersionStore;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use actix_web::http::Method;
 use actix_web::{HttpRequest, Route, web};
 
-use crate::handlers::{files, items, resources, service, versions};
+use crate::handlers::{files, items, resources, service, settings, versions};
 
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +77,9 @@ pub const ROUTES: &[RouteInfo] = &[
     route("PATCH", RESOURCES, Auth::Required, |r| r.to(resources::rename_or_move)),
     route("DELETE", RESOURCES, Auth::Required, |r| r.to(resources::delete)),
     route("POST", RESOURCE_FOLDERS, Auth::Required, |r| r.to(resources::create_folder)),
+    route("GET", "/cms/settings/theme", Auth::Required, |r| r.to(settings::theme)),
+    route("PUT", "/cms/settings/theme", Auth::Required, |r| r.to(settings::update_theme)),
+    route("GET", "/cms/settings/users", Auth::Required, |r| r.to(settings::users)),
 ];
 
 /// Registers [`ROUTES`]: one resource per path, `HEAD` wherever `GET` is, and a `405`

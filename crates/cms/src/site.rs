@@ -10,8 +10,8 @@ use cms_core::account::{KEY_RANDOM_BYTES, Role};
 use cms_core::config::SiteConfig;
 use cms_core::service::Ports;
 use cms_fs::{
-    FsAccounts, FsContentStore, FsLicense, FsResourceStore, FsVersionStore, STATE_DIR, SystemClock,
-    load_config,
+    FsAccounts, FsContentStore, FsLicense, FsResourceStore, FsSettings, FsVersionStore, STATE_DIR,
+    SystemClock, load_config,
 };
 use ring::rand::{SecureRandom, SystemRandom};
 
@@ -81,6 +81,7 @@ impl Site {
             clock: Arc::new(SystemClock),
             versions: Arc::new(FsVersionStore::new(&state)),
             resources: Arc::new(FsResourceStore::new(&self.root, &state)),
+            settings: Arc::new(FsSettings::new(&state)),
         };
         let cms = Arc::new(Cms::new(&config, ports));
         Ok(OpenSite { root: self.root.clone(), config, cms })

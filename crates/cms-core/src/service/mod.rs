@@ -14,13 +14,15 @@ use crate::index::{CollectionIndex, IndexedItem};
 use crate::item::ItemMeta;
 use crate::license::{Feature, License, LicenseState};
 use crate::ports::{
-    Clock, ContentStore, EventSink, KeyStore, LicenseSource, ResourceStore, UserStore, VersionStore,
+    Clock, ContentStore, EventSink, KeyStore, LicenseSource, ResourceStore, SettingsStore, UserStore,
+    VersionStore,
 };
 use crate::resource::ResourceFolder;
 
 mod accounts;
 mod items;
 mod resources;
+mod settings;
 mod versions;
 
 pub use items::etag_of;
@@ -38,6 +40,7 @@ pub struct Ports {
     pub clock: Arc<dyn Clock>,
     pub versions: Arc<dyn VersionStore>,
     pub resources: Arc<dyn ResourceStore>,
+    pub settings: Arc<dyn SettingsStore>,
 }
 
 /// Site-wide settings the facade needs.
@@ -169,6 +172,8 @@ pub struct Cms {
     /// Snapshots kept per item (`versions.keep`).
     keep_versions: usize,
     resource_folders: Vec<ResourceFolder>,
+    /// Serializes read-modify-write of the settings.
+    settings_lock: Mutex<()>,
 }
 
 impl Cms {
@@ -188,6 +193,7 @@ impl Cms {
             site,
             license_public_key: config.license.public_key.clone(),
             keep_versions: config.versions.keep,
+            settings_lock: Mutex::default(),
             resource_folders: config
                 .resources
                 .iter()

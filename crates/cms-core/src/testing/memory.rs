@@ -10,8 +10,8 @@ use crate::error::{CoreError, CoreResult};
 use crate::events::Event;
 use crate::license::License;
 use crate::ports::{
-    Clock, ContentStore, EventSink, FileStamp, KeyStore, LicenseSource, StoredFile, UserStore, VersionStamp,
-    VersionStore,
+    Clock, ContentStore, EventSink, FileStamp, KeyStore, LicenseSource, SettingsStore, StoredFile, UserStore,
+    VersionStamp, VersionStore,
 };
 use crate::slug::ItemFilename;
 
@@ -282,5 +282,22 @@ impl VersionStore for MemoryVersions {
             .filter(|((path, _), history)| *path == collection.path && !history.is_empty())
             .map(|((_, name), _)| name.clone())
             .collect())
+    }
+}
+
+/// Settings in memory.
+#[derive(Default)]
+pub struct MemorySettings {
+    theme: Mutex<Option<serde_json::Map<String, serde_json::Value>>>,
+}
+
+impl SettingsStore for MemorySettings {
+    fn load_theme(&self) -> CoreResult<Option<serde_json::Map<String, serde_json::Value>>> {
+        Ok(self.theme.lock().unwrap().clone())
+    }
+
+    fn save_theme(&self, theme: &serde_json::Map<String, serde_json::Value>) -> CoreResult<()> {
+        *self.theme.lock().unwrap() = Some(theme.clone());
+        Ok(())
     }
 }

@@ -7,7 +7,8 @@ mod memory;
 mod memory_resources;
 
 pub use memory::{
-    FixedClock, MemoryAccounts, MemoryContentStore, MemoryLicense, MemoryVersions, RecordingEvents,
+    FixedClock, MemoryAccounts, MemoryContentStore, MemoryLicense, MemorySettings, MemoryVersions,
+    RecordingEvents,
 };
 pub use memory_resources::MemoryResources;
 
@@ -52,6 +53,7 @@ pub struct MemoryWorld {
     pub clock: Arc<FixedClock>,
     pub versions: Arc<MemoryVersions>,
     pub resources: Arc<MemoryResources>,
+    pub settings: Arc<MemorySettings>,
 }
 
 impl MemoryWorld {
@@ -64,6 +66,7 @@ impl MemoryWorld {
             clock: Arc::new(FixedClock::at_unix(1_767_225_600)), // 2026-01-01T00:00:00Z
             versions: Arc::default(),
             resources: Arc::default(),
+            settings: Arc::default(),
         }
     }
 
@@ -77,6 +80,7 @@ impl MemoryWorld {
             clock: self.clock.clone(),
             versions: self.versions.clone(),
             resources: self.resources.clone(),
+            settings: self.settings.clone(),
         }
     }
 

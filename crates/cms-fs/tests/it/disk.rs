@@ -170,6 +170,7 @@ fn fs_cms(site: &std::path::Path) -> Cms {
             clock: Arc::new(FixedClock::at_unix(0)),
             versions: Arc::new(cms_fs::FsVersionStore::new(&state)),
             resources: Arc::new(cms_fs::FsResourceStore::new(site, &state)),
+            settings: Arc::new(cms_fs::FsSettings::new(&state)),
         },
     )
 }

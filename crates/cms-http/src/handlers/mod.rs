@@ -2,4 +2,5 @@ pub mod files;
 pub mod items;
 pub mod resources;
 pub mod service;
+pub mod settings;
 pub mod versions;

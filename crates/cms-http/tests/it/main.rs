@@ -4,6 +4,7 @@ mod bad_input;
 mod items;
 mod resources;
 mod service;
+mod settings;
 mod versions;
 
 use std::sync::Arc;

@@ -1,0 +1,60 @@
+//! Settings routes (editor shape): the theme, and read-only listings of users.
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use cms_core::account::Role;
+use cms_core::license::Feature;
+use serde_json::json;
+
+use crate::auth::{Editor, KeyUser};
+use crate::body::json_object;
+use crate::error::{ApiError, Shape};
+use crate::state::AppState;
+
+const SHAPE: Shape = Shape::Editor;
+
+/// `GET /cms/settings/theme` (owner, `theme_customization`).
+pub async fn theme(state: web::Data<AppState>, user: KeyUser<Editor>) -> Result<HttpResponse, ApiError> {
+    let principal = user.principal;
+    let theme = state
+        .run(SHAPE, move |cms| {
+            cms.require_setting(&principal, Role::Owner, Some(Feature::ThemeCustomization))?;
+            cms.theme()
+        })
+        .await?;
+    Ok(HttpResponse::Ok().json(json!({ "theme": theme })))
+}
+
+/// `PUT /cms/settings/theme`: any subset of the fields; the rest stay as they are.
+pub async fn update_theme(
+    state: web::Data<AppState>,
+    user: KeyUser<Editor>,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let principal = user.principal;
+    // Role and plan are checked before the body is read, so a caller without them learns
+    // nothing from validation messages.
+    let checked = principal.clone();
+    state
+        .run(SHAPE, move |cms| cms.require_setting(&checked, Role::Owner, Some(Feature::ThemeCustomization)))
+        .await?;
+    let patch = json_object(&req, payload, state.json_limit, SHAPE).await?;
+    let theme = state.run(SHAPE, move |cms| cms.update_theme(patch)).await?;
+    Ok(HttpResponse::Ok().json(json!({ "ok": true, "message": "Theme saved.", "theme": theme })))
+}
+
+/// `GET /cms/settings/users` (admin or owner).
+pub async fn users(state: web::Data<AppState>, user: KeyUser<Editor>) -> Result<HttpResponse, ApiError> {
+    let principal = user.principal;
+    let users = state
+        .run(SHAPE, move |cms| {
+            cms.require_setting(&principal, Role::Admin, None)?;
+            cms.users_by_role()
+        })
+        .await?;
+    let users: Vec<_> = users.iter().map(|u| json!({ "email": u.email, "role": u.role.as_str() })).collect();
+    Ok(HttpResponse::Ok().json(json!({
+        "message": "User management is not exposed on the REST API yet; users are managed with the cms command line (cms users).",
+        "users": users,
+    })))
+}

@@ -1,6 +1,10 @@
 //! Project tasks: `cargo xtask ci` runs exactly what CI runs; `cargo xtask bench` runs the
-//! benchmarks (release build) and fails when a performance target is missed.
+//! benchmarks (release build) and fails when a performance target is missed;
+//! `cargo xtask contract` checks the running server against docs/openapi.yaml.
 
+mod contract;
+
+use std::path::Path;
 use std::process::Command;
 
 use anyhow::{Context, bail};
@@ -10,6 +14,7 @@ fn main() -> anyhow::Result<()> {
     match task.as_str() {
         "ci" => ci(),
         "bench" => bench(),
+        "contract" => contract::run(&workspace_root()),
         _ => bail!(
             "usage: cargo xtask <ci|bench>\n  ci     fmt check, clippy -D warnings, all tests\n  bench  benchmarks with their targets"
         ),
@@ -37,10 +42,15 @@ fn bench() -> anyhow::Result<()> {
 fn ci() -> anyhow::Result<()> {
     cargo(&["fmt", "--all", "--", "--check"])?;
     cargo(&["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"])?;
-    cargo(&["test", "--workspace", "--locked"])
+    cargo(&["test", "--workspace", "--locked"])?;
+    contract::run(&workspace_root())
 }
 
-fn cargo(args: &[&str]) -> anyhow::Result<()> {
+fn workspace_root() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask sits in the workspace").to_path_buf()
+}
+
+pub(crate) fn cargo(args: &[&str]) -> anyhow::Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     eprintln!("$ cargo {}", args.join(" "));
     let status = Command::new(cargo).args(args).status().context("cannot run cargo")?;

@@ -9,6 +9,7 @@ pub mod dto;
 pub mod error;
 pub mod handlers;
 pub mod middleware;
+pub mod openapi;
 pub mod reply;
 pub mod routes;
 pub mod state;

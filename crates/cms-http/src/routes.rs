@@ -1,5 +1,6 @@
-//! The route table: the one list that registers every route, answers `405` with the right
-//! `Allow`, and describes the API at `GET /cms/`.
+//! The route table: the one list that registers every route and answers `405` with the
+//! right `Allow`. A test in [`crate::openapi`] holds it to the OpenAPI document, which
+//! describes the API at `GET /cms/` and `GET /cms/openapi.json`.
 
 use std::sync::Arc;
 
@@ -61,6 +62,7 @@ pub const ROUTES: &[RouteInfo] = &[
     route("GET", "/", Auth::None, |r| r.to(service::status)),
     route("GET", "/status", Auth::None, |r| r.to(service::status)),
     route("GET", "/cms/", Auth::Required, |r| r.to(service::describe)),
+    route("GET", "/cms/openapi.json", Auth::None, |r| r.to(service::openapi_json)),
     route("GET", "/cms/collections", Auth::Optional, |r| r.to(service::collections)),
     route("GET", ITEMS, Auth::Optional, |r| r.to(items::list)),
     route("POST", ITEMS, Auth::Required, |r| r.to(items::create)),

@@ -9,8 +9,8 @@ use serde_json::json;
 use crate::auth::{Caller, Envelope, KeyUser};
 use crate::dto::CollectionDto;
 use crate::error::{ApiError, Shape};
+use crate::openapi;
 use crate::reply::envelope;
-use crate::routes::ROUTES;
 use crate::state::AppState;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -21,15 +21,21 @@ pub async fn status(state: web::Data<AppState>) -> HttpResponse {
     envelope(data, json!({ "message": "CMS API running", "version": VERSION }))
 }
 
-/// `GET /cms/`: name, version and every route with its method, path and auth.
+/// `GET /cms/`: name, version and every route with its method, path and auth, taken
+/// from the OpenAPI document.
 pub async fn describe(state: web::Data<AppState>, _user: KeyUser<Envelope>) -> HttpResponse {
-    let routes: Vec<_> = ROUTES
-        .iter()
-        .map(|r| json!({ "method": r.method, "path": r.path, "auth": r.auth.as_str() }))
+    let routes: Vec<_> = openapi::operations()
+        .into_iter()
+        .map(|o| json!({ "method": o.method, "path": o.path, "auth": o.auth }))
         .collect();
     let data =
         json!({ "name": state.cms.site().name, "product": "cms", "version": VERSION, "routes": routes });
     envelope(data, json!({}))
+}
+
+/// `GET /cms/openapi.json`: the API reference.
+pub async fn openapi_json() -> HttpResponse {
+    HttpResponse::Ok().json(openapi::document())
 }
 
 /// `GET /cms/collections`.

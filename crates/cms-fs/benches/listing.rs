@@ -108,6 +108,7 @@ fn facade(site: &std::path::Path) -> Cms {
             events: Arc::new(RecordingEvents::default()),
             clock: Arc::new(FixedClock::at_unix(0)),
             versions: Arc::new(cms_fs::FsVersionStore::new(&state)),
+            webhooks: Arc::new(cms_core::testing::MemoryWebhooks::default()),
         },
     )
 }

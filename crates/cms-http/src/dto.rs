@@ -2,9 +2,11 @@
 
 use cms_core::collection::Collection;
 use cms_core::document::Frontmatter;
+use cms_core::ports::WebhookInfo;
 use cms_core::query::Page;
 use cms_core::service::{ItemSummary, ItemView, RawItem, VersionContent, VersionList};
 use serde::Serialize;
+use time::format_description::well_known::Rfc3339;
 
 #[derive(Serialize)]
 pub struct CollectionDto<'a> {
@@ -195,5 +197,28 @@ pub struct VersionDto {
 impl From<VersionContent> for VersionDto {
     fn from(v: VersionContent) -> Self {
         Self { timestamp: v.stamp.timestamp, size: v.stamp.size, fm: v.doc.fm, body: v.doc.body }
+    }
+}
+
+/// A webhook subscription in `GET /cms/settings/webhooks`; there is no secret to leak.
+#[derive(Serialize)]
+pub struct WebhookDto {
+    pub id: String,
+    pub url: String,
+    pub events: Vec<&'static str>,
+    pub enabled: bool,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+}
+
+impl From<WebhookInfo> for WebhookDto {
+    fn from(w: WebhookInfo) -> Self {
+        Self {
+            id: w.id,
+            url: w.url,
+            events: w.events.iter().map(|e| e.as_str()).collect(),
+            enabled: w.enabled,
+            created_at: w.created_at.to_offset(time::UtcOffset::UTC).format(&Rfc3339).unwrap_or_default(),
+        }
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use actix_web::http::Method;
 use actix_web::{HttpRequest, Route, web};
 
-use crate::handlers::{items, service, versions};
+use crate::handlers::{items, service, settings, versions};
 
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +70,7 @@ pub const ROUTES: &[RouteInfo] = &[
     route("GET", VERSIONS, Auth::Required, |r| r.to(versions::list)),
     route("GET", VERSION, Auth::Required, |r| r.to(versions::read)),
     route("POST", RESTORE, Auth::Required, |r| r.to(versions::restore)),
+    route("GET", "/cms/settings/webhooks", Auth::Required, |r| r.to(settings::webhooks)),
 ];
 
 /// Registers [`ROUTES`]: one resource per path, `HEAD` wherever `GET` is, and a `405`

@@ -13,11 +13,14 @@ use crate::events::{Event, EventData, EventKind};
 use crate::index::{CollectionIndex, IndexedItem};
 use crate::item::ItemMeta;
 use crate::license::{Feature, License, LicenseState};
-use crate::ports::{Clock, ContentStore, EventSink, KeyStore, LicenseSource, UserStore, VersionStore};
+use crate::ports::{
+    Clock, ContentStore, EventSink, KeyStore, LicenseSource, UserStore, VersionStore, WebhookDirectory,
+};
 
 mod accounts;
 mod items;
 mod versions;
+mod webhooks;
 
 pub use items::etag_of;
 pub use versions::{VersionContent, VersionList, parse_version};
@@ -32,6 +35,7 @@ pub struct Ports {
     pub events: Arc<dyn EventSink>,
     pub clock: Arc<dyn Clock>,
     pub versions: Arc<dyn VersionStore>,
+    pub webhooks: Arc<dyn WebhookDirectory>,
 }
 
 /// Site-wide settings the facade needs.

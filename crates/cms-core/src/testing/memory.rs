@@ -11,7 +11,7 @@ use crate::events::Event;
 use crate::license::License;
 use crate::ports::{
     Clock, ContentStore, EventSink, FileStamp, KeyStore, LicenseSource, StoredFile, UserStore, VersionStamp,
-    VersionStore,
+    VersionStore, WebhookDirectory, WebhookInfo,
 };
 use crate::slug::ItemFilename;
 
@@ -282,5 +282,23 @@ impl VersionStore for MemoryVersions {
             .filter(|((path, _), history)| *path == collection.path && !history.is_empty())
             .map(|((_, name), _)| name.clone())
             .collect())
+    }
+}
+
+/// Webhook subscriptions held in memory; `set` replaces them as the CLI would.
+#[derive(Default)]
+pub struct MemoryWebhooks {
+    webhooks: Mutex<Vec<WebhookInfo>>,
+}
+
+impl MemoryWebhooks {
+    pub fn set(&self, webhooks: Vec<WebhookInfo>) {
+        *self.webhooks.lock().unwrap() = webhooks;
+    }
+}
+
+impl WebhookDirectory for MemoryWebhooks {
+    fn list_webhooks(&self) -> CoreResult<Vec<WebhookInfo>> {
+        Ok(self.webhooks.lock().unwrap().clone())
     }
 }

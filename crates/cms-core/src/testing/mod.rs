@@ -6,7 +6,8 @@ pub mod contract;
 mod memory;
 
 pub use memory::{
-    FixedClock, MemoryAccounts, MemoryContentStore, MemoryLicense, MemoryVersions, RecordingEvents,
+    FixedClock, MemoryAccounts, MemoryContentStore, MemoryLicense, MemoryVersions, MemoryWebhooks,
+    RecordingEvents,
 };
 
 use std::sync::Arc;
@@ -46,6 +47,7 @@ pub struct MemoryWorld {
     pub events: Arc<RecordingEvents>,
     pub clock: Arc<FixedClock>,
     pub versions: Arc<MemoryVersions>,
+    pub webhooks: Arc<MemoryWebhooks>,
 }
 
 impl MemoryWorld {
@@ -57,6 +59,7 @@ impl MemoryWorld {
             events: Arc::default(),
             clock: Arc::new(FixedClock::at_unix(1_767_225_600)), // 2026-01-01T00:00:00Z
             versions: Arc::default(),
+            webhooks: Arc::default(),
         }
     }
 
@@ -69,6 +72,7 @@ impl MemoryWorld {
             events: self.events.clone(),
             clock: self.clock.clone(),
             versions: self.versions.clone(),
+            webhooks: self.webhooks.clone(),
         }
     }
 

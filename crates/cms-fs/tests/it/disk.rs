@@ -169,6 +169,7 @@ fn fs_cms(site: &std::path::Path) -> Cms {
             events: Arc::new(RecordingEvents::default()),
             clock: Arc::new(FixedClock::at_unix(0)),
             versions: Arc::new(cms_fs::FsVersionStore::new(&state)),
+            webhooks: Arc::new(cms_core::testing::MemoryWebhooks::default()),
         },
     )
 }

@@ -1,3 +1,4 @@
 pub mod items;
 pub mod service;
+pub mod settings;
 pub mod versions;

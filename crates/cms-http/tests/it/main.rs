@@ -3,6 +3,7 @@
 mod bad_input;
 mod items;
 mod service;
+mod settings;
 mod versions;
 
 use std::sync::Arc;

@@ -2,6 +2,7 @@
 
 mod cli;
 mod server;
+mod webhooks;
 
 use std::fs;
 use std::io::{BufRead, BufReader};

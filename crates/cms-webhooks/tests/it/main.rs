@@ -2,6 +2,7 @@
 //! CA passed as `webhooks.ca_file`.
 
 mod delivery;
+mod invariants;
 mod sink;
 mod store;
 

@@ -9,7 +9,7 @@ use time::OffsetDateTime;
 use crate::account::{KeyRecord, User};
 use crate::collection::Collection;
 use crate::error::CoreResult;
-use crate::events::Event;
+use crate::events::{Event, EventKind};
 use crate::license::License;
 use crate::resource::{FileName, ResourceFolder, Subpath};
 use crate::slug::ItemFilename;
@@ -83,6 +83,26 @@ pub trait LicenseSource: Send + Sync {
 /// Outbound events. Publishing must not block on delivery.
 pub trait EventSink: Send + Sync {
     fn publish(&self, event: Event);
+}
+
+/// A webhook subscription as the API may show it: never its signing secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookInfo {
+    /// `wh_` followed by hex.
+    pub id: String,
+    /// An `https://` URL.
+    pub url: String,
+    /// The selected events, in [`EventKind::ALL`] order.
+    pub events: Vec<EventKind>,
+    pub enabled: bool,
+    pub created_at: OffsetDateTime,
+}
+
+/// Read access to the webhook subscriptions (created and changed with the CLI, which talks
+/// to the webhook adapter directly). Reads see the CLI's changes at once.
+pub trait WebhookDirectory: Send + Sync {
+    /// Every subscription, oldest first.
+    fn list_webhooks(&self) -> CoreResult<Vec<WebhookInfo>>;
 }
 
 /// The time, so that tests can fix it.

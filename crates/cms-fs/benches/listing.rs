@@ -110,6 +110,7 @@ fn facade(site: &std::path::Path) -> Cms {
             versions: Arc::new(cms_fs::FsVersionStore::new(&state)),
             resources: Arc::new(cms_fs::FsResourceStore::new(site, &state)),
             settings: Arc::new(cms_fs::FsSettings::new(&state)),
+            webhooks: Arc::new(cms_core::testing::MemoryWebhooks::default()),
         },
     )
 }

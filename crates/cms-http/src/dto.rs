@@ -2,11 +2,13 @@
 
 use cms_core::collection::Collection;
 use cms_core::document::Frontmatter;
+use cms_core::ports::WebhookInfo;
 use cms_core::query::Page;
 use cms_core::service::{
     ItemSummary, ItemView, RawItem, ResourceFile, ResourceListing, VersionContent, VersionList,
 };
 use serde::Serialize;
+use time::format_description::well_known::Rfc3339;
 
 #[derive(Serialize)]
 pub struct CollectionDto<'a> {
@@ -237,6 +239,29 @@ impl ResourceListingDto {
                 .collect(),
             files: listing.files.into_iter().map(ResourceFileDto::from).collect(),
             license: serde_json::json!({ "valid": license_valid }),
+        }
+    }
+}
+
+/// A webhook subscription in `GET /cms/settings/webhooks`; there is no secret to leak.
+#[derive(Serialize)]
+pub struct WebhookDto {
+    pub id: String,
+    pub url: String,
+    pub events: Vec<&'static str>,
+    pub enabled: bool,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+}
+
+impl From<WebhookInfo> for WebhookDto {
+    fn from(w: WebhookInfo) -> Self {
+        Self {
+            id: w.id,
+            url: w.url,
+            events: w.events.iter().map(|e| e.as_str()).collect(),
+            enabled: w.enabled,
+            created_at: w.created_at.to_offset(time::UtcOffset::UTC).format(&Rfc3339).unwrap_or_default(),
         }
     }
 }

@@ -82,6 +82,7 @@ pub const ROUTES: &[RouteInfo] = &[
     route("GET", "/cms/settings/theme", Auth::Required, |r| r.to(settings::theme)),
     route("PUT", "/cms/settings/theme", Auth::Required, |r| r.to(settings::update_theme)),
     route("GET", "/cms/settings/users", Auth::Required, |r| r.to(settings::users)),
+    route("GET", "/cms/settings/webhooks", Auth::Required, |r| r.to(settings::webhooks)),
 ];
 
 /// Registers [`ROUTES`]: one resource per path, `HEAD` wherever `GET` is, and a `405`

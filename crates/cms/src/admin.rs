@@ -1,4 +1,4 @@
-//! `cms users|keys|license`: one-line output per record, one-line errors.
+//! `cms users|keys|license|webhooks`: one-line output per record, one-line errors.
 
 use std::fs;
 use std::path::PathBuf;
@@ -7,8 +7,40 @@ use anyhow::Context;
 use clap::Subcommand;
 use cms_core::account::Role;
 use cms_core::license::{License, LicenseState};
+use cms_webhooks::{LogEntry, Subscription};
+use time::format_description::well_known::Rfc3339;
 
-use crate::site::{OpenSite, random_key_bytes};
+use crate::site::{OpenSite, Site, random_key_bytes};
+
+#[derive(Subcommand)]
+pub enum AdminCommand {
+    /// Manage user accounts.
+    #[command(subcommand)]
+    Users(UsersCommand),
+    /// Manage API keys.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+    /// Show or install the license.
+    #[command(subcommand)]
+    License(LicenseCommand),
+    /// Manage webhook subscriptions and their delivery log.
+    #[command(subcommand)]
+    Webhooks(WebhooksCommand),
+}
+
+/// Runs one administration command, then delivers the webhooks its changes triggered
+/// (the `user.*` events of `users add|remove`) before the process exits.
+pub fn run(site: &Site, command: AdminCommand) -> anyhow::Result<()> {
+    let open = site.open()?;
+    let result = match command {
+        AdminCommand::Users(command) => users(&open, command),
+        AdminCommand::Keys(command) => keys(&open, command),
+        AdminCommand::License(command) => license(&open, command),
+        AdminCommand::Webhooks(command) => webhooks(&open, command),
+    };
+    open.finish_deliveries();
+    result
+}
 
 #[derive(Subcommand)]
 pub enum UsersCommand {
@@ -49,6 +81,34 @@ pub enum LicenseCommand {
     Show,
     /// Validate and install a license file.
     Install { file: PathBuf },
+}
+
+#[derive(Subcommand)]
+pub enum WebhooksCommand {
+    /// Subscribe an HTTPS endpoint to events; the signing secret is printed once, as the
+    /// last line.
+    Add {
+        /// The endpoint; must start with https://.
+        #[arg(long)]
+        url: String,
+        /// Comma-separated: file.created, file.updated, file.deleted, user.created,
+        /// user.updated, user.deleted.
+        #[arg(long)]
+        events: String,
+    },
+    /// List subscriptions: id, state, URL, events, created (never the secret).
+    List,
+    /// Enable a subscription by id.
+    Enable { id: String },
+    /// Disable a subscription by id (nothing is sent to it until enabled again).
+    Disable { id: String },
+    /// Remove a subscription by id (its delivery log entries stay).
+    Remove { id: String },
+    /// Show the delivery log, oldest first: time, delivery id, webhook, event, URL,
+    /// HTTP status, success or error.
+    Log,
+    /// Empty the delivery log.
+    ClearLog,
 }
 
 pub fn users(site: &OpenSite, command: UsersCommand) -> anyhow::Result<()> {
@@ -114,4 +174,76 @@ fn print_license(license: &License, state: &str) {
     println!("features: {}", license.features.join(", "));
     println!("expires_at: {}", license.expires_at.as_deref().unwrap_or("never"));
     println!("state: {state}");
+}
+
+pub fn webhooks(site: &OpenSite, command: WebhooksCommand) -> anyhow::Result<()> {
+    let store = site.webhooks.store();
+    match command {
+        WebhooksCommand::Add { url, events } => {
+            let added = store.add(&url, &events)?;
+            println!("added webhook {} for {} to {}", added.id, event_names(&added), added.url);
+            println!("its signing secret (shown once; receivers verify X-Webhook-Signature with it):");
+            println!("{}", added.secret);
+        }
+        WebhooksCommand::List => {
+            for hook in store.list()? {
+                let state = if hook.enabled { "enabled" } else { "disabled" };
+                println!(
+                    "{} {state} {} {} {}",
+                    hook.id,
+                    hook.url,
+                    event_names(&hook),
+                    rfc3339(hook.created_at)
+                );
+            }
+        }
+        WebhooksCommand::Enable { id } => {
+            store.set_enabled(&id, true)?;
+            println!("enabled {id}");
+        }
+        WebhooksCommand::Disable { id } => {
+            store.set_enabled(&id, false)?;
+            println!("disabled {id}");
+        }
+        WebhooksCommand::Remove { id } => {
+            store.remove(&id)?;
+            println!("removed {id}");
+        }
+        WebhooksCommand::Log => {
+            for entry in store.log()? {
+                println!("{}", log_line(&entry));
+            }
+        }
+        WebhooksCommand::ClearLog => {
+            let count = store.clear_log()?;
+            println!("cleared the delivery log ({count} entries)");
+        }
+    }
+    Ok(())
+}
+
+fn event_names(hook: &Subscription) -> String {
+    hook.events.iter().map(|e| e.as_str()).collect::<Vec<_>>().join(",")
+}
+
+fn rfc3339(time: time::OffsetDateTime) -> String {
+    time.format(&Rfc3339).unwrap_or_default()
+}
+
+/// `<time> <delivery> <webhook> <event> <url> <status|-> success|error[: why]`
+fn log_line(entry: &LogEntry) -> String {
+    let status = entry.status.map_or_else(|| "-".to_owned(), |s| s.to_string());
+    let outcome = match (&entry.error, entry.success) {
+        (None, true) => "success".to_owned(),
+        (Some(why), _) => format!("error: {why}"),
+        (None, false) => "error".to_owned(),
+    };
+    format!(
+        "{} {} {} {} {} {status} {outcome}",
+        rfc3339(entry.time),
+        entry.delivery,
+        entry.webhook,
+        entry.event.as_str(),
+        entry.url
+    )
 }

@@ -28,15 +28,8 @@ struct Cli {
 enum Command {
     /// Serve the REST API (the default when no command is given).
     Serve,
-    /// Manage user accounts.
-    #[command(subcommand)]
-    Users(admin::UsersCommand),
-    /// Manage API keys.
-    #[command(subcommand)]
-    Keys(admin::KeysCommand),
-    /// Show or install the license.
-    #[command(subcommand)]
-    License(admin::LicenseCommand),
+    #[command(flatten)]
+    Admin(admin::AdminCommand),
 }
 
 const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -52,9 +45,7 @@ fn main() -> ExitCode {
         .init();
     let result = site::Site::locate(cli.site).and_then(|site| match cli.command {
         None | Some(Command::Serve) => serve::run(site, &cli.listen),
-        Some(Command::Users(command)) => admin::users(&site.open()?, command),
-        Some(Command::Keys(command)) => admin::keys(&site.open()?, command),
-        Some(Command::License(command)) => admin::license(&site.open()?, command),
+        Some(Command::Admin(command)) => admin::run(&site, command),
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,18 +4,26 @@ use actix_web::{HttpServer, web};
 use anyhow::Context;
 use cms_http::AppState;
 
-use crate::site::Site;
+use crate::site::{OpenSite, Site};
 
-/// Serves the REST API until SIGINT/SIGTERM; in-flight requests finish first.
+/// Serves the REST API until SIGINT/SIGTERM; in-flight requests finish first, then pending
+/// webhook deliveries.
 pub fn run(site: Site, listen: &str) -> anyhow::Result<()> {
     let open = site.open()?;
-    let first_key = site.first_start_key(&open)?;
+    let served = serve(&site, &open, listen);
+    open.finish_deliveries();
+    served
+}
+
+fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
+    let first_key = site.first_start_key(open)?;
     let state = web::Data::new(AppState::new(
         open.cms.clone(),
         open.config.cors.allowed_origins.clone(),
         open.config.limits.json_bytes,
         open.config.limits.upload_bytes,
     ));
+    let root = open.root.display().to_string();
     actix_web::rt::System::new().block_on(async move {
         let server = HttpServer::new(move || cms_http::app(state.clone()))
             .bind(listen)
@@ -24,7 +32,7 @@ pub fn run(site: Site, listen: &str) -> anyhow::Result<()> {
             // Standard output, so that scripts and tests can read the bound address.
             say(format_args!("listening on http://{address}"));
         }
-        say(format_args!("site folder: {}", open.root.display()));
+        say(format_args!("site folder: {root}"));
         if let Some(key) = &first_key {
             say(format_args!(
                 "created the demo owner {} with this API key (shown once):",

@@ -3,6 +3,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use cms_core::Cms;
@@ -13,9 +14,10 @@ use cms_fs::{
     FsAccounts, FsContentStore, FsLicense, FsResourceStore, FsSettings, FsVersionStore, STATE_DIR,
     SystemClock, load_config,
 };
+use cms_webhooks::{SinkConfig, WebhookSink, WebhookStore};
 use ring::rand::{SecureRandom, SystemRandom};
 
-use crate::events::LogEvents;
+use crate::events::SiteEvents;
 
 /// The bundled demo site, as checked in.
 const DEMO_FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/demo-site");
@@ -34,6 +36,23 @@ pub struct OpenSite {
     pub root: PathBuf,
     pub config: SiteConfig,
     pub cms: Arc<Cms>,
+    /// Webhook delivery; [`OpenSite::finish_deliveries`] before the process exits.
+    pub webhooks: Arc<WebhookSink>,
+}
+
+impl OpenSite {
+    /// Finishes pending webhook deliveries, waiting up to one delivery time-out (plus a
+    /// second); what is still unfinished then is logged as not sent.
+    pub fn finish_deliveries(&self) {
+        let deadline = Duration::from_secs(self.config.webhooks.timeout_secs) + Duration::from_secs(1);
+        let report = self.webhooks.shutdown(deadline);
+        if !report.finished {
+            tracing::warn!(
+                abandoned = report.abandoned,
+                "webhook deliveries still pending after {deadline:?} were logged as not sent"
+            );
+        }
+    }
 }
 
 impl Site {
@@ -72,19 +91,22 @@ impl Site {
         let config = load_config(&self.root)?;
         let state = self.root.join(STATE_DIR);
         let accounts = Arc::new(FsAccounts::new(&state));
+        let webhooks =
+            Arc::new(WebhookSink::start(SinkConfig::for_site(&self.root, &state, &config.webhooks))?);
         let ports = Ports {
             content: Arc::new(FsContentStore::new(&self.root)),
             users: accounts.clone(),
             keys: accounts,
             license: Arc::new(FsLicense::new(&state)),
-            events: Arc::new(LogEvents),
+            events: Arc::new(SiteEvents { webhooks: webhooks.clone() }),
             clock: Arc::new(SystemClock),
             versions: Arc::new(FsVersionStore::new(&state)),
             resources: Arc::new(FsResourceStore::new(&self.root, &state)),
             settings: Arc::new(FsSettings::new(&state)),
+            webhooks: Arc::new(WebhookStore::new(&state)),
         };
         let cms = Arc::new(Cms::new(&config, ports));
-        Ok(OpenSite { root: self.root.clone(), config, cms })
+        Ok(OpenSite { root: self.root.clone(), config, cms, webhooks })
     }
 }
 

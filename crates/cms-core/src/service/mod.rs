@@ -15,7 +15,7 @@ use crate::item::ItemMeta;
 use crate::license::{Feature, License, LicenseState};
 use crate::ports::{
     Clock, ContentStore, EventSink, KeyStore, LicenseSource, ResourceStore, SettingsStore, UserStore,
-    VersionStore,
+    VersionStore, WebhookDirectory,
 };
 use crate::resource::ResourceFolder;
 
@@ -24,6 +24,7 @@ mod items;
 mod resources;
 mod settings;
 mod versions;
+mod webhooks;
 
 pub use items::etag_of;
 pub use resources::{ResourceFile, ResourceListing, ServedFile, Upload};
@@ -41,6 +42,7 @@ pub struct Ports {
     pub versions: Arc<dyn VersionStore>,
     pub resources: Arc<dyn ResourceStore>,
     pub settings: Arc<dyn SettingsStore>,
+    pub webhooks: Arc<dyn WebhookDirectory>,
 }
 
 /// Site-wide settings the facade needs.

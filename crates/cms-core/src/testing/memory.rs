@@ -11,7 +11,7 @@ use crate::events::Event;
 use crate::license::License;
 use crate::ports::{
     Clock, ContentStore, EventSink, FileStamp, KeyStore, LicenseSource, SettingsStore, StoredFile, UserStore,
-    VersionStamp, VersionStore,
+    VersionStamp, VersionStore, WebhookDirectory, WebhookInfo,
 };
 use crate::slug::ItemFilename;
 
@@ -299,5 +299,23 @@ impl SettingsStore for MemorySettings {
     fn save_theme(&self, theme: &serde_json::Map<String, serde_json::Value>) -> CoreResult<()> {
         *self.theme.lock().unwrap() = Some(theme.clone());
         Ok(())
+    }
+}
+
+/// Webhook subscriptions held in memory; `set` replaces them as the CLI would.
+#[derive(Default)]
+pub struct MemoryWebhooks {
+    webhooks: Mutex<Vec<WebhookInfo>>,
+}
+
+impl MemoryWebhooks {
+    pub fn set(&self, webhooks: Vec<WebhookInfo>) {
+        *self.webhooks.lock().unwrap() = webhooks;
+    }
+}
+
+impl WebhookDirectory for MemoryWebhooks {
+    fn list_webhooks(&self) -> CoreResult<Vec<WebhookInfo>> {
+        Ok(self.webhooks.lock().unwrap().clone())
     }
 }

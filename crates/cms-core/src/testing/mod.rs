@@ -8,7 +8,7 @@ mod memory_resources;
 
 pub use memory::{
     FixedClock, MemoryAccounts, MemoryContentStore, MemoryLicense, MemorySettings, MemoryVersions,
-    RecordingEvents,
+    MemoryWebhooks, RecordingEvents,
 };
 pub use memory_resources::MemoryResources;
 
@@ -54,6 +54,7 @@ pub struct MemoryWorld {
     pub versions: Arc<MemoryVersions>,
     pub resources: Arc<MemoryResources>,
     pub settings: Arc<MemorySettings>,
+    pub webhooks: Arc<MemoryWebhooks>,
 }
 
 impl MemoryWorld {
@@ -67,6 +68,7 @@ impl MemoryWorld {
             versions: Arc::default(),
             resources: Arc::default(),
             settings: Arc::default(),
+            webhooks: Arc::default(),
         }
     }
 
@@ -81,6 +83,7 @@ impl MemoryWorld {
             versions: self.versions.clone(),
             resources: self.resources.clone(),
             settings: self.settings.clone(),
+            webhooks: self.webhooks.clone(),
         }
     }
 

@@ -5,3 +5,4 @@ mod contract;
 mod invariants;
 mod items;
 mod versions;
+mod webhooks;

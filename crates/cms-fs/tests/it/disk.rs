@@ -171,6 +171,7 @@ fn fs_cms(site: &std::path::Path) -> Cms {
             versions: Arc::new(cms_fs::FsVersionStore::new(&state)),
             resources: Arc::new(cms_fs::FsResourceStore::new(site, &state)),
             settings: Arc::new(cms_fs::FsSettings::new(&state)),
+            webhooks: Arc::new(cms_core::testing::MemoryWebhooks::default()),
         },
     )
 }

@@ -1,4 +1,5 @@
-//! Settings routes (editor shape): the theme, and read-only listings of users.
+//! Settings routes (editor shape): the theme, and read-only listings of users and of
+//! webhooks (managed with the `cms users` and `cms webhooks` commands).
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use cms_core::account::Role;
@@ -7,6 +8,7 @@ use serde_json::json;
 
 use crate::auth::{Editor, KeyUser};
 use crate::body::json_object;
+use crate::dto::WebhookDto;
 use crate::error::{ApiError, Shape};
 use crate::state::AppState;
 
@@ -57,4 +59,16 @@ pub async fn users(state: web::Data<AppState>, user: KeyUser<Editor>) -> Result<
         "message": "User management is not exposed on the REST API yet; users are managed with the cms command line (cms users).",
         "users": users,
     })))
+}
+
+pub const WEBHOOKS_MESSAGE: &str =
+    "Webhook create, update and delete are not exposed on the REST API yet; manage them with the cms CLI.";
+
+/// `GET /cms/settings/webhooks`: owner role and the `webhooks` license feature (`403`
+/// otherwise); never the signing secrets.
+pub async fn webhooks(state: web::Data<AppState>, user: KeyUser<Editor>) -> Result<HttpResponse, ApiError> {
+    let principal = user.principal;
+    let hooks = state.run(Shape::Editor, move |cms| cms.webhook_settings(&principal)).await?;
+    let hooks: Vec<WebhookDto> = hooks.into_iter().map(WebhookDto::from).collect();
+    Ok(HttpResponse::Ok().json(json!({ "message": WEBHOOKS_MESSAGE, "webhooks": hooks })))
 }

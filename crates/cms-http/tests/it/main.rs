@@ -6,6 +6,7 @@ mod resources;
 mod service;
 mod settings;
 mod versions;
+mod webhook_settings;
 
 use std::sync::Arc;
 

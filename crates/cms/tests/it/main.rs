@@ -3,6 +3,7 @@
 mod cli;
 mod resources;
 mod server;
+mod webhooks;
 
 use std::fs;
 use std::io::{BufRead, BufReader};

@@ -1,0 +1,40 @@
+use cms_core::CoreError;
+use cms_core::account::Role;
+use cms_core::events::EventKind;
+use cms_core::ports::WebhookInfo;
+use cms_core::testing::MemoryWorld;
+use time::OffsetDateTime;
+
+fn hook() -> WebhookInfo {
+    WebhookInfo {
+        id: "wh_0123456789abcdef".into(),
+        url: "https://hooks.example.com/cms".into(),
+        events: vec![EventKind::FileCreated, EventKind::UserDeleted],
+        enabled: true,
+        created_at: OffsetDateTime::from_unix_timestamp(1_767_225_600).unwrap(),
+    }
+}
+
+#[test]
+fn webhook_settings_need_the_owner_role_and_the_webhooks_feature() {
+    let world = MemoryWorld::new();
+    world.webhooks.set(vec![hook()]);
+    let cms = world.cms();
+    for (email, role) in [("o@example.com", Role::Owner), ("a@example.com", Role::Admin)] {
+        cms.add_user(email, role).unwrap();
+    }
+    let principal = |email: &str| {
+        let key = cms.create_key(email, "t", [email.as_bytes()[0]; 32]).unwrap();
+        cms.authenticate(&key.plaintext).unwrap()
+    };
+    let (owner, admin) = (principal("o@example.com"), principal("a@example.com"));
+
+    assert_eq!(cms.webhook_settings(&owner).unwrap(), [hook()]);
+    assert!(matches!(cms.webhook_settings(&admin), Err(CoreError::Forbidden(_))));
+
+    cms.install_license("licensee: X\nfeatures: [json_api]\n").unwrap();
+    match cms.webhook_settings(&owner) {
+        Err(CoreError::Forbidden(message)) => assert!(message.contains("webhooks"), "{message}"),
+        other => panic!("a missing feature on a settings route is Forbidden, got {other:?}"),
+    }
+}

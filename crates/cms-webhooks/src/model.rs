@@ -1,0 +1,206 @@
+//! Subscriptions and delivery log entries, and the rules for new subscriptions.
+
+use cms_core::CoreError;
+use cms_core::CoreResult;
+use cms_core::events::EventKind;
+use cms_core::ports::WebhookInfo;
+use ring::rand::{SecureRandom, SystemRandom};
+use time::OffsetDateTime;
+
+pub const ID_PREFIX: &str = "wh_";
+pub const SECRET_PREFIX: &str = "whsec_";
+/// Bytes of randomness in a signing secret.
+pub const SECRET_RANDOM_BYTES: usize = 32;
+
+/// A webhook subscription, secret included. Only the CLI shows the secret, once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subscription {
+    /// `wh_` + 16 hex digits.
+    pub id: String,
+    /// An `https://` URL.
+    pub url: String,
+    /// The selected events, in [`EventKind::ALL`] order.
+    pub events: Vec<EventKind>,
+    pub enabled: bool,
+    /// `whsec_` + 64 hex digits; the HMAC key is this whole string as UTF-8 bytes.
+    pub secret: String,
+    pub created_at: OffsetDateTime,
+}
+
+impl Subscription {
+    /// A new, enabled subscription with a fresh id and secret from the system random source.
+    /// Refuses a URL that is not HTTPS and an unknown or empty event selection.
+    pub fn create(url: &str, events: &str, now: OffsetDateTime) -> CoreResult<Self> {
+        let url = check_url(url)?;
+        let events = EventKind::parse_list(events)?;
+        Ok(Self {
+            id: format!("{ID_PREFIX}{}", hex::encode(random::<8>()?)),
+            url,
+            events,
+            enabled: true,
+            secret: format!("{SECRET_PREFIX}{}", hex::encode(random::<SECRET_RANDOM_BYTES>()?)),
+            created_at: now.replace_nanosecond(0).unwrap_or(now),
+        })
+    }
+
+    /// Whether an event of this kind goes to this subscription.
+    pub fn wants(&self, kind: EventKind) -> bool {
+        self.enabled && self.events.contains(&kind)
+    }
+
+    /// What the API may show: everything but the secret.
+    pub fn info(&self) -> WebhookInfo {
+        WebhookInfo {
+            id: self.id.clone(),
+            url: self.url.clone(),
+            events: self.events.clone(),
+            enabled: self.enabled,
+            created_at: self.created_at,
+        }
+    }
+}
+
+/// Checks an endpoint URL: absolute, `https`, with a host, no spaces or control
+/// characters. Returns it with surrounding spaces trimmed.
+pub fn check_url(raw: &str) -> CoreResult<String> {
+    let url = raw.trim();
+    let refuse = |why: &str| Err(CoreError::invalid(format!("webhook URL {raw:?} {why}")));
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return refuse("must not contain spaces or control characters");
+    }
+    let Ok(uri) = url.parse::<ureq::http::Uri>() else {
+        return refuse("is not a valid absolute URL");
+    };
+    match uri.scheme_str() {
+        Some(scheme) if scheme.eq_ignore_ascii_case("https") => {}
+        Some(_) => return refuse("must use HTTPS (https://...)"),
+        None => return refuse("is not an absolute URL; it must start with https://"),
+    }
+    match uri.authority() {
+        Some(authority) if !authority.host().is_empty() => {}
+        _ => return refuse("has no host"),
+    }
+    if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
+        return refuse("must not carry a user name or password");
+    }
+    Ok(url.to_owned())
+}
+
+/// One delivery attempt (or an event that could not be sent) in the delivery log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogEntry {
+    pub time: OffsetDateTime,
+    /// The `X-Webhook-Delivery` id.
+    pub delivery: String,
+    pub webhook: String,
+    pub event: EventKind,
+    pub url: String,
+    /// The receiver's HTTP status, when it answered.
+    pub status: Option<u16>,
+    /// A 2xx answer.
+    pub success: bool,
+    /// Why the delivery failed: a connection or TLS error, a time-out, `HTTP 500`, or
+    /// `not sent: ...` when it was never attempted.
+    pub error: Option<String>,
+    /// How long the attempt took, when one was made.
+    pub duration_ms: Option<u64>,
+}
+
+impl LogEntry {
+    /// An entry for a delivery that was never attempted.
+    pub fn not_sent(subscription: &Subscription, event: EventKind, why: &str) -> Self {
+        Self {
+            time: log_time(),
+            delivery: delivery_id(),
+            webhook: subscription.id.clone(),
+            event,
+            url: subscription.url.clone(),
+            status: None,
+            success: false,
+            error: Some(format!("not sent: {why}")),
+            duration_ms: None,
+        }
+    }
+}
+
+/// The current time to the millisecond, for log entries.
+pub fn log_time() -> OffsetDateTime {
+    let now = OffsetDateTime::now_utc();
+    now.replace_millisecond(now.millisecond()).unwrap_or(now)
+}
+
+/// A unique delivery id, formatted as a random (version 4) UUID.
+pub fn delivery_id() -> String {
+    // The system random source does not fail on the platforms we run on; should it, a
+    // time-and-counter id is still unique within this process and time.
+    let mut bytes = random::<16>().unwrap_or_else(|_| fallback_id_bytes());
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex = hex::encode(bytes);
+    format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..])
+}
+
+fn fallback_id_bytes() -> [u8; 16] {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = OffsetDateTime::now_utc().unix_timestamp_nanos() as u64;
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut bytes = [0; 16];
+    bytes[..8].copy_from_slice(&nanos.to_be_bytes());
+    bytes[8..].copy_from_slice(&count.to_be_bytes());
+    bytes
+}
+
+fn random<const N: usize>() -> CoreResult<[u8; N]> {
+    let mut bytes = [0; N];
+    SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| CoreError::internal("randomness", "the system random source failed"))?;
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_https_urls_with_a_host_are_accepted() {
+        for good in ["https://hooks.example.com/cms", " https://127.0.0.1:8443/x?y=1 ", "HTTPS://e.com"] {
+            assert!(check_url(good).is_ok(), "{good}");
+        }
+        for (bad, why) in [
+            ("http://hooks.example.com/cms", "HTTPS"),
+            ("ftp://e.com", "HTTPS"),
+            ("hooks.example.com/cms", "absolute"),
+            ("https://", "valid"),
+            ("https://e.com/a b", "spaces"),
+            ("https://user:pw@e.com/", "password"),
+            ("", "absolute"),
+        ] {
+            let message = check_url(bad).unwrap_err().to_string();
+            assert!(message.contains(why), "{bad}: {message}");
+        }
+    }
+
+    #[test]
+    fn new_subscriptions_have_fresh_ids_and_secrets() {
+        let now = OffsetDateTime::UNIX_EPOCH;
+        let a = Subscription::create("https://e.com/h", "user.deleted,file.created", now).unwrap();
+        let b = Subscription::create("https://e.com/h", "file.created", now).unwrap();
+        assert!(a.id.starts_with("wh_") && a.id.len() == 3 + 16, "{}", a.id);
+        assert!(a.secret.starts_with("whsec_") && a.secret.len() == 6 + 64, "{}", a.secret);
+        assert_ne!((&a.id, &a.secret), (&b.id, &b.secret));
+        assert_eq!(a.events, [EventKind::FileCreated, EventKind::UserDeleted]);
+        assert!(a.wants(EventKind::UserDeleted) && !a.wants(EventKind::FileUpdated));
+        assert!(!Subscription { enabled: false, ..a }.wants(EventKind::FileCreated));
+        assert!(Subscription::create("https://e.com/h", "file.moved", now).is_err());
+    }
+
+    #[test]
+    fn delivery_ids_are_unique_uuids() {
+        let (a, b) = (delivery_id(), delivery_id());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 36);
+        assert_eq!(&a[14..15], "4", "{a}");
+    }
+}

@@ -1,0 +1,93 @@
+//! The body of a delivery and its signature.
+//!
+//! ```json
+//! {"event": "file.created", "timestamp": "2026-01-01T00:00:00Z",
+//!  "data": {"filename": "2026-01-01-hello.md", "folder": 0}}
+//! ```
+//!
+//! User events carry `data.email`, and `data.role` on `user.created`.
+
+use cms_core::events::{Event, EventData};
+use ring::hmac;
+use serde_json::{Value, json};
+use time::format_description::well_known::Rfc3339;
+
+/// The JSON body of an event, as the exact bytes that are sent (and signed).
+pub fn body(event: &Event) -> Vec<u8> {
+    let data = match &event.data {
+        EventData::File { filename, folder } => json!({ "filename": filename, "folder": folder }),
+        EventData::User { email, role } => {
+            let mut data = json!({ "email": email });
+            if let (Some(role), Value::Object(map)) = (role, &mut data) {
+                map.insert("role".into(), role.as_str().into());
+            }
+            data
+        }
+    };
+    let timestamp = event.timestamp.to_offset(time::UtcOffset::UTC).format(&Rfc3339).unwrap_or_default();
+    let payload = json!({ "event": event.kind.as_str(), "timestamp": timestamp, "data": data });
+    serde_json::to_vec(&payload).expect("a JSON value always serializes")
+}
+
+/// The `X-Webhook-Signature` value: `sha256=` + lowercase hex HMAC-SHA256 of `body`, keyed
+/// with the subscription's secret (the whole `whsec_...` string as UTF-8 bytes).
+pub fn signature(secret: &str, body: &[u8]) -> String {
+    let key = hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes());
+    format!("sha256={}", hex::encode(hmac::sign(&key, body).as_ref()))
+}
+
+/// Checks a received `X-Webhook-Signature` against the raw body, in constant time: what a
+/// receiver written in Rust would do.
+pub fn verify(secret: &str, body: &[u8], header: &str) -> bool {
+    let Some(digest) = header.trim().strip_prefix("sha256=").and_then(|h| hex::decode(h).ok()) else {
+        return false;
+    };
+    let key = hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes());
+    hmac::verify(&key, body, &digest).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use cms_core::account::Role;
+    use cms_core::events::EventKind;
+    use time::macros::datetime;
+
+    use super::*;
+
+    #[test]
+    fn bodies_have_the_spec_shape() {
+        let at = datetime!(2026-01-01 00:00:00 +01:00);
+        let file = Event {
+            kind: EventKind::FileDeleted,
+            timestamp: at,
+            data: EventData::File { filename: "a.md".into(), folder: 2 },
+        };
+        assert_eq!(
+            String::from_utf8(body(&file)).unwrap(),
+            r#"{"event":"file.deleted","timestamp":"2025-12-31T23:00:00Z","data":{"filename":"a.md","folder":2}}"#
+        );
+        let created = Event {
+            kind: EventKind::UserCreated,
+            timestamp: at,
+            data: EventData::User { email: "a@b.co".into(), role: Some(Role::Editor) },
+        };
+        let value: Value = serde_json::from_slice(&body(&created)).unwrap();
+        assert_eq!(value["data"], json!({"email": "a@b.co", "role": "editor"}));
+        let deleted = Event { kind: EventKind::UserDeleted, ..created };
+        let deleted = Event { data: EventData::User { email: "a@b.co".into(), role: None }, ..deleted };
+        let value: Value = serde_json::from_slice(&body(&deleted)).unwrap();
+        assert_eq!(value["data"], json!({"email": "a@b.co"}));
+    }
+
+    #[test]
+    fn signatures_are_hmac_sha256_hex() {
+        // RFC 4231 test case 2.
+        let key = "Jefe";
+        let sig = signature(key, b"what do ya want for nothing?");
+        assert_eq!(sig, "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+        assert!(verify(key, b"what do ya want for nothing?", &sig));
+        assert!(!verify(key, b"what do ya want for nothing!", &sig));
+        assert!(!verify("other", b"what do ya want for nothing?", &sig));
+        assert!(!verify(key, b"x", "md5=00"));
+    }
+}

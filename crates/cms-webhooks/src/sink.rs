@@ -1,0 +1,280 @@
+//! [`WebhookSink`]: the core's `EventSink`, delivering off the request path.
+//!
+//! `publish` only puts the event on a bounded queue (`std::sync::mpsc::sync_channel`) and
+//! returns; it never waits for a delivery, a file or the network. Worker threads take
+//! events, read the subscriptions (so CLI changes apply to the next event), and deliver to
+//! each enabled subscription that selected the event, once, logging every attempt.
+//!
+//! Nothing is dropped silently: an event that finds the queue full, or arrives after
+//! shutdown began, is logged as not sent for each subscription that wanted it; on
+//! [`WebhookSink::shutdown`] pending deliveries are finished within the deadline, and
+//! whatever is still queued or unanswered then is logged as not sent.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use cms_core::config::WebhooksConfig;
+use cms_core::events::{Event, EventKind};
+use cms_core::ports::EventSink;
+
+use crate::deliver::{Deliverer, DeliveryConfig, SetupError};
+use crate::model::{LogEntry, Subscription, delivery_id};
+use crate::payload;
+use crate::store::WebhookStore;
+
+/// How the sink runs.
+#[derive(Debug, Clone)]
+pub struct SinkConfig {
+    /// The site's `.cms` folder.
+    pub state_dir: PathBuf,
+    pub delivery: DeliveryConfig,
+    /// Worker threads (deliveries in parallel).
+    pub workers: usize,
+    /// Events that may wait for a worker; more are logged as not sent.
+    pub queue: usize,
+}
+
+impl SinkConfig {
+    pub const DEFAULT_WORKERS: usize = 4;
+    pub const DEFAULT_QUEUE: usize = 1024;
+
+    /// From `cms.yaml`'s `webhooks` section; `ca_file` is relative to the site folder.
+    pub fn for_site(site: &Path, state_dir: &Path, config: &WebhooksConfig) -> Self {
+        Self {
+            state_dir: state_dir.to_owned(),
+            delivery: DeliveryConfig {
+                timeout: Duration::from_secs(config.timeout_secs.max(1)),
+                ca_file: config.ca_file.as_ref().map(|f| site.join(f)),
+                user_agent: crate::USER_AGENT.to_owned(),
+            },
+            workers: Self::DEFAULT_WORKERS,
+            queue: Self::DEFAULT_QUEUE,
+        }
+    }
+}
+
+/// What [`WebhookSink::shutdown`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Every pending delivery finished before the deadline.
+    pub finished: bool,
+    /// Deliveries logged as not sent because the deadline passed.
+    pub abandoned: usize,
+}
+
+/// A delivery a worker has taken on and not yet logged.
+struct Pending {
+    subscription: Subscription,
+    event: EventKind,
+}
+
+struct Shared {
+    store: WebhookStore,
+    deliverer: Deliverer,
+    /// Taken by one worker at a time; a worker registers an event's deliveries in
+    /// `pending` before it lets go, so that shutdown sees them.
+    queue: Mutex<Receiver<Event>>,
+    /// Deliveries taken on and not yet logged, by delivery id. Whoever removes an entry
+    /// (the worker after the attempt, or shutdown at its deadline) writes its log entry.
+    pending: Mutex<HashMap<String, Pending>>,
+    /// Set when the shutdown deadline passed: workers attempt nothing more.
+    abandon: AtomicBool,
+    /// Live worker threads.
+    live: Mutex<usize>,
+    stopped: Condvar,
+}
+
+/// The webhook adapter of the core's `EventSink` port.
+pub struct WebhookSink {
+    shared: Arc<Shared>,
+    sender: Mutex<Option<SyncSender<Event>>>,
+}
+
+impl WebhookSink {
+    /// Starts the workers. Fails when `webhooks.ca_file` cannot be used.
+    pub fn start(config: SinkConfig) -> Result<Self, SetupError> {
+        let deliverer = Deliverer::new(&config.delivery)?;
+        let (sender, receiver) = sync_channel(config.queue.max(1));
+        let workers = config.workers.max(1);
+        let shared = Arc::new(Shared {
+            store: WebhookStore::new(&config.state_dir),
+            deliverer,
+            queue: Mutex::new(receiver),
+            pending: Mutex::default(),
+            abandon: AtomicBool::new(false),
+            live: Mutex::new(workers),
+            stopped: Condvar::new(),
+        });
+        for n in 0..workers {
+            let shared = shared.clone();
+            thread::Builder::new()
+                .name(format!("webhooks-{n}"))
+                .spawn(move || shared.work())
+                .expect("spawn a webhook worker");
+        }
+        Ok(Self { shared, sender: Mutex::new(Some(sender)) })
+    }
+
+    /// The store the sink reads subscriptions from and logs to.
+    pub fn store(&self) -> &WebhookStore {
+        &self.shared.store
+    }
+
+    /// Stops taking events, lets the workers finish what is queued and in flight, and
+    /// waits for them up to `deadline`. Whatever has not finished then is logged as not
+    /// sent (a delivery in flight may still have reached its receiver). Call it once,
+    /// after the last event was published; later events are logged as not sent.
+    pub fn shutdown(&self, deadline: Duration) -> ShutdownReport {
+        let until = Instant::now() + deadline;
+        drop(lock(&self.sender).take());
+        let mut live = lock(&self.shared.live);
+        while *live > 0 {
+            let Some(left) = until.checked_duration_since(Instant::now()) else { break };
+            live = self.shared.stopped.wait_timeout(live, left).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        if *live == 0 {
+            return ShutdownReport { finished: true, abandoned: 0 };
+        }
+        drop(live);
+        let abandoned = self.shared.abandon_pending();
+        ShutdownReport { finished: false, abandoned }
+    }
+}
+
+impl EventSink for WebhookSink {
+    fn publish(&self, event: Event) {
+        let sender = lock(&self.sender);
+        let Some(queue) = sender.as_ref() else {
+            drop(sender);
+            self.shared.log_not_sent(&event, "the process was stopping");
+            return;
+        };
+        match queue.try_send(event) {
+            Ok(()) => {}
+            Err(TrySendError::Full(event)) => {
+                drop(sender);
+                self.shared.log_not_sent(&event, "the delivery queue was full");
+            }
+            Err(TrySendError::Disconnected(event)) => {
+                drop(sender);
+                self.shared.log_not_sent(&event, "no delivery worker was running");
+            }
+        }
+    }
+}
+
+impl Shared {
+    fn work(&self) {
+        while let Some(deliveries) = self.next() {
+            for (id, body) in deliveries {
+                if self.abandon.load(Ordering::SeqCst) {
+                    // Shutdown claimed (and logged) what was pending.
+                    break;
+                }
+                let Some(entry) = lock(&self.pending).get(&id).map(|p| (p.subscription.clone(), p.event))
+                else {
+                    continue;
+                };
+                let (subscription, event) = entry;
+                let logged = self.deliverer.deliver(&subscription, event, &body, &id);
+                if lock(&self.pending).remove(&id).is_some() {
+                    self.append(&[logged]);
+                }
+            }
+        }
+        let mut live = lock(&self.live);
+        *live -= 1;
+        self.stopped.notify_all();
+    }
+
+    /// Takes the next event and registers its deliveries as pending, while holding the
+    /// queue; `None` once the queue is closed and empty.
+    fn next(&self) -> Option<Vec<(String, Vec<u8>)>> {
+        let queue = lock(&self.queue);
+        let event = queue.recv().ok()?;
+        let targets = self.targets(&event);
+        if targets.is_empty() {
+            return Some(Vec::new());
+        }
+        let body = payload::body(&event);
+        let mut pending = lock(&self.pending);
+        let mut deliveries = Vec::with_capacity(targets.len());
+        for subscription in targets {
+            let id = delivery_id();
+            pending.insert(id.clone(), Pending { subscription, event: event.kind });
+            deliveries.push((id, body.clone()));
+        }
+        drop(queue);
+        Some(deliveries)
+    }
+
+    /// The subscriptions that want this event (enabled, selected).
+    fn targets(&self, event: &Event) -> Vec<Subscription> {
+        match self.store.list() {
+            Ok(all) => all.into_iter().filter(|s| s.wants(event.kind)).collect(),
+            Err(error) => {
+                tracing::error!(event = event.kind.as_str(), %error, "cannot read the webhook subscriptions; the event is not delivered");
+                Vec::new()
+            }
+        }
+    }
+
+    fn log_not_sent(&self, event: &Event, why: &str) {
+        let entries: Vec<LogEntry> =
+            self.targets(event).iter().map(|s| LogEntry::not_sent(s, event.kind, why)).collect();
+        if !entries.is_empty() {
+            tracing::warn!(
+                event = event.kind.as_str(),
+                webhooks = entries.len(),
+                why,
+                "webhook event not sent"
+            );
+        }
+        self.append(&entries);
+    }
+
+    /// At the shutdown deadline: stops the workers' further attempts, and logs as not sent
+    /// every delivery still pending and every event still queued.
+    fn abandon_pending(&self) -> usize {
+        self.abandon.store(true, Ordering::SeqCst);
+        // Holding the queue, no worker is half-way through registering an event.
+        let queue = lock(&self.queue);
+        let why = "the process stopped before this delivery finished (it may have reached the receiver)";
+        let mut entries: Vec<LogEntry> = lock(&self.pending)
+            .drain()
+            .map(|(_, p)| LogEntry::not_sent(&p.subscription, p.event, why))
+            .collect();
+        while let Ok(event) = queue.try_recv() {
+            let why = "the process stopped before this event was delivered";
+            entries.extend(self.targets(&event).iter().map(|s| LogEntry::not_sent(s, event.kind, why)));
+        }
+        drop(queue);
+        if !entries.is_empty() {
+            tracing::warn!(deliveries = entries.len(), "webhook deliveries not finished at shutdown");
+        }
+        self.append(&entries);
+        entries.len()
+    }
+
+    fn append(&self, entries: &[LogEntry]) {
+        for entry in entries {
+            if entry.success {
+                tracing::debug!(delivery = %entry.delivery, webhook = %entry.webhook, event = entry.event.as_str(), status = entry.status, "webhook delivered");
+            } else {
+                tracing::warn!(delivery = %entry.delivery, webhook = %entry.webhook, event = entry.event.as_str(), url = %entry.url, status = entry.status, error = entry.error.as_deref().unwrap_or(""), "webhook delivery failed");
+            }
+        }
+        if let Err(error) = self.store.append_log(entries) {
+            tracing::error!(%error, entries = entries.len(), "cannot write the webhook delivery log");
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

@@ -1,0 +1,86 @@
+//! The webhook adapter against a real HTTPS receiver on 127.0.0.1, trusted through a test
+//! CA passed as `webhooks.ca_file`.
+
+mod delivery;
+mod invariants;
+mod sink;
+mod store;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cms_core::Cms;
+use cms_core::config::SiteConfig;
+use cms_core::events::{Event, EventData, EventKind};
+use cms_core::testing::{MemoryWorld, SITE_YAML};
+use cms_webhooks::testing::TestCa;
+use cms_webhooks::{DeliveryConfig, SinkConfig, Subscription, WebhookSink, WebhookStore};
+use tempfile::TempDir;
+use time::OffsetDateTime;
+
+/// A site state folder, a test CA written to `ca.pem`, and the store.
+pub struct Fixture {
+    pub dir: TempDir,
+    pub ca: TestCa,
+    pub ca_file: PathBuf,
+    pub store: WebhookStore,
+}
+
+impl Default for Fixture {
+    fn default() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = TestCa::new();
+        let ca_file = dir.path().join("ca.pem");
+        ca.write_ca(&ca_file);
+        let store = WebhookStore::new(&dir.path().join(".cms"));
+        Self { dir, ca, ca_file, store }
+    }
+}
+
+impl Fixture {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn add(&self, url: &str, events: &str) -> Subscription {
+        self.store.add(url, events).unwrap()
+    }
+
+    pub fn config(&self, timeout: Duration) -> SinkConfig {
+        SinkConfig {
+            state_dir: self.dir.path().join(".cms"),
+            delivery: DeliveryConfig {
+                timeout,
+                ca_file: Some(self.ca_file.clone()),
+                user_agent: cms_webhooks::USER_AGENT.into(),
+            },
+            workers: 2,
+            queue: 64,
+        }
+    }
+
+    pub fn sink(&self) -> Arc<WebhookSink> {
+        Arc::new(WebhookSink::start(self.config(Duration::from_secs(10))).unwrap())
+    }
+
+    /// A facade over in-memory ports whose events go to `sink`.
+    pub fn cms(&self, sink: Arc<WebhookSink>) -> (MemoryWorld, Cms) {
+        let world = MemoryWorld::new();
+        let mut ports = world.ports();
+        ports.events = sink;
+        let cms = Cms::new(&SiteConfig::from_yaml(SITE_YAML).unwrap(), ports);
+        (world, cms)
+    }
+}
+
+pub fn file_event(kind: EventKind) -> Event {
+    Event {
+        kind,
+        timestamp: OffsetDateTime::now_utc(),
+        data: EventData::File { filename: "hello.md".into(), folder: 1 },
+    }
+}
+
+/// Generous: a delivery to a receiver on loopback takes milliseconds.
+pub const SETTLE: Duration = Duration::from_secs(20);

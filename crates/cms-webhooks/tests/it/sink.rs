@@ -1,0 +1,118 @@
+use std::time::{Duration, Instant};
+
+use cms_core::document::Frontmatter;
+use cms_core::events::EventKind;
+use cms_core::ports::EventSink;
+use cms_core::service::NewItem;
+use cms_webhooks::WebhookSink;
+use cms_webhooks::testing::{Answer, Receiver, dead_url};
+
+use crate::{Fixture, SETTLE, file_event};
+
+const SLOW: Duration = Duration::from_secs(5);
+
+#[test]
+fn shutdown_finishes_what_is_queued_and_later_events_are_logged_as_not_sent() {
+    let f = Fixture::new();
+    let receiver = Receiver::start(&f.ca, Answer::Status(204));
+    f.add(&receiver.url(), "file.updated");
+    let sink = f.sink();
+    for _ in 0..20 {
+        sink.publish(file_event(EventKind::FileUpdated));
+    }
+    let report = sink.shutdown(SETTLE);
+    assert_eq!((report.finished, report.abandoned), (true, 0));
+    assert_eq!(receiver.received().len(), 20);
+
+    sink.publish(file_event(EventKind::FileUpdated));
+    let log = f.store.log().unwrap();
+    assert_eq!(log.iter().filter(|e| e.success && e.status == Some(204)).count(), 20);
+    let last = log.last().unwrap();
+    assert_eq!(last.error.as_deref(), Some("not sent: the process was stopping"));
+    assert_eq!(receiver.received().len(), 20);
+}
+
+#[test]
+fn publishing_never_waits_and_a_shutdown_deadline_logs_what_did_not_finish() {
+    let f = Fixture::new();
+    let slow = Receiver::start(&f.ca, Answer::Slow(SLOW));
+    f.add(&slow.url(), "file.created");
+    let sink = f.sink(); // two workers
+
+    let started = Instant::now();
+    for _ in 0..6 {
+        sink.publish(file_event(EventKind::FileCreated));
+    }
+    let publishing = started.elapsed();
+    assert!(publishing < Duration::from_millis(500), "publishing 6 events took {publishing:?}");
+
+    slow.wait_for(2, SETTLE); // both workers are now waiting on the slow receiver
+    let started = Instant::now();
+    let report = sink.shutdown(Duration::from_millis(300));
+    let stopping = started.elapsed();
+    assert!(stopping < Duration::from_secs(2), "shutdown kept its deadline: {stopping:?}");
+    assert_eq!((report.finished, report.abandoned), (false, 6), "2 in flight + 4 queued");
+    let log = f.store.log().unwrap();
+    assert_eq!(log.len(), 6);
+    assert!(
+        log.iter()
+            .all(|e| !e.success && e.error.as_deref().unwrap().starts_with("not sent: the process stopped"))
+    );
+    assert_eq!(log.iter().filter(|e| e.error.as_deref().unwrap().contains("may have reached")).count(), 2);
+}
+
+#[test]
+fn a_full_queue_logs_the_event_as_not_sent_without_blocking() {
+    let f = Fixture::new();
+    let slow = Receiver::start(&f.ca, Answer::Slow(SLOW));
+    f.add(&slow.url(), "file.created");
+    let mut config = f.config(Duration::from_secs(10));
+    config.workers = 1;
+    config.queue = 1;
+    let sink = WebhookSink::start(config).unwrap();
+    sink.publish(file_event(EventKind::FileCreated));
+    slow.wait_for(1, SETTLE); // the worker is busy
+    let started = Instant::now();
+    for _ in 0..4 {
+        sink.publish(file_event(EventKind::FileCreated)); // one fits in the queue
+    }
+    assert!(started.elapsed() < Duration::from_millis(500), "a full queue does not block");
+    let full: Vec<_> = f.store.log().unwrap();
+    assert_eq!(full.len(), 3, "{full:?}");
+    assert!(full.iter().all(|e| e.error.as_deref() == Some("not sent: the delivery queue was full")));
+    let report = sink.shutdown(Duration::from_millis(100));
+    assert_eq!(report.abandoned, 2, "the one in flight and the one queued");
+    assert_eq!(f.store.log().unwrap().len(), 5, "every event is accounted for");
+}
+
+/// The write path costs the same whatever the receiver does: the facade's create returns
+/// before any delivery is attempted.
+#[test]
+fn a_write_returns_as_fast_with_a_slow_or_dead_receiver() {
+    let f = Fixture::new();
+    let fast = Receiver::start(&f.ca, Answer::Status(200));
+    let slow = Receiver::start(&f.ca, Answer::Slow(SLOW));
+    let mut timings = Vec::new();
+    for (name, url) in [("fast", fast.url()), ("slow", slow.url()), ("down", dead_url())] {
+        let subscription = f.add(&url, "file.created");
+        let sink = f.sink();
+        let (_world, cms) = f.cms(sink.clone());
+        let posts = cms.collection("posts").unwrap();
+        let mut worst = Duration::ZERO;
+        for n in 0..3 {
+            let mut fm = Frontmatter::new();
+            fm.insert("title".into(), format!("{name} {n}").into());
+            let new = NewItem { slug: None, date_prefix: Some(false), fm, body: String::new() };
+            let started = Instant::now();
+            cms.create_item(posts, new).unwrap();
+            worst = worst.max(started.elapsed());
+        }
+        timings.push((name, worst));
+        sink.shutdown(Duration::from_millis(50));
+        f.store.remove(&subscription.id).unwrap();
+    }
+    eprintln!("slowest of 3 creates per receiver: {timings:?}");
+    for (name, worst) in timings {
+        assert!(worst < Duration::from_millis(500), "{name}: a create took {worst:?}");
+    }
+}

@@ -1,0 +1,120 @@
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+
+use cms_core::CoreError;
+use cms_core::events::EventKind;
+use cms_core::ports::WebhookDirectory;
+use cms_webhooks::{LOG_KEEP, LogEntry};
+use time::OffsetDateTime;
+
+use crate::Fixture;
+
+#[test]
+fn subscriptions_are_added_listed_toggled_and_removed() {
+    let f = Fixture::new();
+    let a = f.add("https://a.example.com/hook", "file.created,user.created");
+    let b = f.add("https://b.example.com/hook", "file.deleted");
+    assert_eq!(f.store.list().unwrap(), [a.clone(), b.clone()]);
+
+    let listed = f.store.list_webhooks().unwrap();
+    assert_eq!(listed.iter().map(|w| w.id.as_str()).collect::<Vec<_>>(), [&a.id, &b.id]);
+    assert_eq!(listed[0].events, [EventKind::FileCreated, EventKind::UserCreated]);
+    assert_eq!(listed[0].created_at.unix_timestamp(), a.created_at.unix_timestamp());
+
+    assert!(!f.store.set_enabled(&a.id, false).unwrap().enabled);
+    assert!(!f.store.list().unwrap()[0].enabled);
+    assert!(f.store.set_enabled(&a.id, true).unwrap().enabled);
+    assert_eq!(f.store.remove(&a.id).unwrap().id, a.id);
+    assert_eq!(f.store.list().unwrap(), [b]);
+    for result in [f.store.remove(&a.id).map(drop), f.store.set_enabled("wh_nope", true).map(drop)] {
+        assert!(matches!(result, Err(CoreError::NotFound(_))), "{result:?}");
+    }
+
+    let file = f.dir.path().join(".cms/webhooks.yaml");
+    assert_eq!(fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600, "the secrets stay private");
+}
+
+#[test]
+fn refused_subscriptions_write_nothing() {
+    let f = Fixture::new();
+    for (url, events) in [
+        ("http://a.example.com/hook", "file.created"),
+        ("https://a.example.com/hook", "file.created,file.renamed"),
+        ("https://a.example.com/hook", ""),
+        ("not a url", "file.created"),
+    ] {
+        assert!(matches!(f.store.add(url, events), Err(CoreError::Invalid(_))), "{url} {events}");
+    }
+    assert!(!f.dir.path().join(".cms/webhooks.yaml").exists());
+}
+
+#[test]
+fn a_hand_edited_subscription_file_with_an_unknown_event_is_reported_with_its_path() {
+    let f = Fixture::new();
+    fs::create_dir_all(f.dir.path().join(".cms")).unwrap();
+    fs::write(
+        f.dir.path().join(".cms/webhooks.yaml"),
+        "- id: wh_1\n  url: https://e.com\n  events: [file.moved]\n  enabled: true\n  secret: s\n  created_at: 2026-01-01T00:00:00Z\n",
+    )
+    .unwrap();
+    let message = f.store.list().unwrap_err().to_string();
+    assert!(message.contains("webhooks.yaml") && message.contains("file.moved"), "{message}");
+}
+
+fn entry(n: usize) -> LogEntry {
+    LogEntry {
+        time: OffsetDateTime::from_unix_timestamp(1_767_225_600 + n as i64).unwrap(),
+        delivery: format!("d{n}"),
+        webhook: "wh_1".into(),
+        event: EventKind::FileCreated,
+        url: "https://e.com/".into(),
+        status: Some(200),
+        success: true,
+        error: None,
+        duration_ms: Some(3),
+    }
+}
+
+#[test]
+fn the_log_keeps_the_newest_entries_and_can_be_cleared() {
+    let f = Fixture::new();
+    assert!(f.store.log().unwrap().is_empty());
+    let first: Vec<LogEntry> = (0..150).map(entry).collect();
+    f.store.append_log(&first).unwrap();
+    let more: Vec<LogEntry> = (150..260).map(entry).collect();
+    f.store.append_log(&more).unwrap();
+    let log = f.store.log().unwrap();
+    assert_eq!(log.len(), LOG_KEEP);
+    assert_eq!((log[0].delivery.as_str(), log[LOG_KEEP - 1].delivery.as_str()), ("d60", "d259"));
+    assert_eq!(log[5], entry(65), "entries round-trip");
+
+    assert_eq!(f.store.clear_log().unwrap(), LOG_KEEP);
+    assert!(f.store.log().unwrap().is_empty());
+    assert_eq!(f.store.clear_log().unwrap(), 0);
+}
+
+#[test]
+fn a_damaged_log_is_replaced_on_the_next_append() {
+    let f = Fixture::new();
+    fs::create_dir_all(f.dir.path().join(".cms")).unwrap();
+    fs::write(f.dir.path().join(".cms/webhook-log.yaml"), "- [not: a log").unwrap();
+    assert!(matches!(f.store.log(), Err(CoreError::Corrupt(_))));
+    f.store.append_log(&[entry(1)]).unwrap();
+    assert_eq!(f.store.log().unwrap(), [entry(1)]);
+}
+
+#[test]
+fn concurrent_appends_from_many_threads_lose_nothing() {
+    let f = Fixture::new();
+    std::thread::scope(|scope| {
+        for t in 0..8 {
+            let store = &f.store;
+            scope.spawn(move || {
+                for n in 0..10 {
+                    store.append_log(&[entry(t * 10 + n)]).unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(f.store.log().unwrap().len(), 80);
+}

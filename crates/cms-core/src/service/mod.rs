@@ -16,8 +16,14 @@ use crate::license::{Feature, License, LicenseState};
 use crate::ports::{Clock, ContentStore, EventSink, KeyStore, LicenseSource, UserStore, VersionStore};
 
 mod accounts;
+mod discovery;
 mod items;
 mod versions;
+
+pub use discovery::{
+    RelatedItem, RelatedParams, RssParams, SearchEntry, SearchIndexParams, SitemapParams, TagCount,
+    TagItemsParams, TagLink, TagsParams,
+};
 
 pub use items::etag_of;
 pub use versions::{VersionContent, VersionList, parse_version};
@@ -162,6 +168,11 @@ pub struct Cms {
     write_locks: Vec<Mutex<()>>,
     /// Snapshots kept per item (`versions.keep`).
     keep_versions: usize,
+    /// The site folder's absolute path, as the composition root knows it; lets path-valued
+    /// query parameters be absolute. `None`: only relative paths resolve.
+    site_root: Option<String>,
+    /// Resource folders: their path inside the site and their public URL prefix.
+    resources: Vec<(crate::sitepath::SitePath, String)>,
 }
 
 impl Cms {
@@ -181,8 +192,21 @@ impl Cms {
             site,
             license_public_key: config.license.public_key.clone(),
             keep_versions: config.versions.keep,
+            site_root: None,
+            resources: config
+                .resources
+                .iter()
+                .map(|r| (crate::sitepath::configured(&r.path), r.url.clone()))
+                .collect(),
             ports,
         }
+    }
+
+    /// Tells the facade the site folder's absolute path (the composition root knows it; the
+    /// core never asks the disk), so that path-valued query parameters may be absolute.
+    pub fn with_site_root(mut self, root: impl Into<String>) -> Self {
+        self.site_root = Some(root.into());
+        self
     }
 
     pub fn site(&self) -> &SiteInfo {

@@ -1,3 +1,4 @@
+pub mod discovery;
 pub mod items;
 pub mod service;
 pub mod versions;

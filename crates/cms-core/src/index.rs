@@ -119,9 +119,34 @@ pub fn plain_excerpt_of(doc: &ItemDocument) -> String {
 
 fn plain_excerpt_with(doc: &ItemDocument, body_text: &str) -> String {
     match written_excerpt(doc) {
-        Some(text) => render::excerpt(&render::to_plain_text(text), EXCERPT_CHARS),
+        Some(text) => render::excerpt(&render::to_plain_text(&strip_tags(text)), EXCERPT_CHARS),
         None => render::excerpt(body_text, EXCERPT_CHARS),
     }
+}
+
+/// Removes HTML tags (`<p>`, `</b>`, `<!-- -->`) from a written excerpt, keeping their
+/// text: Markdown drops a whole HTML block, and `<p>Intro</p>` must still give `Intro`.
+/// A `<` that does not open a tag (`a < b`) stays.
+fn strip_tags(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find('<') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        let opens_tag = after.starts_with(|c: char| c.is_ascii_alphabetic() || c == '/' || c == '!');
+        match after.find('>') {
+            Some(end) if opens_tag => {
+                out.push(' ');
+                rest = &after[end + 1..];
+            }
+            _ => {
+                out.push('<');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 fn written_excerpt(doc: &ItemDocument) -> Option<&str> {
@@ -132,4 +157,21 @@ fn written_excerpt(doc: &ItemDocument) -> Option<&str> {
 fn broken(name: &ItemFilename, reason: &str) -> Entry {
     tracing::warn!(filename = name.as_str(), reason, "skipping an item that cannot be read");
     Entry::Broken
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(fm: &str) -> ItemDocument {
+        ItemDocument::parse(&format!("---\n{fm}\n---\nThe *body* text.\n")).unwrap()
+    }
+
+    #[test]
+    fn plain_excerpts_lose_markdown_and_html() {
+        assert_eq!(plain_excerpt_of(&doc("excerpt: '<p>Intro &amp; <b>more</b></p>'")), "Intro & more");
+        assert_eq!(plain_excerpt_of(&doc("description: '**a** < b <!-- c -->'")), "a < b");
+        assert_eq!(plain_excerpt_of(&doc("title: T")), "The body text.");
+        assert_eq!(excerpt_of(&doc("excerpt: '<p>x</p>'")), "<p>x</p>", "lists keep it as written");
+    }
 }

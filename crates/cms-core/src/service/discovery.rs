@@ -512,9 +512,7 @@ impl Cms {
     /// The published item `item_ref` names in `collection` (found through the index, so a
     /// draft with the same slug never shadows it), rendered.
     fn read_published(&self, collection: &Collection, item_ref: &ItemRef) -> CoreResult<Option<ItemView>> {
-        let mut items = self.published(collection)?;
-        items.sort_by(|a, b| a.meta.filename.cmp(&b.meta.filename));
-        let Some(found) = first_match(&items, item_ref) else { return Ok(None) };
+        let Some(found) = first_match(&self.published(collection)?, item_ref) else { return Ok(None) };
         match self.read_item(collection, &found.meta.filename, &Viewer::Anonymous) {
             Ok(view) => Ok(Some(view)),
             // Deleted or made a draft since the index saw it.
@@ -528,11 +526,13 @@ fn features(item: &IndexedItem) -> Features<'_> {
     Features { tags: &item.meta.tags, words: &item.words }
 }
 
-/// The first item (in the given order) that `item_ref` names.
+/// The item `item_ref` names; for a bare slug that several files carry, the first in
+/// filename order (as on the collection item routes).
 fn first_match(items: &[Arc<IndexedItem>], item_ref: &ItemRef) -> Option<Arc<IndexedItem>> {
     items
         .iter()
-        .find(|i| ItemFilename::parse(&i.meta.filename).is_some_and(|name| item_ref.matches(&name)))
+        .filter(|i| ItemFilename::parse(&i.meta.filename).is_some_and(|name| item_ref.matches(&name)))
+        .min_by(|a, b| a.meta.filename.cmp(&b.meta.filename))
         .cloned()
 }
 

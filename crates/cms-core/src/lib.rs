@@ -10,16 +10,20 @@ pub mod config;
 pub mod document;
 pub mod error;
 pub mod events;
+pub mod feed;
 pub mod index;
 pub mod item;
 pub mod license;
 pub mod ports;
 pub mod query;
+pub mod related;
 pub mod render;
 pub mod resource;
 pub mod service;
+pub mod sitepath;
 pub mod slug;
 pub mod theme;
+pub mod urls;
 
 #[cfg(feature = "testing")]
 pub mod testing;

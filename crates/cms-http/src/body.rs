@@ -1,6 +1,8 @@
 //! JSON request bodies: content type, size limit and parsing, with errors in the route's
 //! shape (actix's own JSON extractor answers in its own format).
 
+use std::collections::HashMap;
+
 use actix_web::http::StatusCode;
 use actix_web::http::header;
 use actix_web::{HttpRequest, web};
@@ -12,7 +14,7 @@ use crate::error::{ApiError, Shape};
 /// Reads the whole body as a JSON object within `limit` bytes.
 pub async fn json_object(
     req: &HttpRequest,
-    mut payload: web::Payload,
+    payload: web::Payload,
     limit: usize,
     shape: Shape,
 ) -> Result<Map<String, Value>, ApiError> {
@@ -25,11 +27,30 @@ pub async fn json_object(
             format!("send the body as JSON with Content-Type: application/json (got {content_type:?})"),
         ));
     }
+    let bytes = read_limited(req, payload, limit, shape).await?;
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(other) => Err(bad_request(
+            shape,
+            format!("the body must be a JSON object, got {}", cms_core::codec::json_type_name(&other)),
+        )),
+        Err(e) => Err(bad_request(shape, format!("malformed JSON body: {e}"))),
+    }
+}
+
+/// Reads the whole body, refusing more than `limit` bytes (`413`) whether or not the
+/// client declared a `Content-Length`.
+async fn read_limited(
+    req: &HttpRequest,
+    mut payload: web::Payload,
+    limit: usize,
+    shape: Shape,
+) -> Result<web::BytesMut, ApiError> {
     let too_large = || {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             shape,
-            format!("the JSON body is over the limit of {limit} bytes"),
+            format!("the body is over the limit of {limit} bytes"),
         )
     };
     let declared =
@@ -47,14 +68,66 @@ pub async fn json_object(
         }
         bytes.extend_from_slice(&chunk);
     }
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => Err(bad_request(
-            shape,
-            format!("the body must be a JSON object, got {}", cms_core::codec::json_type_name(&other)),
-        )),
-        Err(e) => Err(bad_request(shape, format!("malformed JSON body: {e}"))),
+    Ok(bytes)
+}
+
+/// Request parameters sent as a body: a JSON object of scalars or a urlencoded form. An
+/// empty body without a content type gives no parameters. Values become strings, as if
+/// they had come in the query string.
+pub async fn form_or_json_params(
+    req: &HttpRequest,
+    payload: web::Payload,
+    limit: usize,
+    shape: Shape,
+) -> Result<HashMap<String, String>, ApiError> {
+    let content_type = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let mime = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    match mime.as_str() {
+        "application/json" => {
+            let mut params = HashMap::new();
+            for (key, value) in json_object(req, payload, limit, shape).await? {
+                let text = match value {
+                    Value::Null => continue,
+                    Value::String(s) => s,
+                    Value::Number(n) => n.to_string(),
+                    Value::Bool(b) => b.to_string(),
+                    other => {
+                        return Err(bad_request(
+                            shape,
+                            format!(
+                                "{key} must be a string or a number, got {}",
+                                cms_core::codec::json_type_name(&other)
+                            ),
+                        ));
+                    }
+                };
+                params.insert(key, text);
+            }
+            Ok(params)
+        }
+        "application/x-www-form-urlencoded" | "" => {
+            let bytes = read_limited(req, payload, limit, shape).await?;
+            if mime.is_empty() && !bytes.is_empty() {
+                return Err(unsupported(shape, content_type));
+            }
+            let text = std::str::from_utf8(&bytes)
+                .map_err(|_| bad_request(shape, "the form body is not UTF-8 text"))?;
+            web::Query::<HashMap<String, String>>::from_query(text)
+                .map(web::Query::into_inner)
+                .map_err(|e| bad_request(shape, format!("malformed form body: {e}")))
+        }
+        _ => Err(unsupported(shape, content_type)),
     }
+}
+
+fn unsupported(shape: Shape, content_type: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        shape,
+        format!(
+            "send the parameters as JSON (Content-Type: application/json) or as a form (application/x-www-form-urlencoded), got {content_type:?}"
+        ),
+    )
 }
 
 pub fn bad_request(shape: Shape, message: impl Into<String>) -> ApiError {

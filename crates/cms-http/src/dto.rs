@@ -5,7 +5,8 @@ use cms_core::document::Frontmatter;
 use cms_core::ports::WebhookInfo;
 use cms_core::query::Page;
 use cms_core::service::{
-    ItemSummary, ItemView, RawItem, ResourceFile, ResourceListing, VersionContent, VersionList,
+    ItemSummary, ItemView, RawItem, RelatedItem, ResourceFile, ResourceListing, SearchEntry, TagCount,
+    VersionContent, VersionList,
 };
 use serde::Serialize;
 use time::format_description::well_known::Rfc3339;
@@ -243,6 +244,61 @@ impl ResourceListingDto {
     }
 }
 
+/// A tag with the URL of its page, inside a search index entry.
+#[derive(Serialize)]
+pub struct TagLinkDto {
+    pub tag: String,
+    pub slug: String,
+    pub url: String,
+}
+
+/// One entry of the search index: decisions.md's fields plus `author`, `authorUrl`,
+/// `tagLinks`, `image` and `filename`.
+#[derive(Serialize)]
+pub struct SearchEntryDto {
+    pub slug: String,
+    pub title: String,
+    pub url: String,
+    #[serde(rename = "canonicalUrl")]
+    pub canonical_url: String,
+    pub excerpt: String,
+    pub tags: Vec<String>,
+    pub date: Option<String>,
+    pub collection: String,
+    pub filename: String,
+    pub author: Option<String>,
+    #[serde(rename = "authorUrl")]
+    pub author_url: Option<String>,
+    #[serde(rename = "tagLinks")]
+    pub tag_links: Vec<TagLinkDto>,
+    pub image: Option<String>,
+}
+
+impl From<SearchEntry> for SearchEntryDto {
+    fn from(e: SearchEntry) -> Self {
+        let meta = &e.item.meta;
+        Self {
+            slug: meta.slug.clone(),
+            title: meta.title.clone(),
+            url: e.url,
+            canonical_url: e.canonical_url,
+            excerpt: e.item.plain_excerpt.clone(),
+            tags: meta.tags.clone(),
+            date: meta.date.clone(),
+            collection: e.collection,
+            filename: meta.filename.clone(),
+            author: meta.author.clone(),
+            author_url: e.author_url,
+            tag_links: e
+                .tag_links
+                .into_iter()
+                .map(|t| TagLinkDto { tag: t.tag, slug: t.slug, url: t.url })
+                .collect(),
+            image: e.image,
+        }
+    }
+}
+
 /// A webhook subscription in `GET /cms/settings/webhooks`; there is no secret to leak.
 #[derive(Serialize)]
 pub struct WebhookDto {
@@ -262,6 +318,50 @@ impl From<WebhookInfo> for WebhookDto {
             events: w.events.iter().map(|e| e.as_str()).collect(),
             enabled: w.enabled,
             created_at: w.created_at.to_offset(time::UtcOffset::UTC).format(&Rfc3339).unwrap_or_default(),
+        }
+    }
+}
+
+/// `GET /cms/tags` entries.
+#[derive(Serialize)]
+pub struct TagDto {
+    pub tag: String,
+    pub slug: String,
+    pub count: usize,
+    pub url: String,
+}
+
+impl From<TagCount> for TagDto {
+    fn from(t: TagCount) -> Self {
+        Self { tag: t.tag, slug: t.slug, count: t.count, url: t.url }
+    }
+}
+
+/// `GET /cms/items/related` entries: decisions.md's fields plus `date` and `excerpt`.
+#[derive(Serialize)]
+pub struct RelatedDto {
+    pub slug: String,
+    pub title: String,
+    pub url: String,
+    #[serde(rename = "canonicalUrl")]
+    pub canonical_url: String,
+    pub score: f64,
+    pub shared_tags: Vec<String>,
+    pub date: Option<String>,
+    pub excerpt: String,
+}
+
+impl From<RelatedItem> for RelatedDto {
+    fn from(r: RelatedItem) -> Self {
+        Self {
+            slug: r.item.meta.slug.clone(),
+            title: r.item.meta.title.clone(),
+            url: r.url,
+            canonical_url: r.canonical_url,
+            score: r.score,
+            shared_tags: r.shared_tags,
+            date: r.item.meta.date.clone(),
+            excerpt: r.item.plain_excerpt.clone(),
         }
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use actix_web::http::Method;
 use actix_web::{HttpRequest, Route, web};
 
-use crate::handlers::{files, items, resources, service, settings, versions};
+use crate::handlers::{discovery, files, items, resources, service, settings, versions};
 
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +48,15 @@ const fn route(
     RouteInfo { method, path, auth, attach }
 }
 
+pub const SEARCH_INDEX: &str = "/cms/collections/search-index";
+pub const LEGACY_ITEMS: &str = "/cms/collections/items";
+pub const LEGACY_ITEM: &str = "/cms/collections/items/{slug}";
+pub const TAGS: &str = "/cms/tags";
+pub const TAG_ITEMS: &str = "/cms/tags/{tag}/items";
+pub const RSS: &str = "/cms/collections/{collection}/rss";
+pub const SITEMAP: &str = "/cms/collections/{collection}/sitemap";
+pub const RELATED: &str = "/cms/items/related";
+pub const ITEM_ANYWHERE: &str = "/cms/items/{slug}";
 pub const ITEMS: &str = "/cms/collections/{collection}/items";
 pub const ITEM: &str = "/cms/collections/{collection}/items/{slug}";
 pub const ITEM_RAW: &str = "/cms/collections/{collection}/items/{slug}/raw";
@@ -57,13 +66,26 @@ pub const RESTORE: &str = "/cms/collections/{collection}/items/{slug}/versions/{
 pub const RESOURCES: &str = "/cms/resources";
 pub const RESOURCE_FOLDERS: &str = "/cms/resources/folders";
 
-/// Every route of the server, grouped by path.
+/// Every route of the server, grouped by path. Paths are matched in the order they first
+/// appear here, so fixed paths come before patterns that could capture them:
+/// `/cms/collections/items/{slug}` before `/cms/collections/{collection}/items` (a slug
+/// `items`), and `/cms/items/related` before `/cms/items/{slug}`.
 pub const ROUTES: &[RouteInfo] = &[
     route("GET", "/", Auth::None, |r| r.to(service::status)),
     route("GET", "/status", Auth::None, |r| r.to(service::status)),
     route("GET", "/cms/", Auth::Required, |r| r.to(service::describe)),
     route("GET", "/cms/openapi.json", Auth::None, |r| r.to(service::openapi_json)),
     route("GET", "/cms/collections", Auth::Optional, |r| r.to(service::collections)),
+    route("GET", SEARCH_INDEX, Auth::Optional, |r| r.to(discovery::search_index)),
+    route("GET", LEGACY_ITEMS, Auth::Optional, |r| r.to(discovery::legacy_list_get)),
+    route("POST", LEGACY_ITEMS, Auth::Optional, |r| r.to(discovery::legacy_list_post)),
+    route("GET", LEGACY_ITEM, Auth::Optional, |r| r.to(discovery::legacy_read)),
+    route("GET", TAGS, Auth::Optional, |r| r.to(discovery::tags)),
+    route("GET", TAG_ITEMS, Auth::Optional, |r| r.to(discovery::tag_items)),
+    route("GET", RELATED, Auth::Optional, |r| r.to(discovery::related)),
+    route("GET", ITEM_ANYWHERE, Auth::Optional, |r| r.to(discovery::read_anywhere)),
+    route("GET", RSS, Auth::Optional, |r| r.to(discovery::rss)),
+    route("GET", SITEMAP, Auth::Optional, |r| r.to(discovery::sitemap)),
     route("GET", ITEMS, Auth::Optional, |r| r.to(items::list)),
     route("POST", ITEMS, Auth::Required, |r| r.to(items::create)),
     route("GET", ITEM, Auth::Optional, |r| r.to(items::read)),

@@ -105,7 +105,14 @@ impl Site {
             settings: Arc::new(FsSettings::new(&state)),
             webhooks: Arc::new(WebhookStore::new(&state)),
         };
-        let cms = Arc::new(Cms::new(&config, ports));
+        let mut cms = Cms::new(&config, ports);
+        // Lets path-valued query parameters (`collectionPath`...) be absolute; the core
+        // compares them with this path lexically and never asks the disk.
+        let real_root = self.root.canonicalize().unwrap_or_else(|_| self.root.clone());
+        if let Some(root) = real_root.to_str() {
+            cms = cms.with_site_root(root);
+        }
+        let cms = Arc::new(cms);
         Ok(OpenSite { root: self.root.clone(), config, cms, webhooks })
     }
 }

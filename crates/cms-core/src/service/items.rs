@@ -48,7 +48,7 @@ impl Cms {
         Ok(index.refresh(scan, |name| self.ports.content.read(collection, name)))
     }
 
-    fn summary(&self, collection: &Collection, item: Arc<IndexedItem>) -> ItemSummary {
+    pub(super) fn summary(&self, collection: &Collection, item: Arc<IndexedItem>) -> ItemSummary {
         let url = collection.item_url(&item.meta.slug);
         ItemSummary { canonical_url: self.site.absolute_url(&url), url, item }
     }

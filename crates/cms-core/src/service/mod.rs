@@ -20,11 +20,17 @@ use crate::ports::{
 use crate::resource::ResourceFolder;
 
 mod accounts;
+mod discovery;
 mod items;
 mod resources;
 mod settings;
 mod versions;
 mod webhooks;
+
+pub use discovery::{
+    RelatedItem, RelatedParams, RssParams, SearchEntry, SearchIndexParams, SitemapParams, TagCount,
+    TagItemsParams, TagLink, TagsParams,
+};
 
 pub use items::etag_of;
 pub use resources::{ResourceFile, ResourceListing, ServedFile, Upload};
@@ -176,6 +182,9 @@ pub struct Cms {
     resource_folders: Vec<ResourceFolder>,
     /// Serializes read-modify-write of the settings.
     settings_lock: Mutex<()>,
+    /// The site folder's absolute path, as the composition root knows it; lets path-valued
+    /// query parameters be absolute. `None`: only relative paths resolve.
+    site_root: Option<String>,
 }
 
 impl Cms {
@@ -196,6 +205,7 @@ impl Cms {
             license_public_key: config.license.public_key.clone(),
             keep_versions: config.versions.keep,
             settings_lock: Mutex::default(),
+            site_root: None,
             resource_folders: config
                 .resources
                 .iter()
@@ -204,6 +214,13 @@ impl Cms {
                 .collect(),
             ports,
         }
+    }
+
+    /// Tells the facade the site folder's absolute path (the composition root knows it; the
+    /// core never asks the disk), so that path-valued query parameters may be absolute.
+    pub fn with_site_root(mut self, root: impl Into<String>) -> Self {
+        self.site_root = Some(root.into());
+        self
     }
 
     pub fn site(&self) -> &SiteInfo {

@@ -2,6 +2,7 @@
 
 mod accounts;
 mod contract;
+mod discovery;
 mod invariants;
 mod items;
 mod versions;

@@ -21,7 +21,7 @@ pub fn query_map(req: &HttpRequest, shape: Shape) -> Result<HashMap<String, Stri
         .map_err(|e| bad_request(shape, format!("malformed query string: {e}")))
 }
 
-fn list_params(mut q: HashMap<String, String>) -> ListParams {
+pub fn list_params(mut q: HashMap<String, String>) -> ListParams {
     ListParams {
         page: q.remove("page"),
         per_page: q.remove("per_page"),

@@ -1,3 +1,4 @@
+pub mod discovery;
 pub mod files;
 pub mod items;
 pub mod resources;

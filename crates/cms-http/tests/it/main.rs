@@ -1,10 +1,12 @@
 //! The routes in-process (`actix_web::test`) over in-memory ports.
 
 mod bad_input;
+mod discovery;
 mod items;
 mod resources;
 mod service;
 mod settings;
+mod validators;
 mod versions;
 mod webhook_settings;
 
@@ -30,11 +32,13 @@ pub struct Harness {
 
 pub const JSON_LIMIT: usize = 64 * 1024;
 pub const UPLOAD_LIMIT: u64 = 100 * 1024;
+/// Where the harness's site folder "is", for absolute path parameters.
+pub const SITE_ROOT: &str = "/srv/site";
 
 impl Harness {
     pub fn setup() -> Self {
         let world = MemoryWorld::new();
-        let cms = Arc::new(world.cms());
+        let cms = Arc::new(world.cms().with_site_root(SITE_ROOT));
         cms.add_user("owner@example.com", Role::Owner).unwrap();
         cms.add_user("ed@example.com", Role::Editor).unwrap();
         let owner_key = cms.create_key("owner@example.com", "t", [1; 32]).unwrap().plaintext;

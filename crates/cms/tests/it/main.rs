@@ -1,6 +1,7 @@
 //! The real `cms` binary on temporary sites: the CLI, and the server over HTTP.
 
 mod cli;
+mod discovery;
 mod resources;
 mod server;
 mod webhooks;

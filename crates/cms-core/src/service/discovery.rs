@@ -1,0 +1,580 @@
+//! Read-only discovery: the search index, tags, RSS, sitemaps, related items, and the
+//! legacy item routes that name a collection by its folder.
+//!
+//! Everything here answers from the collection index (one directory scan per collection,
+//! changed files only re-read) and shows published items only, whoever asks.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use time::OffsetDateTime;
+
+use super::{Cms, ItemSummary, ItemView, Viewer};
+use crate::collection::Collection;
+use crate::error::{CoreError, CoreResult};
+use crate::feed::{self, RssChannel, RssItem, SitemapUrl};
+use crate::index::IndexedItem;
+use crate::item::Status;
+use crate::query::{ListParams, ListQuery, Page, StatusFilter};
+use crate::related::{self, Features};
+use crate::sitepath;
+use crate::slug::{ItemFilename, ItemRef, slugify};
+use crate::urls::{self, PagePath};
+
+/// Items in an RSS feed when `limit` is not given.
+pub const RSS_DEFAULT_LIMIT: usize = 20;
+/// URLs in a sitemap when `limit` is not given, and at most (the sitemaps.org limit).
+pub const SITEMAP_MAX_URLS: usize = 50_000;
+/// Related items when `limit` is not given.
+pub const RELATED_DEFAULT_LIMIT: usize = 5;
+/// Where tag and author pages live when the request does not say.
+pub const DEFAULT_TAG_PAGE_PATH: &str = "/tags";
+pub const DEFAULT_AUTHOR_PAGE_PATH: &str = "/authors";
+
+/// `GET /cms/collections/search-index`, as sent.
+#[derive(Debug, Clone, Default)]
+pub struct SearchIndexParams {
+    pub collection_path: Option<String>,
+    pub resources_path: Option<String>,
+    pub page_path: Option<String>,
+    pub tag_page_path: Option<String>,
+    pub author_page_path: Option<String>,
+    pub site_url: Option<String>,
+    pub pretty_urls: Option<String>,
+}
+
+/// `GET /cms/tags`, as sent.
+#[derive(Debug, Clone, Default)]
+pub struct TagsParams {
+    pub content_path: Option<String>,
+    pub tag_page_path: Option<String>,
+    pub pretty_urls: Option<String>,
+}
+
+/// `GET /cms/tags/{tag}/items`, as sent.
+#[derive(Debug, Clone, Default)]
+pub struct TagItemsParams {
+    pub content_path: Option<String>,
+    pub page: Option<String>,
+    pub per_page: Option<String>,
+}
+
+/// `GET /cms/collections/{collection}/rss`, as sent.
+#[derive(Debug, Clone, Default)]
+pub struct RssParams {
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub link: Option<String>,
+    pub limit: Option<String>,
+}
+
+/// `GET /cms/collections/{collection}/sitemap`, as sent.
+#[derive(Debug, Clone, Default)]
+pub struct SitemapParams {
+    pub base_url: Option<String>,
+    pub limit: Option<String>,
+}
+
+/// `GET /cms/items/related`, as sent.
+#[derive(Debug, Clone, Default)]
+pub struct RelatedParams {
+    pub content_path: Option<String>,
+    pub by: Option<String>,
+    pub limit: Option<String>,
+    pub page_path: Option<String>,
+    pub site_url: Option<String>,
+    pub pretty_urls: Option<String>,
+}
+
+/// A tag with the URL of its page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TagLink {
+    /// As the item spells it.
+    pub tag: String,
+    pub slug: String,
+    pub url: String,
+}
+
+/// One entry of the search index.
+#[derive(Debug, Clone)]
+pub struct SearchEntry {
+    pub item: Arc<IndexedItem>,
+    /// The collection's slug.
+    pub collection: String,
+    pub url: String,
+    pub canonical_url: String,
+    pub tag_links: Vec<TagLink>,
+    pub author_url: Option<String>,
+    /// `fm.image`, resolved against `resourcesPath`'s public URL when relative.
+    pub image: Option<String>,
+}
+
+/// A tag in use and how many published items carry it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TagCount {
+    /// The most common spelling (ties: the first in sort order).
+    pub tag: String,
+    pub slug: String,
+    pub count: usize,
+    pub url: String,
+}
+
+/// An item related to the source item.
+#[derive(Debug, Clone)]
+pub struct RelatedItem {
+    pub item: Arc<IndexedItem>,
+    pub url: String,
+    pub canonical_url: String,
+    pub score: f64,
+    pub shared_tags: Vec<String>,
+}
+
+/// Optional non-empty text of a parameter.
+fn given(value: &Option<String>) -> Option<&str> {
+    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
+}
+
+impl Cms {
+    // ---- path parameters ----------------------------------------------------------------
+
+    /// The collection whose folder `raw` names (relative to the site folder, or absolute).
+    /// Nothing outside the configured folders is ever looked at.
+    pub fn collection_at_path(&self, param: &str, raw: Option<&str>) -> CoreResult<&Collection> {
+        let path = sitepath::resolve(param, raw.unwrap_or(""), self.site_root.as_deref())?;
+        if let Some(collection) = self.collections.iter().find(|c| sitepath::configured(&c.path) == path) {
+            return Ok(collection);
+        }
+        Err(CoreError::not_found(format!(
+            "{param} {:?} is not a configured collection folder; the collection folders are {}",
+            raw.unwrap_or("").trim(),
+            self.collection_folders()
+        )))
+    }
+
+    /// The collection and item that `raw` names: a collection folder and an item file (or
+    /// bare slug) directly inside it.
+    fn item_at_path(&self, param: &str, raw: Option<&str>) -> CoreResult<(&Collection, ItemRef)> {
+        let raw_text = raw.unwrap_or("").trim();
+        let path = sitepath::resolve(param, raw_text, self.site_root.as_deref())?;
+        for collection in &self.collections {
+            let folder = sitepath::configured(&collection.path);
+            if path == folder {
+                return Err(CoreError::invalid(format!(
+                    "{param} {raw_text:?} names the collection folder itself; name an item file in it, e.g. {}/hello.md",
+                    collection.path
+                )));
+            }
+            if path.len() == folder.len() + 1 && path.starts_with(&folder) {
+                let name = &path[folder.len()];
+                let item_ref = ItemRef::parse(name).map_err(|_| {
+                    CoreError::not_found(format!(
+                        "{param} {raw_text:?}: {name:?} is not an item file of collection {:?}",
+                        collection.slug
+                    ))
+                })?;
+                return Ok((collection, item_ref));
+            }
+        }
+        Err(CoreError::not_found(format!(
+            "{param} {raw_text:?} is not an item file in a configured collection folder; the collection folders are {}",
+            self.collection_folders()
+        )))
+    }
+
+    /// The public URL prefix of the resource folder that `raw` names.
+    fn resource_url_at_path(&self, raw: &str) -> CoreResult<&str> {
+        let path = sitepath::resolve("resourcesPath", raw, self.site_root.as_deref())?;
+        let folders = &self.resource_folders;
+        folders.iter().find(|f| sitepath::configured(&f.path) == path).map(|f| f.url.as_str()).ok_or_else(
+            || {
+                let folders: Vec<&str> = folders.iter().map(|f| f.path.as_str()).collect();
+                CoreError::not_found(format!(
+                    "resourcesPath {raw:?} is not a configured resource folder; the resource folders are {}",
+                    if folders.is_empty() { "none".into() } else { folders.join(", ") }
+                ))
+            },
+        )
+    }
+
+    fn collection_folders(&self) -> String {
+        if self.collections.is_empty() {
+            return "none".into();
+        }
+        self.collections.iter().map(|c| c.path.as_str()).collect::<Vec<_>>().join(", ")
+    }
+
+    // ---- shared pieces ------------------------------------------------------------------
+
+    /// A collection's published items, newest first (undated last; ties by filename).
+    fn published(&self, collection: &Collection) -> CoreResult<Vec<Arc<IndexedItem>>> {
+        let order = ListQuery::default();
+        let mut items: Vec<Arc<IndexedItem>> = self
+            .indexed_items(collection)?
+            .into_iter()
+            .filter(|i| i.meta.status == Status::Published)
+            .collect();
+        items.sort_by(|a, b| order.compare(&a.meta, &b.meta));
+        Ok(items)
+    }
+
+    /// Item URLs from the request's `page_path`, else the collection's.
+    fn item_pages(
+        &self,
+        collection: &Collection,
+        page_path: Option<&str>,
+        pretty: bool,
+    ) -> CoreResult<PagePath> {
+        match page_path {
+            Some(path) => PagePath::parse("page_path", path, pretty),
+            None => Ok(PagePath::trusted(&collection.page_path, pretty)),
+        }
+    }
+
+    /// `site_url` when given (checked), else `site.url`.
+    fn site_url_or_default(&self, param: &str, raw: Option<&str>) -> CoreResult<String> {
+        match raw {
+            Some(url) => urls::parse_site_url(param, url),
+            None => Ok(self.site.url.clone()),
+        }
+    }
+
+    // ---- search index -------------------------------------------------------------------
+
+    /// Every published item of the collection at `collectionPath`, newest first.
+    pub fn search_index(&self, params: &SearchIndexParams) -> CoreResult<Vec<SearchEntry>> {
+        let collection = self.collection_at_path("collectionPath", params.collection_path.as_deref())?;
+        let pretty = urls::parse_flag("pretty_urls", params.pretty_urls.as_deref(), true)?;
+        let pages = self.item_pages(collection, given(&params.page_path), pretty)?;
+        let tag_pages = tag_pages("tag_page_path", given(&params.tag_page_path), pretty)?;
+        let author_pages = match given(&params.author_page_path) {
+            Some(path) => PagePath::parse("author_page_path", path, pretty)?,
+            None => PagePath::trusted(DEFAULT_AUTHOR_PAGE_PATH, pretty),
+        };
+        let site_url = self.site_url_or_default("site_url", given(&params.site_url))?;
+        let resource_url =
+            given(&params.resources_path).map(|raw| self.resource_url_at_path(raw)).transpose()?;
+
+        Ok(self
+            .published(collection)?
+            .into_iter()
+            .map(|item| {
+                let url = pages.url("item", &item.meta.slug);
+                let tag_links = item
+                    .meta
+                    .tags
+                    .iter()
+                    .map(|tag| {
+                        let slug = slugify(tag);
+                        TagLink { tag: tag.clone(), url: tag_pages.url("tag", &slug), slug }
+                    })
+                    .collect();
+                let author_url = item
+                    .meta
+                    .author
+                    .as_deref()
+                    .map(slugify)
+                    .filter(|s| !s.is_empty())
+                    .map(|slug| author_pages.url("author", &slug));
+                let image = item
+                    .fm
+                    .get("image")
+                    .and_then(|v| v.as_str())
+                    .map(|image| resolve_image(image, resource_url));
+                SearchEntry {
+                    collection: collection.slug.clone(),
+                    canonical_url: format!("{site_url}{url}"),
+                    url,
+                    tag_links,
+                    author_url,
+                    image,
+                    item,
+                }
+            })
+            .collect())
+    }
+
+    // ---- tags ---------------------------------------------------------------------------
+
+    /// Every tag of the published items at `content_path`, most used first, then by slug.
+    pub fn tags(&self, params: &TagsParams) -> CoreResult<Vec<TagCount>> {
+        let collection = self.collection_at_path("content_path", params.content_path.as_deref())?;
+        let pretty = urls::parse_flag("pretty_urls", params.pretty_urls.as_deref(), true)?;
+        let tag_pages = tag_pages("tag_page_path", given(&params.tag_page_path), pretty)?;
+
+        // slug → (items carrying it, spelling → uses)
+        let mut tags: HashMap<String, (usize, HashMap<String, usize>)> = HashMap::new();
+        for item in self.published(collection)? {
+            let mut seen: Vec<String> = Vec::new();
+            for tag in &item.meta.tags {
+                let slug = slugify(tag);
+                if slug.is_empty() {
+                    continue;
+                }
+                let entry = tags.entry(slug.clone()).or_default();
+                *entry.1.entry(tag.clone()).or_default() += 1;
+                if !seen.contains(&slug) {
+                    entry.0 += 1;
+                    seen.push(slug);
+                }
+            }
+        }
+        let mut counted: Vec<TagCount> = tags
+            .into_iter()
+            .map(|(slug, (count, spellings))| {
+                let tag = spellings
+                    .into_iter()
+                    .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+                    .map(|(spelling, _)| spelling)
+                    .unwrap_or_else(|| slug.clone());
+                TagCount { url: tag_pages.url("tag", &slug), tag, slug, count }
+            })
+            .collect();
+        counted.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.slug.cmp(&b.slug)));
+        Ok(counted)
+    }
+
+    /// One page of the published items carrying `tag` (matched by slug), newest first; from
+    /// the collection at `content_path`, or from every collection when it is absent.
+    pub fn tag_items(&self, tag: &str, params: &TagItemsParams) -> CoreResult<Page<ItemSummary>> {
+        let wanted = slugify(tag);
+        if wanted.is_empty() {
+            return Err(CoreError::invalid(format!(
+                "tag {tag:?} has no letters or digits, so it names no tag"
+            )));
+        }
+        let query = ListQuery::parse(&ListParams {
+            page: params.page.clone(),
+            per_page: params.per_page.clone(),
+            ..ListParams::default()
+        })?;
+        let collections: Vec<&Collection> = match given(&params.content_path) {
+            Some(path) => vec![self.collection_at_path("content_path", Some(path))?],
+            None => self.collections.iter().collect(),
+        };
+        let mut items: Vec<(&Collection, Arc<IndexedItem>)> = Vec::new();
+        for collection in collections {
+            for item in self.published(collection)? {
+                if item.meta.has_any_tag(std::slice::from_ref(&wanted)) {
+                    items.push((collection, item));
+                }
+            }
+        }
+        items.sort_by(|a, b| query.compare(&a.1.meta, &b.1.meta).then_with(|| a.0.index.cmp(&b.0.index)));
+        let per_page = query.per_page.unwrap_or(self.site.per_page).min(self.site.max_per_page);
+        Ok(Page::cut(items, query.page, per_page, 0).map(|(collection, item)| self.summary(collection, item)))
+    }
+
+    // ---- feeds --------------------------------------------------------------------------
+
+    /// An RSS 2.0 feed of the collection's newest published items.
+    pub fn rss(&self, collection: &Collection, params: &RssParams) -> CoreResult<String> {
+        let limit = urls::parse_limit("limit", params.limit.as_deref(), RSS_DEFAULT_LIMIT, usize::MAX)?;
+        let link = match given(&params.link) {
+            Some(link) => urls::parse_site_url("link", link)?,
+            None => self.site.absolute_url(&collection.page_path),
+        };
+        let mut newest: Option<OffsetDateTime> = None;
+        let items: Vec<RssItem> = self
+            .published(collection)?
+            .into_iter()
+            .take(limit)
+            .map(|item| {
+                let at = published_at(&item);
+                if let Some(at) = at {
+                    newest = Some(newest.map_or(at, |n| n.max(at)));
+                }
+                let url = self.site.absolute_url(&collection.item_url(&item.meta.slug));
+                RssItem {
+                    title: item.meta.title.clone(),
+                    link: url.clone(),
+                    guid: url,
+                    pub_date: at.and_then(feed::rfc822),
+                    description: item.plain_excerpt.clone(),
+                    categories: item.meta.tags.clone(),
+                }
+            })
+            .collect();
+        let channel = RssChannel {
+            title: given(&params.title).map_or_else(|| self.site.name.clone(), str::to_owned),
+            link,
+            description: given(&params.description)
+                .map_or_else(|| format!("{} from {}", collection.label, self.site.name), str::to_owned),
+            last_build_date: newest.and_then(feed::rfc822),
+        };
+        Ok(feed::rss_xml(&channel, &items))
+    }
+
+    /// A sitemaps.org `urlset` of the collection's published items (newest first). With no
+    /// published item it lists the collection's own page, so that the document stays valid
+    /// (the schema wants at least one `url`).
+    pub fn sitemap(&self, collection: &Collection, params: &SitemapParams) -> CoreResult<String> {
+        let limit = urls::parse_limit("limit", params.limit.as_deref(), SITEMAP_MAX_URLS, SITEMAP_MAX_URLS)?;
+        let base = self.site_url_or_default("baseUrl", given(&params.base_url))?;
+        let mut urls: Vec<SitemapUrl> = self
+            .published(collection)?
+            .into_iter()
+            .take(limit)
+            .map(|item| SitemapUrl {
+                loc: format!("{base}{}", collection.item_url(&item.meta.slug)),
+                lastmod: OffsetDateTime::from_unix_timestamp(item.meta.modified).ok().map(feed::w3c_datetime),
+            })
+            .collect();
+        if urls.is_empty() {
+            urls.push(SitemapUrl { loc: format!("{base}{}", collection.page_path), lastmod: None });
+        }
+        Ok(feed::sitemap_xml(&urls))
+    }
+
+    // ---- related items ------------------------------------------------------------------
+
+    /// Published items of the source item's collection related to it by `by`, best first,
+    /// never the source itself; items with nothing in common are left out.
+    pub fn related(&self, params: &RelatedParams) -> CoreResult<Vec<RelatedItem>> {
+        let criteria = related::parse_criteria(given(&params.by))?;
+        let limit = urls::parse_limit("limit", params.limit.as_deref(), RELATED_DEFAULT_LIMIT, usize::MAX)?;
+        let pretty = urls::parse_flag("pretty_urls", params.pretty_urls.as_deref(), true)?;
+        let site_url = self.site_url_or_default("site_url", given(&params.site_url))?;
+        let (collection, item_ref) = self.item_at_path("contentPath", params.content_path.as_deref())?;
+        let pages = self.item_pages(collection, given(&params.page_path), pretty)?;
+
+        let items = self.published(collection)?;
+        let source = first_match(&items, &item_ref).ok_or_else(|| {
+            CoreError::not_found(format!(
+                "contentPath names no published item: no {:?} in collection {:?}",
+                item_ref.to_string(),
+                collection.slug
+            ))
+        })?;
+        let mut scored: Vec<RelatedItem> = items
+            .iter()
+            .filter(|candidate| candidate.meta.filename != source.meta.filename)
+            .filter_map(|candidate| {
+                let score = related::score(features(&source), features(candidate), &criteria);
+                (score.score > 0.0).then(|| {
+                    let url = pages.url("item", &candidate.meta.slug);
+                    RelatedItem {
+                        item: Arc::clone(candidate),
+                        canonical_url: format!("{site_url}{url}"),
+                        url,
+                        score: score.score,
+                        shared_tags: score.shared_tags,
+                    }
+                })
+            })
+            .collect();
+        // `items` is newest first, and the sort is stable: equal scores stay newest first.
+        scored.sort_by(|a, b| {
+            b.score.total_cmp(&a.score).then_with(|| b.shared_tags.len().cmp(&a.shared_tags.len()))
+        });
+        scored.truncate(limit);
+        Ok(scored)
+    }
+
+    // ---- legacy item routes -------------------------------------------------------------
+
+    /// `GET|POST /cms/collections/items`: a published-only item list of the collection at
+    /// `collectionPath`.
+    pub fn legacy_list(
+        &self,
+        collection_path: Option<&str>,
+        params: &ListParams,
+    ) -> CoreResult<Page<ItemSummary>> {
+        let query = ListQuery::parse(params)?;
+        if query.status != StatusFilter::Published {
+            return Err(CoreError::invalid(
+                "this route lists published items only; list drafts with GET /cms/collections/{collection}/items?status=draft and an API key",
+            ));
+        }
+        let collection = self.collection_at_path("collectionPath", collection_path)?;
+        self.list_items(collection, &query, &Viewer::Anonymous)
+    }
+
+    /// `GET /cms/collections/items/{slug}`: a published item of the collection at
+    /// `collectionPath`.
+    pub fn legacy_read(&self, collection_path: Option<&str>, item: &str) -> CoreResult<ItemView> {
+        let collection = self.collection_at_path("collectionPath", collection_path)?;
+        self.read_published(collection, &ItemRef::parse(item)?)?.ok_or_else(|| {
+            CoreError::not_found(format!("no published item {item:?} in collection {:?}", collection.slug))
+        })
+    }
+
+    /// `GET /cms/items/{slug}`: the first published item with this slug (or filename),
+    /// looking through the collections in configuration order.
+    pub fn read_item_anywhere(&self, item: &str) -> CoreResult<ItemView> {
+        let item_ref = ItemRef::parse(item)?;
+        for collection in &self.collections {
+            if let Some(view) = self.read_published(collection, &item_ref)? {
+                return Ok(view);
+            }
+        }
+        Err(CoreError::not_found(format!("no published item {item:?} in any collection")))
+    }
+
+    /// The published item `item_ref` names in `collection` (found through the index, so a
+    /// draft with the same slug never shadows it), rendered.
+    fn read_published(&self, collection: &Collection, item_ref: &ItemRef) -> CoreResult<Option<ItemView>> {
+        let Some(found) = first_match(&self.published(collection)?, item_ref) else { return Ok(None) };
+        match self.read_item(collection, &found.meta.filename, &Viewer::Anonymous) {
+            Ok(view) => Ok(Some(view)),
+            // Deleted or made a draft since the index saw it.
+            Err(CoreError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn features(item: &IndexedItem) -> Features<'_> {
+    Features { tags: &item.meta.tags, words: &item.words }
+}
+
+/// The item `item_ref` names; for a bare slug that several files carry, the first in
+/// filename order (as on the collection item routes).
+fn first_match(items: &[Arc<IndexedItem>], item_ref: &ItemRef) -> Option<Arc<IndexedItem>> {
+    items
+        .iter()
+        .filter(|i| ItemFilename::parse(&i.meta.filename).is_some_and(|name| item_ref.matches(&name)))
+        .min_by(|a, b| a.meta.filename.cmp(&b.meta.filename))
+        .cloned()
+}
+
+fn tag_pages(param: &str, raw: Option<&str>, pretty: bool) -> CoreResult<PagePath> {
+    match raw {
+        Some(path) => PagePath::parse(param, path, pretty),
+        None => Ok(PagePath::trusted(DEFAULT_TAG_PAGE_PATH, pretty)),
+    }
+}
+
+/// When an item was published: its `date` (a date alone is midnight UTC), else the time
+/// its file last changed.
+fn published_at(item: &IndexedItem) -> Option<OffsetDateTime> {
+    item.meta
+        .date
+        .as_deref()
+        .and_then(feed::parse_item_date)
+        .or_else(|| OffsetDateTime::from_unix_timestamp(item.meta.modified).ok())
+}
+
+/// `fm.image`: kept as written when it is a site path or an absolute URL, else put under
+/// the resource folder's public URL (when `resourcesPath` named one).
+fn resolve_image(image: &str, resource_url: Option<&str>) -> String {
+    match resource_url {
+        Some(base) if !image.starts_with('/') && !image.contains("://") => {
+            format!("{}/{}", base.trim_end_matches('/'), image.trim_start_matches("./"))
+        }
+        _ => image.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resolve_image;
+
+    #[test]
+    fn images() {
+        assert_eq!(resolve_image("a.jpg", Some("/media/uploads")), "/media/uploads/a.jpg");
+        assert_eq!(resolve_image("./a.jpg", Some("/media/uploads/")), "/media/uploads/a.jpg");
+        assert_eq!(resolve_image("/img/a.jpg", Some("/media/uploads")), "/img/a.jpg");
+        assert_eq!(resolve_image("https://cdn.example/a.jpg", Some("/media")), "https://cdn.example/a.jpg");
+        assert_eq!(resolve_image("a.jpg", None), "a.jpg");
+    }
+}

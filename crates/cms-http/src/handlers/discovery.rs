@@ -1,0 +1,212 @@
+//! The discovery routes (search index, tags, RSS, sitemap, related items) and the legacy
+//! item routes: extract, one facade call, map. All are `Opt` and published-only.
+
+use std::collections::HashMap;
+
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse, web};
+use cms_core::query::Page;
+use cms_core::service::{
+    ItemSummary, ItemView, RelatedParams, RssParams, SearchIndexParams, SitemapParams, TagItemsParams,
+    TagsParams,
+};
+use serde_json::json;
+
+use crate::auth::Caller;
+use crate::body::form_or_json_params;
+use crate::dto::{ItemDto, ItemEntryDto, PageMetaDto, RelatedDto, SearchEntryDto, TagDto};
+use crate::error::{ApiError, Shape};
+use crate::handlers::items::{list_params, query_map};
+use crate::reply::{envelope, timestamp_now};
+use crate::state::AppState;
+
+const RSS: &str = "application/rss+xml; charset=utf-8";
+const XML: &str = "application/xml; charset=utf-8";
+
+fn query(req: &HttpRequest) -> Result<HashMap<String, String>, ApiError> {
+    query_map(req, Shape::Envelope)
+}
+
+fn paged(page: Page<ItemSummary>) -> HttpResponse {
+    let meta = PageMetaDto::from(&page);
+    let data: Vec<ItemEntryDto> = page.items.into_iter().map(ItemEntryDto::from).collect();
+    HttpResponse::Ok()
+        .json(json!({ "success": true, "data": data, "meta": meta, "timestamp": timestamp_now() }))
+}
+
+/// A single item in the envelope, with its `ETag` (as the collection item route sends it).
+fn single(view: ItemView) -> HttpResponse {
+    let etag = view.etag.clone();
+    let mut response = envelope(ItemDto::from(view), json!({}));
+    if let Ok(value) = header::HeaderValue::from_str(&etag) {
+        response.headers_mut().insert(header::ETAG, value);
+    }
+    response
+}
+
+/// `GET /cms/collections/search-index`: a bare JSON array.
+pub async fn search_index(
+    state: web::Data<AppState>,
+    _caller: Caller,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let mut q = query(&req)?;
+    let params = SearchIndexParams {
+        collection_path: q.remove("collectionPath"),
+        resources_path: q.remove("resourcesPath"),
+        page_path: q.remove("page_path"),
+        tag_page_path: q.remove("tag_page_path"),
+        author_page_path: q.remove("author_page_path"),
+        site_url: q.remove("site_url"),
+        pretty_urls: q.remove("pretty_urls"),
+    };
+    let entries = state.run(Shape::Envelope, move |cms| cms.search_index(&params)).await?;
+    let data: Vec<SearchEntryDto> = entries.into_iter().map(SearchEntryDto::from).collect();
+    Ok(HttpResponse::Ok().json(data))
+}
+
+/// `GET /cms/tags`
+pub async fn tags(
+    state: web::Data<AppState>,
+    _caller: Caller,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let mut q = query(&req)?;
+    let params = TagsParams {
+        content_path: q.remove("content_path"),
+        tag_page_path: q.remove("tag_page_path"),
+        pretty_urls: q.remove("pretty_urls"),
+    };
+    let tags = state.run(Shape::Envelope, move |cms| cms.tags(&params)).await?;
+    let count = tags.len();
+    let data: Vec<TagDto> = tags.into_iter().map(TagDto::from).collect();
+    Ok(envelope(data, json!({ "count": count })))
+}
+
+/// `GET /cms/tags/{tag}/items`
+pub async fn tag_items(
+    state: web::Data<AppState>,
+    _caller: Caller,
+    tag: web::Path<String>,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let mut q = query(&req)?;
+    let params = TagItemsParams {
+        content_path: q.remove("content_path"),
+        page: q.remove("page"),
+        per_page: q.remove("per_page"),
+    };
+    let page = state.run(Shape::Envelope, move |cms| cms.tag_items(&tag, &params)).await?;
+    Ok(paged(page))
+}
+
+/// `GET /cms/collections/{collection}/rss`
+pub async fn rss(
+    state: web::Data<AppState>,
+    _caller: Caller,
+    collection: web::Path<String>,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let mut q = query(&req)?;
+    let params = RssParams {
+        title: q.remove("title"),
+        description: q.remove("description"),
+        link: q.remove("link"),
+        limit: q.remove("limit"),
+    };
+    let xml = state.run(Shape::Envelope, move |cms| cms.rss(cms.collection(&collection)?, &params)).await?;
+    Ok(HttpResponse::Ok().insert_header((header::CONTENT_TYPE, RSS)).body(xml))
+}
+
+/// `GET /cms/collections/{collection}/sitemap`
+pub async fn sitemap(
+    state: web::Data<AppState>,
+    _caller: Caller,
+    collection: web::Path<String>,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let mut q = query(&req)?;
+    let params = SitemapParams { base_url: q.remove("baseUrl"), limit: q.remove("limit") };
+    let xml =
+        state.run(Shape::Envelope, move |cms| cms.sitemap(cms.collection(&collection)?, &params)).await?;
+    Ok(HttpResponse::Ok().insert_header((header::CONTENT_TYPE, XML)).body(xml))
+}
+
+/// `GET /cms/items/related`
+pub async fn related(
+    state: web::Data<AppState>,
+    _caller: Caller,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let mut q = query(&req)?;
+    let params = RelatedParams {
+        content_path: q.remove("contentPath"),
+        by: q.remove("by"),
+        limit: q.remove("limit"),
+        page_path: q.remove("page_path"),
+        site_url: q.remove("site_url"),
+        pretty_urls: q.remove("pretty_urls"),
+    };
+    let related = state.run(Shape::Envelope, move |cms| cms.related(&params)).await?;
+    let count = related.len();
+    let data: Vec<RelatedDto> = related.into_iter().map(RelatedDto::from).collect();
+    Ok(envelope(data, json!({ "count": count })))
+}
+
+async fn legacy_list(
+    state: web::Data<AppState>,
+    mut q: HashMap<String, String>,
+) -> Result<HttpResponse, ApiError> {
+    let collection_path = q.remove("collectionPath");
+    let params = list_params(q);
+    let page =
+        state.run(Shape::Envelope, move |cms| cms.legacy_list(collection_path.as_deref(), &params)).await?;
+    Ok(paged(page))
+}
+
+/// `GET /cms/collections/items` (legacy): the list parameters plus `collectionPath`.
+pub async fn legacy_list_get(
+    state: web::Data<AppState>,
+    _caller: Caller,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let q = query(&req)?;
+    legacy_list(state, q).await
+}
+
+/// `POST /cms/collections/items` (legacy): the same parameters as a JSON object or a form
+/// body; they win over any in the query string.
+pub async fn legacy_list_post(
+    state: web::Data<AppState>,
+    _caller: Caller,
+    req: HttpRequest,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let mut q = query(&req)?;
+    q.extend(form_or_json_params(&req, payload, state.json_limit, Shape::Envelope).await?);
+    legacy_list(state, q).await
+}
+
+/// `GET /cms/collections/items/{slug}` (legacy): one published item of `collectionPath`.
+pub async fn legacy_read(
+    state: web::Data<AppState>,
+    _caller: Caller,
+    slug: web::Path<String>,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let collection_path = query(&req)?.remove("collectionPath");
+    let view =
+        state.run(Shape::Envelope, move |cms| cms.legacy_read(collection_path.as_deref(), &slug)).await?;
+    Ok(single(view))
+}
+
+/// `GET /cms/items/{slug}`: the first published item with this slug, collections in
+/// configuration order.
+pub async fn read_anywhere(
+    state: web::Data<AppState>,
+    _caller: Caller,
+    slug: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let view = state.run(Shape::Envelope, move |cms| cms.read_item_anywhere(&slug)).await?;
+    Ok(single(view))
+}

@@ -8,9 +8,8 @@ use std::time::{Duration, Instant};
 
 use cms_core::config::SiteConfig;
 use cms_core::query::ListQuery;
-use cms_core::service::{Cms, Ports, Viewer};
+use cms_core::service::{Cms, Viewer};
 use cms_core::testing::{FixedClock, RecordingEvents};
-use cms_fs::{FsAccounts, FsContentStore, FsLicense};
 
 const ITEMS: usize = 5_000;
 
@@ -96,23 +95,13 @@ fn facade(site: &std::path::Path) -> Cms {
         "site: {name: B, url: 'https://e.com'}\ncollections:\n  - {label: Posts, path: content/posts}\n",
     )
     .unwrap();
-    let state = site.join(".cms");
-    let accounts = Arc::new(FsAccounts::new(&state));
-    Cms::new(
-        &config,
-        Ports {
-            content: Arc::new(FsContentStore::new(site)),
-            users: accounts.clone(),
-            keys: accounts,
-            license: Arc::new(FsLicense::new(&state)),
-            events: Arc::new(RecordingEvents::default()),
-            clock: Arc::new(FixedClock::at_unix(0)),
-            versions: Arc::new(cms_fs::FsVersionStore::new(&state)),
-            resources: Arc::new(cms_fs::FsResourceStore::new(site, &state)),
-            settings: Arc::new(cms_fs::FsSettings::new(&state)),
-            webhooks: Arc::new(cms_core::testing::MemoryWebhooks::default()),
-        },
-    )
+    let ports = cms_fs::site_ports(
+        site,
+        Arc::new(RecordingEvents::default()),
+        Arc::new(FixedClock::at_unix(0)),
+        Arc::new(cms_core::testing::MemoryWebhooks::default()),
+    );
+    Cms::new(&config, ports)
 }
 
 fn time(f: impl Fn()) -> Duration {

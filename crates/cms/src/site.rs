@@ -9,11 +9,7 @@ use anyhow::{Context, bail};
 use cms_core::Cms;
 use cms_core::account::{KEY_RANDOM_BYTES, Role};
 use cms_core::config::SiteConfig;
-use cms_core::service::Ports;
-use cms_fs::{
-    FsAccounts, FsContentStore, FsLicense, FsResourceStore, FsSettings, FsVersionStore, STATE_DIR,
-    SystemClock, load_config,
-};
+use cms_fs::{STATE_DIR, SystemClock, load_config, site_ports};
 use cms_webhooks::{SinkConfig, WebhookSink, WebhookStore};
 use ring::rand::{SecureRandom, SystemRandom};
 
@@ -90,21 +86,14 @@ impl Site {
     pub fn open(&self) -> anyhow::Result<OpenSite> {
         let config = load_config(&self.root)?;
         let state = self.root.join(STATE_DIR);
-        let accounts = Arc::new(FsAccounts::new(&state));
         let webhooks =
             Arc::new(WebhookSink::start(SinkConfig::for_site(&self.root, &state, &config.webhooks))?);
-        let ports = Ports {
-            content: Arc::new(FsContentStore::new(&self.root)),
-            users: accounts.clone(),
-            keys: accounts,
-            license: Arc::new(FsLicense::new(&state)),
-            events: Arc::new(SiteEvents { webhooks: webhooks.clone() }),
-            clock: Arc::new(SystemClock),
-            versions: Arc::new(FsVersionStore::new(&state)),
-            resources: Arc::new(FsResourceStore::new(&self.root, &state)),
-            settings: Arc::new(FsSettings::new(&state)),
-            webhooks: Arc::new(WebhookStore::new(&state)),
-        };
+        let ports = site_ports(
+            &self.root,
+            Arc::new(SiteEvents { webhooks: webhooks.clone() }),
+            Arc::new(SystemClock),
+            Arc::new(WebhookStore::new(&state)),
+        );
         let mut cms = Cms::new(&config, ports);
         // Lets path-valued query parameters (`collectionPath`...) be absolute; the core
         // compares them with this path lexically and never asks the disk.

@@ -7,10 +7,10 @@ use cms_core::config::{CollectionConfig, SiteConfig};
 use cms_core::license::Feature;
 use cms_core::ports::{ContentStore, LicenseSource};
 use cms_core::query::ListQuery;
-use cms_core::service::{Cms, ItemUpdate, Ports, UpdateMode, Viewer};
+use cms_core::service::{Cms, ItemUpdate, UpdateMode, Viewer};
 use cms_core::slug::ItemFilename;
 use cms_core::testing::{FixedClock, RecordingEvents};
-use cms_fs::{FsAccounts, FsContentStore, FsLicense, load_config};
+use cms_fs::{FsContentStore, FsLicense, load_config};
 use serde_json::json;
 
 fn posts() -> Collection {
@@ -157,23 +157,13 @@ fn fs_cms(site: &std::path::Path) -> Cms {
         "site: {name: S, url: 'https://e.com'}\ncollections:\n  - {label: Posts, path: content/posts}\n",
     )
     .unwrap();
-    let state = site.join(".cms");
-    let accounts = Arc::new(FsAccounts::new(&state));
-    Cms::new(
-        &config,
-        Ports {
-            content: Arc::new(FsContentStore::new(site)),
-            users: accounts.clone(),
-            keys: accounts,
-            license: Arc::new(FsLicense::new(&state)),
-            events: Arc::new(RecordingEvents::default()),
-            clock: Arc::new(FixedClock::at_unix(0)),
-            versions: Arc::new(cms_fs::FsVersionStore::new(&state)),
-            resources: Arc::new(cms_fs::FsResourceStore::new(site, &state)),
-            settings: Arc::new(cms_fs::FsSettings::new(&state)),
-            webhooks: Arc::new(cms_core::testing::MemoryWebhooks::default()),
-        },
-    )
+    let ports = cms_fs::site_ports(
+        site,
+        Arc::new(RecordingEvents::default()),
+        Arc::new(FixedClock::at_unix(0)),
+        Arc::new(cms_core::testing::MemoryWebhooks::default()),
+    );
+    Cms::new(&config, ports)
 }
 
 /// The collection folder does not exist yet, and its parent is a symlink out of the site:

@@ -1,0 +1,31 @@
+use std::path::Path;
+use std::sync::Arc;
+
+use cms_core::ports::{Clock, EventSink, WebhookDirectory};
+use cms_core::service::Ports;
+
+use crate::{FsAccounts, FsContentStore, FsLicense, FsResourceStore, FsSettings, FsVersionStore, STATE_DIR};
+
+/// The ports a site folder provides. Events, time and the webhook directory are not the
+/// folder's business, so the caller passes them in.
+pub fn site_ports(
+    site: &Path,
+    events: Arc<dyn EventSink>,
+    clock: Arc<dyn Clock>,
+    webhooks: Arc<dyn WebhookDirectory>,
+) -> Ports {
+    let state = site.join(STATE_DIR);
+    let accounts = Arc::new(FsAccounts::new(&state));
+    Ports {
+        content: Arc::new(FsContentStore::new(site)),
+        users: accounts.clone(),
+        keys: accounts,
+        license: Arc::new(FsLicense::new(&state)),
+        events,
+        clock,
+        versions: Arc::new(FsVersionStore::new(&state)),
+        resources: Arc::new(FsResourceStore::new(site, &state)),
+        settings: Arc::new(FsSettings::new(&state)),
+        webhooks,
+    }
+}

@@ -207,6 +207,12 @@ impl SiteConfig {
                 ));
             }
         }
+        if !(1..=300).contains(&self.webhooks.timeout_secs) {
+            return invalid(format!(
+                "webhooks.timeout_secs must be between 1 and 300, got {}",
+                self.webhooks.timeout_secs
+            ));
+        }
         if self.limits.json_bytes == 0 || self.limits.upload_bytes == 0 || self.versions.keep == 0 {
             return invalid("limits.* and versions.keep must be greater than 0".into());
         }
@@ -256,6 +262,14 @@ mod tests {
         let message = SiteConfig::from_yaml(&text).unwrap_err().to_string();
         assert!(message.contains("colour"), "{message}");
         assert!(message.contains("line 7"), "{message}");
+    }
+
+    #[test]
+    fn webhook_timeouts_are_bounded() {
+        for bad in [0, 301, u64::MAX] {
+            let text = format!("{MINIMAL}webhooks:\n  timeout_secs: {bad}\n");
+            assert!(SiteConfig::from_yaml(&text).unwrap_err().to_string().contains("timeout_secs"), "{bad}");
+        }
     }
 
     #[test]

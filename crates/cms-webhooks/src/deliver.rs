@@ -47,6 +47,9 @@ impl Attempt {
 pub struct Deliverer {
     agent: ureq::Agent,
     user_agent: String,
+    /// Set when the configuration could not be used (e.g. an unreadable `ca_file`):
+    /// every delivery is then logged as not sent, with this reason.
+    unusable: Option<String>,
 }
 
 impl Deliverer {
@@ -66,7 +69,7 @@ impl Deliverer {
             .tls_config(tls.build())
             .build()
             .new_agent();
-        Ok(Self { agent, user_agent: config.user_agent.clone() })
+        Ok(Self { agent, user_agent: config.user_agent.clone(), unusable: None })
     }
 
     /// One `POST` of `body` to the subscription, signed with its secret.
@@ -99,6 +102,14 @@ impl Deliverer {
     }
 
     /// Delivers and returns the log entry of the attempt.
+    /// A deliverer that sends nothing and logs every delivery as not sent, for a process
+    /// that must run (a CLI command) although the delivery settings are broken.
+    pub fn unusable(config: &DeliveryConfig, error: &SetupError) -> Self {
+        let agent = ureq::Agent::config_builder().https_only(true).build().into();
+        let reason = format!("the webhook settings cannot be used ({error})");
+        Self { agent, user_agent: config.user_agent.clone(), unusable: Some(reason) }
+    }
+
     pub fn deliver(
         &self,
         subscription: &Subscription,
@@ -106,6 +117,9 @@ impl Deliverer {
         body: &[u8],
         delivery: &str,
     ) -> LogEntry {
+        if let Some(reason) = &self.unusable {
+            return LogEntry::not_sent(subscription, event, reason);
+        }
         let attempt = self.send(subscription, event, body, delivery);
         LogEntry {
             time: crate::model::log_time(),

@@ -13,7 +13,7 @@ pub const SECRET_PREFIX: &str = "whsec_";
 pub const SECRET_RANDOM_BYTES: usize = 32;
 
 /// A webhook subscription, secret included. Only the CLI shows the secret, once.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Subscription {
     /// `wh_` + 16 hex digits.
     pub id: String,
@@ -104,6 +104,20 @@ pub struct LogEntry {
     pub error: Option<String>,
     /// How long the attempt took, when one was made.
     pub duration_ms: Option<u64>,
+}
+
+/// Written by hand so that the signing secret never reaches a log line.
+impl std::fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscription")
+            .field("id", &self.id)
+            .field("url", &self.url)
+            .field("events", &self.events)
+            .field("enabled", &self.enabled)
+            .field("secret", &"<hidden>")
+            .field("created_at", &self.created_at)
+            .finish()
+    }
 }
 
 impl LogEntry {

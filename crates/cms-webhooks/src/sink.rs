@@ -82,6 +82,9 @@ struct Shared {
     /// Deliveries taken on and not yet logged, by delivery id. Whoever removes an entry
     /// (the worker after the attempt, or shutdown at its deadline) writes its log entry.
     pending: Mutex<HashMap<String, Pending>>,
+    /// Events that could not be queued, with why. `publish` only pushes here (no disk on
+    /// the request path); workers and shutdown write them to the log as not sent.
+    overflow: Mutex<Vec<(Event, &'static str)>>,
     /// Set when the shutdown deadline passed: workers attempt nothing more.
     abandon: AtomicBool,
     /// Live worker threads.
@@ -99,6 +102,22 @@ impl WebhookSink {
     /// Starts the workers. Fails when `webhooks.ca_file` cannot be used.
     pub fn start(config: SinkConfig) -> Result<Self, SetupError> {
         let deliverer = Deliverer::new(&config.delivery)?;
+        Ok(Self::with_deliverer(config, deliverer))
+    }
+
+    /// Like [`WebhookSink::start`], but broken delivery settings do not stop the caller:
+    /// deliveries are then logged as not sent, and the problem is returned to report.
+    pub fn start_or_log(config: SinkConfig) -> (Self, Option<SetupError>) {
+        match Deliverer::new(&config.delivery) {
+            Ok(deliverer) => (Self::with_deliverer(config, deliverer), None),
+            Err(error) => {
+                let deliverer = Deliverer::unusable(&config.delivery, &error);
+                (Self::with_deliverer(config, deliverer), Some(error))
+            }
+        }
+    }
+
+    fn with_deliverer(config: SinkConfig, deliverer: Deliverer) -> Self {
         let (sender, receiver) = sync_channel(config.queue.max(1));
         let workers = config.workers.max(1);
         let shared = Arc::new(Shared {
@@ -106,6 +125,7 @@ impl WebhookSink {
             deliverer,
             queue: Mutex::new(receiver),
             pending: Mutex::default(),
+            overflow: Mutex::default(),
             abandon: AtomicBool::new(false),
             live: Mutex::new(workers),
             stopped: Condvar::new(),
@@ -117,7 +137,7 @@ impl WebhookSink {
                 .spawn(move || shared.work())
                 .expect("spawn a webhook worker");
         }
-        Ok(Self { shared, sender: Mutex::new(Some(sender)) })
+        Self { shared, sender: Mutex::new(Some(sender)) }
     }
 
     /// The store the sink reads subscriptions from and logs to.
@@ -137,40 +157,39 @@ impl WebhookSink {
             let Some(left) = until.checked_duration_since(Instant::now()) else { break };
             live = self.shared.stopped.wait_timeout(live, left).unwrap_or_else(|p| p.into_inner()).0;
         }
-        if *live == 0 {
-            return ShutdownReport { finished: true, abandoned: 0 };
-        }
+        let finished = *live == 0;
         drop(live);
-        let abandoned = self.shared.abandon_pending();
-        ShutdownReport { finished: false, abandoned }
+        let abandoned = if finished { 0 } else { self.shared.abandon_pending() };
+        self.shared.log_overflow();
+        ShutdownReport { finished, abandoned }
     }
 }
 
 impl EventSink for WebhookSink {
+    /// Never blocks and never touches the disk: an event that cannot be queued is kept in
+    /// memory and logged as not sent by a worker (or at shutdown).
     fn publish(&self, event: Event) {
         let sender = lock(&self.sender);
         let Some(queue) = sender.as_ref() else {
             drop(sender);
+            // After shutdown no worker is left; the caller is a stopping process.
             self.shared.log_not_sent(&event, "the process was stopping");
             return;
         };
-        match queue.try_send(event) {
-            Ok(()) => {}
-            Err(TrySendError::Full(event)) => {
-                drop(sender);
-                self.shared.log_not_sent(&event, "the delivery queue was full");
-            }
-            Err(TrySendError::Disconnected(event)) => {
-                drop(sender);
-                self.shared.log_not_sent(&event, "no delivery worker was running");
-            }
-        }
+        let refused = match queue.try_send(event) {
+            Ok(()) => return,
+            Err(TrySendError::Full(event)) => (event, "the delivery queue was full"),
+            Err(TrySendError::Disconnected(event)) => (event, "no delivery worker was running"),
+        };
+        drop(sender);
+        lock(&self.shared.overflow).push(refused);
     }
 }
 
 impl Shared {
     fn work(&self) {
         while let Some(deliveries) = self.next() {
+            self.log_overflow();
             for (id, body) in deliveries {
                 if self.abandon.load(Ordering::SeqCst) {
                     // Shutdown claimed (and logged) what was pending.
@@ -185,6 +204,7 @@ impl Shared {
                 if lock(&self.pending).remove(&id).is_some() {
                     self.append(&[logged]);
                 }
+                self.log_overflow();
             }
         }
         let mut live = lock(&self.live);
@@ -221,6 +241,14 @@ impl Shared {
                 tracing::error!(event = event.kind.as_str(), %error, "cannot read the webhook subscriptions; the event is not delivered");
                 Vec::new()
             }
+        }
+    }
+
+    /// Writes the events `publish` could not queue to the log, as not sent.
+    fn log_overflow(&self) {
+        let refused = std::mem::take(&mut *lock(&self.overflow));
+        for (event, why) in refused {
+            self.log_not_sent(&event, why);
         }
     }
 

@@ -31,7 +31,7 @@ pub enum AdminCommand {
 /// Runs one administration command, then delivers the webhooks its changes triggered
 /// (the `user.*` events of `users add|remove`) before the process exits.
 pub fn run(site: &Site, command: AdminCommand) -> anyhow::Result<()> {
-    let open = site.open()?;
+    let open = site.open(crate::site::Purpose::Command)?;
     let result = match command {
         AdminCommand::Users(command) => users(&open, command),
         AdminCommand::Keys(command) => keys(&open, command),

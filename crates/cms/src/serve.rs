@@ -9,7 +9,7 @@ use crate::site::{OpenSite, Site};
 /// Serves the REST API until SIGINT/SIGTERM; in-flight requests finish first, then pending
 /// webhook deliveries.
 pub fn run(site: Site, listen: &str) -> anyhow::Result<()> {
-    let open = site.open()?;
+    let open = site.open(crate::site::Purpose::Serve)?;
     let served = serve(&site, &open, listen);
     open.finish_deliveries();
     served

@@ -21,6 +21,13 @@ const DEMO_FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/
 const DEMO_COPY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/demo-site");
 pub const DEMO_OWNER: &str = "owner@example.com";
 
+/// What a site is opened for: the two differ in how they treat broken webhook settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    Serve,
+    Command,
+}
+
 pub struct Site {
     pub root: PathBuf,
     /// Whether this is the working copy of the bundled demo.
@@ -82,12 +89,24 @@ impl Site {
         Ok(Some(open.cms.create_key(DEMO_OWNER, "demo", random_key_bytes()?)?.plaintext))
     }
 
-    /// Loads `cms.yaml` and composes the facade.
-    pub fn open(&self) -> anyhow::Result<OpenSite> {
+    /// Loads `cms.yaml` and composes the facade, for serving or for one command.
+    pub fn open(&self, purpose: Purpose) -> anyhow::Result<OpenSite> {
         let config = load_config(&self.root)?;
         let state = self.root.join(STATE_DIR);
-        let webhooks =
-            Arc::new(WebhookSink::start(SinkConfig::for_site(&self.root, &state, &config.webhooks))?);
+        let sink_config = SinkConfig::for_site(&self.root, &state, &config.webhooks);
+        let webhooks = Arc::new(match purpose {
+            // The server refuses to start with broken delivery settings.
+            Purpose::Serve => WebhookSink::start(sink_config)?,
+            // A command (say, revoking a leaked key) must still work; its events are
+            // logged as not sent.
+            Purpose::Command => {
+                let (sink, problem) = WebhookSink::start_or_log(sink_config);
+                if let Some(problem) = problem {
+                    tracing::warn!(%problem, "webhook deliveries are off for this command");
+                }
+                sink
+            }
+        });
         let ports = site_ports(
             &self.root,
             Arc::new(SiteEvents { webhooks: webhooks.clone() }),

@@ -77,3 +77,26 @@ fn a_config_with_an_unknown_key_stops_start_up_naming_file_line_and_key() {
         "{stderr}"
     );
 }
+
+/// A broken webhooks.ca_file must not lock operators out: a leaked key can still be
+/// revoked, while the server refuses to start until the setting is fixed.
+#[test]
+fn a_broken_ca_file_stops_the_server_but_not_the_commands() {
+    let site = demo_site();
+    let site = site.path();
+    user_with_key(site, "ann@example.com", "owner");
+    let config = site.join("cms.yaml");
+    let text = fs::read_to_string(&config)
+        .unwrap()
+        .replace("  timeout_secs: 10\n", "  timeout_secs: 10\n  ca_file: certs/missing.pem\n");
+    fs::write(&config, text).unwrap();
+
+    let id = stdout(&cms(site, &["keys", "list"])).split_whitespace().next().unwrap().to_owned();
+    let revoked = cms(site, &["keys", "revoke", &id]);
+    assert!(revoked.status.success(), "{}", String::from_utf8_lossy(&revoked.stderr));
+    assert_eq!(stdout(&cms(site, &["keys", "list"])), "");
+
+    let serve = cms(site, &["serve", "--listen", "127.0.0.1:0"]);
+    assert!(!serve.status.success());
+    assert!(String::from_utf8_lossy(&serve.stderr).contains("missing.pem"));
+}

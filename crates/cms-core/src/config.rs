@@ -178,15 +178,38 @@ impl SiteConfig {
             }
             slugs.push(slug);
         }
-        // Two collections over one folder (or one inside the other) would each take their
-        // own write lock for the same files, and concurrent writes could lose updates.
-        let folders: Vec<String> = self.collections.iter().map(|c| normalized(&c.path)).collect();
-        for (i, a) in folders.iter().enumerate() {
-            for (j, b) in folders.iter().enumerate().skip(i + 1) {
-                if a == b || a.starts_with(&format!("{b}/")) || b.starts_with(&format!("{a}/")) {
+        // Every collection and resource folder needs a folder of its own: two collections
+        // over one folder would not share a write lock (lost updates), and a resource
+        // folder over a collection would let the resource routes rename or delete items
+        // without history and serve drafts at public URLs.
+        let folders: Vec<(String, String)> = self
+            .collections
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (format!("collections[{i}].path"), normalized(&c.path)))
+            .chain(
+                self.resources
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| (format!("resources[{i}].path"), normalized(&r.path))),
+            )
+            .collect();
+        for (i, (key_a, a)) in folders.iter().enumerate() {
+            for (key_b, b) in folders.iter().skip(i + 1) {
+                if overlaps(a, b) {
                     return invalid(format!(
-                        "collections[{i}].path {a:?} and collections[{j}].path {b:?} overlap; each collection needs its own folder"
+                        "{key_a} {a:?} and {key_b} {b:?} overlap; each collection and resource folder needs its own folder"
                     ));
+                }
+            }
+        }
+        // One URL prefix inside another would send the inner folder's files to the outer.
+        let urls: Vec<String> =
+            self.resources.iter().map(|r| r.url.trim_end_matches('/').to_owned()).collect();
+        for (i, a) in urls.iter().enumerate() {
+            for (j, b) in urls.iter().enumerate().skip(i + 1) {
+                if overlaps(a.trim_start_matches('/'), b.trim_start_matches('/')) {
+                    return invalid(format!("resources[{i}].url {a:?} and resources[{j}].url {b:?} overlap"));
                 }
             }
         }
@@ -218,6 +241,11 @@ impl SiteConfig {
         }
         Ok(())
     }
+}
+
+/// Whether one `/`-separated path is the other or lies inside it.
+fn overlaps(a: &str, b: &str) -> bool {
+    a == b || a.starts_with(&format!("{b}/")) || b.starts_with(&format!("{a}/"))
 }
 
 /// `content//posts/./` → `content/posts`.
@@ -262,6 +290,20 @@ mod tests {
         let message = SiteConfig::from_yaml(&text).unwrap_err().to_string();
         assert!(message.contains("colour"), "{message}");
         assert!(message.contains("line 7"), "{message}");
+    }
+
+    #[test]
+    fn refuses_resource_folders_over_collections_or_each_other() {
+        let cases = [
+            "collections:\n  - {label: Posts, path: content/posts}\nresources:\n  - {label: U, path: content/posts, url: /u}\n",
+            "collections:\n  - {label: Posts, path: content/posts}\nresources:\n  - {label: U, path: content, url: /u}\n",
+            "resources:\n  - {label: A, path: media, url: /a}\n  - {label: B, path: media/b, url: /b}\n",
+            "resources:\n  - {label: A, path: media/a, url: /media}\n  - {label: B, path: media/b, url: /media/b}\n",
+        ];
+        for case in cases {
+            let message = SiteConfig::from_yaml(&format!("{MINIMAL}{case}")).unwrap_err().to_string();
+            assert!(message.contains("overlap"), "{case}: {message}");
+        }
     }
 
     #[test]

@@ -329,7 +329,14 @@ impl Cms {
                 TagCount { url: tag_pages.url("tag", &slug), tag, slug, count }
             })
             .collect();
-        counted.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.slug.cmp(&b.slug)));
+        // decisions.md: most used first, then by name (case-insensitively; the slug breaks
+        // what is left so the order is stable).
+        counted.sort_by(|a, b| {
+            b.count
+                .cmp(&a.count)
+                .then_with(|| a.tag.to_lowercase().cmp(&b.tag.to_lowercase()))
+                .then_with(|| a.slug.cmp(&b.slug))
+        });
         Ok(counted)
     }
 

@@ -104,6 +104,21 @@ impl Cms {
         Ok((name, file))
     }
 
+    /// A current file of the collection with this slug, dated or not.
+    pub(super) fn file_with_slug(
+        &self,
+        collection: &Collection,
+        slug: &str,
+    ) -> CoreResult<Option<ItemFilename>> {
+        Ok(self
+            .ports
+            .content
+            .scan(collection)?
+            .into_iter()
+            .filter_map(|s| ItemFilename::parse(&s.name))
+            .find(|existing| existing.slug() == slug))
+    }
+
     /// The filename an item reference names (first in name order when several match).
     fn locate(&self, collection: &Collection, item_ref: &ItemRef) -> CoreResult<ItemFilename> {
         let mut matches: Vec<ItemFilename> = self
@@ -150,14 +165,7 @@ impl Cms {
         let bytes = encode(&ItemDocument { fm, body })?;
 
         let _guard = lock(&self.write_locks[collection.index]);
-        let taken = self
-            .ports
-            .content
-            .scan(collection)?
-            .into_iter()
-            .filter_map(|s| ItemFilename::parse(&s.name))
-            .find(|existing| existing.slug() == slug.as_str());
-        if let Some(existing) = taken {
+        if let Some(existing) = self.file_with_slug(collection, slug.as_str())? {
             return Err(CoreError::Conflict(format!(
                 "an item with slug {slug:?} already exists in collection {:?} ({})",
                 collection.slug,
@@ -253,7 +261,7 @@ pub fn etag_of(bytes: &[u8]) -> String {
 }
 
 /// `If-Match`: `*` or a comma-separated list of ETags, one of which must be current.
-fn check_precondition(if_match: Option<&str>, current: &[u8]) -> CoreResult<()> {
+pub(super) fn check_precondition(if_match: Option<&str>, current: &[u8]) -> CoreResult<()> {
     let Some(header) = if_match else { return Ok(()) };
     let etag = etag_of(current);
     if header.split(',').map(str::trim).any(|tag| tag == "*" || tag == etag) {

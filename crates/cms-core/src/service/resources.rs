@@ -89,26 +89,27 @@ impl Cms {
             if entry.is_dir {
                 dirs.push(entry.name.as_str().to_owned());
             } else {
-                files.push(self.resource_file(&folder, &dir, entry)?);
+                files.push(self.resource_file(&folder, &dir, entry));
             }
         }
         Ok(ResourceListing { subpath: dir.as_str().to_owned(), folder, dirs, files })
     }
 
-    fn resource_file(
-        &self,
-        folder: &ResourceFolder,
-        dir: &Subpath,
-        stat: ResourceStat,
-    ) -> CoreResult<ResourceFile> {
-        let head = self.ports.resources.read_head(folder, dir, &stat.name, resource::SNIFF_BYTES)?;
-        Ok(ResourceFile {
+    /// A file entry. A file that cannot be read (gone since the listing, no permission)
+    /// still lists, as not an image: one bad file must not fail a folder's listing.
+    fn resource_file(&self, folder: &ResourceFolder, dir: &Subpath, stat: ResourceStat) -> ResourceFile {
+        let head = self
+            .ports
+            .resources
+            .read_head(folder, dir, &stat.name, resource::SNIFF_BYTES)
+            .unwrap_or_default();
+        ResourceFile {
             url: folder.file_url(dir, &stat.name),
             name: stat.name.as_str().to_owned(),
             size: stat.size,
             modified: stat.modified,
             is_image: resource::is_image(&head),
-        })
+        }
     }
 
     /// Starts receiving an upload (before its destination is known: multipart fields
@@ -129,9 +130,8 @@ impl Cms {
         let folder = self.resource_folder(folder)?.clone();
         let dir = Subpath::parse(subpath.unwrap_or(""))?;
         let name = resource::sanitize_upload_name(filename)?;
-        self.require_dir(&folder, &dir)?;
         let stat = upload.sink.commit(&folder, &dir, &name)?;
-        self.resource_file(&folder, &dir, stat)
+        Ok(self.resource_file(&folder, &dir, stat))
     }
 
     /// Renames a file within its folder; returns the new name.
@@ -167,7 +167,6 @@ impl Cms {
             Some(new) => from.renamed(&FileName::parse(new)?)?,
             None => from.clone(),
         };
-        self.require_dir(&folder, &dest)?;
         self.ports.resources.rename(&folder, (&dir, &from), (&dest, &to))?;
         Ok(to.as_str().to_owned())
     }
@@ -205,17 +204,6 @@ impl Cms {
             content_type: resource::content_type(&name),
             active: resource::is_active_content(&name),
             stat,
-        })
-    }
-
-    fn require_dir(&self, folder: &ResourceFolder, dir: &Subpath) -> CoreResult<()> {
-        self.ports.resources.list(folder, dir).map(drop).map_err(|e| match e {
-            CoreError::NotFound(_) => CoreError::not_found(format!(
-                "no folder {:?} in resource folder {}",
-                dir.as_str(),
-                folder.index
-            )),
-            other => other,
         })
     }
 }

@@ -7,7 +7,7 @@ use crate::error::{CoreError, CoreResult};
 use crate::events::EventKind;
 use crate::ports::{StoredFile, VersionStamp};
 use crate::service::Cms;
-use crate::service::items::{file_event, item_not_found, outcome, parse_bytes};
+use crate::service::items::{check_precondition, file_event, item_not_found, outcome, parse_bytes};
 use crate::slug::{ItemFilename, ItemRef};
 
 /// An item's history, newest first, and its current state (`None` once deleted).
@@ -66,6 +66,7 @@ impl Cms {
         collection: &Collection,
         item: &str,
         version: &str,
+        if_match: Option<&str>,
     ) -> CoreResult<(WriteOutcome, i64)> {
         let timestamp = parse_version(version)?;
         let item_ref = ItemRef::parse(item)?;
@@ -74,10 +75,27 @@ impl Cms {
         let bytes = self.version_bytes(collection, &name, timestamp)?;
         match current {
             Some(file) => {
+                check_precondition(if_match, &file.bytes)?;
                 self.snapshot(collection, &name, &file.bytes)?;
                 self.ports.content.replace(collection, &name, &bytes)?;
             }
             None => {
+                // The item is deleted: there is no current ETag for If-Match to name.
+                if if_match.is_some_and(|tag| tag.trim() != "*") {
+                    return Err(CoreError::PreconditionFailed(format!(
+                        "If-Match names a current version, but item {:?} is deleted",
+                        name.as_str()
+                    )));
+                }
+                // Bringing it back must not give the collection two items with one slug.
+                if let Some(other) = self.file_with_slug(collection, name.slug())? {
+                    return Err(CoreError::Conflict(format!(
+                        "cannot restore {}: item {} now uses the slug {:?}",
+                        name.as_str(),
+                        other.as_str(),
+                        name.slug()
+                    )));
+                }
                 self.ports.content.create(collection, &name, &bytes)?;
             }
         }

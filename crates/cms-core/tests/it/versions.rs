@@ -86,14 +86,14 @@ fn restore_makes_a_version_current_and_is_itself_undoable() {
     let v1 = cms.list_versions(&pages, "about").unwrap().versions[0].timestamp;
     world.events.take();
 
-    let (outcome, restored) = cms.restore_version(&pages, "about", &v1.to_string()).unwrap();
+    let (outcome, restored) = cms.restore_version(&pages, "about", &v1.to_string(), None).unwrap();
     assert_eq!((outcome.filename.as_str(), outcome.folder, restored), ("about.md", 1, v1));
     assert_eq!(cms.read_raw(&pages, "about").unwrap().doc.body, "v1");
     assert_eq!(bodies(&cms), ["v2", "v1"], "the replaced content is a version on top");
     assert_eq!(world.events.take()[0].kind, EventKind::FileUpdated);
 
     let undo = cms.list_versions(&pages, "about").unwrap().versions[0].timestamp;
-    cms.restore_version(&pages, "about", &undo.to_string()).unwrap();
+    cms.restore_version(&pages, "about", &undo.to_string(), None).unwrap();
     assert_eq!(cms.read_raw(&pages, "about").unwrap().doc.body, "v2");
 }
 
@@ -109,7 +109,7 @@ fn a_deleted_item_keeps_its_history_and_comes_back_on_restore() {
 
     let version = list.versions[0].timestamp.to_string();
     assert_eq!(cms.read_version(&pages, "about", &version).unwrap().doc.fm["title"], "About");
-    cms.restore_version(&pages, "about", &version).unwrap();
+    cms.restore_version(&pages, "about", &version, None).unwrap();
     assert_eq!(cms.read_raw(&pages, "about").unwrap().doc.body, "v1");
 }
 
@@ -119,8 +119,36 @@ fn history_errors() {
     let pages = cms.collection("pages").unwrap().clone();
     assert!(matches!(cms.list_versions(&pages, "nope"), Err(CoreError::NotFound(_))));
     assert!(matches!(cms.read_version(&pages, "about", "12345"), Err(CoreError::NotFound(_))));
-    assert!(matches!(cms.restore_version(&pages, "about", "12345"), Err(CoreError::NotFound(_))));
+    assert!(matches!(cms.restore_version(&pages, "about", "12345", None), Err(CoreError::NotFound(_))));
     assert!(matches!(cms.read_version(&pages, "about", "latest"), Err(CoreError::Invalid(_))));
-    assert!(matches!(cms.restore_version(&pages, "about", "-5"), Err(CoreError::Invalid(_))));
+    assert!(matches!(cms.restore_version(&pages, "about", "-5", None), Err(CoreError::Invalid(_))));
     assert!(matches!(cms.list_versions(&pages, "../x"), Err(CoreError::Invalid(_))));
+}
+
+#[test]
+fn restore_honours_if_match() {
+    let (world, cms) = setup();
+    let pages = cms.collection("pages").unwrap().clone();
+    patch(&cms, "v2");
+    let version = cms.list_versions(&pages, "about").unwrap().versions[0].timestamp.to_string();
+    let stale = cms.restore_version(&pages, "about", &version, Some("\"stale\""));
+    assert!(matches!(stale, Err(CoreError::PreconditionFailed(_))));
+    assert_eq!(cms.read_raw(&pages, "about").unwrap().doc.body, "v2", "nothing changed");
+    let current = cms.read_raw(&pages, "about").unwrap().etag;
+    cms.restore_version(&pages, "about", &version, Some(&current)).unwrap();
+    assert_eq!(cms.read_raw(&pages, "about").unwrap().doc.body, "v1");
+    drop(world);
+}
+
+#[test]
+fn restoring_a_deleted_item_refuses_a_slug_that_another_file_now_uses() {
+    let (_world, cms) = setup();
+    let pages = cms.collection("pages").unwrap().clone();
+    cms.delete_item(&pages, "about", None).unwrap();
+    let version = cms.list_versions(&pages, "about.md").unwrap().versions[0].timestamp.to_string();
+    let dated = NewItem { slug: Some("about".into()), date_prefix: Some(true), ..Default::default() };
+    let live = cms.create_item(&pages, dated).unwrap();
+    assert_ne!(live.filename, "about.md");
+    let clash = cms.restore_version(&pages, "about.md", &version, None);
+    assert!(matches!(clash, Err(CoreError::Conflict(_))), "{clash:?}");
 }

@@ -2,7 +2,7 @@
 //! the list returns.
 
 use actix_web::http::header;
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::json;
 
 use crate::auth::{Editor, KeyUser};
@@ -40,11 +40,16 @@ pub async fn restore(
     state: web::Data<AppState>,
     _user: KeyUser<Editor>,
     path: web::Path<(String, String, String)>,
+    req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let (collection, slug, version) = path.into_inner();
+    let if_match = req.headers().get(header::IF_MATCH).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let (outcome, restored) = state
-        .run(Shape::Editor, move |cms| cms.restore_version(cms.collection(&collection)?, &slug, &version))
+        .run(Shape::Editor, move |cms| {
+            cms.restore_version(cms.collection(&collection)?, &slug, &version, if_match.as_deref())
+        })
         .await?;
+
     let mut response = HttpResponse::Ok();
     if let Some(etag) = &outcome.etag {
         response.insert_header((header::ETAG, etag.as_str()));

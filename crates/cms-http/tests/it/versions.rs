@@ -72,3 +72,14 @@ async fn history_errors_are_editor_shaped() {
         TestRequest::get().uri(&format!("{ITEM}/versions/{version}/restore")).insert_header(h.bearer());
     h.send(wrong_method).await.assert_envelope_error(405, "GET is not allowed");
 }
+
+#[actix_web::test]
+async fn restore_honours_if_match() {
+    let h = Harness::setup();
+    let version = with_history(&h).await;
+    let restore = TestRequest::post()
+        .uri(&format!("{ITEM}/versions/{version}/restore"))
+        .insert_header(h.bearer())
+        .insert_header(("If-Match", "\"stale\""));
+    h.send(restore).await.assert_editor_error(412, "does not match");
+}

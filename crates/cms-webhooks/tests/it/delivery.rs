@@ -41,7 +41,7 @@ fn every_event_kind_arrives_signed_over_the_raw_body() {
     let update = ItemUpdate { mode: UpdateMode::Patch, fm: Frontmatter::new(), body: Some("two".into()) };
     cms.update_item(posts, "hello", update, None).unwrap();
     let version = cms.list_versions(posts, "hello").unwrap().versions[0].timestamp;
-    cms.restore_version(posts, "hello", &version.to_string()).unwrap();
+    cms.restore_version(posts, "hello", &version.to_string(), None).unwrap();
     cms.delete_item(posts, "hello", None).unwrap();
     cms.add_user("ann@example.com", Role::Editor).unwrap();
     cms.add_user("ann@example.com", Role::Admin).unwrap();

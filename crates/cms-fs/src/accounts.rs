@@ -1,16 +1,12 @@
-use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use cms_core::account::{KeyRecord, Role, User};
-use cms_core::codec::{self, YamlLimits};
 use cms_core::ports::{KeyStore, UserStore};
 use cms_core::{CoreError, CoreResult};
 use serde::{Deserialize, Serialize};
 
-use crate::atomic;
-use crate::error::{FsError, io_error};
+use crate::state_file::{read_rows, write_rows};
 
 /// Users in `.cms/users.yaml`, key hashes in `.cms/keys.yaml`. Both are re-read on every
 /// lookup, so that a key revoked by the CLI stops working on the server's next request.
@@ -50,24 +46,6 @@ impl FsAccounts {
     fn write_guard(&self) -> std::sync::MutexGuard<'_, ()> {
         self.write_lock.lock().unwrap_or_else(|p| p.into_inner())
     }
-}
-
-fn read_rows<T: for<'de> Deserialize<'de>>(path: &Path) -> CoreResult<Vec<T>> {
-    let text = match fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(io_error(path)(e)),
-    };
-    if text.trim().is_empty() {
-        return Ok(Vec::new());
-    }
-    codec::from_yaml(&text, YamlLimits::STATE)
-        .map_err(|e| FsError::State { path: path.to_owned(), message: e.to_string() }.into())
-}
-
-fn write_rows<T: Serialize>(path: &Path, rows: &[T]) -> CoreResult<()> {
-    let text = if rows.is_empty() { "[]\n".to_owned() } else { codec::to_yaml(&rows)? };
-    atomic::write_private(path, text.as_bytes()).map_err(io_error(path))
 }
 
 impl UserStore for FsAccounts {

@@ -22,6 +22,7 @@ mod resources;
 mod settings;
 mod site;
 mod stamp;
+pub mod state_file;
 mod system;
 mod versions;
 

@@ -1,6 +1,6 @@
 //! The subscriptions and the delivery log on disk, under the site's `.cms/`.
 //!
-//! Both files are YAML written through [`cms_fs::atomic::write_private`] (temp file, fsync,
+//! Both files are YAML state files of [`cms_fs::state_file`] (temp file, fsync,
 //! rename, mode 0600). The server's delivery workers and CLI commands may write at the same
 //! time, so every read-modify-write holds an exclusive lock on `.cms/webhooks.lock`.
 //! Reads take no lock: a rename is atomic, so they see the old file or the new one.
@@ -10,10 +10,10 @@ use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use cms_core::codec::{self, YamlLimits};
 use cms_core::events::EventKind;
 use cms_core::ports::{WebhookDirectory, WebhookInfo};
 use cms_core::{CoreError, CoreResult};
+use cms_fs::state_file::{read_rows, write_rows};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -198,25 +198,6 @@ impl WebhookDirectory for WebhookStore {
 
 fn unknown(id: &str) -> CoreError {
     CoreError::not_found(format!("no webhook with id {id}; `cms webhooks list` shows the ids"))
-}
-
-fn read_rows<T: for<'de> Deserialize<'de>>(path: &Path) -> CoreResult<Vec<T>> {
-    let text = match fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(CoreError::internal(format!("reading {}", path.display()), e)),
-    };
-    if text.trim().is_empty() {
-        return Ok(Vec::new());
-    }
-    codec::from_yaml(&text, YamlLimits::STATE)
-        .map_err(|e| CoreError::Corrupt(format!("{}: {e}", path.display())))
-}
-
-fn write_rows<T: Serialize>(path: &Path, rows: &[T]) -> CoreResult<()> {
-    let text = if rows.is_empty() { "[]\n".to_owned() } else { codec::to_yaml(&rows)? };
-    cms_fs::atomic::write_private(path, text.as_bytes())
-        .map_err(|e| CoreError::internal(format!("writing {}", path.display()), e))
 }
 
 fn format_time(time: OffsetDateTime) -> String {

@@ -3,6 +3,7 @@
 use crate::config::CollectionConfig;
 use crate::error::{CoreError, CoreResult};
 use crate::slug::slugify;
+use crate::urls::PagePath;
 
 /// A configured collection: a folder of items.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,7 +35,7 @@ impl Collection {
 
     /// The site-relative URL of an item page (pretty form).
     pub fn item_url(&self, slug: &str) -> String {
-        format!("{}/{}", self.page_path.trim_end_matches('/'), slug)
+        PagePath::trusted(&self.page_path, true).url("item", slug)
     }
 }
 

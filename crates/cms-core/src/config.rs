@@ -186,13 +186,18 @@ impl SiteConfig {
             .collections
             .iter()
             .enumerate()
-            .map(|(i, c)| (format!("collections[{i}].path"), normalized(&c.path)))
-            .chain(
-                self.resources
-                    .iter()
-                    .enumerate()
-                    .map(|(i, r)| (format!("resources[{i}].path"), normalized(&r.path))),
-            )
+            .map(|(i, c)| {
+                (
+                    format!("collections[{i}].path"),
+                    crate::sitepath::display(&crate::sitepath::configured(&c.path)),
+                )
+            })
+            .chain(self.resources.iter().enumerate().map(|(i, r)| {
+                (
+                    format!("resources[{i}].path"),
+                    crate::sitepath::display(&crate::sitepath::configured(&r.path)),
+                )
+            }))
             .collect();
         for (i, (key_a, a)) in folders.iter().enumerate() {
             for (key_b, b) in folders.iter().skip(i + 1) {
@@ -246,11 +251,6 @@ impl SiteConfig {
 /// Whether one `/`-separated path is the other or lies inside it.
 fn overlaps(a: &str, b: &str) -> bool {
     a == b || a.starts_with(&format!("{b}/")) || b.starts_with(&format!("{a}/"))
-}
-
-/// `content//posts/./` → `content/posts`.
-fn normalized(path: &str) -> String {
-    path.split('/').filter(|p| !p.is_empty() && *p != ".").collect::<Vec<_>>().join("/")
 }
 
 /// A path inside the site folder: relative, no `..`, not empty, not under `.cms`.

@@ -1,10 +1,15 @@
 //! Success responses in the envelope shape.
 
 use actix_web::HttpResponse;
+use actix_web::http::header;
+use cms_core::query::Page;
+use cms_core::service::{ItemSummary, ItemView};
 use serde::Serialize;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
+
+use crate::dto::{ItemDto, ItemEntryDto, PageMetaDto};
 
 /// The current time as ISO 8601 (RFC 3339, UTC).
 pub fn timestamp_now() -> String {
@@ -19,4 +24,21 @@ pub fn envelope(data: impl Serialize, extra: Value) -> HttpResponse {
         body.insert("timestamp".into(), timestamp_now().into());
     }
     HttpResponse::Ok().json(body)
+}
+
+/// A page of item list entries: the envelope with `meta`.
+pub fn item_page(page: Page<ItemSummary>) -> HttpResponse {
+    let meta = PageMetaDto::from(&page);
+    let data: Vec<ItemEntryDto> = page.items.into_iter().map(ItemEntryDto::from).collect();
+    envelope(data, json!({ "meta": meta }))
+}
+
+/// A rendered item in the envelope, with its `ETag`.
+pub fn single_item(view: ItemView) -> HttpResponse {
+    let etag = view.etag.clone();
+    let mut response = envelope(ItemDto::from(view), json!({}));
+    if let Ok(value) = header::HeaderValue::from_str(&etag) {
+        response.headers_mut().insert(header::ETAG, value);
+    }
+    response
 }

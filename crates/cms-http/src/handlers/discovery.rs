@@ -5,19 +5,17 @@ use std::collections::HashMap;
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
-use cms_core::query::Page;
 use cms_core::service::{
-    ItemSummary, ItemView, RelatedParams, RssParams, SearchIndexParams, SitemapParams, TagItemsParams,
-    TagsParams,
+    RelatedParams, RssParams, SearchIndexParams, SitemapParams, TagItemsParams, TagsParams,
 };
 use serde_json::json;
 
 use crate::auth::Caller;
 use crate::body::form_or_json_params;
-use crate::dto::{ItemDto, ItemEntryDto, PageMetaDto, RelatedDto, SearchEntryDto, TagDto};
+use crate::dto::{RelatedDto, SearchEntryDto, TagDto};
 use crate::error::{ApiError, Shape};
 use crate::handlers::items::{list_params, query_map};
-use crate::reply::{envelope, timestamp_now};
+use crate::reply::{envelope, item_page, single_item};
 use crate::state::AppState;
 
 const RSS: &str = "application/rss+xml; charset=utf-8";
@@ -25,23 +23,6 @@ const XML: &str = "application/xml; charset=utf-8";
 
 fn query(req: &HttpRequest) -> Result<HashMap<String, String>, ApiError> {
     query_map(req, Shape::Envelope)
-}
-
-fn paged(page: Page<ItemSummary>) -> HttpResponse {
-    let meta = PageMetaDto::from(&page);
-    let data: Vec<ItemEntryDto> = page.items.into_iter().map(ItemEntryDto::from).collect();
-    HttpResponse::Ok()
-        .json(json!({ "success": true, "data": data, "meta": meta, "timestamp": timestamp_now() }))
-}
-
-/// A single item in the envelope, with its `ETag` (as the collection item route sends it).
-fn single(view: ItemView) -> HttpResponse {
-    let etag = view.etag.clone();
-    let mut response = envelope(ItemDto::from(view), json!({}));
-    if let Ok(value) = header::HeaderValue::from_str(&etag) {
-        response.headers_mut().insert(header::ETAG, value);
-    }
-    response
 }
 
 /// `GET /cms/collections/search-index`: a bare JSON array.
@@ -97,7 +78,7 @@ pub async fn tag_items(
         per_page: q.remove("per_page"),
     };
     let page = state.run(Shape::Envelope, move |cms| cms.tag_items(&tag, &params)).await?;
-    Ok(paged(page))
+    Ok(item_page(page))
 }
 
 /// `GET /cms/collections/{collection}/rss`
@@ -161,7 +142,7 @@ async fn legacy_list(
     let params = list_params(q);
     let page =
         state.run(Shape::Envelope, move |cms| cms.legacy_list(collection_path.as_deref(), &params)).await?;
-    Ok(paged(page))
+    Ok(item_page(page))
 }
 
 /// `GET /cms/collections/items` (legacy): the list parameters plus `collectionPath`.
@@ -197,7 +178,7 @@ pub async fn legacy_read(
     let collection_path = query(&req)?.remove("collectionPath");
     let view =
         state.run(Shape::Envelope, move |cms| cms.legacy_read(collection_path.as_deref(), &slug)).await?;
-    Ok(single(view))
+    Ok(single_item(view))
 }
 
 /// `GET /cms/items/{slug}`: the first published item with this slug, collections in
@@ -208,5 +189,5 @@ pub async fn read_anywhere(
     slug: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let view = state.run(Shape::Envelope, move |cms| cms.read_item_anywhere(&slug)).await?;
-    Ok(single(view))
+    Ok(single_item(view))
 }

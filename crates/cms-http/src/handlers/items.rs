@@ -9,9 +9,9 @@ use std::collections::HashMap;
 
 use crate::auth::{Caller, Editor, KeyUser};
 use crate::body::{Fields, bad_request, json_object};
-use crate::dto::{ItemDto, ItemEntryDto, PageMetaDto, RawItemDto};
+use crate::dto::RawItemDto;
 use crate::error::{ApiError, Shape};
-use crate::reply::timestamp_now;
+use crate::reply::{item_page, single_item};
 use crate::state::AppState;
 
 /// Parses the query string into a map, or `400` in `shape`.
@@ -62,10 +62,7 @@ pub async fn list(
             cms.list_items(collection, &query, &caller.viewer)
         })
         .await?;
-    let meta = PageMetaDto::from(&page);
-    let data: Vec<ItemEntryDto> = page.items.into_iter().map(ItemEntryDto::from).collect();
-    Ok(HttpResponse::Ok()
-        .json(json!({ "success": true, "data": data, "meta": meta, "timestamp": timestamp_now() })))
+    Ok(item_page(page))
 }
 
 /// `GET /cms/collections/{collection}/items/{slug}`
@@ -82,10 +79,7 @@ pub async fn read(
     if let Some(response) = not_modified(&req, &view.etag) {
         return Ok(response);
     }
-    let etag = view.etag.clone();
-    Ok(HttpResponse::Ok()
-        .insert_header((header::ETAG, etag))
-        .json(json!({ "success": true, "data": ItemDto::from(view), "timestamp": timestamp_now() })))
+    Ok(single_item(view))
 }
 
 /// `GET /cms/collections/{collection}/items/{slug}/raw`

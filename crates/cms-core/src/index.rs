@@ -1,100 +1,480 @@
-//! The in-memory index of a collection's item metadata.
+//! The in-memory index of a collection: built once, then changed in place.
 //!
-//! Each refresh takes a directory scan (names, sizes, change tokens: no file reads) and
-//! re-reads only the files whose stamp changed since the last refresh, so a list request
-//! costs one scan however many items the collection holds, and edits made on disk by other
-//! programs are seen by the next request.
+//! Every item file has a slot (its stamp and, if it could be parsed, its [`IndexedItem`]).
+//! Beside the slots the index keeps what makes reads cheap without touching storage:
+//! filename and slug maps (single reads in O(1)), the usable items sorted by each list
+//! order, once over every item and once over the published ones (a default list page is a
+//! slice), and per tag the items in date order (a tag list walks only its tag). Each
+//! change costs a binary search and a shift of 4-byte ids per order, never a sort or a
+//! scan of the collection.
+//!
+//! The index itself does no I/O: the facade feeds it what the ports read (see
+//! `service::index` for when).
 
+use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::document::ItemDocument;
-use crate::error::CoreResult;
-use crate::item::ItemMeta;
+use crate::item::{ItemMeta, Status};
 use crate::ports::{FileStamp, StoredFile};
+use crate::query::{Direction, ListQuery, OrderBy, StatusFilter};
 use crate::related;
 use crate::render;
-use crate::slug::ItemFilename;
+use crate::slug::{ItemFilename, ItemRef, slugify};
 
 /// One indexed item: its metadata and what lists and feeds show of its body.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IndexedItem {
     pub meta: ItemMeta,
-    pub fm: crate::document::Frontmatter,
+    /// `fm.image`, for the search index. The rest of the frontmatter is not kept: lists
+    /// do not show it, and single reads take it from the file.
+    pub image: Option<String>,
     /// Plain text of the body, cut for excerpts.
     pub excerpt: String,
     /// The excerpt as plain text for discovery routes: no Markdown, no HTML, cut on a word
     /// boundary (see [`plain_excerpt_of`]).
     pub plain_excerpt: String,
-    /// Significant words of title and body, sorted and distinct, for related items.
-    pub words: Vec<String>,
+    /// Significant words of title and body as 32-bit hashes, sorted and distinct, for
+    /// related items (a tenth of the memory of the words themselves; see
+    /// [`related::word_hashes`]).
+    pub words: Box<[u32]>,
+    /// Strong ETag of the file's bytes.
+    pub etag: String,
+    /// The title lowercased, the key of `orderBy=title`.
+    title_key: String,
+    /// The tags as slugs, for `tags=` filters.
+    tag_slugs: Vec<String>,
+}
+
+impl IndexedItem {
+    /// Parses an item file; `Err` with the reason when it cannot be used.
+    pub fn from_file(name: &ItemFilename, file: &StoredFile) -> Result<Self, String> {
+        let text = std::str::from_utf8(&file.bytes).map_err(|_| "the file is not UTF-8".to_owned())?;
+        let doc = ItemDocument::parse(text).map_err(|e| e.to_string())?;
+        let meta = ItemMeta::derive(name, &doc, file.stamp.modified, file.stamp.size);
+        let body_text = render::to_plain_text(&doc.body);
+        Ok(Self {
+            excerpt: excerpt_with(&doc, &body_text),
+            plain_excerpt: plain_excerpt_with(&doc, &body_text),
+            words: related::word_hashes(&format!("{} {body_text}", meta.title)),
+            etag: crate::service::etag_of(&file.bytes),
+            title_key: meta.title.to_lowercase(),
+            tag_slugs: meta.tags.iter().map(|t| slugify(t)).collect(),
+            image: doc.fm.get("image").and_then(|v| v.as_str()).map(str::to_owned),
+            meta,
+        })
+    }
+
+    /// Whether the item carries any of these tag slugs.
+    pub fn has_any_tag(&self, wanted_slugs: &[String]) -> bool {
+        self.tag_slugs.iter().any(|t| wanted_slugs.contains(t))
+    }
+
+    fn admitted_by(&self, query: &ListQuery) -> bool {
+        query.status.admits(self.meta.status)
+            && (query.tags.is_empty() || self.has_any_tag(&query.tags))
+            && query
+                .author
+                .as_ref()
+                .is_none_or(|a| self.meta.author.as_deref().is_some_and(|b| b.eq_ignore_ascii_case(a)))
+    }
 }
 
 /// Longest excerpt kept in the index, in characters.
 pub const EXCERPT_CHARS: usize = 160;
 
-#[derive(Debug)]
-enum Entry {
-    Item(Arc<IndexedItem>),
-    /// The file could not be used (broken YAML, over a limit); kept so that it is not
-    /// re-read until it changes.
-    Broken,
+/// What the index holds for one item file.
+#[derive(Debug, Clone)]
+struct Slot {
+    name: Arc<str>,
+    stamp: FileStamp,
+    /// `None`: the file could not be used (broken YAML, over a limit); it stays known, so
+    /// that it is not re-read until it changes and a read of it says why.
+    item: Option<Arc<IndexedItem>>,
+}
+
+type Id = u32;
+
+const ORDERS: [OrderBy; 4] = [OrderBy::DatePublished, OrderBy::Title, OrderBy::Slug, OrderBy::Modified];
+
+fn order_slot(order: OrderBy) -> usize {
+    match order {
+        OrderBy::DatePublished => 0,
+        OrderBy::Title => 1,
+        OrderBy::Slug => 2,
+        OrderBy::Modified => 3,
+    }
+}
+
+/// Ascending comparison of two items in one order; ties fall back to the filename so that
+/// pages are stable.
+fn compare(order: OrderBy, a: &IndexedItem, b: &IndexedItem) -> Ordering {
+    let primary = match order {
+        OrderBy::DatePublished => {
+            a.meta.date.as_deref().unwrap_or("").cmp(b.meta.date.as_deref().unwrap_or(""))
+        }
+        OrderBy::Title => a.title_key.cmp(&b.title_key),
+        OrderBy::Slug => a.meta.slug.cmp(&b.meta.slug),
+        OrderBy::Modified => a.meta.modified.cmp(&b.meta.modified),
+    };
+    primary.then_with(|| a.meta.filename.cmp(&b.meta.filename))
+}
+
+/// What a change did to the index, so the caller can log or count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// The stamp was already known: nothing to do.
+    Unchanged,
+    Updated,
+    Removed,
+}
+
+/// One page of a list query, with the number of matches.
+#[derive(Debug, Clone)]
+pub struct Selection {
+    pub items: Vec<Arc<IndexedItem>>,
+    /// Matching items after `offset`.
+    pub total: usize,
 }
 
 #[derive(Debug, Default)]
 pub struct CollectionIndex {
-    entries: HashMap<String, (FileStamp, Entry)>,
+    slots: Vec<Option<Slot>>,
+    free: Vec<Id>,
+    by_name: HashMap<Arc<str>, Id>,
+    /// Every file with this slug (dated or not), in filename order.
+    by_slug: HashMap<String, Vec<Id>>,
+    /// Per order (see [`order_slot`]): usable items ascending, all and published.
+    sorted_all: [Vec<Id>; 4],
+    sorted_published: [Vec<Id>; 4],
+    /// Per tag slug: usable items ascending by date.
+    by_tag: HashMap<String, Vec<Id>>,
+    usable: usize,
 }
 
 impl CollectionIndex {
-    /// Brings the index up to date with `scan`, loading changed files with `load`.
-    /// Returns the usable items in no particular order; files that cannot be loaded or
-    /// parsed are left out until they change.
-    pub fn refresh(
-        &mut self,
-        scan: Vec<FileStamp>,
-        mut load: impl FnMut(&ItemFilename) -> CoreResult<Option<StoredFile>>,
-    ) -> Vec<Arc<IndexedItem>> {
-        let mut fresh = HashMap::with_capacity(scan.len());
-        for stamp in scan {
+    /// An index of these files, sorted once.
+    pub fn build(entries: Vec<(FileStamp, Option<IndexedItem>)>) -> Self {
+        let mut index = Self::default();
+        for (stamp, item) in entries {
             let Some(name) = ItemFilename::parse(&stamp.name) else { continue };
-            let entry = match self.entries.remove(&stamp.name) {
-                Some((old, entry)) if old == stamp => entry,
-                _ => match load(&name) {
-                    Ok(Some(file)) => index_file(&name, &file),
-                    Ok(None) => continue, // deleted between scan and read
-                    // One unreadable file (too large, no permission) must not fail the list.
-                    Err(error) => broken(&name, &error.to_string()),
-                },
-            };
-            fresh.insert(stamp.name.clone(), (stamp, entry));
+            if index.by_name.contains_key(name.as_str()) {
+                continue;
+            }
+            index.insert_slot(&name, stamp, item.map(Arc::new), false);
         }
-        self.entries = fresh;
-        self.entries
-            .values()
-            .filter_map(|(_, entry)| match entry {
-                Entry::Item(item) => Some(Arc::clone(item)),
-                Entry::Broken => None,
-            })
-            .collect()
+        index.sort_all();
+        index
+    }
+
+    fn sort_all(&mut self) {
+        let slots = &self.slots;
+        let item = |id: &Id| slots[*id as usize].as_ref().and_then(|s| s.item.as_deref()).expect("usable id");
+        for order in ORDERS {
+            let k = order_slot(order);
+            for ids in [&mut self.sorted_all[k], &mut self.sorted_published[k]] {
+                ids.sort_unstable_by(|a, b| compare(order, item(a), item(b)));
+            }
+        }
+        for ids in self.by_tag.values_mut() {
+            ids.sort_unstable_by(|a, b| compare(OrderBy::DatePublished, item(a), item(b)));
+        }
+    }
+
+    /// How many item files are known, usable or not.
+    pub fn file_count(&self) -> usize {
+        self.by_name.len()
+    }
+
+    /// How many items can be listed.
+    pub fn usable_count(&self) -> usize {
+        self.usable
+    }
+
+    /// The stamp the index holds for a file.
+    pub fn stamp(&self, name: &str) -> Option<&FileStamp> {
+        self.by_name.get(name).map(|id| &self.slot(*id).stamp)
+    }
+
+    /// Every known filename with its stamp (for comparing with a fresh scan).
+    pub fn stamps(&self) -> impl Iterator<Item = &FileStamp> {
+        self.slots.iter().flatten().map(|s| &s.stamp)
+    }
+
+    /// Every usable item, in no particular order.
+    pub fn items(&self) -> Vec<Arc<IndexedItem>> {
+        self.slots.iter().flatten().filter_map(|s| s.item.clone()).collect()
+    }
+
+    /// The published items, newest first (by `date`, then filename).
+    pub fn published_newest_first(&self) -> impl Iterator<Item = &Arc<IndexedItem>> {
+        self.sorted_published[order_slot(OrderBy::DatePublished)].iter().rev().map(|id| self.usable_item(*id))
+    }
+
+    /// The file an item reference names (first in filename order when several files share
+    /// a slug), usable or not.
+    pub fn locate(&self, item_ref: &ItemRef) -> Option<ItemFilename> {
+        let id = match item_ref {
+            ItemRef::Slug(slug) => *self.by_slug.get(slug.as_str())?.first()?,
+            ItemRef::Filename(name) => *self.by_name.get(name.as_str())?,
+        };
+        ItemFilename::parse(&self.slot(id).name)
+    }
+
+    /// The published item a reference names: for a bare slug that several files carry,
+    /// the first published one in filename order, so a draft never shadows it.
+    pub fn locate_published(&self, item_ref: &ItemRef) -> Option<&Arc<IndexedItem>> {
+        let ids: &[Id] = match item_ref {
+            ItemRef::Slug(slug) => self.by_slug.get(slug.as_str())?,
+            ItemRef::Filename(name) => std::slice::from_ref(self.by_name.get(name.as_str())?),
+        };
+        ids.iter()
+            .filter_map(|id| self.slot(*id).item.as_ref())
+            .find(|item| item.meta.status == Status::Published)
+    }
+
+    /// A file with this slug (dated or not).
+    pub fn file_with_slug(&self, slug: &str) -> Option<ItemFilename> {
+        let id = *self.by_slug.get(slug)?.first()?;
+        ItemFilename::parse(&self.slot(id).name)
+    }
+
+    /// The indexed item of a file; `Err(())` when the file is known but unusable.
+    #[allow(clippy::result_unit_err)]
+    pub fn get(&self, name: &str) -> Option<Result<&Arc<IndexedItem>, ()>> {
+        self.by_name.get(name).map(|id| self.slot(*id).item.as_ref().ok_or(()))
+    }
+
+    /// Records a file's new content (or that it cannot be used).
+    pub fn upsert(&mut self, name: &ItemFilename, stamp: FileStamp, item: Option<IndexedItem>) -> Applied {
+        if self.stamp(name.as_str()) == Some(&stamp) {
+            return Applied::Unchanged;
+        }
+        self.remove(name.as_str());
+        self.insert_slot(name, stamp, item.map(Arc::new), true);
+        Applied::Updated
+    }
+
+    /// Forgets a file.
+    pub fn remove(&mut self, name: &str) -> Applied {
+        let Some(id) = self.by_name.get(name).copied() else { return Applied::Unchanged };
+        if self.slot(id).item.is_some() {
+            self.unlink_sorted(id);
+            self.usable -= 1;
+        }
+        let slot = self.slots[id as usize].take().expect("indexed id");
+        self.by_name.remove(&slot.name);
+        if let Some(name) = ItemFilename::parse(&slot.name)
+            && let Some(ids) = self.by_slug.get_mut(name.slug())
+        {
+            ids.retain(|other| *other != id);
+            if ids.is_empty() {
+                self.by_slug.remove(name.slug());
+            }
+        }
+        self.free.push(id);
+        Applied::Removed
+    }
+
+    /// One page of a list query: a slice of a kept order when only the status filters,
+    /// a walk of one tag's items for a tag filter in date order, and otherwise one pass
+    /// with a partial selection (never a full sort).
+    pub fn select(&self, query: &ListQuery, page: usize, per_page: usize) -> Selection {
+        let start = query.offset.saturating_add((page - 1).saturating_mul(per_page));
+        let k = order_slot(query.order_by);
+        let plain = query.tags.is_empty() && query.author.is_none();
+        if plain && query.status != StatusFilter::Draft {
+            let ids = match query.status {
+                StatusFilter::Published => &self.sorted_published[k],
+                _ => &self.sorted_all[k],
+            };
+            let total = ids.len().saturating_sub(query.offset);
+            let items = match query.direction {
+                Direction::Asc => self.page_of(ids.iter(), start, per_page),
+                Direction::Desc => self.page_of(ids.iter().rev(), start, per_page),
+            };
+            return Selection { items, total };
+        }
+        let walked: Option<&[Id]> = match query.tags.as_slice() {
+            [] => Some(&self.sorted_all[k]),
+            // One tag in date order: its own list is already in that order.
+            [tag] if query.order_by == OrderBy::DatePublished => {
+                Some(self.by_tag.get(tag).map(Vec::as_slice).unwrap_or_default())
+            }
+            _ => None,
+        };
+        if let Some(ids) = walked {
+            let admitted = |id: &&Id| self.usable_item(**id).admitted_by(query);
+            return match query.direction {
+                Direction::Asc => self.walk(ids.iter().filter(admitted), query.offset, start, per_page),
+                Direction::Desc => {
+                    self.walk(ids.iter().rev().filter(admitted), query.offset, start, per_page)
+                }
+            };
+        }
+        let mut candidates: Vec<Id> =
+            query.tags.iter().filter_map(|t| self.by_tag.get(t)).flatten().copied().collect();
+        candidates.sort_unstable();
+        candidates.dedup();
+        candidates.retain(|id| self.usable_item(*id).admitted_by(query));
+        // Several tags, or one in another order: sort only the matches, and only as far
+        // as the page needs.
+        let mut ids = candidates;
+        let total = ids.len().saturating_sub(query.offset);
+        let wanted = start.saturating_add(per_page).min(ids.len());
+        let order = |a: &Id, b: &Id| {
+            let ordered = compare(query.order_by, self.usable_item(*a), self.usable_item(*b));
+            if query.direction == Direction::Desc { ordered.reverse() } else { ordered }
+        };
+        if wanted > 0 && wanted < ids.len() {
+            ids.select_nth_unstable_by(wanted - 1, order);
+            ids.truncate(wanted);
+        }
+        ids.sort_unstable_by(order);
+        let items = ids.iter().skip(start).map(|id| Arc::clone(self.usable_item(*id))).collect();
+        Selection { items, total }
+    }
+
+    fn page_of<'a>(
+        &self,
+        ids: impl Iterator<Item = &'a Id>,
+        start: usize,
+        per_page: usize,
+    ) -> Vec<Arc<IndexedItem>> {
+        ids.skip(start).take(per_page).map(|id| Arc::clone(self.usable_item(*id))).collect()
+    }
+
+    /// Counts every match and keeps the page's.
+    fn walk<'a>(
+        &self,
+        matching: impl Iterator<Item = &'a Id>,
+        offset: usize,
+        start: usize,
+        per_page: usize,
+    ) -> Selection {
+        let mut items = Vec::new();
+        let mut seen = 0usize;
+        for id in matching {
+            if seen >= start && items.len() < per_page {
+                items.push(Arc::clone(self.usable_item(*id)));
+            }
+            seen += 1;
+        }
+        Selection { items, total: seen.saturating_sub(offset) }
+    }
+
+    fn slot(&self, id: Id) -> &Slot {
+        self.slots[id as usize].as_ref().expect("indexed id")
+    }
+
+    fn usable_item(&self, id: Id) -> &Arc<IndexedItem> {
+        self.slot(id).item.as_ref().expect("usable id")
+    }
+
+    fn insert_slot(
+        &mut self,
+        name: &ItemFilename,
+        stamp: FileStamp,
+        item: Option<Arc<IndexedItem>>,
+        link: bool,
+    ) {
+        let usable = item.is_some();
+        let slot = Slot { name: Arc::from(name.as_str()), stamp, item };
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.slots[id as usize] = Some(slot.clone());
+                id
+            }
+            None => {
+                self.slots.push(Some(slot.clone()));
+                Id::try_from(self.slots.len() - 1).expect("fewer than 4 billion items")
+            }
+        };
+        self.by_name.insert(slot.name, id);
+        let same_slug = self.by_slug.entry(name.slug().to_owned()).or_default();
+        let at = same_slug.partition_point(|other| {
+            *self.slots[*other as usize].as_ref().expect("id").name < *name.as_str()
+        });
+        same_slug.insert(at, id);
+        if usable {
+            self.usable += 1;
+            if link {
+                self.link_sorted(id);
+            } else {
+                // Bulk build: append now, sort once at the end.
+                let item = Arc::clone(self.usable_item(id));
+                for order in ORDERS {
+                    self.sorted_all[order_slot(order)].push(id);
+                    if item.meta.status == Status::Published {
+                        self.sorted_published[order_slot(order)].push(id);
+                    }
+                }
+                for tag in distinct(&item.tag_slugs) {
+                    self.by_tag.entry(tag.clone()).or_default().push(id);
+                }
+            }
+        }
+    }
+
+    fn link_sorted(&mut self, id: Id) {
+        let item = Arc::clone(self.usable_item(id));
+        let published = item.meta.status == Status::Published;
+        let mut sorted_all = std::mem::take(&mut self.sorted_all);
+        let mut sorted_published = std::mem::take(&mut self.sorted_published);
+        for order in ORDERS {
+            let k = order_slot(order);
+            self.insert_sorted(&mut sorted_all[k], order, &item, id);
+            if published {
+                self.insert_sorted(&mut sorted_published[k], order, &item, id);
+            }
+        }
+        let mut by_tag = std::mem::take(&mut self.by_tag);
+        for tag in distinct(&item.tag_slugs) {
+            self.insert_sorted(by_tag.entry(tag.clone()).or_default(), OrderBy::DatePublished, &item, id);
+        }
+        (self.sorted_all, self.sorted_published, self.by_tag) = (sorted_all, sorted_published, by_tag);
+    }
+
+    fn unlink_sorted(&mut self, id: Id) {
+        let item = Arc::clone(self.usable_item(id));
+        let mut sorted_all = std::mem::take(&mut self.sorted_all);
+        let mut sorted_published = std::mem::take(&mut self.sorted_published);
+        for order in ORDERS {
+            let k = order_slot(order);
+            self.remove_sorted(&mut sorted_all[k], order, &item, id);
+            self.remove_sorted(&mut sorted_published[k], order, &item, id);
+        }
+        let mut by_tag = std::mem::take(&mut self.by_tag);
+        for tag in distinct(&item.tag_slugs) {
+            if let Some(ids) = by_tag.get_mut(tag) {
+                self.remove_sorted(ids, OrderBy::DatePublished, &item, id);
+                if ids.is_empty() {
+                    by_tag.remove(tag);
+                }
+            }
+        }
+        (self.sorted_all, self.sorted_published, self.by_tag) = (sorted_all, sorted_published, by_tag);
+    }
+
+    fn insert_sorted(&self, ids: &mut Vec<Id>, order: OrderBy, item: &IndexedItem, id: Id) {
+        let at =
+            ids.partition_point(|other| compare(order, self.usable_item(*other), item) == Ordering::Less);
+        ids.insert(at, id);
+    }
+
+    fn remove_sorted(&self, ids: &mut Vec<Id>, order: OrderBy, item: &IndexedItem, id: Id) {
+        let at =
+            ids.partition_point(|other| compare(order, self.usable_item(*other), item) == Ordering::Less);
+        if ids.get(at) == Some(&id) {
+            ids.remove(at);
+        }
     }
 }
 
-fn index_file(name: &ItemFilename, file: &StoredFile) -> Entry {
-    let parsed = std::str::from_utf8(&file.bytes)
-        .map_err(|_| "the file is not UTF-8".to_owned())
-        .and_then(|text| ItemDocument::parse(text).map_err(|e| e.to_string()));
-    match parsed {
-        Ok(doc) => {
-            let meta = ItemMeta::derive(name, &doc, file.stamp.modified, file.stamp.size);
-            let body_text = render::to_plain_text(&doc.body);
-            let excerpt = excerpt_with(&doc, &body_text);
-            let plain_excerpt = plain_excerpt_with(&doc, &body_text);
-            let words = related::significant_words(&format!("{} {body_text}", meta.title));
-            Entry::Item(Arc::new(IndexedItem { meta, fm: doc.fm, excerpt, plain_excerpt, words }))
-        }
-        Err(reason) => broken(name, &reason),
-    }
+/// Tags as slugs, each once (an item tagged `Rust` and `rust` is listed once).
+fn distinct(tags: &[String]) -> impl Iterator<Item = &String> {
+    tags.iter().enumerate().filter(move |(i, t)| !tags[..*i].contains(t)).map(|(_, t)| t)
 }
 
 /// An item's excerpt: `fm.excerpt`, else `fm.description`, else the body as plain text
@@ -153,15 +533,10 @@ fn written_excerpt(doc: &ItemDocument) -> Option<&str> {
     ["excerpt", "description"].iter().find_map(|key| doc.fm.get(*key).and_then(|v| v.as_str()))
 }
 
-/// Logged once per change of the file, not on every request.
-fn broken(name: &ItemFilename, reason: &str) -> Entry {
-    tracing::warn!(filename = name.as_str(), reason, "skipping an item that cannot be read");
-    Entry::Broken
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::query::ListParams;
 
     fn doc(fm: &str) -> ItemDocument {
         ItemDocument::parse(&format!("---\n{fm}\n---\nThe *body* text.\n")).unwrap()
@@ -173,5 +548,105 @@ mod tests {
         assert_eq!(plain_excerpt_of(&doc("description: '**a** < b <!-- c -->'")), "a < b");
         assert_eq!(plain_excerpt_of(&doc("title: T")), "The body text.");
         assert_eq!(excerpt_of(&doc("excerpt: '<p>x</p>'")), "<p>x</p>", "lists keep it as written");
+    }
+
+    fn file(name: &str, token: u64, fm: &str) -> (ItemFilename, FileStamp, Option<IndexedItem>) {
+        let name = ItemFilename::parse(name).unwrap();
+        let bytes = format!("---\n{fm}\n---\nbody\n").into_bytes();
+        let stamp = FileStamp {
+            name: name.as_str().into(),
+            size: bytes.len() as u64,
+            modified: token as i64,
+            change_token: token,
+        };
+        let item = IndexedItem::from_file(&name, &StoredFile { bytes, stamp: stamp.clone() }).ok();
+        (name, stamp, item)
+    }
+
+    fn query(pairs: &[(&str, &str)]) -> ListQuery {
+        ListQuery::parse(&ListParams::from_pairs(pairs.iter().copied())).unwrap()
+    }
+
+    /// What a full sort of the matches would give: the reference the kept orders must equal.
+    fn reference(
+        index: &CollectionIndex,
+        q: &ListQuery,
+        page: usize,
+        per_page: usize,
+    ) -> (Vec<String>, usize) {
+        let mut all: Vec<_> = index.items().into_iter().filter(|i| i.admitted_by(q)).collect();
+        all.sort_by(|a, b| {
+            let o = compare(q.order_by, a, b);
+            if q.direction == Direction::Desc { o.reverse() } else { o }
+        });
+        let rest: Vec<_> = all.into_iter().skip(q.offset).collect();
+        let total = rest.len();
+        (
+            rest.into_iter()
+                .skip((page - 1) * per_page)
+                .take(per_page)
+                .map(|i| i.meta.filename.clone())
+                .collect(),
+            total,
+        )
+    }
+
+    #[test]
+    fn kept_orders_equal_a_full_sort_after_changes() {
+        let mut entries = Vec::new();
+        for i in 0..40u64 {
+            let status = if i % 4 == 0 { "draft" } else { "published" };
+            let (_, stamp, item) = file(
+                &format!("2024-01-{:02}-post-{i}.md", i % 28 + 1),
+                i,
+                &format!("title: T{}\nstatus: {status}\ntags: [t{}, all]\nauthor: a{}", 40 - i, i % 3, i % 2),
+            );
+            entries.push((stamp, item));
+        }
+        let (_, stamp, _) = file("broken.md", 99, "x: [");
+        entries.push((stamp, None));
+        let mut index = CollectionIndex::build(entries);
+        // Changes in place: an update, a removal, an insert, a file turned broken.
+        let (name, stamp, item) =
+            file("2024-01-05-post-4.md", 100, "title: Zed\nstatus: published\ntags: [t2]");
+        index.upsert(&name, stamp, item);
+        index.remove("2024-01-08-post-7.md");
+        let (name, stamp, item) = file("new.md", 101, "title: New\ndate: 2023-12-31\ntags: [t0]");
+        index.upsert(&name, stamp, item);
+        let (name, stamp, _) = file("2024-01-10-post-9.md", 102, "");
+        index.upsert(&name, stamp, None);
+
+        let queries = [
+            vec![],
+            vec![("status", "all")],
+            vec![("status", "draft")],
+            vec![("orderBy", "title"), ("direction", "asc")],
+            vec![("orderBy", "slug"), ("status", "all"), ("offset", "3")],
+            vec![("orderBy", "modified")],
+            vec![("tags", "t0")],
+            vec![("tags", "t0"), ("direction", "asc"), ("status", "all")],
+            vec![("tags", "t1,t2"), ("orderBy", "title")],
+            vec![("author", "A1")],
+            vec![("tags", "all"), ("orderBy", "title")],
+        ];
+        for pairs in queries {
+            let q = query(&pairs);
+            for (page, per_page) in [(1, 5), (2, 5), (3, 7), (9, 5)] {
+                let got = index.select(&q, page, per_page);
+                let got_names: Vec<String> = got.items.iter().map(|i| i.meta.filename.clone()).collect();
+                assert_eq!(
+                    (got_names, got.total),
+                    reference(&index, &q, page, per_page),
+                    "{pairs:?} page {page}"
+                );
+            }
+        }
+        assert_eq!(index.file_count(), 41);
+        assert!(matches!(index.get("broken.md"), Some(Err(()))));
+        assert_eq!(
+            index.locate(&ItemRef::parse("post-4").unwrap()).unwrap().as_str(),
+            "2024-01-05-post-4.md"
+        );
+        assert!(index.locate(&ItemRef::parse("post-7").unwrap()).is_none());
     }
 }

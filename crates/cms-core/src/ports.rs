@@ -1,9 +1,12 @@
 //! The ports: every way the core reaches the outside world. Adapters live in other crates
 //! (`cms-fs`, `cms-webhooks`) and in [`crate::testing`] (in memory).
 //!
-//! Ports are synchronous: the file adapter does blocking I/O, and the web layer runs facade
-//! calls on a blocking thread pool, so the core needs no async runtime.
+//! Storage ports are async (`async-trait`), so that a remote store calls its client
+//! natively and the file adapter moves its blocking I/O off the async workers itself. The
+//! core names no runtime: it only awaits the futures the adapters return. The event sink
+//! and the clock stay synchronous: they never wait.
 
+use async_trait::async_trait;
 use time::OffsetDateTime;
 
 use crate::account::{KeyRecord, User};
@@ -34,50 +37,112 @@ pub struct StoredFile {
 }
 
 /// Item files of the collections.
+#[async_trait]
 pub trait ContentStore: Send + Sync {
     /// Stamps of the item files (`*.md` regular files; symlinks are never followed).
-    fn scan(&self, collection: &Collection) -> CoreResult<Vec<FileStamp>>;
+    async fn scan(&self, collection: &Collection) -> CoreResult<Vec<FileStamp>>;
+    /// The stamp of one item file, or `None` if there is no such regular file.
+    async fn stat(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Option<FileStamp>>;
     /// The file's bytes, or `None` if it does not exist.
-    fn read(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Option<StoredFile>>;
+    async fn read(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Option<StoredFile>>;
+    /// Several files at once, in the order of `names` (the index is built in batches of
+    /// these; an adapter may read them in parallel). One file's error does not fail the
+    /// others.
+    async fn read_many(
+        &self,
+        collection: &Collection,
+        names: &[ItemFilename],
+    ) -> Vec<CoreResult<Option<StoredFile>>> {
+        let mut files = Vec::with_capacity(names.len());
+        for name in names {
+            files.push(self.read(collection, name).await);
+        }
+        files
+    }
     /// Writes a new file atomically; `Conflict` if the name is taken.
-    fn create(&self, collection: &Collection, name: &ItemFilename, bytes: &[u8]) -> CoreResult<FileStamp>;
+    async fn create(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        bytes: &[u8],
+    ) -> CoreResult<FileStamp>;
     /// Replaces an existing file atomically (readers see the old or the new content).
-    fn replace(&self, collection: &Collection, name: &ItemFilename, bytes: &[u8]) -> CoreResult<FileStamp>;
+    async fn replace(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        bytes: &[u8],
+    ) -> CoreResult<FileStamp>;
     /// Removes a file; `NotFound` if it does not exist.
-    fn delete(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<()>;
+    async fn delete(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<()>;
+}
+
+/// Something that changed in storage without going through this facade (an editor, `git
+/// pull`, `rm`, another process).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StorageChange {
+    /// These item files of collection number `collection` may have changed, appeared or
+    /// gone (names only; names that are not item files are ignored).
+    Items { collection: usize, names: Vec<String> },
+    /// Anything in the collection may have changed: compare it whole (a lost or
+    /// overflowed watch, a folder replaced wholesale).
+    Rescan { collection: usize },
+    /// The installed license may have changed.
+    License,
+}
+
+/// A stream of change batches, as a store reports them.
+#[async_trait]
+pub trait ChangeFeed: Send {
+    /// The next batch; `None` once the feed has ended (the caller then falls back to
+    /// rescanning).
+    async fn next_batch(&mut self) -> Option<Vec<StorageChange>>;
+}
+
+/// Where changes made behind the facade's back are reported.
+pub trait ChangeSource: Send + Sync {
+    /// Starts following the collections' storage (and the license). `None` where the
+    /// store cannot report changes: the caller must then rescan periodically.
+    fn subscribe(&self, collections: &[Collection]) -> CoreResult<Option<Box<dyn ChangeFeed>>>;
 }
 
 /// User accounts.
+#[async_trait]
 pub trait UserStore: Send + Sync {
-    fn list_users(&self) -> CoreResult<Vec<User>>;
+    async fn list_users(&self) -> CoreResult<Vec<User>>;
     /// Adds the user, or replaces the one with the same email.
-    fn put_user(&self, user: User) -> CoreResult<()>;
+    async fn put_user(&self, user: User) -> CoreResult<()>;
     /// Returns whether a user was removed.
-    fn remove_user(&self, email: &str) -> CoreResult<bool>;
+    async fn remove_user(&self, email: &str) -> CoreResult<bool>;
 
-    fn find_user(&self, email: &str) -> CoreResult<Option<User>> {
-        Ok(self.list_users()?.into_iter().find(|u| u.email == email))
+    async fn find_user(&self, email: &str) -> CoreResult<Option<User>> {
+        Ok(self.list_users().await?.into_iter().find(|u| u.email == email))
     }
 }
 
 /// Hashes of API keys. Changes take effect on the next lookup (revocation is immediate).
+#[async_trait]
 pub trait KeyStore: Send + Sync {
-    fn list_keys(&self) -> CoreResult<Vec<KeyRecord>>;
-    fn add_key(&self, key: KeyRecord) -> CoreResult<()>;
+    async fn list_keys(&self) -> CoreResult<Vec<KeyRecord>>;
+    async fn add_key(&self, key: KeyRecord) -> CoreResult<()>;
     /// Removes every key for which `doomed` is true; returns how many went.
-    fn remove_keys(&self, doomed: &dyn Fn(&KeyRecord) -> bool) -> CoreResult<usize>;
+    async fn remove_keys(
+        &self,
+        doomed: &(dyn for<'k> Fn(&'k KeyRecord) -> bool + Send + Sync),
+    ) -> CoreResult<usize>;
 
-    fn find_key_by_hash(&self, hash: &str) -> CoreResult<Option<KeyRecord>> {
-        Ok(self.list_keys()?.into_iter().find(|k| k.hash == hash))
+    async fn find_key_by_hash(&self, hash: &str) -> CoreResult<Option<KeyRecord>> {
+        Ok(self.list_keys().await?.into_iter().find(|k| k.hash == hash))
     }
 }
 
 /// Where the license comes from. Reads see a changed license without a restart.
+#[async_trait]
 pub trait LicenseSource: Send + Sync {
     /// The installed license, `None` when there is none.
-    fn current(&self) -> CoreResult<Option<License>>;
+    async fn current(&self) -> CoreResult<Option<License>>;
     /// Installs a license (already validated by the core).
-    fn install(&self, license_text: &str) -> CoreResult<()>;
+    async fn install(&self, license_text: &str) -> CoreResult<()>;
 }
 
 /// Outbound events. Publishing must not block on delivery.
@@ -100,9 +165,10 @@ pub struct WebhookInfo {
 
 /// Read access to the webhook subscriptions (created and changed with the CLI, which talks
 /// to the webhook adapter directly). Reads see the CLI's changes at once.
+#[async_trait]
 pub trait WebhookDirectory: Send + Sync {
     /// Every subscription, oldest first.
-    fn list_webhooks(&self) -> CoreResult<Vec<WebhookInfo>>;
+    async fn list_webhooks(&self) -> CoreResult<Vec<WebhookInfo>>;
 }
 
 /// The time, so that tests can fix it.
@@ -120,26 +186,36 @@ pub struct VersionStamp {
 
 /// Item history, kept apart from the collections so that snapshots are never listed or
 /// served as items. Keyed by collection and item filename, so a deleted item keeps it.
+#[async_trait]
 pub trait VersionStore: Send + Sync {
     /// The snapshots of one item file, in any order.
-    fn list_versions(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Vec<VersionStamp>>;
-    fn read_version(
+    async fn list_versions(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+    ) -> CoreResult<Vec<VersionStamp>>;
+    async fn read_version(
         &self,
         collection: &Collection,
         name: &ItemFilename,
         timestamp: i64,
     ) -> CoreResult<Option<Vec<u8>>>;
     /// Stores a snapshot atomically; `Conflict` if that timestamp is taken.
-    fn save_version(
+    async fn save_version(
         &self,
         collection: &Collection,
         name: &ItemFilename,
         timestamp: i64,
         bytes: &[u8],
     ) -> CoreResult<()>;
-    fn remove_version(&self, collection: &Collection, name: &ItemFilename, timestamp: i64) -> CoreResult<()>;
+    async fn remove_version(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+    ) -> CoreResult<()>;
     /// Filenames of the collection's items that have a history (deleted ones included).
-    fn items_with_history(&self, collection: &Collection) -> CoreResult<Vec<String>>;
+    async fn items_with_history(&self, collection: &Collection) -> CoreResult<Vec<String>>;
 }
 
 /// What a resource folder holds at one name.
@@ -159,10 +235,11 @@ impl<T: std::io::Read + std::io::Seek + Send> ResourceReader for T {}
 /// An upload being received. Bytes go to a temporary place as they arrive (never held
 /// whole in memory); `commit` moves them into place under a name no file has yet;
 /// dropping the sink without committing leaves nothing behind.
+#[async_trait]
 pub trait UploadSink: Send {
-    fn write(&mut self, chunk: &[u8]) -> CoreResult<()>;
+    async fn write(&mut self, chunk: &[u8]) -> CoreResult<()>;
     /// Stores the upload in `dir` as `name`, or `name-1`, `name-2`, ... if taken.
-    fn commit(
+    async fn commit(
         self: Box<Self>,
         folder: &ResourceFolder,
         dir: &Subpath,
@@ -171,17 +248,18 @@ pub trait UploadSink: Send {
 }
 
 /// Files and folders of the resource folders. Symlinks are never followed.
+#[async_trait]
 pub trait ResourceStore: Send + Sync {
     /// Entries of a folder; `NotFound` if it does not exist.
-    fn list(&self, folder: &ResourceFolder, dir: &Subpath) -> CoreResult<Vec<ResourceStat>>;
-    fn stat(
+    async fn list(&self, folder: &ResourceFolder, dir: &Subpath) -> CoreResult<Vec<ResourceStat>>;
+    async fn stat(
         &self,
         folder: &ResourceFolder,
         dir: &Subpath,
         name: &FileName,
     ) -> CoreResult<Option<ResourceStat>>;
     /// Up to `max` first bytes of a file (to recognise images by content).
-    fn read_head(
+    async fn read_head(
         &self,
         folder: &ResourceFolder,
         dir: &Subpath,
@@ -189,30 +267,31 @@ pub trait ResourceStore: Send + Sync {
         max: usize,
     ) -> CoreResult<Vec<u8>>;
     /// A file to serve; `None` if there is no such file.
-    fn open(
+    async fn open(
         &self,
         folder: &ResourceFolder,
         dir: &Subpath,
         name: &FileName,
     ) -> CoreResult<Option<(Box<dyn ResourceReader>, ResourceStat)>>;
     /// Starts an upload; its bytes are staged where the adapter likes until `commit`.
-    fn begin_upload(&self) -> CoreResult<Box<dyn UploadSink>>;
+    async fn begin_upload(&self) -> CoreResult<Box<dyn UploadSink>>;
     /// Renames or moves a file; `NotFound` without a source, `Conflict` if the target exists.
-    fn rename(
+    async fn rename(
         &self,
         folder: &ResourceFolder,
         from: (&Subpath, &FileName),
         to: (&Subpath, &FileName),
     ) -> CoreResult<()>;
     /// Deletes a file or an empty folder; `NotFound` if absent, `Conflict` if not empty.
-    fn delete(&self, folder: &ResourceFolder, dir: &Subpath, name: &FileName) -> CoreResult<()>;
+    async fn delete(&self, folder: &ResourceFolder, dir: &Subpath, name: &FileName) -> CoreResult<()>;
     /// Creates a folder; `Conflict` if the name is taken, `NotFound` without a parent.
-    fn create_dir(&self, folder: &ResourceFolder, dir: &Subpath, name: &FileName) -> CoreResult<()>;
+    async fn create_dir(&self, folder: &ResourceFolder, dir: &Subpath, name: &FileName) -> CoreResult<()>;
 }
 
 /// Site settings kept by the server (the theme, as a JSON object).
+#[async_trait]
 pub trait SettingsStore: Send + Sync {
-    fn load_theme(&self) -> CoreResult<Option<serde_json::Map<String, serde_json::Value>>>;
+    async fn load_theme(&self) -> CoreResult<Option<serde_json::Map<String, serde_json::Value>>>;
     /// Saves the theme atomically.
-    fn save_theme(&self, theme: &serde_json::Map<String, serde_json::Value>) -> CoreResult<()>;
+    async fn save_theme(&self, theme: &serde_json::Map<String, serde_json::Value>) -> CoreResult<()>;
 }

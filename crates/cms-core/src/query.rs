@@ -19,6 +19,30 @@ pub struct ListParams {
     pub offset: Option<String>,
 }
 
+impl ListParams {
+    /// From `(name, value)` pairs named as in a query string (`page`, `per_page`,
+    /// `status`, `tags`, `author`, `orderBy`, `direction`, `offset`); other names are
+    /// ignored, a later pair wins.
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let mut params = Self::default();
+        for (name, value) in pairs {
+            let slot = match name {
+                "page" => &mut params.page,
+                "per_page" => &mut params.per_page,
+                "status" => &mut params.status,
+                "tags" => &mut params.tags,
+                "author" => &mut params.author,
+                "orderBy" => &mut params.order_by,
+                "direction" => &mut params.direction,
+                "offset" => &mut params.offset,
+                _ => continue,
+            };
+            *slot = Some(value.to_owned());
+        }
+        params
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StatusFilter {
     Published,
@@ -192,6 +216,13 @@ impl<T> Page<T> {
         Self { items, current_page: page, last_page, total_items, per_page }
     }
 
+    /// A page already cut by the index: `items` are the page's, `total_items` every match
+    /// after the offset.
+    pub fn of_selection(items: Vec<T>, total_items: usize, page: usize, per_page: usize) -> Self {
+        let last_page = total_items.div_ceil(per_page).max(1);
+        Self { items, current_page: page, last_page, total_items, per_page }
+    }
+
     pub fn has_prev(&self) -> bool {
         self.current_page > 1
     }
@@ -216,21 +247,7 @@ mod tests {
     use super::*;
 
     fn params(pairs: &[(&str, &str)]) -> ListParams {
-        let mut p = ListParams::default();
-        for (k, v) in pairs {
-            let v = Some((*v).to_owned());
-            match *k {
-                "page" => p.page = v,
-                "per_page" => p.per_page = v,
-                "status" => p.status = v,
-                "tags" => p.tags = v,
-                "orderBy" => p.order_by = v,
-                "direction" => p.direction = v,
-                "offset" => p.offset = v,
-                _ => unreachable!(),
-            }
-        }
-        p
+        ListParams::from_pairs(pairs.iter().copied())
     }
 
     #[test]

@@ -61,27 +61,60 @@ const STOP_WORDS: &[&str] = &[
 /// digits, at least 3 characters long, not only digits, not a stop word.
 pub fn significant_words(text: &str) -> Vec<String> {
     let mut words = BTreeSet::new();
+    for_each_significant_word(text, |word| {
+        words.insert(word.to_owned());
+        words.len()
+    });
+    words.into_iter().collect()
+}
+
+/// [`significant_words`] as 32-bit FNV-1a hashes, sorted and distinct: what the index
+/// keeps per item. Two words sharing a hash would count as one shared word; among the
+/// few thousand words of one collection that is vanishingly rare and moves a score by a
+/// fraction of a percent at most.
+pub fn word_hashes(text: &str) -> Box<[u32]> {
+    let mut seen = std::collections::HashSet::new();
+    for_each_significant_word(text, |word| {
+        seen.insert(fnv1a(word.as_bytes()));
+        seen.len()
+    });
+    let mut hashes: Vec<u32> = seen.into_iter().collect();
+    hashes.sort_unstable();
+    hashes.into_boxed_slice()
+}
+
+/// Calls `keep` with each significant word (lowercased) in order of appearance, until it
+/// says [`MAX_WORDS`] distinct words are kept. Indexing a collection runs this over every
+/// body, so it allocates once, not per word.
+fn for_each_significant_word(text: &str, mut keep: impl FnMut(&str) -> usize) {
+    let mut lower = String::new();
     for word in text.split(|c: char| !c.is_alphanumeric()) {
-        if words.len() >= MAX_WORDS {
-            break;
-        }
-        if word.chars().count() < 3 || word.chars().all(|c| c.is_ascii_digit()) {
+        if word.len() < 3 || word.chars().nth(2).is_none() || word.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
-        let word = word.to_lowercase();
-        if !STOP_WORDS.contains(&word.as_str()) {
-            words.insert(word);
+        lower.clear();
+        if word.is_ascii() {
+            lower.push_str(word);
+            lower.make_ascii_lowercase();
+        } else {
+            lower.extend(word.chars().flat_map(char::to_lowercase));
+        }
+        if STOP_WORDS.binary_search(&lower.as_str()).is_err() && keep(&lower) >= MAX_WORDS {
+            break;
         }
     }
-    words.into_iter().collect()
+}
+
+fn fnv1a(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c_9dc5_u32, |hash, byte| (hash ^ u32::from(*byte)).wrapping_mul(0x0100_0193))
 }
 
 /// What scoring needs to know about an item.
 #[derive(Debug, Clone, Copy)]
 pub struct Features<'a> {
     pub tags: &'a [String],
-    /// Sorted and distinct, as [`significant_words`] returns them.
-    pub words: &'a [String],
+    /// Sorted and distinct, as [`word_hashes`] returns them.
+    pub words: &'a [u32],
 }
 
 /// A candidate's score against the source item.
@@ -131,7 +164,7 @@ fn jaccard(shared: usize, a: usize, b: usize) -> f64 {
 }
 
 /// How many elements two sorted, distinct lists share.
-fn sorted_overlap(a: &[String], b: &[String]) -> usize {
+fn sorted_overlap<T: Ord>(a: &[T], b: &[T]) -> usize {
     let (mut i, mut j, mut shared) = (0, 0, 0);
     while i < a.len() && j < b.len() {
         match a[i].cmp(&b[j]) {
@@ -176,14 +209,16 @@ mod tests {
         assert_eq!(significant_words("Café déjà vu"), strings(&["café", "déjà"]));
         let long: String = (0..5000).map(|i| format!("word{i} ")).collect();
         assert_eq!(significant_words(&long).len(), MAX_WORDS);
+        assert_eq!(word_hashes("Rust, rust and RUST borrow").len(), 2, "distinct words, one hash each");
+        assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]), "sorted, for binary search");
     }
 
     #[test]
     fn scores() {
         let source_tags = strings(&["Rust Lang", "web", "wasm"]);
         let candidate_tags = strings(&["rust-lang", "WEB", "go"]);
-        let source_words = strings(&["alpha", "beta", "delta", "gamma"]);
-        let candidate_words = strings(&["beta", "delta", "omega"]);
+        let source_words = word_hashes("alpha beta delta gamma");
+        let candidate_words = word_hashes("beta delta omega");
         let source = Features { tags: &source_tags, words: &source_words };
         let candidate = Features { tags: &candidate_tags, words: &candidate_words };
 

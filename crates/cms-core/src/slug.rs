@@ -173,6 +173,14 @@ impl ItemRef {
         Slug::parse(raw).map(Self::Slug)
     }
 
+    /// The slug of the item named: a filename's slug is its name without date and extension.
+    pub fn slug(&self) -> &str {
+        match self {
+            Self::Slug(slug) => slug.as_str(),
+            Self::Filename(filename) => filename.slug(),
+        }
+    }
+
     pub fn matches(&self, name: &ItemFilename) -> bool {
         match self {
             Self::Slug(slug) => name.slug() == slug.as_str(),

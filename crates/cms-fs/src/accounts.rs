@@ -1,21 +1,32 @@
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::Arc;
 
+use async_trait::async_trait;
 use cms_core::account::{KeyRecord, Role, User};
 use cms_core::ports::{KeyStore, UserStore};
 use cms_core::{CoreError, CoreResult};
 use serde::{Deserialize, Serialize};
 
+use crate::blocking;
 use crate::state_file::{read_rows, write_rows};
 
 /// Users in `.cms/users.yaml`, key hashes in `.cms/keys.yaml`. Both are re-read on every
 /// lookup, so that a key revoked by the CLI stops working on the server's next request.
-#[derive(Debug)]
+/// Cheap to clone (clones share the write lock).
+#[derive(Debug, Clone)]
 pub struct FsAccounts {
-    users_file: PathBuf,
-    keys_file: PathBuf,
-    /// Serializes this process's read-modify-write cycles.
-    write_lock: Mutex<()>,
+    files: Arc<Files>,
+    /// Serializes this process's read-modify-write cycles. An async lock, because
+    /// `remove_keys` holds it across an await; every write moves its guard into the
+    /// blocking task, so the lock is held until the file is written even if the caller's
+    /// future is dropped meanwhile.
+    write_lock: Arc<tokio::sync::Mutex<()>>,
+}
+
+#[derive(Debug)]
+struct Files {
+    users: PathBuf,
+    keys: PathBuf,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -34,90 +45,131 @@ struct KeyRow {
     created: i64,
 }
 
-impl FsAccounts {
-    pub fn new(state_dir: &Path) -> Self {
-        Self {
-            users_file: state_dir.join("users.yaml"),
-            keys_file: state_dir.join("keys.yaml"),
-            write_lock: Mutex::new(()),
-        }
-    }
-
-    fn write_guard(&self) -> std::sync::MutexGuard<'_, ()> {
-        self.write_lock.lock().unwrap_or_else(|p| p.into_inner())
+impl KeyRow {
+    fn from_record(k: KeyRecord) -> Self {
+        Self { id: k.id, name: k.name, email: k.email, sha256: k.hash, created: k.created }
     }
 }
 
-impl UserStore for FsAccounts {
+impl FsAccounts {
+    pub fn new(state_dir: &Path) -> Self {
+        Self {
+            files: Arc::new(Files { users: state_dir.join("users.yaml"), keys: state_dir.join("keys.yaml") }),
+            write_lock: Arc::default(),
+        }
+    }
+
+    /// Runs `f` (a read-modify-write of the files) on the blocking pool under the write lock.
+    async fn write_locked<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Files) -> CoreResult<T> + Send + 'static,
+    ) -> CoreResult<T> {
+        let guard = self.write_lock.clone().lock_owned().await;
+        let files = self.files.clone();
+        blocking::run(move || {
+            let _guard = guard;
+            f(&files)
+        })
+        .await
+    }
+}
+
+impl Files {
     fn list_users(&self) -> CoreResult<Vec<User>> {
-        read_rows::<UserRow>(&self.users_file)?
+        read_rows::<UserRow>(&self.users)?
             .into_iter()
             .map(|row| {
-                let role: Role = row.role.parse().map_err(|e: CoreError| {
-                    CoreError::Corrupt(format!("{}: {e}", self.users_file.display()))
-                })?;
+                let role: Role = row
+                    .role
+                    .parse()
+                    .map_err(|e: CoreError| CoreError::Corrupt(format!("{}: {e}", self.users.display())))?;
                 Ok(User { email: row.email, role, created: row.created })
             })
             .collect()
     }
 
     fn put_user(&self, user: User) -> CoreResult<()> {
-        let _guard = self.write_guard();
-        let mut rows: Vec<UserRow> = read_rows(&self.users_file)?;
+        let mut rows: Vec<UserRow> = read_rows(&self.users)?;
         let row = UserRow { email: user.email, role: user.role.as_str().into(), created: user.created };
         match rows.iter_mut().find(|r| r.email == row.email) {
             Some(existing) => *existing = row,
             None => rows.push(row),
         }
-        write_rows(&self.users_file, &rows)
+        write_rows(&self.users, &rows)
     }
 
     fn remove_user(&self, email: &str) -> CoreResult<bool> {
-        let _guard = self.write_guard();
-        let mut rows: Vec<UserRow> = read_rows(&self.users_file)?;
+        let mut rows: Vec<UserRow> = read_rows(&self.users)?;
         let before = rows.len();
         rows.retain(|r| r.email != email);
         if rows.len() == before {
             return Ok(false);
         }
-        write_rows(&self.users_file, &rows)?;
+        write_rows(&self.users, &rows)?;
         Ok(true)
     }
-}
 
-impl KeyStore for FsAccounts {
     fn list_keys(&self) -> CoreResult<Vec<KeyRecord>> {
-        Ok(read_rows::<KeyRow>(&self.keys_file)?
+        Ok(read_rows::<KeyRow>(&self.keys)?
             .into_iter()
             .map(|r| KeyRecord { id: r.id, name: r.name, email: r.email, hash: r.sha256, created: r.created })
             .collect())
     }
 
     fn add_key(&self, key: KeyRecord) -> CoreResult<()> {
-        let _guard = self.write_guard();
-        let mut rows: Vec<KeyRow> = read_rows(&self.keys_file)?;
-        rows.push(KeyRow {
-            id: key.id,
-            name: key.name,
-            email: key.email,
-            sha256: key.hash,
-            created: key.created,
-        });
-        write_rows(&self.keys_file, &rows)
+        let mut rows: Vec<KeyRow> = read_rows(&self.keys)?;
+        rows.push(KeyRow::from_record(key));
+        write_rows(&self.keys, &rows)
+    }
+}
+
+#[async_trait]
+impl UserStore for FsAccounts {
+    async fn list_users(&self) -> CoreResult<Vec<User>> {
+        let files = self.files.clone();
+        blocking::run(move || files.list_users()).await
     }
 
-    fn remove_keys(&self, doomed: &dyn Fn(&KeyRecord) -> bool) -> CoreResult<usize> {
-        let _guard = self.write_guard();
-        let keys = self.list_keys()?;
+    async fn put_user(&self, user: User) -> CoreResult<()> {
+        self.write_locked(move |files| files.put_user(user)).await
+    }
+
+    async fn remove_user(&self, email: &str) -> CoreResult<bool> {
+        let email = email.to_owned();
+        self.write_locked(move |files| files.remove_user(&email)).await
+    }
+}
+
+#[async_trait]
+impl KeyStore for FsAccounts {
+    async fn list_keys(&self) -> CoreResult<Vec<KeyRecord>> {
+        let files = self.files.clone();
+        blocking::run(move || files.list_keys()).await
+    }
+
+    async fn add_key(&self, key: KeyRecord) -> CoreResult<()> {
+        self.write_locked(move |files| files.add_key(key)).await
+    }
+
+    /// `doomed` borrows from the caller, so it cannot go to the blocking pool: the keys are
+    /// read there, filtered here, and the kept ones written there, all under the write lock.
+    async fn remove_keys(
+        &self,
+        doomed: &(dyn for<'k> Fn(&'k KeyRecord) -> bool + Send + Sync),
+    ) -> CoreResult<usize> {
+        let guard = self.write_lock.clone().lock_owned().await;
+        let files = self.files.clone();
+        let keys = blocking::run(move || files.list_keys()).await?;
         let before = keys.len();
-        let kept: Vec<KeyRow> = keys
-            .into_iter()
-            .filter(|k| !doomed(k))
-            .map(|k| KeyRow { id: k.id, name: k.name, email: k.email, sha256: k.hash, created: k.created })
-            .collect();
+        let kept: Vec<KeyRow> = keys.into_iter().filter(|k| !doomed(k)).map(KeyRow::from_record).collect();
         let removed = before - kept.len();
         if removed > 0 {
-            write_rows(&self.keys_file, &kept)?;
+            let files = self.files.clone();
+            blocking::run(move || {
+                let _guard = guard;
+                write_rows(&files.keys, &kept)
+            })
+            .await?;
         }
         Ok(removed)
     }

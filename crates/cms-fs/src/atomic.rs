@@ -20,6 +20,10 @@ pub enum Existing {
 /// make content private.
 const PUBLIC_MODE: u32 = 0o644;
 
+/// Names of the temporary files writes stage in the target's folder (hidden, so that
+/// scans and the change feed skip them); a crash can leave them behind.
+pub(crate) const STAGING_PREFIX: &str = ".cms-tmp-";
+
 /// Writes a content file: `bytes` go to `path` through a temporary file in the same
 /// folder (write, fsync, rename or hard-link for [`Existing::Keep`], fsync of the folder).
 /// A replaced file keeps its mode; a new one gets 0644 less the umask.
@@ -52,7 +56,7 @@ fn write_with_mode(path: &Path, bytes: &[u8], existing: Existing, mode: Mode) ->
     let dir = path.parent().ok_or_else(|| io::Error::other("a file path needs a parent folder"))?;
     fs::create_dir_all(dir)?;
     let mut builder = tempfile::Builder::new();
-    builder.prefix(".cms-tmp-");
+    builder.prefix(STAGING_PREFIX);
     if let Mode::Create(bits) = mode {
         builder.permissions(fs::Permissions::from_mode(bits));
     }

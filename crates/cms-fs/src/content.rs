@@ -3,48 +3,51 @@ use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use async_trait::async_trait;
 use cms_core::collection::Collection;
 use cms_core::ports::{ContentStore, FileStamp, StoredFile};
 use cms_core::slug::ItemFilename;
 use cms_core::{CoreError, CoreResult};
 
 use crate::atomic::{self, Existing};
+use crate::blocking;
 use crate::error::io_error;
+use crate::site_root::SiteRoot;
 use crate::stamp;
 
 /// Largest item file the server reads (frontmatter and body together).
 pub const MAX_ITEM_BYTES: u64 = 16 * 1024 * 1024;
 
-/// Item files under the site folder.
+/// At most this many blocking tasks read one `read_many` batch...
+const MAX_READERS: usize = 4;
+/// ...each with at least this many files (a small batch is one task).
+const MIN_FILES_PER_READER: usize = 64;
+
+/// Item files under the site folder. Cheap to clone (clones share the resolved site
+/// folder).
 #[derive(Debug, Clone)]
 pub struct FsContentStore {
-    site: PathBuf,
+    site: SiteRoot,
 }
 
 impl FsContentStore {
     pub fn new(site: impl Into<PathBuf>) -> Self {
-        Self { site: site.into() }
+        Self { site: SiteRoot::new(site) }
     }
 
     /// The collection's folder, refused if it (or, while it does not exist yet, its nearest
     /// existing ancestor) resolves outside the site: a symlinked folder pointing elsewhere
     /// is never read or written through.
     fn folder(&self, collection: &Collection) -> CoreResult<PathBuf> {
-        let folder = self.site.join(&collection.path);
-        let site = self.site.canonicalize().map_err(io_error(&self.site))?;
-        let existing = folder.ancestors().find_map(|p| p.canonicalize().ok());
-        match existing {
-            Some(real) if real.starts_with(&site) => Ok(folder),
-            _ => Err(CoreError::Forbidden(format!(
+        self.site.contained(&collection.path)?.ok_or_else(|| {
+            CoreError::Forbidden(format!(
                 "collection folder {} resolves outside the site folder",
                 collection.path
-            ))),
-        }
+            ))
+        })
     }
-}
 
-impl ContentStore for FsContentStore {
-    fn scan(&self, collection: &Collection) -> CoreResult<Vec<FileStamp>> {
+    fn scan_blocking(&self, collection: &Collection) -> CoreResult<Vec<FileStamp>> {
         let folder = self.folder(collection)?;
         let entries = match fs::read_dir(&folder) {
             Ok(entries) => entries,
@@ -65,30 +68,40 @@ impl ContentStore for FsContentStore {
         Ok(stamps)
     }
 
-    fn read(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Option<StoredFile>> {
+    fn stat_blocking(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Option<FileStamp>> {
         let path = self.folder(collection)?.join(name.as_str());
-        let file = match open_no_follow(&path) {
-            Ok(file) => file,
-            Err(e) if is_missing_or_link(&e) => return Ok(None),
-            Err(e) => return Err(io_error(&path)(e)),
-        };
-        let meta = file.metadata().map_err(io_error(&path))?;
-        if !meta.is_file() {
-            return Ok(None);
+        // symlink_metadata does not follow a final symlink: a symlink is never an item.
+        match fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_file() => Ok(Some(stamp::from_metadata(name.as_str(), &meta))),
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_error(&path)(e)),
         }
-        if meta.len() > MAX_ITEM_BYTES {
-            return Err(CoreError::Corrupt(format!(
-                "item file {} is {} bytes, over the limit of {MAX_ITEM_BYTES}",
-                name.as_str(),
-                meta.len()
-            )));
-        }
-        let mut bytes = Vec::with_capacity(meta.len() as usize);
-        file.take(MAX_ITEM_BYTES + 1).read_to_end(&mut bytes).map_err(io_error(&path))?;
-        Ok(Some(StoredFile { bytes, stamp: stamp::from_metadata(name.as_str(), &meta) }))
     }
 
-    fn create(&self, collection: &Collection, name: &ItemFilename, bytes: &[u8]) -> CoreResult<FileStamp> {
+    fn read_blocking(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Option<StoredFile>> {
+        read_in(&self.folder(collection)?, name)
+    }
+
+    /// Reads `names` one after the other (one task of a parallel `read_many`).
+    fn read_each_blocking(
+        &self,
+        collection: &Collection,
+        names: &[ItemFilename],
+    ) -> Vec<CoreResult<Option<StoredFile>>> {
+        match self.folder(collection) {
+            Ok(folder) => names.iter().map(|name| read_in(&folder, name)).collect(),
+            // Refused folder: every file gets the error.
+            Err(_) => names.iter().map(|name| self.read_blocking(collection, name)).collect(),
+        }
+    }
+
+    fn create_blocking(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        bytes: &[u8],
+    ) -> CoreResult<FileStamp> {
         let path = self.folder(collection)?.join(name.as_str());
         match atomic::write(&path, bytes, Existing::Keep) {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
@@ -99,13 +112,18 @@ impl ContentStore for FsContentStore {
         stamp_of(&path, name)
     }
 
-    fn replace(&self, collection: &Collection, name: &ItemFilename, bytes: &[u8]) -> CoreResult<FileStamp> {
+    fn replace_blocking(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        bytes: &[u8],
+    ) -> CoreResult<FileStamp> {
         let path = self.folder(collection)?.join(name.as_str());
         atomic::write(&path, bytes, Existing::Replace).map_err(io_error(&path))?;
         stamp_of(&path, name)
     }
 
-    fn delete(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<()> {
+    fn delete_blocking(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<()> {
         let folder = self.folder(collection)?;
         let path = folder.join(name.as_str());
         match fs::remove_file(&path) {
@@ -116,6 +134,111 @@ impl ContentStore for FsContentStore {
             Err(e) => Err(io_error(&path)(e)),
         }
     }
+}
+
+#[async_trait]
+impl ContentStore for FsContentStore {
+    async fn scan(&self, collection: &Collection) -> CoreResult<Vec<FileStamp>> {
+        let (store, collection) = (self.clone(), collection.clone());
+        blocking::run(move || store.scan_blocking(&collection)).await
+    }
+
+    async fn stat(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Option<FileStamp>> {
+        let (store, collection, name) = (self.clone(), collection.clone(), name.clone());
+        blocking::run(move || store.stat_blocking(&collection, &name)).await
+    }
+
+    async fn read(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Option<StoredFile>> {
+        let (store, collection, name) = (self.clone(), collection.clone(), name.clone());
+        blocking::run(move || store.read_blocking(&collection, &name)).await
+    }
+
+    /// Reads the batch in parallel: up to [`MAX_READERS`] blocking tasks, each reading a
+    /// consecutive part of `names`, so the results come back in the order of `names`.
+    async fn read_many(
+        &self,
+        collection: &Collection,
+        names: &[ItemFilename],
+    ) -> Vec<CoreResult<Option<StoredFile>>> {
+        if names.is_empty() {
+            return Vec::new();
+        }
+        let readers = names.len().div_ceil(MIN_FILES_PER_READER).clamp(1, MAX_READERS);
+        let part = names.len().div_ceil(readers);
+        let tasks: Vec<_> = names
+            .chunks(part)
+            .map(|part| {
+                let (store, collection, part) = (self.clone(), collection.clone(), part.to_vec());
+                let len = part.len();
+                (len, blocking::spawn(move || Ok(store.read_each_blocking(&collection, &part))))
+            })
+            .collect();
+        let mut files = Vec::with_capacity(names.len());
+        for (len, task) in tasks {
+            match task.wait().await {
+                Ok(part) => files.extend(part),
+                // The task itself failed (a panic): each of its files gets the error.
+                Err(error) => {
+                    let message = error.to_string();
+                    files.extend(
+                        (0..len).map(|_| Err(CoreError::internal("reading item files", message.clone()))),
+                    );
+                }
+            }
+        }
+        files
+    }
+
+    async fn create(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        bytes: &[u8],
+    ) -> CoreResult<FileStamp> {
+        let (store, collection, name, bytes) =
+            (self.clone(), collection.clone(), name.clone(), bytes.to_vec());
+        blocking::run(move || store.create_blocking(&collection, &name, &bytes)).await
+    }
+
+    async fn replace(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        bytes: &[u8],
+    ) -> CoreResult<FileStamp> {
+        let (store, collection, name, bytes) =
+            (self.clone(), collection.clone(), name.clone(), bytes.to_vec());
+        blocking::run(move || store.replace_blocking(&collection, &name, &bytes)).await
+    }
+
+    async fn delete(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<()> {
+        let (store, collection, name) = (self.clone(), collection.clone(), name.clone());
+        blocking::run(move || store.delete_blocking(&collection, &name)).await
+    }
+}
+
+/// Reads an item file in `folder` (already checked) without following a symlink.
+fn read_in(folder: &Path, name: &ItemFilename) -> CoreResult<Option<StoredFile>> {
+    let path = folder.join(name.as_str());
+    let file = match open_no_follow(&path) {
+        Ok(file) => file,
+        Err(e) if is_missing_or_link(&e) => return Ok(None),
+        Err(e) => return Err(io_error(&path)(e)),
+    };
+    let meta = file.metadata().map_err(io_error(&path))?;
+    if !meta.is_file() {
+        return Ok(None);
+    }
+    if meta.len() > MAX_ITEM_BYTES {
+        return Err(CoreError::Corrupt(format!(
+            "item file {} is {} bytes, over the limit of {MAX_ITEM_BYTES}",
+            name.as_str(),
+            meta.len()
+        )));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_ITEM_BYTES + 1).read_to_end(&mut bytes).map_err(io_error(&path))?;
+    Ok(Some(StoredFile { bytes, stamp: stamp::from_metadata(name.as_str(), &meta) }))
 }
 
 fn stamp_of(path: &Path, name: &ItemFilename) -> CoreResult<FileStamp> {

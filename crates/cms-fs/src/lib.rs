@@ -10,10 +10,14 @@
 //! ```
 //!
 //! Every write goes through [`atomic`]: a temporary file in the same folder, fsync, rename.
-//! Symlinks inside collection folders are never followed.
+//! Symlinks inside collection folders are never followed. The ports are async: each call
+//! runs its blocking file I/O on tokio's blocking pool (`blocking.rs`), never on an async
+//! worker.
 
 mod accounts;
 pub mod atomic;
+mod blocking;
+mod changes;
 mod config;
 mod content;
 mod error;
@@ -21,12 +25,16 @@ mod license;
 mod resources;
 mod settings;
 mod site;
+mod site_root;
 mod stamp;
 pub mod state_file;
+mod sweep;
 mod system;
 mod versions;
+mod watch;
 
 pub use accounts::FsAccounts;
+pub use changes::FsChangeSource;
 pub use config::{CONFIG_FILE, STATE_DIR, load_config};
 pub use content::FsContentStore;
 pub use error::FsError;
@@ -34,5 +42,7 @@ pub use license::{FsLicense, LICENSE_FILE};
 pub use resources::FsResourceStore;
 pub use settings::FsSettings;
 pub use site::site_ports;
+pub use sweep::sweep_staging;
 pub use system::SystemClock;
 pub use versions::FsVersionStore;
+pub use watch::{FolderWatcher, WatchEvent};

@@ -1,33 +1,37 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
+use async_trait::async_trait;
 use cms_core::license::License;
 use cms_core::ports::{FileStamp, LicenseSource};
 use cms_core::{CoreError, CoreResult};
 
 use crate::atomic;
+use crate::blocking;
 use crate::error::io_error;
 use crate::stamp;
 
 pub const LICENSE_FILE: &str = "license.yaml";
 
-/// `.cms/license.yaml`, re-read only when the file changes (one `stat` per request).
-#[derive(Debug)]
+/// `.cms/license.yaml`, re-read only when the file changes (one `stat` per call). Cheap
+/// to clone (clones share the cache).
+#[derive(Debug, Clone)]
 pub struct FsLicense {
     path: PathBuf,
-    cache: Mutex<Option<(FileStamp, Option<License>)>>,
+    cache: Arc<Mutex<Option<Cached>>>,
 }
+
+/// The license as last read, with the stamp of the file it was read from.
+type Cached = (FileStamp, Option<License>);
 
 impl FsLicense {
     pub fn new(state_dir: &Path) -> Self {
-        Self { path: state_dir.join(LICENSE_FILE), cache: Mutex::new(None) }
+        Self { path: state_dir.join(LICENSE_FILE), cache: Arc::default() }
     }
-}
 
-impl LicenseSource for FsLicense {
-    fn current(&self) -> CoreResult<Option<License>> {
+    fn current_blocking(&self) -> CoreResult<Option<License>> {
         let meta = match fs::metadata(&self.path) {
             Ok(meta) => meta,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -53,8 +57,21 @@ impl LicenseSource for FsLicense {
         Ok(license)
     }
 
-    fn install(&self, license_text: &str) -> CoreResult<()> {
-        License::from_yaml(license_text).map_err(|e| CoreError::invalid(e.to_string()))?;
+    fn install_blocking(&self, license_text: &str) -> CoreResult<()> {
         atomic::write_private(&self.path, license_text.as_bytes()).map_err(io_error(&self.path))
+    }
+}
+
+#[async_trait]
+impl LicenseSource for FsLicense {
+    async fn current(&self) -> CoreResult<Option<License>> {
+        let store = self.clone();
+        blocking::run(move || store.current_blocking()).await
+    }
+
+    async fn install(&self, license_text: &str) -> CoreResult<()> {
+        License::from_yaml(license_text).map_err(|e| CoreError::invalid(e.to_string()))?;
+        let (store, text) = (self.clone(), license_text.to_owned());
+        blocking::run(move || store.install_blocking(&text)).await
     }
 }

@@ -3,14 +3,17 @@ use std::io::{self, Read, Seek, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use async_trait::async_trait;
 use cms_core::ports::{ResourceReader, ResourceStat, ResourceStore, UploadSink};
 use cms_core::resource::{FileName, ResourceFolder, Subpath};
 use cms_core::{CoreError, CoreResult};
 use tempfile::NamedTempFile;
 
 use crate::atomic;
+use crate::blocking;
 use crate::content::{is_missing_or_link, open_no_follow};
 use crate::error::io_error;
+use crate::site_root::SiteRoot;
 
 /// How many numbered names (`-1`, `-2`, ...) an upload tries before giving up.
 const MAX_NUMBERED: u32 = 10_000;
@@ -18,28 +21,23 @@ const MAX_NUMBERED: u32 = 10_000;
 /// Resource folders on disk. No symlink inside a resource folder is ever followed: every
 /// folder on a path must be a real folder, and files are opened with `O_NOFOLLOW`.
 /// Uploads are staged in `.cms/uploads/` and linked into place without overwriting.
+/// Cheap to clone (clones share the resolved site folder).
 #[derive(Debug, Clone)]
 pub struct FsResourceStore {
-    site: PathBuf,
+    site: SiteRoot,
     staging: PathBuf,
 }
 
 impl FsResourceStore {
     pub fn new(site: impl Into<PathBuf>, state_dir: &Path) -> Self {
-        Self { site: site.into(), staging: state_dir.join("uploads") }
+        Self { site: SiteRoot::new(site), staging: state_dir.join("uploads") }
     }
 
     /// The resource folder's root, refused if it resolves outside the site.
     fn root(&self, folder: &ResourceFolder) -> CoreResult<PathBuf> {
-        let root = self.site.join(&folder.path);
-        let site = self.site.canonicalize().map_err(io_error(&self.site))?;
-        match root.ancestors().find_map(|p| p.canonicalize().ok()) {
-            Some(real) if real.starts_with(&site) => Ok(root),
-            _ => Err(CoreError::Forbidden(format!(
-                "resource folder {} resolves outside the site folder",
-                folder.path
-            ))),
-        }
+        self.site.contained(&folder.path)?.ok_or_else(|| {
+            CoreError::Forbidden(format!("resource folder {} resolves outside the site folder", folder.path))
+        })
     }
 
     /// The folder a subpath names, when every segment is a real folder (no symlinks).
@@ -89,8 +87,8 @@ fn stat(name: FileName, meta: &Metadata) -> ResourceStat {
     }
 }
 
-impl ResourceStore for FsResourceStore {
-    fn list(&self, folder: &ResourceFolder, dir: &Subpath) -> CoreResult<Vec<ResourceStat>> {
+impl FsResourceStore {
+    fn list_blocking(&self, folder: &ResourceFolder, dir: &Subpath) -> CoreResult<Vec<ResourceStat>> {
         let path = self.existing_dir(folder, dir)?;
         let entries = match fs::read_dir(&path) {
             Ok(entries) => entries,
@@ -113,7 +111,7 @@ impl ResourceStore for FsResourceStore {
         Ok(stats)
     }
 
-    fn stat(
+    fn stat_blocking(
         &self,
         folder: &ResourceFolder,
         dir: &Subpath,
@@ -122,14 +120,14 @@ impl ResourceStore for FsResourceStore {
         Ok(self.entry(folder, dir, name)?.map(|(_, meta)| stat(name.clone(), &meta)))
     }
 
-    fn read_head(
+    fn read_head_blocking(
         &self,
         folder: &ResourceFolder,
         dir: &Subpath,
         name: &FileName,
         max: usize,
     ) -> CoreResult<Vec<u8>> {
-        let Some((file, _)) = self.open(folder, dir, name)? else {
+        let Some((file, _)) = self.open_blocking(folder, dir, name)? else {
             return Err(CoreError::not_found(format!("no file {name}")));
         };
         let mut head = Vec::with_capacity(max);
@@ -139,7 +137,7 @@ impl ResourceStore for FsResourceStore {
         Ok(head)
     }
 
-    fn open(
+    fn open_blocking(
         &self,
         folder: &ResourceFolder,
         dir: &Subpath,
@@ -159,16 +157,16 @@ impl ResourceStore for FsResourceStore {
         Ok(Some((Box::new(file), stat(name.clone(), &meta))))
     }
 
-    fn begin_upload(&self) -> CoreResult<Box<dyn UploadSink>> {
+    fn begin_upload_blocking(&self) -> CoreResult<Box<dyn UploadSink>> {
         fs::create_dir_all(&self.staging).map_err(io_error(&self.staging))?;
         let temp = tempfile::Builder::new()
             .prefix(".upload-")
             .tempfile_in(&self.staging)
             .map_err(io_error(&self.staging))?;
-        Ok(Box::new(FsUpload { store: self.clone(), temp }))
+        Ok(Box::new(FsUpload { store: self.clone(), temp: Some(temp) }))
     }
 
-    fn rename(
+    fn rename_blocking(
         &self,
         folder: &ResourceFolder,
         from: (&Subpath, &FileName),
@@ -195,7 +193,7 @@ impl ResourceStore for FsResourceStore {
         Ok(())
     }
 
-    fn delete(&self, folder: &ResourceFolder, dir: &Subpath, name: &FileName) -> CoreResult<()> {
+    fn delete_blocking(&self, folder: &ResourceFolder, dir: &Subpath, name: &FileName) -> CoreResult<()> {
         let Some((path, meta)) = self.entry(folder, dir, name)? else {
             return Err(CoreError::not_found(format!("no file or folder {name} in {:?}", dir.as_str())));
         };
@@ -208,7 +206,7 @@ impl ResourceStore for FsResourceStore {
         }
     }
 
-    fn create_dir(&self, folder: &ResourceFolder, dir: &Subpath, name: &FileName) -> CoreResult<()> {
+    fn create_dir_blocking(&self, folder: &ResourceFolder, dir: &Subpath, name: &FileName) -> CoreResult<()> {
         let parent = self.existing_dir(folder, dir)?;
         fs::create_dir_all(&parent).map_err(io_error(&parent))?;
         let path = parent.join(name.as_str());
@@ -221,47 +219,144 @@ impl ResourceStore for FsResourceStore {
     }
 }
 
+#[async_trait]
+impl ResourceStore for FsResourceStore {
+    async fn list(&self, folder: &ResourceFolder, dir: &Subpath) -> CoreResult<Vec<ResourceStat>> {
+        let (store, folder, dir) = (self.clone(), folder.clone(), dir.clone());
+        blocking::run(move || store.list_blocking(&folder, &dir)).await
+    }
+
+    async fn stat(
+        &self,
+        folder: &ResourceFolder,
+        dir: &Subpath,
+        name: &FileName,
+    ) -> CoreResult<Option<ResourceStat>> {
+        let (store, folder, dir, name) = (self.clone(), folder.clone(), dir.clone(), name.clone());
+        blocking::run(move || store.stat_blocking(&folder, &dir, &name)).await
+    }
+
+    async fn read_head(
+        &self,
+        folder: &ResourceFolder,
+        dir: &Subpath,
+        name: &FileName,
+        max: usize,
+    ) -> CoreResult<Vec<u8>> {
+        let (store, folder, dir, name) = (self.clone(), folder.clone(), dir.clone(), name.clone());
+        blocking::run(move || store.read_head_blocking(&folder, &dir, &name, max)).await
+    }
+
+    /// Opens the file on the blocking pool; the reader it returns is synchronous (the web
+    /// layer streams it from its own blocking tasks).
+    async fn open(
+        &self,
+        folder: &ResourceFolder,
+        dir: &Subpath,
+        name: &FileName,
+    ) -> CoreResult<Option<(Box<dyn ResourceReader>, ResourceStat)>> {
+        let (store, folder, dir, name) = (self.clone(), folder.clone(), dir.clone(), name.clone());
+        blocking::run(move || store.open_blocking(&folder, &dir, &name)).await
+    }
+
+    async fn begin_upload(&self) -> CoreResult<Box<dyn UploadSink>> {
+        let store = self.clone();
+        blocking::run(move || store.begin_upload_blocking()).await
+    }
+
+    async fn rename(
+        &self,
+        folder: &ResourceFolder,
+        from: (&Subpath, &FileName),
+        to: (&Subpath, &FileName),
+    ) -> CoreResult<()> {
+        let (store, folder) = (self.clone(), folder.clone());
+        let (from, to) = ((from.0.clone(), from.1.clone()), (to.0.clone(), to.1.clone()));
+        blocking::run(move || store.rename_blocking(&folder, (&from.0, &from.1), (&to.0, &to.1))).await
+    }
+
+    async fn delete(&self, folder: &ResourceFolder, dir: &Subpath, name: &FileName) -> CoreResult<()> {
+        let (store, folder, dir, name) = (self.clone(), folder.clone(), dir.clone(), name.clone());
+        blocking::run(move || store.delete_blocking(&folder, &dir, &name)).await
+    }
+
+    async fn create_dir(&self, folder: &ResourceFolder, dir: &Subpath, name: &FileName) -> CoreResult<()> {
+        let (store, folder, dir, name) = (self.clone(), folder.clone(), dir.clone(), name.clone());
+        blocking::run(move || store.create_dir_blocking(&folder, &dir, &name)).await
+    }
+}
+
 /// An upload streaming into a temporary file under `.cms/uploads/`.
 struct FsUpload {
     store: FsResourceStore,
-    temp: NamedTempFile,
+    /// Lent to the blocking task of each write and given back after it; `None` if a write
+    /// never came back (its future was dropped, or it panicked): the upload is then lost.
+    temp: Option<NamedTempFile>,
 }
 
+impl FsUpload {
+    fn take_temp(&mut self) -> CoreResult<NamedTempFile> {
+        self.temp
+            .take()
+            .ok_or_else(|| CoreError::internal("writing an upload", "an earlier write was interrupted"))
+    }
+}
+
+#[async_trait]
 impl UploadSink for FsUpload {
-    fn write(&mut self, chunk: &[u8]) -> CoreResult<()> {
-        self.temp.write_all(chunk).map_err(|e| CoreError::internal("writing an upload", e))
+    async fn write(&mut self, chunk: &[u8]) -> CoreResult<()> {
+        let (mut temp, chunk) = (self.take_temp()?, chunk.to_vec());
+        let (temp, written) = blocking::run(move || {
+            let written = temp.write_all(&chunk).map_err(|e| CoreError::internal("writing an upload", e));
+            Ok((temp, written))
+        })
+        .await?;
+        self.temp = Some(temp);
+        written
     }
 
-    fn commit(
-        self: Box<Self>,
+    async fn commit(
+        mut self: Box<Self>,
         folder: &ResourceFolder,
         dir: &Subpath,
         name: &FileName,
     ) -> CoreResult<ResourceStat> {
-        let target_dir = self.store.existing_dir(folder, dir)?;
-        fs::create_dir_all(&target_dir).map_err(io_error(&target_dir))?;
-        let mut temp = self.temp;
-        temp.as_file().sync_all().map_err(|e| CoreError::internal("syncing an upload", e))?;
-        temp.as_file()
-            .set_permissions(fs::Permissions::from_mode(0o644))
-            .map_err(|e| CoreError::internal("upload permissions", e))?;
-        for n in 0..=MAX_NUMBERED {
-            let candidate = if n == 0 { name.clone() } else { name.numbered(n) };
-            let path = target_dir.join(candidate.as_str());
-            match temp.persist_noclobber(&path) {
-                Ok(file) => {
-                    atomic::sync_dir(&target_dir).map_err(io_error(&target_dir))?;
-                    let meta = file.metadata().map_err(io_error(&path))?;
-                    return Ok(stat(candidate, &meta));
-                }
-                Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => temp = e.file,
-                // Staging and target on different file systems: copy into the target folder.
-                Err(e) if e.error.raw_os_error() == Some(libc::EXDEV) => temp = copy_to(e.file, &target_dir)?,
-                Err(e) => return Err(io_error(&path)(e.error)),
-            }
-        }
-        Err(CoreError::Conflict(format!("no free name for {name} after {MAX_NUMBERED} tries")))
+        let (store, temp) = (self.store.clone(), self.take_temp()?);
+        let (folder, dir, name) = (folder.clone(), dir.clone(), name.clone());
+        blocking::run(move || commit_blocking(&store, temp, &folder, &dir, &name)).await
     }
+}
+
+/// Moves a staged upload into `dir` under `name` or the first free numbered name.
+fn commit_blocking(
+    store: &FsResourceStore,
+    mut temp: NamedTempFile,
+    folder: &ResourceFolder,
+    dir: &Subpath,
+    name: &FileName,
+) -> CoreResult<ResourceStat> {
+    let target_dir = store.existing_dir(folder, dir)?;
+    fs::create_dir_all(&target_dir).map_err(io_error(&target_dir))?;
+    temp.as_file().sync_all().map_err(|e| CoreError::internal("syncing an upload", e))?;
+    temp.as_file()
+        .set_permissions(fs::Permissions::from_mode(0o644))
+        .map_err(|e| CoreError::internal("upload permissions", e))?;
+    for n in 0..=MAX_NUMBERED {
+        let candidate = if n == 0 { name.clone() } else { name.numbered(n) };
+        let path = target_dir.join(candidate.as_str());
+        match temp.persist_noclobber(&path) {
+            Ok(file) => {
+                atomic::sync_dir(&target_dir).map_err(io_error(&target_dir))?;
+                let meta = file.metadata().map_err(io_error(&path))?;
+                return Ok(stat(candidate, &meta));
+            }
+            Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => temp = e.file,
+            // Staging and target on different file systems: copy into the target folder.
+            Err(e) if e.error.raw_os_error() == Some(libc::EXDEV) => temp = copy_to(e.file, &target_dir)?,
+            Err(e) => return Err(io_error(&path)(e.error)),
+        }
+    }
+    Err(CoreError::Conflict(format!("no free name for {name} after {MAX_NUMBERED} tries")))
 }
 
 /// Copies a staged upload into a new temporary file in `dir` (same file system as the target).

@@ -4,7 +4,10 @@ use std::sync::Arc;
 use cms_core::ports::{Clock, EventSink, WebhookDirectory};
 use cms_core::service::Ports;
 
-use crate::{FsAccounts, FsContentStore, FsLicense, FsResourceStore, FsSettings, FsVersionStore, STATE_DIR};
+use crate::{
+    FsAccounts, FsChangeSource, FsContentStore, FsLicense, FsResourceStore, FsSettings, FsVersionStore,
+    STATE_DIR,
+};
 
 /// The ports a site folder provides. Events, time and the webhook directory are not the
 /// folder's business, so the caller passes them in.
@@ -27,5 +30,6 @@ pub fn site_ports(
         resources: Arc::new(FsResourceStore::new(site, &state)),
         settings: Arc::new(FsSettings::new(&state)),
         webhooks,
+        changes: Arc::new(FsChangeSource::new(site)),
     }
 }

@@ -2,12 +2,14 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use async_trait::async_trait;
 use cms_core::collection::Collection;
 use cms_core::ports::{VersionStamp, VersionStore};
 use cms_core::slug::ItemFilename;
 use cms_core::{CoreError, CoreResult};
 
 use crate::atomic;
+use crate::blocking;
 use crate::error::io_error;
 
 /// History under `.cms/versions/<collection path>/<item filename>/<timestamp>.md`: inside
@@ -44,8 +46,12 @@ fn timestamp_of(file_name: &str) -> Option<i64> {
     file_name.strip_suffix(".md")?.parse().ok()
 }
 
-impl VersionStore for FsVersionStore {
-    fn list_versions(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Vec<VersionStamp>> {
+impl FsVersionStore {
+    fn list_versions_blocking(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+    ) -> CoreResult<Vec<VersionStamp>> {
         let mut versions = Vec::new();
         for entry in entries(&self.item_dir(collection, name))? {
             let Some(timestamp) = entry.file_name().to_str().and_then(timestamp_of) else { continue };
@@ -57,7 +63,7 @@ impl VersionStore for FsVersionStore {
         Ok(versions)
     }
 
-    fn read_version(
+    fn read_version_blocking(
         &self,
         collection: &Collection,
         name: &ItemFilename,
@@ -71,7 +77,7 @@ impl VersionStore for FsVersionStore {
         }
     }
 
-    fn save_version(
+    fn save_version_blocking(
         &self,
         collection: &Collection,
         name: &ItemFilename,
@@ -87,7 +93,12 @@ impl VersionStore for FsVersionStore {
         }
     }
 
-    fn remove_version(&self, collection: &Collection, name: &ItemFilename, timestamp: i64) -> CoreResult<()> {
+    fn remove_version_blocking(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+    ) -> CoreResult<()> {
         let path = self.version_path(collection, name, timestamp);
         match fs::remove_file(&path) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io_error(&path)(e)),
@@ -95,7 +106,7 @@ impl VersionStore for FsVersionStore {
         }
     }
 
-    fn items_with_history(&self, collection: &Collection) -> CoreResult<Vec<String>> {
+    fn items_with_history_blocking(&self, collection: &Collection) -> CoreResult<Vec<String>> {
         let mut names = Vec::new();
         for entry in entries(&self.root.join(&collection.path))? {
             let Ok(file_name) = entry.file_name().into_string() else { continue };
@@ -105,5 +116,54 @@ impl VersionStore for FsVersionStore {
             }
         }
         Ok(names)
+    }
+}
+
+#[async_trait]
+impl VersionStore for FsVersionStore {
+    async fn list_versions(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+    ) -> CoreResult<Vec<VersionStamp>> {
+        let (store, collection, name) = (self.clone(), collection.clone(), name.clone());
+        blocking::run(move || store.list_versions_blocking(&collection, &name)).await
+    }
+
+    async fn read_version(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+    ) -> CoreResult<Option<Vec<u8>>> {
+        let (store, collection, name) = (self.clone(), collection.clone(), name.clone());
+        blocking::run(move || store.read_version_blocking(&collection, &name, timestamp)).await
+    }
+
+    async fn save_version(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+        bytes: &[u8],
+    ) -> CoreResult<()> {
+        let (store, collection, name, bytes) =
+            (self.clone(), collection.clone(), name.clone(), bytes.to_vec());
+        blocking::run(move || store.save_version_blocking(&collection, &name, timestamp, &bytes)).await
+    }
+
+    async fn remove_version(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+    ) -> CoreResult<()> {
+        let (store, collection, name) = (self.clone(), collection.clone(), name.clone());
+        blocking::run(move || store.remove_version_blocking(&collection, &name, timestamp)).await
+    }
+
+    async fn items_with_history(&self, collection: &Collection) -> CoreResult<Vec<String>> {
+        let (store, collection) = (self.clone(), collection.clone());
+        blocking::run(move || store.items_with_history_blocking(&collection)).await
     }
 }

@@ -73,7 +73,7 @@ impl<S: ShapeMarker + 'static> FromRequest for KeyUser<S> {
                     "this route needs an API key: send Authorization: Bearer <key>",
                 )
             })?;
-            let principal = state.run(S::SHAPE, move |cms| cms.authenticate(&key)).await?;
+            let principal = state.run(S::SHAPE, state.cms.authenticate(&key)).await?;
             Ok(Self { principal, _shape: PhantomData })
         })
     }
@@ -89,7 +89,7 @@ impl FromRequest for Caller {
         let (origin, host) = state::origin_and_host(req);
         Box::pin(async move {
             if let Some(key) = key {
-                let principal = state.run(Shape::Envelope, move |cms| cms.authenticate(&key)).await?;
+                let principal = state.run(Shape::Envelope, state.cms.authenticate(&key)).await?;
                 return Ok(Self { viewer: Viewer::Key(principal) });
             }
             if let Some(origin) = origin

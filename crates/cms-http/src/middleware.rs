@@ -90,7 +90,7 @@ pub async fn require_license(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let state = state::of(req.request());
-    if let Err(error) = state.run(Shape::Envelope, |cms| cms.require_feature(Feature::JsonApi)).await {
+    if let Err(error) = state.run(Shape::Envelope, state.cms.require_feature(Feature::JsonApi)).await {
         return Ok(req.into_response(error.error_response()));
     }
     Ok(next.call(req).await?.map_into_boxed_body())

@@ -33,20 +33,14 @@ impl AppState {
         }
     }
 
-    /// Runs a facade call on the blocking pool (the file adapter does blocking I/O) and
-    /// maps its error into `shape`.
-    pub async fn run<T, F>(&self, shape: Shape, call: F) -> Result<T, ApiError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Cms) -> CoreResult<T> + Send + 'static,
-    {
-        let cms = Arc::clone(&self.cms);
-        match actix_web::web::block(move || call(&cms)).await {
-            Ok(result) => result.map_err(|e| ApiError::from_core(e, shape)),
-            Err(blocking) => {
-                Err(ApiError::from_core(cms_core::CoreError::internal("worker pool", blocking), shape))
-            }
-        }
+    /// Awaits a facade call and maps its error into `shape`. The facade never blocks a
+    /// worker: its adapters move their blocking I/O off the async workers themselves.
+    pub async fn run<T>(
+        &self,
+        shape: Shape,
+        call: impl Future<Output = CoreResult<T>>,
+    ) -> Result<T, ApiError> {
+        call.await.map_err(|e| ApiError::from_core(e, shape))
     }
 
     /// Whether a browser origin may call key-less `Opt` routes and read CORS responses.

@@ -10,6 +10,7 @@ use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use async_trait::async_trait;
 use cms_core::events::EventKind;
 use cms_core::ports::{WebhookDirectory, WebhookInfo};
 use cms_core::{CoreError, CoreResult};
@@ -190,8 +191,12 @@ impl WebhookStore {
     }
 }
 
+/// Reads the small `.cms/webhooks.yaml` inline rather than on a runtime's blocking pool:
+/// this crate names no async runtime (see `tests/it/invariants.rs`), and the only caller
+/// is the rare webhook settings route.
+#[async_trait]
 impl WebhookDirectory for WebhookStore {
-    fn list_webhooks(&self) -> CoreResult<Vec<WebhookInfo>> {
+    async fn list_webhooks(&self) -> CoreResult<Vec<WebhookInfo>> {
         Ok(self.list()?.iter().map(Subscription::info).collect())
     }
 }

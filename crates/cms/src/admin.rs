@@ -32,14 +32,27 @@ pub enum AdminCommand {
 /// (the `user.*` events of `users add|remove`) before the process exits.
 pub fn run(site: &Site, command: AdminCommand) -> anyhow::Result<()> {
     let open = site.open(crate::site::Purpose::Command)?;
-    let result = match command {
-        AdminCommand::Users(command) => users(&open, command),
-        AdminCommand::Keys(command) => keys(&open, command),
-        AdminCommand::License(command) => license(&open, command),
-        AdminCommand::Webhooks(command) => webhooks(&open, command),
-    };
+    let result = block_on(async {
+        match command {
+            AdminCommand::Users(command) => users(&open, command).await,
+            AdminCommand::Keys(command) => keys(&open, command).await,
+            AdminCommand::License(command) => license(&open, command).await,
+            AdminCommand::Webhooks(command) => webhooks(&open, command),
+        }
+    });
     open.finish_deliveries();
     result
+}
+
+/// Runs one command's facade calls to completion. The file adapters move their blocking
+/// I/O to tokio's blocking pool, so they need a tokio runtime; one thread (and its
+/// blocking pool) is plenty for one command.
+fn block_on<T>(work: impl Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(work)
 }
 
 #[derive(Subcommand)]
@@ -111,50 +124,50 @@ pub enum WebhooksCommand {
     ClearLog,
 }
 
-pub fn users(site: &OpenSite, command: UsersCommand) -> anyhow::Result<()> {
+pub async fn users(site: &OpenSite, command: UsersCommand) -> anyhow::Result<()> {
     match command {
         UsersCommand::Add { email, role } => {
             let role: Role = role.parse()?;
-            let (user, created) = site.cms.add_user(&email, role)?;
+            let (user, created) = site.cms.add_user(&email, role).await?;
             let verb = if created { "added" } else { "updated" };
             println!("{verb} {} ({})", user.email, user.role);
         }
         UsersCommand::List => {
-            for user in site.cms.users()? {
+            for user in site.cms.users().await? {
                 println!("{} {}", user.email, user.role);
             }
         }
         UsersCommand::Remove { email } => {
-            site.cms.remove_user(&email)?;
+            site.cms.remove_user(&email).await?;
             println!("removed {email} and their keys");
         }
     }
     Ok(())
 }
 
-pub fn keys(site: &OpenSite, command: KeysCommand) -> anyhow::Result<()> {
+pub async fn keys(site: &OpenSite, command: KeysCommand) -> anyhow::Result<()> {
     match command {
         KeysCommand::Create { user, name } => {
-            let key = site.cms.create_key(&user, &name, random_key_bytes()?)?;
+            let key = site.cms.create_key(&user, &name, random_key_bytes()?).await?;
             println!("created key {} for {} (the key is shown once):", key.record.id, key.record.email);
             println!("{}", key.plaintext);
         }
         KeysCommand::List => {
-            for key in site.cms.keys()? {
+            for key in site.cms.keys().await? {
                 println!("{} {} {} {}", key.id, key.email, key.name, key.created);
             }
         }
         KeysCommand::Revoke { id } => {
-            site.cms.revoke_key(&id)?;
+            site.cms.revoke_key(&id).await?;
             println!("revoked {id}");
         }
     }
     Ok(())
 }
 
-pub fn license(site: &OpenSite, command: LicenseCommand) -> anyhow::Result<()> {
+pub async fn license(site: &OpenSite, command: LicenseCommand) -> anyhow::Result<()> {
     match command {
-        LicenseCommand::Show => match site.cms.license_state()? {
+        LicenseCommand::Show => match site.cms.license_state().await? {
             LicenseState::Missing => println!("no license installed"),
             LicenseState::Invalid(reason) => println!("invalid license: {reason}"),
             LicenseState::Expired(license) => print_license(&license, "expired"),
@@ -162,7 +175,7 @@ pub fn license(site: &OpenSite, command: LicenseCommand) -> anyhow::Result<()> {
         },
         LicenseCommand::Install { file } => {
             let text = fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
-            let license = site.cms.install_license(&text)?;
+            let license = site.cms.install_license(&text).await?;
             println!("installed the license of {} ({})", license.licensee, license.features.join(", "));
         }
     }

@@ -1,10 +1,18 @@
 use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use actix_web::{HttpServer, web};
 use anyhow::Context;
+use cms_core::Cms;
+use cms_core::ports::ChangeFeed;
 use cms_http::AppState;
 
 use crate::site::{OpenSite, Site};
+
+/// How often the site is rescanned when the store reports no changes (no feed, or the
+/// feed ended).
+const RESCAN_EVERY: Duration = Duration::from_secs(1);
 
 /// Serves the REST API until SIGINT/SIGTERM; in-flight requests finish first, then pending
 /// webhook deliveries.
@@ -16,7 +24,6 @@ pub fn run(site: Site, listen: &str) -> anyhow::Result<()> {
 }
 
 fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
-    let first_key = site.first_start_key(open)?;
     let state = web::Data::new(AppState::new(
         open.cms.clone(),
         open.config.cors.allowed_origins.clone(),
@@ -24,7 +31,17 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         open.config.limits.upload_bytes,
     ));
     let root = open.root.display().to_string();
+    let cms = open.cms.clone();
+    // The file adapters run their blocking I/O on tokio's blocking pool: every facade call
+    // below happens on this runtime (the workers of `HttpServer` have their own).
     actix_web::rt::System::new().block_on(async move {
+        let first_key = site.first_start_key(open).await?;
+        // Subscribed before the index is built, so that an edit made during the build is
+        // reported too (a report of a file indexed as it is costs one stat).
+        let feed = subscribe(&cms);
+        let (items, took) = build_index(&cms).await?;
+        follow(cms, feed);
+
         let server = HttpServer::new(move || cms_http::app(state.clone()))
             .bind(listen)
             .with_context(|| format!("cannot listen on {listen}"))?;
@@ -33,6 +50,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
             say(format_args!("listening on http://{address}"));
         }
         say(format_args!("site folder: {root}"));
+        say(format_args!("indexed {items} items in {:.2} s", took.as_secs_f64()));
         if let Some(key) = &first_key {
             say(format_args!(
                 "created the demo owner {} with this API key (shown once):",
@@ -43,6 +61,64 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         say(format_args!("ready (Ctrl-C stops the server)"));
         server.run().await.context("server failed")
     })
+}
+
+/// Builds every collection's index and loads the license; returns how many usable items
+/// the indexes hold and how long it took.
+async fn build_index(cms: &Cms) -> anyhow::Result<(usize, Duration)> {
+    let started = Instant::now();
+    cms.start().await.context("indexing the site")?;
+    let took = started.elapsed();
+    let mut items = 0;
+    for collection in cms.collections() {
+        items += cms.indexed_items(collection).await?.len();
+    }
+    tracing::info!(items, seconds = took.as_secs_f64(), "indexed the site");
+    Ok((items, took))
+}
+
+/// The store's change feed, or `None` (then the site is rescanned every second). A feed
+/// that cannot start (say, the inotify watch limit is reached) is not fatal.
+fn subscribe(cms: &Cms) -> Option<Box<dyn ChangeFeed>> {
+    match cms.subscribe() {
+        Ok(Some(feed)) => Some(feed),
+        Ok(None) => {
+            tracing::info!("the store reports no changes; rescanning every {RESCAN_EVERY:?}");
+            None
+        }
+        Err(error) => {
+            tracing::warn!(%error, "cannot follow changes on disk; rescanning every {RESCAN_EVERY:?}");
+            None
+        }
+    }
+}
+
+/// Keeps the indexes up to date with changes made behind the server's back, on this
+/// runtime: the feed while it lasts, then a rescan every second.
+fn follow(cms: Arc<Cms>, feed: Option<Box<dyn ChangeFeed>>) {
+    actix_web::rt::spawn(async move {
+        if let Some(feed) = feed {
+            cms.follow_changes(feed).await;
+            tracing::warn!("falling back to rescanning every {RESCAN_EVERY:?}");
+        }
+        let mut failing = false;
+        loop {
+            actix_web::rt::time::sleep(RESCAN_EVERY).await;
+            match cms.rescan_all().await {
+                Ok(()) if failing => {
+                    tracing::info!("rescanning the site works again");
+                    failing = false;
+                }
+                Ok(()) => {}
+                // Logged once per run of failures, not every second.
+                Err(error) if !failing => {
+                    tracing::warn!(%error, "rescanning the site failed; retrying every {RESCAN_EVERY:?}");
+                    failing = true;
+                }
+                Err(_) => {}
+            }
+        }
+    });
 }
 
 /// Writes a line to standard output; a closed pipe must not stop the server.

@@ -81,12 +81,12 @@ impl Site {
 
     /// For the demo: on a start with no users yet, makes the owner and returns a key for
     /// them, to be printed once.
-    pub fn first_start_key(&self, open: &OpenSite) -> anyhow::Result<Option<String>> {
-        if !self.is_demo || !open.cms.users()?.is_empty() {
+    pub async fn first_start_key(&self, open: &OpenSite) -> anyhow::Result<Option<String>> {
+        if !self.is_demo || !open.cms.users().await?.is_empty() {
             return Ok(None);
         }
-        open.cms.add_user(DEMO_OWNER, Role::Owner)?;
-        Ok(Some(open.cms.create_key(DEMO_OWNER, "demo", random_key_bytes()?)?.plaintext))
+        open.cms.add_user(DEMO_OWNER, Role::Owner).await?;
+        Ok(Some(open.cms.create_key(DEMO_OWNER, "demo", random_key_bytes()?).await?.plaintext))
     }
 
     /// Loads `cms.yaml` and composes the facade, for serving or for one command.

@@ -14,11 +14,10 @@ use crate::collection::Collection;
 use crate::error::{CoreError, CoreResult};
 use crate::feed::{self, RssChannel, RssItem, SitemapUrl};
 use crate::index::IndexedItem;
-use crate::item::Status;
 use crate::query::{ListParams, ListQuery, Page, StatusFilter};
 use crate::related::{self, Features};
 use crate::sitepath;
-use crate::slug::{ItemFilename, ItemRef, slugify};
+use crate::slug::{ItemRef, slugify};
 use crate::urls::{self, PagePath};
 
 /// Items in an RSS feed when `limit` is not given.
@@ -206,15 +205,8 @@ impl Cms {
     // ---- shared pieces ------------------------------------------------------------------
 
     /// A collection's published items, newest first (undated last; ties by filename).
-    fn published(&self, collection: &Collection) -> CoreResult<Vec<Arc<IndexedItem>>> {
-        let order = ListQuery::default();
-        let mut items: Vec<Arc<IndexedItem>> = self
-            .indexed_items(collection)?
-            .into_iter()
-            .filter(|i| i.meta.status == Status::Published)
-            .collect();
-        items.sort_by(|a, b| order.compare(&a.meta, &b.meta));
-        Ok(items)
+    async fn published(&self, collection: &Collection) -> CoreResult<Vec<Arc<IndexedItem>>> {
+        Ok(self.index(collection).await?.published_newest_first().cloned().collect())
     }
 
     /// Item URLs from the request's `page_path`, else the collection's.
@@ -241,7 +233,7 @@ impl Cms {
     // ---- search index -------------------------------------------------------------------
 
     /// Every published item of the collection at `collectionPath`, newest first.
-    pub fn search_index(&self, params: &SearchIndexParams) -> CoreResult<Vec<SearchEntry>> {
+    pub async fn search_index(&self, params: &SearchIndexParams) -> CoreResult<Vec<SearchEntry>> {
         let collection = self.collection_at_path("collectionPath", params.collection_path.as_deref())?;
         let pretty = urls::parse_flag("pretty_urls", params.pretty_urls.as_deref(), true)?;
         let pages = self.item_pages(collection, given(&params.page_path), pretty)?;
@@ -255,7 +247,8 @@ impl Cms {
             given(&params.resources_path).map(|raw| self.resource_url_at_path(raw)).transpose()?;
 
         Ok(self
-            .published(collection)?
+            .published(collection)
+            .await?
             .into_iter()
             .map(|item| {
                 let url = pages.url("item", &item.meta.slug);
@@ -275,11 +268,7 @@ impl Cms {
                     .map(slugify)
                     .filter(|s| !s.is_empty())
                     .map(|slug| author_pages.url("author", &slug));
-                let image = item
-                    .fm
-                    .get("image")
-                    .and_then(|v| v.as_str())
-                    .map(|image| resolve_image(image, resource_url));
+                let image = item.image.as_deref().map(|image| resolve_image(image, resource_url));
                 SearchEntry {
                     collection: collection.slug.clone(),
                     canonical_url: format!("{site_url}{url}"),
@@ -296,14 +285,14 @@ impl Cms {
     // ---- tags ---------------------------------------------------------------------------
 
     /// Every tag of the published items at `content_path`, most used first, then by slug.
-    pub fn tags(&self, params: &TagsParams) -> CoreResult<Vec<TagCount>> {
+    pub async fn tags(&self, params: &TagsParams) -> CoreResult<Vec<TagCount>> {
         let collection = self.collection_at_path("content_path", params.content_path.as_deref())?;
         let pretty = urls::parse_flag("pretty_urls", params.pretty_urls.as_deref(), true)?;
         let tag_pages = tag_pages("tag_page_path", given(&params.tag_page_path), pretty)?;
 
         // slug → (items carrying it, spelling → uses)
         let mut tags: HashMap<String, (usize, HashMap<String, usize>)> = HashMap::new();
-        for item in self.published(collection)? {
+        for item in self.published(collection).await? {
             let mut seen: Vec<String> = Vec::new();
             for tag in &item.meta.tags {
                 let slug = slugify(tag);
@@ -342,7 +331,7 @@ impl Cms {
 
     /// One page of the published items carrying `tag` (matched by slug), newest first; from
     /// the collection at `content_path`, or from every collection when it is absent.
-    pub fn tag_items(&self, tag: &str, params: &TagItemsParams) -> CoreResult<Page<ItemSummary>> {
+    pub async fn tag_items(&self, tag: &str, params: &TagItemsParams) -> CoreResult<Page<ItemSummary>> {
         let wanted = slugify(tag);
         if wanted.is_empty() {
             return Err(CoreError::invalid(format!(
@@ -360,7 +349,7 @@ impl Cms {
         };
         let mut items: Vec<(&Collection, Arc<IndexedItem>)> = Vec::new();
         for collection in collections {
-            for item in self.published(collection)? {
+            for item in self.published(collection).await? {
                 if item.meta.has_any_tag(std::slice::from_ref(&wanted)) {
                     items.push((collection, item));
                 }
@@ -374,7 +363,7 @@ impl Cms {
     // ---- feeds --------------------------------------------------------------------------
 
     /// An RSS 2.0 feed of the collection's newest published items.
-    pub fn rss(&self, collection: &Collection, params: &RssParams) -> CoreResult<String> {
+    pub async fn rss(&self, collection: &Collection, params: &RssParams) -> CoreResult<String> {
         let limit = urls::parse_limit("limit", params.limit.as_deref(), RSS_DEFAULT_LIMIT, usize::MAX)?;
         let link = match given(&params.link) {
             Some(link) => urls::parse_site_url("link", link)?,
@@ -382,7 +371,8 @@ impl Cms {
         };
         let mut newest: Option<OffsetDateTime> = None;
         let items: Vec<RssItem> = self
-            .published(collection)?
+            .published(collection)
+            .await?
             .into_iter()
             .take(limit)
             .map(|item| {
@@ -414,11 +404,12 @@ impl Cms {
     /// A sitemaps.org `urlset` of the collection's published items (newest first). With no
     /// published item it lists the collection's own page, so that the document stays valid
     /// (the schema wants at least one `url`).
-    pub fn sitemap(&self, collection: &Collection, params: &SitemapParams) -> CoreResult<String> {
+    pub async fn sitemap(&self, collection: &Collection, params: &SitemapParams) -> CoreResult<String> {
         let limit = urls::parse_limit("limit", params.limit.as_deref(), SITEMAP_MAX_URLS, SITEMAP_MAX_URLS)?;
         let base = self.site_url_or_default("baseUrl", given(&params.base_url))?;
         let mut urls: Vec<SitemapUrl> = self
-            .published(collection)?
+            .published(collection)
+            .await?
             .into_iter()
             .take(limit)
             .map(|item| SitemapUrl {
@@ -436,7 +427,7 @@ impl Cms {
 
     /// Published items of the source item's collection related to it by `by`, best first,
     /// never the source itself; items with nothing in common are left out.
-    pub fn related(&self, params: &RelatedParams) -> CoreResult<Vec<RelatedItem>> {
+    pub async fn related(&self, params: &RelatedParams) -> CoreResult<Vec<RelatedItem>> {
         let criteria = related::parse_criteria(given(&params.by))?;
         let limit = urls::parse_limit("limit", params.limit.as_deref(), RELATED_DEFAULT_LIMIT, usize::MAX)?;
         let pretty = urls::parse_flag("pretty_urls", params.pretty_urls.as_deref(), true)?;
@@ -444,8 +435,9 @@ impl Cms {
         let (collection, item_ref) = self.item_at_path("contentPath", params.content_path.as_deref())?;
         let pages = self.item_pages(collection, given(&params.page_path), pretty)?;
 
-        let items = self.published(collection)?;
-        let source = first_match(&items, &item_ref).ok_or_else(|| {
+        let items = self.published(collection).await?;
+        let source = self.index(collection).await?.locate_published(&item_ref).cloned();
+        let source = source.ok_or_else(|| {
             CoreError::not_found(format!(
                 "contentPath names no published item: no {:?} in collection {:?}",
                 item_ref.to_string(),
@@ -481,7 +473,7 @@ impl Cms {
 
     /// `GET|POST /cms/collections/items`: a published-only item list of the collection at
     /// `collectionPath`.
-    pub fn legacy_list(
+    pub async fn legacy_list(
         &self,
         collection_path: Option<&str>,
         params: &ListParams,
@@ -493,24 +485,24 @@ impl Cms {
             ));
         }
         let collection = self.collection_at_path("collectionPath", collection_path)?;
-        self.list_items(collection, &query, &Viewer::Anonymous)
+        self.list_items(collection, &query, &Viewer::Anonymous).await
     }
 
     /// `GET /cms/collections/items/{slug}`: a published item of the collection at
     /// `collectionPath`.
-    pub fn legacy_read(&self, collection_path: Option<&str>, item: &str) -> CoreResult<ItemView> {
+    pub async fn legacy_read(&self, collection_path: Option<&str>, item: &str) -> CoreResult<ItemView> {
         let collection = self.collection_at_path("collectionPath", collection_path)?;
-        self.read_published(collection, &ItemRef::parse(item)?)?.ok_or_else(|| {
+        self.read_published(collection, &ItemRef::parse(item)?).await?.ok_or_else(|| {
             CoreError::not_found(format!("no published item {item:?} in collection {:?}", collection.slug))
         })
     }
 
     /// `GET /cms/items/{slug}`: the first published item with this slug (or filename),
     /// looking through the collections in configuration order.
-    pub fn read_item_anywhere(&self, item: &str) -> CoreResult<ItemView> {
+    pub async fn read_item_anywhere(&self, item: &str) -> CoreResult<ItemView> {
         let item_ref = ItemRef::parse(item)?;
         for collection in &self.collections {
-            if let Some(view) = self.read_published(collection, &item_ref)? {
+            if let Some(view) = self.read_published(collection, &item_ref).await? {
                 return Ok(view);
             }
         }
@@ -519,9 +511,14 @@ impl Cms {
 
     /// The published item `item_ref` names in `collection` (found through the index, so a
     /// draft with the same slug never shadows it), rendered.
-    fn read_published(&self, collection: &Collection, item_ref: &ItemRef) -> CoreResult<Option<ItemView>> {
-        let Some(found) = first_match(&self.published(collection)?, item_ref) else { return Ok(None) };
-        match self.read_item(collection, &found.meta.filename, &Viewer::Anonymous) {
+    async fn read_published(
+        &self,
+        collection: &Collection,
+        item_ref: &ItemRef,
+    ) -> CoreResult<Option<ItemView>> {
+        let found = self.index(collection).await?.locate_published(item_ref).cloned();
+        let Some(found) = found else { return Ok(None) };
+        match self.read_item(collection, &found.meta.filename, &Viewer::Anonymous).await {
             Ok(view) => Ok(Some(view)),
             // Deleted or made a draft since the index saw it.
             Err(CoreError::NotFound(_)) => Ok(None),
@@ -532,16 +529,6 @@ impl Cms {
 
 fn features(item: &IndexedItem) -> Features<'_> {
     Features { tags: &item.meta.tags, words: &item.words }
-}
-
-/// The item `item_ref` names; for a bare slug that several files carry, the first in
-/// filename order (as on the collection item routes).
-fn first_match(items: &[Arc<IndexedItem>], item_ref: &ItemRef) -> Option<Arc<IndexedItem>> {
-    items
-        .iter()
-        .filter(|i| ItemFilename::parse(&i.meta.filename).is_some_and(|name| item_ref.matches(&name)))
-        .min_by(|a, b| a.meta.filename.cmp(&b.meta.filename))
-        .cloned()
 }
 
 fn tag_pages(param: &str, raw: Option<&str>, pretty: bool) -> CoreResult<PagePath> {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use ring::digest;
 use time::OffsetDateTime;
 
+use super::html_cache::Rendered;
 use super::{ItemSummary, ItemUpdate, ItemView, NewItem, RawItem, UpdateMode, Viewer, WriteOutcome, lock};
 use crate::codec::YamlLimits;
 use crate::collection::Collection;
@@ -22,8 +23,8 @@ use crate::slug::{ItemFilename, ItemRef, Slug, slugify};
 impl Cms {
     // ---- items: reads ------------------------------------------------------------------
 
-    /// One page of a collection's items, from the index.
-    pub fn list_items(
+    /// One page of a collection's items, from the kept index (no storage access).
+    pub async fn list_items(
         &self,
         collection: &Collection,
         query: &ListQuery,
@@ -35,17 +36,14 @@ impl Cms {
             ));
         }
         let per_page = query.per_page.unwrap_or(self.site.per_page).min(self.site.max_per_page);
-        let mut items: Vec<Arc<IndexedItem>> =
-            self.indexed_items(collection)?.into_iter().filter(|i| query.admits(&i.meta)).collect();
-        items.sort_by(|a, b| query.compare(&a.meta, &b.meta));
-        Ok(Page::cut(items, query.page, per_page, query.offset).map(|item| self.summary(collection, item)))
+        let selection = self.index(collection).await?.select(query, query.page, per_page);
+        let page = Page::of_selection(selection.items, selection.total, query.page, per_page);
+        Ok(page.map(|item| self.summary(collection, item)))
     }
 
     /// Every usable item of a collection, as the index holds them.
-    pub fn indexed_items(&self, collection: &Collection) -> CoreResult<Vec<Arc<IndexedItem>>> {
-        let scan = self.ports.content.scan(collection)?;
-        let mut index = lock(&self.indexes[collection.index]);
-        Ok(index.refresh(scan, |name| self.ports.content.read(collection, name)))
+    pub async fn indexed_items(&self, collection: &Collection) -> CoreResult<Vec<Arc<IndexedItem>>> {
+        Ok(self.index(collection).await?.items())
     }
 
     pub(super) fn summary(&self, collection: &Collection, item: Arc<IndexedItem>) -> ItemSummary {
@@ -53,22 +51,85 @@ impl Cms {
         ItemSummary { canonical_url: self.site.absolute_url(&url), url, item }
     }
 
-    /// A single item, rendered. Drafts are invisible without a key.
-    pub fn read_item(&self, collection: &Collection, item: &str, viewer: &Viewer) -> CoreResult<ItemView> {
+    /// A single item, rendered. Drafts are invisible without a key. The metadata comes
+    /// from the index and the HTML from a cache kept per file version; storage is read
+    /// only when the rendering of this version is not cached.
+    pub async fn read_item(
+        &self,
+        collection: &Collection,
+        item: &str,
+        viewer: &Viewer,
+    ) -> CoreResult<ItemView> {
         let item_ref = ItemRef::parse(item)?;
-        let (name, file) = self.load(collection, &item_ref)?;
-        let doc = parse_stored(&name, &file)?;
-        let meta = ItemMeta::derive(&name, &doc, file.stamp.modified, file.stamp.size);
-        if meta.status == item::Status::Draft && !viewer.has_key() {
+        let (name, indexed) = {
+            let index = self.index(collection).await?;
+            let name = index.locate(&item_ref).ok_or_else(|| item_not_found(collection, &item_ref))?;
+            let indexed = index.get(name.as_str()).and_then(Result::ok).cloned();
+            (name, indexed)
+        };
+        let Some(indexed) = indexed else {
+            // Known but unusable: read it to say why.
+            let (name, file) = self.load(collection, &item_ref).await?;
+            let doc = parse_stored(&name, &file)?;
+            return self.view_of_file(collection, &name, &file, doc, viewer, &item_ref);
+        };
+        if indexed.meta.status == item::Status::Draft && !viewer.has_key() {
             return Err(item_not_found(collection, &item_ref));
         }
-        let excerpt = crate::index::excerpt_of(&doc);
+        let cached = lock(&self.html_cache).get(collection.index, name.as_str(), &indexed.etag);
+        let rendered = match cached {
+            Some(rendered) => rendered,
+            None => {
+                let file = self
+                    .ports
+                    .content
+                    .read(collection, &name)
+                    .await?
+                    .ok_or_else(|| item_not_found(collection, &item_ref))?;
+                let doc = parse_stored(&name, &file)?;
+                let etag = etag_of(&file.bytes);
+                if etag != indexed.etag {
+                    // Changed since it was indexed, and the change report is on its way:
+                    // answer from the file as read, in full.
+                    return self.view_of_file(collection, &name, &file, doc, viewer, &item_ref);
+                }
+                let rendered = Arc::new(Rendered::new(render::to_html(&doc.body), doc.fm, file.bytes.len()));
+                lock(&self.html_cache).put(collection.index, name.as_str(), &etag, Arc::clone(&rendered));
+                rendered
+            }
+        };
+        let url = collection.item_url(&indexed.meta.slug);
+        Ok(ItemView {
+            collection: collection.index,
+            canonical_url: self.site.absolute_url(&url),
+            url,
+            excerpt: indexed.excerpt.clone(),
+            html: rendered.html.clone(),
+            etag: indexed.etag.clone(),
+            fm: rendered.fm.clone(),
+            meta: indexed.meta.clone(),
+        })
+    }
+
+    fn view_of_file(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        file: &StoredFile,
+        doc: ItemDocument,
+        viewer: &Viewer,
+        item_ref: &ItemRef,
+    ) -> CoreResult<ItemView> {
+        let meta = ItemMeta::derive(name, &doc, file.stamp.modified, file.stamp.size);
+        if meta.status == item::Status::Draft && !viewer.has_key() {
+            return Err(item_not_found(collection, item_ref));
+        }
         let url = collection.item_url(&meta.slug);
         Ok(ItemView {
             collection: collection.index,
             canonical_url: self.site.absolute_url(&url),
             url,
-            excerpt,
+            excerpt: crate::index::excerpt_of(&doc),
             html: render::to_html(&doc.body),
             etag: etag_of(&file.bytes),
             fm: doc.fm,
@@ -77,9 +138,9 @@ impl Cms {
     }
 
     /// An item's frontmatter and Markdown as stored.
-    pub fn read_raw(&self, collection: &Collection, item: &str) -> CoreResult<RawItem> {
+    pub async fn read_raw(&self, collection: &Collection, item: &str) -> CoreResult<RawItem> {
         let item_ref = ItemRef::parse(item)?;
-        let (name, file) = self.load(collection, &item_ref)?;
+        let (name, file) = self.load(collection, &item_ref).await?;
         let doc = parse_stored(&name, &file)?;
         Ok(RawItem {
             collection: collection.index,
@@ -89,53 +150,39 @@ impl Cms {
         })
     }
 
-    /// Finds the file an item reference names and reads it.
-    pub(super) fn load(
+    /// Finds the file an item reference names (in the index) and reads it from storage.
+    pub(super) async fn load(
         &self,
         collection: &Collection,
         item_ref: &ItemRef,
     ) -> CoreResult<(ItemFilename, StoredFile)> {
-        let name = self.locate(collection, item_ref)?;
+        let name = self.locate(collection, item_ref).await?;
         let file = self
             .ports
             .content
-            .read(collection, &name)?
+            .read(collection, &name)
+            .await?
             .ok_or_else(|| item_not_found(collection, item_ref))?;
         Ok((name, file))
     }
 
     /// A current file of the collection with this slug, dated or not.
-    pub(super) fn file_with_slug(
+    pub(super) async fn file_with_slug(
         &self,
         collection: &Collection,
         slug: &str,
     ) -> CoreResult<Option<ItemFilename>> {
-        Ok(self
-            .ports
-            .content
-            .scan(collection)?
-            .into_iter()
-            .filter_map(|s| ItemFilename::parse(&s.name))
-            .find(|existing| existing.slug() == slug))
+        Ok(self.index(collection).await?.file_with_slug(slug))
     }
 
     /// The filename an item reference names (first in name order when several match).
-    fn locate(&self, collection: &Collection, item_ref: &ItemRef) -> CoreResult<ItemFilename> {
-        let mut matches: Vec<ItemFilename> = self
-            .ports
-            .content
-            .scan(collection)?
-            .into_iter()
-            .filter_map(|stamp| ItemFilename::parse(&stamp.name))
-            .filter(|name| item_ref.matches(name))
-            .collect();
-        matches.sort_by(|a, b| a.as_str().cmp(b.as_str()));
-        matches.into_iter().next().ok_or_else(|| item_not_found(collection, item_ref))
+    async fn locate(&self, collection: &Collection, item_ref: &ItemRef) -> CoreResult<ItemFilename> {
+        self.index(collection).await?.locate(item_ref).ok_or_else(|| item_not_found(collection, item_ref))
     }
 
     // ---- items: writes -----------------------------------------------------------------
 
-    pub fn create_item(&self, collection: &Collection, new: NewItem) -> CoreResult<WriteOutcome> {
+    pub async fn create_item(&self, collection: &Collection, new: NewItem) -> CoreResult<WriteOutcome> {
         let NewItem { slug, date_prefix, mut fm, body } = new;
         item::validate_frontmatter(&fm)?;
         let slug = match slug {
@@ -164,20 +211,22 @@ impl Cms {
         let name = ItemFilename::new(&slug, date.as_deref());
         let bytes = encode(&ItemDocument { fm, body })?;
 
-        let _guard = lock(&self.write_locks[collection.index]);
-        if let Some(existing) = self.file_with_slug(collection, slug.as_str())? {
+        let _guard = self.item_locks.lock(collection.index, slug.as_str()).await;
+        if let Some(existing) = self.file_with_slug(collection, slug.as_str()).await? {
             return Err(CoreError::Conflict(format!(
                 "an item with slug {slug:?} already exists in collection {:?} ({})",
                 collection.slug,
                 existing.as_str()
             )));
         }
-        self.ports.content.create(collection, &name, &bytes)?;
+        let stamp = self.ports.content.create(collection, &name, &bytes).await?;
         self.publish(EventKind::FileCreated, file_event(collection, &name));
-        Ok(outcome(collection, &name, Some(&bytes)))
+        let outcome = outcome(collection, &name, Some(&bytes));
+        self.index_written(collection, &name, &StoredFile { bytes, stamp });
+        Ok(outcome)
     }
 
-    pub fn update_item(
+    pub async fn update_item(
         &self,
         collection: &Collection,
         item: &str,
@@ -186,8 +235,8 @@ impl Cms {
     ) -> CoreResult<WriteOutcome> {
         item::validate_frontmatter(&update.fm)?;
         let item_ref = ItemRef::parse(item)?;
-        let _guard = lock(&self.write_locks[collection.index]);
-        let (name, file) = self.load(collection, &item_ref)?;
+        let _guard = self.item_locks.lock(collection.index, item_ref.slug()).await;
+        let (name, file) = self.load(collection, &item_ref).await?;
         check_precondition(if_match, &file.bytes)?;
         let mut doc = parse_stored(&name, &file)?;
         doc.merge_frontmatter(update.fm);
@@ -197,24 +246,27 @@ impl Cms {
             (None, UpdateMode::Patch) => doc.body,
         };
         let bytes = encode(&doc)?;
-        self.snapshot(collection, &name, &file.bytes)?;
-        self.ports.content.replace(collection, &name, &bytes)?;
+        self.snapshot(collection, &name, &file.bytes).await?;
+        let stamp = self.ports.content.replace(collection, &name, &bytes).await?;
         self.publish(EventKind::FileUpdated, file_event(collection, &name));
-        Ok(outcome(collection, &name, Some(&bytes)))
+        let outcome = outcome(collection, &name, Some(&bytes));
+        self.index_written(collection, &name, &StoredFile { bytes, stamp });
+        Ok(outcome)
     }
 
-    pub fn delete_item(
+    pub async fn delete_item(
         &self,
         collection: &Collection,
         item: &str,
         if_match: Option<&str>,
     ) -> CoreResult<WriteOutcome> {
         let item_ref = ItemRef::parse(item)?;
-        let _guard = lock(&self.write_locks[collection.index]);
-        let (name, file) = self.load(collection, &item_ref)?;
+        let _guard = self.item_locks.lock(collection.index, item_ref.slug()).await;
+        let (name, file) = self.load(collection, &item_ref).await?;
         check_precondition(if_match, &file.bytes)?;
-        self.snapshot(collection, &name, &file.bytes)?;
-        self.ports.content.delete(collection, &name)?;
+        self.snapshot(collection, &name, &file.bytes).await?;
+        self.ports.content.delete(collection, &name).await?;
+        self.index_removed(collection, &name);
         self.publish(EventKind::FileDeleted, file_event(collection, &name));
         Ok(outcome(collection, &name, None))
     }

@@ -1,6 +1,6 @@
 //! The application facade: the one type the web layer and the CLI call.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use time::OffsetDateTime;
 
@@ -10,18 +10,21 @@ use crate::config::SiteConfig;
 use crate::document::{Frontmatter, ItemDocument};
 use crate::error::{CoreError, CoreResult};
 use crate::events::{Event, EventData, EventKind};
-use crate::index::{CollectionIndex, IndexedItem};
+use crate::index::IndexedItem;
 use crate::item::ItemMeta;
 use crate::license::{Feature, License, LicenseState};
 use crate::ports::{
-    Clock, ContentStore, EventSink, KeyStore, LicenseSource, ResourceStore, SettingsStore, UserStore,
-    VersionStore, WebhookDirectory,
+    ChangeSource, Clock, ContentStore, EventSink, KeyStore, LicenseSource, ResourceStore, SettingsStore,
+    UserStore, VersionStore, WebhookDirectory,
 };
 use crate::resource::ResourceFolder;
 
 mod accounts;
 mod discovery;
+mod html_cache;
+mod index;
 mod items;
+mod locks;
 mod resources;
 mod settings;
 mod versions;
@@ -49,6 +52,8 @@ pub struct Ports {
     pub resources: Arc<dyn ResourceStore>,
     pub settings: Arc<dyn SettingsStore>,
     pub webhooks: Arc<dyn WebhookDirectory>,
+    /// Reports changes made behind the facade's back (see [`Cms::follow_changes`]).
+    pub changes: Arc<dyn ChangeSource>,
 }
 
 /// Site-wide settings the facade needs.
@@ -173,15 +178,21 @@ pub struct Cms {
     collections: Vec<Collection>,
     license_public_key: Option<String>,
     ports: Ports,
-    indexes: Vec<Mutex<CollectionIndex>>,
-    /// One lock per collection: writes to a collection serialize, so a read-modify-write
-    /// never loses another's changes.
-    write_locks: Vec<Mutex<()>>,
+    /// One kept index per collection (see `index.rs`).
+    indexes: Vec<index::IndexCell>,
+    /// One lock per item: writes to an item serialize, so a read-modify-write never loses
+    /// another's changes; writes to different items run in parallel.
+    item_locks: locks::ItemLocks,
+    /// Rendered HTML of single items, per file version.
+    html_cache: Mutex<html_cache::HtmlCache>,
+    /// The installed license as last loaded (`None` until loaded); reloaded when the store
+    /// reports a change and after an install.
+    license: RwLock<Option<Option<License>>>,
     /// Snapshots kept per item (`versions.keep`).
     keep_versions: usize,
     resource_folders: Vec<ResourceFolder>,
     /// Serializes read-modify-write of the settings.
-    settings_lock: Mutex<()>,
+    settings_lock: futures_util::lock::Mutex<()>,
     /// The site folder's absolute path, as the composition root knows it; lets path-valued
     /// query parameters be absolute. `None`: only relative paths resolve.
     site_root: Option<String>,
@@ -198,13 +209,15 @@ impl Cms {
             max_per_page: config.site.max_per_page as usize,
         };
         Self {
-            indexes: collections.iter().map(|_| Mutex::default()).collect(),
-            write_locks: collections.iter().map(|_| Mutex::default()).collect(),
+            indexes: collections.iter().map(|_| index::IndexCell::default()).collect(),
+            item_locks: locks::ItemLocks::default(),
+            html_cache: Mutex::new(html_cache::HtmlCache::new(HTML_CACHE_BYTES)),
+            license: RwLock::new(None),
             collections,
             site,
             license_public_key: config.license.public_key.clone(),
             keep_versions: config.versions.keep,
-            settings_lock: Mutex::default(),
+            settings_lock: futures_util::lock::Mutex::new(()),
             site_root: None,
             resource_folders: config
                 .resources
@@ -242,39 +255,59 @@ impl Cms {
 
     // ---- license and keys -------------------------------------------------------------
 
-    pub fn license_state(&self) -> CoreResult<LicenseState> {
-        let license = self.ports.license.current()?;
+    /// The license state, from memory once loaded (the expiry is checked against the clock
+    /// on every call).
+    pub async fn license_state(&self) -> CoreResult<LicenseState> {
+        let cached = read(&self.license).clone();
+        let license = match cached {
+            Some(license) => license,
+            None => self.reload_license_returning().await?,
+        };
         Ok(LicenseState::evaluate(license, self.license_public_key.as_deref(), self.now()))
     }
 
+    /// Reads the installed license again (after the store reported a change).
+    pub async fn reload_license(&self) -> CoreResult<()> {
+        self.reload_license_returning().await.map(drop)
+    }
+
+    async fn reload_license_returning(&self) -> CoreResult<Option<License>> {
+        let license = self.ports.license.current().await?;
+        *write(&self.license) = Some(license.clone());
+        Ok(license)
+    }
+
     /// `PaymentRequired` unless the license is active and has `feature`.
-    pub fn require_feature(&self, feature: Feature) -> CoreResult<()> {
-        self.license_state()?.require(feature)
+    pub async fn require_feature(&self, feature: Feature) -> CoreResult<()> {
+        self.license_state().await?.require(feature)
     }
 
     /// Validates and installs a license file's text.
-    pub fn install_license(&self, text: &str) -> CoreResult<License> {
+    pub async fn install_license(&self, text: &str) -> CoreResult<License> {
         let license = License::from_yaml(text)?;
         if let Some(key) = &self.license_public_key {
             license.verify(key)?;
         }
-        self.ports.license.install(text)?;
+        self.ports.license.install(text).await?;
+        self.reload_license().await?;
         Ok(license)
     }
 
     /// Checks a presented key: its family, that it is known, and that its user exists.
-    pub fn authenticate(&self, presented: &str) -> CoreResult<Principal> {
+    pub async fn authenticate(&self, presented: &str) -> CoreResult<Principal> {
         account::check_key_family(presented)?;
         let hash = account::hash_key(presented);
         let key = self
             .ports
             .keys
-            .find_key_by_hash(&hash)?
+            .find_key_by_hash(&hash)
+            .await?
             .ok_or_else(|| CoreError::Unauthorized("unknown or revoked API key".into()))?;
         let user = self
             .ports
             .users
-            .find_user(&key.email)?
+            .find_user(&key.email)
+            .await?
             .ok_or_else(|| CoreError::Unauthorized("the user of this API key no longer exists".into()))?;
         Ok(Principal { user, key_id: key.id })
     }
@@ -284,8 +317,21 @@ impl Cms {
     }
 }
 
+// A panic while holding one of these locks leaves no half-done write behind (writes are
+// atomic in the store, and index changes are made in one step), so the data behind a
+// poisoned lock is still good.
+
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding the lock leaves no half-done write behind (writes are atomic
-    // in the store), so the data behind a poisoned lock is still good.
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
+
+pub(crate) fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+pub(crate) fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Budget of the rendered-item cache: about 10,000 items of 2 KB.
+const HTML_CACHE_BYTES: usize = 48 * 1024 * 1024;

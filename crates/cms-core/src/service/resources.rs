@@ -33,12 +33,12 @@ pub struct Upload {
 
 impl Upload {
     /// Appends a chunk; `TooLarge` (and nothing kept) once the limit is passed.
-    pub fn write(&mut self, chunk: &[u8]) -> CoreResult<()> {
+    pub async fn write(&mut self, chunk: &[u8]) -> CoreResult<()> {
         self.received += chunk.len() as u64;
         if self.received > self.limit {
             return Err(CoreError::TooLarge(format!("the upload is over the limit of {} bytes", self.limit)));
         }
-        self.sink.write(chunk)
+        self.sink.write(chunk).await
     }
 }
 
@@ -78,10 +78,14 @@ impl Cms {
         })
     }
 
-    pub fn list_resources(&self, folder: Option<&str>, subpath: Option<&str>) -> CoreResult<ResourceListing> {
+    pub async fn list_resources(
+        &self,
+        folder: Option<&str>,
+        subpath: Option<&str>,
+    ) -> CoreResult<ResourceListing> {
         let folder = self.resource_folder(folder)?.clone();
         let dir = Subpath::parse(subpath.unwrap_or(""))?;
-        let mut entries = self.ports.resources.list(&folder, &dir)?;
+        let mut entries = self.ports.resources.list(&folder, &dir).await?;
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         let mut dirs = Vec::new();
         let mut files = Vec::new();
@@ -89,7 +93,7 @@ impl Cms {
             if entry.is_dir {
                 dirs.push(entry.name.as_str().to_owned());
             } else {
-                files.push(self.resource_file(&folder, &dir, entry));
+                files.push(self.resource_file(&folder, &dir, entry).await);
             }
         }
         Ok(ResourceListing { subpath: dir.as_str().to_owned(), folder, dirs, files })
@@ -97,11 +101,17 @@ impl Cms {
 
     /// A file entry. A file that cannot be read (gone since the listing, no permission)
     /// still lists, as not an image: one bad file must not fail a folder's listing.
-    fn resource_file(&self, folder: &ResourceFolder, dir: &Subpath, stat: ResourceStat) -> ResourceFile {
+    async fn resource_file(
+        &self,
+        folder: &ResourceFolder,
+        dir: &Subpath,
+        stat: ResourceStat,
+    ) -> ResourceFile {
         let head = self
             .ports
             .resources
             .read_head(folder, dir, &stat.name, resource::SNIFF_BYTES)
+            .await
             .unwrap_or_default();
         ResourceFile {
             url: folder.file_url(dir, &stat.name),
@@ -114,13 +124,13 @@ impl Cms {
 
     /// Starts receiving an upload (before its destination is known: multipart fields
     /// may come in any order).
-    pub fn begin_upload(&self, upload_limit: u64) -> CoreResult<Upload> {
-        let sink = self.ports.resources.begin_upload()?;
+    pub async fn begin_upload(&self, upload_limit: u64) -> CoreResult<Upload> {
+        let sink = self.ports.resources.begin_upload().await?;
         Ok(Upload { limit: upload_limit, received: 0, sink })
     }
 
     /// Stores a received upload under its sanitized name (numbered on a clash).
-    pub fn finish_upload(
+    pub async fn finish_upload(
         &self,
         upload: Upload,
         folder: Option<&str>,
@@ -130,12 +140,12 @@ impl Cms {
         let folder = self.resource_folder(folder)?.clone();
         let dir = Subpath::parse(subpath.unwrap_or(""))?;
         let name = resource::sanitize_upload_name(filename)?;
-        let stat = upload.sink.commit(&folder, &dir, &name)?;
-        Ok(self.resource_file(&folder, &dir, stat))
+        let stat = upload.sink.commit(&folder, &dir, &name).await?;
+        Ok(self.resource_file(&folder, &dir, stat).await)
     }
 
     /// Renames a file within its folder; returns the new name.
-    pub fn rename_resource(
+    pub async fn rename_resource(
         &self,
         folder: Option<&str>,
         subpath: &str,
@@ -146,12 +156,12 @@ impl Cms {
         let dir = Subpath::parse(subpath)?;
         let from = FileName::parse(file)?;
         let to = from.renamed(&FileName::parse(new_name)?)?;
-        self.ports.resources.rename(&folder, (&dir, &from), (&dir, &to))?;
+        self.ports.resources.rename(&folder, (&dir, &from), (&dir, &to)).await?;
         Ok(to.as_str().to_owned())
     }
 
     /// Moves a file to another subfolder, optionally under a new name; returns the name.
-    pub fn move_resource(
+    pub async fn move_resource(
         &self,
         folder: Option<&str>,
         subpath: &str,
@@ -167,17 +177,17 @@ impl Cms {
             Some(new) => from.renamed(&FileName::parse(new)?)?,
             None => from.clone(),
         };
-        self.ports.resources.rename(&folder, (&dir, &from), (&dest, &to))?;
+        self.ports.resources.rename(&folder, (&dir, &from), (&dest, &to)).await?;
         Ok(to.as_str().to_owned())
     }
 
-    pub fn delete_resource(&self, folder: Option<&str>, subpath: &str, file: &str) -> CoreResult<()> {
+    pub async fn delete_resource(&self, folder: Option<&str>, subpath: &str, file: &str) -> CoreResult<()> {
         let folder = self.resource_folder(folder)?.clone();
-        self.ports.resources.delete(&folder, &Subpath::parse(subpath)?, &FileName::parse(file)?)
+        self.ports.resources.delete(&folder, &Subpath::parse(subpath)?, &FileName::parse(file)?).await
     }
 
     /// Creates a subfolder; returns its name.
-    pub fn create_resource_folder(
+    pub async fn create_resource_folder(
         &self,
         folder: Option<&str>,
         subpath: &str,
@@ -185,12 +195,12 @@ impl Cms {
     ) -> CoreResult<String> {
         let folder = self.resource_folder(folder)?.clone();
         let name = FileName::parse(name)?;
-        self.ports.resources.create_dir(&folder, &Subpath::parse(subpath)?, &name)?;
+        self.ports.resources.create_dir(&folder, &Subpath::parse(subpath)?, &name).await?;
         Ok(name.as_str().to_owned())
     }
 
     /// Opens the file a public URL names: `tail` is the part after the folder's prefix.
-    pub fn open_resource(&self, folder_index: usize, tail: &str) -> CoreResult<ServedFile> {
+    pub async fn open_resource(&self, folder_index: usize, tail: &str) -> CoreResult<ServedFile> {
         let not_found = || CoreError::not_found(format!("no file at {tail:?}"));
         let folder = self.resource_folders.get(folder_index).ok_or_else(not_found)?;
         let (dir, name) = match tail.rsplit_once('/') {
@@ -198,7 +208,7 @@ impl Cms {
             None => (Subpath::root(), tail),
         };
         let name = FileName::parse(name).map_err(|_| not_found())?;
-        let (reader, stat) = self.ports.resources.open(folder, &dir, &name)?.ok_or_else(not_found)?;
+        let (reader, stat) = self.ports.resources.open(folder, &dir, &name).await?.ok_or_else(not_found)?;
         Ok(ServedFile {
             reader,
             content_type: resource::content_type(&name),

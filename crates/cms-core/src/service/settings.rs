@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Cms, Principal, lock};
+use super::{Cms, Principal};
 use crate::account::{Role, User};
 use crate::error::{CoreError, CoreResult};
 use crate::license::Feature;
@@ -11,7 +11,7 @@ use crate::theme;
 impl Cms {
     /// Checks a settings route's role and plan feature. A missing feature is `Forbidden`
     /// here (the license still has `json_api`, or the request would not have got this far).
-    pub fn require_setting(
+    pub async fn require_setting(
         &self,
         principal: &Principal,
         role: Role,
@@ -19,7 +19,7 @@ impl Cms {
     ) -> CoreResult<()> {
         principal.require_role(role)?;
         if let Some(feature) = feature
-            && !self.license_state()?.has(feature)
+            && !self.license_state().await?.has(feature)
         {
             return Err(CoreError::Forbidden(format!(
                 "this route needs the {} plan feature, which the license does not include",
@@ -30,23 +30,23 @@ impl Cms {
     }
 
     /// The theme: what is stored, over the defaults.
-    pub fn theme(&self) -> CoreResult<Map<String, Value>> {
-        Ok(theme::complete(self.ports.settings.load_theme()?, &self.site.name))
+    pub async fn theme(&self) -> CoreResult<Map<String, Value>> {
+        Ok(theme::complete(self.ports.settings.load_theme().await?, &self.site.name))
     }
 
     /// Sets any subset of the theme fields; the others stay as they are.
-    pub fn update_theme(&self, patch: Map<String, Value>) -> CoreResult<Map<String, Value>> {
+    pub async fn update_theme(&self, patch: Map<String, Value>) -> CoreResult<Map<String, Value>> {
         theme::validate(&patch)?;
-        let _guard = lock(&self.settings_lock);
-        let mut current = self.theme()?;
+        let _guard = self.settings_lock.lock().await;
+        let mut current = self.theme().await?;
         current.extend(patch);
-        self.ports.settings.save_theme(&current)?;
+        self.ports.settings.save_theme(&current).await?;
         Ok(current)
     }
 
     /// Users for the read-only settings listing, owners first.
-    pub fn users_by_role(&self) -> CoreResult<Vec<User>> {
-        let mut users = self.users()?;
+    pub async fn users_by_role(&self) -> CoreResult<Vec<User>> {
+        let mut users = self.users().await?;
         users.sort_by(|a, b| b.role.cmp(&a.role).then_with(|| a.email.cmp(&b.email)));
         Ok(users)
     }

@@ -1,6 +1,6 @@
 //! Item version history: every write that replaces content snapshots it first.
 
-use super::{WriteOutcome, lock};
+use super::WriteOutcome;
 use crate::collection::Collection;
 use crate::document::ItemDocument;
 use crate::error::{CoreError, CoreResult};
@@ -36,9 +36,9 @@ pub fn parse_version(raw: &str) -> CoreResult<i64> {
 }
 
 impl Cms {
-    pub fn list_versions(&self, collection: &Collection, item: &str) -> CoreResult<VersionList> {
-        let (name, current) = self.resolve_history(collection, &ItemRef::parse(item)?)?;
-        let versions = self.versions_newest_first(collection, &name)?;
+    pub async fn list_versions(&self, collection: &Collection, item: &str) -> CoreResult<VersionList> {
+        let (name, current) = self.resolve_history(collection, &ItemRef::parse(item)?).await?;
+        let versions = self.versions_newest_first(collection, &name).await?;
         Ok(VersionList {
             filename: name.as_str().to_owned(),
             versions,
@@ -46,22 +46,22 @@ impl Cms {
         })
     }
 
-    pub fn read_version(
+    pub async fn read_version(
         &self,
         collection: &Collection,
         item: &str,
         version: &str,
     ) -> CoreResult<VersionContent> {
         let timestamp = parse_version(version)?;
-        let (name, _) = self.resolve_history(collection, &ItemRef::parse(item)?)?;
-        let bytes = self.version_bytes(collection, &name, timestamp)?;
+        let (name, _) = self.resolve_history(collection, &ItemRef::parse(item)?).await?;
+        let bytes = self.version_bytes(collection, &name, timestamp).await?;
         let doc = parse_bytes(&name, &bytes)?;
         Ok(VersionContent { stamp: VersionStamp { timestamp, size: bytes.len() as u64 }, doc })
     }
 
     /// Makes a historical version current. The content it replaces is snapshotted first,
     /// so a restore is itself undoable; a deleted item comes back.
-    pub fn restore_version(
+    pub async fn restore_version(
         &self,
         collection: &Collection,
         item: &str,
@@ -70,14 +70,15 @@ impl Cms {
     ) -> CoreResult<(WriteOutcome, i64)> {
         let timestamp = parse_version(version)?;
         let item_ref = ItemRef::parse(item)?;
-        let _guard = lock(&self.write_locks[collection.index]);
-        let (name, current) = self.resolve_history(collection, &item_ref)?;
-        let bytes = self.version_bytes(collection, &name, timestamp)?;
+        let _guard = self.item_locks.lock(collection.index, item_ref.slug()).await;
+        let (name, current) = self.resolve_history(collection, &item_ref).await?;
+        let bytes = self.version_bytes(collection, &name, timestamp).await?;
         match current {
             Some(file) => {
                 check_precondition(if_match, &file.bytes)?;
-                self.snapshot(collection, &name, &file.bytes)?;
-                self.ports.content.replace(collection, &name, &bytes)?;
+                self.snapshot(collection, &name, &file.bytes).await?;
+                let stamp = self.ports.content.replace(collection, &name, &bytes).await?;
+                self.index_written(collection, &name, &StoredFile { bytes: bytes.clone(), stamp });
             }
             None => {
                 // The item is deleted: there is no current ETag for If-Match to name.
@@ -88,7 +89,7 @@ impl Cms {
                     )));
                 }
                 // Bringing it back must not give the collection two items with one slug.
-                if let Some(other) = self.file_with_slug(collection, name.slug())? {
+                if let Some(other) = self.file_with_slug(collection, name.slug()).await? {
                     return Err(CoreError::Conflict(format!(
                         "cannot restore {}: item {} now uses the slug {:?}",
                         name.as_str(),
@@ -96,7 +97,8 @@ impl Cms {
                         name.slug()
                     )));
                 }
-                self.ports.content.create(collection, &name, &bytes)?;
+                let stamp = self.ports.content.create(collection, &name, &bytes).await?;
+                self.index_written(collection, &name, &StoredFile { bytes: bytes.clone(), stamp });
             }
         }
         self.publish(EventKind::FileUpdated, file_event(collection, &name));
@@ -105,48 +107,48 @@ impl Cms {
 
     /// Stores `bytes` as the newest snapshot of an item unless the newest one is identical,
     /// then drops the oldest beyond `versions.keep`. Callers hold the collection's write lock.
-    pub(super) fn snapshot(
+    pub(super) async fn snapshot(
         &self,
         collection: &Collection,
         name: &ItemFilename,
         bytes: &[u8],
     ) -> CoreResult<()> {
         let store = &self.ports.versions;
-        let mut versions = self.versions_newest_first(collection, name)?;
+        let mut versions = self.versions_newest_first(collection, name).await?;
         if let Some(newest) = versions.first()
             && newest.size == bytes.len() as u64
-            && store.read_version(collection, name, newest.timestamp)?.as_deref() == Some(bytes)
+            && store.read_version(collection, name, newest.timestamp).await?.as_deref() == Some(bytes)
         {
             return Ok(());
         }
         let now = self.now().unix_timestamp();
         // Unique per item: a second write within the same second takes the next free one.
         let timestamp = versions.first().map_or(now, |newest| now.max(newest.timestamp + 1));
-        store.save_version(collection, name, timestamp, bytes)?;
+        store.save_version(collection, name, timestamp, bytes).await?;
         versions.insert(0, VersionStamp { timestamp, size: bytes.len() as u64 });
         for old in versions.iter().skip(self.keep_versions) {
-            store.remove_version(collection, name, old.timestamp)?;
+            store.remove_version(collection, name, old.timestamp).await?;
         }
         Ok(())
     }
 
-    fn versions_newest_first(
+    async fn versions_newest_first(
         &self,
         collection: &Collection,
         name: &ItemFilename,
     ) -> CoreResult<Vec<VersionStamp>> {
-        let mut versions = self.ports.versions.list_versions(collection, name)?;
+        let mut versions = self.ports.versions.list_versions(collection, name).await?;
         versions.sort_by_key(|v| std::cmp::Reverse(v.timestamp));
         Ok(versions)
     }
 
-    fn version_bytes(
+    async fn version_bytes(
         &self,
         collection: &Collection,
         name: &ItemFilename,
         timestamp: i64,
     ) -> CoreResult<Vec<u8>> {
-        self.ports.versions.read_version(collection, name, timestamp)?.ok_or_else(|| {
+        self.ports.versions.read_version(collection, name, timestamp).await?.ok_or_else(|| {
             CoreError::not_found(format!(
                 "no version {timestamp} of item {:?} in collection {:?}",
                 name.as_str(),
@@ -157,12 +159,12 @@ impl Cms {
 
     /// The item a history route names: the current file if there is one, else a deleted
     /// item that left a history.
-    fn resolve_history(
+    async fn resolve_history(
         &self,
         collection: &Collection,
         item_ref: &ItemRef,
     ) -> CoreResult<(ItemFilename, Option<StoredFile>)> {
-        match self.load(collection, item_ref) {
+        match self.load(collection, item_ref).await {
             Ok((name, file)) => return Ok((name, Some(file))),
             Err(CoreError::NotFound(_)) => {}
             Err(other) => return Err(other),
@@ -170,7 +172,8 @@ impl Cms {
         let mut deleted: Vec<ItemFilename> = self
             .ports
             .versions
-            .items_with_history(collection)?
+            .items_with_history(collection)
+            .await?
             .iter()
             .filter_map(|filename| ItemFilename::parse(filename))
             .filter(|name| item_ref.matches(name))

@@ -10,8 +10,8 @@ impl Cms {
     /// The subscriptions, for an owner whose license has the `webhooks` feature. A missing
     /// role or feature is `Forbidden`: on a settings route the plan feature is an access
     /// right like the role (a license without `json_api` is refused before any route).
-    pub fn webhook_settings(&self, principal: &Principal) -> CoreResult<Vec<WebhookInfo>> {
-        self.require_setting(principal, Role::Owner, Some(Feature::Webhooks))?;
-        self.ports.webhooks.list_webhooks()
+    pub async fn webhook_settings(&self, principal: &Principal) -> CoreResult<Vec<WebhookInfo>> {
+        self.require_setting(principal, Role::Owner, Some(Feature::Webhooks)).await?;
+        self.ports.webhooks.list_webhooks().await
     }
 }

@@ -26,48 +26,48 @@ fn name(filename: &str) -> ItemFilename {
 }
 
 /// Runs every `ContentStore` case.
-pub fn content_store(store: &dyn ContentStore) {
+pub async fn content_store(store: &dyn ContentStore) {
     let c = posts();
-    assert!(store.scan(&c).unwrap().is_empty(), "a new store is empty");
+    assert!(store.scan(&c).await.unwrap().is_empty(), "a new store is empty");
 
     let hello = name("2024-01-02-hello.md");
-    let stamp = store.create(&c, &hello, b"one").unwrap();
+    let stamp = store.create(&c, &hello, b"one").await.unwrap();
     assert_eq!((stamp.name.as_str(), stamp.size), ("2024-01-02-hello.md", 3));
     assert!(
-        matches!(store.create(&c, &hello, b"two"), Err(CoreError::Conflict(_))),
+        matches!(store.create(&c, &hello, b"two").await, Err(CoreError::Conflict(_))),
         "create never overwrites"
     );
-    assert_eq!(store.read(&c, &hello).unwrap().unwrap().bytes, b"one");
+    assert_eq!(store.read(&c, &hello).await.unwrap().unwrap().bytes, b"one");
 
-    let scanned = store.scan(&c).unwrap();
+    let scanned = store.scan(&c).await.unwrap();
     assert_eq!(scanned.len(), 1);
     assert_eq!(scanned[0], stamp, "a scan reports the stamp the write returned");
 
-    let replaced = store.replace(&c, &hello, b"three!").unwrap();
+    let replaced = store.replace(&c, &hello, b"three!").await.unwrap();
     assert_ne!(replaced.change_token, stamp.change_token, "a replace changes the token");
-    assert_eq!(store.read(&c, &hello).unwrap().unwrap().bytes, b"three!");
-    assert_eq!(store.scan(&c).unwrap()[0].size, 6);
+    assert_eq!(store.read(&c, &hello).await.unwrap().unwrap().bytes, b"three!");
+    assert_eq!(store.scan(&c).await.unwrap()[0].size, 6);
 
-    assert!(store.read(&c, &name("missing.md")).unwrap().is_none());
-    assert!(matches!(store.delete(&c, &name("missing.md")), Err(CoreError::NotFound(_))));
-    store.delete(&c, &hello).unwrap();
-    assert!(store.read(&c, &hello).unwrap().is_none());
-    assert!(store.scan(&c).unwrap().is_empty());
+    assert!(store.read(&c, &name("missing.md")).await.unwrap().is_none());
+    assert!(matches!(store.delete(&c, &name("missing.md")).await, Err(CoreError::NotFound(_))));
+    store.delete(&c, &hello).await.unwrap();
+    assert!(store.read(&c, &hello).await.unwrap().is_none());
+    assert!(store.scan(&c).await.unwrap().is_empty());
 
     let other = Collection { index: 1, path: "content/pages".into(), ..posts() };
-    store.create(&other, &name("about.md"), b"x").unwrap();
-    assert!(store.scan(&c).unwrap().is_empty(), "collections do not see each other's files");
+    store.create(&other, &name("about.md"), b"x").await.unwrap();
+    assert!(store.scan(&c).await.unwrap().is_empty(), "collections do not see each other's files");
 }
 
 /// Runs every `UserStore` + `KeyStore` case.
-pub fn account_store(users: &dyn UserStore, keys: &dyn KeyStore) {
-    assert!(users.list_users().unwrap().is_empty());
+pub async fn account_store(users: &dyn UserStore, keys: &dyn KeyStore) {
+    assert!(users.list_users().await.unwrap().is_empty());
     let ann = User { email: "ann@example.com".into(), role: Role::Editor, created: 1 };
-    users.put_user(ann.clone()).unwrap();
-    users.put_user(User { role: Role::Owner, ..ann.clone() }).unwrap();
-    assert_eq!(users.list_users().unwrap().len(), 1, "put replaces by email");
-    assert_eq!(users.find_user("ann@example.com").unwrap().unwrap().role, Role::Owner);
-    assert!(users.find_user("bob@example.com").unwrap().is_none());
+    users.put_user(ann.clone()).await.unwrap();
+    users.put_user(User { role: Role::Owner, ..ann.clone() }).await.unwrap();
+    assert_eq!(users.list_users().await.unwrap().len(), 1, "put replaces by email");
+    assert_eq!(users.find_user("ann@example.com").await.unwrap().unwrap().role, Role::Owner);
+    assert!(users.find_user("bob@example.com").await.unwrap().is_none());
 
     let key = |id: &str, email: &str| KeyRecord {
         id: id.into(),
@@ -76,51 +76,51 @@ pub fn account_store(users: &dyn UserStore, keys: &dyn KeyStore) {
         hash: format!("hash-{id}"),
         created: 2,
     };
-    keys.add_key(key("k1", "ann@example.com")).unwrap();
-    keys.add_key(key("k2", "ann@example.com")).unwrap();
-    keys.add_key(key("k3", "bob@example.com")).unwrap();
-    assert_eq!(keys.find_key_by_hash("hash-k2").unwrap().unwrap().id, "k2");
-    assert_eq!(keys.remove_keys(&|k| k.id == "k2").unwrap(), 1);
-    assert!(keys.find_key_by_hash("hash-k2").unwrap().is_none(), "revocation is immediate");
-    assert_eq!(keys.remove_keys(&|k| k.email == "ann@example.com").unwrap(), 1);
-    assert_eq!(keys.list_keys().unwrap().len(), 1);
+    keys.add_key(key("k1", "ann@example.com")).await.unwrap();
+    keys.add_key(key("k2", "ann@example.com")).await.unwrap();
+    keys.add_key(key("k3", "bob@example.com")).await.unwrap();
+    assert_eq!(keys.find_key_by_hash("hash-k2").await.unwrap().unwrap().id, "k2");
+    assert_eq!(keys.remove_keys(&|k| k.id == "k2").await.unwrap(), 1);
+    assert!(keys.find_key_by_hash("hash-k2").await.unwrap().is_none(), "revocation is immediate");
+    assert_eq!(keys.remove_keys(&|k| k.email == "ann@example.com").await.unwrap(), 1);
+    assert_eq!(keys.list_keys().await.unwrap().len(), 1);
 
-    assert!(users.remove_user("ann@example.com").unwrap());
-    assert!(!users.remove_user("ann@example.com").unwrap());
+    assert!(users.remove_user("ann@example.com").await.unwrap());
+    assert!(!users.remove_user("ann@example.com").await.unwrap());
 }
 
 /// Runs every `VersionStore` case.
-pub fn version_store(store: &dyn VersionStore) {
+pub async fn version_store(store: &dyn VersionStore) {
     let c = posts();
     let item = name("2024-01-02-hello.md");
-    assert!(store.list_versions(&c, &item).unwrap().is_empty());
-    assert!(store.items_with_history(&c).unwrap().is_empty());
+    assert!(store.list_versions(&c, &item).await.unwrap().is_empty());
+    assert!(store.items_with_history(&c).await.unwrap().is_empty());
 
-    store.save_version(&c, &item, 100, b"first").unwrap();
-    store.save_version(&c, &item, 101, b"second!").unwrap();
+    store.save_version(&c, &item, 100, b"first").await.unwrap();
+    store.save_version(&c, &item, 101, b"second!").await.unwrap();
     assert!(
-        matches!(store.save_version(&c, &item, 101, b"again"), Err(CoreError::Conflict(_))),
+        matches!(store.save_version(&c, &item, 101, b"again").await, Err(CoreError::Conflict(_))),
         "a timestamp is never overwritten"
     );
-    let mut versions = store.list_versions(&c, &item).unwrap();
+    let mut versions = store.list_versions(&c, &item).await.unwrap();
     versions.sort_by_key(|v| v.timestamp);
     assert_eq!(
         versions,
         [VersionStamp { timestamp: 100, size: 5 }, VersionStamp { timestamp: 101, size: 7 }]
     );
-    assert_eq!(store.read_version(&c, &item, 101).unwrap().unwrap(), b"second!");
-    assert!(store.read_version(&c, &item, 999).unwrap().is_none());
-    assert_eq!(store.items_with_history(&c).unwrap(), ["2024-01-02-hello.md"]);
+    assert_eq!(store.read_version(&c, &item, 101).await.unwrap().unwrap(), b"second!");
+    assert!(store.read_version(&c, &item, 999).await.unwrap().is_none());
+    assert_eq!(store.items_with_history(&c).await.unwrap(), ["2024-01-02-hello.md"]);
 
-    store.remove_version(&c, &item, 100).unwrap();
-    assert_eq!(store.list_versions(&c, &item).unwrap().len(), 1);
+    store.remove_version(&c, &item, 100).await.unwrap();
+    assert_eq!(store.list_versions(&c, &item).await.unwrap().len(), 1);
     let other = Collection { index: 1, path: "content/pages".into(), ..posts() };
-    assert!(store.list_versions(&other, &item).unwrap().is_empty(), "histories are per collection");
-    assert!(store.items_with_history(&other).unwrap().is_empty());
+    assert!(store.list_versions(&other, &item).await.unwrap().is_empty(), "histories are per collection");
+    assert!(store.items_with_history(&other).await.unwrap().is_empty());
 }
 
 /// Runs every `ResourceStore` case.
-pub fn resource_store(store: &dyn ResourceStore) {
+pub async fn resource_store(store: &dyn ResourceStore) {
     let folder = ResourceFolder {
         index: 0,
         label: "Uploads".into(),
@@ -130,27 +130,28 @@ pub fn resource_store(store: &dyn ResourceStore) {
     let root = Subpath::root();
     let file = |n: &str| FileName::parse(n).unwrap();
     let dir = |d: &str| Subpath::parse(d).unwrap();
-    let upload = |d: &Subpath, n: &str, bytes: &[u8]| {
-        let mut sink = store.begin_upload().unwrap();
-        sink.write(&bytes[..bytes.len() / 2]).unwrap();
-        sink.write(&bytes[bytes.len() / 2..]).unwrap();
-        sink.commit(&folder, d, &file(n)).unwrap()
+    let upload = async |d: &Subpath, n: &str, bytes: &[u8]| {
+        let mut sink = store.begin_upload().await.unwrap();
+        sink.write(&bytes[..bytes.len() / 2]).await.unwrap();
+        sink.write(&bytes[bytes.len() / 2..]).await.unwrap();
+        sink.commit(&folder, d, &file(n)).await.unwrap()
     };
 
-    assert!(store.list(&folder, &root).unwrap_or_default().is_empty());
-    let first = upload(&root, "hero.jpg", b"one");
+    assert!(store.list(&folder, &root).await.unwrap_or_default().is_empty());
+    let first = upload(&root, "hero.jpg", b"one").await;
     assert_eq!((first.name.as_str(), first.size, first.is_dir), ("hero.jpg", 3, false));
-    let second = upload(&root, "hero.jpg", b"two!");
+    let second = upload(&root, "hero.jpg", b"two!").await;
     assert_eq!(second.name.as_str(), "hero-1.jpg", "an upload never overwrites");
-    assert_eq!(upload(&root, "hero.jpg", b"3").name.as_str(), "hero-2.jpg");
-    let abandoned = store.begin_upload().unwrap();
+    assert_eq!(upload(&root, "hero.jpg", b"3").await.name.as_str(), "hero-2.jpg");
+    let abandoned = store.begin_upload().await.unwrap();
     drop(abandoned);
 
-    store.create_dir(&folder, &root, &file("2026")).unwrap();
-    assert!(matches!(store.create_dir(&folder, &root, &file("2026")), Err(CoreError::Conflict(_))));
-    assert!(matches!(store.create_dir(&folder, &dir("nope"), &file("x")), Err(CoreError::NotFound(_))));
+    store.create_dir(&folder, &root, &file("2026")).await.unwrap();
+    assert!(matches!(store.create_dir(&folder, &root, &file("2026")).await, Err(CoreError::Conflict(_))));
+    assert!(matches!(store.create_dir(&folder, &dir("nope"), &file("x")).await, Err(CoreError::NotFound(_))));
     let mut names: Vec<(String, bool)> = store
         .list(&folder, &root)
+        .await
         .unwrap()
         .into_iter()
         .map(|s| (s.name.as_str().to_owned(), s.is_dir))
@@ -165,26 +166,30 @@ pub fn resource_store(store: &dyn ResourceStore) {
             ("hero.jpg".into(), false)
         ]
     );
-    assert!(matches!(store.list(&folder, &dir("missing")), Err(CoreError::NotFound(_))));
+    assert!(matches!(store.list(&folder, &dir("missing")).await, Err(CoreError::NotFound(_))));
 
-    assert_eq!(store.read_head(&folder, &root, &file("hero-1.jpg"), 2).unwrap(), b"tw");
-    let (mut reader, stat) = store.open(&folder, &root, &file("hero-1.jpg")).unwrap().unwrap();
+    assert_eq!(store.read_head(&folder, &root, &file("hero-1.jpg"), 2).await.unwrap(), b"tw");
+    let (mut reader, stat) = store.open(&folder, &root, &file("hero-1.jpg")).await.unwrap().unwrap();
     let mut bytes = Vec::new();
     std::io::Read::read_to_end(&mut reader, &mut bytes).unwrap();
     assert_eq!((bytes.as_slice(), stat.size), (b"two!".as_slice(), 4));
-    assert!(store.open(&folder, &root, &file("missing.jpg")).unwrap().is_none());
-    assert!(store.open(&folder, &root, &file("2026")).unwrap().is_none(), "a folder is not a file");
+    assert!(store.open(&folder, &root, &file("missing.jpg")).await.unwrap().is_none());
+    assert!(store.open(&folder, &root, &file("2026")).await.unwrap().is_none(), "a folder is not a file");
 
-    store.rename(&folder, (&root, &file("hero.jpg")), (&dir("2026"), &file("moved.jpg"))).unwrap();
-    assert!(store.stat(&folder, &root, &file("hero.jpg")).unwrap().is_none());
-    assert_eq!(store.stat(&folder, &dir("2026"), &file("moved.jpg")).unwrap().unwrap().size, 3);
-    let onto_existing = store.rename(&folder, (&root, &file("hero-1.jpg")), (&root, &file("hero-2.jpg")));
+    store.rename(&folder, (&root, &file("hero.jpg")), (&dir("2026"), &file("moved.jpg"))).await.unwrap();
+    assert!(store.stat(&folder, &root, &file("hero.jpg")).await.unwrap().is_none());
+    assert_eq!(store.stat(&folder, &dir("2026"), &file("moved.jpg")).await.unwrap().unwrap().size, 3);
+    let onto_existing =
+        store.rename(&folder, (&root, &file("hero-1.jpg")), (&root, &file("hero-2.jpg"))).await;
     assert!(matches!(onto_existing, Err(CoreError::Conflict(_))));
-    let missing = store.rename(&folder, (&root, &file("gone.jpg")), (&root, &file("x.jpg")));
+    let missing = store.rename(&folder, (&root, &file("gone.jpg")), (&root, &file("x.jpg"))).await;
     assert!(matches!(missing, Err(CoreError::NotFound(_))));
 
-    assert!(matches!(store.delete(&folder, &root, &file("2026")), Err(CoreError::Conflict(_))), "not empty");
-    store.delete(&folder, &dir("2026"), &file("moved.jpg")).unwrap();
-    store.delete(&folder, &root, &file("2026")).unwrap();
-    assert!(matches!(store.delete(&folder, &root, &file("2026")), Err(CoreError::NotFound(_))));
+    assert!(
+        matches!(store.delete(&folder, &root, &file("2026")).await, Err(CoreError::Conflict(_))),
+        "not empty"
+    );
+    store.delete(&folder, &dir("2026"), &file("moved.jpg")).await.unwrap();
+    store.delete(&folder, &root, &file("2026")).await.unwrap();
+    assert!(matches!(store.delete(&folder, &root, &file("2026")).await, Err(CoreError::NotFound(_))));
 }

@@ -1,3 +1,4 @@
+use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -10,8 +11,9 @@ use crate::error::{CoreError, CoreResult};
 use crate::events::Event;
 use crate::license::License;
 use crate::ports::{
-    Clock, ContentStore, EventSink, FileStamp, KeyStore, LicenseSource, SettingsStore, StoredFile, UserStore,
-    VersionStamp, VersionStore, WebhookDirectory, WebhookInfo,
+    ChangeFeed, ChangeSource, Clock, ContentStore, EventSink, FileStamp, KeyStore, LicenseSource,
+    SettingsStore, StorageChange, StoredFile, UserStore, VersionStamp, VersionStore, WebhookDirectory,
+    WebhookInfo,
 };
 use crate::slug::ItemFilename;
 
@@ -24,6 +26,12 @@ pub struct MemoryContentStore {
     pub now: AtomicI64,
     /// Counts `read` calls, so tests can prove lists do not re-read unchanged files.
     pub reads: AtomicU64,
+    /// Changes made "by another program" ([`Self::put_raw`], [`Self::remove_raw`]) that
+    /// the facade has not been told of yet; [`MemoryWorld::settle`](super::MemoryWorld)
+    /// hands them over, as a change feed would.
+    pending: Mutex<Vec<StorageChange>>,
+    /// Collection paths by number, learned from `subscribe`.
+    collection_paths: Mutex<Vec<String>>,
 }
 
 impl MemoryContentStore {
@@ -32,6 +40,28 @@ impl MemoryContentStore {
         let stamp = self.stamp(filename, bytes.len());
         let file = StoredFile { bytes: bytes.to_vec(), stamp };
         self.files.lock().unwrap().insert((collection_path.into(), filename.into()), file);
+        self.changed(collection_path, filename);
+    }
+
+    /// Removes a file as another program would.
+    pub fn remove_raw(&self, collection_path: &str, filename: &str) {
+        self.files.lock().unwrap().remove(&(collection_path.into(), filename.into()));
+        self.changed(collection_path, filename);
+    }
+
+    fn changed(&self, collection_path: &str, filename: &str) {
+        let paths = self.collection_paths.lock().unwrap();
+        let change = match paths.iter().position(|p| p == collection_path) {
+            Some(collection) => StorageChange::Items { collection, names: vec![filename.to_owned()] },
+            // Not subscribed yet: the index is built from a scan anyway.
+            None => return,
+        };
+        self.pending.lock().unwrap().push(change);
+    }
+
+    /// The changes not yet handed to the facade.
+    pub fn take_changes(&self) -> Vec<StorageChange> {
+        std::mem::take(&mut *self.pending.lock().unwrap())
     }
 
     /// Every stored file, readable or not.
@@ -58,8 +88,9 @@ impl MemoryContentStore {
     }
 }
 
+#[async_trait]
 impl ContentStore for MemoryContentStore {
-    fn scan(&self, collection: &Collection) -> CoreResult<Vec<FileStamp>> {
+    async fn scan(&self, collection: &Collection) -> CoreResult<Vec<FileStamp>> {
         let files = self.files.lock().unwrap();
         Ok(files
             .iter()
@@ -68,12 +99,21 @@ impl ContentStore for MemoryContentStore {
             .collect())
     }
 
-    fn read(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Option<StoredFile>> {
+    async fn stat(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Option<FileStamp>> {
+        Ok(self.files.lock().unwrap().get(&Self::key(collection, name)).map(|f| f.stamp.clone()))
+    }
+
+    async fn read(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Option<StoredFile>> {
         self.reads.fetch_add(1, Ordering::Relaxed);
         Ok(self.files.lock().unwrap().get(&Self::key(collection, name)).cloned())
     }
 
-    fn create(&self, collection: &Collection, name: &ItemFilename, bytes: &[u8]) -> CoreResult<FileStamp> {
+    async fn create(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        bytes: &[u8],
+    ) -> CoreResult<FileStamp> {
         let mut files = self.files.lock().unwrap();
         let key = Self::key(collection, name);
         if files.contains_key(&key) {
@@ -84,18 +124,33 @@ impl ContentStore for MemoryContentStore {
         Ok(stamp)
     }
 
-    fn replace(&self, collection: &Collection, name: &ItemFilename, bytes: &[u8]) -> CoreResult<FileStamp> {
+    async fn replace(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        bytes: &[u8],
+    ) -> CoreResult<FileStamp> {
         let mut files = self.files.lock().unwrap();
         let stamp = self.stamp(name.as_str(), bytes.len());
         files.insert(Self::key(collection, name), StoredFile { bytes: bytes.to_vec(), stamp: stamp.clone() });
         Ok(stamp)
     }
 
-    fn delete(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<()> {
+    async fn delete(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<()> {
         match self.files.lock().unwrap().remove(&Self::key(collection, name)) {
             Some(_) => Ok(()),
             None => Err(CoreError::not_found(format!("{} does not exist", name.as_str()))),
         }
+    }
+}
+
+/// The memory store reports changes through [`MemoryContentStore::take_changes`] rather
+/// than a feed, so tests decide when they are applied; `subscribe` only learns the
+/// collections' numbers.
+impl ChangeSource for MemoryContentStore {
+    fn subscribe(&self, collections: &[Collection]) -> CoreResult<Option<Box<dyn ChangeFeed>>> {
+        *self.collection_paths.lock().unwrap() = collections.iter().map(|c| c.path.clone()).collect();
+        Ok(None)
     }
 }
 
@@ -106,12 +161,13 @@ pub struct MemoryAccounts {
     keys: Mutex<Vec<KeyRecord>>,
 }
 
+#[async_trait]
 impl UserStore for MemoryAccounts {
-    fn list_users(&self) -> CoreResult<Vec<User>> {
+    async fn list_users(&self) -> CoreResult<Vec<User>> {
         Ok(self.users.lock().unwrap().clone())
     }
 
-    fn put_user(&self, user: User) -> CoreResult<()> {
+    async fn put_user(&self, user: User) -> CoreResult<()> {
         let mut users = self.users.lock().unwrap();
         match users.iter_mut().find(|u| u.email == user.email) {
             Some(existing) => *existing = user,
@@ -120,7 +176,7 @@ impl UserStore for MemoryAccounts {
         Ok(())
     }
 
-    fn remove_user(&self, email: &str) -> CoreResult<bool> {
+    async fn remove_user(&self, email: &str) -> CoreResult<bool> {
         let mut users = self.users.lock().unwrap();
         let before = users.len();
         users.retain(|u| u.email != email);
@@ -128,17 +184,21 @@ impl UserStore for MemoryAccounts {
     }
 }
 
+#[async_trait]
 impl KeyStore for MemoryAccounts {
-    fn list_keys(&self) -> CoreResult<Vec<KeyRecord>> {
+    async fn list_keys(&self) -> CoreResult<Vec<KeyRecord>> {
         Ok(self.keys.lock().unwrap().clone())
     }
 
-    fn add_key(&self, key: KeyRecord) -> CoreResult<()> {
+    async fn add_key(&self, key: KeyRecord) -> CoreResult<()> {
         self.keys.lock().unwrap().push(key);
         Ok(())
     }
 
-    fn remove_keys(&self, doomed: &dyn Fn(&KeyRecord) -> bool) -> CoreResult<usize> {
+    async fn remove_keys(
+        &self,
+        doomed: &(dyn for<'k> Fn(&'k KeyRecord) -> bool + Send + Sync),
+    ) -> CoreResult<usize> {
         let mut keys = self.keys.lock().unwrap();
         let before = keys.len();
         keys.retain(|k| !doomed(k));
@@ -169,12 +229,13 @@ impl MemoryLicense {
     }
 }
 
+#[async_trait]
 impl LicenseSource for MemoryLicense {
-    fn current(&self) -> CoreResult<Option<License>> {
+    async fn current(&self) -> CoreResult<Option<License>> {
         Ok(self.license.lock().unwrap().clone())
     }
 
-    fn install(&self, license_text: &str) -> CoreResult<()> {
+    async fn install(&self, license_text: &str) -> CoreResult<()> {
         self.set(Some(License::from_yaml(license_text)?));
         Ok(())
     }
@@ -232,8 +293,13 @@ pub struct MemoryVersions {
     histories: Mutex<BTreeMap<(String, String), History>>,
 }
 
+#[async_trait]
 impl VersionStore for MemoryVersions {
-    fn list_versions(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Vec<VersionStamp>> {
+    async fn list_versions(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+    ) -> CoreResult<Vec<VersionStamp>> {
         let histories = self.histories.lock().unwrap();
         Ok(histories
             .get(&MemoryContentStore::key(collection, name))
@@ -241,7 +307,7 @@ impl VersionStore for MemoryVersions {
             .unwrap_or_default())
     }
 
-    fn read_version(
+    async fn read_version(
         &self,
         collection: &Collection,
         name: &ItemFilename,
@@ -251,7 +317,7 @@ impl VersionStore for MemoryVersions {
         Ok(histories.get(&MemoryContentStore::key(collection, name)).and_then(|h| h.get(&timestamp)).cloned())
     }
 
-    fn save_version(
+    async fn save_version(
         &self,
         collection: &Collection,
         name: &ItemFilename,
@@ -267,7 +333,12 @@ impl VersionStore for MemoryVersions {
         Ok(())
     }
 
-    fn remove_version(&self, collection: &Collection, name: &ItemFilename, timestamp: i64) -> CoreResult<()> {
+    async fn remove_version(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+    ) -> CoreResult<()> {
         let mut histories = self.histories.lock().unwrap();
         if let Some(history) = histories.get_mut(&MemoryContentStore::key(collection, name)) {
             history.remove(&timestamp);
@@ -275,7 +346,7 @@ impl VersionStore for MemoryVersions {
         Ok(())
     }
 
-    fn items_with_history(&self, collection: &Collection) -> CoreResult<Vec<String>> {
+    async fn items_with_history(&self, collection: &Collection) -> CoreResult<Vec<String>> {
         let histories = self.histories.lock().unwrap();
         Ok(histories
             .iter()
@@ -291,12 +362,13 @@ pub struct MemorySettings {
     theme: Mutex<Option<serde_json::Map<String, serde_json::Value>>>,
 }
 
+#[async_trait]
 impl SettingsStore for MemorySettings {
-    fn load_theme(&self) -> CoreResult<Option<serde_json::Map<String, serde_json::Value>>> {
+    async fn load_theme(&self) -> CoreResult<Option<serde_json::Map<String, serde_json::Value>>> {
         Ok(self.theme.lock().unwrap().clone())
     }
 
-    fn save_theme(&self, theme: &serde_json::Map<String, serde_json::Value>) -> CoreResult<()> {
+    async fn save_theme(&self, theme: &serde_json::Map<String, serde_json::Value>) -> CoreResult<()> {
         *self.theme.lock().unwrap() = Some(theme.clone());
         Ok(())
     }
@@ -314,8 +386,9 @@ impl MemoryWebhooks {
     }
 }
 
+#[async_trait]
 impl WebhookDirectory for MemoryWebhooks {
-    fn list_webhooks(&self) -> CoreResult<Vec<WebhookInfo>> {
+    async fn list_webhooks(&self) -> CoreResult<Vec<WebhookInfo>> {
         Ok(self.webhooks.lock().unwrap().clone())
     }
 }

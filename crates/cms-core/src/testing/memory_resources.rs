@@ -1,3 +1,4 @@
+use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::io::Cursor;
 use std::sync::{Arc, Mutex};
@@ -50,8 +51,9 @@ impl MemoryResources {
     }
 }
 
+#[async_trait]
 impl ResourceStore for MemoryResources {
-    fn list(&self, folder: &ResourceFolder, dir: &Subpath) -> CoreResult<Vec<ResourceStat>> {
+    async fn list(&self, folder: &ResourceFolder, dir: &Subpath) -> CoreResult<Vec<ResourceStat>> {
         let tree = self.tree.lock().unwrap();
         if !dir_exists(&tree, folder, dir) {
             return Err(CoreError::not_found(format!("no folder {:?}", dir.as_str())));
@@ -68,7 +70,7 @@ impl ResourceStore for MemoryResources {
             .collect())
     }
 
-    fn stat(
+    async fn stat(
         &self,
         folder: &ResourceFolder,
         dir: &Subpath,
@@ -77,7 +79,7 @@ impl ResourceStore for MemoryResources {
         Ok(self.tree.lock().unwrap().get(&key(folder, &dir.join(name))).map(|node| stat_of(name, node)))
     }
 
-    fn read_head(
+    async fn read_head(
         &self,
         folder: &ResourceFolder,
         dir: &Subpath,
@@ -90,7 +92,7 @@ impl ResourceStore for MemoryResources {
         }
     }
 
-    fn open(
+    async fn open(
         &self,
         folder: &ResourceFolder,
         dir: &Subpath,
@@ -104,11 +106,11 @@ impl ResourceStore for MemoryResources {
         })
     }
 
-    fn begin_upload(&self) -> CoreResult<Box<dyn UploadSink>> {
+    async fn begin_upload(&self) -> CoreResult<Box<dyn UploadSink>> {
         Ok(Box::new(MemoryUpload { tree: Arc::clone(&self.tree), bytes: Vec::new() }))
     }
 
-    fn rename(
+    async fn rename(
         &self,
         folder: &ResourceFolder,
         from: (&Subpath, &FileName),
@@ -130,7 +132,7 @@ impl ResourceStore for MemoryResources {
         Ok(())
     }
 
-    fn delete(&self, folder: &ResourceFolder, dir: &Subpath, name: &FileName) -> CoreResult<()> {
+    async fn delete(&self, folder: &ResourceFolder, dir: &Subpath, name: &FileName) -> CoreResult<()> {
         let mut tree = self.tree.lock().unwrap();
         let path = dir.join(name);
         let children = format!("{}/", path.as_str());
@@ -146,7 +148,7 @@ impl ResourceStore for MemoryResources {
         }
     }
 
-    fn create_dir(&self, folder: &ResourceFolder, dir: &Subpath, name: &FileName) -> CoreResult<()> {
+    async fn create_dir(&self, folder: &ResourceFolder, dir: &Subpath, name: &FileName) -> CoreResult<()> {
         let mut tree = self.tree.lock().unwrap();
         if !dir_exists(&tree, folder, dir) {
             return Err(CoreError::not_found(format!("no folder {:?}", dir.as_str())));
@@ -165,13 +167,14 @@ struct MemoryUpload {
     bytes: Vec<u8>,
 }
 
+#[async_trait]
 impl UploadSink for MemoryUpload {
-    fn write(&mut self, chunk: &[u8]) -> CoreResult<()> {
+    async fn write(&mut self, chunk: &[u8]) -> CoreResult<()> {
         self.bytes.extend_from_slice(chunk);
         Ok(())
     }
 
-    fn commit(
+    async fn commit(
         self: Box<Self>,
         folder: &ResourceFolder,
         dir: &Subpath,

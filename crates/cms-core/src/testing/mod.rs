@@ -84,12 +84,24 @@ impl MemoryWorld {
             resources: self.resources.clone(),
             settings: self.settings.clone(),
             webhooks: self.webhooks.clone(),
+            changes: self.content.clone(),
         }
     }
 
-    /// A facade over these ports with [`SITE_YAML`].
+    /// A facade over these ports with [`SITE_YAML`], subscribed to the memory store's
+    /// changes (hand them over with [`Self::settle`]).
     pub fn cms(&self) -> Cms {
-        Cms::new(&SiteConfig::from_yaml(SITE_YAML).expect("test site config"), self.ports())
+        let cms = Cms::new(&SiteConfig::from_yaml(SITE_YAML).expect("test site config"), self.ports());
+        cms.subscribe().expect("the memory store subscribes");
+        cms
+    }
+
+    /// Applies the changes made "by other programs" since the last call (content, and
+    /// the license through [`MemoryLicense::set`]), as the change feed of a real store
+    /// would within its delay.
+    pub async fn settle(&self, cms: &Cms) {
+        cms.apply_changes(self.content.take_changes()).await.expect("changes apply");
+        cms.reload_license().await.expect("the license reloads");
     }
 }
 

@@ -1,22 +1,22 @@
 use cms_core::testing::{MemoryAccounts, MemoryContentStore, MemoryResources, MemoryVersions, contract};
 
-#[test]
-fn memory_content_store_meets_the_contract() {
-    contract::content_store(&MemoryContentStore::default());
+#[tokio::test]
+async fn memory_content_store_meets_the_contract() {
+    contract::content_store(&MemoryContentStore::default()).await;
 }
 
-#[test]
-fn memory_accounts_meet_the_contract() {
+#[tokio::test]
+async fn memory_accounts_meet_the_contract() {
     let accounts = MemoryAccounts::default();
-    contract::account_store(&accounts, &accounts);
+    contract::account_store(&accounts, &accounts).await;
 }
 
-#[test]
-fn memory_version_store_meets_the_contract() {
-    contract::version_store(&MemoryVersions::default());
+#[tokio::test]
+async fn memory_version_store_meets_the_contract() {
+    contract::version_store(&MemoryVersions::default()).await;
 }
 
-#[test]
-fn memory_resource_store_meets_the_contract() {
-    contract::resource_store(&MemoryResources::default());
+#[tokio::test]
+async fn memory_resource_store_meets_the_contract() {
+    contract::resource_store(&MemoryResources::default()).await;
 }

@@ -2,6 +2,7 @@
 //! related items and feeds, over in-memory ports.
 
 use cms_core::CoreError;
+use cms_core::related;
 use cms_core::service::{RelatedParams, RssParams, SearchIndexParams, SitemapParams, TagItemsParams};
 use cms_core::testing::MemoryWorld;
 
@@ -15,19 +16,19 @@ fn path_params(path: &str) -> SearchIndexParams {
     SearchIndexParams { collection_path: Some(path.into()), ..Default::default() }
 }
 
-#[test]
-fn absolute_paths_need_the_site_root_relative_ones_do_not() {
+#[tokio::test]
+async fn absolute_paths_need_the_site_root_relative_ones_do_not() {
     let world = MemoryWorld::new();
     let without_root = world.cms();
-    assert!(without_root.search_index(&path_params("content/posts")).is_ok());
-    let error = without_root.search_index(&path_params("/srv/site/content/posts")).unwrap_err();
+    assert!(without_root.search_index(&path_params("content/posts")).await.is_ok());
+    let error = without_root.search_index(&path_params("/srv/site/content/posts")).await.unwrap_err();
     assert!(
         matches!(&error, CoreError::Invalid(m) if m.contains("send a path relative to the site folder")),
         "{error}"
     );
 
     let with_root = world.cms().with_site_root("/srv/site/");
-    assert!(with_root.search_index(&path_params("/srv/site/content/posts")).is_ok());
+    assert!(with_root.search_index(&path_params("/srv/site/content/posts")).await.is_ok());
     assert_eq!(with_root.collection_at_path("p", Some("/srv/site/content/pages")).unwrap().index, 1);
     let error = with_root.collection_at_path("collectionPath", Some("content/drafts")).unwrap_err();
     assert!(
@@ -36,8 +37,8 @@ fn absolute_paths_need_the_site_root_relative_ones_do_not() {
     );
 }
 
-#[test]
-fn the_index_keeps_a_plain_excerpt_and_the_significant_words() {
+#[tokio::test]
+async fn the_index_keeps_a_plain_excerpt_and_the_significant_words() {
     let world = MemoryWorld::new();
     put(
         &world,
@@ -45,14 +46,15 @@ fn the_index_keeps_a_plain_excerpt_and_the_significant_words() {
         "---\ntitle: Rust Ownership\ndescription: '*Why* <i>it</i> matters'\n---\nThe borrow checker.\n",
     );
     let cms = world.cms();
-    let items = cms.indexed_items(cms.collection("posts").unwrap()).unwrap();
+    let items = cms.indexed_items(cms.collection("posts").unwrap()).await.unwrap();
     assert_eq!(items[0].excerpt, "*Why* <i>it</i> matters", "lists keep the written excerpt as written");
     assert_eq!(items[0].plain_excerpt, "Why it matters");
-    assert_eq!(items[0].words, ["borrow", "checker", "ownership", "rust"]);
+    // Kept as hashes of the significant words (stop words and short words dropped).
+    assert_eq!(items[0].words, related::word_hashes("borrow checker ownership rust"));
 }
 
-#[test]
-fn related_scores_combine_criteria_and_skip_the_source_and_drafts() {
+#[tokio::test]
+async fn related_scores_combine_criteria_and_skip_the_source_and_drafts() {
     let world = MemoryWorld::new();
     put(&world, "2024-01-01-src.md", "---\ntitle: Source\ntags: [a, b]\n---\nalpha beta gamma\n");
     put(&world, "2024-01-02-tags.md", "---\ntitle: Tags\ntags: [A, b]\n---\nnothing shared\n");
@@ -64,41 +66,42 @@ fn related_scores_combine_criteria_and_skip_the_source_and_drafts() {
         "---\ntitle: Draft\nstatus: draft\ntags: [a, b]\n---\nalpha beta gamma\n",
     );
     let cms = world.cms();
-    let related = |by: &str| {
+    let related = async |by: &str| {
         let params = RelatedParams {
             content_path: Some("content/posts/src".into()),
             by: Some(by.into()),
             ..Default::default()
         };
         cms.related(&params)
+            .await
             .unwrap()
             .into_iter()
             .map(|r| (r.item.meta.slug.clone(), r.score, r.shared_tags))
             .collect::<Vec<_>>()
     };
-    assert_eq!(related("tags"), [("tags".to_owned(), 1.0, vec!["a".to_owned(), "b".to_owned()])]);
+    assert_eq!(related("tags").await, [("tags".to_owned(), 1.0, vec!["a".to_owned(), "b".to_owned()])]);
     // "Source alpha beta gamma" vs "Words alpha beta gamma": 3 shared of 5 distinct.
-    assert_eq!(related("content"), [("words".to_owned(), 0.6, vec![])]);
+    assert_eq!(related("content").await, [("words".to_owned(), 0.6, vec![])]);
     assert_eq!(
-        related("tags,content"),
+        related("tags,content").await,
         [("tags".to_owned(), 0.5, vec!["a".to_owned(), "b".to_owned()]), ("words".to_owned(), 0.3, vec![])]
     );
 }
 
-#[test]
-fn feeds_and_tag_items_show_published_items_only() {
+#[tokio::test]
+async fn feeds_and_tag_items_show_published_items_only() {
     let world = MemoryWorld::new();
     put(&world, "2024-01-01-pub.md", "---\ntitle: Pub\ntags: [x]\n---\nx\n");
     put(&world, "2024-01-02-draft.md", "---\ntitle: Hidden\nstatus: draft\ntags: [x]\n---\nx\n");
     put(&world, "2024-01-03-odd.md", "---\ntitle: Odd\nstatus: Published\ntags: [x]\n---\nx\n");
     let cms = world.cms();
     let posts = cms.collection("posts").unwrap();
-    let rss = cms.rss(posts, &RssParams::default()).unwrap();
-    let sitemap = cms.sitemap(posts, &SitemapParams::default()).unwrap();
+    let rss = cms.rss(posts, &RssParams::default()).await.unwrap();
+    let sitemap = cms.sitemap(posts, &SitemapParams::default()).await.unwrap();
     for xml in [&rss, &sitemap] {
         assert!(xml.contains("/blog/pub<") && !xml.contains("draft") && !xml.contains("odd"), "{xml}");
     }
-    let page = cms.tag_items("X", &TagItemsParams::default()).unwrap();
+    let page = cms.tag_items("X", &TagItemsParams::default()).await.unwrap();
     assert_eq!(page.total_items, 1);
-    assert_eq!(cms.search_index(&path_params(POSTS)).unwrap().len(), 1);
+    assert_eq!(cms.search_index(&path_params(POSTS)).await.unwrap().len(), 1);
 }

@@ -4,7 +4,7 @@ use cms_core::CoreError;
 use cms_core::account::Role;
 use cms_core::document::Frontmatter;
 use cms_core::events::{EventData, EventKind};
-use cms_core::query::{ListParams, ListQuery};
+use cms_core::query::{ListParams, ListQuery, OrderBy};
 use cms_core::service::{ItemUpdate, NewItem, UpdateMode, Viewer};
 use cms_core::testing::MemoryWorld;
 use serde_json::{Value, json};
@@ -13,17 +13,17 @@ fn fm(value: Value) -> Frontmatter {
     value.as_object().unwrap().clone()
 }
 
-fn keyed(world: &MemoryWorld) -> Viewer {
+async fn keyed(world: &MemoryWorld) -> Viewer {
     let cms = world.cms();
-    cms.add_user("ed@example.com", Role::Editor).unwrap();
-    let key = cms.create_key("ed@example.com", "t", [9; 32]).unwrap();
-    Viewer::Key(cms.authenticate(&key.plaintext).unwrap())
+    cms.add_user("ed@example.com", Role::Editor).await.unwrap();
+    let key = cms.create_key("ed@example.com", "t", [9; 32]).await.unwrap();
+    Viewer::Key(cms.authenticate(&key.plaintext).await.unwrap())
 }
 
 const POSTS: &str = "content/posts";
 
-#[test]
-fn create_derives_slug_dates_the_file_and_defaults_to_draft() {
+#[tokio::test]
+async fn create_derives_slug_dates_the_file_and_defaults_to_draft() {
     let world = MemoryWorld::new();
     let cms = world.cms();
     let posts = cms.collection("posts").unwrap().clone();
@@ -32,6 +32,7 @@ fn create_derives_slug_dates_the_file_and_defaults_to_draft() {
             &posts,
             NewItem { fm: fm(json!({"title": "Hello, World!"})), body: "Hi".into(), ..Default::default() },
         )
+        .await
         .unwrap();
     assert_eq!((out.filename.as_str(), out.folder), ("2026-01-01-hello-world.md", 0));
     let text = String::from_utf8(world.content.get_raw(POSTS, &out.filename).unwrap()).unwrap();
@@ -46,6 +47,7 @@ fn create_derives_slug_dates_the_file_and_defaults_to_draft() {
             &posts,
             NewItem { fm: fm(json!({"title": "Old", "date": "2020-05-06"})), ..Default::default() },
         )
+        .await
         .unwrap();
     assert_eq!(dated.filename, "2020-05-06-old.md");
     let undated = cms
@@ -53,17 +55,18 @@ fn create_derives_slug_dates_the_file_and_defaults_to_draft() {
             &posts,
             NewItem { slug: Some("plain".into()), date_prefix: Some(false), ..Default::default() },
         )
+        .await
         .unwrap();
     assert_eq!(undated.filename, "plain.md");
 }
 
-#[test]
-fn create_refuses_clashes_and_bad_input_without_writing() {
+#[tokio::test]
+async fn create_refuses_clashes_and_bad_input_without_writing() {
     let world = MemoryWorld::new();
     let cms = world.cms();
     let pages = cms.collection("pages").unwrap().clone();
-    cms.create_item(&pages, NewItem { slug: Some("about".into()), ..Default::default() }).unwrap();
-    let again = cms.create_item(&pages, NewItem { slug: Some("about".into()), ..Default::default() });
+    cms.create_item(&pages, NewItem { slug: Some("about".into()), ..Default::default() }).await.unwrap();
+    let again = cms.create_item(&pages, NewItem { slug: Some("about".into()), ..Default::default() }).await;
     assert!(matches!(again, Err(CoreError::Conflict(_))));
     for bad in [
         NewItem::default(),
@@ -74,13 +77,13 @@ fn create_refuses_clashes_and_bad_input_without_writing() {
         NewItem { slug: Some("x".into()), fm: fm(json!({"tags": "a"})), ..Default::default() },
         NewItem { slug: Some("x".into()), fm: fm(json!({"folder": 3})), ..Default::default() },
     ] {
-        assert!(matches!(cms.create_item(&pages, bad), Err(CoreError::Invalid(_))));
+        assert!(matches!(cms.create_item(&pages, bad).await, Err(CoreError::Invalid(_))));
     }
-    assert_eq!(cms.indexed_items(&pages).unwrap().len(), 1, "nothing else was written");
+    assert_eq!(cms.indexed_items(&pages).await.unwrap().len(), 1, "nothing else was written");
 }
 
-#[test]
-fn put_and_patch_merge_frontmatter_and_treat_body_differently() {
+#[tokio::test]
+async fn put_and_patch_merge_frontmatter_and_treat_body_differently() {
     let world = MemoryWorld::new();
     let cms = world.cms();
     let pages = cms.collection("1").unwrap().clone();
@@ -93,6 +96,7 @@ fn put_and_patch_merge_frontmatter_and_treat_body_differently() {
             ..Default::default()
         },
     )
+    .await
     .unwrap();
     let patch = |fm_value: Value, body: Option<&str>, mode| ItemUpdate {
         mode,
@@ -106,43 +110,46 @@ fn put_and_patch_merge_frontmatter_and_treat_body_differently() {
         patch(json!({"status": "published", "tags": null}), None, UpdateMode::Patch),
         None,
     )
+    .await
     .unwrap();
-    let raw = cms.read_raw(&pages, "about").unwrap();
+    let raw = cms.read_raw(&pages, "about").await.unwrap();
     assert_eq!(raw.doc.body, "Body", "PATCH without body keeps it");
     assert_eq!(raw.doc.fm, fm(json!({"title": "About", "status": "published"})), "null removed a key");
 
     cms.update_item(&pages, "about.md", patch(json!({"author": "Ann"}), None, UpdateMode::Put), None)
+        .await
         .unwrap();
-    let raw = cms.read_raw(&pages, "about").unwrap();
+    let raw = cms.read_raw(&pages, "about").await.unwrap();
     assert_eq!(raw.doc.body, "", "PUT without body saves an empty body");
     assert_eq!(raw.doc.fm["author"], "Ann");
 
-    let missing = cms.update_item(&pages, "nope", patch(json!({}), None, UpdateMode::Put), None);
+    let missing = cms.update_item(&pages, "nope", patch(json!({}), None, UpdateMode::Put), None).await;
     assert!(matches!(missing, Err(CoreError::NotFound(_))));
     let kinds: Vec<_> = world.events.take().into_iter().map(|e| e.kind).collect();
     assert_eq!(kinds, [EventKind::FileCreated, EventKind::FileUpdated, EventKind::FileUpdated]);
 }
 
-#[test]
-fn if_match_guards_writes() {
+#[tokio::test]
+async fn if_match_guards_writes() {
     let world = MemoryWorld::new();
     let cms = world.cms();
     let pages = cms.collection("pages").unwrap().clone();
-    let created = cms.create_item(&pages, NewItem { slug: Some("a".into()), ..Default::default() }).unwrap();
+    let created =
+        cms.create_item(&pages, NewItem { slug: Some("a".into()), ..Default::default() }).await.unwrap();
     let etag = created.etag.unwrap();
     let update = || ItemUpdate { mode: UpdateMode::Patch, fm: fm(json!({"title": "T"})), body: None };
-    let stale = cms.update_item(&pages, "a", update(), Some("\"0000\""));
+    let stale = cms.update_item(&pages, "a", update(), Some("\"0000\"")).await;
     assert!(matches!(stale, Err(CoreError::PreconditionFailed(_))));
-    let fresh = cms.update_item(&pages, "a", update(), Some(&etag)).unwrap();
-    assert!(matches!(cms.delete_item(&pages, "a", Some(&etag)), Err(CoreError::PreconditionFailed(_))));
-    cms.delete_item(&pages, "a", fresh.etag.as_deref()).unwrap();
-    assert!(matches!(cms.read_raw(&pages, "a"), Err(CoreError::NotFound(_))));
+    let fresh = cms.update_item(&pages, "a", update(), Some(&etag)).await.unwrap();
+    assert!(matches!(cms.delete_item(&pages, "a", Some(&etag)).await, Err(CoreError::PreconditionFailed(_))));
+    cms.delete_item(&pages, "a", fresh.etag.as_deref()).await.unwrap();
+    assert!(matches!(cms.read_raw(&pages, "a").await, Err(CoreError::NotFound(_))));
 }
 
-#[test]
-fn lists_filter_sort_and_paginate() {
+#[tokio::test]
+async fn lists_filter_sort_and_paginate() {
     let world = MemoryWorld::new();
-    let viewer = keyed(&world);
+    let viewer = keyed(&world).await;
     let cms = world.cms();
     let posts = cms.collection("posts").unwrap().clone();
     for (slug, date, status, tags, author) in [
@@ -158,56 +165,48 @@ fn lists_filter_sort_and_paginate() {
             ),
             ..Default::default()
         };
-        cms.create_item(&posts, item).unwrap();
+        cms.create_item(&posts, item).await.unwrap();
     }
-    let list = |pairs: &[(&str, &str)], viewer: &Viewer| {
-        let mut params = ListParams::default();
-        for (k, v) in pairs {
-            let v = Some((*v).to_owned());
-            match *k {
-                "status" => params.status = v,
-                "tags" => params.tags = v,
-                "author" => params.author = v,
-                "orderBy" => params.order_by = v,
-                "direction" => params.direction = v,
-                "per_page" => params.per_page = v,
-                "page" => params.page = v,
-                _ => unreachable!(),
-            }
-        }
-        let page = cms.list_items(&posts, &ListQuery::parse(&params).unwrap(), viewer)?;
+    let list = async |pairs: &[(&str, &str)], viewer: &Viewer| {
+        let params = ListParams::from_pairs(pairs.iter().copied());
+        let page = cms.list_items(&posts, &ListQuery::parse(&params).unwrap(), viewer).await?;
         Ok::<_, CoreError>(page.items.iter().map(|s| s.item.meta.slug.clone()).collect::<Vec<_>>())
     };
     let anon = Viewer::Anonymous;
-    assert_eq!(list(&[], &anon).unwrap(), ["d", "b", "a"], "published, newest first");
-    assert_eq!(list(&[("direction", "asc")], &anon).unwrap(), ["a", "b", "d"]);
-    assert_eq!(list(&[("tags", "rust-lang,web")], &anon).unwrap(), ["b", "a"]);
-    assert_eq!(list(&[("author", "ann"), ("orderBy", "slug")], &anon).unwrap(), ["d", "a"]);
-    assert_eq!(list(&[("status", "all"), ("per_page", "2"), ("page", "2")], &viewer).unwrap(), ["b", "a"]);
-    assert_eq!(list(&[("status", "draft")], &viewer).unwrap(), ["c"]);
-    assert!(matches!(list(&[("status", "draft")], &anon), Err(CoreError::Unauthorized(_))));
-    assert!(matches!(list(&[("status", "all")], &anon), Err(CoreError::Unauthorized(_))));
+    assert_eq!(list(&[], &anon).await.unwrap(), ["d", "b", "a"], "published, newest first");
+    assert_eq!(list(&[("direction", "asc")], &anon).await.unwrap(), ["a", "b", "d"]);
+    assert_eq!(list(&[("tags", "rust-lang,web")], &anon).await.unwrap(), ["b", "a"]);
+    assert_eq!(list(&[("author", "ann"), ("orderBy", "slug")], &anon).await.unwrap(), ["d", "a"]);
+    assert_eq!(
+        list(&[("status", "all"), ("per_page", "2"), ("page", "2")], &viewer).await.unwrap(),
+        ["b", "a"]
+    );
+    assert_eq!(list(&[("status", "draft")], &viewer).await.unwrap(), ["c"]);
+    assert!(matches!(list(&[("status", "draft")], &anon).await, Err(CoreError::Unauthorized(_))));
+    assert!(matches!(list(&[("status", "all")], &anon).await, Err(CoreError::Unauthorized(_))));
 
-    let page =
-        cms.list_items(&posts, &ListQuery { per_page: Some(1000), ..Default::default() }, &anon).unwrap();
+    let page = cms
+        .list_items(&posts, &ListQuery { per_page: Some(1000), ..Default::default() }, &anon)
+        .await
+        .unwrap();
     assert_eq!(page.per_page, 50, "per_page is clamped to max_per_page");
     assert_eq!(page.items[0].url, "/blog/d");
     assert_eq!(page.items[0].canonical_url, "https://example.com/blog/d");
 }
 
-#[test]
-fn drafts_are_invisible_without_a_key() {
+#[tokio::test]
+async fn drafts_are_invisible_without_a_key() {
     let world = MemoryWorld::new();
-    let viewer = keyed(&world);
+    let viewer = keyed(&world).await;
     let cms = world.cms();
     let pages = cms.collection("pages").unwrap().clone();
-    cms.create_item(&pages, NewItem { slug: Some("secret".into()), ..Default::default() }).unwrap();
-    assert!(matches!(cms.read_item(&pages, "secret", &Viewer::Anonymous), Err(CoreError::NotFound(_))));
-    assert_eq!(cms.read_item(&pages, "secret", &viewer).unwrap().meta.slug, "secret");
+    cms.create_item(&pages, NewItem { slug: Some("secret".into()), ..Default::default() }).await.unwrap();
+    assert!(matches!(cms.read_item(&pages, "secret", &Viewer::Anonymous).await, Err(CoreError::NotFound(_))));
+    assert_eq!(cms.read_item(&pages, "secret", &viewer).await.unwrap().meta.slug, "secret");
 }
 
-#[test]
-fn the_index_rereads_only_changed_files_and_sees_outside_edits() {
+#[tokio::test]
+async fn the_index_reads_each_file_once_and_rereads_only_what_changed() {
     let world = MemoryWorld::new();
     let cms = world.cms();
     let pages = cms.collection("pages").unwrap().clone();
@@ -218,23 +217,50 @@ fn the_index_rereads_only_changed_files_and_sees_outside_edits() {
             format!("---\ntitle: P{i}\n---\n\nx").as_bytes(),
         );
     }
-    let query = ListQuery::default();
-    assert_eq!(cms.list_items(&pages, &query, &Viewer::Anonymous).unwrap().total_items, 20);
-    let reads = world.content.reads.load(Ordering::Relaxed);
-    assert_eq!(reads, 20);
-    cms.list_items(&pages, &query, &Viewer::Anonymous).unwrap();
-    assert_eq!(world.content.reads.load(Ordering::Relaxed), reads, "no file re-read when nothing changed");
+    let reads = || world.content.reads.load(Ordering::Relaxed);
+    let anon = Viewer::Anonymous;
+    let all = ListQuery { per_page: Some(50), ..Default::default() };
+    let titles = async || -> Vec<String> {
+        let page = cms.list_items(&pages, &all, &anon).await.unwrap();
+        page.items.iter().map(|s| s.item.meta.title.clone()).collect()
+    };
+
+    assert_eq!(titles().await.len(), 20);
+    assert_eq!(reads(), 20, "building the index reads every file once");
+    titles().await;
+    cms.list_items(&pages, &ListQuery { order_by: OrderBy::Title, ..Default::default() }, &anon)
+        .await
+        .unwrap();
+    assert_eq!(reads(), 20, "lists never read");
+
+    assert_eq!(cms.read_item(&pages, "p1", &anon).await.unwrap().meta.title, "P1");
+    assert_eq!(reads(), 21, "a rendered read reads the file when its HTML is not cached");
+    cms.read_item(&pages, "p1", &anon).await.unwrap();
+    cms.read_item(&pages, "p1.md", &anon).await.unwrap();
+    assert_eq!(reads(), 21, "the cached rendering of this version answers without a read");
 
     world.content.put_raw("content/pages", "p3.md", b"---\ntitle: Changed\n---\n");
-    let page = cms
-        .list_items(&pages, &ListQuery { per_page: Some(50), ..Default::default() }, &Viewer::Anonymous)
-        .unwrap();
-    assert!(page.items.iter().any(|s| s.item.meta.title == "Changed"), "an outside edit is seen at once");
-    assert_eq!(world.content.reads.load(Ordering::Relaxed), reads + 1, "only the changed file was read");
+    assert!(!titles().await.contains(&"Changed".to_owned()), "not seen before the change feed delivers it");
+    assert_eq!(reads(), 21);
+    // The 20 files put in place above were reported too (the facade was subscribed): the
+    // settle stats them and finds their stamps indexed, so only p3 is read.
+    world.settle(&cms).await;
+    assert_eq!(reads(), 22, "exactly the changed file was read again");
+    assert!(titles().await.contains(&"Changed".to_owned()), "seen once the change is delivered");
+    assert_eq!(reads(), 22, "lists still never read");
+    world.settle(&cms).await;
+    assert_eq!(reads(), 22, "nothing pending, nothing read");
+
+    cms.read_item(&pages, "p1", &anon).await.unwrap();
+    assert_eq!(reads(), 22, "an unchanged item stays cached");
+    assert_eq!(cms.read_item(&pages, "p3", &anon).await.unwrap().meta.title, "Changed");
+    assert_eq!(reads(), 23, "the changed item is rendered from a new read");
+    cms.read_item(&pages, "p3", &anon).await.unwrap();
+    assert_eq!(reads(), 23);
 }
 
-#[test]
-fn broken_or_hostile_files_are_skipped_by_lists_and_reported_on_reads() {
+#[tokio::test]
+async fn broken_or_hostile_files_are_skipped_by_lists_and_reported_on_reads() {
     let world = MemoryWorld::new();
     let cms = world.cms();
     let pages = cms.collection("pages").unwrap().clone();
@@ -246,20 +272,20 @@ fn broken_or_hostile_files_are_skipped_by_lists_and_reported_on_reads() {
     world.content.put_raw("content/pages", "quadratic.md", quadratic.as_bytes());
     world.content.put_raw("content/pages", "binary.md", &[0xff, 0xfe, 0x00]);
 
-    let page = cms.list_items(&pages, &ListQuery::default(), &Viewer::Anonymous).unwrap();
+    let page = cms.list_items(&pages, &ListQuery::default(), &Viewer::Anonymous).await.unwrap();
     let slugs: Vec<_> = page.items.iter().map(|s| s.item.meta.slug.as_str()).collect();
     assert_eq!(slugs, ["good"]);
     for name in ["broken", "quadratic", "binary"] {
-        let err = cms.read_raw(&pages, name).unwrap_err();
+        let err = cms.read_raw(&pages, name).await.unwrap_err();
         assert!(matches!(err, CoreError::Corrupt(_)), "{name}: {err:?}");
         let update = ItemUpdate { mode: UpdateMode::Patch, fm: fm(json!({"title": "x"})), body: None };
-        assert!(cms.update_item(&pages, name, update, None).is_err());
+        assert!(cms.update_item(&pages, name, update, None).await.is_err());
     }
     assert_eq!(world.content.get_raw("content/pages", "broken.md").unwrap(), b"---\ntitle: [unclosed\n---\n");
 }
 
-#[test]
-fn rendered_items_carry_html_excerpt_and_urls() {
+#[tokio::test]
+async fn rendered_items_carry_html_excerpt_and_urls() {
     let world = MemoryWorld::new();
     let cms = world.cms();
     let posts = cms.collection("posts").unwrap().clone();
@@ -268,15 +294,15 @@ fn rendered_items_carry_html_excerpt_and_urls() {
         "2024-05-01-hi.md",
         b"---\ntitle: Hi\n---\n\n# Heading\n\nSome *text*.\n\n<script>alert(1)</script>\n",
     );
-    let view = cms.read_item(&posts, "hi", &Viewer::Anonymous).unwrap();
+    let view = cms.read_item(&posts, "hi", &Viewer::Anonymous).await.unwrap();
     assert!(view.html.contains("<h1>Heading</h1>") && !view.html.contains("<script"), "{}", view.html);
     assert_eq!(view.excerpt, "Heading Some text.");
     assert_eq!((view.url.as_str(), view.meta.date.as_deref()), ("/blog/hi", Some("2024-05-01")));
-    assert_eq!(cms.read_item(&posts, "2024-05-01-hi.md", &Viewer::Anonymous).unwrap().meta.slug, "hi");
+    assert_eq!(cms.read_item(&posts, "2024-05-01-hi.md", &Viewer::Anonymous).await.unwrap().meta.slug, "hi");
 }
 
-#[test]
-fn only_published_or_missing_status_is_public() {
+#[tokio::test]
+async fn only_published_or_missing_status_is_public() {
     let world = MemoryWorld::new();
     let cms = world.cms();
     let pages = cms.collection("pages").unwrap().clone();
@@ -294,31 +320,31 @@ fn only_published_or_missing_status_is_public() {
             format!("---\n{fm_text}\n---\n").as_bytes(),
         );
     }
-    let page = cms.list_items(&pages, &ListQuery::default(), &Viewer::Anonymous).unwrap();
+    let page = cms.list_items(&pages, &ListQuery::default(), &Viewer::Anonymous).await.unwrap();
     let mut slugs: Vec<_> = page.items.iter().map(|s| s.item.meta.slug.clone()).collect();
     slugs.sort();
     assert_eq!(slugs, ["explicit", "hugo-live", "public"]);
     for hidden in ["capital", "private", "hugo"] {
         assert!(
-            matches!(cms.read_item(&pages, hidden, &Viewer::Anonymous), Err(CoreError::NotFound(_))),
+            matches!(cms.read_item(&pages, hidden, &Viewer::Anonymous).await, Err(CoreError::NotFound(_))),
             "{hidden}"
         );
     }
 }
 
-#[test]
-fn status_cannot_be_removed_by_a_null() {
+#[tokio::test]
+async fn status_cannot_be_removed_by_a_null() {
     let world = MemoryWorld::new();
     let cms = world.cms();
     let pages = cms.collection("pages").unwrap().clone();
-    cms.create_item(&pages, NewItem { slug: Some("d".into()), ..Default::default() }).unwrap();
+    cms.create_item(&pages, NewItem { slug: Some("d".into()), ..Default::default() }).await.unwrap();
     let update = ItemUpdate { mode: UpdateMode::Patch, fm: fm(json!({"status": null})), body: None };
-    assert!(matches!(cms.update_item(&pages, "d", update, None), Err(CoreError::Invalid(_))));
-    assert!(matches!(cms.read_item(&pages, "d", &Viewer::Anonymous), Err(CoreError::NotFound(_))));
+    assert!(matches!(cms.update_item(&pages, "d", update, None).await, Err(CoreError::Invalid(_))));
+    assert!(matches!(cms.read_item(&pages, "d", &Viewer::Anonymous).await, Err(CoreError::NotFound(_))));
 }
 
-#[test]
-fn lists_and_single_reads_share_the_excerpt_rule() {
+#[tokio::test]
+async fn lists_and_single_reads_share_the_excerpt_rule() {
     let world = MemoryWorld::new();
     let cms = world.cms();
     let pages = cms.collection("pages").unwrap().clone();
@@ -327,7 +353,10 @@ fn lists_and_single_reads_share_the_excerpt_rule() {
         "a.md",
         b"---\ndescription: From the frontmatter.\n---\n\nBody text.",
     );
-    let listed = cms.list_items(&pages, &ListQuery::default(), &Viewer::Anonymous).unwrap();
+    let listed = cms.list_items(&pages, &ListQuery::default(), &Viewer::Anonymous).await.unwrap();
     assert_eq!(listed.items[0].item.excerpt, "From the frontmatter.");
-    assert_eq!(cms.read_item(&pages, "a", &Viewer::Anonymous).unwrap().excerpt, "From the frontmatter.");
+    assert_eq!(
+        cms.read_item(&pages, "a", &Viewer::Anonymous).await.unwrap().excerpt,
+        "From the frontmatter."
+    );
 }

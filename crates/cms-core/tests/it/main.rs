@@ -3,6 +3,7 @@
 mod accounts;
 mod contract;
 mod discovery;
+mod index;
 mod invariants;
 mod items;
 mod versions;

@@ -9,13 +9,13 @@ fn fm(value: Value) -> Frontmatter {
     value.as_object().unwrap().clone()
 }
 
-fn patch(cms: &Cms, body: &str) {
+async fn patch(cms: &Cms, body: &str) {
     let pages = cms.collection("pages").unwrap();
     let update = ItemUpdate { mode: UpdateMode::Patch, fm: Frontmatter::new(), body: Some(body.into()) };
-    cms.update_item(pages, "about", update, None).unwrap();
+    cms.update_item(pages, "about", update, None).await.unwrap();
 }
 
-fn setup() -> (MemoryWorld, Cms) {
+async fn setup() -> (MemoryWorld, Cms) {
     let world = MemoryWorld::new();
     let cms = world.cms();
     let pages = cms.collection("pages").unwrap().clone();
@@ -25,30 +25,34 @@ fn setup() -> (MemoryWorld, Cms) {
         body: "v1".into(),
         ..Default::default()
     };
-    cms.create_item(&pages, new).unwrap();
+    cms.create_item(&pages, new).await.unwrap();
     (world, cms)
 }
 
-fn bodies(cms: &Cms) -> Vec<String> {
+async fn bodies(cms: &Cms) -> Vec<String> {
     let pages = cms.collection("pages").unwrap();
-    let list = cms.list_versions(pages, "about").unwrap();
-    list.versions
-        .iter()
-        .map(|v| cms.read_version(pages, "about", &v.timestamp.to_string()).unwrap().doc.body)
-        .collect()
+    let list = cms.list_versions(pages, "about").await.unwrap();
+    let mut bodies = Vec::new();
+    for v in &list.versions {
+        bodies.push(cms.read_version(pages, "about", &v.timestamp.to_string()).await.unwrap().doc.body);
+    }
+    bodies
 }
 
-#[test]
-fn each_write_snapshots_what_it_replaces_with_unique_timestamps_newest_first() {
-    let (world, cms) = setup();
+#[tokio::test]
+async fn each_write_snapshots_what_it_replaces_with_unique_timestamps_newest_first() {
+    let (world, cms) = setup().await;
     let pages = cms.collection("pages").unwrap().clone();
-    assert!(cms.list_versions(&pages, "about").unwrap().versions.is_empty(), "a create replaces nothing");
-    patch(&cms, "v2");
+    assert!(
+        cms.list_versions(&pages, "about").await.unwrap().versions.is_empty(),
+        "a create replaces nothing"
+    );
+    patch(&cms, "v2").await;
     let put = ItemUpdate { mode: UpdateMode::Put, fm: Frontmatter::new(), body: Some("v3".into()) };
-    cms.update_item(&pages, "about", put, None).unwrap();
-    assert_eq!(bodies(&cms), ["v2", "v1"]);
+    cms.update_item(&pages, "about", put, None).await.unwrap();
+    assert_eq!(bodies(&cms).await, ["v2", "v1"]);
 
-    let list = cms.list_versions(&pages, "about").unwrap();
+    let list = cms.list_versions(&pages, "about").await.unwrap();
     let stamps: Vec<i64> = list.versions.iter().map(|v| v.timestamp).collect();
     let now = world.clock.now_unix();
     assert_eq!(stamps, [now + 1, now], "same-second writes take the next free second");
@@ -56,99 +60,99 @@ fn each_write_snapshots_what_it_replaces_with_unique_timestamps_newest_first() {
     assert_eq!(current.1, world.content.get_raw("content/pages", "about.md").unwrap().len() as u64);
 
     world.clock.advance(100);
-    patch(&cms, "v4");
-    assert_eq!(cms.list_versions(&pages, "about").unwrap().versions[0].timestamp, now + 100);
+    patch(&cms, "v4").await;
+    assert_eq!(cms.list_versions(&pages, "about").await.unwrap().versions[0].timestamp, now + 100);
 }
 
-#[test]
-fn identical_consecutive_snapshots_are_stored_once() {
-    let (_world, cms) = setup();
-    patch(&cms, "v2");
-    patch(&cms, "v2");
-    patch(&cms, "v2");
-    assert_eq!(bodies(&cms), ["v2", "v1"]);
+#[tokio::test]
+async fn identical_consecutive_snapshots_are_stored_once() {
+    let (_world, cms) = setup().await;
+    patch(&cms, "v2").await;
+    patch(&cms, "v2").await;
+    patch(&cms, "v2").await;
+    assert_eq!(bodies(&cms).await, ["v2", "v1"]);
 }
 
-#[test]
-fn history_keeps_the_newest_versions_keep_snapshots() {
-    let (_world, cms) = setup();
+#[tokio::test]
+async fn history_keeps_the_newest_versions_keep_snapshots() {
+    let (_world, cms) = setup().await;
     for i in 2..=9 {
-        patch(&cms, &format!("v{i}"));
+        patch(&cms, &format!("v{i}")).await;
     }
-    assert_eq!(bodies(&cms), ["v8", "v7", "v6", "v5", "v4"], "keep: 5 in the test site");
+    assert_eq!(bodies(&cms).await, ["v8", "v7", "v6", "v5", "v4"], "keep: 5 in the test site");
 }
 
-#[test]
-fn restore_makes_a_version_current_and_is_itself_undoable() {
-    let (world, cms) = setup();
+#[tokio::test]
+async fn restore_makes_a_version_current_and_is_itself_undoable() {
+    let (world, cms) = setup().await;
     let pages = cms.collection("pages").unwrap().clone();
-    patch(&cms, "v2");
-    let v1 = cms.list_versions(&pages, "about").unwrap().versions[0].timestamp;
+    patch(&cms, "v2").await;
+    let v1 = cms.list_versions(&pages, "about").await.unwrap().versions[0].timestamp;
     world.events.take();
 
-    let (outcome, restored) = cms.restore_version(&pages, "about", &v1.to_string(), None).unwrap();
+    let (outcome, restored) = cms.restore_version(&pages, "about", &v1.to_string(), None).await.unwrap();
     assert_eq!((outcome.filename.as_str(), outcome.folder, restored), ("about.md", 1, v1));
-    assert_eq!(cms.read_raw(&pages, "about").unwrap().doc.body, "v1");
-    assert_eq!(bodies(&cms), ["v2", "v1"], "the replaced content is a version on top");
+    assert_eq!(cms.read_raw(&pages, "about").await.unwrap().doc.body, "v1");
+    assert_eq!(bodies(&cms).await, ["v2", "v1"], "the replaced content is a version on top");
     assert_eq!(world.events.take()[0].kind, EventKind::FileUpdated);
 
-    let undo = cms.list_versions(&pages, "about").unwrap().versions[0].timestamp;
-    cms.restore_version(&pages, "about", &undo.to_string(), None).unwrap();
-    assert_eq!(cms.read_raw(&pages, "about").unwrap().doc.body, "v2");
+    let undo = cms.list_versions(&pages, "about").await.unwrap().versions[0].timestamp;
+    cms.restore_version(&pages, "about", &undo.to_string(), None).await.unwrap();
+    assert_eq!(cms.read_raw(&pages, "about").await.unwrap().doc.body, "v2");
 }
 
-#[test]
-fn a_deleted_item_keeps_its_history_and_comes_back_on_restore() {
-    let (_world, cms) = setup();
+#[tokio::test]
+async fn a_deleted_item_keeps_its_history_and_comes_back_on_restore() {
+    let (_world, cms) = setup().await;
     let pages = cms.collection("pages").unwrap().clone();
-    cms.delete_item(&pages, "about", None).unwrap();
-    let list = cms.list_versions(&pages, "about.md").unwrap();
+    cms.delete_item(&pages, "about", None).await.unwrap();
+    let list = cms.list_versions(&pages, "about.md").await.unwrap();
     assert!(list.current.is_none());
     assert_eq!(list.versions.len(), 1);
-    assert!(matches!(cms.read_raw(&pages, "about"), Err(CoreError::NotFound(_))));
+    assert!(matches!(cms.read_raw(&pages, "about").await, Err(CoreError::NotFound(_))));
 
     let version = list.versions[0].timestamp.to_string();
-    assert_eq!(cms.read_version(&pages, "about", &version).unwrap().doc.fm["title"], "About");
-    cms.restore_version(&pages, "about", &version, None).unwrap();
-    assert_eq!(cms.read_raw(&pages, "about").unwrap().doc.body, "v1");
+    assert_eq!(cms.read_version(&pages, "about", &version).await.unwrap().doc.fm["title"], "About");
+    cms.restore_version(&pages, "about", &version, None).await.unwrap();
+    assert_eq!(cms.read_raw(&pages, "about").await.unwrap().doc.body, "v1");
 }
 
-#[test]
-fn history_errors() {
-    let (_world, cms) = setup();
+#[tokio::test]
+async fn history_errors() {
+    let (_world, cms) = setup().await;
     let pages = cms.collection("pages").unwrap().clone();
-    assert!(matches!(cms.list_versions(&pages, "nope"), Err(CoreError::NotFound(_))));
-    assert!(matches!(cms.read_version(&pages, "about", "12345"), Err(CoreError::NotFound(_))));
-    assert!(matches!(cms.restore_version(&pages, "about", "12345", None), Err(CoreError::NotFound(_))));
-    assert!(matches!(cms.read_version(&pages, "about", "latest"), Err(CoreError::Invalid(_))));
-    assert!(matches!(cms.restore_version(&pages, "about", "-5", None), Err(CoreError::Invalid(_))));
-    assert!(matches!(cms.list_versions(&pages, "../x"), Err(CoreError::Invalid(_))));
+    assert!(matches!(cms.list_versions(&pages, "nope").await, Err(CoreError::NotFound(_))));
+    assert!(matches!(cms.read_version(&pages, "about", "12345").await, Err(CoreError::NotFound(_))));
+    assert!(matches!(cms.restore_version(&pages, "about", "12345", None).await, Err(CoreError::NotFound(_))));
+    assert!(matches!(cms.read_version(&pages, "about", "latest").await, Err(CoreError::Invalid(_))));
+    assert!(matches!(cms.restore_version(&pages, "about", "-5", None).await, Err(CoreError::Invalid(_))));
+    assert!(matches!(cms.list_versions(&pages, "../x").await, Err(CoreError::Invalid(_))));
 }
 
-#[test]
-fn restore_honours_if_match() {
-    let (world, cms) = setup();
+#[tokio::test]
+async fn restore_honours_if_match() {
+    let (world, cms) = setup().await;
     let pages = cms.collection("pages").unwrap().clone();
-    patch(&cms, "v2");
-    let version = cms.list_versions(&pages, "about").unwrap().versions[0].timestamp.to_string();
-    let stale = cms.restore_version(&pages, "about", &version, Some("\"stale\""));
+    patch(&cms, "v2").await;
+    let version = cms.list_versions(&pages, "about").await.unwrap().versions[0].timestamp.to_string();
+    let stale = cms.restore_version(&pages, "about", &version, Some("\"stale\"")).await;
     assert!(matches!(stale, Err(CoreError::PreconditionFailed(_))));
-    assert_eq!(cms.read_raw(&pages, "about").unwrap().doc.body, "v2", "nothing changed");
-    let current = cms.read_raw(&pages, "about").unwrap().etag;
-    cms.restore_version(&pages, "about", &version, Some(&current)).unwrap();
-    assert_eq!(cms.read_raw(&pages, "about").unwrap().doc.body, "v1");
+    assert_eq!(cms.read_raw(&pages, "about").await.unwrap().doc.body, "v2", "nothing changed");
+    let current = cms.read_raw(&pages, "about").await.unwrap().etag;
+    cms.restore_version(&pages, "about", &version, Some(&current)).await.unwrap();
+    assert_eq!(cms.read_raw(&pages, "about").await.unwrap().doc.body, "v1");
     drop(world);
 }
 
-#[test]
-fn restoring_a_deleted_item_refuses_a_slug_that_another_file_now_uses() {
-    let (_world, cms) = setup();
+#[tokio::test]
+async fn restoring_a_deleted_item_refuses_a_slug_that_another_file_now_uses() {
+    let (_world, cms) = setup().await;
     let pages = cms.collection("pages").unwrap().clone();
-    cms.delete_item(&pages, "about", None).unwrap();
-    let version = cms.list_versions(&pages, "about.md").unwrap().versions[0].timestamp.to_string();
+    cms.delete_item(&pages, "about", None).await.unwrap();
+    let version = cms.list_versions(&pages, "about.md").await.unwrap().versions[0].timestamp.to_string();
     let dated = NewItem { slug: Some("about".into()), date_prefix: Some(true), ..Default::default() };
-    let live = cms.create_item(&pages, dated).unwrap();
+    let live = cms.create_item(&pages, dated).await.unwrap();
     assert_ne!(live.filename, "about.md");
-    let clash = cms.restore_version(&pages, "about.md", &version, None);
+    let clash = cms.restore_version(&pages, "about.md", &version, None).await;
     assert!(matches!(clash, Err(CoreError::Conflict(_))), "{clash:?}");
 }

@@ -15,25 +15,25 @@ fn hook() -> WebhookInfo {
     }
 }
 
-#[test]
-fn webhook_settings_need_the_owner_role_and_the_webhooks_feature() {
+#[tokio::test]
+async fn webhook_settings_need_the_owner_role_and_the_webhooks_feature() {
     let world = MemoryWorld::new();
     world.webhooks.set(vec![hook()]);
     let cms = world.cms();
     for (email, role) in [("o@example.com", Role::Owner), ("a@example.com", Role::Admin)] {
-        cms.add_user(email, role).unwrap();
+        cms.add_user(email, role).await.unwrap();
     }
-    let principal = |email: &str| {
-        let key = cms.create_key(email, "t", [email.as_bytes()[0]; 32]).unwrap();
-        cms.authenticate(&key.plaintext).unwrap()
+    let principal = async |email: &str| {
+        let key = cms.create_key(email, "t", [email.as_bytes()[0]; 32]).await.unwrap();
+        cms.authenticate(&key.plaintext).await.unwrap()
     };
-    let (owner, admin) = (principal("o@example.com"), principal("a@example.com"));
+    let (owner, admin) = (principal("o@example.com").await, principal("a@example.com").await);
 
-    assert_eq!(cms.webhook_settings(&owner).unwrap(), [hook()]);
-    assert!(matches!(cms.webhook_settings(&admin), Err(CoreError::Forbidden(_))));
+    assert_eq!(cms.webhook_settings(&owner).await.unwrap(), [hook()]);
+    assert!(matches!(cms.webhook_settings(&admin).await, Err(CoreError::Forbidden(_))));
 
-    cms.install_license("licensee: X\nfeatures: [json_api]\n").unwrap();
-    match cms.webhook_settings(&owner) {
+    cms.install_license("licensee: X\nfeatures: [json_api]\n").await.unwrap();
+    match cms.webhook_settings(&owner).await {
         Err(CoreError::Forbidden(message)) => assert!(message.contains("webhooks"), "{message}"),
         other => panic!("a missing feature on a settings route is Forbidden, got {other:?}"),
     }

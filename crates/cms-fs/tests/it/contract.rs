@@ -1,27 +1,27 @@
 use cms_core::testing::contract;
 use cms_fs::{FsAccounts, FsContentStore, FsResourceStore, FsVersionStore};
 
-#[test]
-fn fs_content_store_meets_the_contract() {
+#[tokio::test]
+async fn fs_content_store_meets_the_contract() {
     let site = tempfile::tempdir().unwrap();
-    contract::content_store(&FsContentStore::new(site.path()));
+    contract::content_store(&FsContentStore::new(site.path())).await;
 }
 
-#[test]
-fn fs_accounts_meet_the_contract() {
+#[tokio::test]
+async fn fs_accounts_meet_the_contract() {
     let site = tempfile::tempdir().unwrap();
     let accounts = FsAccounts::new(&site.path().join(".cms"));
-    contract::account_store(&accounts, &accounts);
+    contract::account_store(&accounts, &accounts).await;
 }
 
-#[test]
-fn fs_version_store_meets_the_contract() {
+#[tokio::test]
+async fn fs_version_store_meets_the_contract() {
     let site = tempfile::tempdir().unwrap();
-    contract::version_store(&FsVersionStore::new(&site.path().join(".cms")));
+    contract::version_store(&FsVersionStore::new(&site.path().join(".cms"))).await;
 }
 
-#[test]
-fn fs_resource_store_meets_the_contract() {
+#[tokio::test]
+async fn fs_resource_store_meets_the_contract() {
     let site = tempfile::tempdir().unwrap();
-    contract::resource_store(&FsResourceStore::new(site.path(), &site.path().join(".cms")));
+    contract::resource_store(&FsResourceStore::new(site.path(), &site.path().join(".cms"))).await;
 }

@@ -29,8 +29,8 @@ fn name(n: &str) -> ItemFilename {
     ItemFilename::parse(n).unwrap()
 }
 
-#[test]
-fn symlinks_in_a_collection_are_never_followed() {
+#[tokio::test]
+async fn symlinks_in_a_collection_are_never_followed() {
     let site = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
     fs::write(outside.path().join("secret.md"), "---\ntitle: Secret\n---\n").unwrap();
@@ -40,34 +40,34 @@ fn symlinks_in_a_collection_are_never_followed() {
     symlink(outside.path(), folder.join("dir.md")).unwrap();
 
     let store = FsContentStore::new(site.path());
-    assert!(store.scan(&posts()).unwrap().is_empty(), "symlinks are not listed");
-    assert!(store.read(&posts(), &name("leak.md")).unwrap().is_none(), "nor read");
+    assert!(store.scan(&posts()).await.unwrap().is_empty(), "symlinks are not listed");
+    assert!(store.read(&posts(), &name("leak.md")).await.unwrap().is_none(), "nor read");
 }
 
-#[test]
-fn a_collection_folder_linked_outside_the_site_is_refused() {
+#[tokio::test]
+async fn a_collection_folder_linked_outside_the_site_is_refused() {
     let site = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
     fs::write(outside.path().join("x.md"), "x").unwrap();
     fs::create_dir_all(site.path().join("content")).unwrap();
     symlink(outside.path(), site.path().join("content/posts")).unwrap();
     let store = FsContentStore::new(site.path());
-    assert!(store.scan(&posts()).is_err());
-    assert!(store.read(&posts(), &name("x.md")).is_err());
+    assert!(store.scan(&posts()).await.is_err());
+    assert!(store.read(&posts(), &name("x.md")).await.is_err());
 }
 
-#[test]
-fn scans_see_outside_edits_and_ignore_other_files() {
+#[tokio::test]
+async fn scans_see_outside_edits_and_ignore_other_files() {
     let site = tempfile::tempdir().unwrap();
     let folder = site.path().join("content/posts");
     fs::create_dir_all(folder.join("sub.md")).unwrap();
     fs::write(folder.join("notes.txt"), "x").unwrap();
     fs::write(folder.join("a.md"), "one").unwrap();
     let store = FsContentStore::new(site.path());
-    let first = store.scan(&posts()).unwrap();
+    let first = store.scan(&posts()).await.unwrap();
     assert_eq!(first.len(), 1);
     fs::write(folder.join("a.md"), "two").unwrap();
-    let second = store.scan(&posts()).unwrap();
+    let second = store.scan(&posts()).await.unwrap();
     assert_ne!(
         first[0].change_token, second[0].change_token,
         "an in-place edit of the same size is a change"
@@ -88,45 +88,52 @@ fn config_errors_name_the_file_line_and_key() {
     assert!(load_config(missing.path()).unwrap_err().to_string().contains("cms.yaml"));
 }
 
-#[test]
-fn the_license_is_reread_when_the_file_changes() {
+#[tokio::test]
+async fn the_license_is_reread_when_the_file_changes() {
     let site = tempfile::tempdir().unwrap();
     let state = site.path().join(".cms");
     let license = FsLicense::new(&state);
-    assert!(license.current().unwrap().is_none());
-    license.install("licensee: A\nfeatures: [json_api]\n").unwrap();
-    assert_eq!(license.current().unwrap().unwrap().features, ["json_api"]);
+    assert!(license.current().await.unwrap().is_none());
+    license.install("licensee: A\nfeatures: [json_api]\n").await.unwrap();
+    assert_eq!(license.current().await.unwrap().unwrap().features, ["json_api"]);
     fs::write(state.join("license.yaml"), "licensee: A\nfeatures: [json_api, webhooks]\n").unwrap();
-    assert_eq!(license.current().unwrap().unwrap().features.len(), 2);
+    assert_eq!(license.current().await.unwrap().unwrap().features.len(), 2);
     fs::write(state.join("license.yaml"), "not: [valid\n").unwrap();
-    assert!(license.current().unwrap().is_none(), "a broken license counts as none");
-    assert!(license.install("licensee: A\n").is_err());
+    assert!(license.current().await.unwrap().is_none(), "a broken license counts as none");
+    assert!(license.install("licensee: A\n").await.is_err());
 }
 
-/// Many threads PATCH different keys of one item at once; none is lost.
-#[test]
-fn concurrent_patches_to_one_item_lose_nothing() {
+/// Many tasks PATCH different keys of one item at once, on two worker threads; none is
+/// lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_patches_to_one_item_lose_nothing() {
     let site = tempfile::tempdir().unwrap();
     let cms = Arc::new(fs_cms(site.path()));
-    FsLicense::new(&site.path().join(".cms")).install("licensee: A\nfeatures: [json_api]\n").unwrap();
-    assert!(cms.require_feature(Feature::JsonApi).is_ok());
+    FsLicense::new(&site.path().join(".cms")).install("licensee: A\nfeatures: [json_api]\n").await.unwrap();
+    assert!(cms.require_feature(Feature::JsonApi).await.is_ok());
     fs::create_dir_all(site.path().join("content/posts")).unwrap();
     fs::write(site.path().join("content/posts/item.md"), "---\ntitle: T\n---\n\nbody").unwrap();
     let collection = cms.collection("posts").unwrap().clone();
-    std::thread::scope(|scope| {
-        for i in 0..16 {
-            let (cms, collection) = (&cms, &collection);
-            scope.spawn(move || {
+    // Written behind the facade's back: in the server the inotify feed applies this within
+    // 1 s; here the test applies it.
+    cms.rescan(&collection).await.unwrap();
+    let patches: Vec<_> = (0..16)
+        .map(|i| {
+            let (cms, collection) = (cms.clone(), collection.clone());
+            tokio::spawn(async move {
                 let fm = json!({ format!("k{i}"): i }).as_object().unwrap().clone();
                 let update = ItemUpdate { mode: UpdateMode::Patch, fm, body: None };
-                cms.update_item(collection, "item", update, None).unwrap();
-            });
-        }
-    });
-    let raw = cms.read_raw(&collection, "item").unwrap();
+                cms.update_item(&collection, "item", update, None).await.unwrap();
+            })
+        })
+        .collect();
+    for patch in patches {
+        patch.await.unwrap();
+    }
+    let raw = cms.read_raw(&collection, "item").await.unwrap();
     assert_eq!(raw.doc.fm.len(), 17, "{:?}", raw.doc.fm);
     assert_eq!(raw.doc.body, "body");
-    let listed = cms.list_items(&collection, &ListQuery::default(), &Viewer::Anonymous).unwrap();
+    let listed = cms.list_items(&collection, &ListQuery::default(), &Viewer::Anonymous).await.unwrap();
     assert_eq!(listed.total_items, 1);
     let leftovers = fs::read_dir(site.path().join("content/posts")).unwrap().count();
     assert_eq!(leftovers, 1, "no temporary files left");
@@ -134,8 +141,8 @@ fn concurrent_patches_to_one_item_lose_nothing() {
 
 /// An item file the store refuses to read (here: over 16 MiB, made sparse so it costs no
 /// disk) is left out of lists; the rest of the collection still lists.
-#[test]
-fn an_oversized_item_file_does_not_break_the_list() {
+#[tokio::test]
+async fn an_oversized_item_file_does_not_break_the_list() {
     let site = tempfile::tempdir().unwrap();
     let folder = site.path().join("content/posts");
     fs::create_dir_all(&folder).unwrap();
@@ -145,10 +152,103 @@ fn an_oversized_item_file_does_not_break_the_list() {
     let cms = fs_cms(site.path());
     let posts = cms.collection("posts").unwrap().clone();
     for _ in 0..2 {
-        let page = cms.list_items(&posts, &ListQuery::default(), &Viewer::Anonymous).unwrap();
+        let page = cms.list_items(&posts, &ListQuery::default(), &Viewer::Anonymous).await.unwrap();
         assert_eq!(page.total_items, 1);
     }
-    assert!(cms.read_raw(&posts, "huge").is_err());
+    assert!(cms.read_raw(&posts, "huge").await.is_err());
+}
+
+/// `stat` reports what `scan` and `read` report for a regular item file, and nothing for a
+/// symlink (not followed), a folder or a missing file.
+#[tokio::test]
+async fn stat_agrees_with_scan_and_read_and_never_follows_links() {
+    let site = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(outside.path().join("secret.md"), "secret").unwrap();
+    let folder = site.path().join("content/posts");
+    fs::create_dir_all(folder.join("dir.md")).unwrap();
+    fs::write(folder.join("a.md"), "one").unwrap();
+    symlink(outside.path().join("secret.md"), folder.join("leak.md")).unwrap();
+    let store = FsContentStore::new(site.path());
+
+    let stat = store.stat(&posts(), &name("a.md")).await.unwrap().unwrap();
+    assert_eq!(store.scan(&posts()).await.unwrap(), std::slice::from_ref(&stat));
+    assert_eq!(store.read(&posts(), &name("a.md")).await.unwrap().unwrap().stamp, stat);
+    let written = store.replace(&posts(), &name("a.md"), b"two").await.unwrap();
+    assert_ne!(written.change_token, stat.change_token);
+    assert_eq!(store.stat(&posts(), &name("a.md")).await.unwrap(), Some(written));
+    for absent in ["leak.md", "dir.md", "missing.md"] {
+        assert!(store.stat(&posts(), &name(absent)).await.unwrap().is_none(), "{absent}");
+    }
+}
+
+/// `read_many` answers in the order asked (across its parallel readers), and one file's
+/// failure (here: over the size limit) or absence does not fail the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_many_keeps_the_order_and_isolates_failures() {
+    let site = tempfile::tempdir().unwrap();
+    let folder = site.path().join("content/posts");
+    fs::create_dir_all(&folder).unwrap();
+    let mut names = Vec::new();
+    for i in 0..300 {
+        fs::write(folder.join(format!("p{i}.md")), format!("item {i}")).unwrap();
+        names.push(name(&format!("p{i}.md")));
+    }
+    fs::File::create(folder.join("huge.md")).unwrap().set_len(17 * 1024 * 1024).unwrap();
+    names.insert(150, name("huge.md"));
+    names.insert(10, name("missing.md"));
+    let store = FsContentStore::new(site.path());
+
+    let files = store.read_many(&posts(), &names).await;
+    assert_eq!(files.len(), names.len());
+    for (name, file) in names.iter().zip(&files) {
+        match name.as_str() {
+            "missing.md" => assert!(matches!(file, Ok(None))),
+            "huge.md" => assert!(file.is_err()),
+            other => {
+                let file = file.as_ref().unwrap().as_ref().unwrap();
+                assert_eq!(file.stamp.name, other);
+                assert_eq!(
+                    file.bytes,
+                    format!("item {}", other.trim_start_matches('p').trim_end_matches(".md")).as_bytes()
+                );
+            }
+        }
+    }
+    assert!(store.read_many(&posts(), &[]).await.is_empty());
+}
+
+/// The facade keeps an index: an edit made behind its back shows in lists once the change
+/// is applied (in the server the inotify feed does this within 1 s; here the test calls
+/// `rescan`), and its own writes show at once.
+#[tokio::test]
+async fn outside_edits_show_after_a_rescan_and_own_writes_at_once() {
+    let site = tempfile::tempdir().unwrap();
+    let folder = site.path().join("content/posts");
+    fs::create_dir_all(&folder).unwrap();
+    fs::write(folder.join("a.md"), "---\ntitle: A\n---\n").unwrap();
+    let cms = fs_cms(site.path());
+    let posts = cms.collection("posts").unwrap().clone();
+    let titles = async |cms: &Cms| -> Vec<String> {
+        let page = cms.list_items(&posts, &ListQuery::default(), &Viewer::Anonymous).await.unwrap();
+        page.items.iter().map(|s| s.item.meta.title.clone()).collect()
+    };
+    assert_eq!(titles(&cms).await, ["A"]);
+
+    fs::write(folder.join("a.md"), "---\ntitle: A2\n---\n").unwrap();
+    fs::write(folder.join("b.md"), "---\ntitle: B\n---\n").unwrap();
+    cms.rescan(&posts).await.unwrap();
+    let mut seen = titles(&cms).await;
+    seen.sort();
+    assert_eq!(seen, ["A2", "B"]);
+
+    fs::remove_file(folder.join("b.md")).unwrap();
+    cms.rescan_all().await.unwrap();
+    assert_eq!(titles(&cms).await, ["A2"]);
+
+    let fm = json!({"title": "A3"}).as_object().unwrap().clone();
+    cms.update_item(&posts, "a", ItemUpdate { mode: UpdateMode::Patch, fm, body: None }, None).await.unwrap();
+    assert_eq!(titles(&cms).await, ["A3"], "no rescan needed for the facade's own write");
 }
 
 /// The facade over the file adapters on `site`, with a collection `posts`.
@@ -168,12 +268,12 @@ fn fs_cms(site: &std::path::Path) -> Cms {
 
 /// The collection folder does not exist yet, and its parent is a symlink out of the site:
 /// a create must not write through it.
-#[test]
-fn a_missing_collection_folder_under_a_symlinked_parent_is_refused() {
+#[tokio::test]
+async fn a_missing_collection_folder_under_a_symlinked_parent_is_refused() {
     let site = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
     symlink(outside.path(), site.path().join("content")).unwrap();
     let store = FsContentStore::new(site.path());
-    assert!(store.create(&posts(), &name("x.md"), b"x").is_err());
+    assert!(store.create(&posts(), &name("x.md"), b"x").await.is_err());
     assert!(!outside.path().join("posts").exists(), "nothing was written outside the site");
 }

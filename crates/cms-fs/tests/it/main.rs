@@ -3,4 +3,6 @@
 
 mod contract;
 mod disk;
+mod model;
 mod resources;
+mod watch;

@@ -41,7 +41,7 @@ pub async fn search_index(
         site_url: q.remove("site_url"),
         pretty_urls: q.remove("pretty_urls"),
     };
-    let entries = state.run(Shape::Envelope, move |cms| cms.search_index(&params)).await?;
+    let entries = state.run(Shape::Envelope, state.cms.search_index(&params)).await?;
     let data: Vec<SearchEntryDto> = entries.into_iter().map(SearchEntryDto::from).collect();
     Ok(HttpResponse::Ok().json(data))
 }
@@ -58,7 +58,7 @@ pub async fn tags(
         tag_page_path: q.remove("tag_page_path"),
         pretty_urls: q.remove("pretty_urls"),
     };
-    let tags = state.run(Shape::Envelope, move |cms| cms.tags(&params)).await?;
+    let tags = state.run(Shape::Envelope, state.cms.tags(&params)).await?;
     let count = tags.len();
     let data: Vec<TagDto> = tags.into_iter().map(TagDto::from).collect();
     Ok(envelope(data, json!({ "count": count })))
@@ -77,8 +77,8 @@ pub async fn tag_items(
         page: q.remove("page"),
         per_page: q.remove("per_page"),
     };
-    let page = state.run(Shape::Envelope, move |cms| cms.tag_items(&tag, &params)).await?;
-    Ok(item_page(page))
+    let page = state.run(Shape::Envelope, state.cms.tag_items(&tag, &params)).await?;
+    Ok(item_page(&req, page))
 }
 
 /// `GET /cms/collections/{collection}/rss`
@@ -95,7 +95,12 @@ pub async fn rss(
         link: q.remove("link"),
         limit: q.remove("limit"),
     };
-    let xml = state.run(Shape::Envelope, move |cms| cms.rss(cms.collection(&collection)?, &params)).await?;
+    let xml = state
+        .run(Shape::Envelope, async {
+            let cms = &state.cms;
+            cms.rss(cms.collection(&collection)?, &params).await
+        })
+        .await?;
     Ok(HttpResponse::Ok().insert_header((header::CONTENT_TYPE, RSS)).body(xml))
 }
 
@@ -108,8 +113,12 @@ pub async fn sitemap(
 ) -> Result<HttpResponse, ApiError> {
     let mut q = query(&req)?;
     let params = SitemapParams { base_url: q.remove("baseUrl"), limit: q.remove("limit") };
-    let xml =
-        state.run(Shape::Envelope, move |cms| cms.sitemap(cms.collection(&collection)?, &params)).await?;
+    let xml = state
+        .run(Shape::Envelope, async {
+            let cms = &state.cms;
+            cms.sitemap(cms.collection(&collection)?, &params).await
+        })
+        .await?;
     Ok(HttpResponse::Ok().insert_header((header::CONTENT_TYPE, XML)).body(xml))
 }
 
@@ -128,7 +137,7 @@ pub async fn related(
         site_url: q.remove("site_url"),
         pretty_urls: q.remove("pretty_urls"),
     };
-    let related = state.run(Shape::Envelope, move |cms| cms.related(&params)).await?;
+    let related = state.run(Shape::Envelope, state.cms.related(&params)).await?;
     let count = related.len();
     let data: Vec<RelatedDto> = related.into_iter().map(RelatedDto::from).collect();
     Ok(envelope(data, json!({ "count": count })))
@@ -136,13 +145,13 @@ pub async fn related(
 
 async fn legacy_list(
     state: web::Data<AppState>,
+    req: &HttpRequest,
     mut q: HashMap<String, String>,
 ) -> Result<HttpResponse, ApiError> {
     let collection_path = q.remove("collectionPath");
     let params = list_params(q);
-    let page =
-        state.run(Shape::Envelope, move |cms| cms.legacy_list(collection_path.as_deref(), &params)).await?;
-    Ok(item_page(page))
+    let page = state.run(Shape::Envelope, state.cms.legacy_list(collection_path.as_deref(), &params)).await?;
+    Ok(item_page(req, page))
 }
 
 /// `GET /cms/collections/items` (legacy): the list parameters plus `collectionPath`.
@@ -152,7 +161,7 @@ pub async fn legacy_list_get(
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let q = query(&req)?;
-    legacy_list(state, q).await
+    legacy_list(state, &req, q).await
 }
 
 /// `POST /cms/collections/items` (legacy): the same parameters as a JSON object or a form
@@ -165,7 +174,7 @@ pub async fn legacy_list_post(
 ) -> Result<HttpResponse, ApiError> {
     let mut q = query(&req)?;
     q.extend(form_or_json_params(&req, payload, state.json_limit, Shape::Envelope).await?);
-    legacy_list(state, q).await
+    legacy_list(state, &req, q).await
 }
 
 /// `GET /cms/collections/items/{slug}` (legacy): one published item of `collectionPath`.
@@ -176,8 +185,7 @@ pub async fn legacy_read(
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let collection_path = query(&req)?.remove("collectionPath");
-    let view =
-        state.run(Shape::Envelope, move |cms| cms.legacy_read(collection_path.as_deref(), &slug)).await?;
+    let view = state.run(Shape::Envelope, state.cms.legacy_read(collection_path.as_deref(), &slug)).await?;
     Ok(single_item(view))
 }
 
@@ -188,6 +196,6 @@ pub async fn read_anywhere(
     _caller: Caller,
     slug: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let view = state.run(Shape::Envelope, move |cms| cms.read_item_anywhere(&slug)).await?;
+    let view = state.run(Shape::Envelope, state.cms.read_item_anywhere(&slug)).await?;
     Ok(single_item(view))
 }

@@ -61,8 +61,7 @@ pub async fn serve(
     tail: web::Path<String>,
     folder: usize,
 ) -> Result<HttpResponse, ApiError> {
-    let tail = tail.into_inner();
-    let opened = state.run(Shape::Envelope, move |cms| cms.open_resource(folder, &tail)).await;
+    let opened = state.run(Shape::Envelope, state.cms.open_resource(folder, &tail)).await;
     let file = match opened {
         Ok(file) => file,
         Err(e) if e.status == StatusCode::NOT_FOUND => return Ok(not_found(req.path())),

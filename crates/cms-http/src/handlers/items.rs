@@ -11,7 +11,7 @@ use crate::auth::{Caller, Editor, KeyUser};
 use crate::body::{Fields, bad_request, json_object};
 use crate::dto::RawItemDto;
 use crate::error::{ApiError, Shape};
-use crate::reply::{item_page, single_item};
+use crate::reply::{item_page, not_modified, single_item};
 use crate::state::AppState;
 
 /// Parses the query string into a map, or `400` in `shape`.
@@ -38,15 +38,6 @@ fn if_match(req: &HttpRequest) -> Option<String> {
     req.headers().get(header::IF_MATCH).and_then(|v| v.to_str().ok()).map(str::to_owned)
 }
 
-/// `304` when the client's `If-None-Match` already names the current ETag.
-fn not_modified(req: &HttpRequest, etag: &str) -> Option<HttpResponse> {
-    let header = req.headers().get(header::IF_NONE_MATCH)?.to_str().ok()?;
-    header
-        .split(',')
-        .any(|tag| tag.trim() == etag || tag.trim() == "*")
-        .then(|| HttpResponse::NotModified().insert_header((header::ETAG, etag)).finish())
-}
-
 /// `GET /cms/collections/{collection}/items`
 pub async fn list(
     state: web::Data<AppState>,
@@ -56,13 +47,13 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     let params = list_params(query_map(&req, Shape::Envelope)?);
     let page = state
-        .run(Shape::Envelope, move |cms| {
+        .run(Shape::Envelope, async {
+            let cms = &state.cms;
             let query = ListQuery::parse(&params)?;
-            let collection = cms.collection(&collection)?;
-            cms.list_items(collection, &query, &caller.viewer)
+            cms.list_items(cms.collection(&collection)?, &query, &caller.viewer).await
         })
         .await?;
-    Ok(item_page(page))
+    Ok(item_page(&req, page))
 }
 
 /// `GET /cms/collections/{collection}/items/{slug}`
@@ -74,9 +65,12 @@ pub async fn read(
 ) -> Result<HttpResponse, ApiError> {
     let (collection, slug) = path.into_inner();
     let view = state
-        .run(Shape::Envelope, move |cms| cms.read_item(cms.collection(&collection)?, &slug, &caller.viewer))
+        .run(Shape::Envelope, async {
+            let cms = &state.cms;
+            cms.read_item(cms.collection(&collection)?, &slug, &caller.viewer).await
+        })
         .await?;
-    if let Some(response) = not_modified(&req, &view.etag) {
+    if let Some(response) = not_modified(&req, &view.etag, Shape::Envelope) {
         return Ok(response);
     }
     Ok(single_item(view))
@@ -90,8 +84,13 @@ pub async fn raw(
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let (collection, slug) = path.into_inner();
-    let raw = state.run(Shape::Editor, move |cms| cms.read_raw(cms.collection(&collection)?, &slug)).await?;
-    if let Some(response) = not_modified(&req, &raw.etag) {
+    let raw = state
+        .run(Shape::Editor, async {
+            let cms = &state.cms;
+            cms.read_raw(cms.collection(&collection)?, &slug).await
+        })
+        .await?;
+    if let Some(response) = not_modified(&req, &raw.etag, Shape::Editor) {
         return Ok(response);
     }
     Ok(HttpResponse::Ok().insert_header((header::ETAG, raw.etag.clone())).json(RawItemDto::from(raw)))
@@ -121,14 +120,13 @@ pub async fn create(
         fm: fields.object("fm")?.unwrap_or_default(),
         body: fields.string("body")?.unwrap_or_default(),
     };
-    let outcome = state
-        .run(Shape::Editor, move |cms| {
+    let (outcome, collection_slug) = state
+        .run(Shape::Editor, async {
+            let cms = &state.cms;
             let collection = cms.collection(&collection)?;
-            let outcome = cms.create_item(collection, new)?;
-            Ok((outcome, collection.slug.clone()))
+            Ok((cms.create_item(collection, new).await?, &collection.slug))
         })
-        .await;
-    let (outcome, collection_slug) = outcome?;
+        .await?;
     let location = format!("/cms/collections/{collection_slug}/items/{}", outcome.slug);
     Ok(write_response(&outcome)
         .insert_header((header::LOCATION, location))
@@ -149,8 +147,9 @@ async fn update(
     let (collection, slug) = path.into_inner();
     let if_match = if_match(&req);
     let outcome = state
-        .run(Shape::Editor, move |cms| {
-            cms.update_item(cms.collection(&collection)?, &slug, update, if_match.as_deref())
+        .run(Shape::Editor, async {
+            let cms = &state.cms;
+            cms.update_item(cms.collection(&collection)?, &slug, update, if_match.as_deref()).await
         })
         .await?;
     Ok(write_response(&outcome)
@@ -189,8 +188,9 @@ pub async fn delete(
     let (collection, slug) = path.into_inner();
     let if_match = if_match(&req);
     state
-        .run(Shape::Editor, move |cms| {
-            cms.delete_item(cms.collection(&collection)?, &slug, if_match.as_deref())
+        .run(Shape::Editor, async {
+            let cms = &state.cms;
+            cms.delete_item(cms.collection(&collection)?, &slug, if_match.as_deref()).await
         })
         .await?;
     Ok(HttpResponse::Ok().json(json!({ "ok": true, "message": "File deleted." })))

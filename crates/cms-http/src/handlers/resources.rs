@@ -29,9 +29,9 @@ pub async fn list(
     let mut query = query_map(&req, SHAPE)?;
     let (folder, subpath) = (query.remove("folder"), query.remove("subpath"));
     let (listing, licensed) = state
-        .run(SHAPE, move |cms| {
-            let listing = cms.list_resources(folder.as_deref(), subpath.as_deref())?;
-            Ok((listing, cms.license_state()?.has(Feature::JsonApi)))
+        .run(SHAPE, async {
+            let listing = state.cms.list_resources(folder.as_deref(), subpath.as_deref()).await?;
+            Ok((listing, state.cms.license_state().await?.has(Feature::JsonApi)))
         })
         .await?;
     Ok(HttpResponse::Ok().json(ResourceListingDto::new(listing, licensed)))
@@ -86,17 +86,12 @@ pub async fn upload(
                 if received.is_some() {
                     return Err(bad_request(SHAPE, "send one file per upload"));
                 }
-                let mut upload = state.run(SHAPE, move |cms| cms.begin_upload(limit)).await?;
+                let mut upload = state.run(SHAPE, state.cms.begin_upload(limit)).await?;
                 while let Some(chunk) = field.next().await {
                     let chunk =
                         chunk.map_err(|e| bad_request(SHAPE, format!("the upload was cut off: {e}")))?;
                     // Dropping the upload on error deletes what was received so far.
-                    upload = state
-                        .run(SHAPE, move |_| {
-                            upload.write(&chunk)?;
-                            Ok(upload)
-                        })
-                        .await?;
+                    state.run(SHAPE, upload.write(&chunk)).await?;
                 }
                 received = Some((upload, filename));
             }
@@ -114,7 +109,7 @@ pub async fn upload(
         bad_request(SHAPE, "missing the \"file\" part: send the file as multipart/form-data")
     })?;
     let stored = state
-        .run(SHAPE, move |cms| cms.finish_upload(upload, folder.as_deref(), subpath.as_deref(), &filename))
+        .run(SHAPE, state.cms.finish_upload(upload, folder.as_deref(), subpath.as_deref(), &filename))
         .await?;
     Ok(HttpResponse::Ok().json(ResourceFileDto::from(stored)))
 }
@@ -151,18 +146,16 @@ pub async fn rename_or_move(
         None | Some("rename") => {
             let new_name = fields.required_string("newName")?;
             let name = state
-                .run(SHAPE, move |cms| cms.rename_resource(folder.as_deref(), &subpath, &file, &new_name))
+                .run(SHAPE, state.cms.rename_resource(folder.as_deref(), &subpath, &file, &new_name))
                 .await?;
             (name, "File renamed.")
         }
         Some("move") => {
             let dest = fields.required_string("dest_subpath")?;
             let new_filename = fields.string("new_filename")?;
-            let name = state
-                .run(SHAPE, move |cms| {
-                    cms.move_resource(folder.as_deref(), &subpath, &file, &dest, new_filename.as_deref())
-                })
-                .await?;
+            let moved =
+                state.cms.move_resource(folder.as_deref(), &subpath, &file, &dest, new_filename.as_deref());
+            let name = state.run(SHAPE, moved).await?;
             (name, "File moved.")
         }
         Some(other) => {
@@ -189,7 +182,7 @@ pub async fn delete(
         fields.string("subpath")?.unwrap_or_default(),
         fields.required_string("file")?,
     );
-    state.run(SHAPE, move |cms| cms.delete_resource(folder.as_deref(), &subpath, &file)).await?;
+    state.run(SHAPE, state.cms.delete_resource(folder.as_deref(), &subpath, &file)).await?;
     Ok(HttpResponse::Ok().json(json!({ "ok": true, "message": "File deleted." })))
 }
 
@@ -207,7 +200,6 @@ pub async fn create_folder(
         fields.string("subpath")?.unwrap_or_default(),
         fields.required_string("name")?,
     );
-    let name =
-        state.run(SHAPE, move |cms| cms.create_resource_folder(folder.as_deref(), &subpath, &name)).await?;
+    let name = state.run(SHAPE, state.cms.create_resource_folder(folder.as_deref(), &subpath, &name)).await?;
     Ok(HttpResponse::Ok().json(json!({ "ok": true, "message": "Folder created.", "name": name })))
 }

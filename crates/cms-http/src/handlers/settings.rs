@@ -16,11 +16,11 @@ const SHAPE: Shape = Shape::Editor;
 
 /// `GET /cms/settings/theme` (owner, `theme_customization`).
 pub async fn theme(state: web::Data<AppState>, user: KeyUser<Editor>) -> Result<HttpResponse, ApiError> {
-    let principal = user.principal;
     let theme = state
-        .run(SHAPE, move |cms| {
-            cms.require_setting(&principal, Role::Owner, Some(Feature::ThemeCustomization))?;
-            cms.theme()
+        .run(SHAPE, async {
+            let cms = &state.cms;
+            cms.require_setting(&user.principal, Role::Owner, Some(Feature::ThemeCustomization)).await?;
+            cms.theme().await
         })
         .await?;
     Ok(HttpResponse::Ok().json(json!({ "theme": theme })))
@@ -33,25 +33,22 @@ pub async fn update_theme(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let principal = user.principal;
     // Role and plan are checked before the body is read, so a caller without them learns
     // nothing from validation messages.
-    let checked = principal.clone();
-    state
-        .run(SHAPE, move |cms| cms.require_setting(&checked, Role::Owner, Some(Feature::ThemeCustomization)))
-        .await?;
+    let check = state.cms.require_setting(&user.principal, Role::Owner, Some(Feature::ThemeCustomization));
+    state.run(SHAPE, check).await?;
     let patch = json_object(&req, payload, state.json_limit, SHAPE).await?;
-    let theme = state.run(SHAPE, move |cms| cms.update_theme(patch)).await?;
+    let theme = state.run(SHAPE, state.cms.update_theme(patch)).await?;
     Ok(HttpResponse::Ok().json(json!({ "ok": true, "message": "Theme saved.", "theme": theme })))
 }
 
 /// `GET /cms/settings/users` (admin or owner).
 pub async fn users(state: web::Data<AppState>, user: KeyUser<Editor>) -> Result<HttpResponse, ApiError> {
-    let principal = user.principal;
     let users = state
-        .run(SHAPE, move |cms| {
-            cms.require_setting(&principal, Role::Admin, None)?;
-            cms.users_by_role()
+        .run(SHAPE, async {
+            let cms = &state.cms;
+            cms.require_setting(&user.principal, Role::Admin, None).await?;
+            cms.users_by_role().await
         })
         .await?;
     let users: Vec<_> = users.iter().map(|u| json!({ "email": u.email, "role": u.role.as_str() })).collect();
@@ -67,8 +64,7 @@ pub const WEBHOOKS_MESSAGE: &str =
 /// `GET /cms/settings/webhooks`: owner role and the `webhooks` license feature (`403`
 /// otherwise); never the signing secrets.
 pub async fn webhooks(state: web::Data<AppState>, user: KeyUser<Editor>) -> Result<HttpResponse, ApiError> {
-    let principal = user.principal;
-    let hooks = state.run(Shape::Editor, move |cms| cms.webhook_settings(&principal)).await?;
+    let hooks = state.run(Shape::Editor, state.cms.webhook_settings(&user.principal)).await?;
     let hooks: Vec<WebhookDto> = hooks.into_iter().map(WebhookDto::from).collect();
     Ok(HttpResponse::Ok().json(json!({ "message": WEBHOOKS_MESSAGE, "webhooks": hooks })))
 }

@@ -17,8 +17,12 @@ pub async fn list(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (collection, slug) = path.into_inner();
-    let list =
-        state.run(Shape::Editor, move |cms| cms.list_versions(cms.collection(&collection)?, &slug)).await?;
+    let list = state
+        .run(Shape::Editor, async {
+            let cms = &state.cms;
+            cms.list_versions(cms.collection(&collection)?, &slug).await
+        })
+        .await?;
     Ok(HttpResponse::Ok().json(VersionListDto::from(list)))
 }
 
@@ -30,7 +34,10 @@ pub async fn read(
 ) -> Result<HttpResponse, ApiError> {
     let (collection, slug, version) = path.into_inner();
     let content = state
-        .run(Shape::Editor, move |cms| cms.read_version(cms.collection(&collection)?, &slug, &version))
+        .run(Shape::Editor, async {
+            let cms = &state.cms;
+            cms.read_version(cms.collection(&collection)?, &slug, &version).await
+        })
         .await?;
     Ok(HttpResponse::Ok().json(VersionDto::from(content)))
 }
@@ -45,8 +52,10 @@ pub async fn restore(
     let (collection, slug, version) = path.into_inner();
     let if_match = req.headers().get(header::IF_MATCH).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let (outcome, restored) = state
-        .run(Shape::Editor, move |cms| {
-            cms.restore_version(cms.collection(&collection)?, &slug, &version, if_match.as_deref())
+        .run(Shape::Editor, async {
+            let cms = &state.cms;
+            let collection = cms.collection(&collection)?;
+            cms.restore_version(collection, &slug, &version, if_match.as_deref()).await
         })
         .await?;
 

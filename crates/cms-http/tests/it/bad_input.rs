@@ -5,14 +5,18 @@ use serde_json::json;
 
 use crate::{Harness, JSON_LIMIT};
 
-fn stored_files(h: &Harness) -> usize {
-    let cms = &h.state.cms;
-    cms.collections().iter().map(|c| cms.indexed_items(c).unwrap().len()).sum()
+async fn stored_files(h: &Harness) -> usize {
+    let cms = h.cms();
+    let mut count = 0;
+    for collection in cms.collections() {
+        count += cms.indexed_items(collection).await.unwrap().len();
+    }
+    count
 }
 
 #[actix_web::test]
 async fn bad_create_bodies_are_refused_and_write_nothing() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     let deep = format!("{{\"fm\": {{\"x\": {}1{}}}}}", "[".repeat(200), "]".repeat(200));
     let mut nested = json!(1);
     for _ in 0..40 {
@@ -48,12 +52,12 @@ async fn bad_create_bodies_are_refused_and_write_nothing() {
         assert_eq!(reply.status.as_u16(), status, "{body}: {}", String::from_utf8_lossy(&reply.body));
         reply.assert_editor_error(status, needle);
     }
-    assert_eq!(stored_files(&h), 0);
+    assert_eq!(stored_files(&h).await, 0);
 }
 
 #[actix_web::test]
 async fn oversized_bodies_and_wrong_content_types() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     let huge = json!({"slug": "big", "body": "x".repeat(JSON_LIMIT)}).to_string();
     let req = TestRequest::post()
         .uri("/cms/collections/posts/items")
@@ -68,12 +72,12 @@ async fn oversized_bodies_and_wrong_content_types() {
         .insert_header(("content-type", "application/x-www-form-urlencoded"))
         .set_payload("slug=a");
     h.send(form).await.assert_editor_error(415, "application/json");
-    assert_eq!(stored_files(&h), 0);
+    assert_eq!(stored_files(&h).await, 0);
 }
 
 #[actix_web::test]
 async fn unknown_collections_items_and_bad_slugs_in_paths() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     h.send(TestRequest::get().uri("/cms/collections/nope/items"))
         .await
         .assert_envelope_error(404, "no collection");
@@ -102,7 +106,7 @@ async fn unknown_collections_items_and_bad_slugs_in_paths() {
 
 #[actix_web::test]
 async fn bad_update_bodies_change_nothing() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     let create = TestRequest::post()
         .uri("/cms/collections/pages/items")
         .insert_header(h.bearer())
@@ -128,13 +132,13 @@ async fn bad_update_bodies_change_nothing() {
             assert_eq!(h.send(req).await.status, 400, "{method} {body}");
         }
     }
-    assert_eq!(stored_files(&h), 1);
+    assert_eq!(stored_files(&h).await, 1);
     assert_eq!(h.world.content.get_raw("content/pages", "about.md").unwrap(), before);
 }
 
 #[actix_web::test]
 async fn broken_item_files_are_reported_not_fatal() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     h.world.content.put_raw("content/pages", "ok.md", b"---\ntitle: OK\n---\n");
     h.world.content.put_raw("content/pages", "bad.md", b"---\ntitle: [\n---\n");
     let list = h.send(TestRequest::get().uri("/cms/collections/pages/items")).await.json();

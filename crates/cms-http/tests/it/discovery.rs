@@ -67,7 +67,7 @@ fn slugs(list: &Value) -> Vec<String> {
 
 #[actix_web::test]
 async fn search_index_is_a_bare_array_of_published_items_with_every_field() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     seed(&h);
     let index = json_of(&h, "/cms/collections/search-index?collectionPath=content/posts").await;
     assert_eq!(slugs(&index), ["third", "second", "first", "undated"], "newest first, no draft");
@@ -107,7 +107,7 @@ async fn search_index_is_a_bare_array_of_published_items_with_every_field() {
 
 #[actix_web::test]
 async fn search_index_excerpts_are_plain_and_cut_on_a_word_boundary() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     let body = "Some *emphasis* and [a link](https://x.example) then <em>inline html</em>. ".repeat(10);
     put(&h, POSTS, "long.md", &format!("---\ntitle: Long\n---\n{body}"));
     let index = json_of(&h, "/cms/collections/search-index?collectionPath=content/posts").await;
@@ -125,7 +125,7 @@ async fn search_index_excerpts_are_plain_and_cut_on_a_word_boundary() {
 
 #[actix_web::test]
 async fn search_index_urls_pretty_and_not() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     seed(&h);
     let base = "/cms/collections/search-index?collectionPath=content/posts";
     let cases = [
@@ -181,7 +181,7 @@ async fn search_index_urls_pretty_and_not() {
 
 #[actix_web::test]
 async fn tags_are_counted_by_slug_most_used_first() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     seed(&h);
     let body = json_of(&h, "/cms/tags?content_path=content/posts").await;
     assert_eq!(body["success"], true);
@@ -208,7 +208,7 @@ async fn tags_are_counted_by_slug_most_used_first() {
 
 #[actix_web::test]
 async fn tag_items_are_paginated_list_entries_matched_by_slug() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     seed(&h);
     let first = json_of(&h, "/cms/tags/Rust%20Lang/items?per_page=1").await;
     assert_eq!(slugs(&first["data"]), ["third"]);
@@ -248,7 +248,7 @@ async fn tag_items_are_paginated_list_entries_matched_by_slug() {
 
 #[actix_web::test]
 async fn rss_feed_fields_escaping_and_defaults() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     seed(&h);
     let reply = h.send(get("/cms/collections/posts/rss")).await;
     assert_eq!(reply.status, 200);
@@ -285,7 +285,7 @@ async fn rss_feed_fields_escaping_and_defaults() {
 
 #[actix_web::test]
 async fn rss_default_limit_is_20() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     for i in 1..=25 {
         put(&h, POSTS, &format!("2024-01-{i:02}-p{i}.md"), "---\ntitle: P\n---\nx\n");
     }
@@ -296,7 +296,7 @@ async fn rss_default_limit_is_20() {
 
 #[actix_web::test]
 async fn sitemap_fields_limits_and_escaping() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     seed(&h);
     let reply = h.send(get("/cms/collections/posts/sitemap")).await;
     assert_eq!(reply.header("content-type"), Some("application/xml; charset=utf-8"));
@@ -320,7 +320,7 @@ async fn sitemap_fields_limits_and_escaping() {
         .await
         .assert_envelope_error(400, "baseUrl");
 
-    let empty = Harness::setup();
+    let empty = Harness::setup().await;
     let xml = text(&empty.send(get("/cms/collections/pages/sitemap")).await);
     assert!(
         xml.contains("<url>\n    <loc>https://example.com/pages</loc>\n  </url>"),
@@ -332,7 +332,7 @@ async fn sitemap_fields_limits_and_escaping() {
 
 #[actix_web::test]
 async fn related_items_by_tags_and_content() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     seed(&h);
     let base = "/cms/items/related?contentPath=content/posts/2024-02-01-second.md";
     let body = json_of(&h, base).await;
@@ -382,7 +382,7 @@ async fn related_items_by_tags_and_content() {
 
 #[actix_web::test]
 async fn legacy_list_by_collection_path_get_and_post() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     seed(&h);
     let body = json_of(&h, "/cms/collections/items?collectionPath=content/posts&per_page=2").await;
     assert_eq!(slugs(&body["data"]), ["third", "second"]);
@@ -423,7 +423,7 @@ async fn legacy_list_by_collection_path_get_and_post() {
 
 #[actix_web::test]
 async fn legacy_single_reads() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     seed(&h);
     put(&h, POSTS, "dup.md", "---\ntitle: Dup in posts\n---\nx\n");
     put(&h, PAGES, "dup.md", "---\ntitle: Dup in pages\n---\nx\n");
@@ -459,7 +459,7 @@ async fn legacy_single_reads() {
 
 #[actix_web::test]
 async fn fixed_paths_are_not_captured_by_patterns() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     seed(&h);
     // `/cms/collections/items/items` is the legacy read of slug `items`, not collection `items`.
     h.send(get("/cms/collections/items/items?collectionPath=content/posts"))
@@ -479,7 +479,7 @@ async fn fixed_paths_are_not_captured_by_patterns() {
 
 #[actix_web::test]
 async fn every_path_parameter_outside_the_configured_folders_is_refused_without_a_read() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     seed(&h);
     // The index is cold: a refused request that loaded any collection would read its files.
     let reads = h.world.content.reads.load(Ordering::Relaxed);
@@ -561,7 +561,7 @@ async fn every_path_parameter_outside_the_configured_folders_is_refused_without_
 
 #[actix_web::test]
 async fn answers_come_from_the_index_not_from_rereading_files() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     seed(&h);
     json_of(&h, "/cms/collections/search-index?collectionPath=content/posts").await;
     json_of(&h, "/cms/collections/search-index?collectionPath=content/pages").await;
@@ -578,8 +578,12 @@ async fn answers_come_from_the_index_not_from_rereading_files() {
         assert_eq!(h.send(get(uri)).await.status, 200, "{uri}");
     }
     assert_eq!(h.world.content.reads.load(Ordering::Relaxed), reads);
-    // An edit is seen by the next request (one changed file re-read).
+    // An edit behind the facade's back is seen once the store reports it (one changed
+    // file re-read); until then the index answers the previous state.
     put(&h, POSTS, "undated.md", "---\ntitle: Undated\ntags: [web, Go]\n---\nx\n");
+    let before = json_of(&h, "/cms/tags?content_path=content/posts").await;
+    assert_eq!(before["data"][3], json!({"tag": "Go", "slug": "go", "count": 1, "url": "/tags/go"}));
+    h.settle().await;
     let tags = json_of(&h, "/cms/tags?content_path=content/posts").await;
     assert_eq!(tags["data"][0], json!({"tag": "Go", "slug": "go", "count": 2, "url": "/tags/go"}));
     assert_eq!(h.world.content.reads.load(Ordering::Relaxed), reads + 1);
@@ -587,7 +591,7 @@ async fn answers_come_from_the_index_not_from_rereading_files() {
 
 #[actix_web::test]
 async fn discovery_routes_are_opt_routes() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     seed(&h);
     for uri in ["/cms/tags?content_path=content/posts", "/cms/collections/posts/rss", "/cms/items/dup"] {
         h.send(get(uri).insert_header(("Origin", "https://evil.example")))
@@ -601,4 +605,49 @@ async fn discovery_routes_are_opt_routes() {
         h.send(get("/cms/collections/posts/rss").insert_header(("Origin", "https://app.example.com"))).await;
     assert_eq!(allowed.status, 200);
     assert_eq!(allowed.header("access-control-allow-origin"), Some("https://app.example.com"));
+}
+
+#[actix_web::test]
+async fn tag_item_and_legacy_lists_carry_etags() {
+    let h = Harness::setup().await;
+    seed(&h);
+    for uri in ["/cms/tags/rust/items?per_page=2", "/cms/collections/items?collectionPath=content/posts"] {
+        let reply = h.send(get(uri)).await;
+        assert_eq!(reply.status, 200, "{uri}");
+        let etag = reply.header("etag").unwrap_or_else(|| panic!("{uri} has no ETag")).to_owned();
+        assert_eq!(h.send(get(uri)).await.header("etag"), Some(etag.as_str()), "{uri}");
+        let cached = h.send(get(uri).insert_header(("If-None-Match", etag.clone()))).await;
+        assert_eq!((cached.status.as_u16(), cached.header("etag")), (304, Some(etag.as_str())), "{uri}");
+        assert!(cached.body.is_empty());
+    }
+
+    // The legacy POST list sends the same ETag as its GET; a POST is not answered `304`
+    // (RFC 9110: a matching If-None-Match on another method is `412`).
+    let get_etag = h
+        .send(get("/cms/collections/items?collectionPath=content/posts"))
+        .await
+        .header("etag")
+        .unwrap()
+        .to_owned();
+    let post = || {
+        TestRequest::post().uri("/cms/collections/items").set_json(json!({"collectionPath": "content/posts"}))
+    };
+    assert_eq!(h.send(post()).await.header("etag"), Some(get_etag.as_str()));
+    h.send(post().insert_header(("If-None-Match", get_etag.clone())))
+        .await
+        .assert_envelope_error(412, "If-None-Match");
+    assert_eq!(h.send(post().insert_header(("If-None-Match", "\"stale\""))).await.status, 200);
+
+    // An edit behind the facade's back changes the ETag once the store reports it.
+    put(&h, POSTS, "2024-05-01-fifth.md", "---\ntitle: Fifth\ntags: [Rust]\n---\nx\n");
+    h.settle().await;
+    let changed = h
+        .send(
+            get("/cms/collections/items?collectionPath=content/posts")
+                .insert_header(("If-None-Match", get_etag.clone())),
+        )
+        .await;
+    assert_eq!(changed.status, 200);
+    assert_ne!(changed.header("etag"), Some(get_etag.as_str()));
+    assert_eq!(slugs(&changed.json()["data"])[0], "fifth");
 }

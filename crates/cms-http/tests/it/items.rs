@@ -21,7 +21,7 @@ async fn seed(h: &Harness) {
 
 #[actix_web::test]
 async fn create_answers_filename_folder_message_and_location() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     let reply = h
         .send(post_json(
             &h,
@@ -44,7 +44,7 @@ async fn create_answers_filename_folder_message_and_location() {
 
 #[actix_web::test]
 async fn list_returns_entries_and_meta() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     seed(&h).await;
     let reply = h.send(TestRequest::get().uri("/cms/collections/posts/items?per_page=1")).await;
     assert_eq!(reply.status, 200);
@@ -77,7 +77,7 @@ async fn list_returns_entries_and_meta() {
 
 #[actix_web::test]
 async fn single_read_renders_and_sends_an_etag() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     seed(&h).await;
     let reply = h.send(TestRequest::get().uri("/cms/collections/posts/items/first")).await;
     assert_eq!(reply.status, 200);
@@ -116,7 +116,7 @@ async fn single_read_renders_and_sends_an_etag() {
 
 #[actix_web::test]
 async fn raw_read_is_editor_shaped_and_needs_a_key() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     seed(&h).await;
     h.send(TestRequest::get().uri("/cms/collections/posts/items/first/raw"))
         .await
@@ -139,7 +139,7 @@ async fn raw_read_is_editor_shaped_and_needs_a_key() {
 
 #[actix_web::test]
 async fn put_patch_and_delete() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     seed(&h).await;
     h.world.events.take();
     let uri = "/cms/collections/posts/items/first";
@@ -193,4 +193,64 @@ async fn put_patch_and_delete() {
 
     let kinds: Vec<&str> = h.world.events.take().iter().map(|e| e.kind.as_str()).collect();
     assert_eq!(kinds, ["file.updated", "file.updated", "file.updated", "file.deleted"]);
+}
+
+#[actix_web::test]
+async fn lists_carry_a_strong_etag_and_answer_304_while_unchanged() {
+    let h = Harness::setup().await;
+    seed(&h).await;
+    let uri = "/cms/collections/posts/items?per_page=1";
+    let first = h.send(TestRequest::get().uri(uri)).await;
+    assert_eq!(first.status, 200);
+    let etag = first.header("etag").expect("a list has an ETag").to_owned();
+    assert!(etag.starts_with('"') && etag.ends_with('"') && etag.len() == 34, "strong, quoted: {etag}");
+    assert_eq!(first.header("content-type"), Some("application/json"));
+    assert!(first.json()["timestamp"].is_string(), "the envelope keeps its timestamp");
+
+    let again = h.send(TestRequest::get().uri(uri)).await;
+    assert_eq!(again.header("etag"), Some(etag.as_str()), "identical requests, identical ETag");
+    let other_page = h.send(TestRequest::get().uri("/cms/collections/posts/items?per_page=1&page=2")).await;
+    assert_ne!(other_page.header("etag"), Some(etag.as_str()), "another page, another ETag");
+    let all = TestRequest::get().uri("/cms/collections/posts/items?status=all").insert_header(h.bearer());
+    let keyed = h.send(all).await;
+    let public = h.send(TestRequest::get().uri("/cms/collections/posts/items")).await;
+    assert_ne!(keyed.header("etag"), public.header("etag"), "drafts included, another ETag");
+
+    for if_none_match in [etag.clone(), format!("\"other\", {etag}"), "*".to_owned()] {
+        let cached =
+            h.send(TestRequest::get().uri(uri).insert_header(("If-None-Match", if_none_match))).await;
+        assert_eq!(cached.status, 304);
+        assert_eq!(cached.header("etag"), Some(etag.as_str()));
+        assert!(cached.body.is_empty());
+    }
+    let stale = h.send(TestRequest::get().uri(uri).insert_header(("If-None-Match", "\"stale\""))).await;
+    assert_eq!((stale.status.as_u16(), stale.header("etag")), (200, Some(etag.as_str())));
+
+    // A create changes the list: a new ETag, and the old one gets the whole page again.
+    let create = TestRequest::post().uri("/cms/collections/posts/items").insert_header(h.bearer()).set_json(
+        json!({"slug": "newest", "fm": {"title": "Newest", "status": "published", "date": "2024-12-01"}}),
+    );
+    assert_eq!(h.send(create).await.status, 200);
+    let changed = h.send(TestRequest::get().uri(uri).insert_header(("If-None-Match", etag.clone()))).await;
+    assert_eq!(changed.status, 200);
+    assert_eq!(changed.json()["data"][0]["slug"], "newest");
+    let new_etag = changed.header("etag").unwrap().to_owned();
+    assert_ne!(new_etag, etag);
+    let cached = h.send(TestRequest::get().uri(uri).insert_header(("If-None-Match", new_etag))).await;
+    assert_eq!(cached.status, 304);
+}
+
+#[actix_web::test]
+async fn list_304s_keep_the_cors_headers() {
+    let h = Harness::setup().await;
+    seed(&h).await;
+    let uri = "/cms/collections/posts/items";
+    let from_app = || TestRequest::get().uri(uri).insert_header(("Origin", "https://app.example.com"));
+    let reply = h.send(from_app()).await;
+    let etag = reply.header("etag").unwrap().to_owned();
+    let cached = h.send(from_app().insert_header(("If-None-Match", etag))).await;
+    assert_eq!(cached.status, 304);
+    assert_eq!(cached.header("access-control-allow-origin"), Some("https://app.example.com"));
+    assert!(cached.header("access-control-expose-headers").unwrap().contains("ETag"));
+    assert_eq!(cached.header("vary"), Some("Origin"));
 }

@@ -17,7 +17,9 @@ use actix_web::dev::{Service, ServiceResponse};
 use actix_web::http::StatusCode;
 use actix_web::test::{self, TestRequest};
 use actix_web::web;
+use cms_core::Cms;
 use cms_core::account::Role;
+use cms_core::license::License;
 use cms_core::testing::MemoryWorld;
 use cms_http::AppState;
 use serde_json::Value;
@@ -36,13 +38,13 @@ pub const UPLOAD_LIMIT: u64 = 100 * 1024;
 pub const SITE_ROOT: &str = "/srv/site";
 
 impl Harness {
-    pub fn setup() -> Self {
+    pub async fn setup() -> Self {
         let world = MemoryWorld::new();
         let cms = Arc::new(world.cms().with_site_root(SITE_ROOT));
-        cms.add_user("owner@example.com", Role::Owner).unwrap();
-        cms.add_user("ed@example.com", Role::Editor).unwrap();
-        let owner_key = cms.create_key("owner@example.com", "t", [1; 32]).unwrap().plaintext;
-        let editor_key = cms.create_key("ed@example.com", "t", [2; 32]).unwrap().plaintext;
+        cms.add_user("owner@example.com", Role::Owner).await.unwrap();
+        cms.add_user("ed@example.com", Role::Editor).await.unwrap();
+        let owner_key = cms.create_key("owner@example.com", "t", [1; 32]).await.unwrap().plaintext;
+        let editor_key = cms.create_key("ed@example.com", "t", [2; 32]).await.unwrap().plaintext;
         let state = web::Data::new(AppState::new(
             cms,
             vec!["https://app.example.com".into()],
@@ -50,6 +52,24 @@ impl Harness {
             UPLOAD_LIMIT,
         ));
         Self { world, state, owner_key, editor_key }
+    }
+
+    /// The facade behind the app.
+    pub fn cms(&self) -> &Cms {
+        &self.state.cms
+    }
+
+    /// Hands the content changes made behind the facade's back (`put_raw`, `remove_raw`)
+    /// to its index, as the store's change feed would.
+    pub async fn settle(&self) {
+        self.world.settle(self.cms()).await;
+    }
+
+    /// Swaps the installed license and lets the facade reload it (it answers license
+    /// checks from memory), as the store's change report would.
+    pub async fn set_license(&self, license: Option<License>) {
+        self.world.license.set(license);
+        self.cms().reload_license().await.expect("the license reloads");
     }
 
     pub fn bearer(&self) -> (&'static str, String) {

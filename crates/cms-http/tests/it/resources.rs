@@ -39,8 +39,8 @@ fn json_req(h: &Harness, method: actix_web::http::Method, uri: &str, body: Value
     TestRequest::default().method(method).uri(uri).insert_header(h.bearer()).set_json(body)
 }
 
-fn seeded() -> Harness {
-    let h = Harness::setup();
+async fn seeded() -> Harness {
+    let h = Harness::setup().await;
     h.world.resources.put_file("media/uploads", "logo.png", PNG);
     h.world.resources.put_file("media/uploads", "photo.bin", PNG);
     h.world.resources.put_file("media/uploads", "fake.png", b"plain text, not an image");
@@ -54,7 +54,7 @@ fn seeded() -> Harness {
 
 #[actix_web::test]
 async fn listing_shows_folders_files_and_images_by_content() {
-    let h = seeded();
+    let h = seeded().await;
     let create =
         json_req(&h, actix_web::http::Method::POST, "/cms/resources/folders", json!({"name": "2026"}));
     assert_eq!(
@@ -87,7 +87,7 @@ async fn listing_shows_folders_files_and_images_by_content() {
 
 #[actix_web::test]
 async fn listing_refuses_bad_folders_and_subpaths() {
-    let h = seeded();
+    let h = seeded().await;
     let get = |q: &str| TestRequest::get().uri(&format!("/cms/resources?{q}")).insert_header(h.bearer());
     h.send(get("folder=9")).await.assert_editor_error(404, "no resource folder 9");
     h.send(get("folder=x")).await.assert_editor_error(400, "folder must be");
@@ -100,7 +100,7 @@ async fn listing_refuses_bad_folders_and_subpaths() {
 
 #[actix_web::test]
 async fn uploads_store_sanitized_names_and_never_overwrite() {
-    let h = seeded();
+    let h = seeded().await;
     let reply = h.send(upload(&h, &[("file", Some("logo.png"), PNG)])).await;
     assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
     let body = reply.json();
@@ -138,7 +138,7 @@ async fn uploads_store_sanitized_names_and_never_overwrite() {
 
 #[actix_web::test]
 async fn bad_uploads_are_refused_and_leave_nothing() {
-    let h = seeded();
+    let h = seeded().await;
     let before = h.world.resources.paths();
     let exact = vec![b'a'; UPLOAD_LIMIT as usize];
     let over = vec![b'a'; UPLOAD_LIMIT as usize + 1];
@@ -175,7 +175,7 @@ async fn bad_uploads_are_refused_and_leave_nothing() {
 
 #[actix_web::test]
 async fn rename_move_delete_and_folders() {
-    let h = seeded();
+    let h = seeded().await;
     let patch = |body: Value| json_req(&h, actix_web::http::Method::PATCH, "/cms/resources", body);
     let reply =
         h.send(patch(json!({"folder": 0, "subpath": "", "file": "logo.png", "newName": "logo-v2"}))).await;
@@ -238,7 +238,7 @@ async fn rename_move_delete_and_folders() {
 
 #[actix_web::test]
 async fn files_are_served_with_caching_ranges_and_safety_headers() {
-    let h = seeded();
+    let h = seeded().await;
     let reply = h.send(TestRequest::get().uri("/media/uploads/logo.png")).await;
     assert_eq!(reply.status, 200, "no key needed");
     assert_eq!(reply.body, PNG);
@@ -287,6 +287,6 @@ async fn files_are_served_with_caching_ranges_and_safety_headers() {
     ] {
         assert_eq!(h.send(TestRequest::get().uri(bad)).await.status, 404, "{bad}");
     }
-    h.world.license.set(None);
+    h.set_license(None).await;
     assert_eq!(h.send(TestRequest::get().uri("/media/uploads/logo.png")).await.status, 402);
 }

@@ -5,7 +5,7 @@ use crate::Harness;
 
 #[actix_web::test]
 async fn status_routes_answer_in_the_envelope_without_a_key() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     for path in ["/", "/status"] {
         let reply = h.send(TestRequest::get().uri(path)).await;
         assert_eq!(reply.status, 200);
@@ -22,8 +22,8 @@ async fn status_routes_answer_in_the_envelope_without_a_key() {
 
 #[actix_web::test]
 async fn every_route_answers_402_without_a_json_api_license() {
-    let h = Harness::setup();
-    h.world.license.set(None);
+    let h = Harness::setup().await;
+    h.set_license(None).await;
     for route in ROUTES {
         let path =
             route.path.replace("{collection}", "posts").replace("{slug}", "x").replace("{tag}", "rust");
@@ -31,12 +31,13 @@ async fn every_route_answers_402_without_a_json_api_license() {
             TestRequest::default().method(route.method.parse().unwrap()).uri(&path).insert_header(h.bearer());
         h.send(req).await.assert_envelope_error(402, "no license");
     }
-    h.world.license.set(Some(cms_core::license::License {
+    h.set_license(Some(cms_core::license::License {
         licensee: "x".into(),
         features: vec!["webhooks".into()],
         expires_at: None,
         signature: None,
-    }));
+    }))
+    .await;
     h.send(TestRequest::get().uri("/status")).await.assert_envelope_error(402, "json_api");
     let expired = cms_core::license::License {
         licensee: "x".into(),
@@ -44,13 +45,13 @@ async fn every_route_answers_402_without_a_json_api_license() {
         expires_at: Some("2020-01-01T00:00:00Z".into()),
         signature: None,
     };
-    h.world.license.set(Some(expired));
+    h.set_license(Some(expired)).await;
     h.send(TestRequest::get().uri("/status")).await.assert_envelope_error(402, "expired");
 }
 
 #[actix_web::test]
 async fn describe_needs_a_key_and_lists_every_route() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     let reply = h.send(TestRequest::get().uri("/cms/")).await;
     reply.assert_envelope_error(401, "API key");
     assert_eq!(reply.header("www-authenticate"), Some("Bearer"));
@@ -82,7 +83,7 @@ async fn describe_needs_a_key_and_lists_every_route() {
 
 #[actix_web::test]
 async fn documented_routes_are_all_registered() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     for route in ROUTES {
         let path =
             route.path.replace("{collection}", "posts").replace("{slug}", "nope").replace("{tag}", "rust");
@@ -104,7 +105,7 @@ async fn documented_routes_are_all_registered() {
 
 #[actix_web::test]
 async fn key_failures_are_401_with_reasons() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     let cases = [
         ("Bearer mcp_0123456789", "AI-agent"),
         ("Bearer api_0000", "unknown or revoked"),
@@ -116,8 +117,8 @@ async fn key_failures_are_401_with_reasons() {
         assert_eq!(reply.header("www-authenticate"), Some("Bearer"));
     }
     // A revoked key stops working on the next request.
-    let id = h.state.cms.keys().unwrap().into_iter().find(|k| k.email == "ed@example.com").unwrap().id;
-    h.state.cms.revoke_key(&id).unwrap();
+    let id = h.state.cms.keys().await.unwrap().into_iter().find(|k| k.email == "ed@example.com").unwrap().id;
+    h.state.cms.revoke_key(&id).await.unwrap();
     h.send(TestRequest::get().uri("/cms/").insert_header(h.bearer()))
         .await
         .assert_envelope_error(401, "revoked");
@@ -125,7 +126,7 @@ async fn key_failures_are_401_with_reasons() {
 
 #[actix_web::test]
 async fn collections_are_listed_with_count() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     let body = h.send(TestRequest::get().uri("/cms/collections")).await.json();
     assert_eq!(body["count"], 2);
     assert_eq!(
@@ -136,7 +137,7 @@ async fn collections_are_listed_with_count() {
 
 #[actix_web::test]
 async fn unknown_routes_and_methods_answer_in_the_envelope() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     h.send(TestRequest::get().uri("/nope")).await.assert_envelope_error(404, "no route GET /nope");
     let reply = h.send(TestRequest::delete().uri("/cms/collections")).await;
     reply.assert_envelope_error(405, "DELETE is not allowed");
@@ -147,8 +148,8 @@ async fn unknown_routes_and_methods_answer_in_the_envelope() {
 
 #[actix_web::test]
 async fn cors_preflight_and_origin_checks() {
-    let h = Harness::setup();
-    h.world.license.set(None); // preflights need no license
+    let h = Harness::setup().await;
+    h.set_license(None).await; // preflights need no license
     let preflight = |origin: &str| {
         TestRequest::default()
             .method(actix_web::http::Method::OPTIONS)
@@ -163,7 +164,7 @@ async fn cors_preflight_and_origin_checks() {
     assert!(reply.header("access-control-allow-methods").unwrap().contains("PATCH"));
     h.send(preflight("https://evil.example")).await.assert_envelope_error(403, "not allowed");
 
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     let from = |origin: &str| {
         TestRequest::get().uri("/cms/collections").insert_header(("Origin", origin.to_owned()))
     };
@@ -178,7 +179,7 @@ async fn cors_preflight_and_origin_checks() {
 
 #[actix_web::test]
 async fn head_works_wherever_get_does() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     let reply = h.send(TestRequest::default().method(actix_web::http::Method::HEAD).uri("/status")).await;
     assert_eq!(reply.status, 200);
     let reply = h
@@ -191,7 +192,7 @@ async fn head_works_wherever_get_does() {
 
 #[actix_web::test]
 async fn forwarded_host_headers_do_not_make_an_origin_same_server() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     let req = TestRequest::get()
         .uri("/cms/collections")
         .insert_header(("Origin", "https://evil.example"))

@@ -15,7 +15,7 @@ fn put_theme(key: &str, body: Value) -> TestRequest {
 
 #[actix_web::test]
 async fn theme_has_sensible_defaults_and_saves_subsets() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     let reply =
         h.send(TestRequest::get().uri("/cms/settings/theme").insert_header(as_key(&h.owner_key))).await;
     assert_eq!(reply.status, 200);
@@ -45,7 +45,7 @@ async fn theme_has_sensible_defaults_and_saves_subsets() {
 
 #[actix_web::test]
 async fn theme_validation_names_the_field_and_changes_nothing() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     let before = h
         .send(TestRequest::get().uri("/cms/settings/theme").insert_header(as_key(&h.owner_key)))
         .await
@@ -75,10 +75,10 @@ async fn theme_validation_names_the_field_and_changes_nothing() {
 
 #[actix_web::test]
 async fn theme_needs_the_owner_and_the_plan_feature() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     h.send(TestRequest::get().uri("/cms/settings/theme")).await.assert_editor_error(401, "API key");
-    h.state.cms.add_user("admin@example.com", Role::Admin).unwrap();
-    let admin = h.state.cms.create_key("admin@example.com", "t", [5; 32]).unwrap().plaintext;
+    h.state.cms.add_user("admin@example.com", Role::Admin).await.unwrap();
+    let admin = h.state.cms.create_key("admin@example.com", "t", [5; 32]).await.unwrap().plaintext;
     for key in [&h.editor_key, &admin] {
         let get = TestRequest::get().uri("/cms/settings/theme").insert_header(as_key(key));
         h.send(get).await.assert_editor_error(403, "needs the owner role");
@@ -86,12 +86,13 @@ async fn theme_needs_the_owner_and_the_plan_feature() {
             .await
             .assert_editor_error(403, "needs the owner role");
     }
-    h.world.license.set(Some(License {
+    h.set_license(Some(License {
         licensee: "x".into(),
         features: vec!["json_api".into()],
         expires_at: None,
         signature: None,
-    }));
+    }))
+    .await;
     let get = TestRequest::get().uri("/cms/settings/theme").insert_header(as_key(&h.owner_key));
     h.send(get).await.assert_editor_error(403, "theme_customization");
     h.send(put_theme(&h.owner_key, json!({"colour": 1})))
@@ -101,9 +102,9 @@ async fn theme_needs_the_owner_and_the_plan_feature() {
 
 #[actix_web::test]
 async fn users_listing_is_for_admins_and_owners() {
-    let h = Harness::setup();
-    h.state.cms.add_user("admin@example.com", Role::Admin).unwrap();
-    let admin = h.state.cms.create_key("admin@example.com", "t", [6; 32]).unwrap().plaintext;
+    let h = Harness::setup().await;
+    h.state.cms.add_user("admin@example.com", Role::Admin).await.unwrap();
+    let admin = h.state.cms.create_key("admin@example.com", "t", [6; 32]).await.unwrap().plaintext;
     for key in [&admin, &h.owner_key] {
         let reply = h.send(TestRequest::get().uri("/cms/settings/users").insert_header(as_key(key))).await;
         assert_eq!(reply.status, 200);

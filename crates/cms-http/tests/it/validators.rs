@@ -114,7 +114,7 @@ async fn body_of(h: &Harness, uri: &str) -> Vec<u8> {
 #[actix_web::test]
 async fn rss_passes_feedparser_without_bozo() {
     let Some(python) = python() else { return skip("python3 with feedparser") };
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     seed(&h);
     let uri =
         "/cms/collections/posts/rss?title=News%20%26%20%3Cviews%3E&description=It%27s%20%22all%22%20here";
@@ -140,7 +140,7 @@ async fn rss_passes_feedparser_without_bozo() {
     assert!(entries[2]["published"].is_array(), "undated items carry their file time");
 
     // An empty feed is valid too.
-    let empty = Harness::setup();
+    let empty = Harness::setup().await;
     let (ok, out, err) =
         run(&python, &["-c", FEEDPARSER_SCRIPT], &body_of(&empty, "/cms/collections/pages/rss").await);
     assert!(ok, "{err}");
@@ -160,9 +160,9 @@ async fn sitemap_validates_against_the_sitemaps_org_schema() {
     }
     let schema = Path::new(WORKSPACE).join("fixtures/schemas/sitemap.xsd");
     let xmllint = Path::new("xmllint");
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     seed(&h);
-    let empty = Harness::setup();
+    let empty = Harness::setup().await;
     let documents = [
         body_of(&h, "/cms/collections/posts/sitemap").await,
         body_of(&h, "/cms/collections/posts/sitemap?baseUrl=https://example.com/o%27brien%26co&limit=1")

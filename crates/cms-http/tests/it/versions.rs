@@ -19,7 +19,7 @@ async fn with_history(h: &Harness) -> i64 {
 
 #[actix_web::test]
 async fn list_read_and_restore_over_http() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     let version = with_history(&h).await;
 
     let list = h.send(TestRequest::get().uri(&format!("{ITEM}/versions")).insert_header(h.bearer())).await;
@@ -54,7 +54,7 @@ async fn list_read_and_restore_over_http() {
 
 #[actix_web::test]
 async fn history_errors_are_editor_shaped() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     let version = with_history(&h).await;
     h.send(TestRequest::get().uri(&format!("{ITEM}/versions"))).await.assert_editor_error(401, "API key");
     let get = |uri: String| TestRequest::get().uri(&uri).insert_header(h.bearer());
@@ -75,7 +75,7 @@ async fn history_errors_are_editor_shaped() {
 
 #[actix_web::test]
 async fn restore_honours_if_match() {
-    let h = Harness::setup();
+    let h = Harness::setup().await;
     let version = with_history(&h).await;
     let restore = TestRequest::post()
         .uri(&format!("{ITEM}/versions/{version}/restore"))

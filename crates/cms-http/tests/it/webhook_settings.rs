@@ -10,8 +10,8 @@ use crate::Harness;
 
 const WEBHOOKS: &str = "/cms/settings/webhooks";
 
-fn with_webhooks() -> Harness {
-    let h = Harness::setup();
+async fn with_webhooks() -> Harness {
+    let h = Harness::setup().await;
     h.world.webhooks.set(vec![
         WebhookInfo {
             id: "wh_0123456789abcdef".into(),
@@ -37,7 +37,7 @@ fn get(key: &str) -> TestRequest {
 
 #[actix_web::test]
 async fn owners_see_the_subscriptions_without_secrets_in_the_editor_shape() {
-    let h = with_webhooks();
+    let h = with_webhooks().await;
     let reply = h.send(get(&h.owner_key)).await;
     assert_eq!(reply.status, 200);
     assert_eq!(
@@ -59,10 +59,10 @@ async fn owners_see_the_subscriptions_without_secrets_in_the_editor_shape() {
 
 #[actix_web::test]
 async fn other_roles_and_licenses_without_webhooks_get_403() {
-    let h = with_webhooks();
+    let h = with_webhooks().await;
     h.send(get(&h.editor_key)).await.assert_editor_error(403, "owner");
-    h.state.cms.add_user("admin@example.com", Role::Admin).unwrap();
-    let admin_key = h.state.cms.create_key("admin@example.com", "t", [9; 32]).unwrap().plaintext;
+    h.state.cms.add_user("admin@example.com", Role::Admin).await.unwrap();
+    let admin_key = h.state.cms.create_key("admin@example.com", "t", [9; 32]).await.unwrap().plaintext;
     h.send(get(&admin_key)).await.assert_editor_error(403, "owner");
     h.send(TestRequest::get().uri(WEBHOOKS)).await.assert_editor_error(401, "API key");
 
@@ -72,8 +72,8 @@ async fn other_roles_and_licenses_without_webhooks_get_403() {
         expires_at: None,
         signature: None,
     };
-    h.world.license.set(Some(plan(&["json_api", "theme_customization"])));
+    h.set_license(Some(plan(&["json_api", "theme_customization"]))).await;
     h.send(get(&h.owner_key)).await.assert_editor_error(403, "webhooks");
-    h.world.license.set(Some(plan(&["webhooks"])));
+    h.set_license(Some(plan(&["webhooks"]))).await;
     h.send(get(&h.owner_key)).await.assert_envelope_error(402, "json_api");
 }

@@ -25,8 +25,8 @@ fn signature_is_valid(secret: &str, body: &[u8], header: &str) -> bool {
     header == expected
 }
 
-#[test]
-fn every_event_kind_arrives_signed_over_the_raw_body() {
+#[tokio::test]
+async fn every_event_kind_arrives_signed_over_the_raw_body() {
     let f = Fixture::new();
     let receiver = Receiver::start(&f.ca, Answer::Status(200));
     let subscription = f.add(&receiver.url(), ALL);
@@ -37,15 +37,15 @@ fn every_event_kind_arrives_signed_over_the_raw_body() {
     let mut fm = Frontmatter::new();
     fm.insert("title".into(), "Hello".into());
     let new = NewItem { slug: Some("hello".into()), date_prefix: Some(false), fm, body: "one".into() };
-    cms.create_item(posts, new).unwrap();
+    cms.create_item(posts, new).await.unwrap();
     let update = ItemUpdate { mode: UpdateMode::Patch, fm: Frontmatter::new(), body: Some("two".into()) };
-    cms.update_item(posts, "hello", update, None).unwrap();
-    let version = cms.list_versions(posts, "hello").unwrap().versions[0].timestamp;
-    cms.restore_version(posts, "hello", &version.to_string(), None).unwrap();
-    cms.delete_item(posts, "hello", None).unwrap();
-    cms.add_user("ann@example.com", Role::Editor).unwrap();
-    cms.add_user("ann@example.com", Role::Admin).unwrap();
-    cms.remove_user("ann@example.com").unwrap();
+    cms.update_item(posts, "hello", update, None).await.unwrap();
+    let version = cms.list_versions(posts, "hello").await.unwrap().versions[0].timestamp;
+    cms.restore_version(posts, "hello", &version.to_string(), None).await.unwrap();
+    cms.delete_item(posts, "hello", None).await.unwrap();
+    cms.add_user("ann@example.com", Role::Editor).await.unwrap();
+    cms.add_user("ann@example.com", Role::Admin).await.unwrap();
+    cms.remove_user("ann@example.com").await.unwrap();
 
     let report = sink.shutdown(SETTLE);
     assert!(report.finished, "{report:?}");

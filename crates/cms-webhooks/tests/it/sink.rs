@@ -93,8 +93,8 @@ fn a_full_queue_logs_the_event_as_not_sent_without_blocking() {
 
 /// The write path costs the same whatever the receiver does: the facade's create returns
 /// before any delivery is attempted.
-#[test]
-fn a_write_returns_as_fast_with_a_slow_or_dead_receiver() {
+#[tokio::test]
+async fn a_write_returns_as_fast_with_a_slow_or_dead_receiver() {
     let f = Fixture::new();
     let fast = Receiver::start(&f.ca, Answer::Status(200));
     let slow = Receiver::start(&f.ca, Answer::Slow(SLOW));
@@ -110,7 +110,7 @@ fn a_write_returns_as_fast_with_a_slow_or_dead_receiver() {
             fm.insert("title".into(), format!("{name} {n}").into());
             let new = NewItem { slug: None, date_prefix: Some(false), fm, body: String::new() };
             let started = Instant::now();
-            cms.create_item(posts, new).unwrap();
+            cms.create_item(posts, new).await.unwrap();
             worst = worst.max(started.elapsed());
         }
         timings.push((name, worst));

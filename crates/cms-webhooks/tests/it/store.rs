@@ -9,14 +9,14 @@ use time::OffsetDateTime;
 
 use crate::Fixture;
 
-#[test]
-fn subscriptions_are_added_listed_toggled_and_removed() {
+#[tokio::test]
+async fn subscriptions_are_added_listed_toggled_and_removed() {
     let f = Fixture::new();
     let a = f.add("https://a.example.com/hook", "file.created,user.created");
     let b = f.add("https://b.example.com/hook", "file.deleted");
     assert_eq!(f.store.list().unwrap(), [a.clone(), b.clone()]);
 
-    let listed = f.store.list_webhooks().unwrap();
+    let listed = f.store.list_webhooks().await.unwrap();
     assert_eq!(listed.iter().map(|w| w.id.as_str()).collect::<Vec<_>>(), [&a.id, &b.id]);
     assert_eq!(listed[0].events, [EventKind::FileCreated, EventKind::UserCreated]);
     assert_eq!(listed[0].created_at.unix_timestamp(), a.created_at.unix_timestamp());

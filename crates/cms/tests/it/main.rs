@@ -1,5 +1,6 @@
 //! The real `cms` binary on temporary sites: the CLI, and the server over HTTP.
 
+mod changes;
 mod cli;
 mod discovery;
 mod resources;
@@ -10,6 +11,7 @@ use std::fs;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tempfile::TempDir;
@@ -52,6 +54,23 @@ pub fn user_with_key(site: &Path, email: &str, role: &str) -> String {
     let output = cms(site, &["keys", "create", "--user", email]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     stdout(&output).lines().last().unwrap().to_owned()
+}
+
+/// How long a change made behind the server's back may take to show: the change feed
+/// reports it within about a second (a store without a feed is rescanned every second).
+pub const SEEN_WITHIN: Duration = Duration::from_secs(5);
+
+/// Calls `probe` until `done` accepts its answer or [`SEEN_WITHIN`] has passed, and
+/// returns the last answer (the caller asserts on it, so a failure shows what was seen).
+pub fn poll<T>(mut probe: impl FnMut() -> T, done: impl Fn(&T) -> bool) -> T {
+    let deadline = Instant::now() + SEEN_WITHIN;
+    loop {
+        let answer = probe();
+        if done(&answer) || Instant::now() >= deadline {
+            return answer;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// A running `cms serve` on a free port, killed on drop.

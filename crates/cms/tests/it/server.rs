@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::{Server, cms, demo_site, user_with_key};
+use crate::{SEEN_WITHIN, Server, cms, demo_site, poll, user_with_key};
 
 #[test]
 fn items_over_real_http_and_revocation_and_graceful_stop() {
@@ -40,14 +40,21 @@ fn items_over_real_http_and_revocation_and_graceful_stop() {
     let (status, item) = server.get("/cms/collections/0/items/e2e", None);
     assert_eq!((status, item["data"]["body_html"].as_str()), (200, Some("<p>Over <em>HTTP</em>.</p>\n")));
 
-    // An edit made on disk by another program is seen by the next list.
+    // An edit made on disk by another program reaches the list through the change feed
+    // (within about a second, not necessarily by the next request).
     fs::write(
         site.path().join("content/posts/e2e.md"),
         "---\ntitle: Edited Outside\nstatus: published\n---\n",
     )
     .unwrap();
-    let (_, list) = server.get("/cms/collections/posts/items?orderBy=title&direction=asc", None);
-    assert!(list["data"].as_array().unwrap().iter().any(|i| i["title"] == "Edited Outside"), "{list}");
+    let edited = |list: &serde_json::Value| {
+        list["data"].as_array().is_some_and(|items| items.iter().any(|i| i["title"] == "Edited Outside"))
+    };
+    let (_, list) = poll(
+        || server.get("/cms/collections/posts/items?orderBy=title&direction=asc", None),
+        |(_, l)| edited(l),
+    );
+    assert!(edited(&list), "not seen within {SEEN_WITHIN:?}: {list}");
 
     // A key revoked with the CLI stops working on the next request.
     assert_eq!(server.get("/cms/", Some(&key)).0, 200);

@@ -1,0 +1,243 @@
+//! The facade's side of the kept index: built once per collection, then changed in place
+//! by the facade's own writes (read-your-writes) and by the store's change feed (edits by
+//! other programs), with a rescan whenever the feed cannot say exactly what changed.
+
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use futures_util::lock::Mutex as AsyncMutex;
+
+use super::Cms;
+use crate::collection::Collection;
+use crate::error::CoreResult;
+use crate::index::{CollectionIndex, IndexedItem};
+use crate::ports::{ChangeFeed, FileStamp, StorageChange, StoredFile};
+use crate::slug::ItemFilename;
+
+/// One collection's index and the lock that lets one task build it.
+#[derive(Default)]
+pub(super) struct IndexCell {
+    index: RwLock<Option<CollectionIndex>>,
+    building: AsyncMutex<()>,
+}
+
+/// What the index knows about a collection, read under its lock.
+pub(super) struct IndexRead<'a>(RwLockReadGuard<'a, Option<CollectionIndex>>);
+
+impl std::ops::Deref for IndexRead<'_> {
+    type Target = CollectionIndex;
+
+    fn deref(&self) -> &CollectionIndex {
+        self.0.as_ref().expect("read only after the index is built")
+    }
+}
+
+impl Cms {
+    /// Builds every collection's index (and loads the license) now rather than on the
+    /// first request. The composition root calls it before serving.
+    pub async fn start(&self) -> CoreResult<()> {
+        for collection in &self.collections {
+            self.ensure_indexed(collection).await?;
+        }
+        self.reload_license().await
+    }
+
+    /// The collection's index, built on first use. Reads hold it briefly and never across
+    /// an await.
+    pub(super) async fn index(&self, collection: &Collection) -> CoreResult<IndexRead<'_>> {
+        self.ensure_indexed(collection).await?;
+        Ok(IndexRead(super::read(&self.indexes[collection.index].index)))
+    }
+
+    fn index_mut(&self, collection: &Collection) -> RwLockWriteGuard<'_, Option<CollectionIndex>> {
+        super::write(&self.indexes[collection.index].index)
+    }
+
+    async fn ensure_indexed(&self, collection: &Collection) -> CoreResult<()> {
+        let cell = &self.indexes[collection.index];
+        if super::read(&cell.index).is_some() {
+            return Ok(());
+        }
+        let _building = cell.building.lock().await;
+        if super::read(&cell.index).is_some() {
+            return Ok(());
+        }
+        let scan = self.ports.content.scan(collection).await?;
+        let names: Vec<(FileStamp, ItemFilename)> =
+            scan.into_iter().filter_map(|s| ItemFilename::parse(&s.name).map(|n| (s, n))).collect();
+        let mut entries = Vec::with_capacity(names.len());
+        // In batches, so that only one batch of file contents is in memory at a time.
+        for batch in names.chunks(BUILD_BATCH) {
+            let batch_names: Vec<ItemFilename> = batch.iter().map(|(_, n)| n.clone()).collect();
+            let files = self.ports.content.read_many(collection, &batch_names).await;
+            let mut readable = Vec::with_capacity(files.len());
+            for ((stamp, name), file) in batch.iter().zip(files) {
+                match file {
+                    Ok(Some(file)) => readable.push(file),
+                    Ok(None) => {} // deleted since the scan
+                    Err(error) => {
+                        tracing::warn!(filename = name.as_str(), %error, "skipping an item that cannot be read");
+                        entries.push((stamp.clone(), None));
+                    }
+                }
+            }
+            entries.extend(index_files(readable, collection));
+        }
+        let built = CollectionIndex::build(entries);
+        tracing::info!(
+            collection = collection.slug.as_str(),
+            files = built.file_count(),
+            items = built.usable_count(),
+            "indexed"
+        );
+        *super::write(&cell.index) = Some(built);
+        Ok(())
+    }
+
+    /// Records what the facade itself just wrote, so the next request sees it.
+    pub(super) fn index_written(&self, collection: &Collection, name: &ItemFilename, file: &StoredFile) {
+        let item = index_one(collection, name, file);
+        if let Some(index) = self.index_mut(collection).as_mut() {
+            index.upsert(name, file.stamp.clone(), item);
+        }
+    }
+
+    pub(super) fn index_removed(&self, collection: &Collection, name: &ItemFilename) {
+        if let Some(index) = self.index_mut(collection).as_mut() {
+            index.remove(name.as_str());
+        }
+    }
+
+    /// Applies one batch of changes reported by the store. Each file is re-read only when
+    /// its stamp differs from the indexed one, under the item's write lock, so a change
+    /// report never overwrites a newer API write.
+    pub async fn apply_changes(&self, batch: Vec<StorageChange>) -> CoreResult<()> {
+        for change in batch {
+            match change {
+                StorageChange::Items { collection, names } => {
+                    let Some(collection) = self.collections.get(collection) else { continue };
+                    for name in names.iter().filter_map(|n| ItemFilename::parse(n)) {
+                        self.refresh_file(collection, &name).await?;
+                    }
+                }
+                StorageChange::Rescan { collection } => {
+                    if let Some(collection) = self.collections.get(collection) {
+                        self.rescan(collection).await?;
+                    }
+                }
+                StorageChange::License => self.reload_license().await?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Compares a collection with a fresh scan and re-reads what differs.
+    pub async fn rescan(&self, collection: &Collection) -> CoreResult<()> {
+        self.ensure_indexed(collection).await?;
+        let scan = self.ports.content.scan(collection).await?;
+        let mut stale: Vec<String> = {
+            let index = self.index(collection).await?;
+            let scanned: std::collections::HashSet<&str> = scan.iter().map(|s| s.name.as_str()).collect();
+            let gone = index.stamps().filter(|s| !scanned.contains(s.name.as_str())).map(|s| s.name.clone());
+            let changed = scan.iter().filter(|s| index.stamp(&s.name) != Some(*s)).map(|s| s.name.clone());
+            gone.chain(changed).collect()
+        };
+        stale.sort();
+        stale.dedup();
+        for name in stale.iter().filter_map(|n| ItemFilename::parse(n)) {
+            self.refresh_file(collection, &name).await?;
+        }
+        Ok(())
+    }
+
+    /// Rescans every collection and reloads the license: what a store without a change
+    /// feed gets, periodically.
+    pub async fn rescan_all(&self) -> CoreResult<()> {
+        for collection in &self.collections {
+            self.rescan(collection).await?;
+        }
+        self.reload_license().await
+    }
+
+    /// Subscribes to the store's change reports for this site's collections; `None` when
+    /// the store has no feed (then call [`Cms::rescan_all`] periodically).
+    pub fn subscribe(&self) -> CoreResult<Option<Box<dyn ChangeFeed>>> {
+        self.ports.changes.subscribe(&self.collections)
+    }
+
+    /// Follows a change feed until it ends, applying each batch. Errors are logged and the
+    /// next batch still applies; a batch that fails is retried as a rescan.
+    pub async fn follow_changes(&self, mut feed: Box<dyn ChangeFeed>) {
+        while let Some(batch) = feed.next_batch().await {
+            if let Err(error) = self.apply_changes(batch).await {
+                tracing::warn!(%error, "applying storage changes failed; rescanning");
+                if let Err(error) = self.rescan_all().await {
+                    tracing::error!(%error, "rescan after a failed change failed");
+                }
+            }
+        }
+        tracing::warn!("the storage change feed ended");
+    }
+
+    async fn refresh_file(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<()> {
+        let _guard = self.item_locks.lock(collection.index, name.slug()).await;
+        let indexed: Option<FileStamp> = self.index(collection).await?.stamp(name.as_str()).cloned();
+        let current = self.ports.content.stat(collection, name).await?;
+        if current.is_some() && current == indexed {
+            return Ok(());
+        }
+        match self.ports.content.read(collection, name).await {
+            Ok(Some(file)) => self.index_written(collection, name, &file),
+            Ok(None) => self.index_removed(collection, name),
+            Err(error) => {
+                // Unreadable (too large, no permission): known, but not listed.
+                tracing::warn!(filename = name.as_str(), %error, "skipping an item that cannot be read");
+                if let Some(stamp) = current
+                    && let Some(index) = self.index_mut(collection).as_mut()
+                {
+                    index.upsert(name, stamp, None);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Files read and parsed together while building an index.
+const BUILD_BATCH: usize = 2048;
+
+/// Parses one file for the index, logging why it is skipped if it cannot be used.
+fn index_one(collection: &Collection, name: &ItemFilename, file: &StoredFile) -> Option<IndexedItem> {
+    IndexedItem::from_file(name, file)
+        .inspect_err(|reason| {
+            tracing::warn!(
+                collection = collection.slug.as_str(),
+                filename = name.as_str(),
+                reason = reason.as_str(),
+                "skipping an item that cannot be read"
+            );
+        })
+        .ok()
+}
+
+/// Parses a collection's files on every core: parsing YAML and Markdown is the cost of a
+/// start-up, and it is pure CPU work.
+fn index_files(files: Vec<StoredFile>, collection: &Collection) -> Vec<(FileStamp, Option<IndexedItem>)> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 16);
+    let chunk = files.len().div_ceil(threads).max(256);
+    let parse = |files: &[StoredFile]| -> Vec<(FileStamp, Option<IndexedItem>)> {
+        files
+            .iter()
+            .filter_map(|file| {
+                let name = ItemFilename::parse(&file.stamp.name)?;
+                Some((file.stamp.clone(), index_one(collection, &name, file)))
+            })
+            .collect()
+    };
+    if files.len() <= chunk {
+        return parse(&files);
+    }
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = files.chunks(chunk).map(|part| scope.spawn(move || parse(part))).collect();
+        workers.into_iter().flat_map(|w| w.join().expect("an index worker panicked")).collect()
+    })
+}

@@ -1,0 +1,569 @@
+//! The kept index through the facade: read-your-writes, outside edits delivered by the
+//! change feed, per-item write serialization, ETags, and futures that can be spawned.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use cms_core::CoreError;
+use cms_core::account::Role;
+use cms_core::collection::Collection;
+use cms_core::config::SiteConfig;
+use cms_core::document::Frontmatter;
+use cms_core::ports::{ChangeFeed, ContentStore, FileStamp, StorageChange, StoredFile};
+use cms_core::query::{ListParams, ListQuery};
+use cms_core::service::{
+    Cms, ItemUpdate, NewItem, RelatedParams, SearchIndexParams, TagsParams, UpdateMode, Viewer, etag_of,
+};
+use cms_core::slug::ItemFilename;
+use cms_core::testing::{MemoryContentStore, MemoryWorld, SITE_YAML};
+use futures_util::future::join_all;
+use serde_json::{Value, json};
+
+const POSTS: &str = "content/posts";
+
+fn fm(value: Value) -> Frontmatter {
+    value.as_object().unwrap().clone()
+}
+
+fn patch(value: Value) -> ItemUpdate {
+    ItemUpdate { mode: UpdateMode::Patch, fm: fm(value), body: None }
+}
+
+fn query(pairs: &[(&str, &str)]) -> ListQuery {
+    ListQuery::parse(&ListParams::from_pairs(pairs.iter().copied())).unwrap()
+}
+
+/// One list page as (filename, title, etag) rows, with the number of matches.
+type Listed = (Vec<(String, String, String)>, usize);
+
+async fn list(cms: &Cms, pairs: &[(&str, &str)], viewer: &Viewer) -> Listed {
+    let posts = cms.collection("posts").unwrap();
+    let page = cms.list_items(posts, &query(pairs), viewer).await.unwrap();
+    let rows = page
+        .items
+        .iter()
+        .map(|s| (s.item.meta.filename.clone(), s.item.meta.title.clone(), s.item.etag.clone()))
+        .collect();
+    (rows, page.total_items)
+}
+
+async fn slugs(cms: &Cms, pairs: &[(&str, &str)], viewer: &Viewer) -> Vec<String> {
+    let posts = cms.collection("posts").unwrap();
+    let page = cms.list_items(posts, &query(pairs), viewer).await.unwrap();
+    page.items.iter().map(|s| s.item.meta.slug.clone()).collect()
+}
+
+async fn tag_slugs(cms: &Cms) -> Vec<String> {
+    let params = TagsParams { content_path: Some(POSTS.into()), ..Default::default() };
+    let mut tags: Vec<String> = cms.tags(&params).await.unwrap().into_iter().map(|t| t.slug).collect();
+    tags.sort();
+    tags
+}
+
+/// A viewer with a key (drafts visible), made through `cms`.
+async fn editor(cms: &Cms) -> Viewer {
+    cms.add_user("ed@example.com", Role::Editor).await.unwrap();
+    let key = cms.create_key("ed@example.com", "t", [7; 32]).await.unwrap();
+    Viewer::Key(cms.authenticate(&key.plaintext).await.unwrap())
+}
+
+fn new_post(slug: &str, value: Value) -> NewItem {
+    NewItem { slug: Some(slug.into()), fm: fm(value), body: format!("About {slug}."), ..Default::default() }
+}
+
+#[tokio::test]
+async fn the_facades_own_writes_are_seen_by_the_very_next_request() {
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    let viewer = editor(&cms).await;
+    let anon = Viewer::Anonymous;
+    let posts = cms.collection("posts").unwrap().clone();
+    let by_title = [("orderBy", "title"), ("direction", "asc")];
+    assert!(slugs(&cms, &[], &anon).await.is_empty(), "the index is built before the first write");
+
+    let published = |title: &str, tags: Value, date: &str| {
+        let fields = json!({"title": title, "status": "published", "tags": tags, "date": date});
+        let mut fields = fm(fields);
+        fields.insert("keep".into(), "me".into());
+        Value::Object(fields)
+    };
+    cms.create_item(&posts, new_post("b", published("Bravo", json!(["x"]), "2024-01-02"))).await.unwrap();
+    assert_eq!(slugs(&cms, &[], &anon).await, ["b"], "a create is listed at once");
+    cms.create_item(&posts, new_post("a", published("Alpha", json!(["y"]), "2024-01-01"))).await.unwrap();
+    cms.create_item(&posts, new_post("c", json!({"title": "Charlie", "tags": ["x"]}))).await.unwrap();
+    assert_eq!(slugs(&cms, &[], &anon).await, ["b", "a"], "newest first; the draft is not public");
+    assert_eq!(slugs(&cms, &by_title, &anon).await, ["a", "b"]);
+    assert_eq!(slugs(&cms, &[("status", "all"), ("orderBy", "title")], &viewer).await, ["c", "b", "a"]);
+    assert_eq!(slugs(&cms, &[("tags", "x")], &anon).await, ["b"]);
+    assert_eq!(slugs(&cms, &[("tags", "x"), ("status", "all")], &viewer).await, ["c", "b"]);
+    assert_eq!(tag_slugs(&cms).await, ["x", "y"]);
+
+    // PATCH: a new title moves the item in title order, the tags are replaced, and the
+    // keys the patch does not name stay.
+    let out =
+        cms.update_item(&posts, "b", patch(json!({"title": "Aardvark", "tags": ["z"]})), None).await.unwrap();
+    assert_eq!(slugs(&cms, &by_title, &anon).await, ["b", "a"], "the new title is sorted at once");
+    assert!(slugs(&cms, &[("tags", "x")], &anon).await.is_empty(), "a removed tag no longer matches");
+    assert_eq!(slugs(&cms, &[("tags", "z")], &anon).await, ["b"], "a new tag matches");
+    assert!(slugs(&cms, &[("tags", "x"), ("orderBy", "title")], &viewer).await.is_empty());
+    assert_eq!(slugs(&cms, &[("tags", "x"), ("status", "all")], &viewer).await, ["c"]);
+    assert_eq!(tag_slugs(&cms).await, ["y", "z"], "x is gone from the tag list, z is in it");
+    let view = cms.read_item(&posts, "b", &anon).await.unwrap();
+    assert_eq!((view.meta.title.as_str(), view.meta.tags.as_slice()), ("Aardvark", &["z".to_owned()][..]));
+    assert_eq!(view.fm["keep"], "me", "PATCH merged the frontmatter");
+    assert_eq!(Some(view.etag), out.etag);
+    let raw = cms.read_raw(&posts, "b").await.unwrap();
+    assert_eq!((raw.doc.fm["title"].as_str(), raw.doc.fm["keep"].as_str()), (Some("Aardvark"), Some("me")));
+
+    // Publishing a draft makes it public at once; a null removes a key.
+    cms.update_item(&posts, "c", patch(json!({"status": "published", "tags": null})), None).await.unwrap();
+    assert_eq!(slugs(&cms, &by_title, &anon).await, ["b", "a", "c"]);
+    assert_eq!(cms.read_item(&posts, "c", &anon).await.unwrap().meta.title, "Charlie");
+    assert!(slugs(&cms, &[("tags", "x"), ("status", "all")], &viewer).await.is_empty());
+
+    // Delete: gone from lists, tags and single reads at once; the slug is free again.
+    cms.delete_item(&posts, "a", None).await.unwrap();
+    assert_eq!(slugs(&cms, &by_title, &anon).await, ["b", "c"]);
+    assert!(slugs(&cms, &[("tags", "y")], &anon).await.is_empty());
+    assert_eq!(tag_slugs(&cms).await, ["z"]);
+    assert!(matches!(cms.read_item(&posts, "a", &anon).await, Err(CoreError::NotFound(_))));
+    assert!(matches!(cms.read_raw(&posts, "a").await, Err(CoreError::NotFound(_))));
+    cms.create_item(&posts, new_post("a", published("Again", json!(["y"]), "2024-03-01"))).await.unwrap();
+    assert_eq!(slugs(&cms, &[("tags", "y")], &anon).await, ["a"]);
+    assert_eq!(cms.read_item(&posts, "a", &anon).await.unwrap().meta.title, "Again");
+
+    // Restore: a deleted item comes back, an existing one goes back, both at once.
+    cms.delete_item(&posts, "b", None).await.unwrap();
+    assert!(slugs(&cms, &[("tags", "z")], &anon).await.is_empty());
+    let history = cms.list_versions(&posts, "2024-01-02-b.md").await.unwrap();
+    let newest = history.versions[0].timestamp.to_string();
+    cms.restore_version(&posts, "2024-01-02-b.md", &newest, None).await.unwrap();
+    assert_eq!(slugs(&cms, &[("tags", "z")], &anon).await, ["b"], "a restored item is listed at once");
+    assert_eq!(tag_slugs(&cms).await, ["y", "z"]);
+    let oldest = history.versions.last().unwrap().timestamp.to_string();
+    cms.restore_version(&posts, "b", &oldest, None).await.unwrap();
+    assert_eq!(cms.read_item(&posts, "b", &anon).await.unwrap().meta.title, "Bravo");
+    assert_eq!(slugs(&cms, &[("tags", "x")], &anon).await, ["b"], "the restored version's tags");
+    assert_eq!(tag_slugs(&cms).await, ["x", "y"]);
+}
+
+#[tokio::test]
+async fn outside_edits_are_seen_after_the_change_feed_delivers_them_as_a_fresh_build_sees_them() {
+    let world = MemoryWorld::new();
+    for (name, text) in [
+        ("2024-01-01-a.md", "title: Delta\ntags: [x]\nauthor: ann"),
+        ("2024-01-02-b.md", "title: Alpha\ntags: [y]"),
+        ("2024-01-03-c.md", "title: Charlie\nstatus: draft\ntags: [x]"),
+        ("2024-01-04-d.md", "title: Bravo\ntags: [x, y]\nauthor: ann"),
+        ("2024-01-05-e.md", "title: Echo"),
+    ] {
+        world.content.put_raw(POSTS, name, format!("---\n{text}\n---\nBody of {name}.\n").as_bytes());
+    }
+    let cms = world.cms();
+    let viewer = editor(&cms).await;
+    let anon = Viewer::Anonymous;
+    let queries: [(&[(&str, &str)], &Viewer); 8] = [
+        (&[], &anon),
+        (&[("status", "all")], &viewer),
+        (&[("status", "draft")], &viewer),
+        (&[("orderBy", "title")], &anon),
+        (&[("tags", "x")], &anon),
+        (&[("tags", "x,y"), ("orderBy", "title"), ("status", "all")], &viewer),
+        (&[("author", "ann")], &anon),
+        (&[("per_page", "2"), ("page", "2")], &anon),
+    ];
+    let mut before = Vec::new();
+    for (pairs, viewer) in queries {
+        before.push(list(&cms, pairs, viewer).await);
+    }
+    let tags_before = tag_slugs(&cms).await;
+
+    world.content.put_raw(POSTS, "2024-01-06-f.md", b"---\ntitle: Aaron\ntags: [x]\n---\nNew.\n");
+    world.content.put_raw(
+        POSTS,
+        "2024-01-02-b.md",
+        b"---\ntitle: Zulu\ntags: [x]\nauthor: Ann\n---\nChanged.\n",
+    );
+    world.content.remove_raw(POSTS, "2024-01-04-d.md");
+    for ((pairs, viewer), before) in queries.iter().zip(&before) {
+        assert_eq!(&list(&cms, pairs, viewer).await, before, "{pairs:?} before the feed delivers");
+    }
+    assert_eq!(tag_slugs(&cms).await, tags_before);
+
+    world.settle(&cms).await;
+    let fresh = world.cms();
+    for ((pairs, viewer), before) in queries.iter().zip(&before) {
+        let got = list(&cms, pairs, viewer).await;
+        assert_eq!(got, list(&fresh, pairs, viewer).await, "{pairs:?} after the feed delivered");
+        if pairs.is_empty() {
+            assert_ne!(&got, before, "the edits changed the default list");
+        }
+    }
+    let titles: Vec<String> = list(&cms, &[], &anon).await.0.into_iter().map(|row| row.1).collect();
+    assert_eq!(titles, ["Aaron", "Echo", "Zulu", "Delta"]);
+    assert_eq!(tag_slugs(&cms).await, tag_slugs(&fresh).await);
+    let search = SearchIndexParams { collection_path: Some(POSTS.into()), ..Default::default() };
+    let search_slugs = async |cms: &Cms| -> Vec<String> {
+        cms.search_index(&search).await.unwrap().into_iter().map(|e| e.item.meta.slug.clone()).collect()
+    };
+    assert_eq!(search_slugs(&cms).await, search_slugs(&fresh).await);
+    let posts = cms.collection("posts").unwrap();
+    assert!(matches!(cms.read_item(posts, "d", &anon).await, Err(CoreError::NotFound(_))));
+    assert_eq!(cms.read_item(posts, "b", &anon).await.unwrap().html, "<p>Changed.</p>\n");
+}
+
+#[tokio::test]
+async fn follow_changes_applies_each_batch_of_a_feed() {
+    struct Batches(Vec<Vec<StorageChange>>);
+
+    #[async_trait]
+    impl ChangeFeed for Batches {
+        async fn next_batch(&mut self) -> Option<Vec<StorageChange>> {
+            (!self.0.is_empty()).then(|| self.0.remove(0))
+        }
+    }
+
+    let world = MemoryWorld::new();
+    world.content.put_raw(POSTS, "a.md", b"---\ntitle: A\n---\n");
+    let cms = world.cms();
+    assert_eq!(slugs(&cms, &[], &Viewer::Anonymous).await, ["a"]);
+    world.content.put_raw(POSTS, "b.md", b"---\ntitle: B\n---\n");
+    world.content.remove_raw(POSTS, "a.md");
+    world.content.put_raw(POSTS, "c.md", b"---\ntitle: C\n---\n");
+    let changes = world.content.take_changes();
+    let (first, second) = changes.split_at(2);
+    let rescan = vec![StorageChange::Rescan { collection: 0 }];
+    cms.follow_changes(Box::new(Batches(vec![first.to_vec(), second.to_vec(), rescan]))).await;
+    let mut listed = slugs(&cms, &[("orderBy", "slug"), ("direction", "asc")], &Viewer::Anonymous).await;
+    listed.sort();
+    assert_eq!(listed, ["b", "c"]);
+
+    // A rescan alone finds what no report named.
+    world.content.put_raw(POSTS, "d.md", b"---\ntitle: D\n---\n");
+    world.content.take_changes();
+    cms.follow_changes(Box::new(Batches(vec![vec![StorageChange::Rescan { collection: 0 }]]))).await;
+    assert_eq!(
+        slugs(&cms, &[("orderBy", "slug"), ("direction", "asc")], &Viewer::Anonymous).await,
+        ["b", "c", "d"]
+    );
+}
+
+#[tokio::test]
+async fn a_read_answers_the_etag_the_write_returned() {
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    let viewer = editor(&cms).await;
+    let pages = cms.collection("pages").unwrap().clone();
+    let stored_etag = || etag_of(&world.content.get_raw("content/pages", "e.md").unwrap());
+    let listed_etag = async || -> String {
+        let all = query(&[("status", "all")]);
+        cms.list_items(&pages, &all, &viewer).await.unwrap().items[0].item.etag.clone()
+    };
+
+    let created = cms.create_item(&pages, new_post("e", json!({"title": "E"}))).await.unwrap();
+    let mut etag = created.etag.clone().unwrap();
+    assert_eq!(cms.read_item(&pages, "e", &viewer).await.unwrap().etag, etag);
+    assert_eq!(cms.read_raw(&pages, "e").await.unwrap().etag, etag);
+    assert_eq!(listed_etag().await, etag);
+    assert_eq!(stored_etag(), etag, "the ETag is the stored bytes'");
+
+    let put = ItemUpdate { mode: UpdateMode::Put, fm: fm(json!({"t": "x"})), body: Some("B".into()) };
+    for (i, update) in [patch(json!({"n": 1})), put].into_iter().enumerate() {
+        // Read first, so that a stale cached rendering would show.
+        cms.read_item(&pages, "e", &viewer).await.unwrap();
+        let out = cms.update_item(&pages, "e", update, Some(&etag)).await.unwrap();
+        etag = out.etag.unwrap();
+        assert_eq!(cms.read_item(&pages, "e", &viewer).await.unwrap().etag, etag, "update {i}");
+        assert_eq!(cms.read_raw(&pages, "e").await.unwrap().etag, etag, "update {i}");
+        assert_eq!(listed_etag().await, etag, "update {i}");
+        assert_eq!(stored_etag(), etag, "update {i}");
+    }
+
+    let version = cms.list_versions(&pages, "e").await.unwrap().versions.last().unwrap().timestamp;
+    let (restored, _) = cms.restore_version(&pages, "e", &version.to_string(), None).await.unwrap();
+    let etag = restored.etag.unwrap();
+    assert_eq!(etag, created.etag.unwrap(), "the oldest version is the created bytes");
+    assert_eq!(cms.read_item(&pages, "e", &viewer).await.unwrap().etag, etag);
+    assert_eq!(listed_etag().await, etag);
+}
+
+/// A content store whose calls yield to the runtime, so that concurrent requests really
+/// interleave, and that counts how many creates and replaces are in flight at once.
+struct Interleaving {
+    inner: Arc<MemoryContentStore>,
+    in_flight: AtomicUsize,
+    most_in_flight: AtomicUsize,
+}
+
+impl Interleaving {
+    async fn counted<T>(&self, call: impl Future<Output = T>) -> T {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most_in_flight.fetch_max(now, Ordering::SeqCst);
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
+        let out = call.await;
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        out
+    }
+}
+
+#[async_trait]
+impl ContentStore for Interleaving {
+    async fn scan(&self, collection: &Collection) -> cms_core::CoreResult<Vec<FileStamp>> {
+        self.inner.scan(collection).await
+    }
+
+    async fn stat(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+    ) -> cms_core::CoreResult<Option<FileStamp>> {
+        tokio::task::yield_now().await;
+        self.inner.stat(collection, name).await
+    }
+
+    async fn read(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+    ) -> cms_core::CoreResult<Option<StoredFile>> {
+        tokio::task::yield_now().await;
+        self.inner.read(collection, name).await
+    }
+
+    async fn create(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        bytes: &[u8],
+    ) -> cms_core::CoreResult<FileStamp> {
+        self.counted(self.inner.create(collection, name, bytes)).await
+    }
+
+    async fn replace(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        bytes: &[u8],
+    ) -> cms_core::CoreResult<FileStamp> {
+        self.counted(self.inner.replace(collection, name, bytes)).await
+    }
+
+    async fn delete(&self, collection: &Collection, name: &ItemFilename) -> cms_core::CoreResult<()> {
+        tokio::task::yield_now().await;
+        self.inner.delete(collection, name).await
+    }
+}
+
+fn interleaving(world: &MemoryWorld) -> (Cms, Arc<Interleaving>) {
+    let store = Arc::new(Interleaving {
+        inner: world.content.clone(),
+        in_flight: AtomicUsize::new(0),
+        most_in_flight: AtomicUsize::new(0),
+    });
+    let mut ports = world.ports();
+    ports.content = store.clone();
+    (Cms::new(&SiteConfig::from_yaml(SITE_YAML).unwrap(), ports), store)
+}
+
+#[tokio::test]
+async fn concurrent_patches_of_one_item_serialize_and_lose_nothing() {
+    let world = MemoryWorld::new();
+    let (cms, store) = interleaving(&world);
+    let pages = cms.collection("pages").unwrap().clone();
+    cms.create_item(&pages, new_post("one", json!({"title": "One"}))).await.unwrap();
+    store.most_in_flight.store(0, Ordering::SeqCst);
+
+    let patches = (0..20).map(|i| cms.update_item(&pages, "one", patch(json!({format!("k{i}"): i})), None));
+    let outcomes: Vec<_> = join_all(patches).await.into_iter().map(Result::unwrap).collect();
+    assert_eq!(store.most_in_flight.load(Ordering::SeqCst), 1, "writes to one item never overlap");
+
+    let raw = cms.read_raw(&pages, "one").await.unwrap();
+    for i in 0..20 {
+        assert_eq!(raw.doc.fm.get(&format!("k{i}")), Some(&json!(i)), "the PATCH adding k{i} was lost");
+    }
+    assert_eq!(raw.doc.fm["title"], "One");
+    let mut etags: Vec<_> = outcomes.iter().map(|o| o.etag.clone().unwrap()).collect();
+    assert!(etags.contains(&raw.etag), "the stored bytes are the last write's");
+    etags.sort();
+    etags.dedup();
+    assert_eq!(etags.len(), 20, "each PATCH wrote on top of the previous one");
+    let listed = cms.indexed_items(&pages).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].etag, raw.etag, "the index holds the last write");
+}
+
+#[tokio::test]
+async fn concurrent_writes_to_different_items_run_in_parallel() {
+    let world = MemoryWorld::new();
+    let (cms, store) = interleaving(&world);
+    let posts = cms.collection("posts").unwrap().clone();
+
+    let creates = (0..20).map(|i| {
+        let date = format!("2024-02-{:02}", i + 1);
+        cms.create_item(
+            &posts,
+            new_post(
+                &format!("p{i}"),
+                json!({"title": format!("P{i}"), "date": date, "status": "published"}),
+            ),
+        )
+    });
+    for outcome in join_all(creates).await {
+        outcome.unwrap();
+    }
+    assert!(store.most_in_flight.load(Ordering::SeqCst) > 1, "creates of different items overlapped");
+    let page = cms.list_items(&posts, &query(&[("per_page", "50")]), &Viewer::Anonymous).await.unwrap();
+    assert_eq!(page.total_items, 20);
+    assert_eq!(page.items[0].item.meta.slug, "p19");
+    assert_eq!(world.content.file_count(), 20);
+
+    store.most_in_flight.store(0, Ordering::SeqCst);
+    let names: Vec<String> = (0..20).map(|i| format!("p{i}")).collect();
+    let patches = names.iter().map(|name| cms.update_item(&posts, name, patch(json!({"n": name})), None));
+    for outcome in join_all(patches).await {
+        outcome.unwrap();
+    }
+    assert!(store.most_in_flight.load(Ordering::SeqCst) > 1, "updates of different items overlapped");
+
+    // One slug is one item, whatever the date prefix: only one of these creates wins.
+    let same = (1..=5).map(|day| {
+        cms.create_item(&posts, new_post("same", json!({"title": "Same", "date": format!("2024-03-0{day}")})))
+    });
+    let results = join_all(same).await;
+    assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 1, "{results:?}");
+    assert!(results.iter().filter(|r| r.is_err()).all(|r| matches!(r, Err(CoreError::Conflict(_)))));
+    assert_eq!(world.content.file_count(), 21);
+}
+
+fn assert_send<T: Send>(_: &T) {}
+
+/// Compile-time: the facade's futures can be `tokio::spawn`ed (the server runs them on a
+/// multi-threaded runtime). The futures are made and dropped, never polled.
+#[test]
+fn the_facades_futures_are_send() {
+    struct NoFeed;
+
+    #[async_trait]
+    impl ChangeFeed for NoFeed {
+        async fn next_batch(&mut self) -> Option<Vec<StorageChange>> {
+            None
+        }
+    }
+
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    let posts = cms.collection("posts").unwrap();
+    let anon = Viewer::Anonymous;
+    let q = ListQuery::default();
+    assert_send(&cms);
+    assert_send(&cms.start());
+    assert_send(&cms.list_items(posts, &q, &anon));
+    assert_send(&cms.read_item(posts, "a", &anon));
+    assert_send(&cms.read_raw(posts, "a"));
+    assert_send(&cms.create_item(posts, NewItem::default()));
+    assert_send(&cms.update_item(posts, "a", patch(json!({})), None));
+    assert_send(&cms.delete_item(posts, "a", None));
+    assert_send(&cms.list_versions(posts, "a"));
+    assert_send(&cms.restore_version(posts, "a", "1", None));
+    assert_send(&cms.indexed_items(posts));
+    assert_send(&cms.rescan_all());
+    assert_send(&cms.rescan(posts));
+    assert_send(&cms.apply_changes(vec![]));
+    assert_send(&cms.follow_changes(Box::new(NoFeed)));
+    assert_send(&cms.search_index(&SearchIndexParams::default()));
+    assert_send(&cms.tags(&TagsParams::default()));
+    assert_send(&cms.related(&RelatedParams::default()));
+    assert_send(&cms.authenticate("api_x"));
+    assert_send(&cms.license_state());
+    assert_send(&cms.begin_upload(10));
+}
+
+#[tokio::test]
+async fn facade_calls_run_in_spawned_tasks() {
+    let world = MemoryWorld::new();
+    let cms = Arc::new(world.cms());
+    let task = {
+        let cms = Arc::clone(&cms);
+        tokio::spawn(async move {
+            let pages = cms.collection("pages").unwrap();
+            cms.create_item(pages, new_post("s", json!({"title": "S", "status": "published"}))).await?;
+            cms.list_items(pages, &ListQuery::default(), &Viewer::Anonymous).await
+        })
+    };
+    assert_eq!(task.await.unwrap().unwrap().total_items, 1);
+}
+
+#[tokio::test]
+async fn files_that_move_break_or_heal_outside_are_seen_after_settle() {
+    let world = MemoryWorld::new();
+    world.content.put_raw(POSTS, "a.md", b"---\ntitle: A\ntags: [X, x]\n---\n");
+    world.content.put_raw(POSTS, "broken.md", b"---\ntitle: [\n---\n");
+    let cms = world.cms();
+    let anon = Viewer::Anonymous;
+    let posts = cms.collection("posts").unwrap().clone();
+    assert_eq!(slugs(&cms, &[], &anon).await, ["a"]);
+    assert!(matches!(cms.read_item(&posts, "broken", &anon).await, Err(CoreError::Corrupt(_))));
+
+    // Renamed to a dated file, and the broken file fixed.
+    world.content.remove_raw(POSTS, "a.md");
+    world.content.put_raw(POSTS, "2024-01-01-a.md", b"---\ntitle: A2\ntags: [y]\n---\n");
+    world.content.put_raw(POSTS, "broken.md", b"---\ntitle: Healed\n---\n");
+    world.settle(&cms).await;
+    let fresh = world.cms();
+    for pairs in [&[][..], &[("tags", "x")], &[("tags", "y")], &[("orderBy", "title")]] {
+        assert_eq!(list(&cms, pairs, &anon).await, list(&fresh, pairs, &anon).await, "{pairs:?}");
+    }
+    assert_eq!(cms.read_item(&posts, "a", &anon).await.unwrap().meta.filename, "2024-01-01-a.md");
+    assert_eq!(cms.read_item(&posts, "broken", &anon).await.unwrap().meta.title, "Healed");
+
+    // Broken again: unlisted, and a read says why.
+    world.content.put_raw(POSTS, "broken.md", b"---\ntitle: [\n---\n");
+    world.settle(&cms).await;
+    assert_eq!(slugs(&cms, &[], &anon).await, ["a"]);
+    assert!(matches!(cms.read_item(&posts, "broken", &anon).await, Err(CoreError::Corrupt(_))));
+}
+
+#[tokio::test]
+async fn concurrent_first_requests_build_the_index_once() {
+    let world = MemoryWorld::new();
+    for i in 0..5 {
+        world.content.put_raw(POSTS, &format!("p{i}.md"), format!("---\ntitle: P{i}\n---\n").as_bytes());
+    }
+    let (cms, _store) = interleaving(&world);
+    cms.subscribe().unwrap();
+    let posts = cms.collection("posts").unwrap().clone();
+    let (q, anon) = (ListQuery::default(), Viewer::Anonymous);
+    let lists = (0..10).map(|_| cms.list_items(&posts, &q, &anon));
+    let creates = (0..3).map(|i| {
+        cms.create_item(
+            &posts,
+            new_post(&format!("n{i}"), json!({"status": "published", "date": "2020-01-01"})),
+        )
+    });
+    let (lists, creates) = tokio::join!(join_all(lists), join_all(creates));
+    for page in lists {
+        assert!((5..=8).contains(&page.unwrap().total_items));
+    }
+    for outcome in creates {
+        outcome.unwrap();
+    }
+    assert_eq!(world.content.reads.load(Ordering::Relaxed), 5, "each file was read once, by one build");
+    assert_eq!(cms.list_items(&posts, &q, &anon).await.unwrap().total_items, 8);
+
+    // A change report applied while the API writes the same item: neither change is lost,
+    // and the index ends as a fresh build sees the store.
+    world.content.put_raw(POSTS, "2020-01-01-n1.md", b"---\ntitle: Outside\nstatus: published\n---\n");
+    let changes = world.content.take_changes();
+    assert_eq!(changes.len(), 1);
+    let (applied, updated) =
+        tokio::join!(cms.apply_changes(changes), cms.update_item(&posts, "n1", patch(json!({"k": 1})), None));
+    applied.unwrap();
+    updated.unwrap();
+    let raw = cms.read_raw(&posts, "n1").await.unwrap();
+    assert_eq!((raw.doc.fm["title"].as_str(), raw.doc.fm["k"].as_i64()), (Some("Outside"), Some(1)));
+    let all = [("per_page", "50")];
+    assert_eq!(list(&cms, &all, &anon).await, list(&world.cms(), &all, &anon).await);
+}

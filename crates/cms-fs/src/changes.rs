@@ -1,0 +1,92 @@
+//! The site folder's change feed: the [`FolderWatcher`] on every collection folder and on
+//! `.cms/` (for the license), translated into the core's [`StorageChange`]s.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use cms_core::collection::Collection;
+use cms_core::ports::{ChangeFeed, ChangeSource, StorageChange};
+use cms_core::{CoreError, CoreResult};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::license::LICENSE_FILE;
+use crate::watch::{FolderWatcher, WatchEvent};
+use crate::{STATE_DIR, sweep_staging};
+
+/// A batch goes out this long after the last event of a burst...
+const QUIET: Duration = Duration::from_millis(50);
+/// ...or this long after its first event, whichever comes first: an outside edit is seen
+/// well within a second even while a `git pull` keeps writing.
+const MAX_DELAY: Duration = Duration::from_millis(300);
+
+/// Reports the changes other programs make in the site folder.
+#[derive(Debug, Clone)]
+pub struct FsChangeSource {
+    site: PathBuf,
+}
+
+impl FsChangeSource {
+    pub fn new(site: impl Into<PathBuf>) -> Self {
+        Self { site: site.into() }
+    }
+}
+
+impl ChangeSource for FsChangeSource {
+    fn subscribe(&self, collections: &[Collection]) -> CoreResult<Option<Box<dyn ChangeFeed>>> {
+        let site = std::path::absolute(&self.site).map_err(|e| CoreError::internal("the site folder", e))?;
+        let mut folders: Vec<PathBuf> = collections.iter().map(|c| site.join(&c.path)).collect();
+        folders.push(site.join(STATE_DIR));
+        sweep_leftovers(&folders[..collections.len()]);
+        let (watcher, batches) = FolderWatcher::start(folders, QUIET, MAX_DELAY)
+            .map_err(|e| CoreError::internal("watching the site folder for changes", e))?;
+        Ok(Some(Box::new(FsChangeFeed { _watcher: watcher, batches, collections: collections.len() })))
+    }
+}
+
+/// A crash during a write leaves a staging file beside its target; the first subscription
+/// (at start-up) removes them.
+fn sweep_leftovers(folders: &[PathBuf]) {
+    for folder in folders {
+        match sweep_staging(folder) {
+            Ok(0) => {}
+            Ok(removed) => {
+                tracing::info!(folder = %folder.display(), removed, "removed staging files a crash left")
+            }
+            Err(error) => tracing::warn!(folder = %folder.display(), %error, "cannot sweep staging files"),
+        }
+    }
+}
+
+struct FsChangeFeed {
+    /// Watching stops when the feed is dropped.
+    _watcher: FolderWatcher,
+    batches: UnboundedReceiver<Vec<WatchEvent>>,
+    /// Folders `0..collections` are the collections; the next one is `.cms/`.
+    collections: usize,
+}
+
+#[async_trait]
+impl ChangeFeed for FsChangeFeed {
+    async fn next_batch(&mut self) -> Option<Vec<StorageChange>> {
+        let batch = self.batches.recv().await?;
+        Some(batch.into_iter().filter_map(|event| self.translate(event)).collect())
+    }
+}
+
+impl FsChangeFeed {
+    fn translate(&self, event: WatchEvent) -> Option<StorageChange> {
+        match event {
+            WatchEvent::Changed { folder, names } if folder < self.collections => {
+                Some(StorageChange::Items { collection: folder, names })
+            }
+            WatchEvent::Rescan { folder } if folder < self.collections => {
+                Some(StorageChange::Rescan { collection: folder })
+            }
+            WatchEvent::Changed { names, .. } => {
+                names.iter().any(|n| n == LICENSE_FILE).then_some(StorageChange::License)
+            }
+            WatchEvent::Rescan { .. } => Some(StorageChange::License),
+        }
+    }
+}

@@ -1,0 +1,280 @@
+//! `cargo xtask bench`, the HTTP part: release `cms serve` on generated sites under wrk,
+//! next to an actix-web hello-JSON server (the ceiling) measured in the same run with the
+//! same settings. Prints a table and writes it to `target/bench-report.md`.
+
+mod cases;
+mod client;
+mod process;
+mod report;
+mod sitegen;
+mod writes;
+mod wrk;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+use cases::Case;
+use client::Client;
+use process::Server;
+use report::{Report, SiteFigures};
+use sitegen::BenchSite;
+
+pub const USAGE: &str =
+    "usage: cargo xtask bench [--sizes N,N,...] [--duration SECS] [--enforce] [--load-only]
+
+First the HTTP load benchmark: release `cms serve` on generated sites (target/bench-sites/N,
+reused while current) under `wrk -t2 -c32 --latency --timeout 5s`, beside an actix-web
+hello-JSON server (the ceiling). Cases: list (default order), list by title page 50, list
+tagged rust, a random single item, /status; start-up time and peak RSS per size; writes
+and outside-edit visibility at 10,000 items. Prints the figures with PASS/MISS against the
+targets and writes them to target/bench-report.md.
+Then, unless --load-only, the in-process benchmarks as before (listing on the file
+adapter, the 100 MB upload memory check), which fail on their own targets.
+
+  --sizes N,N,...   site sizes in items (default 1000,10000,100000); the writes are
+                    measured when 10000 is among them
+  --duration SECS   length of each wrk run, e.g. 5 or 5s (default 5s)
+  --enforce         exit non-zero when a load target is missed (default: report only)
+  --load-only       skip the in-process benchmarks";
+
+/// How long a server may take from spawn to its first good answer. Past this the size's
+/// cases are skipped (and its targets missed) rather than waited for.
+const STARTUP_DEADLINE: Duration = Duration::from_secs(120);
+/// One probe of a case's route before wrk loads it (a slow server may need long).
+const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long to wait for the server to finish the previous case's abandoned requests.
+const SETTLE_LIMIT: Duration = Duration::from_secs(60);
+
+pub struct Options {
+    pub sizes: Vec<usize>,
+    pub duration: Duration,
+    pub enforce: bool,
+    pub load_only: bool,
+}
+
+impl Options {
+    pub fn parse(args: &[String]) -> anyhow::Result<Self> {
+        let mut options = Self {
+            sizes: vec![1_000, 10_000, 100_000],
+            duration: Duration::from_secs(5),
+            enforce: false,
+            load_only: false,
+        };
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            let mut value = || args.next().with_context(|| format!("{arg} needs a value\n\n{USAGE}"));
+            match arg.as_str() {
+                "--sizes" => options.sizes = parse_sizes(value()?)?,
+                "--duration" => options.duration = parse_seconds(value()?)?,
+                "--enforce" => options.enforce = true,
+                "--load-only" => options.load_only = true,
+                other => bail!("unknown option {other:?}\n\n{USAGE}"),
+            }
+        }
+        Ok(options)
+    }
+}
+
+fn parse_sizes(list: &str) -> anyhow::Result<Vec<usize>> {
+    let sizes = list
+        .split(',')
+        .map(|size| size.trim().replace('_', "").parse::<usize>())
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("--sizes takes numbers separated by commas, got {list:?}"))?;
+    if sizes.iter().any(|&size| size < 100) {
+        bail!("--sizes: each site needs at least 100 items");
+    }
+    Ok(sizes)
+}
+
+fn parse_seconds(text: &str) -> anyhow::Result<Duration> {
+    let seconds: u64 = text
+        .strip_suffix('s')
+        .unwrap_or(text)
+        .parse()
+        .with_context(|| format!("--duration takes whole seconds (5 or 5s), got {text:?}"))?;
+    if seconds == 0 {
+        bail!("--duration must be at least 1s");
+    }
+    Ok(Duration::from_secs(seconds))
+}
+
+/// Runs the load benchmark; returns how many targets were missed.
+pub fn run(root: &Path, options: &Options) -> anyhow::Result<usize> {
+    process::stop_children_on_ctrl_c();
+    crate::cargo(&["build", "--release", "--locked", "-p", "cms"])?;
+    let cms = root.join("target/release/cms");
+    wrk::install_if_missing()?;
+    let wrk = wrk::Settings::new(options.duration);
+    let logs = root.join("target/bench-logs");
+    std::fs::create_dir_all(&logs)?;
+    let load_before = load_average();
+
+    let ceiling = measure_ceiling(&wrk, &logs)?;
+    eprintln!("ceiling: {:.0} req/s", ceiling.requests_per_sec);
+    let mut sites = Vec::new();
+    for &items in &options.sizes {
+        let site = sitegen::ensure(root, &cms, items)?;
+        sites.push(measure_site(&cms, &site, &wrk, &logs));
+    }
+    let report = Report { setting: setting(root, &wrk, load_before), ceiling, sites };
+    let text = report.render();
+    println!("\n{text}");
+    let path = root.join("target/bench-report.md");
+    std::fs::write(&path, &text)?;
+    eprintln!("written to {}", path.display());
+    Ok(report.missed())
+}
+
+/// The hello-JSON server, started from this very binary, under the same wrk settings.
+fn measure_ceiling(wrk: &wrk::Settings, logs: &Path) -> anyhow::Result<wrk::Figures> {
+    let mut command = Command::new(std::env::current_exe()?);
+    command.args(["hello", "--listen", "127.0.0.1:0"]);
+    let server = Server::start(&mut command, "xtask hello", &logs.join("hello.log"), STARTUP_DEADLINE)?;
+    eprintln!("measuring the ceiling (xtask hello)");
+    wrk.run(&format!("{}/", server.base), None).context("measuring the ceiling")
+}
+
+/// Start-up, every read case, the writes at 10,000 items, then the peak RSS. A server
+/// that does not start or answer is a finding for this size, not the end of the run.
+fn measure_site(cms: &Path, site: &BenchSite, wrk: &wrk::Settings, logs: &Path) -> SiteFigures {
+    let mut figures = SiteFigures::new(site.items);
+    let server = match start_cms(cms, site, logs) {
+        Ok(server) => server,
+        Err(error) => {
+            eprintln!("{} items: {error:#}", site.items);
+            figures.startup = Err(format!("{error:#}"));
+            return figures;
+        }
+    };
+    figures.startup = wait_for_first_list(&server);
+    match &figures.startup {
+        Ok(time) => {
+            eprintln!("{} items: first list answer {:.2} s after spawn", site.items, time.as_secs_f64())
+        }
+        Err(error) => eprintln!("{} items: {error}; skipping its cases", site.items),
+    }
+    if figures.startup.is_ok() {
+        for case in Case::ALL {
+            settle(&server);
+            eprintln!("{} items: {}", site.items, case.label());
+            figures.cases.push((case, run_case(case, &server, site, wrk)));
+        }
+        if site.items == writes::WRITE_SIZE {
+            settle(&server);
+            eprintln!("{} items: writes", site.items);
+            figures.writes = Some(writes::measure(&server.base, site).map_err(|error| format!("{error:#}")));
+        }
+    }
+    figures.peak_rss_kib = server.peak_rss_kib();
+    figures
+}
+
+fn start_cms(cms: &Path, site: &BenchSite, logs: &Path) -> anyhow::Result<Server> {
+    let mut command = Command::new(cms);
+    command.arg("serve").arg("--site").arg(&site.root).args(["--listen", "127.0.0.1:0"]);
+    // Warnings only: a log line per request would measure the logging, not the server.
+    command.env("RUST_LOG", "warn");
+    let log = logs.join(format!("cms-{}.log", site.items));
+    Server::start(&mut command, "cms serve", &log, STARTUP_DEADLINE)
+}
+
+fn settle(server: &Server) {
+    if !server.wait_until_idle(SETTLE_LIMIT) {
+        eprintln!("warning: the server was still busy after {} s; measuring anyway", SETTLE_LIMIT.as_secs());
+    }
+}
+
+/// Polls the default list until it answers 200; the time since spawn.
+fn wait_for_first_list(server: &Server) -> Result<Duration, String> {
+    let url = format!("{}{}", server.base, Case::ListDefault.path(""));
+    let mut last_problem = String::from("no answer");
+    while server.started.elapsed() < STARTUP_DEADLINE {
+        let client = Client::new(STARTUP_DEADLINE.saturating_sub(server.started.elapsed()));
+        match client.get(&url) {
+            Ok((200, _)) => return Ok(server.started.elapsed()),
+            Ok((status, body)) => last_problem = format!("answered {status}: {body}"),
+            Err(error) => last_problem = format!("{error:#}"),
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(format!("no good list answer within {} s ({last_problem})", STARTUP_DEADLINE.as_secs()))
+}
+
+/// Checks the route answers 200, then loads it with wrk.
+fn run_case(
+    case: Case,
+    server: &Server,
+    site: &BenchSite,
+    wrk: &wrk::Settings,
+) -> Result<wrk::Figures, String> {
+    let path = case.path(&site.published_slugs[0]);
+    let url = format!("{}{path}", server.base);
+    match Client::new(PROBE_TIMEOUT).get(&url) {
+        Ok((200, _)) => {}
+        Ok((status, body)) => return Err(format!("GET {path} answered {status}: {body}")),
+        Err(error) => return Err(format!("{error:#}")),
+    }
+    let script = match case {
+        Case::SingleItem => Some(write_random_item_script(site).map_err(|error| format!("{error:#}"))?),
+        _ => None,
+    };
+    wrk.run(&url, script.as_deref()).map_err(|error| format!("{error:#}"))
+}
+
+fn write_random_item_script(site: &BenchSite) -> anyhow::Result<std::path::PathBuf> {
+    let script = site.bench_file("random-item.lua");
+    let prefix = cases::item_path("");
+    std::fs::write(&script, wrk::random_path_script(&site.slugs_file, &prefix)?)?;
+    Ok(script)
+}
+
+/// The one-minute load average. Other work on the machine shows in every figure; this
+/// says how much there was.
+fn load_average() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next().map(str::to_owned)
+}
+
+/// The first line of the report: how, on what, at which commit.
+fn setting(root: &Path, wrk: &wrk::Settings, load_before: Option<String>) -> String {
+    let commit = Command::new("git")
+        .args(["describe", "--always", "--dirty"])
+        .current_dir(root)
+        .output()
+        .ok()
+        .filter(|output| output.status.success())
+        .map_or_else(|| "unknown".into(), |output| String::from_utf8_lossy(&output.stdout).trim().to_owned());
+    let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZeroUsize::get);
+    format!(
+        "`{}` per case; commit {commit}; {cpus} CPUs{}. Ceiling: actix-web hello JSON (`xtask hello`) with \
+         the worker count of `cms serve`. Same-server reads, no key; `cms serve` with RUST_LOG=warn.",
+        wrk.describe(),
+        load_before.map(|load| format!(", load average {load} before the run")).unwrap_or_default()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn parses_options() {
+        let options = Options::parse(&args("--sizes 1000,10_000 --duration 3s --enforce")).unwrap();
+        assert_eq!(options.sizes, [1_000, 10_000]);
+        assert_eq!(options.duration, Duration::from_secs(3));
+        assert!(options.enforce && !options.load_only);
+        let defaults = Options::parse(&[]).unwrap();
+        assert_eq!(defaults.sizes, [1_000, 10_000, 100_000]);
+        assert!(Options::parse(&args("--sizes")).is_err());
+        assert!(Options::parse(&args("--duration 0")).is_err());
+        assert!(Options::parse(&args("--fast")).is_err());
+    }
+}

@@ -1,0 +1,65 @@
+//! The read cases wrk runs against every site, with their targets as shares of the
+//! ceiling (the hello-JSON server's requests per second).
+
+use super::sitegen::COLLECTION;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Case {
+    /// The first page, default order (date, newest first), published items only.
+    ListDefault,
+    /// A deep page in title order.
+    ListByTitle,
+    /// Items tagged `rust` (about 5%).
+    TagList,
+    /// One rendered item, a random published one per request.
+    SingleItem,
+    Status,
+}
+
+impl Case {
+    pub const ALL: [Case; 5] =
+        [Case::ListDefault, Case::ListByTitle, Case::TagList, Case::SingleItem, Case::Status];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Case::ListDefault => "list, default order",
+            Case::ListByTitle => "list by title, page 50",
+            Case::TagList => "list tagged rust",
+            Case::SingleItem => "single item (random)",
+            Case::Status => "/status",
+        }
+    }
+
+    /// The path requested. For `SingleItem` the wrk script varies the item; this is the
+    /// path of `some_slug`, used to check the route answers before loading it.
+    pub fn path(self, some_slug: &str) -> String {
+        let items = items_path();
+        match self {
+            Case::ListDefault => format!("{items}?per_page=20"),
+            Case::ListByTitle => format!("{items}?per_page=20&page=50&orderBy=title&direction=asc"),
+            Case::TagList => format!("{items}?tags=rust&per_page=20"),
+            Case::SingleItem => item_path(some_slug),
+            Case::Status => "/status".into(),
+        }
+    }
+
+    /// The target: at least this share (%) of the ceiling's requests per second. The
+    /// default list has one at 10,000 items and more; the others at every size.
+    pub fn min_share_of_ceiling(self, items: usize) -> Option<f64> {
+        match self {
+            Case::ListDefault if items >= 10_000 => Some(50.0),
+            Case::ListDefault => None,
+            Case::ListByTitle | Case::TagList => Some(30.0),
+            Case::SingleItem => Some(50.0),
+            Case::Status => Some(80.0),
+        }
+    }
+}
+
+pub fn items_path() -> String {
+    format!("/cms/collections/{COLLECTION}/items")
+}
+
+pub fn item_path(slug: &str) -> String {
+    format!("{}/{slug}", items_path())
+}

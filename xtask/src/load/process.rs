@@ -1,0 +1,189 @@
+//! Child processes of the benchmark: every one is held by a [`ChildGuard`], which kills
+//! and reaps it when dropped (normal end, error, panic), and is listed for the Ctrl-C
+//! handler, which kills whatever is still running before the benchmark exits.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Mutex, Once};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+
+/// Process ids of the children alive now, for the Ctrl-C handler.
+static RUNNING: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// On Ctrl-C: kill every child still running, then exit. (From a terminal the children
+/// get the SIGINT too, but `cms serve` would then wait for in-flight requests; and a
+/// SIGINT sent to this process alone would otherwise leave them running.)
+pub fn stop_children_on_ctrl_c() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        std::thread::spawn(|| {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+                return;
+            };
+            if runtime.block_on(tokio::signal::ctrl_c()).is_ok() {
+                let pids = RUNNING.lock().map(|pids| pids.clone()).unwrap_or_default();
+                for pid in pids {
+                    let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+                }
+                eprintln!("\ninterrupted; child processes stopped");
+                std::process::exit(130);
+            }
+        });
+    });
+}
+
+/// A child process that is killed and reaped when this guard is dropped.
+pub struct ChildGuard {
+    child: Child,
+    what: String,
+}
+
+impl ChildGuard {
+    pub fn spawn(command: &mut Command, what: &str) -> anyhow::Result<Self> {
+        let child = command.spawn().with_context(|| format!("cannot start {what} ({command:?})"))?;
+        if let Ok(mut pids) = RUNNING.lock() {
+            pids.push(child.id());
+        }
+        Ok(Self { child, what: what.to_owned() })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for the child to exit, at most `limit`; past it the child is killed and
+    /// this is an error.
+    pub fn wait_at_most(&mut self, limit: Duration) -> anyhow::Result<ExitStatus> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(status);
+            }
+            if Instant::now() >= deadline {
+                self.kill();
+                bail!("{} did not finish within {limit:?} and was killed", self.what);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn kill(&mut self) {
+        if let Ok(mut pids) = RUNNING.lock() {
+            pids.retain(|&pid| pid != self.child.id());
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A server child that printed `listening on http://ADDR` (as `cms serve` and
+/// `xtask hello` do) on standard output; standard error goes to a log file.
+pub struct Server {
+    child: ChildGuard,
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+    /// When the process was started: start-up time is measured from here.
+    pub started: Instant,
+}
+
+impl Server {
+    /// Starts the server and waits, at most `deadline`, for the address it bound. Bind
+    /// to port 0 so that the system picks a free port and nothing can race for it.
+    pub fn start(command: &mut Command, what: &str, log: &Path, deadline: Duration) -> anyhow::Result<Self> {
+        let log_file = File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
+        command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(log_file);
+        let started = Instant::now();
+        let mut child = ChildGuard::spawn(command, what)?;
+        let stdout = child.child.stdout.take().context("no standard output")?;
+        let (address_tx, address_rx) = mpsc::channel();
+        // Reads the address, then drains the rest so the server never blocks on a full pipe.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(base) = line.strip_prefix("listening on ") {
+                    let _ = address_tx.send(base.trim().to_owned());
+                }
+            }
+        });
+        let base = match address_rx.recv_timeout(deadline) {
+            Ok(base) => base,
+            Err(RecvTimeoutError::Timeout) => bail!("{what} printed no address within {deadline:?}"),
+            Err(RecvTimeoutError::Disconnected) => {
+                bail!("{what} exited before listening; see {}", log.display())
+            }
+        };
+        Ok(Self { child, base, started })
+    }
+
+    /// Waits, at most `limit`, until the server uses almost no CPU. A slow server is still
+    /// answering requests that wrk gave up on when its run ended; without this pause they
+    /// would be measured as part of the next case. False when it never settled.
+    pub fn wait_until_idle(&self, limit: Duration) -> bool {
+        const SAMPLE: Duration = Duration::from_millis(250);
+        // Busy if it used more than 2 clock ticks (at Linux's 100 per second) in a sample.
+        const IDLE_TICKS: u64 = 2;
+        let stat = format!("/proc/{}/stat", self.child.pid());
+        let cpu_ticks = || std::fs::read_to_string(&stat).ok().as_deref().and_then(parse_cpu_ticks);
+        let started = Instant::now();
+        let mut before = cpu_ticks();
+        while started.elapsed() < limit {
+            std::thread::sleep(SAMPLE);
+            let now = cpu_ticks();
+            match (before, now) {
+                (Some(before), Some(now)) if now.saturating_sub(before) <= IDLE_TICKS => return true,
+                (_, None) => return false,
+                _ => before = now,
+            }
+        }
+        false
+    }
+
+    /// The server's peak resident memory so far (`VmHWM`), in KiB.
+    pub fn peak_rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.pid())).ok()?;
+        parse_vm_hwm(&status)
+    }
+}
+
+/// User plus system CPU time, in clock ticks, from `/proc/PID/stat` (fields 14 and 15;
+/// counted after the command name, which is in parentheses and may hold spaces).
+fn parse_cpu_ticks(proc_stat: &str) -> Option<u64> {
+    let after_name = &proc_stat[proc_stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    // `after_name` starts at field 3 (state), so fields 14 and 15 are at 11 and 12.
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+fn parse_vm_hwm(proc_status: &str) -> Option<u64> {
+    let line = proc_status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    line.trim_start_matches("VmHWM:").trim().trim_end_matches("kB").trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_peak_resident_size() {
+        let status = "Name:\tcms\nVmPeak:\t  123456 kB\nVmHWM:\t   45678 kB\nVmRSS:\t   40000 kB\n";
+        assert_eq!(parse_vm_hwm(status), Some(45678));
+        assert_eq!(parse_vm_hwm("Name:\tcms\n"), None);
+    }
+
+    #[test]
+    fn reads_cpu_time() {
+        let stat = "4744 (cms serve) S 4664 4637 4637 0 -1 4194560 1339 0 0 0 250 31 0 0 20 0 3 0 1 2 3";
+        assert_eq!(parse_cpu_ticks(stat), Some(281));
+        assert_eq!(parse_cpu_ticks("4744 (cms) S 1"), None);
+    }
+}

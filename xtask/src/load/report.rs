@@ -1,0 +1,436 @@
+//! The figures of one benchmark run, the targets they are held to, and their rendering
+//! as Markdown tables (padded, so the same text reads well in a terminal).
+
+use std::time::Duration;
+
+use super::cases::Case;
+use super::writes::{CONCURRENT_WRITERS, Visibility, WRITE_SIZE, WriteFigures, Writes};
+use super::wrk::Figures;
+
+pub struct Report {
+    /// The wrk command line, the commit, the machine.
+    pub setting: String,
+    pub ceiling: Figures,
+    pub sites: Vec<SiteFigures>,
+}
+
+/// Everything measured on one site.
+pub struct SiteFigures {
+    pub items: usize,
+    /// From spawning `cms serve` to its first successful list answer.
+    pub startup: Result<Duration, String>,
+    pub peak_rss_kib: Option<u64>,
+    pub cases: Vec<(Case, Result<Figures, String>)>,
+    pub writes: Option<Result<WriteFigures, String>>,
+}
+
+impl SiteFigures {
+    /// Nothing measured yet.
+    pub fn new(items: usize) -> Self {
+        Self {
+            items,
+            startup: Err("not started".into()),
+            peak_rss_kib: None,
+            cases: Vec::new(),
+            writes: None,
+        }
+    }
+}
+
+/// One target, met or not.
+struct Verdict {
+    target: String,
+    measured: String,
+    met: bool,
+}
+
+impl Report {
+    /// How many targets were missed.
+    pub fn missed(&self) -> usize {
+        self.verdicts().iter().filter(|v| !v.met).count()
+    }
+
+    pub fn render(&self) -> String {
+        let verdicts = self.verdicts();
+        let missed = verdicts.iter().filter(|v| !v.met).count();
+        let mut out = String::from("# HTTP load benchmark (`cargo xtask bench`)\n\n");
+        out += &format!("{}\n\n", self.setting);
+        out += "## Reads\n\n";
+        out += &self.reads_table();
+        out += "\n## Start-up and memory\n\n";
+        out += &self.startup_table();
+        if let Some(writes) = self.sites.iter().find_map(|site| site.writes.as_ref()) {
+            out += &format!("\n## Writes at {} items\n\n", thousands(WRITE_SIZE));
+            out += &writes_section(writes);
+        }
+        out += "\n## Targets\n\n";
+        let rows = verdicts
+            .iter()
+            .map(|v| vec![v.target.clone(), v.measured.clone(), pass_or_miss(v.met).into()])
+            .collect();
+        out += &table(&["target", "measured", ""], &[false, true, false], rows);
+        out +=
+            &format!("\n{} of {} targets met, {missed} missed.\n", verdicts.len() - missed, verdicts.len());
+        out
+    }
+
+    fn reads_table(&self) -> String {
+        let mut rows = vec![vec![
+            "hello JSON (ceiling)".into(),
+            String::new(),
+            rate(self.ceiling.requests_per_sec),
+            "100%".into(),
+            latency(self.ceiling.p50),
+            latency(self.ceiling.p99),
+            errors(&self.ceiling),
+            String::new(),
+        ]];
+        for site in &self.sites {
+            for (case, result) in &site.cases {
+                let target = match case.min_share_of_ceiling(site.items) {
+                    Some(min) => {
+                        format!("≥ {min:.0}% {}", pass_or_miss(self.case_met(*case, site.items, result)))
+                    }
+                    None => String::new(),
+                };
+                let mut row = vec![case.label().into(), thousands(site.items)];
+                match result {
+                    Ok(figures) => row.extend([
+                        rate(figures.requests_per_sec),
+                        percent(self.share_of_ceiling(figures)),
+                        completed_latency(figures, figures.p50),
+                        completed_latency(figures, figures.p99),
+                        errors(figures),
+                    ]),
+                    Err(error) => {
+                        row.extend(["failed".into(), "".into(), "".into(), "".into(), error.clone()])
+                    }
+                }
+                row.push(target);
+                rows.push(row);
+            }
+        }
+        let headers = ["case", "items", "req/s", "% of ceiling", "p50", "p99", "errors", "target"];
+        table(&headers, &[false, true, true, true, true, true, false, false], rows)
+    }
+
+    fn startup_table(&self) -> String {
+        let rows = self
+            .sites
+            .iter()
+            .map(|site| {
+                let startup = match &site.startup {
+                    Ok(time) => latency(*time),
+                    Err(error) => error.clone(),
+                };
+                let rss =
+                    site.peak_rss_kib.map_or_else(|| "unknown".into(), |kib| format!("{:.1} MB", mb(kib)));
+                vec![thousands(site.items), startup, rss]
+            })
+            .collect();
+        table(
+            &["items", "start-up (spawn to first list answer)", "peak RSS (VmHWM)"],
+            &[true, true, true],
+            rows,
+        )
+    }
+
+    fn share_of_ceiling(&self, figures: &Figures) -> f64 {
+        100.0 * figures.requests_per_sec / self.ceiling.requests_per_sec.max(1e-9)
+    }
+
+    /// Met: the share is reached and every answer was a success.
+    fn case_met(&self, case: Case, items: usize, result: &Result<Figures, String>) -> bool {
+        match (case.min_share_of_ceiling(items), result) {
+            (Some(min), Ok(figures)) => self.share_of_ceiling(figures) >= min && figures.non_2xx == 0,
+            (Some(_), Err(_)) => false,
+            (None, _) => true,
+        }
+    }
+
+    fn verdicts(&self) -> Vec<Verdict> {
+        let mut verdicts = Vec::new();
+        for site in &self.sites {
+            for (case, result) in &site.cases {
+                if let Some(min) = case.min_share_of_ceiling(site.items) {
+                    verdicts.push(Verdict {
+                        target: format!(
+                            "{} at {}: ≥ {min:.0}% of ceiling",
+                            case.label(),
+                            thousands(site.items)
+                        ),
+                        measured: match result {
+                            Ok(figures) => {
+                                format!("{}{}", percent(self.share_of_ceiling(figures)), error_note(figures))
+                            }
+                            Err(_) => "failed".into(),
+                        },
+                        met: self.case_met(*case, site.items, result),
+                    });
+                }
+            }
+            if site.cases.is_empty() {
+                verdicts.push(Verdict {
+                    target: format!("the server at {} answers", thousands(site.items)),
+                    measured: "no answer; read cases not run".into(),
+                    met: false,
+                });
+            }
+        }
+        verdicts.extend(self.scaling_verdict());
+        if let Some(site) = self.site(100_000) {
+            verdicts.push(match &site.startup {
+                Ok(time) => Verdict {
+                    target: "start-up at 100,000 items < 2 s".into(),
+                    measured: latency(*time),
+                    met: *time < Duration::from_secs(2),
+                },
+                Err(error) => Verdict {
+                    target: "start-up at 100,000 items < 2 s".into(),
+                    measured: error.clone(),
+                    met: false,
+                },
+            });
+            verdicts.push(Verdict {
+                target: "peak RSS at 100,000 items < 200 MB".into(),
+                measured: site
+                    .peak_rss_kib
+                    .map_or_else(|| "unknown".into(), |kib| format!("{:.1} MB", mb(kib))),
+                met: site.peak_rss_kib.is_some_and(|kib| mb(kib) < 200.0),
+            });
+        }
+        if let Some(site) = self.site(WRITE_SIZE) {
+            verdicts.extend(write_verdicts(site.writes.as_ref()));
+        }
+        verdicts
+    }
+
+    /// The default list's p50 at 100,000 items within 1.5× that at 1,000.
+    fn scaling_verdict(&self) -> Option<Verdict> {
+        let p50 = |items| {
+            self.site(items)?.cases.iter().find_map(|(case, result)| match (case, result) {
+                (Case::ListDefault, Ok(figures)) if figures.requests > 0 => Some(figures.p50),
+                _ => None,
+            })
+        };
+        let (small, large) = (self.site(1_000)?, self.site(100_000)?);
+        let target = "list p50 at 100,000 items ≤ 1.5 × p50 at 1,000".to_owned();
+        Some(match (p50(small.items), p50(large.items)) {
+            (Some(small), Some(large)) => {
+                let factor = large.as_secs_f64() / small.as_secs_f64().max(1e-9);
+                Verdict {
+                    target,
+                    measured: format!("{} vs {} ({factor:.1}×)", latency(large), latency(small)),
+                    met: factor <= 1.5,
+                }
+            }
+            _ => Verdict { target, measured: "not measured".into(), met: false },
+        })
+    }
+
+    fn site(&self, items: usize) -> Option<&SiteFigures> {
+        self.sites.iter().find(|site| site.items == items)
+    }
+}
+
+fn write_verdicts(writes: Option<&Result<WriteFigures, String>>) -> Vec<Verdict> {
+    let one_target = "one writer p99 < 10 ms".to_owned();
+    let many_target = format!("{CONCURRENT_WRITERS} writers ≥ 1,040 writes/s");
+    let edit_target = "outside edit visible < 1 s".to_owned();
+    let Some(Ok(writes)) = writes else {
+        return [one_target, many_target, edit_target]
+            .into_iter()
+            .map(|target| Verdict { target, measured: "not measured".into(), met: false })
+            .collect();
+    };
+    let one_p99 = writes.one_writer.percentile(99);
+    let visible = match &writes.outside_edit {
+        Visibility::After(delay) => Some(*delay),
+        _ => None,
+    };
+    vec![
+        Verdict {
+            target: one_target,
+            measured: one_p99.map_or_else(|| "no successful write".into(), latency),
+            met: one_p99.is_some_and(|p99| p99 < Duration::from_millis(10))
+                && writes.one_writer.failures == 0,
+        },
+        Verdict {
+            target: many_target,
+            measured: format!("{}/s", rate(writes.many_writers.per_second())),
+            met: writes.many_writers.per_second() >= 1_040.0 && writes.many_writers.failures == 0,
+        },
+        Verdict {
+            target: edit_target,
+            measured: visibility(&writes.outside_edit),
+            met: visible.is_some_and(|delay| delay < Duration::from_secs(1)),
+        },
+    ]
+}
+
+fn writes_section(writes: &Result<WriteFigures, String>) -> String {
+    let writes = match writes {
+        Ok(writes) => writes,
+        Err(error) => return format!("Not measured: {error}\n"),
+    };
+    let row = |name: String, w: &Writes| {
+        vec![
+            name,
+            thousands(w.latencies.len()),
+            rate(w.per_second()),
+            w.percentile(50).map_or_else(String::new, latency),
+            w.percentile(99).map_or_else(String::new, latency),
+            match &w.first_failure {
+                Some(first) => format!("{} (first: {first})", w.failures),
+                None => "0".into(),
+            },
+        ]
+    };
+    let rows = vec![
+        row("1 writer, one item, sequential".into(), &writes.one_writer),
+        row(format!("{} writers, one item each", writes.many_writers.writers), &writes.many_writers),
+    ];
+    let headers = ["case", "writes", "writes/s", "p50", "p99", "failures"];
+    let mut out = table(&headers, &[false, true, true, true, true, false], rows);
+    out += &format!(
+        "\nOutside edit (new title, renamed into place) visible in the item route after: {}\n",
+        visibility(&writes.outside_edit)
+    );
+    out
+}
+
+fn visibility(outcome: &Visibility) -> String {
+    match outcome {
+        Visibility::After(delay) => latency(*delay),
+        Visibility::NotWithin(cap) => format!("not within {}", latency(*cap)),
+        Visibility::Failed(error) => format!("failed: {error}"),
+    }
+}
+
+/// A Markdown table with every column padded to its widest cell.
+fn table(headers: &[&str], right_aligned: &[bool], rows: Vec<Vec<String>>) -> String {
+    let widths: Vec<usize> = (0..headers.len())
+        .map(|column| {
+            rows.iter()
+                .map(|row| row[column].chars().count())
+                .chain([headers[column].chars().count(), 3])
+                .max()
+                .unwrap_or(3)
+        })
+        .collect();
+    let line = |cells: Vec<String>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .zip(right_aligned)
+            .map(
+                |((cell, &width), &right)| {
+                    if right { format!("{cell:>width$}") } else { format!("{cell:<width$}") }
+                },
+            )
+            .collect();
+        format!("| {} |\n", padded.join(" | "))
+    };
+    let rule: Vec<String> = widths
+        .iter()
+        .zip(right_aligned)
+        .map(|(&width, &right)| if right { format!("{}:", "-".repeat(width - 1)) } else { "-".repeat(width) })
+        .collect();
+    let mut out = line(headers.iter().map(|h| (*h).to_owned()).collect());
+    out += &line(rule);
+    for row in rows {
+        out += &line(row);
+    }
+    out
+}
+
+/// wrk reports zero latencies when no request completed (all timed out).
+fn completed_latency(figures: &Figures, time: Duration) -> String {
+    if figures.requests == 0 { "-".into() } else { latency(time) }
+}
+
+fn pass_or_miss(met: bool) -> &'static str {
+    if met { "PASS" } else { "MISS" }
+}
+
+fn errors(figures: &Figures) -> String {
+    let mut parts = Vec::new();
+    if figures.requests == 0 {
+        // Requests still running when wrk stops are counted nowhere.
+        parts.push("none completed".to_owned());
+    }
+    if figures.non_2xx > 0 {
+        parts.push(format!("{} non-2xx", figures.non_2xx));
+    }
+    if figures.timeouts > 0 {
+        parts.push(format!("{} timeouts", figures.timeouts));
+    }
+    if figures.socket_errors > 0 {
+        parts.push(format!("{} socket", figures.socket_errors));
+    }
+    if parts.is_empty() { "0".into() } else { parts.join(", ") }
+}
+
+fn error_note(figures: &Figures) -> String {
+    if figures.non_2xx > 0 { format!(" ({} non-2xx)", figures.non_2xx) } else { String::new() }
+}
+
+/// Two decimals below 10%, so that today's small shares do not all read 0.0%.
+fn percent(value: f64) -> String {
+    if value >= 10.0 { format!("{value:.1}%") } else { format!("{value:.2}%") }
+}
+
+fn mb(kib: u64) -> f64 {
+    kib as f64 * 1024.0 / 1e6
+}
+
+fn rate(per_second: f64) -> String {
+    if per_second >= 100.0 { thousands(per_second.round() as usize) } else { format!("{per_second:.1}") }
+}
+
+fn latency(time: Duration) -> String {
+    let ms = time.as_secs_f64() * 1000.0;
+    match ms {
+        ms if ms >= 1000.0 => format!("{:.2} s", ms / 1000.0),
+        ms if ms >= 10.0 => format!("{ms:.1} ms"),
+        ms => format!("{ms:.2} ms"),
+    }
+}
+
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_figures() {
+        assert_eq!(thousands(100_000), "100,000");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(latency(Duration::from_micros(491)), "0.49 ms");
+        assert_eq!(latency(Duration::from_millis(1610)), "1.61 s");
+        assert_eq!(rate(56_402.37), "56,402");
+        assert_eq!(rate(13.29), "13.3");
+        assert_eq!(percent(35.94), "35.9%");
+        assert_eq!(percent(0.041), "0.04%");
+    }
+
+    #[test]
+    fn pads_tables() {
+        let rows = vec![vec!["a".into(), "12".into()], vec!["long".into(), "3".into()]];
+        assert_eq!(
+            table(&["x", "n"], &[false, true], rows),
+            "| x    |   n |\n| ---- | --: |\n| a    |  12 |\n| long |   3 |\n"
+        );
+    }
+}

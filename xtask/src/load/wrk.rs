@@ -1,0 +1,283 @@
+//! The load generator: wrk (installed from Debian when missing), one run per case, and
+//! the parser of its `--latency` report.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+use super::process::ChildGuard;
+
+/// One wrk configuration, the same for the ceiling and every case.
+pub struct Settings {
+    pub threads: u32,
+    pub connections: u32,
+    pub duration: Duration,
+    /// A request slower than this counts as a time-out (a socket error), not a latency.
+    pub timeout: Duration,
+}
+
+impl Settings {
+    pub fn new(duration: Duration) -> Self {
+        Self { threads: 2, connections: 32, duration, timeout: Duration::from_secs(5) }
+    }
+
+    fn args(&self) -> Vec<String> {
+        vec![
+            format!("-t{}", self.threads),
+            format!("-c{}", self.connections),
+            format!("-d{}s", self.duration.as_secs()),
+            "--latency".into(),
+            "--timeout".into(),
+            format!("{}s", self.timeout.as_secs()),
+        ]
+    }
+
+    /// The command line, for the report.
+    pub fn describe(&self) -> String {
+        format!("wrk {}", self.args().join(" "))
+    }
+
+    /// Runs wrk against `url` (with a Lua `script` if given) and parses its report. wrk
+    /// stops itself after the duration; past that plus a grace period it is killed.
+    pub fn run(&self, url: &str, script: Option<&Path>) -> anyhow::Result<Figures> {
+        let output = std::env::temp_dir().join(format!("xtask-wrk-{}.txt", std::process::id()));
+        let mut command = Command::new("wrk");
+        command.args(self.args());
+        if let Some(script) = script {
+            command.arg("--script").arg(script);
+        }
+        // A file, not a pipe: nobody reads while wrk runs, and a full pipe would stall it.
+        let out_file = std::fs::File::create(&output)?;
+        command.arg(url).stdin(Stdio::null()).stderr(out_file.try_clone()?).stdout(out_file);
+        let mut wrk = ChildGuard::spawn(&mut command, "wrk")?;
+        let status = wrk.wait_at_most(self.duration + self.timeout + Duration::from_secs(15))?;
+        let report = std::fs::read_to_string(&output).unwrap_or_default();
+        let _ = std::fs::remove_file(&output);
+        if !status.success() {
+            bail!("wrk failed ({status}): {report}");
+        }
+        parse(&report).with_context(|| format!("unexpected wrk output:\n{report}"))
+    }
+}
+
+/// What one wrk run measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figures {
+    pub requests: u64,
+    pub requests_per_sec: f64,
+    pub p50: Duration,
+    pub p99: Duration,
+    /// Answers with a status outside 2xx and 3xx (counted in `requests`).
+    pub non_2xx: u64,
+    /// Requests that took longer than the time-out (not counted in `requests`).
+    pub timeouts: u64,
+    /// Connect, read and write errors.
+    pub socket_errors: u64,
+}
+
+/// Installs wrk with apt-get unless it is already on the PATH.
+pub fn install_if_missing() -> anyhow::Result<()> {
+    if on_path("wrk") {
+        return Ok(());
+    }
+    eprintln!("$ apt-get update -qq && apt-get install -y -qq wrk");
+    let installed = Command::new("sh")
+        .args(["-c", "apt-get update -qq && apt-get install -y -qq wrk"])
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status();
+    match installed {
+        Ok(status) if status.success() && on_path("wrk") => Ok(()),
+        Ok(status) => bail!(
+            "could not install wrk with apt-get ({status}); install it by hand (it is the Debian package `wrk`) and rerun"
+        ),
+        Err(error) => {
+            bail!("could not run apt-get to install wrk ({error}); install the Debian package `wrk`")
+        }
+    }
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
+
+/// A wrk script that asks, on every request, for `prefix` followed by a line of
+/// `lines_file` chosen at random. Each wrk thread reads the file once, at start.
+pub fn random_path_script(lines_file: &Path, prefix: &str) -> anyhow::Result<String> {
+    let file = lines_file.to_str().context("the slug file's path is not UTF-8")?;
+    if file.contains("]]") || prefix.contains("]]") {
+        bail!("cannot quote {file:?} or {prefix:?} in Lua");
+    }
+    Ok(format!(
+        r#"-- Written by `cargo xtask bench`: one random item per request.
+local paths = {{}}
+for line in io.lines([[{file}]]) do
+  paths[#paths + 1] = [[{prefix}]] .. line
+end
+
+-- A different random sequence in each thread.
+local threads = 0
+function setup(thread)
+  threads = threads + 1
+  thread:set("seed", threads)
+end
+
+function init(args)
+  math.randomseed(seed)
+end
+
+function request()
+  return wrk.format("GET", paths[math.random(#paths)])
+end
+"#
+    ))
+}
+
+/// Parses wrk's report (run with `--latency`).
+pub fn parse(report: &str) -> anyhow::Result<Figures> {
+    let percentile = |name: &str| -> anyhow::Result<Duration> {
+        let value = report
+            .lines()
+            .map(str::trim)
+            .find_map(|line| line.strip_prefix(name))
+            .with_context(|| format!("no {name} latency percentile (was --latency given?)"))?;
+        parse_latency(value.trim()).with_context(|| format!("cannot read the {name} latency {value:?}"))
+    };
+    let requests_per_sec = field_after(report, "Requests/sec:")
+        .and_then(|value| value.parse().ok())
+        .context("no Requests/sec line")?;
+    let requests = report
+        .lines()
+        .find_map(|line| line.trim().split_once(" requests in "))
+        .and_then(|(count, _)| count.trim().parse().ok())
+        .context("no `N requests in` line")?;
+    let non_2xx = field_after(report, "Non-2xx or 3xx responses:").map_or(Ok(0), str::parse)?;
+    let (socket_errors, timeouts) = socket_errors(report)?;
+    Ok(Figures {
+        requests,
+        requests_per_sec,
+        p50: percentile("50%")?,
+        p99: percentile("99%")?,
+        non_2xx,
+        timeouts,
+        socket_errors,
+    })
+}
+
+/// The text after `label` on the line that starts with it.
+fn field_after<'a>(report: &'a str, label: &str) -> Option<&'a str> {
+    report.lines().find_map(|line| line.trim().strip_prefix(label)).map(str::trim)
+}
+
+/// `Socket errors: connect 0, read 1, write 0, timeout 12` (absent when all are zero):
+/// connect+read+write, and timeouts.
+fn socket_errors(report: &str) -> anyhow::Result<(u64, u64)> {
+    let Some(counts) = field_after(report, "Socket errors:") else {
+        return Ok((0, 0));
+    };
+    let (mut errors, mut timeouts) = (0, 0);
+    for count in counts.split(',') {
+        let (kind, number) = count.trim().split_once(' ').context("unexpected socket error count")?;
+        let number: u64 = number.trim().parse()?;
+        if kind == "timeout" {
+            timeouts += number;
+        } else {
+            errors += number;
+        }
+    }
+    Ok((errors, timeouts))
+}
+
+/// wrk's latency format: a number and one of `us`, `ms`, `s`, `m`, `h`.
+fn parse_latency(text: &str) -> Option<Duration> {
+    let split = text.find(|c: char| c.is_ascii_alphabetic())?;
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.trim().parse().ok()?;
+    let seconds_per_unit = match unit {
+        "us" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => return None,
+    };
+    Duration::try_from_secs_f64(number * seconds_per_unit).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Captured from `wrk -t2 -c32 -d5s --latency --timeout 5s` against `xtask hello`.
+    const HEALTHY: &str = "Running 5s test @ http://127.0.0.1:41235/
+  2 threads and 32 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency   635.91us    0.89ms  12.92ms   93.69%
+    Req/Sec    28.35k     2.60k   33.38k    78.00%
+  Latency Distribution
+     50%  491.00us
+     75%  644.00us
+     90%    0.99ms
+     99%    4.83ms
+  282146 requests in 5.00s, 35.79MB read
+Requests/sec:  56402.37
+Transfer/sec:      7.15MB
+";
+
+    /// An overloaded server: errors, time-outs and latencies in seconds.
+    const OVERLOADED: &str =
+        "Running 3s test @ http://127.0.0.1:40000/cms/collections/posts/items?per_page=20
+  2 threads and 32 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     1.52s   401.11ms   2.00s    70.00%
+    Req/Sec     4.10      3.00    10.00     60.00%
+  Latency Distribution
+     50%    1.61s
+     75%    1.80s
+     90%    1.95s
+     99%    2.00s
+  40 requests in 3.01s, 1.02MB read
+  Socket errors: connect 0, read 2, write 1, timeout 17
+  Non-2xx or 3xx responses: 5
+Requests/sec:     13.29
+Transfer/sec:    346.50KB
+";
+
+    #[test]
+    fn reads_throughput_and_percentiles() {
+        let figures = parse(HEALTHY).unwrap();
+        assert_eq!(figures.requests, 282_146);
+        assert!((figures.requests_per_sec - 56_402.37).abs() < 1e-6);
+        assert_eq!(figures.p50, Duration::from_micros(491));
+        assert_eq!(figures.p99, Duration::from_micros(4830));
+        assert_eq!((figures.non_2xx, figures.timeouts, figures.socket_errors), (0, 0, 0));
+    }
+
+    #[test]
+    fn reads_errors_and_latencies_in_seconds() {
+        let figures = parse(OVERLOADED).unwrap();
+        assert_eq!(figures.requests, 40);
+        assert_eq!(figures.p50, Duration::from_millis(1610));
+        assert_eq!(figures.p99, Duration::from_secs(2));
+        assert_eq!((figures.non_2xx, figures.timeouts, figures.socket_errors), (5, 17, 3));
+    }
+
+    #[test]
+    fn refuses_a_report_without_the_latency_distribution() {
+        let without: String =
+            HEALTHY.lines().filter(|line| !line.contains('%')).collect::<Vec<_>>().join("\n");
+        assert!(parse(&without).unwrap_err().to_string().contains("50%"));
+        assert!(parse("").is_err());
+    }
+
+    #[test]
+    fn reads_every_latency_unit() {
+        assert_eq!(parse_latency("0.00us"), Some(Duration::ZERO));
+        assert_eq!(parse_latency("12.50ms"), Some(Duration::from_micros(12_500)));
+        assert_eq!(parse_latency("1.00m"), Some(Duration::from_secs(60)));
+        assert_eq!(parse_latency("12.5"), None);
+        assert_eq!(parse_latency("3.0days"), None);
+    }
+}

@@ -96,6 +96,13 @@ struct Slot {
 
 type Id = u32;
 
+/// One tag's usable items ascending by date: all of them, and the published ones.
+#[derive(Debug, Default)]
+struct TagLists {
+    all: Vec<Id>,
+    published: Vec<Id>,
+}
+
 const ORDERS: [OrderBy; 4] = [OrderBy::DatePublished, OrderBy::Title, OrderBy::Slug, OrderBy::Modified];
 
 fn order_slot(order: OrderBy) -> usize {
@@ -148,9 +155,12 @@ pub struct CollectionIndex {
     /// Per order (see [`order_slot`]): usable items ascending, all and published.
     sorted_all: [Vec<Id>; 4],
     sorted_published: [Vec<Id>; 4],
-    /// Per tag slug: usable items ascending by date.
-    by_tag: HashMap<String, Vec<Id>>,
+    /// Per tag slug: its items ascending by date, all and published.
+    by_tag: HashMap<String, TagLists>,
     usable: usize,
+    /// XOR of a hash of every slot's name and stamp: the same set of file versions gives
+    /// the same value, whatever changes led to it (see [`Self::fingerprint`]).
+    fingerprint: u64,
 }
 
 impl CollectionIndex {
@@ -177,9 +187,17 @@ impl CollectionIndex {
                 ids.sort_unstable_by(|a, b| compare(order, item(a), item(b)));
             }
         }
-        for ids in self.by_tag.values_mut() {
-            ids.sort_unstable_by(|a, b| compare(OrderBy::DatePublished, item(a), item(b)));
+        for lists in self.by_tag.values_mut() {
+            for ids in [&mut lists.all, &mut lists.published] {
+                ids.sort_unstable_by(|a, b| compare(OrderBy::DatePublished, item(a), item(b)));
+            }
         }
+    }
+
+    /// Changes whenever a file is added, changed or removed: a version of everything a
+    /// list of this collection can show.
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
     }
 
     /// How many item files are known, usable or not.
@@ -264,6 +282,7 @@ impl CollectionIndex {
             self.usable -= 1;
         }
         let slot = self.slots[id as usize].take().expect("indexed id");
+        self.fingerprint ^= stamp_hash(&slot.stamp);
         self.by_name.remove(&slot.name);
         if let Some(name) = ItemFilename::parse(&slot.name)
             && let Some(ids) = self.by_slug.get_mut(name.slug())
@@ -277,18 +296,27 @@ impl CollectionIndex {
         Applied::Removed
     }
 
-    /// One page of a list query: a slice of a kept order when only the status filters,
-    /// a walk of one tag's items for a tag filter in date order, and otherwise one pass
-    /// with a partial selection (never a full sort).
+    /// One page of a list query: a slice of a kept order when only `status` filters (or
+    /// one tag in date order, from the tag's own lists); a walk of a kept order for other
+    /// filters; for several tags, a partial selection of their matches (never a full
+    /// sort of the collection).
     pub fn select(&self, query: &ListQuery, page: usize, per_page: usize) -> Selection {
         let start = query.offset.saturating_add((page - 1).saturating_mul(per_page));
         let k = order_slot(query.order_by);
-        let plain = query.tags.is_empty() && query.author.is_none();
-        if plain && query.status != StatusFilter::Draft {
-            let ids = match query.status {
-                StatusFilter::Published => &self.sorted_published[k],
-                _ => &self.sorted_all[k],
-            };
+        let kept: Option<&[Id]> = match (query.tags.as_slice(), query.author.is_none(), query.status) {
+            (_, false, _) | (_, _, StatusFilter::Draft) => None,
+            ([], true, StatusFilter::Published) => Some(&self.sorted_published[k]),
+            ([], true, _) => Some(&self.sorted_all[k]),
+            // One tag in date order: its own lists are already in that order.
+            ([tag], true, status) if query.order_by == OrderBy::DatePublished => {
+                let lists = self.by_tag.get(tag);
+                Some(lists.map_or(&[][..], |l| {
+                    if status == StatusFilter::Published { &l.published } else { &l.all }
+                }))
+            }
+            _ => None,
+        };
+        if let Some(ids) = kept {
             let total = ids.len().saturating_sub(query.offset);
             let items = match query.direction {
                 Direction::Asc => self.page_of(ids.iter(), start, per_page),
@@ -300,7 +328,7 @@ impl CollectionIndex {
             [] => Some(&self.sorted_all[k]),
             // One tag in date order: its own list is already in that order.
             [tag] if query.order_by == OrderBy::DatePublished => {
-                Some(self.by_tag.get(tag).map(Vec::as_slice).unwrap_or_default())
+                Some(self.by_tag.get(tag).map_or(&[][..], |l| &l.all))
             }
             _ => None,
         };
@@ -314,7 +342,7 @@ impl CollectionIndex {
             };
         }
         let mut candidates: Vec<Id> =
-            query.tags.iter().filter_map(|t| self.by_tag.get(t)).flatten().copied().collect();
+            query.tags.iter().filter_map(|t| self.by_tag.get(t)).flat_map(|l| &l.all).copied().collect();
         candidates.sort_unstable();
         candidates.dedup();
         candidates.retain(|id| self.usable_item(*id).admitted_by(query));
@@ -380,6 +408,7 @@ impl CollectionIndex {
         link: bool,
     ) {
         let usable = item.is_some();
+        self.fingerprint ^= stamp_hash(&stamp);
         let slot = Slot { name: Arc::from(name.as_str()), stamp, item };
         let id = match self.free.pop() {
             Some(id) => {
@@ -411,7 +440,11 @@ impl CollectionIndex {
                     }
                 }
                 for tag in distinct(&item.tag_slugs) {
-                    self.by_tag.entry(tag.clone()).or_default().push(id);
+                    let lists = self.by_tag.entry(tag.clone()).or_default();
+                    lists.all.push(id);
+                    if item.meta.status == Status::Published {
+                        lists.published.push(id);
+                    }
                 }
             }
         }
@@ -431,7 +464,11 @@ impl CollectionIndex {
         }
         let mut by_tag = std::mem::take(&mut self.by_tag);
         for tag in distinct(&item.tag_slugs) {
-            self.insert_sorted(by_tag.entry(tag.clone()).or_default(), OrderBy::DatePublished, &item, id);
+            let lists = by_tag.entry(tag.clone()).or_default();
+            self.insert_sorted(&mut lists.all, OrderBy::DatePublished, &item, id);
+            if published {
+                self.insert_sorted(&mut lists.published, OrderBy::DatePublished, &item, id);
+            }
         }
         (self.sorted_all, self.sorted_published, self.by_tag) = (sorted_all, sorted_published, by_tag);
     }
@@ -447,9 +484,10 @@ impl CollectionIndex {
         }
         let mut by_tag = std::mem::take(&mut self.by_tag);
         for tag in distinct(&item.tag_slugs) {
-            if let Some(ids) = by_tag.get_mut(tag) {
-                self.remove_sorted(ids, OrderBy::DatePublished, &item, id);
-                if ids.is_empty() {
+            if let Some(lists) = by_tag.get_mut(tag) {
+                self.remove_sorted(&mut lists.all, OrderBy::DatePublished, &item, id);
+                self.remove_sorted(&mut lists.published, OrderBy::DatePublished, &item, id);
+                if lists.all.is_empty() {
                     by_tag.remove(tag);
                 }
             }
@@ -470,6 +508,13 @@ impl CollectionIndex {
             ids.remove(at);
         }
     }
+}
+
+fn stamp_hash(stamp: &FileStamp) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    (&stamp.name, stamp.change_token, stamp.size, stamp.modified).hash(&mut hasher);
+    hasher.finish()
 }
 
 /// Tags as slugs, each once (an item tagged `Rust` and `rust` is listed once).
@@ -589,6 +634,24 @@ mod tests {
                 .collect(),
             total,
         )
+    }
+
+    #[test]
+    fn the_fingerprint_names_the_set_of_file_versions() {
+        let (a, stamp_a, item_a) = file("a.md", 1, "title: A");
+        let (_, stamp_b, item_b) = file("b.md", 2, "title: B");
+        let mut index = CollectionIndex::build(vec![(stamp_a.clone(), item_a.clone()), (stamp_b, item_b)]);
+        let original = index.fingerprint();
+        let (c, stamp_c, item_c) = file("c.md", 3, "title: C");
+        index.upsert(&c, stamp_c, item_c);
+        assert_ne!(index.fingerprint(), original, "a new file changes it");
+        index.remove("c.md");
+        assert_eq!(index.fingerprint(), original, "back to the same files, back to the same value");
+        let (_, edited, item) = file("a.md", 4, "title: A2");
+        index.upsert(&a, edited, item);
+        assert_ne!(index.fingerprint(), original, "an edit changes it");
+        index.upsert(&a, stamp_a, item_a);
+        assert_eq!(index.fingerprint(), original);
     }
 
     #[test]

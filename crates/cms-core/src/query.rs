@@ -43,7 +43,7 @@ impl ListParams {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum StatusFilter {
     Published,
     Draft,
@@ -60,7 +60,7 @@ impl StatusFilter {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OrderBy {
     DatePublished,
     Title,
@@ -68,14 +68,14 @@ pub enum OrderBy {
     Modified,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Direction {
     Asc,
     Desc,
 }
 
 /// A validated list query.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ListQuery {
     pub page: usize,
     /// `None`: the site's default page size.
@@ -203,6 +203,10 @@ pub struct Page<T> {
     /// Items matching the filters, after `offset`.
     pub total_items: usize,
     pub per_page: usize,
+    /// Changes whenever the page's content may have (set by lists answered from one
+    /// collection's index); lets the web layer answer `If-None-Match` before building
+    /// the body. `None`: no such version is known.
+    pub version: Option<u64>,
 }
 
 impl<T> Page<T> {
@@ -213,14 +217,14 @@ impl<T> Page<T> {
         let last_page = total_items.div_ceil(per_page).max(1);
         let start = (page - 1).saturating_mul(per_page);
         let items = remaining.into_iter().skip(start).take(per_page).collect();
-        Self { items, current_page: page, last_page, total_items, per_page }
+        Self { items, current_page: page, last_page, total_items, per_page, version: None }
     }
 
     /// A page already cut by the index: `items` are the page's, `total_items` every match
     /// after the offset.
     pub fn of_selection(items: Vec<T>, total_items: usize, page: usize, per_page: usize) -> Self {
         let last_page = total_items.div_ceil(per_page).max(1);
-        Self { items, current_page: page, last_page, total_items, per_page }
+        Self { items, current_page: page, last_page, total_items, per_page, version: None }
     }
 
     pub fn has_prev(&self) -> bool {
@@ -238,6 +242,7 @@ impl<T> Page<T> {
             last_page: self.last_page,
             total_items: self.total_items,
             per_page: self.per_page,
+            version: self.version,
         }
     }
 }

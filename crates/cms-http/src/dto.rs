@@ -25,37 +25,38 @@ impl<'a> From<&'a Collection> for CollectionDto<'a> {
     }
 }
 
-/// An item list entry: the spec's fields plus a few that clients of lists want.
+/// An item list entry: the spec's fields plus a few that clients of lists want. It
+/// borrows from the index's entry: a list answer copies no string before serializing.
 #[derive(Serialize)]
-pub struct ItemEntryDto {
-    pub slug: String,
-    pub title: String,
-    pub url: String,
+pub struct ItemEntryDto<'a> {
+    pub slug: &'a str,
+    pub title: &'a str,
+    pub url: &'a str,
     #[serde(rename = "canonicalUrl")]
-    pub canonical_url: String,
-    pub date: Option<String>,
+    pub canonical_url: &'a str,
+    pub date: Option<&'a str>,
     pub status: &'static str,
-    pub filename: String,
-    pub tags: Vec<String>,
-    pub author: Option<String>,
-    pub excerpt: String,
+    pub filename: &'a str,
+    pub tags: &'a [String],
+    pub author: Option<&'a str>,
+    pub excerpt: &'a str,
     pub modified: i64,
 }
 
-impl From<ItemSummary> for ItemEntryDto {
-    fn from(s: ItemSummary) -> Self {
+impl<'a> From<&'a ItemSummary> for ItemEntryDto<'a> {
+    fn from(s: &'a ItemSummary) -> Self {
         let meta = &s.item.meta;
         Self {
-            slug: meta.slug.clone(),
-            title: meta.title.clone(),
-            url: s.url,
-            canonical_url: s.canonical_url,
-            date: meta.date.clone(),
+            slug: &meta.slug,
+            title: &meta.title,
+            url: &s.url,
+            canonical_url: &s.canonical_url,
+            date: meta.date.as_deref(),
             status: meta.status.as_str(),
-            filename: meta.filename.clone(),
-            tags: meta.tags.clone(),
-            author: meta.author.clone(),
-            excerpt: s.item.excerpt.clone(),
+            filename: &meta.filename,
+            tags: &meta.tags,
+            author: meta.author.as_deref(),
+            excerpt: &s.item.excerpt,
             modified: meta.modified,
         }
     }

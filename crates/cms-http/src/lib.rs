@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod body;
+pub mod body_cache;
 pub mod dto;
 pub mod error;
 pub mod handlers;

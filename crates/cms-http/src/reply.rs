@@ -1,7 +1,9 @@
 //! Success responses in the envelope shape, and the `ETag`/`If-None-Match` handling of
 //! reads.
 
-use actix_web::http::header::{self, HeaderValue};
+use std::sync::Arc;
+
+use actix_web::http::header;
 use actix_web::http::{Method, StatusCode};
 use actix_web::{HttpRequest, HttpResponse, ResponseError};
 use cms_core::query::Page;
@@ -29,50 +31,121 @@ pub fn envelope(data: impl Serialize, extra: Value) -> HttpResponse {
     HttpResponse::Ok().json(body)
 }
 
+/// `{"success": true, "data": ..., "timestamp": ...}` serialized straight from `data`
+/// (no intermediate JSON value): the shape of the hot single-item and status answers.
+pub fn envelope_of(data: impl Serialize) -> HttpResponse {
+    #[derive(Serialize)]
+    struct Envelope<T> {
+        success: bool,
+        data: T,
+        timestamp: String,
+    }
+    json_response(&Envelope { success: true, data, timestamp: timestamp_now() })
+}
+
+/// `body` as `application/json`, or a `500` if it cannot be serialized.
+pub fn json_response(body: &impl Serialize) -> HttpResponse {
+    match serde_json::to_vec(body) {
+        Ok(bytes) => HttpResponse::Ok().content_type("application/json").body(bytes),
+        Err(e) => serialization_failed(e),
+    }
+}
+
+fn serialization_failed(error: serde_json::Error) -> HttpResponse {
+    ApiError::from_core(cms_core::CoreError::internal("response serialization", error), Shape::Envelope)
+        .error_response()
+}
+
 /// The envelope of a page, up to (not including) its `timestamp`.
 #[derive(Serialize)]
 struct PageBody<'a> {
     success: bool,
-    data: &'a [ItemEntryDto],
+    data: &'a [ItemEntryDto<'a>],
     meta: &'a PageMetaDto,
 }
 
-/// A page of item list entries: the envelope with `meta`, and a strong `ETag` of the body
-/// without its `timestamp` (the only part that changes while the list does not). A
-/// request whose `If-None-Match` names it gets `304` (see [`not_modified`]).
+/// A page of item list entries: the envelope with `meta`, and a strong `ETag`: from the
+/// index's version of the page when it has one, else of the body without its
+/// `timestamp` (the only part that changes while the list does not). A request whose
+/// `If-None-Match` names it gets `304` (see [`not_modified`]). Pages with a version are
+/// served from the [`BodyCache`](crate::body_cache::BodyCache) once built.
 pub fn item_page(req: &HttpRequest, page: Page<ItemSummary>) -> HttpResponse {
-    let meta = PageMetaDto::from(&page);
-    let data: Vec<ItemEntryDto> = page.items.into_iter().map(ItemEntryDto::from).collect();
-    let mut body = match serde_json::to_vec(&PageBody { success: true, data: &data, meta: &meta }) {
-        Ok(body) => body,
-        Err(e) => {
-            return ApiError::from_core(
-                cms_core::CoreError::internal("list serialization", e),
-                Shape::Envelope,
-            )
-            .error_response();
-        }
+    let state = crate::state::of(req);
+    let Some(version) = page.version else {
+        let body = match page_body(&page) {
+            Ok(body) => body,
+            Err(e) => return serialization_failed(e),
+        };
+        let etag = etag_of(&body);
+        return not_modified(req, &etag, Shape::Envelope).unwrap_or_else(|| timestamped(&body, &etag));
     };
-    let etag = etag_of(&body);
+    // The version names the content without building the body, so a matching
+    // `If-None-Match` costs no serialization.
+    let etag = format!("\"{:016x}{version:016x}\"", state.etag_seed);
     if let Some(response) = not_modified(req, &etag, Shape::Envelope) {
         return response;
     }
-    // `{...}` becomes `{..., "timestamp": "..."}`: the same bytes the ETag was taken of.
-    body.pop();
-    body.extend_from_slice(b",\"timestamp\":");
-    body.extend_from_slice(Value::from(timestamp_now()).to_string().as_bytes());
-    body.push(b'}');
-    HttpResponse::Ok().content_type("application/json").insert_header((header::ETAG, etag)).body(body)
+    let body = match state.bodies.get(version) {
+        Some(body) => body,
+        None => match page_body(&page) {
+            Ok(body) => {
+                let body: Arc<[u8]> = body.into();
+                state.bodies.put(version, Arc::clone(&body));
+                body
+            }
+            Err(e) => return serialization_failed(e),
+        },
+    };
+    timestamped(&body, &etag)
 }
 
-/// A rendered item in the envelope, with its `ETag`.
-pub fn single_item(view: ItemView) -> HttpResponse {
-    let etag = view.etag.clone();
-    let mut response = envelope(ItemDto::from(view), json!({}));
-    if let Ok(value) = HeaderValue::from_str(&etag) {
-        response.headers_mut().insert(header::ETAG, value);
+/// `{"success":true,"data":[...],"meta":{...}}`, the page without its timestamp.
+fn page_body(page: &Page<ItemSummary>) -> serde_json::Result<Vec<u8>> {
+    let meta = PageMetaDto::from(page);
+    let data: Vec<ItemEntryDto> = page.items.iter().map(ItemEntryDto::from).collect();
+    serde_json::to_vec(&PageBody { success: true, data: &data, meta: &meta })
+}
+
+/// `200` with `body` (a JSON object) and `"timestamp"` added as its last field, and the
+/// ETag, which was taken of the body without it.
+fn timestamped(body: &[u8], etag: &str) -> HttpResponse {
+    let stamp = timestamp_now();
+    let mut full = Vec::with_capacity(body.len() + stamp.len() + 16);
+    full.extend_from_slice(body.strip_suffix(b"}").unwrap_or(body));
+    full.extend_from_slice(b",\"timestamp\":\"");
+    full.extend_from_slice(stamp.as_bytes()); // RFC 3339: nothing to escape
+    full.extend_from_slice(b"\"}");
+    HttpResponse::Ok().content_type("application/json").insert_header((header::ETAG, etag)).body(full)
+}
+
+/// A rendered item in the envelope, with its `ETag`. The body is kept by the item's
+/// version (file content and stamp), so a repeated read of an unchanged item copies it.
+pub fn single_item(req: &HttpRequest, view: ItemView) -> HttpResponse {
+    #[derive(Serialize)]
+    struct Body {
+        success: bool,
+        data: ItemDto,
     }
-    response
+    let state = crate::state::of(req);
+    let key = {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::hash::DefaultHasher::new();
+        ("item", view.collection, &view.meta.filename, &view.etag, view.meta.modified).hash(&mut hasher);
+        hasher.finish()
+    };
+    let etag = view.etag.clone();
+    let body = match state.bodies.get(key) {
+        Some(body) => body,
+        None => match serde_json::to_vec(&Body { success: true, data: ItemDto::from(view) }) {
+            Ok(body) => {
+                let body: Arc<[u8]> = body.into();
+                state.bodies.put(key, Arc::clone(&body));
+                body
+            }
+            Err(e) => return serialization_failed(e),
+        },
+    };
+    timestamped(&body, &etag)
 }
 
 /// When the request's `If-None-Match` names `etag` (or is `*`): `304` with the ETag for

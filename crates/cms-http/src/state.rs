@@ -8,6 +8,9 @@ use cms_core::error::CoreResult;
 
 use crate::error::{ApiError, Shape};
 
+/// Budget of the serialized-answer cache: about 2,000 list pages or 5,000 items.
+const BODY_CACHE_BYTES: usize = 16 * 1024 * 1024;
+
 /// What every handler can reach: the facade and the web-only settings.
 pub struct AppState {
     pub cms: Arc<Cms>,
@@ -19,6 +22,11 @@ pub struct AppState {
     pub json_limit: usize,
     /// Largest upload, in bytes.
     pub upload_limit: u64,
+    /// Mixed into list ETags made from the index's version, so that a restart (perhaps
+    /// with another `cms.yaml`) never answers `304` to an ETag of the previous process.
+    pub etag_seed: u64,
+    /// Serialized list pages and items by version (see [`crate::body_cache`]).
+    pub bodies: crate::body_cache::BodyCache,
 }
 
 impl AppState {
@@ -30,6 +38,10 @@ impl AppState {
             site_origin,
             json_limit,
             upload_limit,
+            etag_seed: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64),
+            bodies: crate::body_cache::BodyCache::new(BODY_CACHE_BYTES),
         }
     }
 

@@ -36,8 +36,12 @@ impl Cms {
             ));
         }
         let per_page = query.per_page.unwrap_or(self.site.per_page).min(self.site.max_per_page);
-        let selection = self.index(collection).await?.select(query, query.page, per_page);
-        let page = Page::of_selection(selection.items, selection.total, query.page, per_page);
+        let (selection, fingerprint) = {
+            let index = self.index(collection).await?;
+            (index.select(query, query.page, per_page), index.fingerprint())
+        };
+        let mut page = Page::of_selection(selection.items, selection.total, query.page, per_page);
+        page.version = Some(list_version(collection, query, per_page, fingerprint));
         Ok(page.map(|item| self.summary(collection, item)))
     }
 
@@ -304,6 +308,15 @@ fn encode(doc: &ItemDocument) -> CoreResult<Vec<u8>> {
         Ok(_) => Err(CoreError::invalid("fm contains values that do not survive a YAML round trip")),
         Err(e) => Err(CoreError::invalid(format!("fm cannot be stored as YAML: {e}"))),
     }
+}
+
+/// What a list page shows depends on the collection's files, the query and the page
+/// size; the site's URLs are fixed for the process.
+fn list_version(collection: &Collection, query: &ListQuery, per_page: usize, fingerprint: u64) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    (collection.index, query, per_page, fingerprint).hash(&mut hasher);
+    hasher.finish()
 }
 
 /// A strong ETag of a file's bytes.

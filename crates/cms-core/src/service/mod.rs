@@ -172,6 +172,24 @@ pub struct WriteOutcome {
     pub etag: Option<String>,
 }
 
+/// The license as loaded: evaluated (parsed, signature checked) once, with its expiry kept
+/// so that a license running out while the server runs is seen at once.
+struct LoadedLicense {
+    state: LicenseState,
+    expires: Option<OffsetDateTime>,
+}
+
+impl LoadedLicense {
+    fn state_at(&self, now: OffsetDateTime) -> std::borrow::Cow<'_, LicenseState> {
+        match (&self.state, self.expires) {
+            (LicenseState::Active(license), Some(expires)) if expires <= now => {
+                std::borrow::Cow::Owned(LicenseState::Expired(license.clone()))
+            }
+            (state, _) => std::borrow::Cow::Borrowed(state),
+        }
+    }
+}
+
 /// The CMS: collections, items, accounts and license over the ports.
 pub struct Cms {
     site: SiteInfo,
@@ -187,7 +205,7 @@ pub struct Cms {
     html_cache: Mutex<html_cache::HtmlCache>,
     /// The installed license as last loaded (`None` until loaded); reloaded when the store
     /// reports a change and after an install.
-    license: RwLock<Option<Option<License>>>,
+    license: RwLock<Option<Arc<LoadedLicense>>>,
     /// Snapshots kept per item (`versions.keep`).
     keep_versions: usize,
     resource_folders: Vec<ResourceFolder>,
@@ -255,15 +273,11 @@ impl Cms {
 
     // ---- license and keys -------------------------------------------------------------
 
-    /// The license state, from memory once loaded (the expiry is checked against the clock
-    /// on every call).
+    /// The license state, from memory once loaded: parsed and verified when loaded, and
+    /// only its expiry compared with the clock on each call.
     pub async fn license_state(&self) -> CoreResult<LicenseState> {
-        let cached = read(&self.license).clone();
-        let license = match cached {
-            Some(license) => license,
-            None => self.reload_license_returning().await?,
-        };
-        Ok(LicenseState::evaluate(license, self.license_public_key.as_deref(), self.now()))
+        let loaded = self.loaded_license().await?;
+        Ok(loaded.state_at(self.now()).into_owned())
     }
 
     /// Reads the installed license again (after the store reported a change).
@@ -271,15 +285,27 @@ impl Cms {
         self.reload_license_returning().await.map(drop)
     }
 
-    async fn reload_license_returning(&self) -> CoreResult<Option<License>> {
-        let license = self.ports.license.current().await?;
-        *write(&self.license) = Some(license.clone());
-        Ok(license)
+    async fn loaded_license(&self) -> CoreResult<Arc<LoadedLicense>> {
+        let cached = read(&self.license).clone();
+        match cached {
+            Some(loaded) => Ok(loaded),
+            None => self.reload_license_returning().await,
+        }
     }
 
-    /// `PaymentRequired` unless the license is active and has `feature`.
+    async fn reload_license_returning(&self) -> CoreResult<Arc<LoadedLicense>> {
+        let license = self.ports.license.current().await?;
+        let expires = license.as_ref().and_then(|l| l.expiry().ok().flatten());
+        let state = LicenseState::evaluate(license, self.license_public_key.as_deref(), self.now());
+        let loaded = Arc::new(LoadedLicense { state, expires });
+        *write(&self.license) = Some(Arc::clone(&loaded));
+        Ok(loaded)
+    }
+
+    /// `PaymentRequired` unless the license is active and has `feature`. Every request
+    /// asks this: it is answered from memory, without cloning the license.
     pub async fn require_feature(&self, feature: Feature) -> CoreResult<()> {
-        self.license_state().await?.require(feature)
+        self.loaded_license().await?.state_at(self.now()).require(feature)
     }
 
     /// Validates and installs a license file's text.

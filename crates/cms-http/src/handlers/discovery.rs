@@ -186,7 +186,7 @@ pub async fn legacy_read(
 ) -> Result<HttpResponse, ApiError> {
     let collection_path = query(&req)?.remove("collectionPath");
     let view = state.run(Shape::Envelope, state.cms.legacy_read(collection_path.as_deref(), &slug)).await?;
-    Ok(single_item(view))
+    Ok(single_item(&req, view))
 }
 
 /// `GET /cms/items/{slug}`: the first published item with this slug, collections in
@@ -195,7 +195,8 @@ pub async fn read_anywhere(
     state: web::Data<AppState>,
     _caller: Caller,
     slug: web::Path<String>,
+    req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let view = state.run(Shape::Envelope, state.cms.read_item_anywhere(&slug)).await?;
-    Ok(single_item(view))
+    Ok(single_item(&req, view))
 }

@@ -73,7 +73,7 @@ pub async fn read(
     if let Some(response) = not_modified(&req, &view.etag, Shape::Envelope) {
         return Ok(response);
     }
-    Ok(single_item(view))
+    Ok(single_item(&req, view))
 }
 
 /// `GET /cms/collections/{collection}/items/{slug}/raw`

@@ -4,21 +4,41 @@
 use actix_web::http::StatusCode;
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
+use serde::Serialize;
 use serde_json::json;
 
 use crate::auth::{Caller, Envelope, KeyUser};
 use crate::dto::CollectionDto;
 use crate::error::{ApiError, Shape};
 use crate::openapi;
-use crate::reply::envelope;
+use crate::reply::{envelope, json_response, timestamp_now};
 use crate::state::AppState;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// `GET /` and `GET /status`.
 pub async fn status(state: web::Data<AppState>) -> HttpResponse {
-    let data = json!({ "status": "ok", "version": VERSION, "name": state.cms.site().name });
-    envelope(data, json!({ "message": "CMS API running", "version": VERSION }))
+    #[derive(Serialize)]
+    struct Data<'a> {
+        status: &'static str,
+        version: &'static str,
+        name: &'a str,
+    }
+    #[derive(Serialize)]
+    struct Status<'a> {
+        success: bool,
+        data: Data<'a>,
+        message: &'static str,
+        version: &'static str,
+        timestamp: String,
+    }
+    json_response(&Status {
+        success: true,
+        data: Data { status: "ok", version: VERSION, name: &state.cms.site().name },
+        message: "CMS API running",
+        version: VERSION,
+        timestamp: timestamp_now(),
+    })
 }
 
 /// `GET /cms/`: name, version and every route with its method, path and auth, taken

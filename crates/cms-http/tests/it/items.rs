@@ -240,6 +240,38 @@ async fn lists_carry_a_strong_etag_and_answer_304_while_unchanged() {
     assert_eq!(cached.status, 304);
 }
 
+/// Lists and items are answered from serialized bodies kept by version: a write and an
+/// outside edit are both seen by the very next read, never an old body.
+#[actix_web::test]
+async fn kept_answers_follow_every_change() {
+    let h = Harness::setup().await;
+    seed(&h).await;
+    let read = async || h.send(TestRequest::get().uri("/cms/collections/posts/items/first")).await;
+    let list = async || h.send(TestRequest::get().uri("/cms/collections/posts/items?per_page=5")).await;
+    let (item, again) = (read().await, read().await);
+    assert_eq!(item.json()["data"], again.json()["data"], "the same item, the same answer");
+    assert_eq!(list().await.json()["data"][1]["title"], "FIRST");
+
+    let patch = TestRequest::patch()
+        .uri("/cms/collections/posts/items/first")
+        .insert_header(h.bearer())
+        .set_json(json!({"fm": {"title": "Renamed"}}));
+    assert_eq!(h.send(patch).await.status, 200);
+    assert_eq!(read().await.json()["data"]["title"], "Renamed");
+    assert_eq!(list().await.json()["data"][1]["title"], "Renamed");
+
+    h.world.content.put_raw(
+        "content/posts",
+        "2024-01-01-first.md",
+        b"---\ntitle: Edited\nstatus: published\n---\nNew body.\n",
+    );
+    h.settle().await;
+    let edited = read().await;
+    assert_eq!(edited.json()["data"]["title"], "Edited");
+    assert!(edited.json()["data"]["body_html"].as_str().unwrap().contains("New body."));
+    assert_eq!(list().await.json()["data"][1]["title"], "Edited");
+}
+
 #[actix_web::test]
 async fn list_304s_keep_the_cors_headers() {
     let h = Harness::setup().await;

@@ -1,0 +1,74 @@
+//! Serialized answers kept by the version of what they show, so that a repeated list page
+//! or item read costs a lookup and a copy instead of building and escaping its JSON.
+//!
+//! Keys are versions that change whenever the answer would (a list page's version from
+//! the index, an item's ETag and stamp), so an entry is never stale: a changed collection
+//! simply asks for other keys, and old entries age out first-in, first-out within a byte
+//! budget.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+/// Answers' bodies up to (not including) their `timestamp`, by version.
+pub struct BodyCache {
+    inner: Mutex<Inner>,
+    budget: usize,
+}
+
+#[derive(Default)]
+struct Inner {
+    bodies: HashMap<u64, Arc<[u8]>>,
+    order: VecDeque<u64>,
+    bytes: usize,
+}
+
+impl BodyCache {
+    pub fn new(budget: usize) -> Self {
+        Self { inner: Mutex::default(), budget }
+    }
+
+    pub fn get(&self, key: u64) -> Option<Arc<[u8]>> {
+        self.lock().bodies.get(&key).cloned()
+    }
+
+    pub fn put(&self, key: u64, body: Arc<[u8]>) {
+        if body.len() > self.budget / 8 {
+            return; // one huge page must not flush everything else
+        }
+        let mut inner = self.lock();
+        let size = body.len();
+        if inner.bodies.insert(key, body).is_none() {
+            inner.order.push_back(key);
+            inner.bytes += size;
+        }
+        while inner.bytes > self.budget {
+            let Some(oldest) = inner.order.pop_front() else { break };
+            if let Some(gone) = inner.bodies.remove(&oldest) {
+                inner.bytes -= gone.len();
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // Entries are whole values: a panic elsewhere cannot leave one half-written.
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_the_newest_within_the_budget() {
+        let cache = BodyCache::new(800);
+        for key in 0..20u64 {
+            cache.put(key, Arc::from(vec![b'x'; 100]));
+        }
+        assert!(cache.get(19).is_some() && cache.get(12).is_some());
+        assert!(cache.get(11).is_none(), "the oldest went");
+        cache.put(99, Arc::from(vec![b'x'; 101]));
+        assert!(cache.get(99).is_none(), "an answer over an eighth of the budget is not kept");
+        assert_eq!(cache.lock().bytes, 800);
+    }
+}

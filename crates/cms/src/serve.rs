@@ -64,14 +64,17 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
 }
 
 /// Builds every collection's index and loads the license; returns how many usable items
-/// the indexes hold and how long it took.
+/// the indexes hold and how long it took. A collection that cannot be indexed is logged
+/// by the facade and answers its error to its requests; the others are served.
 async fn build_index(cms: &Cms) -> anyhow::Result<(usize, Duration)> {
     let started = Instant::now();
-    cms.start().await.context("indexing the site")?;
+    if let Err(error) = cms.start().await {
+        tracing::warn!(%error, "serving without part of the site; see the errors above");
+    }
     let took = started.elapsed();
     let mut items = 0;
     for collection in cms.collections() {
-        items += cms.indexed_items(collection).await?.len();
+        items += cms.indexed_items(collection).await.map_or(0, |items| items.len());
     }
     tracing::info!(items, seconds = took.as_secs_f64(), "indexed the site");
     Ok((items, took))

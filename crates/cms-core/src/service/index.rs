@@ -34,11 +34,20 @@ impl std::ops::Deref for IndexRead<'_> {
 impl Cms {
     /// Builds every collection's index (and loads the license) now rather than on the
     /// first request. The composition root calls it before serving.
+    ///
+    /// A collection that cannot be indexed (its folder resolves outside the site, say)
+    /// does not stop the others: it is logged, and its requests answer the error until it
+    /// can be built. The first such error is returned after every collection was tried.
     pub async fn start(&self) -> CoreResult<()> {
+        let mut first_error = None;
         for collection in &self.collections {
-            self.ensure_indexed(collection).await?;
+            if let Err(error) = self.ensure_indexed(collection).await {
+                tracing::error!(collection = collection.slug.as_str(), %error, "cannot index the collection");
+                first_error.get_or_insert(error);
+            }
         }
-        self.reload_license().await
+        self.reload_license().await?;
+        first_error.map_or(Ok(()), Err)
     }
 
     /// The collection's index, built on first use. Reads hold it briefly and never across
@@ -151,11 +160,19 @@ impl Cms {
 
     /// Rescans every collection and reloads the license: what a store without a change
     /// feed gets, periodically.
+    /// One collection's failure does not keep the others (or the license) stale: every
+    /// one is tried, and the first error is returned.
     pub async fn rescan_all(&self) -> CoreResult<()> {
+        let mut first_error = None;
         for collection in &self.collections {
-            self.rescan(collection).await?;
+            if let Err(error) = self.rescan(collection).await {
+                first_error.get_or_insert(error);
+            }
         }
-        self.reload_license().await
+        if let Err(error) = self.reload_license().await {
+            first_error.get_or_insert(error);
+        }
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Subscribes to the store's change reports for this site's collections; `None` when

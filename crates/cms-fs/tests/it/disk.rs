@@ -56,6 +56,38 @@ async fn a_collection_folder_linked_outside_the_site_is_refused() {
     assert!(store.read(&posts(), &name("x.md")).await.is_err());
 }
 
+/// One collection that cannot be indexed (its folder links out of the site) does not
+/// keep the server from indexing and serving the others, nor from rescanning them.
+#[tokio::test]
+async fn a_refused_collection_does_not_stop_the_others() {
+    let site = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    fs::create_dir_all(site.path().join("content/pages")).unwrap();
+    symlink(outside.path(), site.path().join("content/posts")).unwrap();
+    fs::write(site.path().join("content/pages/about.md"), "---\ntitle: About\n---\n").unwrap();
+    let config = SiteConfig::from_yaml(
+        "site: {name: S, url: 'https://e.com'}\ncollections:\n  - {label: Posts, path: content/posts}\n  - {label: Pages, path: content/pages}\n",
+    )
+    .unwrap();
+    let ports = cms_fs::site_ports(
+        site.path(),
+        Arc::new(RecordingEvents::default()),
+        Arc::new(FixedClock::at_unix(0)),
+        Arc::new(cms_core::testing::MemoryWebhooks::default()),
+    );
+    let cms = Cms::new(&config, ports);
+    assert!(cms.start().await.is_err(), "the refused collection is reported");
+    let pages = cms.collection("pages").unwrap().clone();
+    let list = cms.list_items(&pages, &ListQuery::default(), &Viewer::Anonymous).await.unwrap();
+    assert_eq!(list.total_items, 1, "the other collection is served");
+    fs::write(site.path().join("content/pages/contact.md"), "---\ntitle: Contact\n---\n").unwrap();
+    assert!(cms.rescan_all().await.is_err(), "still reported");
+    let list = cms.list_items(&pages, &ListQuery::default(), &Viewer::Anonymous).await.unwrap();
+    assert_eq!(list.total_items, 2, "and still rescanned");
+    let posts = cms.collection("posts").unwrap().clone();
+    assert!(cms.list_items(&posts, &ListQuery::default(), &Viewer::Anonymous).await.is_err());
+}
+
 #[tokio::test]
 async fn scans_see_outside_edits_and_ignore_other_files() {
     let site = tempfile::tempdir().unwrap();

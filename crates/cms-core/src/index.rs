@@ -23,28 +23,30 @@ use crate::related;
 use crate::render;
 use crate::slug::{ItemFilename, ItemRef, slugify};
 
-/// One indexed item: its metadata and what lists and feeds show of its body.
+/// One indexed item: its metadata and what lists, feeds and related items show of its body.
+/// Only what a list or a discovery route needs is kept, each in its smallest form: a
+/// single read takes the rest (frontmatter, HTML, the excerpt as written) from the file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IndexedItem {
     pub meta: ItemMeta,
-    /// `fm.image`, for the search index. The rest of the frontmatter is not kept: lists
-    /// do not show it, and single reads take it from the file.
-    pub image: Option<String>,
-    /// Plain text of the body, cut for excerpts.
-    pub excerpt: String,
+    /// `fm.image`, for the search index.
+    pub image: Option<Box<str>>,
+    /// The excerpt as lists and single reads show it, when it differs from
+    /// `plain_excerpt` (a written `fm.excerpt` with Markdown or HTML in it): see
+    /// [`Self::excerpt`].
+    written_excerpt: Option<Box<str>>,
     /// The excerpt as plain text for discovery routes: no Markdown, no HTML, cut on a word
     /// boundary (see [`plain_excerpt_of`]).
-    pub plain_excerpt: String,
+    pub plain_excerpt: Box<str>,
     /// Significant words of title and body as 32-bit hashes, sorted and distinct, for
     /// related items (a tenth of the memory of the words themselves; see
     /// [`related::word_hashes`]).
     pub words: Box<[u32]>,
     /// Strong ETag of the file's bytes.
-    pub etag: String,
-    /// The title lowercased, the key of `orderBy=title`.
-    title_key: String,
-    /// The tags as slugs, for `tags=` filters.
-    tag_slugs: Vec<String>,
+    pub etag: Box<str>,
+    /// The tags as slugs, for `tags=` filters; `None` when every tag is its own slug (the
+    /// usual case), so that nothing is kept twice.
+    tag_slugs: Option<Box<[Box<str>]>>,
 }
 
 impl IndexedItem {
@@ -54,21 +56,39 @@ impl IndexedItem {
         let doc = ItemDocument::parse(text).map_err(|e| e.to_string())?;
         let meta = ItemMeta::derive(name, &doc, file.stamp.modified, file.stamp.size);
         let body_text = render::to_plain_text(&doc.body);
+        let slugs: Vec<String> = meta.tags.iter().map(|t| slugify(t)).collect();
+        let tag_slugs = (slugs != meta.tags).then(|| slugs.into_iter().map(String::into_boxed_str).collect());
+        let plain_excerpt = plain_excerpt_with(&doc, &body_text);
+        let excerpt = excerpt_with(&doc, &body_text);
         Ok(Self {
-            excerpt: excerpt_with(&doc, &body_text),
-            plain_excerpt: plain_excerpt_with(&doc, &body_text),
+            written_excerpt: (excerpt != plain_excerpt).then(|| excerpt.into_boxed_str()),
+            plain_excerpt: plain_excerpt.into_boxed_str(),
             words: related::word_hashes(&format!("{} {body_text}", meta.title)),
-            etag: crate::service::etag_of(&file.bytes),
-            title_key: meta.title.to_lowercase(),
-            tag_slugs: meta.tags.iter().map(|t| slugify(t)).collect(),
-            image: doc.fm.get("image").and_then(|v| v.as_str()).map(str::to_owned),
-            meta,
+            etag: crate::service::etag_of(&file.bytes).into_boxed_str(),
+            tag_slugs,
+            image: doc.fm.get("image").and_then(|v| v.as_str()).map(Box::from),
+            meta: meta.compacted(),
         })
+    }
+
+    /// The excerpt as lists and single reads show it: `fm.excerpt` or `fm.description` as
+    /// written, else the body as plain text (see [`excerpt_of`]).
+    pub fn excerpt(&self) -> &str {
+        self.written_excerpt.as_deref().unwrap_or(&self.plain_excerpt)
+    }
+
+    /// The item's tags as slugs.
+    pub fn tag_slugs(&self) -> impl Iterator<Item = &str> {
+        let (slugs, tags) = match &self.tag_slugs {
+            Some(slugs) => (Some(slugs.iter().map(|s| &**s)), None),
+            None => (None, Some(self.meta.tags.iter().map(String::as_str))),
+        };
+        slugs.into_iter().flatten().chain(tags.into_iter().flatten())
     }
 
     /// Whether the item carries any of these tag slugs.
     pub fn has_any_tag(&self, wanted_slugs: &[String]) -> bool {
-        self.tag_slugs.iter().any(|t| wanted_slugs.contains(t))
+        self.tag_slugs().any(|t| wanted_slugs.iter().any(|w| w == t))
     }
 
     fn admitted_by(&self, query: &ListQuery) -> bool {
@@ -121,7 +141,7 @@ fn compare(order: OrderBy, a: &IndexedItem, b: &IndexedItem) -> Ordering {
         OrderBy::DatePublished => {
             a.meta.date.as_deref().unwrap_or("").cmp(b.meta.date.as_deref().unwrap_or(""))
         }
-        OrderBy::Title => a.title_key.cmp(&b.title_key),
+        OrderBy::Title => caseless_cmp(&a.meta.title, &b.meta.title),
         OrderBy::Slug => a.meta.slug.cmp(&b.meta.slug),
         OrderBy::Modified => a.meta.modified.cmp(&b.meta.modified),
     };
@@ -439,8 +459,8 @@ impl CollectionIndex {
                         self.sorted_published[order_slot(order)].push(id);
                     }
                 }
-                for tag in distinct(&item.tag_slugs) {
-                    let lists = self.by_tag.entry(tag.clone()).or_default();
+                for tag in distinct(&item) {
+                    let lists = self.by_tag.entry(tag.to_owned()).or_default();
                     lists.all.push(id);
                     if item.meta.status == Status::Published {
                         lists.published.push(id);
@@ -463,8 +483,8 @@ impl CollectionIndex {
             }
         }
         let mut by_tag = std::mem::take(&mut self.by_tag);
-        for tag in distinct(&item.tag_slugs) {
-            let lists = by_tag.entry(tag.clone()).or_default();
+        for tag in distinct(&item) {
+            let lists = by_tag.entry(tag.to_owned()).or_default();
             self.insert_sorted(&mut lists.all, OrderBy::DatePublished, &item, id);
             if published {
                 self.insert_sorted(&mut lists.published, OrderBy::DatePublished, &item, id);
@@ -483,7 +503,7 @@ impl CollectionIndex {
             self.remove_sorted(&mut sorted_published[k], order, &item, id);
         }
         let mut by_tag = std::mem::take(&mut self.by_tag);
-        for tag in distinct(&item.tag_slugs) {
+        for tag in distinct(&item) {
             if let Some(lists) = by_tag.get_mut(tag) {
                 self.remove_sorted(&mut lists.all, OrderBy::DatePublished, &item, id);
                 self.remove_sorted(&mut lists.published, OrderBy::DatePublished, &item, id);
@@ -510,6 +530,15 @@ impl CollectionIndex {
     }
 }
 
+/// Compares two titles as their lowercase forms would compare, without keeping or
+/// building those forms (ASCII titles, the usual case, compare byte by byte).
+fn caseless_cmp(a: &str, b: &str) -> Ordering {
+    if a.is_ascii() && b.is_ascii() {
+        return a.bytes().map(|c| c.to_ascii_lowercase()).cmp(b.bytes().map(|c| c.to_ascii_lowercase()));
+    }
+    a.chars().flat_map(char::to_lowercase).cmp(b.chars().flat_map(char::to_lowercase))
+}
+
 fn stamp_hash(stamp: &FileStamp) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::hash::DefaultHasher::new();
@@ -517,9 +546,15 @@ fn stamp_hash(stamp: &FileStamp) -> u64 {
     hasher.finish()
 }
 
-/// Tags as slugs, each once (an item tagged `Rust` and `rust` is listed once).
-fn distinct(tags: &[String]) -> impl Iterator<Item = &String> {
-    tags.iter().enumerate().filter(move |(i, t)| !tags[..*i].contains(t)).map(|(_, t)| t)
+/// An item's tag slugs, each once (an item tagged `Rust` and `rust` is listed once).
+fn distinct(item: &IndexedItem) -> Vec<&str> {
+    let mut seen: Vec<&str> = Vec::new();
+    for slug in item.tag_slugs() {
+        if !seen.contains(&slug) {
+            seen.push(slug);
+        }
+    }
+    seen
 }
 
 /// An item's excerpt: `fm.excerpt`, else `fm.description`, else the body as plain text

@@ -86,6 +86,18 @@ impl ItemMeta {
         }
     }
 
+    /// The same facts with no spare capacity: what the index keeps of every item.
+    pub fn compacted(mut self) -> Self {
+        for text in [&mut self.filename, &mut self.slug, &mut self.title] {
+            text.shrink_to_fit();
+        }
+        for text in self.tags.iter_mut().chain(&mut self.date).chain(&mut self.author) {
+            text.shrink_to_fit();
+        }
+        self.tags.shrink_to_fit();
+        self
+    }
+
     /// Slugs of the item's tags, for matching `tags=` filters.
     pub fn has_any_tag(&self, wanted_slugs: &[String]) -> bool {
         self.tags.iter().any(|t| wanted_slugs.contains(&slugify(t)))

@@ -56,7 +56,7 @@ impl<'a> From<&'a ItemSummary> for ItemEntryDto<'a> {
             filename: &meta.filename,
             tags: &meta.tags,
             author: meta.author.as_deref(),
-            excerpt: &s.item.excerpt,
+            excerpt: s.item.excerpt(),
             modified: meta.modified,
         }
     }
@@ -283,7 +283,7 @@ impl From<SearchEntry> for SearchEntryDto {
             title: meta.title.clone(),
             url: e.url,
             canonical_url: e.canonical_url,
-            excerpt: e.item.plain_excerpt.clone(),
+            excerpt: e.item.plain_excerpt.to_string(),
             tags: meta.tags.clone(),
             date: meta.date.clone(),
             collection: e.collection,
@@ -362,7 +362,7 @@ impl From<RelatedItem> for RelatedDto {
             score: r.score,
             shared_tags: r.shared_tags,
             date: r.item.meta.date.clone(),
-            excerpt: r.item.plain_excerpt.clone(),
+            excerpt: r.item.plain_excerpt.to_string(),
         }
     }
 }

@@ -386,7 +386,7 @@ impl Cms {
                     link: url.clone(),
                     guid: url,
                     pub_date: at.and_then(feed::rfc822),
-                    description: item.plain_excerpt.clone(),
+                    description: item.plain_excerpt.to_string(),
                     categories: item.meta.tags.clone(),
                 }
             })

@@ -92,7 +92,7 @@ impl Cms {
                     .ok_or_else(|| item_not_found(collection, &item_ref))?;
                 let doc = parse_stored(&name, &file)?;
                 let etag = etag_of(&file.bytes);
-                if etag != indexed.etag {
+                if *etag != *indexed.etag {
                     // Changed since it was indexed, and the change report is on its way:
                     // answer from the file as read, in full.
                     return self.view_of_file(collection, &name, &file, doc, viewer, &item_ref);
@@ -107,9 +107,9 @@ impl Cms {
             collection: collection.index,
             canonical_url: self.site.absolute_url(&url),
             url,
-            excerpt: indexed.excerpt.clone(),
+            excerpt: indexed.excerpt().to_owned(),
             html: rendered.html.clone(),
-            etag: indexed.etag.clone(),
+            etag: indexed.etag.to_string(),
             fm: rendered.fm.clone(),
             meta: indexed.meta.clone(),
         })

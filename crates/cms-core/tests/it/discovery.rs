@@ -47,8 +47,8 @@ async fn the_index_keeps_a_plain_excerpt_and_the_significant_words() {
     );
     let cms = world.cms();
     let items = cms.indexed_items(cms.collection("posts").unwrap()).await.unwrap();
-    assert_eq!(items[0].excerpt, "*Why* <i>it</i> matters", "lists keep the written excerpt as written");
-    assert_eq!(items[0].plain_excerpt, "Why it matters");
+    assert_eq!(items[0].excerpt(), "*Why* <i>it</i> matters", "lists keep the written excerpt as written");
+    assert_eq!(&*items[0].plain_excerpt, "Why it matters");
     // Kept as hashes of the significant words (stop words and short words dropped).
     assert_eq!(items[0].words, related::word_hashes("borrow checker ownership rust"));
 }

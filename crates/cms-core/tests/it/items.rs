@@ -354,7 +354,7 @@ async fn lists_and_single_reads_share_the_excerpt_rule() {
         b"---\ndescription: From the frontmatter.\n---\n\nBody text.",
     );
     let listed = cms.list_items(&pages, &ListQuery::default(), &Viewer::Anonymous).await.unwrap();
-    assert_eq!(listed.items[0].item.excerpt, "From the frontmatter.");
+    assert_eq!(listed.items[0].item.excerpt(), "From the frontmatter.");
     assert_eq!(
         cms.read_item(&pages, "a", &Viewer::Anonymous).await.unwrap().excerpt,
         "From the frontmatter."

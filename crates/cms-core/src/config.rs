@@ -35,6 +35,9 @@ pub struct SiteSection {
     pub per_page: u32,
     #[serde(default = "default_max_per_page")]
     pub max_per_page: u32,
+    /// Where dates written without an offset happened (an IANA name; default UTC).
+    #[serde(default)]
+    pub timezone: crate::dates::SiteZone,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -3,9 +3,8 @@
 
 use std::fmt::Write as _;
 
-use time::format_description::well_known::{Rfc2822, Rfc3339};
-use time::macros::format_description;
-use time::{Date, OffsetDateTime, PrimitiveDateTime, UtcOffset};
+use time::format_description::well_known::Rfc2822;
+use time::{OffsetDateTime, UtcOffset};
 
 /// Escapes text for XML character data and attribute values. Characters XML 1.0 does not
 /// allow at all (most control characters, U+FFFE, U+FFFF) are dropped, since no escape
@@ -27,30 +26,11 @@ pub fn xml_escape(text: &str) -> String {
     out
 }
 
-/// Reads an item's `date`: RFC 3339 (`2024-03-01T10:00:00+02:00`), a date and time without
-/// an offset (`2024-03-01T10:00:00`, `2024-03-01 10:00`; taken as UTC), or a plain
-/// `YYYY-MM-DD` date (taken as 00:00:00 UTC).
-pub fn parse_item_date(text: &str) -> Option<OffsetDateTime> {
-    let text = text.trim();
-    if let Ok(at) = OffsetDateTime::parse(text, &Rfc3339) {
-        return Some(at);
-    }
-    let with_seconds = format_description!("[year]-[month]-[day] [hour]:[minute]:[second]");
-    let without_seconds = format_description!("[year]-[month]-[day] [hour]:[minute]");
-    let spaced = text.replacen('T', " ", 1);
-    for format in [with_seconds, without_seconds] {
-        if let Ok(at) = PrimitiveDateTime::parse(&spaced, format) {
-            return Some(at.assume_utc());
-        }
-    }
-    let date = Date::parse(text.get(..10)?, format_description!("[year]-[month]-[day]")).ok()?;
-    Some(date.midnight().assume_utc())
-}
-
-/// RFC 822 date-time as RSS readers want it, e.g. `Fri, 01 Mar 2024 00:00:00 +0000`.
-/// `None` for years RFC 2822 cannot express (before 1900).
+/// RFC 822 date-time as RSS readers want it, in the offset the date was written with, e.g.
+/// `Thu, 19 Apr 2018 16:07:00 +0100`. `None` for years RFC 2822 cannot express (before
+/// 1900).
 pub fn rfc822(at: OffsetDateTime) -> Option<String> {
-    at.to_offset(UtcOffset::UTC).format(&Rfc2822).ok()
+    at.format(&Rfc2822).ok()
 }
 
 /// W3C datetime in UTC as sitemaps want it, e.g. `2024-03-01T10:00:00+00:00`.
@@ -165,26 +145,14 @@ mod tests {
     }
 
     #[test]
-    fn reads_item_dates() {
-        let at = |s| parse_item_date(s).map(|d| d.unix_timestamp());
-        assert_eq!(at("2024-03-01"), Some(1_709_251_200));
-        assert_eq!(at("2024-03-01T10:00:00Z"), Some(1_709_287_200));
-        assert_eq!(at("2024-03-01T12:00:00+02:00"), Some(1_709_287_200));
-        assert_eq!(at("2024-03-01 10:00"), Some(1_709_287_200));
-        assert_eq!(at("2024-03-01T10:00:00"), Some(1_709_287_200));
-        assert_eq!(at("2024-03-01 and some words"), Some(1_709_251_200));
-        assert_eq!(at("yesterday"), None);
-        assert_eq!(at("2024-02-30"), None);
-    }
-
-    #[test]
     fn date_formats() {
-        let at = parse_item_date("2024-03-01").unwrap();
-        assert_eq!(rfc822(at).unwrap(), "Fri, 01 Mar 2024 00:00:00 +0000");
-        let offset = parse_item_date("2024-03-01T01:30:00+02:00").unwrap();
-        assert_eq!(rfc822(offset).unwrap(), "Thu, 29 Feb 2024 23:30:00 +0000");
+        let parse = |text| crate::dates::SiteZone::utc().parse(text).unwrap();
+        assert_eq!(rfc822(parse("2024-03-01")).unwrap(), "Fri, 01 Mar 2024 00:00:00 +0000");
+        let offset = parse("2024-03-01T01:30:00+02:00");
+        assert_eq!(rfc822(offset).unwrap(), "Fri, 01 Mar 2024 01:30:00 +0200", "the written offset is kept");
         assert_eq!(w3c_datetime(offset), "2024-02-29T23:30:00+00:00");
-        assert_eq!(rfc822(parse_item_date("1800-01-01").unwrap()), None);
+        assert_eq!(rfc822(parse("2018-04-19 16:07:00 +0100")).unwrap(), "Thu, 19 Apr 2018 16:07:00 +0100");
+        assert_eq!(rfc822(parse("1800-01-01")), None);
     }
 
     #[test]

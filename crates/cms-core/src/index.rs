@@ -15,6 +15,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::dates::SiteZone;
 use crate::document::ItemDocument;
 use crate::item::{ItemMeta, Status};
 use crate::ports::{FileStamp, StoredFile};
@@ -51,10 +52,10 @@ pub struct IndexedItem {
 
 impl IndexedItem {
     /// Parses an item file; `Err` with the reason when it cannot be used.
-    pub fn from_file(name: &ItemFilename, file: &StoredFile) -> Result<Self, String> {
+    pub fn from_file(name: &ItemFilename, file: &StoredFile, zone: &SiteZone) -> Result<Self, String> {
         let text = std::str::from_utf8(&file.bytes).map_err(|_| "the file is not UTF-8".to_owned())?;
         let doc = ItemDocument::parse(text).map_err(|e| e.to_string())?;
-        let meta = ItemMeta::derive(name, &doc, file.stamp.modified, file.stamp.size);
+        let meta = ItemMeta::derive(name, &doc, file.stamp.modified, file.stamp.size, zone);
         let body_text = render::to_plain_text(&doc.body);
         let slugs: Vec<String> = meta.tags.iter().map(|t| slugify(t)).collect();
         let tag_slugs = (slugs != meta.tags).then(|| slugs.into_iter().map(String::into_boxed_str).collect());
@@ -138,9 +139,8 @@ fn order_slot(order: OrderBy) -> usize {
 /// pages are stable.
 fn compare(order: OrderBy, a: &IndexedItem, b: &IndexedItem) -> Ordering {
     let primary = match order {
-        OrderBy::DatePublished => {
-            a.meta.date.as_deref().unwrap_or("").cmp(b.meta.date.as_deref().unwrap_or(""))
-        }
+        // Instants, not strings: `2024-03-01 23:00 -0500` is after `2024-03-02 01:00 +0100`.
+        OrderBy::DatePublished => a.meta.date_at.cmp(&b.meta.date_at),
         OrderBy::Title => caseless_cmp(&a.meta.title, &b.meta.title),
         OrderBy::Slug => a.meta.slug.cmp(&b.meta.slug),
         OrderBy::Modified => a.meta.modified.cmp(&b.meta.modified),
@@ -639,7 +639,8 @@ mod tests {
             modified: token as i64,
             change_token: token,
         };
-        let item = IndexedItem::from_file(&name, &StoredFile { bytes, stamp: stamp.clone() }).ok();
+        let item =
+            IndexedItem::from_file(&name, &StoredFile { bytes, stamp: stamp.clone() }, &SiteZone::utc()).ok();
         (name, stamp, item)
     }
 

@@ -6,7 +6,10 @@ use std::str::FromStr;
 
 use serde_json::Value;
 
+use time::OffsetDateTime;
+
 use crate::codec::{self, json_type_name};
+use crate::dates::SiteZone;
 use crate::document::{Frontmatter, ItemDocument};
 use crate::error::{CoreError, CoreResult};
 use crate::slug::{ItemFilename, is_iso_date, slugify};
@@ -57,8 +60,10 @@ pub struct ItemMeta {
     pub filename: String,
     pub slug: String,
     pub title: String,
-    /// `fm.date`, else the filename's date prefix.
+    /// `fm.date`, else the filename's date prefix, as written.
     pub date: Option<String>,
+    /// The instant `date` names (see [`SiteZone::parse`]); `None` when it names none.
+    pub date_at: Option<OffsetDateTime>,
     /// See [`status_of`].
     pub status: Status,
     pub tags: Vec<String>,
@@ -69,15 +74,23 @@ pub struct ItemMeta {
 }
 
 impl ItemMeta {
-    pub fn derive(name: &ItemFilename, doc: &ItemDocument, modified: i64, size: u64) -> Self {
+    pub fn derive(
+        name: &ItemFilename,
+        doc: &ItemDocument,
+        modified: i64,
+        size: u64,
+        zone: &SiteZone,
+    ) -> Self {
         let fm = &doc.fm;
         let text = |key: &str| fm.get(key).and_then(scalar_text);
         let status = status_of(fm);
+        let date = text("date").or_else(|| name.date().map(str::to_owned));
         Self {
             filename: name.as_str().to_owned(),
             slug: name.slug().to_owned(),
             title: text("title").unwrap_or_else(|| name.slug().to_owned()),
-            date: text("date").or_else(|| name.date().map(str::to_owned)),
+            date_at: date.as_deref().and_then(|d| zone.parse(d)),
+            date,
             status,
             tags: tags_of(fm),
             author: text("author"),
@@ -210,7 +223,7 @@ mod tests {
             fm: fm(json!({"title": "Hello", "tags": ["Rust Lang", "web"], "author": "ann"})),
             body: String::new(),
         };
-        let meta = ItemMeta::derive(&name, &doc, 5, 10);
+        let meta = ItemMeta::derive(&name, &doc, 5, 10, &SiteZone::utc());
         assert_eq!(meta.date.as_deref(), Some("2024-03-01"));
         assert_eq!(meta.status, Status::Published);
         assert!(meta.has_any_tag(&["rust-lang".into()]));

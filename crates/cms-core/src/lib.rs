@@ -7,6 +7,7 @@ pub mod account;
 pub mod codec;
 pub mod collection;
 pub mod config;
+pub mod dates;
 pub mod document;
 pub mod error;
 pub mod events;

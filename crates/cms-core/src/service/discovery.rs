@@ -538,14 +538,10 @@ fn tag_pages(param: &str, raw: Option<&str>, pretty: bool) -> CoreResult<PagePat
     }
 }
 
-/// When an item was published: its `date` (a date alone is midnight UTC), else the time
-/// its file last changed.
+/// When an item was published: the instant its `date` names (a date alone is midnight in
+/// the site's time zone), else the time its file last changed.
 fn published_at(item: &IndexedItem) -> Option<OffsetDateTime> {
-    item.meta
-        .date
-        .as_deref()
-        .and_then(feed::parse_item_date)
-        .or_else(|| OffsetDateTime::from_unix_timestamp(item.meta.modified).ok())
+    item.meta.date_at.or_else(|| OffsetDateTime::from_unix_timestamp(item.meta.modified).ok())
 }
 
 /// `fm.image`: kept as written when it is a site path or an absolute URL, else put under

@@ -8,6 +8,7 @@ use futures_util::lock::Mutex as AsyncMutex;
 
 use super::Cms;
 use crate::collection::Collection;
+use crate::dates::SiteZone;
 use crate::error::CoreResult;
 use crate::index::{CollectionIndex, IndexedItem};
 use crate::ports::{ChangeFeed, FileStamp, StorageChange, StoredFile};
@@ -89,7 +90,7 @@ impl Cms {
                     }
                 }
             }
-            entries.extend(index_files(readable, collection));
+            entries.extend(index_files(readable, collection, &self.zone));
         }
         let built = CollectionIndex::build(entries);
         tracing::info!(
@@ -104,7 +105,7 @@ impl Cms {
 
     /// Records what the facade itself just wrote, so the next request sees it.
     pub(super) fn index_written(&self, collection: &Collection, name: &ItemFilename, file: &StoredFile) {
-        let item = index_one(collection, name, file);
+        let item = index_one(collection, name, file, &self.zone);
         if let Some(index) = self.index_mut(collection).as_mut() {
             index.upsert(name, file.stamp.clone(), item);
         }
@@ -223,8 +224,13 @@ impl Cms {
 const BUILD_BATCH: usize = 2048;
 
 /// Parses one file for the index, logging why it is skipped if it cannot be used.
-fn index_one(collection: &Collection, name: &ItemFilename, file: &StoredFile) -> Option<IndexedItem> {
-    IndexedItem::from_file(name, file)
+fn index_one(
+    collection: &Collection,
+    name: &ItemFilename,
+    file: &StoredFile,
+    zone: &SiteZone,
+) -> Option<IndexedItem> {
+    IndexedItem::from_file(name, file, zone)
         .inspect_err(|reason| {
             tracing::warn!(
                 collection = collection.slug.as_str(),
@@ -238,7 +244,11 @@ fn index_one(collection: &Collection, name: &ItemFilename, file: &StoredFile) ->
 
 /// Parses a collection's files on every core: parsing YAML and Markdown is the cost of a
 /// start-up, and it is pure CPU work.
-fn index_files(files: Vec<StoredFile>, collection: &Collection) -> Vec<(FileStamp, Option<IndexedItem>)> {
+fn index_files(
+    files: Vec<StoredFile>,
+    collection: &Collection,
+    zone: &SiteZone,
+) -> Vec<(FileStamp, Option<IndexedItem>)> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 16);
     let chunk = files.len().div_ceil(threads).max(256);
     let parse = |files: &[StoredFile]| -> Vec<(FileStamp, Option<IndexedItem>)> {
@@ -246,7 +256,7 @@ fn index_files(files: Vec<StoredFile>, collection: &Collection) -> Vec<(FileStam
             .iter()
             .filter_map(|file| {
                 let name = ItemFilename::parse(&file.stamp.name)?;
-                Some((file.stamp.clone(), index_one(collection, &name, file)))
+                Some((file.stamp.clone(), index_one(collection, &name, file, zone)))
             })
             .collect()
     };

@@ -124,7 +124,7 @@ impl Cms {
         viewer: &Viewer,
         item_ref: &ItemRef,
     ) -> CoreResult<ItemView> {
-        let meta = ItemMeta::derive(name, &doc, file.stamp.modified, file.stamp.size);
+        let meta = ItemMeta::derive(name, &doc, file.stamp.modified, file.stamp.size, &self.zone);
         if meta.status == item::Status::Draft && !viewer.has_key() {
             return Err(item_not_found(collection, item_ref));
         }
@@ -148,7 +148,7 @@ impl Cms {
         let doc = parse_stored(&name, &file)?;
         Ok(RawItem {
             collection: collection.index,
-            meta: ItemMeta::derive(&name, &doc, file.stamp.modified, file.stamp.size),
+            meta: ItemMeta::derive(&name, &doc, file.stamp.modified, file.stamp.size, &self.zone),
             etag: etag_of(&file.bytes),
             doc,
         })

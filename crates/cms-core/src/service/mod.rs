@@ -193,6 +193,8 @@ impl LoadedLicense {
 /// The CMS: collections, items, accounts and license over the ports.
 pub struct Cms {
     site: SiteInfo,
+    /// Where item dates without an offset happened (`site.timezone`).
+    zone: crate::dates::SiteZone,
     collections: Vec<Collection>,
     license_public_key: Option<String>,
     ports: Ports,
@@ -234,6 +236,7 @@ impl Cms {
             collections,
             site,
             license_public_key: config.license.public_key.clone(),
+            zone: config.site.timezone.clone(),
             keep_versions: config.versions.keep,
             settings_lock: futures_util::lock::Mutex::new(()),
             site_root: None,

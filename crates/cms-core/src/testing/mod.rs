@@ -91,7 +91,12 @@ impl MemoryWorld {
     /// A facade over these ports with [`SITE_YAML`], subscribed to the memory store's
     /// changes (hand them over with [`Self::settle`]).
     pub fn cms(&self) -> Cms {
-        let cms = Cms::new(&SiteConfig::from_yaml(SITE_YAML).expect("test site config"), self.ports());
+        self.cms_with(SITE_YAML)
+    }
+
+    /// The same with another site configuration (e.g. [`SITE_YAML`] with a line added).
+    pub fn cms_with(&self, site_yaml: &str) -> Cms {
+        let cms = Cms::new(&SiteConfig::from_yaml(site_yaml).expect("test site config"), self.ports());
         cms.subscribe().expect("the memory store subscribes");
         cms
     }

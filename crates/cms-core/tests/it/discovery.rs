@@ -2,8 +2,9 @@
 //! related items and feeds, over in-memory ports.
 
 use cms_core::CoreError;
+use cms_core::query::ListQuery;
 use cms_core::related;
-use cms_core::service::{RelatedParams, RssParams, SearchIndexParams, SitemapParams, TagItemsParams};
+use cms_core::service::{RelatedParams, RssParams, SearchIndexParams, SitemapParams, TagItemsParams, Viewer};
 use cms_core::testing::MemoryWorld;
 
 const POSTS: &str = "content/posts";
@@ -104,4 +105,44 @@ async fn feeds_and_tag_items_show_published_items_only() {
     let page = cms.tag_items("X", &TagItemsParams::default()).await.unwrap();
     assert_eq!(page.total_items, 1);
     assert_eq!(cms.search_index(&path_params(POSTS)).await.unwrap().len(), 1);
+}
+
+/// Jekyll and Hugo write `date` with a time and an offset: feeds keep both, "newest first"
+/// compares instants (not strings), and a date alone is midnight in `site.timezone`.
+#[tokio::test]
+async fn dates_with_times_and_offsets_are_instants() {
+    let world = MemoryWorld::new();
+    // As strings "2024-03-02 01:00 +0100" sorts after "2024-03-01 23:00 -0500"; as
+    // instants it is four hours earlier.
+    put(&world, "late.md", "---\ntitle: Late\ndate: 2024-03-01 23:00:00 -0500\n---\nx\n");
+    put(&world, "early.md", "---\ntitle: Early\ndate: \"2024-03-02 01:00:00 +0100\"\n---\nx\n");
+    put(&world, "jekyll.md", "---\ntitle: Jekyll\ndate: \"2018-04-19 16:07:00 +0100\"\n---\nx\n");
+    put(&world, "2024-01-05-plain.md", "---\ntitle: Plain\n---\nx\n");
+    let berlin = cms_core::testing::SITE_YAML
+        .replace("  per_page: 10\n", "  per_page: 10\n  timezone: Europe/Berlin\n");
+    for (cms, midnight) in [
+        (world.cms(), "Fri, 05 Jan 2024 00:00:00 +0000"),
+        (world.cms_with(&berlin), "Fri, 05 Jan 2024 00:00:00 +0100"),
+    ] {
+        let posts = cms.collection("posts").unwrap();
+        let rss = cms.rss(posts, &RssParams::default()).await.unwrap();
+        let mut by_position = ["Jekyll", "Plain", "Early", "Late"];
+        by_position.sort_by_key(|t| rss.find(&format!("<title>{t}<")).expect("every item is in the feed"));
+        assert_eq!(by_position, ["Late", "Early", "Plain", "Jekyll"], "newest first by instant: {rss}");
+        assert!(rss.contains("<pubDate>Thu, 19 Apr 2018 16:07:00 +0100</pubDate>"), "{rss}");
+        assert!(rss.contains("<pubDate>Fri, 01 Mar 2024 23:00:00 -0500</pubDate>"), "{rss}");
+        assert!(rss.contains(&format!("<pubDate>{midnight}</pubDate>")), "{rss}");
+    }
+    let cms = world.cms();
+    let newest = cms
+        .list_items(cms.collection("posts").unwrap(), &ListQuery::default(), &Viewer::Anonymous)
+        .await
+        .unwrap();
+    let titles: Vec<&str> = newest.items.iter().map(|s| s.item.meta.title.as_str()).collect();
+    assert_eq!(titles, ["Late", "Early", "Plain", "Jekyll"], "lists order by instant too");
+    assert_eq!(
+        newest.items[0].item.meta.date.as_deref(),
+        Some("2024-03-01 23:00:00 -0500"),
+        "shown as written"
+    );
 }

@@ -54,7 +54,7 @@ impl IndexedItem {
     /// Parses an item file; `Err` with the reason when it cannot be used.
     pub fn from_file(name: &ItemFilename, file: &StoredFile, zone: &SiteZone) -> Result<Self, String> {
         let text = std::str::from_utf8(&file.bytes).map_err(|_| "the file is not UTF-8".to_owned())?;
-        let doc = ItemDocument::parse(text).map_err(|e| e.to_string())?;
+        let doc = ItemDocument::parse(text).map_err(|e| format!("the frontmatter cannot be read: {e}"))?;
         let meta = ItemMeta::derive(name, &doc, file.stamp.modified, file.stamp.size, zone);
         let body_text = render::to_plain_text(&doc.body);
         let slugs: Vec<String> = meta.tags.iter().map(|t| slugify(t)).collect();
@@ -102,6 +102,9 @@ impl IndexedItem {
     }
 }
 
+/// An item file as the index takes it: its item, or why it cannot be used.
+pub type Parsed = Result<IndexedItem, String>;
+
 /// Longest excerpt kept in the index, in characters.
 pub const EXCERPT_CHARS: usize = 160;
 
@@ -110,9 +113,9 @@ pub const EXCERPT_CHARS: usize = 160;
 struct Slot {
     name: Arc<str>,
     stamp: FileStamp,
-    /// `None`: the file could not be used (broken YAML, over a limit); it stays known, so
-    /// that it is not re-read until it changes and a read of it says why.
-    item: Option<Arc<IndexedItem>>,
+    /// `Err`: why the file cannot be used (broken YAML, over a limit). It stays known, so
+    /// that it is not re-read until it changes, and it is reported as skipped.
+    item: Result<Arc<IndexedItem>, Box<str>>,
 }
 
 type Id = u32;
@@ -178,6 +181,11 @@ pub struct CollectionIndex {
     /// Per tag slug: its items ascending by date, all and published.
     by_tag: HashMap<String, TagLists>,
     usable: usize,
+    /// Item files that cannot be used, in filename order (so the skipped-file report
+    /// does not walk every slot).
+    unusable: std::collections::BTreeMap<Arc<str>, Id>,
+    /// Files of the folder whose names are not items', with the reason.
+    others: std::collections::BTreeMap<Box<str>, Box<str>>,
     /// XOR of a hash of every slot's name and stamp: the same set of file versions gives
     /// the same value, whatever changes led to it (see [`Self::fingerprint`]).
     fingerprint: u64,
@@ -185,14 +193,14 @@ pub struct CollectionIndex {
 
 impl CollectionIndex {
     /// An index of these files, sorted once.
-    pub fn build(entries: Vec<(FileStamp, Option<IndexedItem>)>) -> Self {
+    pub fn build(entries: Vec<(FileStamp, Parsed)>) -> Self {
         let mut index = Self::default();
         for (stamp, item) in entries {
             let Some(name) = ItemFilename::parse(&stamp.name) else { continue };
             if index.by_name.contains_key(name.as_str()) {
                 continue;
             }
-            index.insert_slot(&name, stamp, item.map(Arc::new), false);
+            index.insert_slot(&name, stamp, item.map(Arc::new).map_err(Box::from), false);
         }
         index.sort_all();
         index
@@ -200,7 +208,8 @@ impl CollectionIndex {
 
     fn sort_all(&mut self) {
         let slots = &self.slots;
-        let item = |id: &Id| slots[*id as usize].as_ref().and_then(|s| s.item.as_deref()).expect("usable id");
+        let item =
+            |id: &Id| slots[*id as usize].as_ref().and_then(|s| s.item.as_deref().ok()).expect("usable id");
         for order in ORDERS {
             let k = order_slot(order);
             for ids in [&mut self.sorted_all[k], &mut self.sorted_published[k]] {
@@ -242,7 +251,7 @@ impl CollectionIndex {
 
     /// Every usable item, in no particular order.
     pub fn items(&self) -> Vec<Arc<IndexedItem>> {
-        self.slots.iter().flatten().filter_map(|s| s.item.clone()).collect()
+        self.slots.iter().flatten().filter_map(|s| s.item.clone().ok()).collect()
     }
 
     /// The published items, newest first (by `date`, then filename).
@@ -268,7 +277,7 @@ impl CollectionIndex {
             ItemRef::Filename(name) => std::slice::from_ref(self.by_name.get(name.as_str())?),
         };
         ids.iter()
-            .filter_map(|id| self.slot(*id).item.as_ref())
+            .filter_map(|id| self.slot(*id).item.as_ref().ok())
             .find(|item| item.meta.status == Status::Published)
     }
 
@@ -278,28 +287,53 @@ impl CollectionIndex {
         ItemFilename::parse(&self.slot(id).name)
     }
 
-    /// The indexed item of a file; `Err(())` when the file is known but unusable.
-    #[allow(clippy::result_unit_err)]
-    pub fn get(&self, name: &str) -> Option<Result<&Arc<IndexedItem>, ()>> {
-        self.by_name.get(name).map(|id| self.slot(*id).item.as_ref().ok_or(()))
+    /// The indexed item of a file; `Err` with the reason when the file is known but
+    /// unusable.
+    pub fn get(&self, name: &str) -> Option<Result<&Arc<IndexedItem>, &str>> {
+        self.by_name.get(name).map(|id| self.slot(*id).item.as_ref().map_err(|reason| &**reason))
+    }
+
+    /// Files in the collection's folder that are not listed, each with the reason: item
+    /// files that cannot be used, and files whose names are not items' (as of the last
+    /// full scan), in filename order.
+    pub fn skipped(&self) -> Vec<(&str, &str)> {
+        let unusable = self.unusable.values().filter_map(|id| {
+            let slot = self.slot(*id);
+            Some((&*slot.name, &**slot.item.as_ref().err()?))
+        });
+        let mut all: Vec<(&str, &str)> =
+            unusable.chain(self.others.iter().map(|(n, r)| (&**n, &**r))).collect();
+        all.sort_unstable();
+        all
+    }
+
+    /// Records the files of the last full scan whose names are not items', with the
+    /// reason; returns those that were not known before (to report each once).
+    pub fn set_others(&mut self, others: Vec<(String, String)>) -> Vec<(String, String)> {
+        let fresh: Vec<(String, String)> =
+            others.iter().filter(|(name, _)| !self.others.contains_key(name.as_str())).cloned().collect();
+        self.others = others.into_iter().map(|(n, r)| (n.into_boxed_str(), r.into_boxed_str())).collect();
+        fresh
     }
 
     /// Records a file's new content (or that it cannot be used).
-    pub fn upsert(&mut self, name: &ItemFilename, stamp: FileStamp, item: Option<IndexedItem>) -> Applied {
+    pub fn upsert(&mut self, name: &ItemFilename, stamp: FileStamp, item: Parsed) -> Applied {
         if self.stamp(name.as_str()) == Some(&stamp) {
             return Applied::Unchanged;
         }
         self.remove(name.as_str());
-        self.insert_slot(name, stamp, item.map(Arc::new), true);
+        self.insert_slot(name, stamp, item.map(Arc::new).map_err(Box::from), true);
         Applied::Updated
     }
 
     /// Forgets a file.
     pub fn remove(&mut self, name: &str) -> Applied {
         let Some(id) = self.by_name.get(name).copied() else { return Applied::Unchanged };
-        if self.slot(id).item.is_some() {
+        if self.slot(id).item.is_ok() {
             self.unlink_sorted(id);
             self.usable -= 1;
+        } else {
+            self.unusable.remove(name);
         }
         let slot = self.slots[id as usize].take().expect("indexed id");
         self.fingerprint ^= stamp_hash(&slot.stamp);
@@ -424,10 +458,10 @@ impl CollectionIndex {
         &mut self,
         name: &ItemFilename,
         stamp: FileStamp,
-        item: Option<Arc<IndexedItem>>,
+        item: Result<Arc<IndexedItem>, Box<str>>,
         link: bool,
     ) {
-        let usable = item.is_some();
+        let usable = item.is_ok();
         self.fingerprint ^= stamp_hash(&stamp);
         let slot = Slot { name: Arc::from(name.as_str()), stamp, item };
         let id = match self.free.pop() {
@@ -440,6 +474,9 @@ impl CollectionIndex {
                 Id::try_from(self.slots.len() - 1).expect("fewer than 4 billion items")
             }
         };
+        if !usable {
+            self.unusable.insert(Arc::clone(&slot.name), id);
+        }
         self.by_name.insert(slot.name, id);
         let same_slug = self.by_slug.entry(name.slug().to_owned()).or_default();
         let at = same_slug.partition_point(|other| {
@@ -630,7 +667,7 @@ mod tests {
         assert_eq!(excerpt_of(&doc("excerpt: '<p>x</p>'")), "<p>x</p>", "lists keep it as written");
     }
 
-    fn file(name: &str, token: u64, fm: &str) -> (ItemFilename, FileStamp, Option<IndexedItem>) {
+    fn file(name: &str, token: u64, fm: &str) -> (ItemFilename, FileStamp, Parsed) {
         let name = ItemFilename::parse(name).unwrap();
         let bytes = format!("---\n{fm}\n---\nbody\n").into_bytes();
         let stamp = FileStamp {
@@ -640,7 +677,7 @@ mod tests {
             change_token: token,
         };
         let item =
-            IndexedItem::from_file(&name, &StoredFile { bytes, stamp: stamp.clone() }, &SiteZone::utc()).ok();
+            IndexedItem::from_file(&name, &StoredFile { bytes, stamp: stamp.clone() }, &SiteZone::utc());
         (name, stamp, item)
     }
 
@@ -703,7 +740,7 @@ mod tests {
             entries.push((stamp, item));
         }
         let (_, stamp, _) = file("broken.md", 99, "x: [");
-        entries.push((stamp, None));
+        entries.push((stamp, Err("broken".to_owned())));
         let mut index = CollectionIndex::build(entries);
         // Changes in place: an update, a removal, an insert, a file turned broken.
         let (name, stamp, item) =
@@ -713,7 +750,7 @@ mod tests {
         let (name, stamp, item) = file("new.md", 101, "title: New\ndate: 2023-12-31\ntags: [t0]");
         index.upsert(&name, stamp, item);
         let (name, stamp, _) = file("2024-01-10-post-9.md", 102, "");
-        index.upsert(&name, stamp, None);
+        index.upsert(&name, stamp, Err("broken".to_owned()));
 
         let queries = [
             vec![],
@@ -741,7 +778,8 @@ mod tests {
             }
         }
         assert_eq!(index.file_count(), 41);
-        assert!(matches!(index.get("broken.md"), Some(Err(()))));
+        assert!(matches!(index.get("broken.md"), Some(Err("broken"))));
+        assert_eq!(index.skipped(), [("2024-01-10-post-9.md", "broken"), ("broken.md", "broken")]);
         assert_eq!(
             index.locate(&ItemRef::parse("post-4").unwrap()).unwrap().as_str(),
             "2024-01-05-post-4.md"

@@ -82,6 +82,10 @@ pub(crate) fn fold_accent(c: char) -> impl Iterator<Item = char> {
     folded.chars().chain(single)
 }
 
+/// The extensions of item files: `.md`, which new items get, and the other names Markdown
+/// files carry in Jekyll and Hugo sites (Jekyll's default is `.markdown`).
+pub const ITEM_EXTENSIONS: [&str; 4] = [".md", ".markdown", ".mdown", ".mkd"];
+
 /// The name of an item file, split into its optional date prefix and its slug.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ItemFilename {
@@ -91,18 +95,26 @@ pub struct ItemFilename {
 }
 
 impl ItemFilename {
-    /// Recognises `YYYY-MM-DD-<slug>.md` and `<slug>.md`; anything else is not an item.
+    /// Recognises `YYYY-MM-DD-<slug>.md` and `<slug>.md` (or one of the other
+    /// [`ITEM_EXTENSIONS`]); anything else is not an item.
     pub fn parse(filename: &str) -> Option<Self> {
-        let stem = filename.strip_suffix(".md")?;
-        if stem.is_empty() || filename.starts_with('.') {
-            return None;
+        Self::classify(filename).ok()
+    }
+
+    /// As [`Self::parse`], saying why a name is not an item's (for the skipped-file report).
+    pub fn classify(filename: &str) -> Result<Self, String> {
+        if filename.starts_with('.') {
+            return Err("hidden files are not items".to_owned());
         }
+        let Some(stem) = ITEM_EXTENSIONS.iter().find_map(|ext| filename.strip_suffix(ext)) else {
+            return Err("not an item file: items end in .md, .markdown, .mdown or .mkd".to_owned());
+        };
         let (date, slug) = match split_date_prefix(stem) {
             Some((date, slug)) => (Some(date.to_owned()), slug),
             None => (None, stem),
         };
-        Slug::parse(slug).ok()?;
-        Some(Self { filename: filename.to_owned(), date, slug: slug.to_owned() })
+        Slug::parse(slug).map_err(|e| e.to_string())?;
+        Ok(Self { filename: filename.to_owned(), date, slug: slug.to_owned() })
     }
 
     /// Builds the filename for a new item.
@@ -162,7 +174,7 @@ pub enum ItemRef {
 
 impl ItemRef {
     pub fn parse(raw: &str) -> CoreResult<Self> {
-        if raw.ends_with(".md") {
+        if ITEM_EXTENSIONS.iter().any(|ext| raw.ends_with(ext)) {
             if raw.contains(['/', '\\', '\0']) || raw.contains("..") {
                 return Err(CoreError::invalid(format!("invalid item filename {raw:?}")));
             }
@@ -228,9 +240,26 @@ mod tests {
         assert_eq!((plain.date(), plain.slug()), (None, "about"));
         let odd = ItemFilename::parse("2024-13-40-x.md").unwrap();
         assert_eq!((odd.date(), odd.slug()), (None, "2024-13-40-x"));
-        for not_item in ["notes.txt", ".md", ".hidden.md", "a b.md"] {
+        for not_item in ["notes.txt", ".md", ".hidden.md", "a b.md", "x.markdown.bak", ".markdown"] {
             assert!(ItemFilename::parse(not_item).is_none(), "{not_item}");
         }
+        assert!(ItemFilename::classify("notes.txt").unwrap_err().contains(".markdown"));
+        assert!(ItemFilename::classify("a b.md").unwrap_err().contains("' '"));
+    }
+
+    #[test]
+    fn jekyll_and_hugo_extensions_are_items_under_their_own_name() {
+        for (name, slug) in [
+            ("2018-04-19-welcome-to-jekyll.markdown", "welcome-to-jekyll"),
+            ("about.mdown", "about"),
+            ("2020-01-01-notes.mkd", "notes"),
+        ] {
+            let parsed = ItemFilename::parse(name).unwrap();
+            assert_eq!((parsed.as_str(), parsed.slug()), (name, slug));
+            assert!(matches!(ItemRef::parse(name).unwrap(), ItemRef::Filename(f) if f == parsed));
+        }
+        let new = ItemFilename::new(&Slug::parse("x").unwrap(), None);
+        assert_eq!(new.as_str(), "x.md", "new items are still .md");
     }
 
     #[test]

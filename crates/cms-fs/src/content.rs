@@ -61,7 +61,10 @@ impl FsContentStore {
             let Ok(meta) = entry.metadata() else { continue };
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
-            if meta.is_file() && name.ends_with(".md") && !name.starts_with('.') {
+            // Every visible file: the core tells items from the rest and reports the rest
+            // as skipped. Hidden files (editor swap files, our own staging files) are not
+            // the site's content.
+            if meta.is_file() && !name.starts_with('.') {
                 stamps.push(stamp::from_metadata(name, &meta));
             }
         }

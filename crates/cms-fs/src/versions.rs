@@ -111,7 +111,7 @@ impl FsVersionStore {
         for entry in entries(&self.root.join(&collection.path))? {
             let Ok(file_name) = entry.file_name().into_string() else { continue };
             let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-            if is_dir && file_name.ends_with(".md") && !entries(&entry.path())?.is_empty() {
+            if is_dir && ItemFilename::parse(&file_name).is_some() && !entries(&entry.path())?.is_empty() {
                 names.push(file_name);
             }
         }

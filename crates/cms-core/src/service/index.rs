@@ -10,9 +10,17 @@ use super::Cms;
 use crate::collection::Collection;
 use crate::dates::SiteZone;
 use crate::error::CoreResult;
-use crate::index::{CollectionIndex, IndexedItem};
+use crate::index::{CollectionIndex, IndexedItem, Parsed};
 use crate::ports::{ChangeFeed, FileStamp, StorageChange, StoredFile};
 use crate::slug::ItemFilename;
+
+/// A file in a collection's folder that is not listed, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedFile {
+    pub collection: String,
+    pub filename: String,
+    pub reason: String,
+}
 
 /// One collection's index and the lock that lets one task build it.
 #[derive(Default)]
@@ -51,6 +59,22 @@ impl Cms {
         first_error.map_or(Ok(()), Err)
     }
 
+    /// Every file of the collection folders that is not listed (broken frontmatter, not
+    /// UTF-8, over a size limit, a name that is not an item's), by collection and filename.
+    /// A collection that cannot be indexed is left out (its requests say why).
+    pub async fn skipped_files(&self) -> Vec<SkippedFile> {
+        let mut all = Vec::new();
+        for collection in &self.collections {
+            let Ok(index) = self.index(collection).await else { continue };
+            all.extend(index.skipped().into_iter().map(|(filename, reason)| SkippedFile {
+                collection: collection.slug.clone(),
+                filename: filename.to_owned(),
+                reason: reason.to_owned(),
+            }));
+        }
+        all
+    }
+
     /// The collection's index, built on first use. Reads hold it briefly and never across
     /// an await.
     pub(super) async fn index(&self, collection: &Collection) -> CoreResult<IndexRead<'_>> {
@@ -72,8 +96,7 @@ impl Cms {
             return Ok(());
         }
         let scan = self.ports.content.scan(collection).await?;
-        let names: Vec<(FileStamp, ItemFilename)> =
-            scan.into_iter().filter_map(|s| ItemFilename::parse(&s.name).map(|n| (s, n))).collect();
+        let (names, others) = classify(scan);
         let mut entries = Vec::with_capacity(names.len());
         // In batches, so that only one batch of file contents is in memory at a time.
         for batch in names.chunks(BUILD_BATCH) {
@@ -85,18 +108,23 @@ impl Cms {
                     Ok(Some(file)) => readable.push(file),
                     Ok(None) => {} // deleted since the scan
                     Err(error) => {
-                        tracing::warn!(filename = name.as_str(), %error, "skipping an item that cannot be read");
-                        entries.push((stamp.clone(), None));
+                        let reason = error.to_string();
+                        report_skipped(collection, name.as_str(), &reason);
+                        entries.push((stamp.clone(), Err(reason)));
                     }
                 }
             }
             entries.extend(index_files(readable, collection, &self.zone));
         }
-        let built = CollectionIndex::build(entries);
+        let mut built = CollectionIndex::build(entries);
+        for (name, reason) in built.set_others(others) {
+            report_skipped(collection, &name, &reason);
+        }
         tracing::info!(
             collection = collection.slug.as_str(),
             files = built.file_count(),
             items = built.usable_count(),
+            skipped = built.skipped().len(),
             "indexed"
         );
         *super::write(&cell.index) = Some(built);
@@ -144,6 +172,12 @@ impl Cms {
     pub async fn rescan(&self, collection: &Collection) -> CoreResult<()> {
         self.ensure_indexed(collection).await?;
         let scan = self.ports.content.scan(collection).await?;
+        let others =
+            scan.iter().filter_map(|s| Some((s.name.clone(), ItemFilename::classify(&s.name).err()?)));
+        let fresh = self.index_mut(collection).as_mut().map(|index| index.set_others(others.collect()));
+        for (name, reason) in fresh.unwrap_or_default() {
+            report_skipped(collection, &name, &reason);
+        }
         let mut stale: Vec<String> = {
             let index = self.index(collection).await?;
             let scanned: std::collections::HashSet<&str> = scan.iter().map(|s| s.name.as_str()).collect();
@@ -208,11 +242,12 @@ impl Cms {
             Ok(None) => self.index_removed(collection, name),
             Err(error) => {
                 // Unreadable (too large, no permission): known, but not listed.
-                tracing::warn!(filename = name.as_str(), %error, "skipping an item that cannot be read");
+                let reason = error.to_string();
+                report_skipped(collection, name.as_str(), &reason);
                 if let Some(stamp) = current
                     && let Some(index) = self.index_mut(collection).as_mut()
                 {
-                    index.upsert(name, stamp, None);
+                    index.upsert(name, stamp, Err(reason));
                 }
             }
         }
@@ -223,35 +258,39 @@ impl Cms {
 /// Files read and parsed together while building an index.
 const BUILD_BATCH: usize = 2048;
 
+/// A file whose name is not an item's, and why.
+type OtherFile = (String, String);
+
+/// Splits a scan into item files and the other files, each with why it is not an item.
+fn classify(scan: Vec<FileStamp>) -> (Vec<(FileStamp, ItemFilename)>, Vec<OtherFile>) {
+    let mut items = Vec::with_capacity(scan.len());
+    let mut others = Vec::new();
+    for stamp in scan {
+        match ItemFilename::classify(&stamp.name) {
+            Ok(name) => items.push((stamp, name)),
+            Err(reason) => others.push((stamp.name, reason)),
+        }
+    }
+    (items, others)
+}
+
+/// Says once, in the log, that a file of a collection is not listed and why.
+fn report_skipped(collection: &Collection, filename: &str, reason: &str) {
+    tracing::warn!(collection = collection.slug.as_str(), filename, reason, "skipping a file");
+}
+
 /// Parses one file for the index, logging why it is skipped if it cannot be used.
-fn index_one(
-    collection: &Collection,
-    name: &ItemFilename,
-    file: &StoredFile,
-    zone: &SiteZone,
-) -> Option<IndexedItem> {
+fn index_one(collection: &Collection, name: &ItemFilename, file: &StoredFile, zone: &SiteZone) -> Parsed {
     IndexedItem::from_file(name, file, zone)
-        .inspect_err(|reason| {
-            tracing::warn!(
-                collection = collection.slug.as_str(),
-                filename = name.as_str(),
-                reason = reason.as_str(),
-                "skipping an item that cannot be read"
-            );
-        })
-        .ok()
+        .inspect_err(|reason| report_skipped(collection, name.as_str(), reason))
 }
 
 /// Parses a collection's files on every core: parsing YAML and Markdown is the cost of a
 /// start-up, and it is pure CPU work.
-fn index_files(
-    files: Vec<StoredFile>,
-    collection: &Collection,
-    zone: &SiteZone,
-) -> Vec<(FileStamp, Option<IndexedItem>)> {
+fn index_files(files: Vec<StoredFile>, collection: &Collection, zone: &SiteZone) -> Vec<(FileStamp, Parsed)> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 16);
     let chunk = files.len().div_ceil(threads).max(256);
-    let parse = |files: &[StoredFile]| -> Vec<(FileStamp, Option<IndexedItem>)> {
+    let parse = |files: &[StoredFile]| -> Vec<(FileStamp, Parsed)> {
         files
             .iter()
             .filter_map(|file| {

@@ -94,7 +94,7 @@ impl ContentStore for MemoryContentStore {
         let files = self.files.lock().unwrap();
         Ok(files
             .iter()
-            .filter(|((path, name), _)| *path == collection.path && name.ends_with(".md"))
+            .filter(|((path, name), _)| *path == collection.path && !name.starts_with('.'))
             .map(|(_, file)| file.stamp.clone())
             .collect())
     }

@@ -41,15 +41,28 @@ pub async fn status(state: web::Data<AppState>) -> HttpResponse {
     })
 }
 
-/// `GET /cms/`: name, version and every route with its method, path and auth, taken
-/// from the OpenAPI document.
+/// `GET /cms/`: name, version, every route with its method, path and auth (taken from the
+/// OpenAPI document), and the files of the collection folders that are not listed, with
+/// the reason, so that an owner sees what the server skipped.
 pub async fn describe(state: web::Data<AppState>, _user: KeyUser<Envelope>) -> HttpResponse {
     let routes: Vec<_> = openapi::operations()
         .into_iter()
         .map(|o| json!({ "method": o.method, "path": o.path, "auth": o.auth }))
         .collect();
-    let data =
-        json!({ "name": state.cms.site().name, "product": "cms", "version": VERSION, "routes": routes });
+    let skipped: Vec<_> = state
+        .cms
+        .skipped_files()
+        .await
+        .into_iter()
+        .map(|s| json!({ "collection": s.collection, "filename": s.filename, "reason": s.reason }))
+        .collect();
+    let data = json!({
+        "name": state.cms.site().name,
+        "product": "cms",
+        "version": VERSION,
+        "routes": routes,
+        "skipped_files": { "count": skipped.len(), "files": skipped },
+    });
     envelope(data, json!({}))
 }
 

@@ -153,3 +153,88 @@ fn a_bare_start_serves_the_demo_copy_and_prints_the_owner_key_once() {
     let fixture_state = std::path::Path::new(crate::DEMO).join(".cms");
     assert!(!fixture_state.join("users.yaml").exists() && !fixture_state.join("keys.yaml").exists());
 }
+
+/// A Jekyll blog's `_posts` as it is: `.markdown` (Jekyll's default), `.mdown` and `.mkd`
+/// items beside `.md`, dates with times and offsets, and files that are not items. Every
+/// post lists and reads; edits keep the file's own name; new items are `.md`; what is
+/// skipped is reported with its reason in `GET /cms/`.
+#[test]
+fn a_jekyll_posts_folder_lists_every_post_and_reports_what_it_skips() {
+    let site = demo_site();
+    let posts = site.path().join("content/posts");
+    fs::remove_dir_all(&posts).unwrap();
+    fs::create_dir(&posts).unwrap();
+    let jekyll = std::path::Path::new(crate::DEMO).join("../jekyll-posts");
+    for entry in fs::read_dir(&jekyll).unwrap() {
+        let entry = entry.unwrap();
+        fs::copy(entry.path(), posts.join(entry.file_name())).unwrap();
+    }
+    let key = user_with_key(site.path(), "owner@example.com", "owner");
+    let server = Server::start(site.path());
+
+    let (status, list) = server.get("/cms/collections/posts/items?per_page=50", None);
+    assert_eq!(status, 200, "{list}");
+    let listed: Vec<(&str, &str)> = list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["slug"].as_str().unwrap(), i["filename"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("plain-markdown", "2021-01-01-plain-markdown.md"),
+            ("a-hugo-style-post", "2020-07-14-a-hugo-style-post.mkd"),
+            ("notes-from-the-road", "2019-02-03-notes-from-the-road.mdown"),
+            ("welcome-to-jekyll", "2018-04-19-welcome-to-jekyll.markdown"),
+        ],
+        "newest first, every extension"
+    );
+    let (status, item) = server.get("/cms/collections/posts/items/welcome-to-jekyll", None);
+    assert_eq!(status, 200, "{item}");
+    assert_eq!(item["data"]["title"], "Welcome to Jekyll!");
+    let by_filename = server.get("/cms/collections/posts/items/2018-04-19-welcome-to-jekyll.markdown", None);
+    assert_eq!(by_filename.0, 200);
+
+    let url = format!("{}/cms/collections/posts/items/welcome-to-jekyll", server.base);
+    let response = server
+        .agent
+        .patch(&url)
+        .header("Authorization", format!("Bearer {key}"))
+        .send_json(json!({"fm": {"title": "Welcome, edited"}}))
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let edited = fs::read_to_string(posts.join("2018-04-19-welcome-to-jekyll.markdown")).unwrap();
+    assert!(edited.contains("Welcome, edited") && edited.contains("{% highlight ruby %}"), "{edited}");
+    assert!(!posts.join("2018-04-19-welcome-to-jekyll.md").exists(), "edited under its own name");
+    let (status, versions) =
+        server.get("/cms/collections/posts/items/welcome-to-jekyll/versions", Some(&key));
+    assert_eq!((status, versions["versions"].as_array().map(Vec::len)), (200, Some(1)), "{versions}");
+
+    let url = format!("{}/cms/collections/posts/items", server.base);
+    let response = server
+        .agent
+        .post(&url)
+        .header("Authorization", format!("Bearer {key}"))
+        .send_json(json!({"slug": "fresh", "date_prefix": false, "fm": {"title": "Fresh"}}))
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert!(posts.join("fresh.md").exists(), "new items are .md");
+
+    let (status, described) = server.get("/cms/", Some(&key));
+    assert_eq!(status, 200);
+    let skipped = &described["data"]["skipped_files"];
+    assert_eq!(skipped["count"], 3, "{skipped}");
+    let reasons: Vec<(&str, &str)> = skipped["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["filename"].as_str().unwrap(), f["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(reasons[0].0, "2021-02-02-broken.markdown");
+    assert!(reasons[0].1.starts_with("the frontmatter cannot be read: line 1"), "{reasons:?}");
+    assert_eq!(reasons[1].0, "My Draft.md");
+    assert!(reasons[1].1.contains("' '"), "{reasons:?}");
+    assert_eq!(reasons[2], ("notes.txt", "not an item file: items end in .md, .markdown, .mdown or .mkd"));
+    assert!(skipped["files"].as_array().unwrap().iter().all(|f| f["collection"] == "blog-posts"));
+}

@@ -27,7 +27,7 @@ use crate::slug::{ItemFilename, ItemRef, slugify};
 /// One indexed item: its metadata and what lists, feeds and related items show of its body.
 /// Only what a list or a discovery route needs is kept, each in its smallest form: a
 /// single read takes the rest (frontmatter, HTML, the excerpt as written) from the file.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct IndexedItem {
     pub meta: ItemMeta,
     /// `fm.image`, for the search index.
@@ -105,6 +105,9 @@ impl IndexedItem {
 /// An item file as the index takes it: its item, or why it cannot be used.
 pub type Parsed = Result<IndexedItem, String>;
 
+/// What the index holds for one item file: its item, or why it cannot be used.
+pub type Held = Result<Arc<IndexedItem>, Box<str>>;
+
 /// Longest excerpt kept in the index, in characters.
 pub const EXCERPT_CHARS: usize = 160;
 
@@ -115,7 +118,7 @@ struct Slot {
     stamp: FileStamp,
     /// `Err`: why the file cannot be used (broken YAML, over a limit). It stays known, so
     /// that it is not re-read until it changes, and it is reported as skipped.
-    item: Result<Arc<IndexedItem>, Box<str>>,
+    item: Held,
 }
 
 type Id = u32;
@@ -227,6 +230,11 @@ impl CollectionIndex {
     /// list of this collection can show.
     pub fn fingerprint(&self) -> u64 {
         self.fingerprint
+    }
+
+    /// Every known item file with what the index holds for it (for a snapshot).
+    pub fn entries(&self) -> Vec<(FileStamp, Held)> {
+        self.slots.iter().flatten().map(|s| (s.stamp.clone(), s.item.clone())).collect()
     }
 
     /// How many item files are known, usable or not.
@@ -454,13 +462,7 @@ impl CollectionIndex {
         self.slot(id).item.as_ref().expect("usable id")
     }
 
-    fn insert_slot(
-        &mut self,
-        name: &ItemFilename,
-        stamp: FileStamp,
-        item: Result<Arc<IndexedItem>, Box<str>>,
-        link: bool,
-    ) {
+    fn insert_slot(&mut self, name: &ItemFilename, stamp: FileStamp, item: Held, link: bool) {
         let usable = item.is_ok();
         self.fingerprint ^= stamp_hash(&stamp);
         let slot = Slot { name: Arc::from(name.as_str()), stamp, item };

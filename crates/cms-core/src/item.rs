@@ -15,7 +15,7 @@ use crate::error::{CoreError, CoreResult};
 use crate::slug::{ItemFilename, is_iso_date, slugify};
 
 /// Publication state of an item.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Status {
     Published,
     Draft,
@@ -55,7 +55,7 @@ pub const SERVER_OWNED_KEYS: [&str; 2] = ["filename", "folder"];
 
 /// The facts about an item that lists, filters and sorting need, read from its filename
 /// and frontmatter.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ItemMeta {
     pub filename: String,
     pub slug: String,

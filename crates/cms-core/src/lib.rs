@@ -23,6 +23,7 @@ pub mod resource;
 pub mod service;
 pub mod sitepath;
 pub mod slug;
+pub mod snapshot;
 pub mod theme;
 pub mod urls;
 

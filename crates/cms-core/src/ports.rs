@@ -18,7 +18,7 @@ use crate::resource::{FileName, ResourceFolder, Subpath};
 use crate::slug::ItemFilename;
 
 /// What a cheap directory scan says about one item file, without reading it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FileStamp {
     pub name: String,
     pub size: u64,
@@ -39,7 +39,9 @@ pub struct StoredFile {
 /// Item files of the collections.
 #[async_trait]
 pub trait ContentStore: Send + Sync {
-    /// Stamps of the item files (`*.md` regular files; symlinks are never followed).
+    /// Stamps of every visible regular file of the collection's folder (not hidden, not a
+    /// folder; symlinks are never followed), items or not: the facade tells item files
+    /// from the rest and reports the rest as skipped.
     async fn scan(&self, collection: &Collection) -> CoreResult<Vec<FileStamp>>;
     /// The stamp of one item file, or `None` if there is no such regular file.
     async fn stat(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Option<FileStamp>>;
@@ -97,6 +99,18 @@ pub trait ChangeFeed: Send {
     /// The next batch; `None` once the feed has ended (the caller then falls back to
     /// rescanning).
     async fn next_batch(&mut self) -> Option<Vec<StorageChange>>;
+}
+
+/// Where each collection's index snapshot is kept between runs (see `crate::snapshot`).
+/// The facade encodes and validates them; the store only keeps the bytes. A store that
+/// keeps nothing is valid: every start then parses every item.
+#[async_trait]
+pub trait IndexSnapshots: Send + Sync {
+    /// The last snapshot saved for the collection by this same program, if any.
+    async fn load(&self, collection: &Collection) -> CoreResult<Option<Vec<u8>>>;
+    /// Replaces the collection's snapshot (atomically: a crash leaves the old one or the
+    /// new one).
+    async fn save(&self, collection: &Collection, bytes: Vec<u8>) -> CoreResult<()>;
 }
 
 /// Where changes made behind the facade's back are reported.

@@ -37,7 +37,13 @@ impl ChangeSource for FsChangeSource {
         let site = std::path::absolute(&self.site).map_err(|e| CoreError::internal("the site folder", e))?;
         let mut folders: Vec<PathBuf> = collections.iter().map(|c| site.join(&c.path)).collect();
         folders.push(site.join(STATE_DIR));
-        sweep_leftovers(&folders[..collections.len()]);
+        // The collections and the snapshot folder: a snapshot is as large as an index.
+        let swept: Vec<PathBuf> = folders[..collections.len()]
+            .iter()
+            .cloned()
+            .chain([site.join(STATE_DIR).join(crate::snapshots::SNAPSHOT_DIR)])
+            .collect();
+        sweep_leftovers(&swept);
         let (watcher, batches) = FolderWatcher::start(folders, QUIET, MAX_DELAY)
             .map_err(|e| CoreError::internal("watching the site folder for changes", e))?;
         Ok(Some(Box::new(FsChangeFeed { _watcher: watcher, batches, collections: collections.len() })))

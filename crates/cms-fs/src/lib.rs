@@ -6,6 +6,7 @@
 //!   content/<name>/    item files, [`FsContentStore`]
 //!   .cms/              users, key hashes, license, theme: [`FsAccounts`], [`FsLicense`], [`FsSettings`]
 //!   .cms/versions/     item history: [`FsVersionStore`]
+//!   .cms/index/        each collection's index between runs: [`FsSnapshots`]
 //!   media/<name>/      resource folders: [`FsResourceStore`] (uploads staged in .cms/uploads/)
 //! ```
 //!
@@ -26,6 +27,7 @@ mod resources;
 mod settings;
 mod site;
 mod site_root;
+mod snapshots;
 mod stamp;
 pub mod state_file;
 mod sweep;
@@ -42,6 +44,7 @@ pub use license::{FsLicense, LICENSE_FILE};
 pub use resources::FsResourceStore;
 pub use settings::FsSettings;
 pub use site::site_ports;
+pub use snapshots::FsSnapshots;
 pub use sweep::sweep_staging;
 pub use system::SystemClock;
 pub use versions::FsVersionStore;

@@ -5,8 +5,8 @@ use cms_core::ports::{Clock, EventSink, WebhookDirectory};
 use cms_core::service::Ports;
 
 use crate::{
-    FsAccounts, FsChangeSource, FsContentStore, FsLicense, FsResourceStore, FsSettings, FsVersionStore,
-    STATE_DIR,
+    FsAccounts, FsChangeSource, FsContentStore, FsLicense, FsResourceStore, FsSettings, FsSnapshots,
+    FsVersionStore, STATE_DIR,
 };
 
 /// The ports a site folder provides. Events, time and the webhook directory are not the
@@ -31,5 +31,6 @@ pub fn site_ports(
         settings: Arc::new(FsSettings::new(&state)),
         webhooks,
         changes: Arc::new(FsChangeSource::new(site)),
+        snapshots: Arc::new(FsSnapshots::new(&state)),
     }
 }

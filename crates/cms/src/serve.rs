@@ -40,7 +40,8 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         // reported too (a report of a file indexed as it is costs one stat).
         let feed = subscribe(&cms);
         let (items, took) = build_index(&cms).await?;
-        follow(cms, feed);
+        follow(cms.clone(), feed);
+        keep_snapshots(cms.clone());
 
         let server = HttpServer::new(move || cms_http::app(state.clone()))
             .bind(listen)
@@ -59,8 +60,38 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
             say(format_args!("{key}"));
         }
         say(format_args!("ready (Ctrl-C stops the server)"));
-        server.run().await.context("server failed")
+        let served = server.run().await.context("server failed");
+        save_snapshots(&cms).await;
+        served
     })
+}
+
+/// How often the index snapshots are brought up to date while serving (a snapshot that is
+/// behind only costs the next start a parse of what changed since).
+const SNAPSHOT_EVERY: Duration = Duration::from_secs(60);
+
+/// Saves the index snapshots now (after start-up) and then every [`SNAPSHOT_EVERY`], on
+/// this runtime; an unchanged index costs one comparison.
+fn keep_snapshots(cms: Arc<Cms>) {
+    actix_web::rt::spawn(async move {
+        loop {
+            save_snapshots(&cms).await;
+            actix_web::rt::time::sleep(SNAPSHOT_EVERY).await;
+        }
+    });
+}
+
+async fn save_snapshots(cms: &Cms) {
+    let started = Instant::now();
+    match cms.save_snapshots().await {
+        Ok(0) => {}
+        Ok(saved) => {
+            tracing::info!(saved, seconds = started.elapsed().as_secs_f64(), "saved index snapshots")
+        }
+        Err(error) => {
+            tracing::warn!(%error, "cannot save the index snapshots; the next start parses every item")
+        }
+    }
 }
 
 /// Builds every collection's index and loads the license; returns how many usable items

@@ -2,6 +2,7 @@
 //! by the facade's own writes (read-your-writes) and by the store's change feed (edits by
 //! other programs), with a rescan whenever the feed cannot say exactly what changed.
 
+use std::collections::HashMap;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use futures_util::lock::Mutex as AsyncMutex;
@@ -13,6 +14,7 @@ use crate::error::CoreResult;
 use crate::index::{CollectionIndex, IndexedItem, Parsed};
 use crate::ports::{ChangeFeed, FileStamp, StorageChange, StoredFile};
 use crate::slug::ItemFilename;
+use crate::snapshot::{self, SnapshotHeader};
 
 /// A file in a collection's folder that is not listed, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,6 +29,9 @@ pub struct SkippedFile {
 pub(super) struct IndexCell {
     index: RwLock<Option<CollectionIndex>>,
     building: AsyncMutex<()>,
+    /// The fingerprint of the index as last snapshotted (or as loaded from a snapshot that
+    /// held exactly it); `None` when the stored snapshot is behind or missing.
+    snapshotted: std::sync::Mutex<Option<u64>>,
 }
 
 /// What the index knows about a collection, read under its lock.
@@ -98,8 +103,19 @@ impl Cms {
         let scan = self.ports.content.scan(collection).await?;
         let (names, others) = classify(scan);
         let mut entries = Vec::with_capacity(names.len());
+        let mut snapshot = self.load_snapshot(collection).await;
+        let snapshot_size = snapshot.len();
+        let mut names_to_read = Vec::new();
+        for (stamp, name) in names {
+            match snapshot.remove(&stamp.name) {
+                Some((kept, parsed)) if kept == stamp => entries.push((stamp, parsed)),
+                _ => names_to_read.push((stamp, name)),
+            }
+        }
+        drop(snapshot);
+        let reused = entries.len();
         // In batches, so that only one batch of file contents is in memory at a time.
-        for batch in names.chunks(BUILD_BATCH) {
+        for batch in names_to_read.chunks(BUILD_BATCH) {
             let batch_names: Vec<ItemFilename> = batch.iter().map(|(_, n)| n.clone()).collect();
             let files = self.ports.content.read_many(collection, &batch_names).await;
             let mut readable = Vec::with_capacity(files.len());
@@ -125,10 +141,60 @@ impl Cms {
             files = built.file_count(),
             items = built.usable_count(),
             skipped = built.skipped().len(),
+            from_snapshot = reused,
             "indexed"
         );
+        // The stored snapshot is exactly this index: nothing to save until it changes.
+        let exact = names_to_read.is_empty() && reused == snapshot_size;
+        *super::lock(&cell.snapshotted) = exact.then(|| built.fingerprint());
         *super::write(&cell.index) = Some(built);
         Ok(())
+    }
+
+    /// The usable entries of the collection's stored snapshot by filename; empty when there
+    /// is none or it cannot be used (logged: the start is then a full parse, nothing more).
+    async fn load_snapshot(&self, collection: &Collection) -> HashMap<String, (FileStamp, Parsed)> {
+        let bytes = match self.ports.snapshots.load(collection).await {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return HashMap::new(),
+            Err(error) => {
+                tracing::warn!(collection = collection.slug.as_str(), %error, "cannot read the index snapshot");
+                return HashMap::new();
+            }
+        };
+        match snapshot::decode(&bytes, &self.snapshot_header(collection)) {
+            Ok(entries) => entries,
+            Err(reason) => {
+                tracing::info!(collection = collection.slug.as_str(), reason, "not using the index snapshot");
+                HashMap::new()
+            }
+        }
+    }
+
+    fn snapshot_header(&self, collection: &Collection) -> SnapshotHeader {
+        SnapshotHeader::new(&collection.path, self.zone.name())
+    }
+
+    /// Saves the snapshot of every built index that changed since its last one, so that
+    /// the next start reads it instead of parsing every item. The composition root calls it
+    /// after start-up, now and then, and when stopping. Returns how many were saved.
+    pub async fn save_snapshots(&self) -> CoreResult<usize> {
+        let mut saved = 0;
+        for collection in &self.collections {
+            let cell = &self.indexes[collection.index];
+            let (fingerprint, entries) = match super::read(&cell.index).as_ref() {
+                Some(index) if *super::lock(&cell.snapshotted) != Some(index.fingerprint()) => {
+                    (index.fingerprint(), index.entries())
+                }
+                _ => continue,
+            };
+            let bytes = snapshot::encode(&self.snapshot_header(collection), &entries);
+            drop(entries);
+            self.ports.snapshots.save(collection, bytes).await?;
+            *super::lock(&cell.snapshotted) = Some(fingerprint);
+            saved += 1;
+        }
+        Ok(saved)
     }
 
     /// Records what the facade itself just wrote, so the next request sees it.

@@ -14,8 +14,8 @@ use crate::index::IndexedItem;
 use crate::item::ItemMeta;
 use crate::license::{Feature, License, LicenseState};
 use crate::ports::{
-    ChangeSource, Clock, ContentStore, EventSink, KeyStore, LicenseSource, ResourceStore, SettingsStore,
-    UserStore, VersionStore, WebhookDirectory,
+    ChangeSource, Clock, ContentStore, EventSink, IndexSnapshots, KeyStore, LicenseSource, ResourceStore,
+    SettingsStore, UserStore, VersionStore, WebhookDirectory,
 };
 use crate::resource::ResourceFolder;
 
@@ -55,6 +55,8 @@ pub struct Ports {
     pub webhooks: Arc<dyn WebhookDirectory>,
     /// Reports changes made behind the facade's back (see [`Cms::follow_changes`]).
     pub changes: Arc<dyn ChangeSource>,
+    /// Keeps each collection's index between runs (see `crate::snapshot`).
+    pub snapshots: Arc<dyn IndexSnapshots>,
 }
 
 /// Site-wide settings the facade needs.

@@ -11,9 +11,9 @@ use crate::error::{CoreError, CoreResult};
 use crate::events::Event;
 use crate::license::License;
 use crate::ports::{
-    ChangeFeed, ChangeSource, Clock, ContentStore, EventSink, FileStamp, KeyStore, LicenseSource,
-    SettingsStore, StorageChange, StoredFile, UserStore, VersionStamp, VersionStore, WebhookDirectory,
-    WebhookInfo,
+    ChangeFeed, ChangeSource, Clock, ContentStore, EventSink, FileStamp, IndexSnapshots, KeyStore,
+    LicenseSource, SettingsStore, StorageChange, StoredFile, UserStore, VersionStamp, VersionStore,
+    WebhookDirectory, WebhookInfo,
 };
 use crate::slug::ItemFilename;
 
@@ -390,5 +390,32 @@ impl MemoryWebhooks {
 impl WebhookDirectory for MemoryWebhooks {
     async fn list_webhooks(&self) -> CoreResult<Vec<WebhookInfo>> {
         Ok(self.webhooks.lock().unwrap().clone())
+    }
+}
+
+/// Index snapshots in a map, by collection folder; [`Self::saves`] counts the saves.
+#[derive(Default)]
+pub struct MemorySnapshots {
+    by_folder: Mutex<BTreeMap<String, Vec<u8>>>,
+    pub saves: AtomicU64,
+}
+
+impl MemorySnapshots {
+    /// Replaces a snapshot's bytes, as a damaged disk would.
+    pub fn corrupt(&self, collection_path: &str, bytes: &[u8]) {
+        self.by_folder.lock().unwrap().insert(collection_path.to_owned(), bytes.to_vec());
+    }
+}
+
+#[async_trait]
+impl IndexSnapshots for MemorySnapshots {
+    async fn load(&self, collection: &Collection) -> CoreResult<Option<Vec<u8>>> {
+        Ok(self.by_folder.lock().unwrap().get(&collection.path).cloned())
+    }
+
+    async fn save(&self, collection: &Collection, bytes: Vec<u8>) -> CoreResult<()> {
+        self.saves.fetch_add(1, Ordering::Relaxed);
+        self.by_folder.lock().unwrap().insert(collection.path.clone(), bytes);
+        Ok(())
     }
 }

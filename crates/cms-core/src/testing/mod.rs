@@ -7,8 +7,8 @@ mod memory;
 mod memory_resources;
 
 pub use memory::{
-    FixedClock, MemoryAccounts, MemoryContentStore, MemoryLicense, MemorySettings, MemoryVersions,
-    MemoryWebhooks, RecordingEvents,
+    FixedClock, MemoryAccounts, MemoryContentStore, MemoryLicense, MemorySettings, MemorySnapshots,
+    MemoryVersions, MemoryWebhooks, RecordingEvents,
 };
 pub use memory_resources::MemoryResources;
 
@@ -55,6 +55,7 @@ pub struct MemoryWorld {
     pub resources: Arc<MemoryResources>,
     pub settings: Arc<MemorySettings>,
     pub webhooks: Arc<MemoryWebhooks>,
+    pub snapshots: Arc<MemorySnapshots>,
 }
 
 impl MemoryWorld {
@@ -69,6 +70,7 @@ impl MemoryWorld {
             resources: Arc::default(),
             settings: Arc::default(),
             webhooks: Arc::default(),
+            snapshots: Arc::default(),
         }
     }
 
@@ -85,6 +87,7 @@ impl MemoryWorld {
             settings: self.settings.clone(),
             webhooks: self.webhooks.clone(),
             changes: self.content.clone(),
+            snapshots: self.snapshots.clone(),
         }
     }
 

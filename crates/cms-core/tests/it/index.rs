@@ -567,3 +567,94 @@ async fn concurrent_first_requests_build_the_index_once() {
     let all = [("per_page", "50")];
     assert_eq!(list(&cms, &all, &anon).await, list(&world.cms(), &all, &anon).await);
 }
+
+/// Every item of the posts index, in filename order, as the index holds it.
+async fn indexed(cms: &Cms) -> Vec<String> {
+    let mut items: Vec<String> = cms
+        .indexed_items(cms.collection("posts").unwrap())
+        .await
+        .unwrap()
+        .iter()
+        .map(|item| format!("{item:?}"))
+        .collect();
+    items.sort();
+    items
+}
+
+/// A restart reads the saved snapshot and parses only what changed since: an edited, an
+/// added and a removed file are all seen, and the index equals one built without it.
+#[tokio::test]
+async fn a_restart_reuses_the_snapshot_and_reparses_only_changed_files() {
+    let world = MemoryWorld::new();
+    for i in 0..20 {
+        let text = format!(
+            "---\ntitle: Post {i}\ntags: [t{}]\ndate: 2024-01-{:02} 10:00 +0100\n---\nBody {i}.\n",
+            i % 3,
+            i + 1
+        );
+        world.content.put_raw(POSTS, &format!("p{i}.md"), text.as_bytes());
+    }
+    world.content.put_raw(POSTS, "broken.md", b"---\ntitle: [\n---\n");
+    world.content.take_changes();
+    let first = world.cms();
+    first.start().await.unwrap();
+    assert_eq!(first.save_snapshots().await.unwrap(), 1, "posts (pages is empty: nothing to keep)");
+    assert_eq!(first.save_snapshots().await.unwrap(), 0, "nothing changed since");
+
+    world.content.put_raw(POSTS, "p3.md", b"---\ntitle: Edited\n---\nNew body.\n");
+    world.content.put_raw(POSTS, "new.md", b"---\ntitle: New\n---\n");
+    world.content.remove_raw(POSTS, "p7.md");
+    world.content.take_changes();
+    let reads_before = world.content.reads.load(Ordering::Relaxed);
+    let second = world.cms();
+    second.start().await.unwrap();
+    assert_eq!(
+        world.content.reads.load(Ordering::Relaxed) - reads_before,
+        2,
+        "only p3.md and new.md are read"
+    );
+
+    world.snapshots.corrupt(POSTS, b"not a snapshot");
+    let reads_before = world.content.reads.load(Ordering::Relaxed);
+    let fresh = world.cms();
+    fresh.start().await.unwrap();
+    assert_eq!(
+        world.content.reads.load(Ordering::Relaxed) - reads_before,
+        21,
+        "a bad snapshot: every file is read"
+    );
+    assert_eq!(indexed(&second).await, indexed(&fresh).await);
+    assert_eq!(
+        second.skipped_files().await,
+        fresh.skipped_files().await,
+        "the broken file is still reported"
+    );
+    assert_eq!(list(&second, &[], &Viewer::Anonymous).await, list(&fresh, &[], &Viewer::Anonymous).await);
+
+    // The second server saves what it learned; a third start reads nothing.
+    assert_eq!(second.save_snapshots().await.unwrap(), 1);
+    let reads_before = world.content.reads.load(Ordering::Relaxed);
+    let third = world.cms();
+    third.start().await.unwrap();
+    assert_eq!(world.content.reads.load(Ordering::Relaxed), reads_before);
+    assert_eq!(indexed(&third).await, indexed(&fresh).await);
+}
+
+/// Dates without an offset depend on `site.timezone`: a snapshot made under another zone
+/// is not used.
+#[tokio::test]
+async fn a_snapshot_of_another_time_zone_is_not_used() {
+    let world = MemoryWorld::new();
+    world.content.put_raw(POSTS, "a.md", b"---\ntitle: A\ndate: 2024-01-01\n---\n");
+    world.content.take_changes();
+    let utc = world.cms();
+    utc.start().await.unwrap();
+    utc.save_snapshots().await.unwrap();
+    let berlin = SITE_YAML.replace("  per_page: 10\n", "  per_page: 10\n  timezone: Europe/Berlin\n");
+    let reads_before = world.content.reads.load(Ordering::Relaxed);
+    let cms = world.cms_with(&berlin);
+    cms.start().await.unwrap();
+    assert_eq!(world.content.reads.load(Ordering::Relaxed) - reads_before, 1);
+    let items = cms.indexed_items(cms.collection("posts").unwrap()).await.unwrap();
+    assert_eq!(items[0].meta.date_at.unwrap().offset().whole_hours(), 1);
+}

@@ -238,3 +238,30 @@ fn a_jekyll_posts_folder_lists_every_post_and_reports_what_it_skips() {
     assert_eq!(reasons[2], ("notes.txt", "not an item file: items end in .md, .markdown, .mdown or .mkd"));
     assert!(skipped["files"].as_array().unwrap().iter().all(|f| f["collection"] == "blog-posts"));
 }
+
+/// The index is kept in `.cms/index/` between runs; a file edited while the server was
+/// down is read again at the next start (its stamp differs), the others come from the
+/// snapshot.
+#[test]
+fn a_restart_uses_the_index_snapshot_and_sees_edits_made_while_stopped() {
+    let site = demo_site();
+    let snapshot = site.path().join(".cms/index/content%2Fposts.snapshot");
+    {
+        let server = Server::start(site.path());
+        let saved = poll(|| snapshot.exists(), |exists| *exists);
+        assert!(saved, "the snapshot is saved after start-up");
+        assert_eq!(server.get("/cms/collections/posts/items/hello-world", None).0, 200);
+    }
+    let post = site.path().join("content/posts/2026-01-12-hello-world.md");
+    let text = fs::read_to_string(&post).unwrap();
+    let title_line = text.lines().find(|l| l.starts_with("title:")).unwrap().to_owned();
+    fs::write(&post, text.replace(&title_line, "title: Edited while stopped")).unwrap();
+    fs::write(site.path().join("content/posts/added-while-stopped.md"), "---\ntitle: Added\n---\n").unwrap();
+
+    let server = Server::start(site.path());
+    let (status, item) = server.get("/cms/collections/posts/items/hello-world", None);
+    assert_eq!((status, item["data"]["title"].as_str()), (200, Some("Edited while stopped")));
+    assert_eq!(server.get("/cms/collections/posts/items/added-while-stopped", None).0, 200);
+    let (_, list) = server.get("/cms/collections/posts/items?per_page=50", None);
+    assert_eq!(list["meta"]["totalItems"], 4, "{list}");
+}

@@ -1,0 +1,115 @@
+//! Index snapshots in `.cms/index/`, one file per collection folder. The facade encodes and
+//! validates their content; this adapter adds one check of its own: a snapshot is used
+//! only by the same program that wrote it (same executable size and modification time),
+//! since how items are parsed changes with the program.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use cms_core::CoreResult;
+use cms_core::collection::Collection;
+use cms_core::ports::IndexSnapshots;
+
+use crate::atomic;
+use crate::blocking;
+use crate::error::io_error;
+
+/// The folder under the state folder.
+pub const SNAPSHOT_DIR: &str = "index";
+
+#[derive(Debug, Clone)]
+pub struct FsSnapshots {
+    dir: PathBuf,
+    /// Who wrote a snapshot; `None` when the running program cannot be identified (then no
+    /// snapshot is read or written).
+    program: Option<String>,
+}
+
+impl FsSnapshots {
+    pub fn new(state_dir: &Path) -> Self {
+        Self { dir: state_dir.join(SNAPSHOT_DIR), program: program_identity() }
+    }
+
+    /// A collection folder's snapshot file: the folder path with `%` and `/` escaped, so
+    /// that every folder has a name of its own.
+    fn path(&self, collection: &Collection) -> PathBuf {
+        let name = collection.path.replace('%', "%25").replace('/', "%2F");
+        self.dir.join(format!("{name}.snapshot"))
+    }
+
+    fn load_blocking(&self, collection: &Collection) -> CoreResult<Option<Vec<u8>>> {
+        let Some(program) = &self.program else { return Ok(None) };
+        let path = self.path(collection);
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_error(&path)(e)),
+        };
+        let header = format!("{program}\n");
+        Ok(bytes.strip_prefix(header.as_bytes()).map(<[u8]>::to_vec))
+    }
+
+    fn save_blocking(&self, collection: &Collection, bytes: &[u8]) -> CoreResult<()> {
+        let Some(program) = &self.program else { return Ok(()) };
+        let path = self.path(collection);
+        let mut file = Vec::with_capacity(program.len() + 1 + bytes.len());
+        file.extend_from_slice(program.as_bytes());
+        file.push(b'\n');
+        file.extend_from_slice(bytes);
+        atomic::write_private(&path, &file).map_err(io_error(&path))
+    }
+}
+
+/// `cms-index <version> <executable size>-<executable mtime in ns>`.
+fn program_identity() -> Option<String> {
+    let exe = std::env::current_exe().ok()?;
+    let meta = fs::metadata(exe).ok()?;
+    let mtime_ns = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
+    Some(format!("cms-index {} {}-{mtime_ns}", env!("CARGO_PKG_VERSION"), meta.size()))
+}
+
+#[async_trait]
+impl IndexSnapshots for FsSnapshots {
+    async fn load(&self, collection: &Collection) -> CoreResult<Option<Vec<u8>>> {
+        let (store, collection) = (self.clone(), collection.clone());
+        blocking::run(move || store.load_blocking(&collection)).await
+    }
+
+    async fn save(&self, collection: &Collection, bytes: Vec<u8>) -> CoreResult<()> {
+        let (store, collection) = (self.clone(), collection.clone());
+        blocking::run(move || store.save_blocking(&collection, &bytes)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collection(path: &str) -> Collection {
+        let config = cms_core::config::CollectionConfig {
+            label: "Posts".into(),
+            path: path.into(),
+            page_path: None,
+            date_prefix: false,
+        };
+        Collection::from_config(0, &config)
+    }
+
+    #[tokio::test]
+    async fn keeps_bytes_per_folder_for_the_same_program_only() {
+        let state = tempfile::tempdir().unwrap();
+        let store = FsSnapshots::new(state.path());
+        let (posts, nested) = (collection("content/posts"), collection("content%2Fposts"));
+        assert_eq!(store.load(&posts).await.unwrap(), None);
+        store.save(&posts, b"one".to_vec()).await.unwrap();
+        store.save(&nested, b"two".to_vec()).await.unwrap();
+        assert_eq!(store.load(&posts).await.unwrap().as_deref(), Some(&b"one"[..]));
+        assert_eq!(store.load(&nested).await.unwrap().as_deref(), Some(&b"two"[..]));
+
+        let other_program = FsSnapshots { program: Some("cms-index 0.0.0 1-2".into()), ..store.clone() };
+        assert_eq!(other_program.load(&posts).await.unwrap(), None, "another build's snapshot is not read");
+    }
+}

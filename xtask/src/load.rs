@@ -138,10 +138,25 @@ fn measure_ceiling(wrk: &wrk::Settings, logs: &Path) -> anyhow::Result<wrk::Figu
     wrk.run(&format!("{}/", server.base), None).context("measuring the ceiling")
 }
 
-/// Start-up, every read case, the writes at 10,000 items, then the peak RSS. A server
-/// that does not start or answer is a finding for this size, not the end of the run.
+/// A first start (no index snapshot: every item is parsed), a restart (from the snapshot
+/// the first start saved), then every read case, the writes at 10,000 items and the peak
+/// RSS on the restarted server. A server that does not start or answer is a finding for
+/// this size, not the end of the run.
 fn measure_site(cms: &Path, site: &BenchSite, wrk: &wrk::Settings, logs: &Path) -> SiteFigures {
     let mut figures = SiteFigures::new(site.items);
+    let snapshots = site.root.join(".cms/index");
+    let _ = std::fs::remove_dir_all(&snapshots);
+    match start_cms(cms, site, logs) {
+        Ok(server) => {
+            figures.cold_startup = wait_for_first_list(&server);
+            figures.cold_peak_rss_kib = server.peak_rss_kib();
+            if let Ok(time) = &figures.cold_startup {
+                eprintln!("{} items: first start (no snapshot) {:.2} s", site.items, time.as_secs_f64());
+            }
+            wait_for_snapshot(&server, &snapshots);
+        }
+        Err(error) => figures.cold_startup = Err(format!("{error:#}")),
+    }
     let server = match start_cms(cms, site, logs) {
         Ok(server) => server,
         Err(error) => {
@@ -186,6 +201,20 @@ fn settle(server: &Server) {
     if !server.wait_until_idle(SETTLE_LIMIT) {
         eprintln!("warning: the server was still busy after {} s; measuring anyway", SETTLE_LIMIT.as_secs());
     }
+}
+
+/// Waits (up to the start-up deadline) until the server has saved an index snapshot.
+fn wait_for_snapshot(server: &Server, snapshots: &Path) {
+    while server.started.elapsed() < STARTUP_DEADLINE {
+        let saved = std::fs::read_dir(snapshots).is_ok_and(|entries| {
+            entries.flatten().any(|e| e.file_name().to_string_lossy().ends_with(".snapshot"))
+        });
+        if saved && server.wait_until_idle(SETTLE_LIMIT) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!("warning: no index snapshot was saved; the restart parses every item");
 }
 
 /// Polls the default list until it answers 200; the time since spawn.

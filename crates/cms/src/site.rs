@@ -10,7 +10,7 @@ use cms_core::Cms;
 use cms_core::account::{KEY_RANDOM_BYTES, Role};
 use cms_core::config::SiteConfig;
 use cms_fs::{STATE_DIR, SystemClock, load_config, site_ports};
-use cms_webhooks::{SinkConfig, WebhookSink, WebhookStore};
+use cms_webhooks::{LicenseGate, SinkConfig, WebhookSink, WebhookStore};
 use ring::rand::{SecureRandom, SystemRandom};
 
 use crate::events::SiteEvents;
@@ -94,13 +94,15 @@ impl Site {
         let config = load_config(&self.root)?;
         let state = self.root.join(STATE_DIR);
         let sink_config = SinkConfig::for_site(&self.root, &state, &config.webhooks);
+        // Deliveries need the license's `webhooks` feature, asked when each is due.
+        let gate = Arc::new(LicenseGate::new(&state, config.license.public_key.clone()));
         let webhooks = Arc::new(match purpose {
             // The server refuses to start with broken delivery settings.
-            Purpose::Serve => WebhookSink::start(sink_config)?,
+            Purpose::Serve => WebhookSink::start(sink_config, gate)?,
             // A command (say, revoking a leaked key) must still work; its events are
             // logged as not sent.
             Purpose::Command => {
-                let (sink, problem) = WebhookSink::start_or_log(sink_config);
+                let (sink, problem) = WebhookSink::start_or_log(sink_config, gate);
                 if let Some(problem) = problem {
                     tracing::warn!(%problem, "webhook deliveries are off for this command");
                 }

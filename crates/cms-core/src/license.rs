@@ -120,19 +120,27 @@ impl LicenseState {
 
     /// `Ok` when the license is active and carries `feature`; else a message for the client.
     pub fn require(&self, feature: Feature) -> CoreResult<()> {
-        if self.has(feature) {
-            return Ok(());
+        match self.lacks(feature) {
+            None => Ok(()),
+            Some(why) => Err(CoreError::PaymentRequired(format!(
+                "{why}; this route needs an active license with {}",
+                feature.as_str()
+            ))),
         }
-        let why = match self {
+    }
+
+    /// Why `feature` may not be used now (`None` when it may): no license, an invalid or
+    /// expired one, or one without the feature.
+    pub fn lacks(&self, feature: Feature) -> Option<String> {
+        if self.has(feature) {
+            return None;
+        }
+        Some(match self {
             Self::Missing => "no license is installed".to_owned(),
             Self::Invalid(reason) => format!("the license is not valid ({reason})"),
             Self::Expired(l) => format!("the license expired at {}", l.expires_at.as_deref().unwrap_or("?")),
             Self::Active(_) => format!("the license does not include the {} feature", feature.as_str()),
-        };
-        Err(CoreError::PaymentRequired(format!(
-            "{why}; this route needs an active license with {}",
-            feature.as_str()
-        )))
+        })
     }
 }
 

@@ -3,6 +3,9 @@
 //! already safe.
 
 use std::fmt;
+use std::io;
+
+use image::{ImageError, ImageFormat, ImageReader};
 
 use crate::config::ResourceConfig;
 use crate::error::{CoreError, CoreResult};
@@ -197,32 +200,198 @@ pub fn sanitize_upload_name(raw: &str) -> CoreResult<FileName> {
 }
 
 /// Whether a file's first bytes are those of an image format browsers show: PNG, JPEG,
-/// GIF, WebP, AVIF/HEIC, BMP, ICO, TIFF or SVG.
+/// GIF, WebP, BMP, ICO, TIFF, AVIF/HEIC or SVG.
+///
+/// A magic number is not enough (a text file may start with `BM`, `GIF89a`...): each
+/// format's own decoder reads the header from `head` and must find nothing wrong. When
+/// `head` is a full [`SNIFF_BYTES`] window and the decoder wants more (a photo's EXIF or
+/// a PNG's text chunks come before the part that holds the size), what it read so far
+/// decides.
 pub fn is_image(head: &[u8]) -> bool {
-    let starts = |magic: &[u8]| head.starts_with(magic);
-    starts(b"\x89PNG\r\n\x1a\n")
-        || starts(b"\xff\xd8\xff")
-        || starts(b"GIF87a")
-        || starts(b"GIF89a")
-        || (starts(b"RIFF") && head.get(8..12) == Some(b"WEBP"))
-        || (head.get(4..8) == Some(b"ftyp")
-            && matches!(head.get(8..12), Some(b"avif" | b"avis" | b"heic" | b"heix" | b"mif1")))
-        || starts(b"BM")
-        || starts(b"\x00\x00\x01\x00")
-        || starts(b"II*\x00")
-        || starts(b"MM\x00*")
-        || looks_like_svg(head)
+    let truncated = head.len() >= SNIFF_BYTES;
+    match image::guess_format(head) {
+        Ok(ImageFormat::Jpeg) => is_jpeg(head, truncated),
+        Ok(ImageFormat::Gif) => is_gif(head, truncated),
+        Ok(
+            format @ (ImageFormat::Png
+            | ImageFormat::WebP
+            | ImageFormat::Bmp
+            | ImageFormat::Ico
+            | ImageFormat::Tiff),
+        ) => match ImageReader::with_format(Window::new(head, truncated), format).into_dimensions() {
+            Ok(_) => true,
+            Err(error) => ran_out(&error),
+        },
+        // No decoder here for these: the ISO-BMFF `ftyp` box (size, type, brands) is
+        // their header.
+        _ => is_heif(head) || is_svg(head),
+    }
 }
 
-/// SVG is text: an `<svg` element near the start, after an optional XML declaration,
-/// doctype or comments.
-fn looks_like_svg(head: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(&head[..head.len().min(1024)]).to_ascii_lowercase();
-    let text = text.trim_start_matches('\u{feff}').trim_start();
-    text.starts_with('<') && text.contains("<svg")
+/// zune-jpeg is lenient about bytes between segments, so the marker after the start of
+/// image is checked here first: a JPEG continues with a table, an application segment,
+/// a comment or a frame header.
+fn is_jpeg(head: &[u8], truncated: bool) -> bool {
+    if !matches!(head.get(3), Some(0xc0..=0xcf | 0xdb..=0xdd | 0xe0..=0xef | 0xfe)) {
+        return false;
+    }
+    let options = zune_core::options::DecoderOptions::default().set_strict_mode(true);
+    let mut decoder =
+        zune_jpeg::JpegDecoder::new_with_options(zune_core::bytestream::ZCursor::new(head), options);
+    match decoder.decode_headers() {
+        Ok(()) => true,
+        // Only reading past the end of the bytes is an I/O error on a slice.
+        Err(zune_jpeg::errors::DecodeErrors::IoErrors(_)) => truncated,
+        Err(_) => false,
+    }
 }
 
-/// Bytes of a file's head that [`is_image`] needs.
+/// The `gif` decoder reads the blocks up to the first frame (the `image` crate stops
+/// after the screen descriptor, which any 13 bytes pass).
+fn is_gif(head: &[u8], truncated: bool) -> bool {
+    let mut options = gif::DecodeOptions::new();
+    options.skip_frame_decoding(true);
+    let first_frame = options
+        .read_info(Window::new(head, truncated))
+        .and_then(|mut decoder| decoder.next_frame_info().map(|f| f.is_some()));
+    match first_frame {
+        Ok(has_frame) => has_frame,
+        Err(gif::DecodingError::Io(error)) => is_window_end(&error),
+        Err(_) => false,
+    }
+}
+
+/// AVIF and HEIC: an ISO-BMFF file whose first box is a sane `ftyp` with an image brand.
+fn is_heif(head: &[u8]) -> bool {
+    let Some(size) = head.get(..4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize) else {
+        return false;
+    };
+    head.get(4..8) == Some(b"ftyp")
+        && (16..=4096).contains(&size)
+        && size % 4 == 0
+        && matches!(head.get(8..12), Some(b"avif" | b"avis" | b"heic" | b"heix" | b"mif1"))
+}
+
+/// SVG is XML whose root element is `<svg>`: after an optional byte-order mark, XML
+/// declaration, comments, processing instructions and an SVG doctype, the first element
+/// must be `svg`. HTML with an inline `<svg>` has `html` (or another element) first.
+fn is_svg(head: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(head);
+    let mut rest = text.trim_start_matches('\u{feff}');
+    loop {
+        rest = rest.trim_start();
+        let skip_past = |end: &str| rest.find(end).map(|at| &rest[at + end.len()..]);
+        let next = if rest.starts_with("<?") {
+            skip_past("?>")
+        } else if rest.starts_with("<!--") {
+            skip_past("-->")
+        } else if rest.get(..9).is_some_and(|d| d.eq_ignore_ascii_case("<!doctype")) {
+            let name = rest[9..].trim_start();
+            if !name.get(..3).is_some_and(|n| n.eq_ignore_ascii_case("svg")) {
+                return false;
+            }
+            // An internal subset (`[...]`) may hold `>`: skip it whole.
+            match (rest.find('['), rest.find('>')) {
+                (Some(open), Some(close)) if open < close => {
+                    skip_past("]").and_then(|r| r.find('>').map(|at| &r[at + 1..]))
+                }
+                _ => skip_past(">"),
+            }
+        } else {
+            let Some(after) = rest.strip_prefix("<svg") else { return false };
+            return after.starts_with(|c: char| c.is_ascii_whitespace() || c == '>' || c == '/');
+        };
+        match next {
+            Some(next) => rest = next,
+            None => return false,
+        }
+    }
+}
+
+/// Stands for the rest of a file beyond the sniffed head: a decoder that asks for it has
+/// found nothing wrong so far.
+#[derive(Debug)]
+struct WindowEnd;
+
+impl fmt::Display for WindowEnd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the sniffed head of the file ends here")
+    }
+}
+
+impl std::error::Error for WindowEnd {}
+
+fn is_window_end(error: &io::Error) -> bool {
+    error.get_ref().is_some_and(|inner| inner.is::<WindowEnd>())
+}
+
+/// Whether a decoder failed only because it wanted more than the head.
+fn ran_out(error: &ImageError) -> bool {
+    if let ImageError::IoError(io) = error {
+        return is_window_end(io);
+    }
+    let mut cause = std::error::Error::source(error);
+    while let Some(error) = cause {
+        if error.is::<WindowEnd>() || error.downcast_ref::<io::Error>().is_some_and(is_window_end) {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
+}
+
+/// The head as a decoder reads it. When the head is a full window (the file goes on),
+/// reading past its end is the [`WindowEnd`] error, not the end of the file.
+struct Window<'a> {
+    bytes: io::Cursor<&'a [u8]>,
+    file_goes_on: bool,
+}
+
+impl<'a> Window<'a> {
+    fn new(head: &'a [u8], file_goes_on: bool) -> Self {
+        Self { bytes: io::Cursor::new(head), file_goes_on }
+    }
+
+    fn check_end(&self) -> io::Result<()> {
+        let at_end = self.bytes.position() >= self.bytes.get_ref().len() as u64;
+        if self.file_goes_on && at_end {
+            Err(io::Error::new(io::ErrorKind::UnexpectedEof, WindowEnd))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl io::Read for Window<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if !buf.is_empty() {
+            self.check_end()?;
+        }
+        self.bytes.read(buf)
+    }
+}
+
+impl io::BufRead for Window<'_> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.check_end()?;
+        self.bytes.fill_buf()
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.bytes.consume(amount);
+    }
+}
+
+impl io::Seek for Window<'_> {
+    fn seek(&mut self, to: io::SeekFrom) -> io::Result<u64> {
+        if self.file_goes_on && matches!(to, io::SeekFrom::End(_)) {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, WindowEnd));
+        }
+        self.bytes.seek(to)
+    }
+}
+
+/// Bytes of a file's head that [`is_image`] reads.
 pub const SNIFF_BYTES: usize = 1024;
 
 /// The `Content-Type` of a served file, from its extension.
@@ -259,11 +428,26 @@ pub fn content_type(name: &FileName) -> &'static str {
     }
 }
 
-/// Whether a browser could run script from this file if it were shown inline in the
-/// site's origin (HTML, SVG, XML): such files are served sandboxed.
-pub fn is_active_content(name: &FileName) -> bool {
+/// How a served file may be shown by a browser, from its extension (which also gives its
+/// `Content-Type`; files are served with `nosniff`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disposition {
+    /// Shown as it is: images, PDFs, media, plain text.
+    Inline,
+    /// Could run script in the site's origin if shown (SVG, JavaScript): shown, sandboxed.
+    Sandboxed,
+    /// HTML and XML documents: downloaded, never shown as a page of the site (and
+    /// sandboxed too, should a browser show one anyway).
+    Attachment,
+}
+
+pub fn disposition(name: &FileName) -> Disposition {
     let ext = name.split_extension().1.map(str::to_ascii_lowercase);
-    matches!(ext.as_deref(), Some("html" | "htm" | "xhtml" | "svg" | "svgz" | "xml" | "xsl" | "js" | "mjs"))
+    match ext.as_deref() {
+        Some("html" | "htm" | "xhtml" | "xml" | "xsl") => Disposition::Attachment,
+        Some("svg" | "svgz" | "js" | "mjs") => Disposition::Sandboxed,
+        _ => Disposition::Inline,
+    }
 }
 
 /// Percent-encodes everything but RFC 3986 unreserved characters.
@@ -341,17 +525,111 @@ mod tests {
         assert_eq!(hero.renamed(&FileName::parse("x.png").unwrap()).unwrap().as_str(), "x.png");
     }
 
+    /// A real image of `format`, as its encoder writes it.
+    fn encoded(format: image::ImageFormat) -> Vec<u8> {
+        let mut out = std::io::Cursor::new(Vec::new());
+        image::RgbImage::new(3, 2).write_to(&mut out, format).unwrap();
+        out.into_inner()
+    }
+
+    /// The first [`SNIFF_BYTES`] of a file, as the listing reads them.
+    fn head(file: &[u8]) -> &[u8] {
+        &file[..file.len().min(SNIFF_BYTES)]
+    }
+
     #[test]
-    fn images_are_known_by_content() {
-        assert!(is_image(b"\x89PNG\r\n\x1a\n...."));
-        assert!(is_image(b"\xff\xd8\xff\xe0"));
-        assert!(is_image(b"RIFF\x00\x00\x00\x00WEBPVP8 "));
+    fn real_image_headers_are_images() {
+        use image::ImageFormat::*;
+        for format in [Png, Jpeg, Gif, WebP, Bmp, Ico, Tiff] {
+            let file = encoded(format);
+            assert!(is_image(head(&file)), "{format:?}");
+            assert!(!is_image(&file[..12]), "{format:?} cut short is not an image");
+        }
+        assert!(is_image(b"\x00\x00\x00\x1cftypavif\x00\x00\x00\x00avifmif1miaf"));
         assert!(is_image(
             b"\xef\xbb\xbf<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\"/>".as_slice()
         ));
+        assert!(is_image(
+            b"<!-- logo -->\n<!DOCTYPE svg PUBLIC \"-//W3C//DTD SVG 1.1//EN\" \"x.dtd\">\n<svg>"
+        ));
+    }
+
+    /// Photos carry metadata (EXIF, ICC profiles, text chunks) before the part of the
+    /// header that holds the size: a head that ends inside it is still an image.
+    #[test]
+    fn metadata_longer_than_the_sniffed_head_is_still_an_image() {
+        let jpeg = encoded(image::ImageFormat::Jpeg);
+        let mut exif = b"\xff\xd8\xff\xe1\xff\xf0Exif\x00\x00".to_vec();
+        exif.resize(4 + 0xfff0, 0);
+        exif.extend_from_slice(&jpeg[2..]);
+        assert!(is_image(head(&exif)));
+
+        let png = encoded(image::ImageFormat::Png);
+        let text = vec![b'a'; 5000];
+        let mut long = png[..33].to_vec(); // signature and IHDR
+        long.extend_from_slice(&(text.len() as u32).to_be_bytes());
+        long.extend_from_slice(b"tEXt");
+        long.extend_from_slice(&text);
+        long.extend_from_slice(&crc32(b"tEXt", &text).to_be_bytes());
+        long.extend_from_slice(&png[33..]);
+        assert!(is_image(head(&long)));
+    }
+
+    /// The PNG chunk checksum (CRC-32 of type and data).
+    fn crc32(kind: &[u8], data: &[u8]) -> u32 {
+        let mut crc = !0u32;
+        for byte in kind.iter().chain(data) {
+            crc ^= u32::from(*byte);
+            for _ in 0..8 {
+                crc = if crc & 1 == 1 { (crc >> 1) ^ 0xedb8_8320 } else { crc >> 1 };
+            }
+        }
+        !crc
+    }
+
+    #[test]
+    fn magic_numbers_alone_do_not_make_an_image() {
+        let text = |start: &str| format!("{start} {}", "plain text, not an image. ".repeat(80)).into_bytes();
+        for start in ["BM", "BMP notes", "GIF89a", "GIF87a", "RIFF1234WEBPVP8 "] {
+            let file = text(start);
+            assert!(!is_image(head(&file)), "{start:?}, long");
+            assert!(!is_image(&file[..40]), "{start:?}, short");
+        }
+        let mut png_magic = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR-not-really-an-image".to_vec();
+        assert!(!is_image(&png_magic));
+        png_magic.resize(4096, b'x');
+        assert!(!is_image(head(&png_magic)));
+        assert!(!is_image(b"\xff\xd8\xff not a JPEG marker"));
         assert!(!is_image(b"%PDF-1.7"));
         assert!(!is_image(b"just text that mentions <svg later"));
         assert!(!is_image(b""));
+    }
+
+    #[test]
+    fn html_with_an_inline_svg_is_not_an_image() {
+        for html in [
+            "<!DOCTYPE html>\n<html><body><svg viewBox=\"0 0 1 1\"></svg></body></html>",
+            "<html><svg></svg></html>",
+            "<?xml version=\"1.0\"?><html xmlns=\"http://www.w3.org/1999/xhtml\"><svg/></html>",
+            "<!-- <svg> --><p>text</p>",
+            "<svgfoo/>",
+        ] {
+            assert!(!is_image(html.as_bytes()), "{html}");
+        }
+    }
+
+    #[test]
+    fn documents_are_served_as_attachments_and_svg_sandboxed() {
+        let of = |name: &str| disposition(&FileName::parse(name).unwrap());
+        for name in ["page.html", "PAGE.HTM", "a.xhtml", "feed.xml", "style.xsl"] {
+            assert_eq!(of(name), Disposition::Attachment, "{name}");
+        }
+        for name in ["icon.svg", "icon.SVGZ", "app.js", "mod.mjs"] {
+            assert_eq!(of(name), Disposition::Sandboxed, "{name}");
+        }
+        for name in ["logo.png", "doc.pdf", "notes.txt", "README"] {
+            assert_eq!(of(name), Disposition::Inline, "{name}");
+        }
     }
 
     #[test]

@@ -17,6 +17,7 @@
 
 mod accounts;
 pub mod atomic;
+mod beneath;
 mod blocking;
 mod changes;
 mod config;

@@ -31,7 +31,10 @@ impl FsLicense {
         Self { path: state_dir.join(LICENSE_FILE), cache: Arc::default() }
     }
 
-    fn current_blocking(&self) -> CoreResult<Option<License>> {
+    /// The license, read on the calling thread: for callers that may block, such as the
+    /// webhook workers, which ask before each event's deliveries. One `stat` when the file
+    /// has not changed.
+    pub fn read_now(&self) -> CoreResult<Option<License>> {
         let meta = match fs::metadata(&self.path) {
             Ok(meta) => meta,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -66,7 +69,7 @@ impl FsLicense {
 impl LicenseSource for FsLicense {
     async fn current(&self) -> CoreResult<Option<License>> {
         let store = self.clone();
-        blocking::run(move || store.current_blocking()).await
+        blocking::run(move || store.read_now()).await
     }
 
     async fn install(&self, license_text: &str) -> CoreResult<()> {

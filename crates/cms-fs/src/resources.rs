@@ -1,114 +1,135 @@
-use std::fs::{self, Metadata};
+use std::fs;
 use std::io::{self, Read, Seek, Write};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use cms_core::ports::{ResourceReader, ResourceStat, ResourceStore, UploadSink};
 use cms_core::resource::{FileName, ResourceFolder, Subpath};
 use cms_core::{CoreError, CoreResult};
+use rustix::fs::FileType;
 use tempfile::NamedTempFile;
 
-use crate::atomic;
+use crate::beneath::{Entry, Folder};
 use crate::blocking;
-use crate::content::{is_missing_or_link, open_no_follow};
 use crate::error::io_error;
-use crate::site_root::SiteRoot;
 
 /// How many numbered names (`-1`, `-2`, ...) an upload tries before giving up.
 const MAX_NUMBERED: u32 = 10_000;
 
-/// Resource folders on disk. No symlink inside a resource folder is ever followed: every
-/// folder on a path must be a real folder, and files are opened with `O_NOFOLLOW`.
-/// Uploads are staged in `.cms/uploads/` and linked into place without overwriting.
-/// Cheap to clone (clones share the resolved site folder).
+/// Resource folders on disk. Every folder is walked by descriptor, one segment at a time
+/// (`openat` with `O_NOFOLLOW`, see `beneath.rs`), and everything in it is reached relative
+/// to the open folder: no symlink inside a resource folder is ever followed, not even one
+/// that replaces a folder after it was reached. The resource folder itself resolves
+/// beneath the site folder (a symlink may point within the site, never out). Uploads are
+/// staged in `.cms/uploads/` and linked into place without overwriting.
 #[derive(Debug, Clone)]
 pub struct FsResourceStore {
-    site: SiteRoot,
+    site: PathBuf,
     staging: PathBuf,
 }
 
 impl FsResourceStore {
     pub fn new(site: impl Into<PathBuf>, state_dir: &Path) -> Self {
-        Self { site: SiteRoot::new(site), staging: state_dir.join("uploads") }
+        Self { site: site.into(), staging: state_dir.join("uploads") }
     }
 
-    /// The resource folder's root, refused if it resolves outside the site.
-    fn root(&self, folder: &ResourceFolder) -> CoreResult<PathBuf> {
-        self.site.contained(&folder.path)?.ok_or_else(|| {
+    /// The resource folder, open; `None` while it does not exist. `Forbidden` if it
+    /// resolves outside the site.
+    fn root(&self, folder: &ResourceFolder) -> CoreResult<Option<Folder>> {
+        Folder::open_beneath(&self.site, &folder.path).map_err(|e| self.root_error(folder, e))
+    }
+
+    /// The resource folder, made if it does not exist yet (the first upload or subfolder).
+    fn root_or_create(&self, folder: &ResourceFolder) -> CoreResult<Folder> {
+        Folder::create_beneath(&self.site, &folder.path).map_err(|e| self.root_error(folder, e))
+    }
+
+    fn root_error(&self, folder: &ResourceFolder, error: io::Error) -> CoreError {
+        if error.kind() == io::ErrorKind::PermissionDenied {
             CoreError::Forbidden(format!("resource folder {} resolves outside the site folder", folder.path))
-        })
+        } else {
+            io_error(&self.site.join(&folder.path))(error)
+        }
     }
 
-    /// The folder a subpath names, when every segment is a real folder (no symlinks).
-    /// The root counts as existing even before anything was uploaded.
-    fn dir(&self, folder: &ResourceFolder, dir: &Subpath) -> CoreResult<Option<PathBuf>> {
-        let mut path = self.root(folder)?;
+    /// The folder a subpath names, walked from the resource folder by descriptor: every
+    /// segment must be a real folder (no symlinks). `None` when it does not exist.
+    fn dir(&self, folder: &ResourceFolder, dir: &Subpath) -> CoreResult<Option<Folder>> {
+        let Some(mut open) = self.root(folder)? else { return Ok(None) };
         for segment in dir.segments() {
-            path.push(segment);
-            match fs::symlink_metadata(&path) {
-                Ok(meta) if meta.is_dir() => {}
-                _ => return Ok(None),
+            match open.folder(segment) {
+                Ok(Some(next)) => open = next,
+                Ok(None) => return Ok(None),
+                Err(e) => return Err(io_error(&open.path().join(segment))(e)),
             }
         }
-        Ok(Some(path))
+        #[cfg(test)]
+        tests::after_walk();
+        Ok(Some(open))
     }
 
-    fn existing_dir(&self, folder: &ResourceFolder, dir: &Subpath) -> CoreResult<PathBuf> {
-        self.dir(folder, dir)?.ok_or_else(|| {
-            CoreError::not_found(format!("no folder {:?} in resource folder {}", dir.as_str(), folder.index))
-        })
+    fn existing_dir(&self, folder: &ResourceFolder, dir: &Subpath) -> CoreResult<Folder> {
+        self.dir(folder, dir)?.ok_or_else(|| no_folder(folder, dir))
     }
 
-    /// A file or folder (never a symlink) at `dir/name`.
+    /// Where new things go: an existing subfolder, or the resource folder itself (made if
+    /// it does not exist yet).
+    fn target_dir(&self, folder: &ResourceFolder, dir: &Subpath) -> CoreResult<Folder> {
+        if dir.is_root() {
+            let root = self.root_or_create(folder)?;
+            #[cfg(test)]
+            tests::after_walk();
+            return Ok(root);
+        }
+        self.existing_dir(folder, dir)
+    }
+
+    /// A file or folder (never a symlink) at `dir/name`, with the folder it is in.
     fn entry(
         &self,
         folder: &ResourceFolder,
         dir: &Subpath,
         name: &FileName,
-    ) -> CoreResult<Option<(PathBuf, Metadata)>> {
+    ) -> CoreResult<Option<(Folder, Entry)>> {
         let Some(dir) = self.dir(folder, dir)? else { return Ok(None) };
-        let path = dir.join(name.as_str());
-        match fs::symlink_metadata(&path) {
-            Ok(meta) if meta.is_file() || meta.is_dir() => Ok(Some((path, meta))),
+        match dir.entry(name.as_str()) {
+            Ok(Some(entry)) if is_file_or_folder(&entry) => Ok(Some((dir, entry))),
             Ok(_) => Ok(None),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io_error(&path)(e)),
+            Err(e) => Err(io_error(&dir.path().join(name.as_str()))(e)),
         }
     }
 }
 
-fn stat(name: FileName, meta: &Metadata) -> ResourceStat {
-    ResourceStat {
-        name,
-        is_dir: meta.is_dir(),
-        size: if meta.is_dir() { 0 } else { meta.len() },
-        modified: meta.mtime(),
-    }
+fn no_folder(folder: &ResourceFolder, dir: &Subpath) -> CoreError {
+    CoreError::not_found(format!("no folder {:?} in resource folder {}", dir.as_str(), folder.index))
+}
+
+fn is_file_or_folder(entry: &Entry) -> bool {
+    matches!(entry.kind, FileType::RegularFile | FileType::Directory)
+}
+
+fn stat(name: FileName, entry: &Entry) -> ResourceStat {
+    let is_dir = entry.kind == FileType::Directory;
+    ResourceStat { name, is_dir, size: if is_dir { 0 } else { entry.size }, modified: entry.modified }
 }
 
 impl FsResourceStore {
     fn list_blocking(&self, folder: &ResourceFolder, dir: &Subpath) -> CoreResult<Vec<ResourceStat>> {
-        let path = self.existing_dir(folder, dir)?;
-        let entries = match fs::read_dir(&path) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound && dir.is_root() => return Ok(Vec::new()),
-            Err(e) => return Err(io_error(&path)(e)),
+        let open = match self.dir(folder, dir)? {
+            Some(open) => open,
+            // The resource folder before anything was uploaded.
+            None if dir.is_root() => return Ok(Vec::new()),
+            None => return Err(no_folder(folder, dir)),
         };
-        let mut stats = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(io_error(&path))?;
-            // Hidden names and invalid names are not resources; symlinks are skipped
-            // (DirEntry::metadata does not follow them).
-            let Some(name) = entry.file_name().to_str().and_then(|n| FileName::parse(n).ok()) else {
-                continue;
-            };
-            let Ok(meta) = entry.metadata() else { continue };
-            if meta.is_file() || meta.is_dir() {
-                stats.push(stat(name, &meta));
-            }
-        }
-        Ok(stats)
+        let entries = open.entries().map_err(io_error(open.path()))?;
+        // Hidden names and invalid names are not resources; symlinks are skipped.
+        Ok(entries
+            .into_iter()
+            .filter(|(_, entry)| is_file_or_folder(entry))
+            .filter_map(|(name, entry)| FileName::parse(&name).ok().map(|name| stat(name, &entry)))
+            .collect())
     }
 
     fn stat_blocking(
@@ -117,7 +138,7 @@ impl FsResourceStore {
         dir: &Subpath,
         name: &FileName,
     ) -> CoreResult<Option<ResourceStat>> {
-        Ok(self.entry(folder, dir, name)?.map(|(_, meta)| stat(name.clone(), &meta)))
+        Ok(self.entry(folder, dir, name)?.map(|(_, entry)| stat(name.clone(), &entry)))
     }
 
     fn read_head_blocking(
@@ -144,17 +165,9 @@ impl FsResourceStore {
         name: &FileName,
     ) -> CoreResult<Option<(Box<dyn ResourceReader>, ResourceStat)>> {
         let Some(dir) = self.dir(folder, dir)? else { return Ok(None) };
-        let path = dir.join(name.as_str());
-        let file = match open_no_follow(&path) {
-            Ok(file) => file,
-            Err(e) if is_missing_or_link(&e) => return Ok(None),
-            Err(e) => return Err(io_error(&path)(e)),
-        };
-        let meta = file.metadata().map_err(io_error(&path))?;
-        if !meta.is_file() {
-            return Ok(None);
-        }
-        Ok(Some((Box::new(file), stat(name.clone(), &meta))))
+        let opened = dir.open_file(name.as_str()).map_err(io_error(&dir.path().join(name.as_str())))?;
+        Ok(opened
+            .map(|(file, entry)| (Box::new(file) as Box<dyn ResourceReader>, stat(name.clone(), &entry))))
     }
 
     fn begin_upload_blocking(&self) -> CoreResult<Box<dyn UploadSink>> {
@@ -172,49 +185,49 @@ impl FsResourceStore {
         from: (&Subpath, &FileName),
         to: (&Subpath, &FileName),
     ) -> CoreResult<()> {
-        let source = match self.entry(folder, from.0, from.1)? {
-            Some((path, meta)) if meta.is_file() => path,
+        let source_dir = match self.entry(folder, from.0, from.1)? {
+            Some((dir, entry)) if entry.kind == FileType::RegularFile => dir,
             _ => return Err(CoreError::not_found(format!("no file {} in {:?}", from.1, from.0.as_str()))),
         };
         let target_dir = self.existing_dir(folder, to.0)?;
-        let target = target_dir.join(to.1.as_str());
         // link + unlink instead of rename: link fails if the target exists, atomically.
-        match fs::hard_link(&source, &target) {
+        match target_dir.link_from(&source_dir, from.1.as_str(), to.1.as_str()) {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 return Err(CoreError::Conflict(format!("{} already exists in {:?}", to.1, to.0.as_str())));
             }
-            other => other.map_err(io_error(&target))?,
+            other => other.map_err(io_error(&target_dir.path().join(to.1.as_str())))?,
         }
-        fs::remove_file(&source).map_err(io_error(&source))?;
-        atomic::sync_dir(&target_dir).map_err(io_error(&target_dir))?;
-        if let Some(parent) = source.parent() {
-            atomic::sync_dir(parent).map_err(io_error(parent))?;
-        }
-        Ok(())
+        source_dir
+            .remove_file(from.1.as_str())
+            .map_err(io_error(&source_dir.path().join(from.1.as_str())))?;
+        target_dir.sync().map_err(io_error(target_dir.path()))?;
+        source_dir.sync().map_err(io_error(source_dir.path()))
     }
 
     fn delete_blocking(&self, folder: &ResourceFolder, dir: &Subpath, name: &FileName) -> CoreResult<()> {
-        let Some((path, meta)) = self.entry(folder, dir, name)? else {
+        let Some((open, entry)) = self.entry(folder, dir, name)? else {
             return Err(CoreError::not_found(format!("no file or folder {name} in {:?}", dir.as_str())));
         };
-        let result = if meta.is_dir() { fs::remove_dir(&path) } else { fs::remove_file(&path) };
+        let result = if entry.kind == FileType::Directory {
+            open.remove_folder(name.as_str())
+        } else {
+            open.remove_file(name.as_str())
+        };
         match result {
             Err(e) if e.kind() == io::ErrorKind::DirectoryNotEmpty => {
                 Err(CoreError::Conflict(format!("folder {name} is not empty; delete its files first")))
             }
-            other => other.map_err(io_error(&path)),
+            other => other.map_err(io_error(&open.path().join(name.as_str()))),
         }
     }
 
     fn create_dir_blocking(&self, folder: &ResourceFolder, dir: &Subpath, name: &FileName) -> CoreResult<()> {
-        let parent = self.existing_dir(folder, dir)?;
-        fs::create_dir_all(&parent).map_err(io_error(&parent))?;
-        let path = parent.join(name.as_str());
-        match fs::create_dir(&path) {
+        let parent = self.target_dir(folder, dir)?;
+        match parent.create_folder(name.as_str()) {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 Err(CoreError::Conflict(format!("{name} already exists in {:?}", dir.as_str())))
             }
-            other => other.map_err(io_error(&path)),
+            other => other.map_err(io_error(&parent.path().join(name.as_str()))),
         }
     }
 }
@@ -327,44 +340,258 @@ impl UploadSink for FsUpload {
     }
 }
 
-/// Moves a staged upload into `dir` under `name` or the first free numbered name.
+/// Moves a staged upload into `dir` under `name` or the first free numbered name: the
+/// staged file is fsynced, then hard-linked into the open folder (never replacing
+/// anything), then the folder is fsynced.
 fn commit_blocking(
     store: &FsResourceStore,
-    mut temp: NamedTempFile,
+    temp: NamedTempFile,
     folder: &ResourceFolder,
     dir: &Subpath,
     name: &FileName,
 ) -> CoreResult<ResourceStat> {
-    let target_dir = store.existing_dir(folder, dir)?;
-    fs::create_dir_all(&target_dir).map_err(io_error(&target_dir))?;
+    let target = store.target_dir(folder, dir)?;
     temp.as_file().sync_all().map_err(|e| CoreError::internal("syncing an upload", e))?;
     temp.as_file()
         .set_permissions(fs::Permissions::from_mode(0o644))
         .map_err(|e| CoreError::internal("upload permissions", e))?;
-    for n in 0..=MAX_NUMBERED {
+    let mut source = Staged::Path(temp.path().to_owned());
+    let result = link_free_name(&target, &mut source, name);
+    if let Staged::Local(local) = &source {
+        let _ = target.remove_file(local);
+    }
+    let stored = result?;
+    target.sync().map_err(io_error(target.path()))?;
+    let entry = target.entry(stored.as_str()).map_err(io_error(target.path()))?;
+    let entry = entry.ok_or_else(|| CoreError::internal("storing an upload", "the stored file vanished"))?;
+    Ok(stat(stored, &entry))
+}
+
+/// Where a staged upload is linked from.
+enum Staged {
+    /// The file in `.cms/uploads/`.
+    Path(PathBuf),
+    /// A copy in the target folder (staging and target on different file systems).
+    Local(String),
+}
+
+fn link_free_name(target: &Folder, source: &mut Staged, name: &FileName) -> CoreResult<FileName> {
+    let mut n = 0;
+    while n <= MAX_NUMBERED {
         let candidate = if n == 0 { name.clone() } else { name.numbered(n) };
-        let path = target_dir.join(candidate.as_str());
-        match temp.persist_noclobber(&path) {
-            Ok(file) => {
-                atomic::sync_dir(&target_dir).map_err(io_error(&target_dir))?;
-                let meta = file.metadata().map_err(io_error(&path))?;
-                return Ok(stat(candidate, &meta));
+        let linked = match source {
+            Staged::Path(path) => target.link_path(path, candidate.as_str()),
+            Staged::Local(local) => target.link_from(target, local, candidate.as_str()),
+        };
+        match linked {
+            Ok(()) => return Ok(candidate),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => n += 1,
+            // Copy once, then try the same name again from the copy.
+            Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {
+                let Staged::Path(path) = source else { return Err(io_error(target.path())(e)) };
+                *source = Staged::Local(copy_into(path, target)?);
             }
-            Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => temp = e.file,
-            // Staging and target on different file systems: copy into the target folder.
-            Err(e) if e.error.raw_os_error() == Some(libc::EXDEV) => temp = copy_to(e.file, &target_dir)?,
-            Err(e) => return Err(io_error(&path)(e.error)),
+            Err(e) => return Err(io_error(&target.path().join(candidate.as_str()))(e)),
         }
     }
     Err(CoreError::Conflict(format!("no free name for {name} after {MAX_NUMBERED} tries")))
 }
 
-/// Copies a staged upload into a new temporary file in `dir` (same file system as the target).
-fn copy_to(mut staged: NamedTempFile, dir: &Path) -> CoreResult<NamedTempFile> {
-    let mut local = tempfile::Builder::new().prefix(".upload-").tempfile_in(dir).map_err(io_error(dir))?;
-    staged.as_file_mut().rewind().map_err(|e| CoreError::internal("rewinding an upload", e))?;
-    io::copy(staged.as_file_mut(), local.as_file_mut()).map_err(io_error(dir))?;
-    local.as_file().sync_all().map_err(io_error(dir))?;
-    local.as_file().set_permissions(fs::Permissions::from_mode(0o644)).map_err(io_error(dir))?;
-    Ok(local)
+/// Copies a staged upload into a new hidden file in `target` (the same file system as its
+/// final name), fsynced; returns its name.
+fn copy_into(staged: &Path, target: &Folder) -> CoreResult<String> {
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let fail = io_error(target.path());
+    let mut from = fs::File::open(staged).map_err(io_error(staged))?;
+    loop {
+        let local = format!(".upload-{}-{}", std::process::id(), COUNT.fetch_add(1, Ordering::Relaxed));
+        let mut copy = match target.create_file(&local, 0o644) {
+            Ok(copy) => copy,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(fail(e)),
+        };
+        let copied =
+            from.rewind().and_then(|()| io::copy(&mut from, &mut copy)).and_then(|_| copy.sync_all());
+        if let Err(e) = copied {
+            let _ = target.remove_file(&local);
+            return Err(fail(e));
+        }
+        return Ok(local);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::os::unix::fs::symlink;
+
+    use super::*;
+
+    thread_local! {
+        /// Run once, right after a later walk of a subpath (the first `.0` walks are let
+        /// by) and before anything in it is touched: the moment a swapped folder would be
+        /// followed.
+        static AFTER_WALK: RefCell<Option<(usize, Hook)>> = RefCell::new(None);
+    }
+
+    type Hook = Box<dyn FnOnce()>;
+
+    pub(super) fn after_walk() {
+        let due = AFTER_WALK.with(|h| {
+            let mut hook = h.borrow_mut();
+            match hook.as_mut() {
+                Some((0, _)) => hook.take().map(|(_, run)| run),
+                Some((skip, _)) => {
+                    *skip -= 1;
+                    None
+                }
+                None => None,
+            }
+        });
+        if let Some(run) = due {
+            run();
+        }
+    }
+
+    fn name(n: &str) -> FileName {
+        FileName::parse(n).unwrap()
+    }
+
+    /// `media/uploads/2026/a.txt` inside, a `secret.txt` and an `a.txt` outside, and a way
+    /// to swap `2026` for a symlink to the outside folder right after the next walk.
+    struct Race {
+        site: tempfile::TempDir,
+        outside: tempfile::TempDir,
+        store: FsResourceStore,
+        folder: ResourceFolder,
+        year: Subpath,
+    }
+
+    impl Race {
+        fn new() -> Self {
+            let site = tempfile::tempdir().unwrap();
+            let outside = tempfile::tempdir().unwrap();
+            fs::write(outside.path().join("a.txt"), "secret").unwrap();
+            let store = FsResourceStore::new(site.path(), &site.path().join(".cms"));
+            let folder = ResourceFolder {
+                index: 0,
+                label: "U".into(),
+                path: "media/uploads".into(),
+                url: "/m".into(),
+            };
+            let race = Self { site, outside, store, folder, year: Subpath::parse("2026").unwrap() };
+            race.restore();
+            race
+        }
+
+        fn year_path(&self) -> PathBuf {
+            self.site.path().join("media/uploads/2026")
+        }
+
+        /// A real `2026` folder with `a.txt` in it.
+        fn restore(&self) {
+            let year = self.year_path();
+            if fs::symlink_metadata(&year).is_ok_and(|m| m.file_type().is_symlink()) {
+                fs::remove_file(&year).unwrap();
+            }
+            fs::create_dir_all(&year).unwrap();
+            fs::write(year.join("a.txt"), "inside").unwrap();
+        }
+
+        /// After the walk that follows `skip` others, `2026` is gone and a symlink out of
+        /// the site stands in its place.
+        fn swap_after_walk(&self, skip: usize) {
+            self.restore();
+            let (year, outside) = (self.year_path(), self.outside.path().to_owned());
+            let swap = move || {
+                fs::remove_dir_all(&year).unwrap();
+                symlink(&outside, &year).unwrap();
+            };
+            AFTER_WALK.with(|h| *h.borrow_mut() = Some((skip, Box::new(swap))));
+        }
+
+        fn outside_is_untouched(&self) {
+            let names: Vec<_> =
+                fs::read_dir(self.outside.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+            assert_eq!(names, ["a.txt"], "nothing was written outside");
+            assert_eq!(fs::read_to_string(self.outside.path().join("a.txt")).unwrap(), "secret");
+        }
+    }
+
+    /// The folder on the path is checked, then replaced by a symlink out of the resource
+    /// folder before the file in it is opened: the open must not follow it.
+    #[test]
+    fn a_folder_swapped_for_a_symlink_after_the_walk_leads_nowhere() {
+        let race = Race::new();
+        let (store, folder, year) = (&race.store, &race.folder, &race.year);
+
+        race.swap_after_walk(0);
+        let opened = store.open_blocking(folder, year, &name("a.txt")).unwrap();
+        assert!(opened.is_none(), "the open is refused");
+
+        race.swap_after_walk(0);
+        assert!(store.read_head_blocking(folder, year, &name("a.txt"), 64).is_err());
+
+        race.swap_after_walk(0);
+        assert!(store.stat_blocking(folder, year, &name("a.txt")).unwrap().is_none());
+
+        race.swap_after_walk(0);
+        let listed = store.list_blocking(folder, year);
+        assert!(listed.is_err() || listed.unwrap().is_empty(), "the outside folder is not listed");
+
+        race.swap_after_walk(0);
+        assert!(store.delete_blocking(folder, year, &name("a.txt")).is_err());
+
+        race.swap_after_walk(0);
+        assert!(store.create_dir_blocking(folder, year, &name("new")).is_err());
+
+        race.swap_after_walk(0);
+        let moved = store.rename_blocking(folder, (year, &name("a.txt")), (&Subpath::root(), &name("b.txt")));
+        assert!(moved.is_err());
+
+        race.restore();
+        fs::write(race.site.path().join("media/uploads/c.txt"), "c").unwrap();
+        race.swap_after_walk(1); // the walk to the source comes first, then the target's
+        let moved = store.rename_blocking(folder, (&Subpath::root(), &name("c.txt")), (year, &name("c.txt")));
+        assert!(moved.is_err());
+
+        race.swap_after_walk(0);
+        fs::create_dir_all(&store.staging).unwrap();
+        let mut temp = tempfile::Builder::new().tempfile_in(&store.staging).unwrap();
+        temp.write_all(b"planted").unwrap();
+        assert!(commit_blocking(store, temp, folder, year, &name("planted.txt")).is_err());
+
+        race.outside_is_untouched();
+    }
+
+    /// Staging and the resource folder on different file systems: the upload is copied
+    /// into the open folder under a hidden name, linked into place, and the copy removed.
+    #[test]
+    fn an_upload_staged_on_another_file_system_is_copied_in() {
+        use std::os::unix::fs::MetadataExt;
+        let (Ok(state), site) = (tempfile::tempdir_in("/dev/shm"), tempfile::tempdir().unwrap()) else {
+            return; // no tmpfs here
+        };
+        let device = |p: &Path| fs::metadata(p).unwrap().dev();
+        if device(state.path()) == device(site.path()) {
+            return;
+        }
+        let store = FsResourceStore::new(site.path(), state.path());
+        let folder =
+            ResourceFolder { index: 0, label: "U".into(), path: "media/uploads".into(), url: "/m".into() };
+        let uploads = site.path().join("media/uploads");
+        fs::create_dir_all(&uploads).unwrap();
+        fs::write(uploads.join("a.txt"), "taken").unwrap();
+        fs::create_dir_all(&store.staging).unwrap();
+        let mut temp = tempfile::Builder::new().tempfile_in(&store.staging).unwrap();
+        temp.write_all(b"new").unwrap();
+
+        let stored = commit_blocking(&store, temp, &folder, &Subpath::root(), &name("a.txt")).unwrap();
+        assert_eq!((stored.name.as_str(), stored.size), ("a-1.txt", 3));
+        assert_eq!(fs::read_to_string(uploads.join("a-1.txt")).unwrap(), "new");
+        let mut names: Vec<_> = fs::read_dir(&uploads).unwrap().map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        assert_eq!(names, ["a-1.txt", "a.txt"], "no copy is left behind");
+        assert_eq!(fs::read_dir(&store.staging).unwrap().count(), 0, "the staged file is gone");
+    }
 }

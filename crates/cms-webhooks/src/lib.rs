@@ -13,8 +13,11 @@
 //!   `webhooks.ca_file` trusted beside the bundled roots, no redirects, no retries.
 //! - [`sink`]: [`WebhookSink`], the `EventSink`: `publish` only enqueues (bounded); worker
 //!   threads deliver and log; [`WebhookSink::shutdown`] finishes or logs what is pending.
+//! - [`gate`]: [`DeliveryGate`], asked when an event's deliveries are due; [`LicenseGate`]
+//!   holds them back (logged as not sent) unless the license has the `webhooks` feature.
 
 pub mod deliver;
+pub mod gate;
 pub mod model;
 pub mod payload;
 pub mod sink;
@@ -24,6 +27,7 @@ pub mod store;
 pub mod testing;
 
 pub use deliver::{Attempt, Deliverer, DeliveryConfig, SetupError};
+pub use gate::{DeliveryGate, LicenseGate};
 pub use model::{LogEntry, Subscription};
 pub use sink::{ShutdownReport, SinkConfig, WebhookSink};
 pub use store::{LOG_FILE, LOG_KEEP, SUBSCRIPTIONS_FILE, WebhookStore};

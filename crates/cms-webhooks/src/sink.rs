@@ -2,8 +2,9 @@
 //!
 //! `publish` only puts the event on a bounded queue (`std::sync::mpsc::sync_channel`) and
 //! returns; it never waits for a delivery, a file or the network. Worker threads take
-//! events, read the subscriptions (so CLI changes apply to the next event), and deliver to
-//! each enabled subscription that selected the event, once, logging every attempt.
+//! events, read the subscriptions (so CLI changes apply to the next event), ask the
+//! [`DeliveryGate`] (the license's `webhooks` feature, as it is now), and deliver to each
+//! enabled subscription that selected the event, once, logging every attempt.
 //!
 //! Nothing is dropped silently: an event that finds the queue full, or arrives after
 //! shutdown began, is logged as not sent for each subscription that wanted it; on
@@ -23,6 +24,7 @@ use cms_core::events::{Event, EventKind};
 use cms_core::ports::EventSink;
 
 use crate::deliver::{Deliverer, DeliveryConfig, SetupError};
+use crate::gate::DeliveryGate;
 use crate::model::{LogEntry, Subscription, delivery_id};
 use crate::payload;
 use crate::store::WebhookStore;
@@ -76,6 +78,7 @@ struct Pending {
 struct Shared {
     store: WebhookStore,
     deliverer: Deliverer,
+    gate: Arc<dyn DeliveryGate>,
     /// Taken by one worker at a time; a worker registers an event's deliveries in
     /// `pending` before it lets go, so that shutdown sees them.
     queue: Mutex<Receiver<Event>>,
@@ -99,30 +102,32 @@ pub struct WebhookSink {
 }
 
 impl WebhookSink {
-    /// Starts the workers. Fails when `webhooks.ca_file` cannot be used.
-    pub fn start(config: SinkConfig) -> Result<Self, SetupError> {
+    /// Starts the workers, which deliver only while `gate` allows. Fails when
+    /// `webhooks.ca_file` cannot be used.
+    pub fn start(config: SinkConfig, gate: Arc<dyn DeliveryGate>) -> Result<Self, SetupError> {
         let deliverer = Deliverer::new(&config.delivery)?;
-        Ok(Self::with_deliverer(config, deliverer))
+        Ok(Self::with_deliverer(config, deliverer, gate))
     }
 
     /// Like [`WebhookSink::start`], but broken delivery settings do not stop the caller:
     /// deliveries are then logged as not sent, and the problem is returned to report.
-    pub fn start_or_log(config: SinkConfig) -> (Self, Option<SetupError>) {
+    pub fn start_or_log(config: SinkConfig, gate: Arc<dyn DeliveryGate>) -> (Self, Option<SetupError>) {
         match Deliverer::new(&config.delivery) {
-            Ok(deliverer) => (Self::with_deliverer(config, deliverer), None),
+            Ok(deliverer) => (Self::with_deliverer(config, deliverer, gate), None),
             Err(error) => {
                 let deliverer = Deliverer::unusable(&config.delivery, &error);
-                (Self::with_deliverer(config, deliverer), Some(error))
+                (Self::with_deliverer(config, deliverer, gate), Some(error))
             }
         }
     }
 
-    fn with_deliverer(config: SinkConfig, deliverer: Deliverer) -> Self {
+    fn with_deliverer(config: SinkConfig, deliverer: Deliverer, gate: Arc<dyn DeliveryGate>) -> Self {
         let (sender, receiver) = sync_channel(config.queue.max(1));
         let workers = config.workers.max(1);
         let shared = Arc::new(Shared {
             store: WebhookStore::new(&config.state_dir),
             deliverer,
+            gate,
             queue: Mutex::new(receiver),
             pending: Mutex::default(),
             overflow: Mutex::default(),
@@ -190,6 +195,9 @@ impl Shared {
     fn work(&self) {
         while let Some(deliveries) = self.next() {
             self.log_overflow();
+            // Asked when the deliveries are due: the license may have changed since the
+            // sink started or the event was published.
+            let allowed = if deliveries.is_empty() { Ok(()) } else { self.gate.check() };
             for (id, body) in deliveries {
                 if self.abandon.load(Ordering::SeqCst) {
                     // Shutdown claimed (and logged) what was pending.
@@ -200,7 +208,10 @@ impl Shared {
                     continue;
                 };
                 let (subscription, event) = entry;
-                let logged = self.deliverer.deliver(&subscription, event, &body, &id);
+                let logged = match &allowed {
+                    Ok(()) => self.deliverer.deliver(&subscription, event, &body, &id),
+                    Err(why) => LogEntry::not_sent(&subscription, event, why),
+                };
                 if lock(&self.pending).remove(&id).is_some() {
                     self.append(&[logged]);
                 }

@@ -10,7 +10,7 @@ use cms_core::license::{License, LicenseState};
 use cms_webhooks::{LogEntry, Subscription};
 use time::format_description::well_known::Rfc3339;
 
-use crate::site::{OpenSite, Site, random_key_bytes};
+use crate::site::{OpenSite, Purpose, Site, random_key_bytes};
 
 #[derive(Subcommand)]
 pub enum AdminCommand {
@@ -28,10 +28,29 @@ pub enum AdminCommand {
     Webhooks(WebhooksCommand),
 }
 
+impl AdminCommand {
+    /// Whether the command can publish events: only these start webhook delivery workers.
+    /// No wildcard, so that a new command has to say.
+    pub fn emits_events(&self) -> bool {
+        match self {
+            Self::Users(UsersCommand::Add { .. } | UsersCommand::Remove { .. }) => true,
+            Self::Users(UsersCommand::List)
+            | Self::Keys(KeysCommand::Create { .. } | KeysCommand::List | KeysCommand::Revoke { .. })
+            | Self::License(LicenseCommand::Show | LicenseCommand::Install { .. })
+            | Self::Webhooks(_) => false,
+        }
+    }
+}
+
+/// Opens the site for one command: with delivery workers only if it can emit events.
+pub fn open(site: &Site, command: &AdminCommand) -> anyhow::Result<OpenSite> {
+    site.open(Purpose::Command { emits_events: command.emits_events() })
+}
+
 /// Runs one administration command, then delivers the webhooks its changes triggered
 /// (the `user.*` events of `users add|remove`) before the process exits.
 pub fn run(site: &Site, command: AdminCommand) -> anyhow::Result<()> {
-    let open = site.open(crate::site::Purpose::Command)?;
+    let open = open(site, &command)?;
     let result = block_on(async {
         match command {
             AdminCommand::Users(command) => users(&open, command).await,
@@ -190,7 +209,7 @@ fn print_license(license: &License, state: &str) {
 }
 
 pub fn webhooks(site: &OpenSite, command: WebhooksCommand) -> anyhow::Result<()> {
-    let store = site.webhooks.store();
+    let store = &site.webhook_store;
     match command {
         WebhooksCommand::Add { url, events } => {
             let added = store.add(&url, &events)?;
@@ -259,4 +278,48 @@ fn log_line(entry: &LogEntry) -> String {
         entry.event.as_str(),
         entry.url
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Args {
+        #[command(subcommand)]
+        command: AdminCommand,
+    }
+
+    /// Delivery workers (threads, the TLS set-up of `webhooks.ca_file`) are started only
+    /// for the commands that can emit events: `users add` and `users remove`.
+    #[test]
+    fn only_commands_that_emit_events_start_delivery_workers() {
+        let dir = tempfile::tempdir().unwrap();
+        let site = crate::site::tests::demo_copy(dir.path());
+        let cases: [(&[&str], bool); 15] = [
+            (&["users", "add", "--email", "a@example.com", "--role", "editor"], true),
+            (&["users", "remove", "--email", "a@example.com"], true),
+            (&["users", "list"], false),
+            (&["keys", "create", "--user", "a@example.com"], false),
+            (&["keys", "list"], false),
+            (&["keys", "revoke", "k"], false),
+            (&["license", "show"], false),
+            (&["license", "install", "license.yaml"], false),
+            (&["webhooks", "add", "--url", "https://e.com", "--events", "file.created"], false),
+            (&["webhooks", "list"], false),
+            (&["webhooks", "enable", "wh_x"], false),
+            (&["webhooks", "disable", "wh_x"], false),
+            (&["webhooks", "remove", "wh_x"], false),
+            (&["webhooks", "log"], false),
+            (&["webhooks", "clear-log"], false),
+        ];
+        for (args, delivers) in cases {
+            let command = Args::try_parse_from([&["cms"], args].concat()).unwrap().command;
+            let open = open(&site, &command).unwrap();
+            assert_eq!(open.webhooks.is_some(), delivers, "{args:?}");
+            open.finish_deliveries();
+        }
+    }
 }

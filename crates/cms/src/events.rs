@@ -7,13 +7,21 @@ use cms_webhooks::WebhookSink;
 /// The site's event sink: each event goes to the log, then to webhook delivery (which only
 /// enqueues it; see `cms_webhooks::sink`).
 pub struct SiteEvents {
-    pub webhooks: Arc<WebhookSink>,
+    /// `None` for a command that cannot emit events: it starts no delivery workers.
+    pub webhooks: Option<Arc<WebhookSink>>,
 }
 
 impl EventSink for SiteEvents {
     fn publish(&self, event: Event) {
         log(&event);
-        self.webhooks.publish(event);
+        match &self.webhooks {
+            Some(webhooks) => webhooks.publish(event),
+            // A command said it emits no events (`AdminCommand::emits_events`) and did.
+            None => tracing::error!(
+                event = event.kind.as_str(),
+                "this command runs without webhook delivery; the event is not sent"
+            ),
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use cms_core::Cms;
 use cms_core::account::{KEY_RANDOM_BYTES, Role};
 use cms_core::config::SiteConfig;
 use cms_fs::{STATE_DIR, SystemClock, load_config, site_ports};
-use cms_webhooks::{SinkConfig, WebhookSink, WebhookStore};
+use cms_webhooks::{LicenseGate, SinkConfig, WebhookSink, WebhookStore};
 use ring::rand::{SecureRandom, SystemRandom};
 
 use crate::events::SiteEvents;
@@ -21,11 +21,15 @@ const DEMO_FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/
 const DEMO_COPY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/demo-site");
 pub const DEMO_OWNER: &str = "owner@example.com";
 
-/// What a site is opened for: the two differ in how they treat broken webhook settings.
+/// What a site is opened for: the server and the commands differ in how they treat broken
+/// webhook settings, and only what can emit events needs delivery workers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Purpose {
     Serve,
-    Command,
+    /// A CLI command; `emits_events` when it can publish events (`users add|remove`).
+    Command {
+        emits_events: bool,
+    },
 }
 
 pub struct Site {
@@ -39,16 +43,20 @@ pub struct OpenSite {
     pub root: PathBuf,
     pub config: SiteConfig,
     pub cms: Arc<Cms>,
-    /// Webhook delivery; [`OpenSite::finish_deliveries`] before the process exits.
-    pub webhooks: Arc<WebhookSink>,
+    /// Webhook delivery (its worker threads), only when events can be emitted;
+    /// [`OpenSite::finish_deliveries`] before the process exits.
+    pub webhooks: Option<Arc<WebhookSink>>,
+    /// The subscriptions and the delivery log, for the `webhooks` commands.
+    pub webhook_store: WebhookStore,
 }
 
 impl OpenSite {
     /// Finishes pending webhook deliveries, waiting up to one delivery time-out (plus a
     /// second); what is still unfinished then is logged as not sent.
     pub fn finish_deliveries(&self) {
+        let Some(webhooks) = &self.webhooks else { return };
         let deadline = Duration::from_secs(self.config.webhooks.timeout_secs) + Duration::from_secs(1);
-        let report = self.webhooks.shutdown(deadline);
+        let report = webhooks.shutdown(deadline);
         if !report.finished {
             tracing::warn!(
                 abandoned = report.abandoned,
@@ -93,20 +101,12 @@ impl Site {
     pub fn open(&self, purpose: Purpose) -> anyhow::Result<OpenSite> {
         let config = load_config(&self.root)?;
         let state = self.root.join(STATE_DIR);
-        let sink_config = SinkConfig::for_site(&self.root, &state, &config.webhooks);
-        let webhooks = Arc::new(match purpose {
-            // The server refuses to start with broken delivery settings.
-            Purpose::Serve => WebhookSink::start(sink_config)?,
-            // A command (say, revoking a leaked key) must still work; its events are
-            // logged as not sent.
-            Purpose::Command => {
-                let (sink, problem) = WebhookSink::start_or_log(sink_config);
-                if let Some(problem) = problem {
-                    tracing::warn!(%problem, "webhook deliveries are off for this command");
-                }
-                sink
+        let webhooks = match purpose {
+            Purpose::Command { emits_events: false } => None,
+            Purpose::Serve | Purpose::Command { emits_events: true } => {
+                Some(Arc::new(start_webhooks(&self.root, &state, &config, purpose)?))
             }
-        });
+        };
         let ports = site_ports(
             &self.root,
             Arc::new(SiteEvents { webhooks: webhooks.clone() }),
@@ -121,8 +121,34 @@ impl Site {
             cms = cms.with_site_root(root);
         }
         let cms = Arc::new(cms);
-        Ok(OpenSite { root: self.root.clone(), config, cms, webhooks })
+        let webhook_store = WebhookStore::new(&state);
+        Ok(OpenSite { root: self.root.clone(), config, cms, webhooks, webhook_store })
     }
+}
+
+/// The delivery workers. Deliveries need the license's `webhooks` feature, asked when
+/// each is due.
+fn start_webhooks(
+    root: &Path,
+    state: &Path,
+    config: &SiteConfig,
+    purpose: Purpose,
+) -> anyhow::Result<WebhookSink> {
+    let sink_config = SinkConfig::for_site(root, state, &config.webhooks);
+    let gate = Arc::new(LicenseGate::new(state, config.license.public_key.clone()));
+    Ok(match purpose {
+        // The server refuses to start with broken delivery settings.
+        Purpose::Serve => WebhookSink::start(sink_config, gate)?,
+        // A command (say, removing a user) must still work; its events are logged as not
+        // sent.
+        Purpose::Command { .. } => {
+            let (sink, problem) = WebhookSink::start_or_log(sink_config, gate);
+            if let Some(problem) = problem {
+                tracing::warn!(%problem, "webhook deliveries are off for this command");
+            }
+            sink
+        }
+    })
 }
 
 pub fn random_key_bytes() -> anyhow::Result<[u8; KEY_RANDOM_BYTES]> {
@@ -159,4 +185,16 @@ fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A copy of the bundled demo site in `dir`.
+    pub(crate) fn demo_copy(dir: &Path) -> Site {
+        let root = dir.join("site");
+        copy_tree(Path::new(DEMO_FIXTURE), &root).unwrap();
+        Site { root, is_demo: false }
+    }
 }

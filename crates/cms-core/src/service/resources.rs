@@ -47,8 +47,9 @@ pub struct ServedFile {
     pub reader: Box<dyn ResourceReader>,
     pub stat: ResourceStat,
     pub content_type: &'static str,
-    /// HTML, SVG and the like: serve sandboxed so no script runs in the site's origin.
-    pub active: bool,
+    pub name: FileName,
+    /// Shown, shown sandboxed (SVG) or downloaded (HTML, XML).
+    pub disposition: resource::Disposition,
 }
 
 /// Where a resource request points: folder index (default 0) and subpath.
@@ -212,7 +213,8 @@ impl Cms {
         Ok(ServedFile {
             reader,
             content_type: resource::content_type(&name),
-            active: resource::is_active_content(&name),
+            disposition: resource::disposition(&name),
+            name,
             stat,
         })
     }

@@ -1,15 +1,19 @@
 //! Serving resource files at their public URLs, like any static media: no key needed.
-//! `ETag`/`Last-Modified` with `304`s, single `Range` requests, `nosniff`, and HTML/SVG
-//! served sandboxed so they cannot run script in the site's origin.
+//! `ETag`/`Last-Modified` with `304`s, single `Range` requests, `nosniff`, SVG served
+//! sandboxed so it cannot run script in the site's origin, and HTML and XML documents as
+//! downloads.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::time::{Duration, UNIX_EPOCH};
 
 use actix_web::body::SizedStream;
 use actix_web::http::StatusCode;
-use actix_web::http::header::{self, HttpDate};
+use actix_web::http::header::{
+    self, Charset, ContentDisposition, DispositionParam, DispositionType, ExtendedValue, HttpDate,
+};
 use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
 use cms_core::ports::ResourceReader;
+use cms_core::resource::Disposition;
 use futures_util::stream;
 
 use crate::error::{ApiError, Shape};
@@ -79,7 +83,7 @@ pub async fn serve(
         .insert_header((header::LAST_MODIFIED, last_modified.to_string()))
         .insert_header((header::ACCEPT_RANGES, "bytes"))
         .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"));
-    if file.active {
+    if file.disposition != Disposition::Inline {
         // Shown inline, HTML or SVG could run script with the site's cookies: sandbox it.
         response.insert_header((
             header::CONTENT_SECURITY_POLICY,
@@ -120,10 +124,33 @@ pub async fn serve(
                 .finish());
         }
     };
-    if file.active {
-        response.insert_header((header::CONTENT_DISPOSITION, "inline"));
+    match file.disposition {
+        Disposition::Inline => {}
+        Disposition::Sandboxed => {
+            response.insert_header((header::CONTENT_DISPOSITION, "inline"));
+        }
+        Disposition::Attachment => {
+            response.insert_header(attachment(file.name.as_str()));
+        }
     }
     Ok(response.body(SizedStream::new(length, read_chunks(file.reader, start, length))))
+}
+
+/// `attachment` with the file's name: as UTF-8 (`filename*`), and in ASCII for old clients.
+fn attachment(name: &str) -> ContentDisposition {
+    let ascii: String =
+        name.chars().map(|c| if c.is_ascii_graphic() || c == ' ' { c } else { '_' }).collect();
+    ContentDisposition {
+        disposition: DispositionType::Attachment,
+        parameters: vec![
+            DispositionParam::Filename(ascii),
+            DispositionParam::FilenameExt(ExtendedValue {
+                charset: Charset::Ext("UTF-8".into()),
+                language_tag: None,
+                value: name.as_bytes().to_vec(),
+            }),
+        ],
+    }
 }
 
 /// The bytes `start..start + length` of a file, read in chunks on the blocking pool.

@@ -6,7 +6,10 @@ use serde_json::{Value, json};
 
 use crate::{Harness, UPLOAD_LIMIT};
 
-const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR-not-really-an-image";
+/// A real 16×16 PNG (the demo site's logo).
+const PNG: &[u8] = include_bytes!("../../../../fixtures/demo-site/media/uploads/logo.png");
+const INLINE_SVG_HTML: &[u8] =
+    b"<!DOCTYPE html>\n<html><body><svg viewBox=\"0 0 1 1\"><script>alert(1)</script></svg></body></html>";
 const BOUNDARY: &str = "cms-test-boundary-7f3a";
 
 /// A multipart body: (field name, filename, bytes) per part.
@@ -46,6 +49,12 @@ async fn seeded() -> Harness {
     h.world.resources.put_file("media/uploads", "fake.png", b"plain text, not an image");
     h.world.resources.put_file(
         "media/uploads",
+        "bitmap-notes.txt",
+        b"BM is how a bitmap file starts; this is text",
+    );
+    h.world.resources.put_file("media/uploads", "page.html", INLINE_SVG_HTML);
+    h.world.resources.put_file(
+        "media/uploads",
         "icon.svg",
         b"<svg xmlns=\"http://www.w3.org/2000/svg\"><script>alert(1)</script></svg>",
     );
@@ -78,6 +87,8 @@ async fn listing_shows_folders_files_and_images_by_content() {
     assert_eq!(find("photo.bin")["is_image"], true, "known by content, not extension");
     assert_eq!(find("fake.png")["is_image"], false);
     assert_eq!(find("icon.svg")["is_image"], true);
+    assert_eq!(find("bitmap-notes.txt")["is_image"], false, "starting with BM is not enough");
+    assert_eq!(find("page.html")["is_image"], false, "HTML with an inline <svg> is a document");
 
     let docs =
         h.send(TestRequest::get().uri("/cms/resources?folder=1").insert_header(h.bearer())).await.json();
@@ -273,6 +284,15 @@ async fn files_are_served_with_caching_ranges_and_safety_headers() {
     let svg = h.send(TestRequest::get().uri("/media/uploads/icon.svg")).await;
     assert_eq!(svg.header("content-type"), Some("image/svg+xml"));
     assert!(svg.header("content-security-policy").unwrap().starts_with("sandbox"));
+    assert_eq!(svg.header("content-disposition"), Some("inline"), "SVG is shown, sandboxed");
+
+    let html = h.send(TestRequest::get().uri("/media/uploads/page.html")).await;
+    assert_eq!(html.status, 200);
+    assert_eq!(html.body, INLINE_SVG_HTML);
+    assert_eq!(html.header("content-type"), Some("text/html; charset=utf-8"));
+    let disposition = html.header("content-disposition").unwrap();
+    assert!(disposition.starts_with("attachment") && disposition.contains("page.html"), "{disposition}");
+    assert!(html.header("content-security-policy").unwrap().starts_with("sandbox"));
 
     let head = h
         .send(TestRequest::default().method(actix_web::http::Method::HEAD).uri("/media/uploads/logo.png"))

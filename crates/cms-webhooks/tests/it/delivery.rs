@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::{Fixture, SETTLE, file_event};
+use crate::{Fixture, SETTLE, allowed, file_event};
 
 const ALL: &str = "file.created,file.updated,file.deleted,user.created,user.updated,user.deleted";
 
@@ -157,7 +157,7 @@ fn a_receiver_slower_than_the_time_out_is_logged_as_timed_out() {
     let f = Fixture::new();
     let slow = Receiver::start(&f.ca, Answer::Slow(Duration::from_secs(5)));
     f.add(&slow.url(), "file.created");
-    let sink = WebhookSink::start(f.config(Duration::from_secs(1))).unwrap();
+    let sink = WebhookSink::start(f.config(Duration::from_secs(1)), allowed()).unwrap();
     sink.publish(file_event(EventKind::FileCreated));
     assert!(sink.shutdown(SETTLE).finished);
     let log = f.store.log().unwrap();
@@ -190,7 +190,7 @@ fn a_sink_without_a_usable_ca_file_does_not_start() {
     let f = Fixture::new();
     let mut config: SinkConfig = f.config(Duration::from_secs(1));
     config.delivery.ca_file = Some(f.dir.path().join("nope.pem"));
-    let message = WebhookSink::start(config).err().unwrap().to_string();
+    let message = WebhookSink::start(config, allowed()).err().unwrap().to_string();
     assert!(message.contains("webhooks.ca_file") && message.contains("nope.pem"), "{message}");
     let _ = Value::Null;
 }

@@ -2,6 +2,7 @@
 //! CA passed as `webhooks.ca_file`.
 
 mod delivery;
+mod gate;
 mod invariants;
 mod sink;
 mod store;
@@ -15,7 +16,7 @@ use cms_core::config::SiteConfig;
 use cms_core::events::{Event, EventData, EventKind};
 use cms_core::testing::{MemoryWorld, SITE_YAML};
 use cms_webhooks::testing::TestCa;
-use cms_webhooks::{DeliveryConfig, SinkConfig, Subscription, WebhookSink, WebhookStore};
+use cms_webhooks::{DeliveryConfig, DeliveryGate, SinkConfig, Subscription, WebhookSink, WebhookStore};
 use tempfile::TempDir;
 use time::OffsetDateTime;
 
@@ -60,8 +61,9 @@ impl Fixture {
         }
     }
 
+    /// A sink whose deliveries are always allowed (the license gate has its own tests).
     pub fn sink(&self) -> Arc<WebhookSink> {
-        Arc::new(WebhookSink::start(self.config(Duration::from_secs(10))).unwrap())
+        Arc::new(WebhookSink::start(self.config(Duration::from_secs(10)), allowed()).unwrap())
     }
 
     /// A facade over in-memory ports whose events go to `sink`.
@@ -72,6 +74,10 @@ impl Fixture {
         let cms = Cms::new(&SiteConfig::from_yaml(SITE_YAML).unwrap(), ports);
         (world, cms)
     }
+}
+
+pub fn allowed() -> Arc<dyn DeliveryGate> {
+    Arc::new(|| Ok(()))
 }
 
 pub fn file_event(kind: EventKind) -> Event {

@@ -7,7 +7,7 @@ use cms_core::service::NewItem;
 use cms_webhooks::WebhookSink;
 use cms_webhooks::testing::{Answer, Receiver, dead_url};
 
-use crate::{Fixture, SETTLE, file_event};
+use crate::{Fixture, SETTLE, allowed, file_event};
 
 const SLOW: Duration = Duration::from_secs(5);
 
@@ -70,7 +70,7 @@ fn a_full_queue_logs_the_event_as_not_sent_without_blocking() {
     config.workers = 1;
     config.queue = 1;
     let lock_path = config.state_dir.join("webhooks.lock");
-    let sink = WebhookSink::start(config).unwrap();
+    let sink = WebhookSink::start(config, allowed()).unwrap();
     sink.publish(file_event(EventKind::FileCreated));
     slow.wait_for(1, SETTLE); // the worker is busy
     // Another process (the CLI) holds the log's lock: publishing must not wait for it,

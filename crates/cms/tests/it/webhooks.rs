@@ -144,6 +144,36 @@ fn user_commands_deliver_their_events_before_the_process_exits() {
     assert_eq!(ok(site, &["webhooks", "log"]), "");
 }
 
+/// Webhooks are a plan feature: without it nothing is sent, and the log says why. The
+/// license is read when the delivery is due, so installing one with the feature turns
+/// deliveries on at once.
+#[test]
+fn without_the_webhooks_feature_nothing_is_delivered_and_the_log_says_why() {
+    let ca = TestCa::new();
+    let receiver = Receiver::start(&ca, Answer::Status(200));
+    let site = site_trusting(&ca);
+    let site = site.path();
+    let (id, _) = add_hook(site, &receiver.url(), "user.created,user.deleted");
+    let license = site.join(".cms/license.yaml");
+    fs::write(&license, "licensee: Demo Site\nfeatures: [json_api]\n").unwrap();
+
+    ok(site, &["users", "add", "--email", "ann@example.com", "--role", "editor"]);
+    assert!(receiver.received().is_empty(), "nothing is sent without the webhooks feature");
+    let log = ok(site, &["webhooks", "log"]);
+    assert_eq!(log.lines().count(), 1, "{log}");
+    assert!(log.contains(&id) && log.contains(" user.created "), "{log}");
+    assert!(
+        log.trim_end().ends_with("error: not sent: the license does not include the webhooks feature"),
+        "{log}"
+    );
+
+    fs::write(&license, "licensee: Demo Site\nfeatures: [json_api, webhooks]\n").unwrap();
+    ok(site, &["users", "remove", "--email", "ann@example.com"]);
+    let got = receiver.received();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].header("x-webhook-event"), Some("user.deleted"));
+}
+
 /// An API write takes as long whether the receiver is fast, slow (5 s) or down; a graceful
 /// stop then finishes the slow deliveries before the process exits.
 #[test]

@@ -23,7 +23,7 @@ fn main() -> anyhow::Result<()> {
     match task.as_str() {
         "ci" => ci(),
         "bench" => bench(&rest),
-        "contract" => contract::run(&workspace_root()),
+        "contract" => contract::run(&workspace_root(), &rest),
         // Not in the usage: the ceiling server that `bench` starts as a child process.
         "hello" => hello::run(&rest),
         _ => bail!("{USAGE}"),
@@ -95,7 +95,7 @@ fn ci() -> anyhow::Result<()> {
     cargo(&["fmt", "--all", "--", "--check"])?;
     cargo(&["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"])?;
     cargo(&["test", "--workspace", "--locked"])?;
-    contract::run(&workspace_root())
+    contract::run(&workspace_root(), &[])
 }
 
 fn workspace_root() -> PathBuf {

@@ -18,6 +18,7 @@ pub const FIELDS: [&str; 9] = [
     "logo_dark",
 ];
 
+/// Lengths are in characters, as JSON Schema's `maxLength` counts them.
 const MAX_TEXT: usize = 200;
 const MAX_PATH: usize = 512;
 const MAX_PALETTE: usize = 32;
@@ -71,10 +72,10 @@ pub fn validate(patch: &Map<String, Value>) -> CoreResult<()> {
             "custom_palette" => validate_palette(value)?,
             "preset" | "font_heading" | "font_body" | "site_name" => {
                 let ok = value.as_str().is_some_and(|s| {
-                    !s.trim().is_empty() && s.len() <= MAX_TEXT && !s.contains(char::is_control)
+                    !s.trim().is_empty() && s.chars().count() <= MAX_TEXT && !s.contains(char::is_control)
                 });
                 if !ok {
-                    return Err(wrong(&format!("a non-empty string of at most {MAX_TEXT} bytes")));
+                    return Err(wrong(&format!("a non-empty string of at most {MAX_TEXT} characters")));
                 }
             }
             "logo" | "logo_dark" => {
@@ -108,7 +109,7 @@ fn validate_palette(value: &Value) -> CoreResult<()> {
         return Err(CoreError::invalid(format!("custom_palette has more than {MAX_PALETTE} colors")));
     }
     for (name, color) in map {
-        if name.is_empty() || name.len() > 64 || !color.as_str().is_some_and(is_color) {
+        if name.is_empty() || name.chars().count() > 64 || !color.as_str().is_some_and(is_color) {
             return Err(CoreError::invalid(format!(
                 "custom_palette.{name} must be a color like #rgb or #rrggbb, got {}",
                 describe(color)
@@ -136,7 +137,7 @@ pub fn is_color(text: &str) -> bool {
 fn is_url_path(text: &str) -> bool {
     text.starts_with('/')
         && !text.starts_with("//")
-        && text.len() <= MAX_PATH
+        && text.chars().count() <= MAX_PATH
         && !text.split('/').any(|s| s == "..")
         && !text.contains(|c: char| c == '\\' || c.is_whitespace() || c.is_control())
 }
@@ -182,6 +183,26 @@ mod tests {
         }
         let fine = json!({"accent_color": "#abc", "surface_color": null, "custom_palette": {"brand": "#123456"}, "logo": "/media/uploads/logo.svg"});
         assert!(check(fine).is_ok());
+    }
+
+    /// Lengths are counted in characters, as JSON Schema's `maxLength` counts them, so the
+    /// OpenAPI document states the limits exactly.
+    #[test]
+    fn lengths_count_characters_not_bytes() {
+        let fine = json!({
+            "font_body": "é".repeat(200),
+            "custom_palette": { "é".repeat(64): "#fff" },
+            "logo": format!("/{}", "é".repeat(511)),
+        });
+        assert!(check(fine).is_ok());
+        for (value, needle) in [
+            (json!({"font_body": "é".repeat(201)}), "font_body must be"),
+            (json!({"custom_palette": { "é".repeat(65): "#fff" }}), "custom_palette."),
+            (json!({"logo": format!("/{}", "é".repeat(512))}), "logo must be"),
+        ] {
+            let message = check(value.clone()).unwrap_err().to_string();
+            assert!(message.contains(needle), "{message}");
+        }
     }
 
     #[test]

@@ -89,7 +89,7 @@ pub async fn form_or_json_params(
                 let text = match value {
                     Value::Null => continue,
                     Value::String(s) => s,
-                    Value::Number(n) => n.to_string(),
+                    Value::Number(n) => number_text(&n),
                     Value::Bool(b) => b.to_string(),
                     other => {
                         return Err(bad_request(
@@ -118,6 +118,28 @@ pub async fn form_or_json_params(
         }
         _ => Err(unsupported(shape, content_type)),
     }
+}
+
+/// A JSON number as a query string would carry it: a whole number written with a zero
+/// fraction (`2.0`, `1e3`) as the integer it is (JSON Schema counts it an `integer` too),
+/// anything else as written.
+fn number_text(n: &serde_json::Number) -> String {
+    match whole_number(n) {
+        Some(whole) => whole.to_string(),
+        None => n.to_string(),
+    }
+}
+
+/// The value of a JSON number that is a whole number, whether written `2` or `2.0`.
+fn whole_number(n: &serde_json::Number) -> Option<i128> {
+    if let Some(i) = n.as_i64() {
+        return Some(i.into());
+    }
+    if let Some(u) = n.as_u64() {
+        return Some(u.into());
+    }
+    // Within ±2^64 an f64 with no fraction converts exactly.
+    n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 18_446_744_073_709_551_616.0).map(|f| f as i128)
 }
 
 fn unsupported(shape: Shape, content_type: &str) -> ApiError {
@@ -179,7 +201,9 @@ impl Fields {
     pub fn index(&mut self, field: &str) -> Result<Option<String>, ApiError> {
         match self.map.remove(field) {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(n)) if n.as_u64().is_some() => Ok(Some(n.to_string())),
+            Some(Value::Number(n)) if whole_number(&n).is_some_and(|w| u64::try_from(w).is_ok()) => {
+                Ok(whole_number(&n).map(|w| w.to_string()))
+            }
             Some(other) => Err(self.wrong(field, "a whole number of 0 or more", &other)),
         }
     }

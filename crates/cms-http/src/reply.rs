@@ -118,9 +118,13 @@ fn timestamped(body: &[u8], etag: &str) -> HttpResponse {
     HttpResponse::Ok().content_type("application/json").insert_header((header::ETAG, etag)).body(full)
 }
 
-/// A rendered item in the envelope, with its `ETag`. The body is kept by the item's
-/// version (file content and stamp), so a repeated read of an unchanged item copies it.
+/// A rendered item in the envelope, with its `ETag`, or `304` when the request's
+/// `If-None-Match` names it. The body is kept by the item's version (file content and
+/// stamp), so a repeated read of an unchanged item copies it.
 pub fn single_item(req: &HttpRequest, view: ItemView) -> HttpResponse {
+    if let Some(response) = not_modified(req, &view.etag, Shape::Envelope) {
+        return response;
+    }
     #[derive(Serialize)]
     struct Body {
         success: bool,

@@ -1,6 +1,6 @@
 //! The route table: the one list that registers every route and answers `405` with the
-//! right `Allow`. A test in [`crate::openapi`] holds it to the OpenAPI document, which
-//! describes the API at `GET /cms/` and `GET /cms/openapi.json`.
+//! right `Allow`. A test in [`crate::openapi`] holds it, and the public file URLs, to the
+//! OpenAPI document, which describes the API at `GET /cms/` and `GET /cms/openapi.json`.
 
 use std::sync::Arc;
 
@@ -138,14 +138,24 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     }
 }
 
-/// Registers the public file URLs of the resource folders (`{url}/{tail}`, `GET`/`HEAD`,
-/// no key). They are static media, not API routes, so they are not in [`ROUTES`].
+/// The method of the public file URLs (`HEAD` comes with it, as everywhere).
+pub const FILE_ROUTE_METHOD: &str = "GET";
+
+/// The public file URLs of a resource folder whose `url` is `url`, as the OpenAPI document
+/// names them: `/media/uploads/{path}`, where `{path}` may span several segments.
+pub fn file_path(url: &str) -> String {
+    format!("{url}/{{path}}")
+}
+
+/// Registers the public file URLs of the resource folders ([`file_path`], `GET`/`HEAD`,
+/// no key). They depend on the site's configuration, so they are not in [`ROUTES`]; the
+/// document served for a site lists them ([`crate::openapi::document_for`]).
 pub fn configure_files(cfg: &mut web::ServiceConfig, folders: &[(usize, String)]) {
     for (index, url) in folders {
         let index = *index;
         let serve = move |state, req, tail| files::serve(state, req, tail, index);
         cfg.service(
-            web::resource(format!("{url}/{{tail:.+}}"))
+            web::resource(format!("{url}/{{path:.+}}"))
                 .route(web::get().to(serve))
                 .route(web::head().to(serve))
                 .default_service(web::to(|req: HttpRequest| async move {

@@ -158,7 +158,8 @@ impl Cms {
         for collection in &self.collections {
             let folder = sitepath::configured(&collection.path);
             if path == folder {
-                return Err(CoreError::invalid(format!(
+                // Well formed, but not an item file: `404`, like any other such path.
+                return Err(CoreError::not_found(format!(
                     "{param} {raw_text:?} names the collection folder itself; name an item file in it, e.g. {}/hello.md",
                     collection.path
                 )));

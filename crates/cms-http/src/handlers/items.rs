@@ -70,9 +70,6 @@ pub async fn read(
             cms.read_item(cms.collection(&collection)?, &slug, &caller.viewer).await
         })
         .await?;
-    if let Some(response) = not_modified(&req, &view.etag, Shape::Envelope) {
-        return Ok(response);
-    }
     Ok(single_item(&req, view))
 }
 

@@ -41,11 +41,16 @@ pub async fn status(state: web::Data<AppState>) -> HttpResponse {
     })
 }
 
+/// The OpenAPI document for this site: its resource folders' file URLs included.
+fn site_document(state: &AppState) -> serde_json::Value {
+    openapi::document_for(state.cms.resource_folders().iter().map(|f| f.url.as_str()))
+}
+
 /// `GET /cms/`: name, version, every route with its method, path and auth (taken from the
 /// OpenAPI document), and the files of the collection folders that are not listed, with
 /// the reason, so that an owner sees what the server skipped.
 pub async fn describe(state: web::Data<AppState>, _user: KeyUser<Envelope>) -> HttpResponse {
-    let routes: Vec<_> = openapi::operations()
+    let routes: Vec<_> = openapi::operations(&site_document(&state))
         .into_iter()
         .map(|o| json!({ "method": o.method, "path": o.path, "auth": o.auth }))
         .collect();
@@ -66,9 +71,9 @@ pub async fn describe(state: web::Data<AppState>, _user: KeyUser<Envelope>) -> H
     envelope(data, json!({}))
 }
 
-/// `GET /cms/openapi.json`: the API reference.
-pub async fn openapi_json() -> HttpResponse {
-    HttpResponse::Ok().json(openapi::document())
+/// `GET /cms/openapi.json`: the API reference, with this site's file URLs.
+pub async fn openapi_json(state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok().json(site_document(&state))
 }
 
 /// `GET /cms/collections`.

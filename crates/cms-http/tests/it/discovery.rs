@@ -367,9 +367,12 @@ async fn related_items_by_tags_and_content() {
         .assert_envelope_error(400, "unknown criterion \"author\"");
     h.send(get(&format!("{base}&limit=none"))).await.assert_envelope_error(400, "limit");
     h.send(get("/cms/items/related")).await.assert_envelope_error(400, "contentPath is required");
+    // A collection folder is a well-formed path that names no item file: 404, like any
+    // other path that is not an item of a collection (a client cannot know the folders
+    // from the path's form, and the OpenAPI document cannot either).
     h.send(get("/cms/items/related?contentPath=content/posts"))
         .await
-        .assert_envelope_error(400, "collection folder itself");
+        .assert_envelope_error(404, "collection folder itself");
     h.send(get("/cms/items/related?contentPath=content/posts/2024-04-01-secret.md"))
         .await
         .assert_envelope_error(404, "no published item");
@@ -379,6 +382,26 @@ async fn related_items_by_tags_and_content() {
 }
 
 // ---- legacy routes --------------------------------------------------------------------------
+
+/// A JSON number with a zero fraction (`2.0`) is the whole number it names, as in JSON
+/// Schema; other fractions stay refused.
+#[actix_web::test]
+async fn legacy_post_takes_whole_numbers_written_with_a_fraction() {
+    let h = Harness::setup().await;
+    seed(&h);
+    let post = |body: Value| TestRequest::post().uri("/cms/collections/items").set_json(body);
+    let reply = h
+        .send(post(json!({"collectionPath": "content/posts", "per_page": 2.0, "page": 2.0, "offset": 0.0})))
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.json());
+    assert_eq!(slugs(&reply.json()["data"]), ["first", "undated"]);
+    h.send(post(json!({"collectionPath": "content/posts", "page": 1.5})))
+        .await
+        .assert_envelope_error(400, "page");
+    h.send(post(json!({"collectionPath": "content/posts", "offset": -1.0})))
+        .await
+        .assert_envelope_error(400, "offset");
+}
 
 #[actix_web::test]
 async fn legacy_list_by_collection_path_get_and_post() {
@@ -605,6 +628,24 @@ async fn discovery_routes_are_opt_routes() {
         h.send(get("/cms/collections/posts/rss").insert_header(("Origin", "https://app.example.com"))).await;
     assert_eq!(allowed.status, 200);
     assert_eq!(allowed.header("access-control-allow-origin"), Some("https://app.example.com"));
+}
+
+/// The legacy single read and the read across collections answer like the single item
+/// route, `304` for a current If-None-Match included (docs/api-conventions.md).
+#[actix_web::test]
+async fn legacy_single_reads_answer_304_to_a_current_etag() {
+    let h = Harness::setup().await;
+    seed(&h);
+    for uri in ["/cms/collections/items/second?collectionPath=content/posts", "/cms/items/second"] {
+        let reply = h.send(get(uri)).await;
+        assert_eq!(reply.status, 200, "{uri}");
+        let etag = reply.header("etag").unwrap_or_else(|| panic!("{uri} has no ETag")).to_owned();
+        let cached = h.send(get(uri).insert_header(("If-None-Match", etag.clone()))).await;
+        assert_eq!((cached.status.as_u16(), cached.header("etag")), (304, Some(etag.as_str())), "{uri}");
+        assert!(cached.body.is_empty(), "{uri}");
+        let stale = h.send(get(uri).insert_header(("If-None-Match", "\"stale\""))).await;
+        assert_eq!(stale.status, 200, "{uri}");
+    }
 }
 
 #[actix_web::test]

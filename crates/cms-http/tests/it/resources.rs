@@ -247,6 +247,22 @@ async fn rename_move_delete_and_folders() {
     h.send(folders(json!({"subpath": "missing", "name": "b"}))).await.assert_editor_error(404, "no folder");
 }
 
+/// JSON has one kind of number: `1.0` is the whole number 1 (and JSON Schema's `integer`
+/// says so too), so a `folder` sent as `1.0` names folder 1; `1.5` and `-1` name none.
+#[actix_web::test]
+async fn folder_indexes_may_be_written_with_a_zero_fraction() {
+    let h = seeded().await;
+    let folders = |body: Value| json_req(&h, actix_web::http::Method::POST, "/cms/resources/folders", body);
+    let reply = h.send(folders(json!({"folder": 1.0, "name": "reports"}))).await;
+    assert_eq!(reply.status, 200, "{}", reply.json());
+    let listed = h.send(TestRequest::get().uri("/cms/resources?folder=1").insert_header(h.bearer())).await;
+    assert_eq!(listed.json()["dirs"], json!([{"name": "reports", "type": "dir"}]));
+    h.send(folders(json!({"folder": 1.5, "name": "x"}))).await.assert_editor_error(400, "folder must be");
+    h.send(folders(json!({"folder": -1, "name": "x"}))).await.assert_editor_error(400, "folder must be");
+    h.send(folders(json!({"folder": -1.0, "name": "x"}))).await.assert_editor_error(400, "folder must be");
+    h.send(folders(json!({"folder": 1e30, "name": "x"}))).await.assert_editor_error(400, "folder must be");
+}
+
 #[actix_web::test]
 async fn files_are_served_with_caching_ranges_and_safety_headers() {
     let h = seeded().await;

@@ -108,6 +108,11 @@ pub type Parsed = Result<IndexedItem, String>;
 /// What the index holds for one item file: its item, or why it cannot be used.
 pub type Held = Result<Arc<IndexedItem>, Box<str>>;
 
+/// A parsed file as the index holds it.
+pub fn held(parsed: Parsed) -> Held {
+    parsed.map(Arc::new).map_err(Box::from)
+}
+
 /// Longest excerpt kept in the index, in characters.
 pub const EXCERPT_CHARS: usize = 160;
 
@@ -196,14 +201,14 @@ pub struct CollectionIndex {
 
 impl CollectionIndex {
     /// An index of these files, sorted once.
-    pub fn build(entries: Vec<(FileStamp, Parsed)>) -> Self {
+    pub fn build(entries: Vec<(FileStamp, Held)>) -> Self {
         let mut index = Self::default();
         for (stamp, item) in entries {
             let Some(name) = ItemFilename::parse(&stamp.name) else { continue };
             if index.by_name.contains_key(name.as_str()) {
                 continue;
             }
-            index.insert_slot(&name, stamp, item.map(Arc::new).map_err(Box::from), false);
+            index.insert_slot(&name, stamp, item, false);
         }
         index.sort_all();
         index
@@ -715,7 +720,8 @@ mod tests {
     fn the_fingerprint_names_the_set_of_file_versions() {
         let (a, stamp_a, item_a) = file("a.md", 1, "title: A");
         let (_, stamp_b, item_b) = file("b.md", 2, "title: B");
-        let mut index = CollectionIndex::build(vec![(stamp_a.clone(), item_a.clone()), (stamp_b, item_b)]);
+        let mut index =
+            CollectionIndex::build(vec![(stamp_a.clone(), held(item_a.clone())), (stamp_b, held(item_b))]);
         let original = index.fingerprint();
         let (c, stamp_c, item_c) = file("c.md", 3, "title: C");
         index.upsert(&c, stamp_c, item_c);
@@ -743,7 +749,7 @@ mod tests {
         }
         let (_, stamp, _) = file("broken.md", 99, "x: [");
         entries.push((stamp, Err("broken".to_owned())));
-        let mut index = CollectionIndex::build(entries);
+        let mut index = CollectionIndex::build(entries.into_iter().map(|(s, p)| (s, held(p))).collect());
         // Changes in place: an update, a removal, an insert, a file turned broken.
         let (name, stamp, item) =
             file("2024-01-05-post-4.md", 100, "title: Zed\nstatus: published\ntags: [t2]");

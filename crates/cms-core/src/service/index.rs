@@ -2,7 +2,6 @@
 //! by the facade's own writes (read-your-writes) and by the store's change feed (edits by
 //! other programs), with a rescan whenever the feed cannot say exactly what changed.
 
-use std::collections::HashMap;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use futures_util::lock::Mutex as AsyncMutex;
@@ -11,7 +10,7 @@ use super::Cms;
 use crate::collection::Collection;
 use crate::dates::SiteZone;
 use crate::error::CoreResult;
-use crate::index::{CollectionIndex, IndexedItem, Parsed};
+use crate::index::{CollectionIndex, Held, IndexedItem, Parsed, held};
 use crate::ports::{ChangeFeed, FileStamp, StorageChange, StoredFile};
 use crate::slug::ItemFilename;
 use crate::snapshot::{self, SnapshotHeader};
@@ -103,16 +102,26 @@ impl Cms {
         let scan = self.ports.content.scan(collection).await?;
         let (names, others) = classify(scan);
         let mut entries = Vec::with_capacity(names.len());
-        let mut snapshot = self.load_snapshot(collection).await;
+        let mut names = names;
+        names.sort_unstable_by(|a, b| a.0.name.cmp(&b.0.name));
+        let snapshot = self.load_snapshot(collection).await;
         let snapshot_size = snapshot.len();
+        let mut kept = snapshot.into_iter().peekable();
         let mut names_to_read = Vec::new();
+        // Both in filename order: one merge walk.
         for (stamp, name) in names {
-            match snapshot.remove(&stamp.name) {
-                Some((kept, parsed)) if kept == stamp => entries.push((stamp, parsed)),
+            while kept.next_if(|(k, _)| k.name < stamp.name).is_some() {}
+            match kept.next_if(|(k, _)| k.name == stamp.name) {
+                Some((k, held)) if k == stamp => {
+                    if let Err(reason) = &held {
+                        report_skipped(collection, &stamp.name, reason);
+                    }
+                    entries.push((stamp, held));
+                }
                 _ => names_to_read.push((stamp, name)),
             }
         }
-        drop(snapshot);
+        drop(kept);
         let reused = entries.len();
         // In batches, so that only one batch of file contents is in memory at a time.
         for batch in names_to_read.chunks(BUILD_BATCH) {
@@ -126,11 +135,12 @@ impl Cms {
                     Err(error) => {
                         let reason = error.to_string();
                         report_skipped(collection, name.as_str(), &reason);
-                        entries.push((stamp.clone(), Err(reason)));
+                        entries.push((stamp.clone(), Err(reason.into_boxed_str())));
                     }
                 }
             }
-            entries.extend(index_files(readable, collection, &self.zone));
+            entries
+                .extend(index_files(readable, collection, &self.zone).into_iter().map(|(s, p)| (s, held(p))));
         }
         let mut built = CollectionIndex::build(entries);
         for (name, reason) in built.set_others(others) {
@@ -153,20 +163,20 @@ impl Cms {
 
     /// The usable entries of the collection's stored snapshot by filename; empty when there
     /// is none or it cannot be used (logged: the start is then a full parse, nothing more).
-    async fn load_snapshot(&self, collection: &Collection) -> HashMap<String, (FileStamp, Parsed)> {
+    async fn load_snapshot(&self, collection: &Collection) -> Vec<(FileStamp, Held)> {
         let bytes = match self.ports.snapshots.load(collection).await {
             Ok(Some(bytes)) => bytes,
-            Ok(None) => return HashMap::new(),
+            Ok(None) => return Vec::new(),
             Err(error) => {
                 tracing::warn!(collection = collection.slug.as_str(), %error, "cannot read the index snapshot");
-                return HashMap::new();
+                return Vec::new();
             }
         };
         match snapshot::decode(&bytes, &self.snapshot_header(collection)) {
             Ok(entries) => entries,
             Err(reason) => {
                 tracing::info!(collection = collection.slug.as_str(), reason, "not using the index snapshot");
-                HashMap::new()
+                Vec::new()
             }
         }
     }

@@ -40,6 +40,12 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_with_mode(path, bytes, Existing::Replace, Mode::Exactly(fs::Permissions::from_mode(0o600)))
 }
 
+/// Like [`write_private`], with the content given in parts (written one after the other,
+/// so that a large file is never copied only to put a header before it).
+pub fn write_private_parts(path: &Path, parts: &[&[u8]]) -> io::Result<()> {
+    write_parts_with_mode(path, parts, Existing::Replace, Mode::Exactly(fs::Permissions::from_mode(0o600)))
+}
+
 /// Like [`write_private`], but fails if `path` exists.
 pub fn create_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_with_mode(path, bytes, Existing::Keep, Mode::Exactly(fs::Permissions::from_mode(0o600)))
@@ -53,6 +59,10 @@ enum Mode {
 }
 
 fn write_with_mode(path: &Path, bytes: &[u8], existing: Existing, mode: Mode) -> io::Result<()> {
+    write_parts_with_mode(path, &[bytes], existing, mode)
+}
+
+fn write_parts_with_mode(path: &Path, parts: &[&[u8]], existing: Existing, mode: Mode) -> io::Result<()> {
     let dir = path.parent().ok_or_else(|| io::Error::other("a file path needs a parent folder"))?;
     fs::create_dir_all(dir)?;
     let mut builder = tempfile::Builder::new();
@@ -64,7 +74,9 @@ fn write_with_mode(path: &Path, bytes: &[u8], existing: Existing, mode: Mode) ->
     if let Mode::Exactly(permissions) = mode {
         temp.as_file().set_permissions(permissions)?;
     }
-    temp.write_all(bytes)?;
+    for part in parts {
+        temp.write_all(part)?;
+    }
     temp.as_file().sync_all()?;
     persist(temp, path, existing)?;
     sync_dir(dir)

@@ -55,11 +55,8 @@ impl FsSnapshots {
     fn save_blocking(&self, collection: &Collection, bytes: &[u8]) -> CoreResult<()> {
         let Some(program) = &self.program else { return Ok(()) };
         let path = self.path(collection);
-        let mut file = Vec::with_capacity(program.len() + 1 + bytes.len());
-        file.extend_from_slice(program.as_bytes());
-        file.push(b'\n');
-        file.extend_from_slice(bytes);
-        atomic::write_private(&path, &file).map_err(io_error(&path))
+        let header = format!("{program}\n");
+        atomic::write_private_parts(&path, &[header.as_bytes(), bytes]).map_err(io_error(&path))
     }
 }
 

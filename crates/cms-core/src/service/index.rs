@@ -100,10 +100,9 @@ impl Cms {
             return Ok(());
         }
         let scan = self.ports.content.scan(collection).await?;
-        let (names, others) = classify(scan);
-        let mut entries = Vec::with_capacity(names.len());
-        let mut names = names;
+        let (mut names, others) = classify(scan);
         names.sort_unstable_by(|a, b| a.0.name.cmp(&b.0.name));
+        let mut entries = Vec::with_capacity(names.len());
         let snapshot = self.load_snapshot(collection).await;
         let snapshot_size = snapshot.len();
         let mut kept = snapshot.into_iter().peekable();
@@ -161,7 +160,7 @@ impl Cms {
         Ok(())
     }
 
-    /// The usable entries of the collection's stored snapshot by filename; empty when there
+    /// The entries of the collection's stored snapshot in filename order; empty when there
     /// is none or it cannot be used (logged: the start is then a full parse, nothing more).
     async fn load_snapshot(&self, collection: &Collection) -> Vec<(FileStamp, Held)> {
         let bytes = match self.ports.snapshots.load(collection).await {

@@ -105,22 +105,28 @@ fn parse_seconds(text: &str) -> anyhow::Result<Duration> {
 /// Runs the load benchmark; returns how many targets were missed.
 pub fn run(root: &Path, options: &Options) -> anyhow::Result<usize> {
     process::stop_children_on_ctrl_c();
+    // The ceiling server is this program's `hello`, built like `cms` (release), so that
+    // both are measured with the same optimization.
+    // Two builds, not one: built together, cargo would unify their dependencies' features
+    // and `cms` would not be the binary `cargo run --release` makes.
     crate::cargo(&["build", "--release", "--locked", "-p", "cms"])?;
+    crate::cargo(&["build", "--release", "--locked", "-p", "xtask"])?;
     let cms = root.join("target/release/cms");
+    let hello = root.join("target/release/xtask");
     wrk::install_if_missing()?;
     let wrk = wrk::Settings::new(options.duration);
     let logs = root.join("target/bench-logs");
     std::fs::create_dir_all(&logs)?;
     let load_before = load_average();
 
-    let ceiling = measure_ceiling(&wrk, &logs)?;
+    let (ceiling, sized_reference) = measure_ceiling(&hello, &wrk, &logs)?;
     eprintln!("ceiling: {:.0} req/s", ceiling.requests_per_sec);
     let mut sites = Vec::new();
     for &items in &options.sizes {
         let site = sitegen::ensure(root, &cms, items)?;
         sites.push(measure_site(&cms, &site, &wrk, &logs));
     }
-    let report = Report { setting: setting(root, &wrk, load_before), ceiling, sites };
+    let report = Report { setting: setting(root, &wrk, load_before), ceiling, sized_reference, sites };
     let text = report.render();
     println!("\n{text}");
     let path = root.join("target/bench-report.md");
@@ -129,14 +135,25 @@ pub fn run(root: &Path, options: &Options) -> anyhow::Result<usize> {
     Ok(report.missed())
 }
 
-/// The hello-JSON server, started from this very binary, under the same wrk settings.
-fn measure_ceiling(wrk: &wrk::Settings, logs: &Path) -> anyhow::Result<wrk::Figures> {
-    let mut command = Command::new(std::env::current_exe()?);
+/// The hello-JSON server (`xtask hello`, release build) under the same wrk settings; and
+/// the same server sending a prepared body of [`REFERENCE_BODY_BYTES`], for reference.
+fn measure_ceiling(
+    hello: &Path,
+    wrk: &wrk::Settings,
+    logs: &Path,
+) -> anyhow::Result<(wrk::Figures, wrk::Figures)> {
+    let mut command = Command::new(hello);
     command.args(["hello", "--listen", "127.0.0.1:0"]);
     let server = Server::start(&mut command, "xtask hello", &logs.join("hello.log"), STARTUP_DEADLINE)?;
     eprintln!("measuring the ceiling (xtask hello)");
-    wrk.run(&format!("{}/", server.base), None).context("measuring the ceiling")
+    let ceiling = wrk.run(&format!("{}/", server.base), None).context("measuring the ceiling")?;
+    let url = format!("{}/bytes/{REFERENCE_BODY_BYTES}", server.base);
+    let sized = wrk.run(&url, None).context("measuring the sized reference")?;
+    Ok((ceiling, sized))
 }
+
+/// About the size of a list page of 20 items or of one rendered item of the bench sites.
+pub const REFERENCE_BODY_BYTES: usize = 8192;
 
 /// A first start (no index snapshot: every item is parsed), a restart (from the snapshot
 /// the first start saved), then every read case, the writes at 10,000 items and the peak

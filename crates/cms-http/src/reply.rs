@@ -7,7 +7,7 @@ use actix_web::http::header;
 use actix_web::http::{Method, StatusCode};
 use actix_web::{HttpRequest, HttpResponse, ResponseError};
 use cms_core::query::Page;
-use cms_core::service::{ItemSummary, ItemView, etag_of};
+use cms_core::service::{ItemSummary, ItemVersion, ItemView, etag_of};
 use serde::Serialize;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -81,7 +81,7 @@ pub fn item_page(req: &HttpRequest, page: Page<ItemSummary>) -> HttpResponse {
     };
     // The version names the content without building the body, so a matching
     // `If-None-Match` costs no serialization.
-    let etag = format!("\"{:016x}{version:016x}\"", state.etag_seed);
+    let etag = page_etag(&state, version);
     if let Some(response) = not_modified(req, &etag, Shape::Envelope) {
         return response;
     }
@@ -97,6 +97,21 @@ pub fn item_page(req: &HttpRequest, page: Page<ItemSummary>) -> HttpResponse {
         },
     };
     timestamped(&body, &etag)
+}
+
+/// The answer to a list page of `version` (see `Cms::list_items_version`) from the
+/// bodies kept, or `304`, before the page is selected; `None` when no body is kept.
+pub fn kept_page(req: &HttpRequest, version: u64) -> Option<HttpResponse> {
+    let state = crate::state::of(req);
+    let etag = page_etag(&state, version);
+    if let Some(response) = not_modified(req, &etag, Shape::Envelope) {
+        return Some(response);
+    }
+    state.bodies.get(version).map(|body| timestamped(&body, &etag))
+}
+
+fn page_etag(state: &crate::state::AppState, version: u64) -> String {
+    format!("\"{:016x}{version:016x}\"", state.etag_seed)
 }
 
 /// `{"success":true,"data":[...],"meta":{...}}`, the page without its timestamp.
@@ -131,12 +146,7 @@ pub fn single_item(req: &HttpRequest, view: ItemView) -> HttpResponse {
         data: ItemDto,
     }
     let state = crate::state::of(req);
-    let key = {
-        use std::hash::{Hash, Hasher};
-        let mut hasher = std::hash::DefaultHasher::new();
-        ("item", view.collection, &view.meta.filename, &view.etag, view.meta.modified).hash(&mut hasher);
-        hasher.finish()
-    };
+    let key = view.version;
     let etag = view.etag.clone();
     let body = match state.bodies.get(key) {
         Some(body) => body,
@@ -150,6 +160,16 @@ pub fn single_item(req: &HttpRequest, view: ItemView) -> HttpResponse {
         },
     };
     timestamped(&body, &etag)
+}
+
+/// The answer to a single read of `version` (see `Cms::item_version`) from the bodies
+/// kept, or `304`, before the item is read; `None` when no body is kept.
+pub fn kept_item(req: &HttpRequest, version: &ItemVersion) -> Option<HttpResponse> {
+    if let Some(response) = not_modified(req, &version.etag, Shape::Envelope) {
+        return Some(response);
+    }
+    let body = crate::state::of(req).bodies.get(version.version)?;
+    Some(timestamped(&body, &version.etag))
 }
 
 /// When the request's `If-None-Match` names `etag` (or is `*`): `304` with the ETag for

@@ -11,6 +11,9 @@ pub struct Report {
     /// The wrk command line, the commit, the machine.
     pub setting: String,
     pub ceiling: Figures,
+    /// The hello server answering a prepared body of a list page's size: not a target,
+    /// a reference for what sending such an answer costs on its own.
+    pub sized_reference: Figures,
     pub sites: Vec<SiteFigures>,
 }
 
@@ -91,6 +94,16 @@ impl Report {
             errors(&self.ceiling),
             String::new(),
         ]];
+        rows.push(vec![
+            format!("hello, {} KB body (reference)", super::REFERENCE_BODY_BYTES / 1024),
+            String::new(),
+            rate(self.sized_reference.requests_per_sec),
+            percent(self.share_of_ceiling(&self.sized_reference)),
+            latency(self.sized_reference.p50),
+            latency(self.sized_reference.p99),
+            errors(&self.sized_reference),
+            String::new(),
+        ]);
         for site in &self.sites {
             for (case, result) in &site.cases {
                 let target = match case.min_share_of_ceiling(site.items) {

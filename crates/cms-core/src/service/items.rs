@@ -6,7 +6,9 @@ use ring::digest;
 use time::OffsetDateTime;
 
 use super::html_cache::Rendered;
-use super::{ItemSummary, ItemUpdate, ItemView, NewItem, RawItem, UpdateMode, Viewer, WriteOutcome, lock};
+use super::{
+    ItemSummary, ItemUpdate, ItemVersion, ItemView, NewItem, RawItem, UpdateMode, Viewer, WriteOutcome, lock,
+};
 use crate::codec::YamlLimits;
 use crate::collection::Collection;
 use crate::document::ItemDocument;
@@ -30,12 +32,7 @@ impl Cms {
         query: &ListQuery,
         viewer: &Viewer,
     ) -> CoreResult<Page<ItemSummary>> {
-        if query.status != StatusFilter::Published && !viewer.has_key() {
-            return Err(CoreError::Unauthorized(
-                "listing drafts (status=draft or status=all) needs an API key".into(),
-            ));
-        }
-        let per_page = query.per_page.unwrap_or(self.site.per_page).min(self.site.max_per_page);
+        let per_page = self.list_page_size(query, viewer)?;
         let (selection, fingerprint) = {
             let index = self.index(collection).await?;
             (index.select(query, query.page, per_page), index.fingerprint())
@@ -43,6 +40,29 @@ impl Cms {
         let mut page = Page::of_selection(selection.items, selection.total, query.page, per_page);
         page.version = Some(list_version(collection, query, per_page, fingerprint));
         Ok(page.map(|item| self.summary(collection, item)))
+    }
+
+    /// The `version` that [`Self::list_items`] gives this page now, without selecting or
+    /// building it, and with the same errors: a caller that keeps answers by version
+    /// answers a repeated page from what it kept.
+    pub async fn list_items_version(
+        &self,
+        collection: &Collection,
+        query: &ListQuery,
+        viewer: &Viewer,
+    ) -> CoreResult<u64> {
+        let per_page = self.list_page_size(query, viewer)?;
+        let fingerprint = self.index(collection).await?.fingerprint();
+        Ok(list_version(collection, query, per_page, fingerprint))
+    }
+
+    fn list_page_size(&self, query: &ListQuery, viewer: &Viewer) -> CoreResult<usize> {
+        if query.status != StatusFilter::Published && !viewer.has_key() {
+            return Err(CoreError::Unauthorized(
+                "listing drafts (status=draft or status=all) needs an API key".into(),
+            ));
+        }
+        Ok(query.per_page.unwrap_or(self.site.per_page).min(self.site.max_per_page))
     }
 
     /// Every usable item of a collection, as the index holds them.
@@ -53,6 +73,25 @@ impl Cms {
     pub(super) fn summary(&self, collection: &Collection, item: Arc<IndexedItem>) -> ItemSummary {
         let url = collection.item_url(&item.meta.slug);
         ItemSummary { canonical_url: self.site.absolute_url(&url), url, item }
+    }
+
+    /// The [`ItemVersion`] that [`Self::read_item`] would give now, from the index alone,
+    /// with its errors (an unknown item, or a draft without a key: `NotFound`). `None`
+    /// when the index cannot name it (a file it could not use): read the item instead.
+    pub async fn item_version(
+        &self,
+        collection: &Collection,
+        item: &str,
+        viewer: &Viewer,
+    ) -> CoreResult<Option<ItemVersion>> {
+        let item_ref = ItemRef::parse(item)?;
+        let index = self.index(collection).await?;
+        let name = index.locate(&item_ref).ok_or_else(|| item_not_found(collection, &item_ref))?;
+        let Some(Ok(indexed)) = index.get(name.as_str()) else { return Ok(None) };
+        if indexed.meta.status == item::Status::Draft && !viewer.has_key() {
+            return Err(item_not_found(collection, &item_ref));
+        }
+        Ok(Some(ItemVersion::of(collection.index, &indexed.meta, &indexed.etag)))
     }
 
     /// A single item, rendered. Drafts are invisible without a key. The metadata comes
@@ -104,6 +143,7 @@ impl Cms {
         };
         let url = collection.item_url(&indexed.meta.slug);
         Ok(ItemView {
+            version: ItemVersion::of(collection.index, &indexed.meta, &indexed.etag).version,
             collection: collection.index,
             canonical_url: self.site.absolute_url(&url),
             url,
@@ -129,13 +169,15 @@ impl Cms {
             return Err(item_not_found(collection, item_ref));
         }
         let url = collection.item_url(&meta.slug);
+        let etag = etag_of(&file.bytes);
         Ok(ItemView {
+            version: ItemVersion::of(collection.index, &meta, &etag).version,
             collection: collection.index,
             canonical_url: self.site.absolute_url(&url),
             url,
             excerpt: crate::index::excerpt_of(&doc),
             html: render::to_html(&doc.body),
-            etag: etag_of(&file.bytes),
+            etag,
             fm: doc.fm,
             meta,
         })

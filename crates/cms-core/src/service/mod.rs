@@ -121,6 +121,26 @@ pub struct ItemView {
     pub fm: Frontmatter,
     pub html: String,
     pub etag: String,
+    /// Names everything this view shows (see [`ItemVersion`]).
+    pub version: u64,
+}
+
+/// What names a single read's answer before it is rendered: two reads with the same
+/// `version` answer the same, so a caller that keeps answers by version can skip the read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemVersion {
+    pub etag: String,
+    pub version: u64,
+}
+
+impl ItemVersion {
+    /// The file (collection, name) at this content (`etag`) and stamp (`modified`).
+    pub(crate) fn of(collection: usize, meta: &ItemMeta, etag: &str) -> Self {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::hash::DefaultHasher::new();
+        ("item", collection, &meta.filename, etag, meta.modified).hash(&mut hasher);
+        Self { etag: etag.to_owned(), version: hasher.finish() }
+    }
 }
 
 /// An item's source form.

@@ -11,7 +11,7 @@ use crate::auth::{Caller, Editor, KeyUser};
 use crate::body::{Fields, bad_request, json_object};
 use crate::dto::RawItemDto;
 use crate::error::{ApiError, Shape};
-use crate::reply::{item_page, not_modified, single_item};
+use crate::reply::{item_page, kept_item, kept_page, not_modified, single_item};
 use crate::state::AppState;
 
 /// Parses the query string into a map, or `400` in `shape`.
@@ -46,13 +46,20 @@ pub async fn list(
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let params = list_params(query_map(&req, Shape::Envelope)?);
-    let page = state
+    let cms = &state.cms;
+    let (collection, query, version) = state
         .run(Shape::Envelope, async {
-            let cms = &state.cms;
             let query = ListQuery::parse(&params)?;
-            cms.list_items(cms.collection(&collection)?, &query, &caller.viewer).await
+            let collection = cms.collection(&collection)?;
+            let version = cms.list_items_version(collection, &query, &caller.viewer).await?;
+            Ok((collection, query, version))
         })
         .await?;
+    // A repeated page is answered from its kept body, without selecting it again.
+    if let Some(kept) = kept_page(&req, version) {
+        return Ok(kept);
+    }
+    let page = state.run(Shape::Envelope, cms.list_items(collection, &query, &caller.viewer)).await?;
     Ok(item_page(&req, page))
 }
 
@@ -64,12 +71,18 @@ pub async fn read(
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let (collection, slug) = path.into_inner();
-    let view = state
+    let cms = &state.cms;
+    let (collection, version) = state
         .run(Shape::Envelope, async {
-            let cms = &state.cms;
-            cms.read_item(cms.collection(&collection)?, &slug, &caller.viewer).await
+            let collection = cms.collection(&collection)?;
+            Ok((collection, cms.item_version(collection, &slug, &caller.viewer).await?))
         })
         .await?;
+    // A repeated read is answered from its kept body, without reading the item.
+    if let Some(kept) = version.and_then(|version| kept_item(&req, &version)) {
+        return Ok(kept);
+    }
+    let view = state.run(Shape::Envelope, cms.read_item(collection, &slug, &caller.viewer)).await?;
     Ok(single_item(&req, view))
 }
 

@@ -270,6 +270,15 @@ async fn kept_answers_follow_every_change() {
     assert_eq!(edited.json()["data"]["title"], "Edited");
     assert!(edited.json()["data"]["body_html"].as_str().unwrap().contains("New body."));
     assert_eq!(list().await.json()["data"][1]["title"], "Edited");
+
+    // A kept answer of a published item never shows it once it is a draft.
+    let unpublish = TestRequest::patch()
+        .uri("/cms/collections/posts/items/first")
+        .insert_header(h.bearer())
+        .set_json(json!({"fm": {"status": "draft"}}));
+    assert_eq!(h.send(unpublish).await.status, 200);
+    read().await.assert_envelope_error(404, "no item");
+    assert!(list().await.json()["data"].as_array().unwrap().iter().all(|e| e["slug"] != "first"));
 }
 
 #[actix_web::test]

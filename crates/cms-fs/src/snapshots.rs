@@ -4,7 +4,7 @@
 //! since how items are parsed changes with the program.
 
 use std::fs;
-use std::io;
+use std::io::{self, BufRead, Read};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -40,16 +40,32 @@ impl FsSnapshots {
         self.dir.join(format!("{name}.snapshot"))
     }
 
+    /// Reads the identity line first and the rest straight into the one buffer returned:
+    /// a snapshot is tens of MB at 100,000 items, and a second copy of it would be the
+    /// largest allocation of a restart.
     fn load_blocking(&self, collection: &Collection) -> CoreResult<Option<Vec<u8>>> {
         let Some(program) = &self.program else { return Ok(None) };
         let path = self.path(collection);
-        let bytes = match fs::read(&path) {
-            Ok(bytes) => bytes,
+        let file = match fs::File::open(&path) {
+            Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_error(&path)(e)),
         };
+        let size = file.metadata().map_err(io_error(&path))?.len();
         let header = format!("{program}\n");
-        Ok(bytes.strip_prefix(header.as_bytes()).map(<[u8]>::to_vec))
+        let mut reader = io::BufReader::new(file);
+        let mut first_line = Vec::with_capacity(header.len());
+        (&mut reader)
+            .take(header.len() as u64)
+            .read_until(b'\n', &mut first_line)
+            .map_err(io_error(&path))?;
+        if first_line != header.as_bytes() {
+            return Ok(None);
+        }
+        let rest = usize::try_from(size).unwrap_or(0).saturating_sub(header.len());
+        let mut bytes = Vec::with_capacity(rest);
+        reader.read_to_end(&mut bytes).map_err(io_error(&path))?;
+        Ok(Some(bytes))
     }
 
     fn save_blocking(&self, collection: &Collection, bytes: &[u8]) -> CoreResult<()> {

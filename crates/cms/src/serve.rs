@@ -30,6 +30,12 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         open.config.limits.json_bytes,
         open.config.limits.upload_bytes,
     ));
+    // The web editor at /admin/, on the same facade.
+    let admin = web::Data::new(cms_admin::AdminState::new(
+        open.cms.clone(),
+        open.config.limits.upload_bytes,
+        open.config.limits.json_bytes,
+    ));
     let root = open.root.display().to_string();
     let cms = open.cms.clone();
     // The file adapters run their blocking I/O on tokio's blocking pool: every facade call
@@ -43,9 +49,11 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         follow(cms.clone(), feed);
         keep_snapshots(cms.clone());
 
-        let server = HttpServer::new(move || cms_http::app(state.clone()))
-            .bind(listen)
-            .with_context(|| format!("cannot listen on {listen}"))?;
+        let server = HttpServer::new(move || {
+            cms_http::app(state.clone()).configure(|cfg| cms_admin::mount(cfg, admin.clone()))
+        })
+        .bind(listen)
+        .with_context(|| format!("cannot listen on {listen}"))?;
         for address in server.addrs() {
             // Standard output, so that scripts and tests can read the bound address.
             say(format_args!("listening on http://{address}"));

@@ -1,5 +1,6 @@
 //! The real `cms` binary on temporary sites: the CLI, and the server over HTTP.
 
+mod admin;
 mod changes;
 mod cli;
 mod discovery;

@@ -123,7 +123,9 @@ function setUpCopy(button) {
   button.addEventListener("click", async () => {
     let copied = false;
     try {
-      await navigator.clipboard.writeText(field.value);
+      // A browser that neither grants nor refuses must not leave the button hanging.
+      const refusal = new Promise((_, reject) => setTimeout(() => reject(new Error("no answer")), 1000));
+      await Promise.race([navigator.clipboard.writeText(field.value), refusal]);
       copied = true;
     } catch (_) {
       // No clipboard permission (or not a secure context): select it for Ctrl+C.

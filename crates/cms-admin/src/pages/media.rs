@@ -35,6 +35,8 @@ struct FileRow {
     size: String,
     modified: String,
     is_image: bool,
+    /// What a file that is not an image shows instead of a thumbnail: its extension.
+    kind: String,
     delete_href: String,
 }
 
@@ -104,6 +106,7 @@ pub async fn browse(
             size: view::size(f.size),
             modified: view::unix_time(f.modified),
             is_image: f.is_image,
+            kind: f.name.rsplit_once('.').map_or("FILE".to_owned(), |(_, ext)| ext.to_uppercase()),
             delete_href: delete_href(&f.name),
         })
         .collect();

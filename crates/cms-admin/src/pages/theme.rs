@@ -95,7 +95,8 @@ pub async fn save(posted: PostedForm, state: web::Data<AdminState>) -> AdminResu
     let saved = async {
         let mut patch = Map::new();
         for name in theme::FIELDS {
-            let text = posted.fields.text(name).trim();
+            // A field the form did not send is left as it is.
+            let Some(text) = posted.fields.get(name).map(str::trim) else { continue };
             if current.get(name).map(shown).unwrap_or_default() == text {
                 continue;
             }

@@ -433,3 +433,182 @@ fn users_passwd_reads_one_line_from_standard_input() {
     let stored = std::fs::read_to_string(site.join(".cms/users.yaml")).unwrap();
     assert!(stored.contains("$argon2id$"), "a role change keeps the password: {stored}");
 }
+
+/// A multipart upload form: `csrf` (when given) first, then the folder, path and file.
+fn upload_body(csrf: Option<&str>, path: &str, name: &str, bytes: &[u8]) -> (String, Vec<u8>) {
+    let boundary = "----cms-test-boundary";
+    let mut body = Vec::new();
+    let mut text = |field: &str, value: &str| {
+        body.extend_from_slice(
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{field}\"\r\n\r\n{value}\r\n")
+                .as_bytes(),
+        );
+    };
+    if let Some(csrf) = csrf {
+        text("csrf", csrf);
+    }
+    text("folder", "0");
+    text("path", path);
+    body.extend_from_slice(
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\nContent-Type: image/png\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    body.extend_from_slice(bytes);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+impl Tab<'_> {
+    fn upload(&mut self, content_type: &str, body: Vec<u8>, accept: &str) -> Answer {
+        let req = self
+            .agent
+            .post(format!("{}/admin/media/upload", self.server.base))
+            .header("Cookie", self.cookie_header())
+            .header("Content-Type", content_type)
+            .header("Accept", accept);
+        let response = req.send(&body[..]);
+        self.answer(response)
+    }
+}
+
+#[test]
+fn owner_pages_media_and_deletes_act_through_the_facade() {
+    let site = demo_site();
+    let root = site.path();
+    user_with_password(root, "owner@example.com", "owner");
+    let server = Server::start(root);
+    let mut tab = Tab::new(&server);
+    assert_eq!(tab.sign_in("owner@example.com", PASSWORD).status, 303);
+    let csrf = tab.csrf();
+    let csrf = csrf.as_str();
+
+    // Webhooks: add (the secret shown once), disable, remove, clear the log.
+    let bad = tab.post(
+        "/admin/webhooks",
+        &[("csrf", csrf), ("url", "http://plain.example/h"), ("events", "file.created")],
+        &[],
+    );
+    assert_eq!(bad.status, 422, "{}", bad.body);
+    assert!(
+        bad.body.contains("https") && bad.body.contains("http://plain.example/h"),
+        "the error and the input are shown"
+    );
+    let added = tab.post(
+        "/admin/webhooks",
+        &[
+            ("csrf", csrf),
+            ("url", "https://127.0.0.1:9/hook"),
+            ("events", "file.created"),
+            ("events", "user.deleted"),
+        ],
+        &[],
+    );
+    assert_eq!(added.status, 200, "{}", added.body);
+    assert!(added.body.contains("whsec_"), "the secret is shown once");
+    let listed = stdout(&cms(root, &["webhooks", "list"]));
+    assert!(listed.contains("enabled https://127.0.0.1:9/hook file.created,user.deleted"), "{listed}");
+    let id = listed.split_whitespace().next().unwrap().to_owned();
+    assert!(!tab.get("/admin/webhooks").body.contains("whsec_"), "and never again");
+    let off = tab.post("/admin/webhooks/state", &[("csrf", csrf), ("id", &id), ("enabled", "false")], &[]);
+    assert_eq!(off.status, 303);
+    assert!(stdout(&cms(root, &["webhooks", "list"])).contains(&format!("{id} disabled")));
+    assert_eq!(tab.post("/admin/webhooks/remove", &[("csrf", csrf), ("id", &id)], &[]).status, 303);
+    assert_eq!(stdout(&cms(root, &["webhooks", "list"])), "");
+    assert_eq!(tab.post("/admin/webhooks/log/clear", &[("csrf", csrf)], &[]).status, 303);
+
+    // Theme: only what the form sends changes, and the facade validates it.
+    let wrong = tab.post("/admin/theme", &[("csrf", csrf), ("accent_color", "blue")], &[]);
+    assert_eq!(wrong.status, 422);
+    assert!(wrong.body.contains("accent_color must be"), "{}", wrong.body);
+    assert_eq!(tab.post("/admin/theme", &[("csrf", csrf), ("accent_color", "#123456")], &[]).status, 303);
+    let theme = tab.get("/admin/theme").body;
+    assert!(theme.contains("value=\"#123456\"") && theme.contains("value=\"system-ui\""), "{theme}");
+
+    // Users: add with a password (who can then sign in), remove.
+    let user =
+        [("csrf", csrf), ("email", "new@example.com"), ("role", "editor"), ("password", "a fine password")];
+    assert_eq!(tab.post("/admin/users", &user, &[]).status, 303);
+    assert!(stdout(&cms(root, &["users", "list"])).contains("new@example.com editor"));
+    assert_eq!(Tab::new(&server).sign_in("new@example.com", "a fine password").status, 303);
+    let short = tab.post(
+        "/admin/users",
+        &[("csrf", csrf), ("email", "x@example.com"), ("role", "editor"), ("password", "short")],
+        &[],
+    );
+    assert_eq!(short.status, 422);
+    assert!(!stdout(&cms(root, &["users", "list"])).contains("x@example.com"), "nothing was added");
+    assert_eq!(tab.get("/admin/users/remove?email=new%40example.com").status, 200, "a confirmation first");
+    assert_eq!(
+        tab.post("/admin/users/remove", &[("csrf", csrf), ("email", "new@example.com")], &[]).status,
+        303
+    );
+    assert!(!stdout(&cms(root, &["users", "list"])).contains("new@example.com"));
+
+    // Media: upload (form and script), new folder, move, rename, delete.
+    let png = std::fs::read(root.join("media/uploads/logo.png")).unwrap();
+    let (content_type, body) = upload_body(None, "", "pic.png", &png);
+    assert_eq!(tab.upload(&content_type, body, "text/html").status, 403, "the token comes first");
+    let (content_type, body) = upload_body(Some(csrf), "", "pic.png", &png);
+    let uploaded = tab.upload(&content_type, body, "text/html");
+    assert_eq!(
+        (uploaded.status, uploaded.header("location")),
+        (303, Some("/admin/media?folder=0&path=&ok=uploaded"))
+    );
+    assert_eq!(std::fs::read(root.join("media/uploads/pic.png")).unwrap(), png);
+    let (content_type, body) = upload_body(Some(csrf), "", "pic.png", &png);
+    let again = tab.upload(&content_type, body, "application/json");
+    assert_eq!(again.status, 200);
+    assert!(
+        again.body.contains("\"name\":\"pic-1.png\"") && again.body.contains("\"is_image\":true"),
+        "{}",
+        again.body
+    );
+    let media = tab.get("/admin/media?folder=0");
+    assert!(media.body.contains("<img src=\"/media/uploads/pic.png\""), "a thumbnail: {}", media.body);
+    let place = [("csrf", csrf), ("folder", "0"), ("path", "")];
+    let with = |more: &[(&'static str, &'static str)]| -> Vec<(&'static str, String)> {
+        place.iter().chain(more).map(|(k, v)| (*k, (*v).to_owned())).collect()
+    };
+    let post = |tab: &mut Tab, path: &str, fields: Vec<(&str, String)>| {
+        let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        tab.post(path, &fields, &[]).status
+    };
+    assert_eq!(post(&mut tab, "/admin/media/folder", with(&[("name", "shots")])), 303);
+    assert_eq!(post(&mut tab, "/admin/media/move", with(&[("file", "pic.png"), ("dest", "shots")])), 303);
+    assert!(root.join("media/uploads/shots/pic.png").is_file());
+    let in_shots = vec![
+        ("csrf", csrf.to_owned()),
+        ("folder", "0".into()),
+        ("path", "shots".into()),
+        ("file", "pic.png".into()),
+        ("new_name", "hero-x".into()),
+    ];
+    assert_eq!(post(&mut tab, "/admin/media/rename", in_shots), 303);
+    assert!(root.join("media/uploads/shots/hero-x.png").is_file(), "a new name keeps the extension");
+    assert_eq!(tab.get("/admin/media/delete?folder=0&path=shots&file=hero-x.png").status, 200);
+    let gone = vec![
+        ("csrf", csrf.to_owned()),
+        ("folder", "0".into()),
+        ("path", "shots".into()),
+        ("file", "hero-x.png".into()),
+    ];
+    assert_eq!(post(&mut tab, "/admin/media/delete", gone), 303);
+    assert!(!root.join("media/uploads/shots/hero-x.png").exists());
+    assert_eq!(post(&mut tab, "/admin/media/move", with(&[("file", "nope.png"), ("dest", "shots")])), 404);
+    assert_eq!(post(&mut tab, "/admin/media/folder", with(&[("name", "../escape")])), 400);
+
+    // An item deleted after its confirmation keeps its history.
+    let confirm = tab.get("/admin/collections/pages/items/about/delete");
+    assert_eq!(confirm.status, 200);
+    let etag = confirm.input("etag");
+    let deleted =
+        tab.post("/admin/collections/pages/items/about/delete", &[("csrf", csrf), ("etag", &etag)], &[]);
+    assert_eq!(
+        (deleted.status, deleted.header("location")),
+        (303, Some("/admin/collections/pages?ok=deleted"))
+    );
+    assert!(!root.join("content/pages/about.md").exists());
+    assert!(root.join(".cms/versions").is_dir());
+}

@@ -58,14 +58,19 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
             // Standard output, so that scripts and tests can read the bound address.
             say(format_args!("listening on http://{address}"));
         }
+        if let Some(address) = server.addrs().first() {
+            say(format_args!("web editor: http://{address}/admin/"));
+        }
         say(format_args!("site folder: {root}"));
         say(format_args!("indexed {items} items in {:.2} s", took.as_secs_f64()));
-        if let Some(key) = &first_key {
+        if let Some((key, password)) = &first_key {
             say(format_args!(
                 "created the demo owner {} with this API key (shown once):",
                 crate::site::DEMO_OWNER
             ));
             say(format_args!("{key}"));
+            say(format_args!("and this password for the web editor (shown once):"));
+            say(format_args!("{password}"));
         }
         say(format_args!("ready (Ctrl-C stops the server)"));
         let served = server.run().await.context("server failed");

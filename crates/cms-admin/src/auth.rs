@@ -123,7 +123,9 @@ pub fn check_csrf(fields: &Fields, expected: &str) -> AdminResult<()> {
 }
 
 /// Refuses requests a browser says come from another site (`Sec-Fetch-Site`), or whose
-/// `Origin` is not this host: a second line behind the CSRF token and `SameSite`.
+/// `Origin` is not this server: a second line behind the CSRF token and `SameSite`. This
+/// server is the `Host` it was asked as, the `X-Forwarded-Host` of a proxy in front of it
+/// (a page of another site cannot set that header), or the configured `site.url`.
 pub fn require_same_origin(req: &HttpRequest) -> AdminResult<()> {
     let headers = req.headers();
     let text = |name| headers.get(name).and_then(|v: &header::HeaderValue| v.to_str().ok());
@@ -132,14 +134,25 @@ pub fn require_same_origin(req: &HttpRequest) -> AdminResult<()> {
     {
         return Err(AdminError::Csrf);
     }
-    if let Some(origin) = text(header::ORIGIN) {
-        let host = text(header::HOST).unwrap_or_default();
-        let authority = origin.split_once("://").map(|(_, rest)| rest.trim_end_matches('/'));
-        if authority != Some(host) {
-            return Err(AdminError::Csrf);
+    let Some(origin) = text(header::ORIGIN) else { return Ok(()) };
+    let origin = origin.trim_end_matches('/');
+    let authority = origin.split_once("://").map(|(_, rest)| rest);
+    let forwarded_host = text(header::HeaderName::from_static("x-forwarded-host"));
+    let this_server =
+        [text(header::HOST), forwarded_host].into_iter().flatten().any(|host| authority == Some(host))
+            || origin.eq_ignore_ascii_case(site_origin(&state_of(req).cms.site().url));
+    if this_server { Ok(()) } else { Err(AdminError::Csrf) }
+}
+
+/// `scheme://host[:port]` of the site's URL.
+fn site_origin(url: &str) -> &str {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let end = rest.find(['/', '?', '#']).map_or(url.len(), |at| scheme.len() + 3 + at);
+            &url[..end]
         }
+        None => url,
     }
-    Ok(())
 }
 
 /// An `application/x-www-form-urlencoded` body of at most `limit` bytes.
@@ -172,4 +185,13 @@ pub fn random<const N: usize>() -> AdminResult<[u8; N]> {
         cms_core::CoreError::internal("drawing random bytes", "the system random source failed")
     })?;
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn site_origins() {
+        assert_eq!(super::site_origin("https://example.com/blog"), "https://example.com");
+        assert_eq!(super::site_origin("http://127.0.0.1:8080"), "http://127.0.0.1:8080");
+    }
 }

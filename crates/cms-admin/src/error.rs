@@ -89,6 +89,7 @@ pub fn message_of(error: &CoreError) -> String {
 #[derive(Template)]
 #[template(path = "error.html")]
 struct ErrorPage<'a> {
+    assets: &'a str,
     title: &'a str,
     message: &'a str,
     status: u16,
@@ -121,7 +122,12 @@ impl ResponseError for AdminError {
         if self.status_code().is_server_error() {
             tracing::error!(error = %self, "an editor page failed");
         }
-        let page = ErrorPage { title: self.title(), message: &message, status: self.status_code().as_u16() };
+        let page = ErrorPage {
+            assets: crate::assets::VERSION.as_str(),
+            title: self.title(),
+            message: &message,
+            status: self.status_code().as_u16(),
+        };
         let body = page.render().unwrap_or_else(|_| message.clone());
         let mut response =
             HttpResponse::build(self.status_code()).content_type("text/html; charset=utf-8").body(body);

@@ -283,6 +283,14 @@ fn forms_without_the_csrf_token_or_from_another_site_are_refused() {
     assert_eq!(tab.post(new, &wrong, &[]).status, 403);
     assert_eq!(tab.post(new, &right, &[("Origin", "https://evil.example")]).status, 403);
     assert_eq!(tab.post(new, &right, &[("Sec-Fetch-Site", "cross-site")]).status, 403);
+    let proxied = [("Origin", "https://cms.example.org"), ("X-Forwarded-Host", "cms.example.org")];
+    let behind_a_proxy = tab.post("/admin/preview", &[("csrf", csrf.as_str()), ("body", "*x*")], &proxied);
+    assert_eq!(behind_a_proxy.status, 200, "a proxy's X-Forwarded-Host is this server");
+    let demo_site_url = [("Origin", "https://example.com")];
+    assert_eq!(
+        tab.post("/admin/preview", &[("csrf", csrf.as_str()), ("body", "x")], &demo_site_url).status,
+        200
+    );
     assert!(
         !site
             .path()

@@ -120,6 +120,88 @@ pub fn check_key_family(presented: &str) -> CoreResult<()> {
     Ok(())
 }
 
+// ---- passwords -----------------------------------------------------------------------
+
+/// Bytes of salt in a password hash (supplied by the caller: the core draws no randomness).
+pub const PASSWORD_SALT_BYTES: usize = 16;
+/// Shortest password accepted, in characters.
+pub const MIN_PASSWORD_CHARS: usize = 8;
+/// Longest password accepted, in bytes (hashing cost grows with the length).
+pub const MAX_PASSWORD_BYTES: usize = 1024;
+
+/// A password's argon2id hash as a PHC string (`$argon2id$v=19$m=19456,t=2,p=1$...`),
+/// which carries its own parameters and salt. Never the password itself.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PasswordHash(String);
+
+impl PasswordHash {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for PasswordHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PasswordHash(..)")
+    }
+}
+
+/// The password rules: at least [`MIN_PASSWORD_CHARS`] characters, at most
+/// [`MAX_PASSWORD_BYTES`] bytes, not only spaces.
+pub fn check_password_rules(password: &str) -> CoreResult<()> {
+    if password.chars().count() < MIN_PASSWORD_CHARS || password.trim().is_empty() {
+        return Err(CoreError::invalid(format!("a password needs at least {MIN_PASSWORD_CHARS} characters")));
+    }
+    if password.len() > MAX_PASSWORD_BYTES {
+        return Err(CoreError::invalid(format!("a password may have at most {MAX_PASSWORD_BYTES} bytes")));
+    }
+    Ok(())
+}
+
+/// Hashes a password with argon2id (the OWASP parameters argon2's defaults are: 19 MiB,
+/// two passes, one lane). Takes tens of milliseconds on purpose: callers on an async
+/// worker run it on a blocking thread.
+pub fn hash_password(password: &str, salt: [u8; PASSWORD_SALT_BYTES]) -> CoreResult<PasswordHash> {
+    use argon2::password_hash::PasswordHasher;
+    check_password_rules(password)?;
+    argon2::Argon2::default()
+        .hash_password_with_salt(password.as_bytes(), &salt)
+        .map(|hash| PasswordHash(hash.to_string()))
+        .map_err(|e| CoreError::internal("hashing a password", e.to_string()))
+}
+
+/// Whether `password` matches a stored PHC string. `None` (no password set) runs the
+/// same work against a decoy hash and says no, so that the answer takes as long whether or
+/// not the account exists.
+pub fn verify_password(stored: Option<&str>, password: &str) -> bool {
+    use argon2::password_hash::PasswordVerifier;
+    let candidate = if password.len() > MAX_PASSWORD_BYTES { "" } else { password };
+    let verifies = |phc: &str| argon2::Argon2::default().verify_password(candidate.as_bytes(), phc).is_ok();
+    match stored {
+        Some(phc) => verifies(phc) && !candidate.is_empty(),
+        None => {
+            verifies(&DECOY_HASH);
+            false
+        }
+    }
+}
+
+/// A hash no password is tested against for real (see [`verify_password`]).
+static DECOY_HASH: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    hash_password("decoy password, never matched", [0x5a; PASSWORD_SALT_BYTES])
+        .map(|hash| hash.0)
+        .unwrap_or_default()
+});
+
+/// A short fingerprint of a stored password hash: a session remembers it, so that
+/// changing the password ends the sessions started with the old one.
+pub fn password_fingerprint(stored: Option<&str>) -> String {
+    match stored {
+        Some(phc) => hex::encode(&digest::digest(&digest::SHA256, phc.as_bytes()).as_ref()[..8]),
+        None => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,6 +223,26 @@ mod tests {
         let mcp = check_key_family("mcp_abc").unwrap_err().to_string();
         assert!(mcp.contains("AI-agent"), "{mcp}");
         assert!(check_key_family("Basic xyz").is_err());
+    }
+
+    #[test]
+    fn passwords_hash_with_argon2id_and_verify() {
+        let hash = hash_password("correct horse", [1; PASSWORD_SALT_BYTES]).unwrap();
+        assert!(hash.as_str().starts_with("$argon2id$v=19$"), "{}", hash.as_str());
+        assert!(!hash.as_str().contains("correct horse"));
+        assert!(verify_password(Some(hash.as_str()), "correct horse"));
+        assert!(!verify_password(Some(hash.as_str()), "correct horsE"));
+        assert!(!verify_password(None, "correct horse"));
+        assert!(!verify_password(Some("not a phc string"), "correct horse"));
+        let other_salt = hash_password("correct horse", [2; PASSWORD_SALT_BYTES]).unwrap();
+        assert_ne!(hash, other_salt);
+        assert_ne!(
+            password_fingerprint(Some(hash.as_str())),
+            password_fingerprint(Some(other_salt.as_str()))
+        );
+        for bad in ["short", "        ", &"x".repeat(MAX_PASSWORD_BYTES + 1)] {
+            assert!(hash_password(bad, [1; PASSWORD_SALT_BYTES]).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

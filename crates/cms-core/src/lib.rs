@@ -21,6 +21,7 @@ pub mod related;
 pub mod render;
 pub mod resource;
 pub mod service;
+pub mod session;
 pub mod sitepath;
 pub mod slug;
 pub mod snapshot;

@@ -11,7 +11,7 @@ use time::OffsetDateTime;
 
 use crate::account::{KeyRecord, User};
 use crate::collection::Collection;
-use crate::error::CoreResult;
+use crate::error::{CoreError, CoreResult};
 use crate::events::{Event, EventKind};
 use crate::license::License;
 use crate::resource::{FileName, ResourceFolder, Subpath};
@@ -132,6 +132,20 @@ pub trait UserStore: Send + Sync {
     async fn find_user(&self, email: &str) -> CoreResult<Option<User>> {
         Ok(self.list_users().await?.into_iter().find(|u| u.email == email))
     }
+
+    /// A user with their password hash (a PHC string; `None` when they have no password).
+    /// A store that keeps no passwords has none.
+    async fn find_user_with_password(&self, email: &str) -> CoreResult<Option<(User, Option<String>)>> {
+        Ok(self.find_user(email).await?.map(|user| (user, None)))
+    }
+
+    /// Sets the password hash of an existing user (kept with the user: removing the user
+    /// removes it, and changing the role keeps it). Returns `false` when there is no such
+    /// user.
+    async fn set_password_hash(&self, email: &str, hash: &str) -> CoreResult<bool> {
+        let _ = (email, hash);
+        Err(CoreError::invalid("this user store keeps no passwords"))
+    }
 }
 
 /// Hashes of API keys. Changes take effect on the next lookup (revocation is immediate).
@@ -183,6 +197,59 @@ pub struct WebhookInfo {
 pub trait WebhookDirectory: Send + Sync {
     /// Every subscription, oldest first.
     async fn list_webhooks(&self) -> CoreResult<Vec<WebhookInfo>>;
+
+    // Management, for the web editor (as the CLI does it). A directory that cannot be
+    // changed refuses with `Invalid`.
+
+    /// Adds an enabled subscription (`events` as a comma-separated list); returns it and
+    /// its signing secret, to be shown once.
+    async fn add_webhook(&self, url: &str, events: &str) -> CoreResult<(WebhookInfo, String)> {
+        let _ = (url, events);
+        Err(read_only_webhooks())
+    }
+
+    /// Enables or disables a subscription; `NotFound` for an unknown id.
+    async fn set_webhook_enabled(&self, id: &str, enabled: bool) -> CoreResult<()> {
+        let _ = (id, enabled);
+        Err(read_only_webhooks())
+    }
+
+    /// Removes a subscription; `NotFound` for an unknown id.
+    async fn remove_webhook(&self, id: &str) -> CoreResult<()> {
+        let _ = id;
+        Err(read_only_webhooks())
+    }
+
+    /// The delivery log, oldest first.
+    async fn webhook_log(&self) -> CoreResult<Vec<WebhookDelivery>> {
+        Ok(Vec::new())
+    }
+
+    /// Empties the delivery log; returns how many entries went.
+    async fn clear_webhook_log(&self) -> CoreResult<usize> {
+        Err(read_only_webhooks())
+    }
+}
+
+fn read_only_webhooks() -> CoreError {
+    CoreError::invalid("the webhook subscriptions of this site cannot be changed here")
+}
+
+/// One delivery attempt, as the delivery log keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookDelivery {
+    pub time: OffsetDateTime,
+    /// The `X-Webhook-Delivery` id.
+    pub delivery: String,
+    /// The subscription's id.
+    pub webhook: String,
+    pub event: EventKind,
+    pub url: String,
+    /// The receiver's HTTP status, when it answered.
+    pub status: Option<u16>,
+    pub success: bool,
+    /// Why it failed or was not sent.
+    pub error: Option<String>,
 }
 
 /// The time, so that tests can fix it.

@@ -34,6 +34,19 @@ struct UserRow {
     email: String,
     role: String,
     created: i64,
+    /// The argon2id hash (PHC string) of the web editor password, when one is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    password: Option<String>,
+}
+
+impl UserRow {
+    fn user(&self, file: &Path) -> CoreResult<User> {
+        let role: Role = self
+            .role
+            .parse()
+            .map_err(|e: CoreError| CoreError::Corrupt(format!("{}: {e}", file.display())))?;
+        Ok(User { email: self.email.clone(), role, created: self.created })
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -76,26 +89,42 @@ impl FsAccounts {
 
 impl Files {
     fn list_users(&self) -> CoreResult<Vec<User>> {
-        read_rows::<UserRow>(&self.users)?
-            .into_iter()
-            .map(|row| {
-                let role: Role = row
-                    .role
-                    .parse()
-                    .map_err(|e: CoreError| CoreError::Corrupt(format!("{}: {e}", self.users.display())))?;
-                Ok(User { email: row.email, role, created: row.created })
-            })
-            .collect()
+        read_rows::<UserRow>(&self.users)?.iter().map(|row| row.user(&self.users)).collect()
     }
 
+    fn find_user_with_password(&self, email: &str) -> CoreResult<Option<(User, Option<String>)>> {
+        let rows: Vec<UserRow> = read_rows(&self.users)?;
+        match rows.into_iter().find(|r| r.email == email) {
+            Some(row) => Ok(Some((row.user(&self.users)?, row.password))),
+            None => Ok(None),
+        }
+    }
+
+    /// Adds or replaces a user; a replaced user keeps their password.
     fn put_user(&self, user: User) -> CoreResult<()> {
         let mut rows: Vec<UserRow> = read_rows(&self.users)?;
-        let row = UserRow { email: user.email, role: user.role.as_str().into(), created: user.created };
+        let mut row = UserRow {
+            email: user.email,
+            role: user.role.as_str().into(),
+            created: user.created,
+            password: None,
+        };
         match rows.iter_mut().find(|r| r.email == row.email) {
-            Some(existing) => *existing = row,
+            Some(existing) => {
+                row.password = existing.password.take();
+                *existing = row;
+            }
             None => rows.push(row),
         }
         write_rows(&self.users, &rows)
+    }
+
+    fn set_password_hash(&self, email: &str, hash: String) -> CoreResult<bool> {
+        let mut rows: Vec<UserRow> = read_rows(&self.users)?;
+        let Some(row) = rows.iter_mut().find(|r| r.email == email) else { return Ok(false) };
+        row.password = Some(hash);
+        write_rows(&self.users, &rows)?;
+        Ok(true)
     }
 
     fn remove_user(&self, email: &str) -> CoreResult<bool> {
@@ -137,6 +166,17 @@ impl UserStore for FsAccounts {
     async fn remove_user(&self, email: &str) -> CoreResult<bool> {
         let email = email.to_owned();
         self.write_locked(move |files| files.remove_user(&email)).await
+    }
+
+    /// One read of `.cms/users.yaml`: a signed-in request asks this every time.
+    async fn find_user_with_password(&self, email: &str) -> CoreResult<Option<(User, Option<String>)>> {
+        let (files, email) = (self.files.clone(), email.to_owned());
+        blocking::run(move || files.find_user_with_password(&email)).await
+    }
+
+    async fn set_password_hash(&self, email: &str, hash: &str) -> CoreResult<bool> {
+        let (email, hash) = (email.to_owned(), hash.to_owned());
+        self.write_locked(move |files| files.set_password_hash(&email, hash)).await
     }
 }
 

@@ -135,6 +135,20 @@ impl LogEntry {
             duration_ms: None,
         }
     }
+
+    /// The entry as the core's delivery log shows it.
+    pub fn delivery(self) -> cms_core::ports::WebhookDelivery {
+        cms_core::ports::WebhookDelivery {
+            time: self.time,
+            delivery: self.delivery,
+            webhook: self.webhook,
+            event: self.event,
+            url: self.url,
+            status: self.status,
+            success: self.success,
+            error: self.error,
+        }
+    }
 }
 
 /// The current time to the millisecond, for log entries.

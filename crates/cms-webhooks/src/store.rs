@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 use cms_core::events::EventKind;
-use cms_core::ports::{WebhookDirectory, WebhookInfo};
+use cms_core::ports::{WebhookDelivery, WebhookDirectory, WebhookInfo};
 use cms_core::{CoreError, CoreResult};
 use cms_fs::state_file::{read_rows, write_rows};
 use serde::{Deserialize, Serialize};
@@ -198,6 +198,27 @@ impl WebhookStore {
 impl WebhookDirectory for WebhookStore {
     async fn list_webhooks(&self) -> CoreResult<Vec<WebhookInfo>> {
         Ok(self.list()?.iter().map(Subscription::info).collect())
+    }
+
+    async fn add_webhook(&self, url: &str, events: &str) -> CoreResult<(WebhookInfo, String)> {
+        let added = self.add(url, events)?;
+        Ok((added.info(), added.secret))
+    }
+
+    async fn set_webhook_enabled(&self, id: &str, enabled: bool) -> CoreResult<()> {
+        self.set_enabled(id, enabled).map(drop)
+    }
+
+    async fn remove_webhook(&self, id: &str) -> CoreResult<()> {
+        self.remove(id).map(drop)
+    }
+
+    async fn webhook_log(&self) -> CoreResult<Vec<WebhookDelivery>> {
+        Ok(self.log()?.into_iter().map(LogEntry::delivery).collect())
+    }
+
+    async fn clear_webhook_log(&self) -> CoreResult<usize> {
+        self.clear_log()
     }
 }
 

@@ -34,7 +34,7 @@ impl AdminCommand {
     pub fn emits_events(&self) -> bool {
         match self {
             Self::Users(UsersCommand::Add { .. } | UsersCommand::Remove { .. }) => true,
-            Self::Users(UsersCommand::List)
+            Self::Users(UsersCommand::List | UsersCommand::Passwd { .. })
             | Self::Keys(KeysCommand::Create { .. } | KeysCommand::List | KeysCommand::Revoke { .. })
             | Self::License(LicenseCommand::Show | LicenseCommand::Install { .. })
             | Self::Webhooks(_) => false,
@@ -87,6 +87,12 @@ pub enum UsersCommand {
     List,
     /// Remove a user and revoke their keys.
     Remove {
+        #[arg(long)]
+        email: String,
+    },
+    /// Set a user's web editor password, read from standard input (one line; at least 8
+    /// characters). Their signed-in sessions end.
+    Passwd {
         #[arg(long)]
         email: String,
     },
@@ -159,6 +165,12 @@ pub async fn users(site: &OpenSite, command: UsersCommand) -> anyhow::Result<()>
         UsersCommand::Remove { email } => {
             site.cms.remove_user(&email).await?;
             println!("removed {email} and their keys");
+        }
+        UsersCommand::Passwd { email } => {
+            let password = crate::password::read_new(&email)?;
+            let hash = cms_core::account::hash_password(&password, crate::password::random_salt()?)?;
+            site.cms.set_password(&email, &hash).await?;
+            println!("set the password of {email}");
         }
     }
     Ok(())
@@ -298,10 +310,11 @@ mod tests {
     fn only_commands_that_emit_events_start_delivery_workers() {
         let dir = tempfile::tempdir().unwrap();
         let site = crate::site::tests::demo_copy(dir.path());
-        let cases: [(&[&str], bool); 15] = [
+        let cases: [(&[&str], bool); 16] = [
             (&["users", "add", "--email", "a@example.com", "--role", "editor"], true),
             (&["users", "remove", "--email", "a@example.com"], true),
             (&["users", "list"], false),
+            (&["users", "passwd", "--email", "a@example.com"], false),
             (&["keys", "create", "--user", "a@example.com"], false),
             (&["keys", "list"], false),
             (&["keys", "revoke", "k"], false),

@@ -3,6 +3,7 @@
 
 mod admin;
 mod events;
+mod password;
 mod serve;
 mod site;
 

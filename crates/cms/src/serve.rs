@@ -36,6 +36,12 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         open.config.limits.json_bytes,
         open.config.limits.upload_bytes,
     ));
+    // The web editor at /admin/, on the same facade.
+    let admin = web::Data::new(cms_admin::AdminState::new(
+        open.cms.clone(),
+        open.config.limits.upload_bytes,
+        open.config.limits.json_bytes,
+    ));
     let root = open.root.display().to_string();
     let cms = open.cms.clone();
     // The file adapters run their blocking I/O on tokio's blocking pool: every facade call
@@ -49,22 +55,29 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         follow(cms.clone(), feed);
         keep_snapshots(cms.clone());
 
-        let server = HttpServer::new(move || cms_http::app(state.clone()))
-            .worker_max_blocking_threads(BLOCKING_THREADS_PER_WORKER)
-            .bind(listen)
-            .with_context(|| format!("cannot listen on {listen}"))?;
+        let server = HttpServer::new(move || {
+            cms_http::app(state.clone()).configure(|cfg| cms_admin::mount(cfg, admin.clone()))
+        })
+        .worker_max_blocking_threads(BLOCKING_THREADS_PER_WORKER)
+        .bind(listen)
+        .with_context(|| format!("cannot listen on {listen}"))?;
         for address in server.addrs() {
             // Standard output, so that scripts and tests can read the bound address.
             say(format_args!("listening on http://{address}"));
         }
+        if let Some(address) = server.addrs().first() {
+            say(format_args!("web editor: http://{address}/admin/"));
+        }
         say(format_args!("site folder: {root}"));
         say(format_args!("indexed {items} items in {:.2} s", took.as_secs_f64()));
-        if let Some(key) = &first_key {
+        if let Some((key, password)) = &first_key {
             say(format_args!(
                 "created the demo owner {} with this API key (shown once):",
                 crate::site::DEMO_OWNER
             ));
             say(format_args!("{key}"));
+            say(format_args!("and this password for the web editor (shown once):"));
+            say(format_args!("{password}"));
         }
         say(format_args!("ready (Ctrl-C stops the server)"));
         let served = server.run().await.context("server failed");

@@ -87,14 +87,18 @@ impl Site {
         Ok(Self { root, is_demo: true })
     }
 
-    /// For the demo: on a start with no users yet, makes the owner and returns a key for
-    /// them, to be printed once.
-    pub async fn first_start_key(&self, open: &OpenSite) -> anyhow::Result<Option<String>> {
+    /// For the demo: on a start with no users yet, makes the owner and returns a key and
+    /// a web editor password for them, to be printed once.
+    pub async fn first_start_key(&self, open: &OpenSite) -> anyhow::Result<Option<(String, String)>> {
         if !self.is_demo || !open.cms.users().await?.is_empty() {
             return Ok(None);
         }
         open.cms.add_user(DEMO_OWNER, Role::Owner).await?;
-        Ok(Some(open.cms.create_key(DEMO_OWNER, "demo", random_key_bytes()?).await?.plaintext))
+        let key = open.cms.create_key(DEMO_OWNER, "demo", random_key_bytes()?).await?.plaintext;
+        let password = hex::encode(&random_key_bytes()?[..12]);
+        let hash = cms_core::account::hash_password(&password, crate::password::random_salt()?)?;
+        open.cms.set_password(DEMO_OWNER, &hash).await?;
+        Ok(Some((key, password)))
     }
 
     /// Loads `cms.yaml` and composes the facade, for serving or for one command.

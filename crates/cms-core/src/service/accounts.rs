@@ -1,9 +1,13 @@
-//! Users and API keys.
+//! Users and API keys; passwords and web editor sessions.
 
-use crate::account::{self, KEY_RANDOM_BYTES, KeyRecord, NewKey, Role, User};
+use crate::account::{self, KEY_RANDOM_BYTES, KeyRecord, NewKey, PasswordHash, Role, User};
 use crate::error::{CoreError, CoreResult};
 use crate::events::{EventData, EventKind};
-use crate::service::Cms;
+use crate::service::{Cms, Principal};
+use crate::session::{Session, Sessions};
+
+/// The `key_id` of a [`Principal`] signed in to the web editor rather than holding a key.
+pub const SESSION_KEY_ID: &str = "session";
 
 impl Cms {
     // ---- accounts ----------------------------------------------------------------------
@@ -67,6 +71,62 @@ impl Cms {
         match self.ports.keys.remove_keys(&|k| k.id == id).await? {
             0 => Err(CoreError::not_found(format!("no key with id {id}"))),
             _ => Ok(()),
+        }
+    }
+
+    // ---- passwords and sessions ---------------------------------------------------------
+
+    /// Sets a user's password, hashed beforehand with [`account::hash_password`] (slow on
+    /// purpose, so the caller chooses the thread). Sessions started with the old password
+    /// end on their next request.
+    pub async fn set_password(&self, email: &str, hash: &PasswordHash) -> CoreResult<()> {
+        let email = account::parse_email(email)?;
+        if self.ports.users.set_password_hash(&email, hash.as_str()).await? {
+            Ok(())
+        } else {
+            Err(CoreError::not_found(format!("no user {email}; add it with `cms users add` first")))
+        }
+    }
+
+    /// A user and their password hash, to check a sign-in (verify it off the async workers
+    /// with [`account::verify_password`]). An address that is not an email has no user.
+    pub async fn user_credentials(&self, email: &str) -> CoreResult<Option<(User, Option<String>)>> {
+        match account::parse_email(email) {
+            Ok(email) => self.ports.users.find_user_with_password(&email).await,
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// Starts a web editor session for a user whose password was just verified against
+    /// `password_hash`; randomness comes from the caller.
+    pub fn start_session(
+        &self,
+        sessions: &Sessions,
+        user: &User,
+        password_hash: Option<&str>,
+        token_random: [u8; crate::session::TOKEN_RANDOM_BYTES],
+        csrf_random: [u8; crate::session::TOKEN_RANDOM_BYTES],
+    ) -> crate::session::NewSession {
+        sessions.start(user, password_hash, token_random, csrf_random, self.now())
+    }
+
+    /// The signed-in user behind a session token, as stored now (so a role change shows at
+    /// once); `None` once the session has expired or its user was removed or changed
+    /// password (the session is then forgotten).
+    pub async fn resume_session(
+        &self,
+        sessions: &Sessions,
+        token: &str,
+    ) -> CoreResult<Option<(Principal, Session)>> {
+        let Some(session) = sessions.resume(token, self.now()) else { return Ok(None) };
+        match self.ports.users.find_user_with_password(&session.email).await? {
+            Some((user, hash)) if session.stands_for(&user, hash.as_deref()) => {
+                Ok(Some((Principal { user, key_id: SESSION_KEY_ID.to_owned() }, session)))
+            }
+            _ => {
+                sessions.end(token);
+                Ok(None)
+            }
         }
     }
 }

@@ -35,6 +35,7 @@ pub use discovery::{
     TagItemsParams, TagLink, TagsParams,
 };
 
+pub use accounts::SESSION_KEY_ID;
 pub use index::SkippedFile;
 pub use items::etag_of;
 pub use resources::{ResourceFile, ResourceListing, ServedFile, Upload};

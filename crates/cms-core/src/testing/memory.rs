@@ -159,6 +159,8 @@ impl ChangeSource for MemoryContentStore {
 pub struct MemoryAccounts {
     users: Mutex<Vec<User>>,
     keys: Mutex<Vec<KeyRecord>>,
+    /// Password hashes by email.
+    passwords: Mutex<std::collections::HashMap<String, String>>,
 }
 
 #[async_trait]
@@ -180,7 +182,21 @@ impl UserStore for MemoryAccounts {
         let mut users = self.users.lock().unwrap();
         let before = users.len();
         users.retain(|u| u.email != email);
+        self.passwords.lock().unwrap().remove(email);
         Ok(users.len() != before)
+    }
+
+    async fn find_user_with_password(&self, email: &str) -> CoreResult<Option<(User, Option<String>)>> {
+        let user = self.users.lock().unwrap().iter().find(|u| u.email == email).cloned();
+        Ok(user.map(|user| (user, self.passwords.lock().unwrap().get(email).cloned())))
+    }
+
+    async fn set_password_hash(&self, email: &str, hash: &str) -> CoreResult<bool> {
+        if !self.users.lock().unwrap().iter().any(|u| u.email == email) {
+            return Ok(false);
+        }
+        self.passwords.lock().unwrap().insert(email.to_owned(), hash.to_owned());
+        Ok(true)
     }
 }
 

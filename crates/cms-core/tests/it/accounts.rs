@@ -71,3 +71,80 @@ async fn license_features_gate_routes() {
     assert!(cms.require_feature(Feature::Webhooks).await.is_err());
     assert!(cms.install_license("licensee: X\n").await.is_err());
 }
+
+#[tokio::test]
+async fn passwords_and_sessions_follow_the_user_as_stored() {
+    use cms_core::account::{hash_password, verify_password};
+    use cms_core::session::Sessions;
+
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    let sessions = Sessions::default();
+    let hash = hash_password("correct horse", [3; 16]).unwrap();
+    assert!(matches!(cms.set_password("nobody@example.com", &hash).await, Err(CoreError::NotFound(_))));
+    cms.add_user("ann@example.com", Role::Editor).await.unwrap();
+    assert_eq!(cms.user_credentials("ANN@example.com").await.unwrap().unwrap().1, None, "no password yet");
+    assert_eq!(cms.user_credentials("not an email").await.unwrap(), None);
+    cms.set_password("ann@example.com", &hash).await.unwrap();
+
+    let (user, stored) = cms.user_credentials("ann@example.com").await.unwrap().unwrap();
+    assert!(verify_password(stored.as_deref(), "correct horse"));
+    let started = cms.start_session(&sessions, &user, stored.as_deref(), [1; 32], [2; 32]);
+    let (principal, session) = cms.resume_session(&sessions, &started.token).await.unwrap().unwrap();
+    assert_eq!((principal.user.role, principal.key_id.as_str()), (Role::Editor, "session"));
+    assert_eq!(session.csrf, started.session.csrf);
+
+    cms.add_user("ann@example.com", Role::Owner).await.unwrap();
+    let (principal, _) = cms.resume_session(&sessions, &started.token).await.unwrap().unwrap();
+    assert_eq!(principal.user.role, Role::Owner, "a new role counts at once; the password stays");
+
+    cms.set_password("ann@example.com", &hash_password("another password", [4; 16]).unwrap()).await.unwrap();
+    assert!(cms.resume_session(&sessions, &started.token).await.unwrap().is_none(), "a new password ends it");
+    assert!(sessions.is_empty(), "and it is forgotten");
+
+    let (user, stored) = cms.user_credentials("ann@example.com").await.unwrap().unwrap();
+    let again = cms.start_session(&sessions, &user, stored.as_deref(), [5; 32], [6; 32]);
+    cms.remove_user("ann@example.com").await.unwrap();
+    assert!(cms.resume_session(&sessions, &again.token).await.unwrap().is_none(), "removal ends it");
+    cms.add_user("ann@example.com", Role::Editor).await.unwrap();
+    assert_eq!(
+        cms.user_credentials("ann@example.com").await.unwrap().unwrap().1,
+        None,
+        "the password went too"
+    );
+}
+
+#[tokio::test]
+async fn webhook_management_needs_the_owner_and_the_feature() {
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    cms.add_user("ed@example.com", Role::Editor).await.unwrap();
+    cms.add_user("own@example.com", Role::Owner).await.unwrap();
+    let editor = cms
+        .authenticate(&cms.create_key("ed@example.com", "k", [7; 32]).await.unwrap().plaintext)
+        .await
+        .unwrap();
+    let owner = cms
+        .authenticate(&cms.create_key("own@example.com", "k", [8; 32]).await.unwrap().plaintext)
+        .await
+        .unwrap();
+    assert!(matches!(
+        cms.add_webhook(&editor, "https://x.example/h", "file.created").await,
+        Err(CoreError::Forbidden(_))
+    ));
+    assert!(matches!(cms.clear_webhook_log(&editor).await, Err(CoreError::Forbidden(_))));
+    // The memory directory is read-only: the call reaches it and is refused there.
+    assert!(matches!(
+        cms.add_webhook(&owner, "https://x.example/h", "file.created").await,
+        Err(CoreError::Invalid(_))
+    ));
+    assert_eq!(cms.webhook_log(&owner).await.unwrap(), Vec::new());
+    world.license.set(Some(cms_core::license::License {
+        licensee: "No webhooks".into(),
+        features: vec!["json_api".into()],
+        expires_at: None,
+        signature: None,
+    }));
+    world.settle(&cms).await;
+    assert!(matches!(cms.remove_webhook(&owner, "wh_1").await, Err(CoreError::Forbidden(_))));
+}

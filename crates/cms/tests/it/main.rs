@@ -1,5 +1,7 @@
 //! The real `cms` binary on temporary sites: the CLI, and the server over HTTP.
 
+mod admin;
+mod admin_browser;
 mod changes;
 mod cli;
 mod discovery;

@@ -139,6 +139,10 @@ fn a_bare_start_serves_the_demo_copy_and_prints_the_owner_key_once() {
     let server = Server::spawn(bare());
     let key = server.banner.iter().find(|l| l.starts_with("api_")).cloned().expect("a key on first start");
     assert!(server.banner.iter().any(|l| l.contains("owner@example.com")), "{:?}", server.banner);
+    let editor =
+        server.banner.iter().position(|l| l.contains("password for the web editor")).expect("a password");
+    assert_eq!(server.banner[editor + 1].len(), 24, "{:?}", server.banner);
+    assert!(server.banner.iter().any(|l| l.ends_with("/admin/")), "{:?}", server.banner);
     assert_eq!(server.get("/cms/", Some(&key)).0, 200);
     assert_eq!(server.get("/cms/collections/blog-posts/items", None).1["meta"]["totalItems"], 3);
     drop(server);

@@ -1,0 +1,143 @@
+// The web editor's only script: live preview, uploads with progress (picker and drag and
+// drop), copy buttons. Every page works without it; it adds what a form cannot do.
+"use strict";
+
+/** The CSRF token of the page's forms (every form carries it in a hidden field). */
+function csrfToken() {
+  const field = document.querySelector('input[name="csrf"]');
+  return field ? field.value : "";
+}
+
+/** Live preview: the Markdown of a `data-preview` textarea, rendered by the server. */
+function setUpPreview(textarea) {
+  const target = document.getElementById(textarea.dataset.preview);
+  const state = document.getElementById("preview-state");
+  if (!target) return;
+  let timer = null;
+  let sent = 0;
+  const refresh = async () => {
+    const ticket = ++sent;
+    const body = new URLSearchParams({ csrf: csrfToken(), body: textarea.value });
+    try {
+      const response = await fetch("/admin/preview", { method: "POST", body, credentials: "same-origin" });
+      if (ticket !== sent) return; // a newer preview is on its way
+      if (!response.ok) throw new Error("the server answered " + response.status);
+      target.innerHTML = await response.text(); // rendered by the server, raw HTML removed
+      if (state) state.textContent = "";
+    } catch (error) {
+      if (state) state.textContent = "Preview not updated: " + error.message;
+    }
+  };
+  textarea.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(refresh, 250);
+  });
+}
+
+/** Uploads one file with progress shown in `list`; resolves to whether it was stored. */
+function uploadFile(form, file, list) {
+  const item = document.createElement("li");
+  const name = document.createElement("span");
+  name.textContent = file.name;
+  const bar = document.createElement("progress");
+  bar.max = 100;
+  bar.value = 0;
+  bar.setAttribute("aria-label", "Uploading " + file.name);
+  const state = document.createElement("span");
+  state.className = "hint";
+  item.append(name, bar, state);
+  list.append(item);
+  return new Promise((resolve) => {
+    const data = new FormData();
+    data.append("csrf", form.elements.csrf.value); // the token goes first
+    data.append("folder", form.elements.folder.value);
+    data.append("path", form.elements.path.value);
+    data.append("file", file, file.name);
+    const request = new XMLHttpRequest();
+    request.open("POST", form.action);
+    request.setRequestHeader("Accept", "application/json");
+    request.upload.addEventListener("progress", (event) => {
+      if (event.lengthComputable) bar.value = Math.round((event.loaded / event.total) * 100);
+    });
+    request.addEventListener("load", () => {
+      let answer = null;
+      try { answer = JSON.parse(request.responseText); } catch (_) { answer = null; }
+      if (request.status === 200) {
+        bar.value = 100;
+        state.textContent = "stored as " + (answer && answer[0] ? answer[0].name : file.name);
+        resolve(true);
+      } else {
+        state.textContent = "failed: " + (answer && answer.error ? answer.error : "status " + request.status);
+        item.classList.add("error");
+        resolve(false);
+      }
+    });
+    request.addEventListener("error", () => {
+      state.textContent = "failed: the connection broke";
+      resolve(false);
+    });
+    request.send(data);
+  });
+}
+
+/** Upload forms: files chosen or dropped are sent one by one, each with a progress bar. */
+function setUpUpload(form) {
+  const zone = form.querySelector("[data-dropzone]");
+  const list = form.querySelector("[data-progress]");
+  const picker = form.elements.file;
+  const send = async (files) => {
+    if (!files.length) return;
+    let stored = 0;
+    for (const file of files) {
+      if (await uploadFile(form, file, list)) stored++;
+    }
+    if (stored === files.length) {
+      const url = new URL(window.location.href);
+      url.searchParams.set("ok", "uploaded");
+      window.location.assign(url.toString());
+    }
+  };
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    send(Array.from(picker.files));
+  });
+  for (const name of ["dragenter", "dragover"]) {
+    zone.addEventListener(name, (event) => {
+      event.preventDefault();
+      zone.classList.add("over");
+    });
+  }
+  for (const name of ["dragleave", "drop"]) {
+    zone.addEventListener(name, () => zone.classList.remove("over"));
+  }
+  zone.addEventListener("drop", (event) => {
+    event.preventDefault();
+    send(Array.from(event.dataTransfer.files));
+  });
+}
+
+/** Copy buttons: `data-copy` names the field whose value is copied. */
+function setUpCopy(button) {
+  const field = document.getElementById(button.dataset.copy);
+  const state = document.querySelector('[data-copied="' + button.dataset.copy + '"]');
+  button.addEventListener("click", async () => {
+    let copied = false;
+    try {
+      // A browser that neither grants nor refuses must not leave the button hanging.
+      const refusal = new Promise((_, reject) => setTimeout(() => reject(new Error("no answer")), 1000));
+      await Promise.race([navigator.clipboard.writeText(field.value), refusal]);
+      copied = true;
+    } catch (_) {
+      // No clipboard permission (or not a secure context): select it for Ctrl+C.
+      field.focus();
+      field.select();
+    }
+    if (state) state.textContent = copied ? "Copied." : "Selected: press Ctrl+C (or ⌘C) to copy.";
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  document.querySelectorAll("textarea[data-preview]").forEach(setUpPreview);
+  document.querySelectorAll("form[data-upload]").forEach(setUpUpload);
+  document.querySelectorAll("button[data-copy]").forEach(setUpCopy);
+});

@@ -1,0 +1,79 @@
+//! The web editor at `/admin/`: server-rendered pages over the [`cms_core::Cms`] facade.
+//!
+//! Every action makes the same facade calls as the REST API (same validation, version
+//! snapshots and webhooks); this crate adds only what a browser needs:
+//!
+//! - [`auth`]: sign-in with a password (argon2id, checked on a blocking thread), the
+//!   session cookie (`HttpOnly`, `SameSite=Lax`, `Secure` over HTTPS), the [`auth::SignedIn`]
+//!   extractor that every page takes, and [`auth::PostedForm`], the one way a
+//!   state-changing form is read: it checks the session's CSRF token and the request's
+//!   origin before a handler sees a field.
+//! - [`throttle`]: failed sign-ins slow down further tries, per account and per address.
+//! - [`security`]: the headers of every page (a strict `Content-Security-Policy` with no
+//!   inline script or style, no framing, no caching).
+//! - [`pages`]: one module per area (items, history, media, keys, webhooks, theme,
+//!   users), each handler thin: extract, check the role, call the facade, render.
+//! - Templates are askama's (`templates/`): compiled and type-checked with the crate, and
+//!   HTML-escaped by default, so a template error is a build error rather than a broken
+//!   page, and nothing renders at run time from text a user could change.
+//! - `assets/`: the stylesheet and one small script (live preview, uploads with progress,
+//!   copy buttons), embedded in the binary: no build step beyond cargo.
+
+pub mod assets;
+pub mod auth;
+pub mod diff;
+pub mod error;
+pub mod forms;
+pub mod item_form;
+pub mod pages;
+pub mod security;
+pub mod throttle;
+pub mod view;
+
+use std::sync::Arc;
+
+use actix_web::middleware::from_fn;
+use actix_web::{HttpResponse, web};
+use cms_core::Cms;
+use cms_core::session::{SessionPolicy, Sessions};
+
+pub use error::AdminError;
+
+/// What the editor's handlers share.
+pub struct AdminState {
+    pub cms: Arc<Cms>,
+    pub sessions: Sessions,
+    pub throttle: throttle::Throttle,
+    /// Largest upload, in bytes (`limits.upload_bytes`).
+    pub upload_limit: u64,
+    /// Largest form body, in bytes (`limits.json_bytes`: an item's text comes in a form).
+    pub form_limit: usize,
+}
+
+impl AdminState {
+    pub fn new(cms: Arc<Cms>, upload_limit: u64, form_limit: usize) -> Self {
+        Self {
+            cms,
+            sessions: Sessions::new(SessionPolicy::default()),
+            throttle: throttle::Throttle::new(throttle::ThrottlePolicy::default()),
+            upload_limit,
+            form_limit,
+        }
+    }
+}
+
+/// Mounts the editor under `/admin/` (with `/admin` redirecting there).
+pub fn mount(cfg: &mut web::ServiceConfig, state: web::Data<AdminState>) {
+    cfg.service(
+        web::resource("/admin").to(|| async {
+            HttpResponse::PermanentRedirect().insert_header(("Location", "/admin/")).finish()
+        }),
+    )
+    .service(
+        web::scope("/admin")
+            .app_data(state)
+            .wrap(from_fn(security::headers))
+            .configure(pages::routes)
+            .default_service(web::to(pages::not_found)),
+    );
+}

@@ -1,0 +1,70 @@
+//! The start page: the collections with their counts, and the way to media.
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use askama::Template;
+use cms_core::item::Status;
+
+use super::query_param;
+use crate::AdminState;
+use crate::auth::SignedIn;
+use crate::error::AdminResult;
+use crate::view::{self, Layout, Section};
+
+struct CollectionCard {
+    href: String,
+    new_href: String,
+    label: String,
+    path: String,
+    published: usize,
+    drafts: usize,
+    /// Why the collection cannot be listed, if it cannot.
+    problem: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "home.html")]
+struct HomePage {
+    l: Layout,
+    collections: Vec<CollectionCard>,
+    folders: Vec<(String, String)>,
+}
+
+/// `GET /admin/`
+pub async fn dashboard(
+    user: SignedIn,
+    req: HttpRequest,
+    state: web::Data<AdminState>,
+) -> AdminResult<HttpResponse> {
+    let mut collections = Vec::new();
+    for collection in state.cms.collections() {
+        let (mut published, mut drafts, mut problem) = (0, 0, None);
+        match state.cms.indexed_items(collection).await {
+            Ok(items) => {
+                for item in items {
+                    match item.meta.status {
+                        Status::Published => published += 1,
+                        Status::Draft => drafts += 1,
+                    }
+                }
+            }
+            Err(error) => problem = Some(crate::error::message_of(&error)),
+        }
+        collections.push(CollectionCard {
+            href: format!("/admin/collections/{}", collection.slug),
+            new_href: format!("/admin/collections/{}/new", collection.slug),
+            label: collection.label.clone(),
+            path: collection.path.clone(),
+            published,
+            drafts,
+            problem,
+        });
+    }
+    let folders = state
+        .cms
+        .resource_folders()
+        .iter()
+        .map(|f| (format!("/admin/media?folder={}", f.index), f.label.clone()))
+        .collect();
+    let l = Layout::new(&state, &user, Section::Home).with_notice(query_param(&req, "ok").as_deref());
+    view::ok(&HomePage { l, collections, folders })
+}

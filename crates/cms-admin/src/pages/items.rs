@@ -1,0 +1,423 @@
+//! Items: the list with filters and pages, the edit form with its live preview, create,
+//! save (with `If-Match`), publish and unpublish, delete.
+
+use std::cmp::Reverse;
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, web};
+use askama::Template;
+use cms_core::CoreError;
+use cms_core::collection::Collection;
+use cms_core::item::Status;
+use cms_core::render;
+use cms_core::service::{ItemUpdate, NewItem, UpdateMode};
+use cms_core::slug::slugify;
+
+use super::{ConfirmPage, query_param};
+use crate::AdminState;
+use crate::auth::{PostedForm, SignedIn};
+use crate::diff::{self, Row};
+use crate::error::{AdminError, AdminResult, form_error_status, message_of};
+use crate::forms::unix_lines;
+use crate::item_form::ItemForm;
+use crate::view::{self, Layout, Section, path_escape, query_escape};
+
+/// Items on one page of the list.
+const PER_PAGE: usize = 20;
+
+/// A collection as the pages link to it.
+pub(super) struct CollectionLink {
+    pub label: String,
+    pub href: String,
+    pub new_href: String,
+}
+
+impl CollectionLink {
+    pub(super) fn of(collection: &Collection) -> Self {
+        Self {
+            label: collection.label.clone(),
+            href: format!("/admin/collections/{}", collection.slug),
+            new_href: format!("/admin/collections/{}/new", collection.slug),
+        }
+    }
+}
+
+struct ItemRow {
+    title: String,
+    filename: String,
+    href: String,
+    status: &'static str,
+    date: String,
+    tags: String,
+    modified: String,
+}
+
+struct Filters {
+    status: String,
+    tag: String,
+    q: String,
+}
+
+struct PageLink {
+    label: String,
+    href: String,
+    current: bool,
+}
+
+#[derive(Template)]
+#[template(path = "items.html")]
+struct ItemsPage {
+    l: Layout,
+    collection: CollectionLink,
+    items: Vec<ItemRow>,
+    total: usize,
+    filters: Filters,
+    status_options: [(&'static str, &'static str, bool); 3],
+    /// Every tag of the collection, and whether it is the one filtered on.
+    tags: Vec<(String, bool)>,
+    pages: Vec<PageLink>,
+    skipped: Vec<(String, String)>,
+}
+
+/// `GET /admin/collections/{collection}?status=&tag=&q=&page=`
+pub async fn list(
+    user: SignedIn,
+    req: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<AdminState>,
+) -> AdminResult<HttpResponse> {
+    let collection = state.cms.collection(&path)?;
+    let filters = Filters {
+        status: query_param(&req, "status").unwrap_or_else(|| "all".into()),
+        tag: query_param(&req, "tag").unwrap_or_default(),
+        q: query_param(&req, "q").unwrap_or_default().trim().to_owned(),
+    };
+    let status = match filters.status.as_str() {
+        "all" | "" => None,
+        other => Some(other.parse::<Status>()?),
+    };
+    let page: usize = match query_param(&req, "page") {
+        None => 1,
+        Some(raw) => raw.parse().ok().filter(|p| *p >= 1).ok_or_else(|| {
+            AdminError::bad_request(format!("page must be a whole number from 1, got {raw:?}"))
+        })?,
+    };
+    let all = state.cms.indexed_items(collection).await?;
+    let mut tags: Vec<String> = all.iter().flat_map(|i| i.meta.tags.iter().cloned()).collect();
+    tags.sort_by_key(|t| t.to_lowercase());
+    tags.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
+    let tag_slug = slugify(&filters.tag);
+    let needle = filters.q.to_lowercase();
+    let mut matching: Vec<_> = all
+        .into_iter()
+        .filter(|item| status.is_none_or(|s| item.meta.status == s))
+        .filter(|item| tag_slug.is_empty() || item.meta.has_any_tag(std::slice::from_ref(&tag_slug)))
+        .filter(|item| {
+            needle.is_empty()
+                || [&item.meta.title, &item.meta.filename]
+                    .iter()
+                    .chain(item.meta.author.as_ref().iter())
+                    .any(|text| text.to_lowercase().contains(&needle))
+                || item.meta.tags.iter().any(|t| t.to_lowercase() == needle)
+        })
+        .collect();
+    // Newest first; undated items after the dated ones, by last change.
+    matching.sort_by_key(|item| (Reverse(item.meta.date_at), Reverse(item.meta.modified)));
+    let total = matching.len();
+    let last_page = total.div_ceil(PER_PAGE).max(1);
+    let items = matching
+        .iter()
+        .skip((page - 1) * PER_PAGE)
+        .take(PER_PAGE)
+        .map(|item| ItemRow {
+            title: item.meta.title.clone(),
+            filename: item.meta.filename.clone(),
+            href: item_href(collection, &item.meta.filename),
+            status: item.meta.status.as_str(),
+            date: item.meta.date.clone().unwrap_or_default(),
+            tags: item.meta.tags.join(", "),
+            modified: view::unix_time(item.meta.modified),
+        })
+        .collect();
+    let link = |p: usize| {
+        format!(
+            "/admin/collections/{}?status={}&tag={}&q={}&page={p}",
+            collection.slug,
+            query_escape(&filters.status),
+            query_escape(&filters.tag),
+            query_escape(&filters.q)
+        )
+    };
+    let pages = if last_page > 1 {
+        (1..=last_page)
+            .map(|p| PageLink { label: p.to_string(), href: link(p), current: p == page })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let skipped = state
+        .cms
+        .skipped_files()
+        .await
+        .into_iter()
+        .filter(|s| s.collection == collection.slug)
+        .map(|s| (s.filename, s.reason))
+        .collect();
+    let l = Layout::new(&state, &user, Section::Collection(collection.index))
+        .with_notice(query_param(&req, "ok").as_deref());
+    let status_options = [
+        ("all", "All", status.is_none()),
+        ("published", "Published", status == Some(Status::Published)),
+        ("draft", "Drafts", status == Some(Status::Draft)),
+    ];
+    let tags = tags
+        .into_iter()
+        .map(|tag| {
+            let selected = tag.eq_ignore_ascii_case(&filters.tag);
+            (tag, selected)
+        })
+        .collect();
+    view::ok(&ItemsPage {
+        l,
+        collection: CollectionLink::of(collection),
+        items,
+        total,
+        filters,
+        status_options,
+        tags,
+        pages,
+        skipped,
+    })
+}
+
+pub(super) fn item_href(collection: &Collection, filename: &str) -> String {
+    format!("/admin/collections/{}/items/{}", collection.slug, path_escape(filename))
+}
+
+/// What the edit page shows when a save met a newer version.
+struct Conflict {
+    /// Their text against yours, side by side.
+    rows: Vec<Row>,
+    /// Their frontmatter, as YAML.
+    their_fields: String,
+}
+
+#[derive(Template)]
+#[template(path = "edit.html")]
+struct EditPage {
+    l: Layout,
+    collection: CollectionLink,
+    /// `None` for a new item.
+    filename: Option<String>,
+    action: String,
+    form: ItemForm,
+    etag: String,
+    preview: String,
+    error: Option<String>,
+    conflict: Option<Conflict>,
+    history_href: String,
+    delete_href: String,
+}
+
+impl EditPage {
+    fn new(l: Layout, collection: &Collection, filename: Option<&str>, form: ItemForm, etag: String) -> Self {
+        let base = filename.map(|f| item_href(collection, f));
+        Self {
+            l,
+            action: base.clone().unwrap_or_else(|| format!("/admin/collections/{}/new", collection.slug)),
+            history_href: base.as_ref().map(|b| format!("{b}/history")).unwrap_or_default(),
+            delete_href: base.map(|b| format!("{b}/delete")).unwrap_or_default(),
+            collection: CollectionLink::of(collection),
+            filename: filename.map(str::to_owned),
+            preview: render::to_html(&form.body),
+            form,
+            etag,
+            error: None,
+            conflict: None,
+        }
+    }
+
+    fn status_options(&self) -> [(&'static str, &'static str, bool); 2] {
+        let status = self.form.status.as_str();
+        [("draft", "Draft", status != "published"), ("published", "Published", status == "published")]
+    }
+}
+
+/// `GET /admin/collections/{collection}/items/{item}`
+pub async fn edit(
+    user: SignedIn,
+    req: HttpRequest,
+    path: web::Path<(String, String)>,
+    state: web::Data<AdminState>,
+) -> AdminResult<HttpResponse> {
+    let (collection, item) = path.into_inner();
+    let collection = state.cms.collection(&collection)?;
+    let raw = state.cms.read_raw(collection, &item).await?;
+    let form = ItemForm::of(&raw.doc.fm, &raw.doc.body)?;
+    let l = Layout::new(&state, &user, Section::Collection(collection.index))
+        .with_notice(query_param(&req, "ok").as_deref());
+    view::ok(&EditPage::new(l, collection, Some(&raw.meta.filename), form, raw.etag))
+}
+
+/// `GET /admin/collections/{collection}/new`
+pub async fn new_form(
+    user: SignedIn,
+    path: web::Path<String>,
+    state: web::Data<AdminState>,
+) -> AdminResult<HttpResponse> {
+    let collection = state.cms.collection(&path)?;
+    let l = Layout::new(&state, &user, Section::Collection(collection.index));
+    view::ok(&EditPage::new(l, collection, None, ItemForm::blank(), String::new()))
+}
+
+/// `POST /admin/collections/{collection}/new`
+pub async fn create(
+    posted: PostedForm,
+    path: web::Path<String>,
+    state: web::Data<AdminState>,
+) -> AdminResult<HttpResponse> {
+    let collection = state.cms.collection(&path)?;
+    let form = ItemForm::from_fields(&posted.fields);
+    let created = async {
+        let fm = form.new_frontmatter()?;
+        let slug = (!form.slug.is_empty()).then(|| form.slug.clone());
+        state
+            .cms
+            .create_item(collection, NewItem { slug, date_prefix: None, fm, body: form.body.clone() })
+            .await
+    }
+    .await;
+    match created {
+        Ok(outcome) => {
+            Ok(view::see_other(&format!("{}?ok=created", item_href(collection, &outcome.filename))))
+        }
+        Err(error) => {
+            let l = Layout::new(&state, &posted.user, Section::Collection(collection.index));
+            let status = form_error_status(&error);
+            let mut page = EditPage::new(l, collection, None, form, String::new());
+            page.error = Some(message_of(&error));
+            view::page(status, &page)
+        }
+    }
+}
+
+/// `POST /admin/collections/{collection}/items/{item}` (`action`: save, publish,
+/// unpublish): the form's changes over the stored item, only if it is still the version
+/// the form was made from (`etag`, sent as `If-Match`).
+pub async fn save(
+    posted: PostedForm,
+    path: web::Path<(String, String)>,
+    state: web::Data<AdminState>,
+) -> AdminResult<HttpResponse> {
+    let (collection, item) = path.into_inner();
+    let collection = state.cms.collection(&collection)?;
+    let fields = &posted.fields;
+    let form = ItemForm::from_fields(fields);
+    let etag = fields.required("etag", "The version the form was made from (etag)")?.to_owned();
+    let (status, done) = match fields.get("action").unwrap_or("save") {
+        "save" => (None, "saved"),
+        "publish" => (Some(Status::Published), "published"),
+        "unpublish" => (Some(Status::Draft), "unpublished"),
+        other => return Err(AdminError::bad_request(format!("unknown action {other:?}"))),
+    };
+    let stored = state.cms.read_raw(collection, &item).await?;
+    let saved = async {
+        let changes = form.changes_from(&stored.doc.fm, status)?;
+        let mut body = form.body.clone();
+        if stored.doc.body.contains("\r\n") {
+            // The file was written with CRLF line endings: keep them.
+            body = body.replace('\n', "\r\n");
+        }
+        let update = ItemUpdate { mode: UpdateMode::Patch, fm: changes, body: Some(body) };
+        state.cms.update_item(collection, &item, update, Some(&etag)).await
+    }
+    .await;
+    let l = Layout::new(&state, &posted.user, Section::Collection(collection.index));
+    match saved {
+        Ok(outcome) => {
+            Ok(view::see_other(&format!("{}?ok={done}", item_href(collection, &outcome.filename))))
+        }
+        Err(CoreError::PreconditionFailed(_)) => {
+            // Someone saved first. Nothing was written: show both, and let a second save
+            // (against their version now) put this one over it on purpose.
+            let theirs = state.cms.read_raw(collection, &item).await?;
+            let conflict = Conflict {
+                rows: diff::side_by_side(&theirs.doc.body, &form.body),
+                their_fields: ItemForm::of(&theirs.doc.fm, "")?.fields_summary(),
+            };
+            let mut page = EditPage::new(l, collection, Some(&theirs.meta.filename), form, theirs.etag);
+            page.conflict = Some(conflict);
+            view::page(StatusCode::CONFLICT, &page)
+        }
+        Err(error) => {
+            let status = form_error_status(&error);
+            let mut page = EditPage::new(l, collection, Some(&stored.meta.filename), form, etag);
+            page.error = Some(message_of(&error));
+            view::page(status, &page)
+        }
+    }
+}
+
+/// `POST /admin/preview` (`body`): the Markdown as the site renders it.
+pub async fn preview(posted: PostedForm) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/html; charset=utf-8")
+        .body(render::to_html(&unix_lines(posted.fields.text("body"))))
+}
+
+/// `GET /admin/collections/{collection}/items/{item}/delete`
+pub async fn confirm_delete(
+    user: SignedIn,
+    path: web::Path<(String, String)>,
+    state: web::Data<AdminState>,
+) -> AdminResult<HttpResponse> {
+    let (collection, item) = path.into_inner();
+    let collection = state.cms.collection(&collection)?;
+    let raw = state.cms.read_raw(collection, &item).await?;
+    let href = item_href(collection, &raw.meta.filename);
+    view::ok(&ConfirmPage {
+        l: Layout::new(&state, &user, Section::Collection(collection.index)),
+        heading: format!("Delete “{}”?", raw.meta.title),
+        message: format!(
+            "{} will be deleted from {}. Its history is kept, so a version can bring it back.",
+            raw.meta.filename, collection.label
+        ),
+        action: format!("{href}/delete"),
+        fields: vec![("etag", raw.etag)],
+        button: "Delete",
+        cancel: href,
+    })
+}
+
+/// `POST /admin/collections/{collection}/items/{item}/delete` (`etag`)
+pub async fn delete(
+    posted: PostedForm,
+    path: web::Path<(String, String)>,
+    state: web::Data<AdminState>,
+) -> AdminResult<HttpResponse> {
+    let (collection, item) = path.into_inner();
+    let collection = state.cms.collection(&collection)?;
+    let etag = posted.fields.get("etag").filter(|e| !e.is_empty());
+    state.cms.delete_item(collection, &item, etag).await?;
+    Ok(view::see_other(&format!("/admin/collections/{}?ok=deleted", collection.slug)))
+}
+
+impl ItemForm {
+    /// The own fields and the YAML box in one text, for showing another version's fields.
+    fn fields_summary(&self) -> String {
+        let mut text = String::new();
+        for (name, value) in [
+            ("title", &self.title),
+            ("date", &self.date),
+            ("status", &self.status),
+            ("tags", &self.tags),
+            ("author", &self.author),
+        ] {
+            if !value.is_empty() {
+                text.push_str(&format!("{name}: {value}\n"));
+            }
+        }
+        text.push_str(&self.extra);
+        text
+    }
+}

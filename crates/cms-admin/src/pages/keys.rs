@@ -1,0 +1,92 @@
+//! API keys (owner): the list, create (shown once, with a copy button), revoke.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, web};
+use askama::Template;
+use cms_core::account::{KEY_RANDOM_BYTES, Role};
+
+use super::query_param;
+use crate::AdminState;
+use crate::auth::{PostedForm, SignedIn, random};
+use crate::error::{AdminResult, message_of};
+use crate::view::{self, Layout, Section};
+
+struct KeyRow {
+    id: String,
+    email: String,
+    name: String,
+    created: String,
+}
+
+/// A key just made: its plaintext is on this page and nowhere else, ever.
+struct NewKey {
+    id: String,
+    plaintext: String,
+}
+
+#[derive(Template)]
+#[template(path = "keys.html")]
+struct KeysPage {
+    l: Layout,
+    keys: Vec<KeyRow>,
+    users: Vec<String>,
+    me: String,
+    new_key: Option<NewKey>,
+    error: Option<String>,
+}
+
+async fn page(state: &AdminState, user: &SignedIn, l: Layout) -> AdminResult<KeysPage> {
+    let keys = state
+        .cms
+        .keys()
+        .await?
+        .into_iter()
+        .map(|k| KeyRow { id: k.id, email: k.email, name: k.name, created: view::unix_time(k.created) })
+        .collect();
+    let users = state.cms.users_by_role().await?.into_iter().map(|u| u.email).collect();
+    Ok(KeysPage { l, keys, users, me: user.email().to_owned(), new_key: None, error: None })
+}
+
+/// `GET /admin/keys`
+pub async fn list(
+    user: SignedIn,
+    req: HttpRequest,
+    state: web::Data<AdminState>,
+) -> AdminResult<HttpResponse> {
+    user.require(Role::Owner)?;
+    let l = Layout::new(&state, &user, Section::Keys).with_notice(query_param(&req, "ok").as_deref());
+    view::ok(&page(&state, &user, l).await?)
+}
+
+/// `POST /admin/keys` (`user`, `name`): the new key is shown on the answer, once.
+pub async fn create(posted: PostedForm, state: web::Data<AdminState>) -> AdminResult<HttpResponse> {
+    let user = &posted.user;
+    user.require(Role::Owner)?;
+    let owner = posted.fields.text("user").trim();
+    let owner = if owner.is_empty() { user.email() } else { owner };
+    let name = match posted.fields.text("name").trim() {
+        "" => "editor",
+        name => name,
+    };
+    let created = state.cms.create_key(owner, name, random::<KEY_RANDOM_BYTES>()?).await;
+    let l = Layout::new(&state, user, Section::Keys);
+    match created {
+        Ok(key) => {
+            let mut page = page(&state, user, l).await?;
+            page.new_key = Some(NewKey { id: key.record.id, plaintext: key.plaintext });
+            view::ok(&page)
+        }
+        Err(error) => {
+            let mut page = page(&state, user, l).await?;
+            page.error = Some(message_of(&error));
+            view::page(StatusCode::UNPROCESSABLE_ENTITY, &page)
+        }
+    }
+}
+
+/// `POST /admin/keys/revoke` (`id`)
+pub async fn revoke(posted: PostedForm, state: web::Data<AdminState>) -> AdminResult<HttpResponse> {
+    posted.user.require(Role::Owner)?;
+    state.cms.revoke_key(posted.fields.required("id", "The key id")?).await?;
+    Ok(view::see_other("/admin/keys?ok=key-revoked"))
+}

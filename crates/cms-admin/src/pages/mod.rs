@@ -1,0 +1,100 @@
+//! The editor's pages, one module per area. Handlers are thin: extract (the signed-in
+//! user, a CSRF-checked form), check the role, call the facade, render or redirect.
+
+mod history;
+mod home;
+mod items;
+mod keys;
+mod media;
+mod signin;
+mod theme;
+mod users;
+mod webhooks;
+
+use actix_web::{HttpRequest, HttpResponse, web};
+
+use crate::error::AdminError;
+
+/// The route table under `/admin`.
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    // One resource per path, so that a wrong method is answered 405, not 404.
+    for resource in [
+        web::resource("/").route(web::get().to(home::dashboard)),
+        web::resource("/assets/{name}").route(web::get().to(crate::assets::serve)),
+        web::resource("/signin").route(web::get().to(signin::form)).route(web::post().to(signin::submit)),
+        web::resource("/signout").route(web::post().to(signin::sign_out)),
+        web::resource("/preview").route(web::post().to(items::preview)),
+        web::resource("/collections/{collection}").route(web::get().to(items::list)),
+        web::resource("/collections/{collection}/new")
+            .route(web::get().to(items::new_form))
+            .route(web::post().to(items::create)),
+        web::resource("/collections/{collection}/items/{item}")
+            .route(web::get().to(items::edit))
+            .route(web::post().to(items::save)),
+        web::resource("/collections/{collection}/items/{item}/delete")
+            .route(web::get().to(items::confirm_delete))
+            .route(web::post().to(items::delete)),
+        web::resource("/collections/{collection}/items/{item}/history")
+            .route(web::get().to(history::versions)),
+        web::resource("/collections/{collection}/items/{item}/history/{version}")
+            .route(web::get().to(history::diff)),
+        web::resource("/collections/{collection}/items/{item}/history/{version}/restore")
+            .route(web::post().to(history::restore)),
+        web::resource("/media").route(web::get().to(media::browse)),
+        web::resource("/media/upload").route(web::post().to(media::upload)),
+        web::resource("/media/rename").route(web::post().to(media::rename)),
+        web::resource("/media/move").route(web::post().to(media::move_file)),
+        web::resource("/media/delete")
+            .route(web::get().to(media::confirm_delete))
+            .route(web::post().to(media::delete)),
+        web::resource("/media/folder").route(web::post().to(media::create_folder)),
+        web::resource("/keys").route(web::get().to(keys::list)).route(web::post().to(keys::create)),
+        web::resource("/keys/revoke").route(web::post().to(keys::revoke)),
+        web::resource("/webhooks").route(web::get().to(webhooks::list)).route(web::post().to(webhooks::add)),
+        web::resource("/webhooks/state").route(web::post().to(webhooks::set_state)),
+        web::resource("/webhooks/remove").route(web::post().to(webhooks::remove)),
+        web::resource("/webhooks/log/clear").route(web::post().to(webhooks::clear_log)),
+        web::resource("/theme").route(web::get().to(theme::form)).route(web::post().to(theme::save)),
+        web::resource("/users").route(web::get().to(users::list)).route(web::post().to(users::add)),
+        web::resource("/users/role").route(web::post().to(users::set_role)),
+        web::resource("/users/remove")
+            .route(web::get().to(users::confirm_remove))
+            .route(web::post().to(users::remove)),
+    ] {
+        cfg.service(resource.default_service(web::to(wrong_method)));
+    }
+}
+
+/// A path of the editor asked with a method it does not answer.
+async fn wrong_method(req: HttpRequest) -> HttpResponse {
+    HttpResponse::MethodNotAllowed().content_type("text/plain; charset=utf-8").body(format!(
+        "{} is not answered at {}",
+        req.method(),
+        req.path()
+    ))
+}
+
+/// Anything else under `/admin/`.
+pub async fn not_found(req: HttpRequest) -> Result<HttpResponse, AdminError> {
+    Err(AdminError::Core(cms_core::CoreError::not_found(format!("the editor has no page at {}", req.path()))))
+}
+
+/// A query parameter of a page (`?name=value`), first value wins.
+pub fn query_param(req: &HttpRequest, name: &str) -> Option<String> {
+    form_urlencoded::parse(req.query_string().as_bytes())
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+/// A confirmation page: what will happen, and a form that does it.
+#[derive(askama::Template)]
+#[template(path = "confirm.html")]
+pub struct ConfirmPage {
+    pub l: crate::view::Layout,
+    pub heading: String,
+    pub message: String,
+    pub action: String,
+    pub fields: Vec<(&'static str, String)>,
+    pub button: &'static str,
+    pub cancel: String,
+}

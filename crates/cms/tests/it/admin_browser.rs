@@ -1,0 +1,102 @@
+//! The web editor in a real browser: `tests/browser/admin_tour.py` drives Debian's
+//! Chromium through Selenium against the real server (see that script for the steps).
+//!
+//! It runs when Chromium, its driver and Python's `selenium` are installed, and is skipped
+//! with a note otherwise; `CMS_REQUIRE_VALIDATORS=1` (set by `.ci/run`, which installs them)
+//! turns a missing one into a failure. The Python is `CMS_BROWSER_PYTHON`, else the venv
+//! `.ci/run` makes under `target/browser-venv`. Screenshots go to `CMS_ADMIN_SCREENSHOTS`
+//! (relative to the workspace), else `target/admin-screenshots`; `docs/admin/` holds the
+//! ones of the documentation:
+//! `CMS_ADMIN_SCREENSHOTS=docs/admin cargo test -p cms --test it admin_browser`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::admin::{PASSWORD, user_with_password};
+use crate::{Server, demo_site};
+
+const WORKSPACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/admin_tour.py");
+/// The whole tour takes well under a minute; this only stops a hung browser.
+const TIME_LIMIT: Duration = Duration::from_secs(150);
+
+fn required() -> bool {
+    std::env::var("CMS_REQUIRE_VALIDATORS").is_ok_and(|v| v == "1")
+}
+
+fn runs(program: &Path, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn python() -> Option<PathBuf> {
+    let venv = Path::new(WORKSPACE).join("target/browser-venv/bin/python");
+    [std::env::var_os("CMS_BROWSER_PYTHON").map(PathBuf::from), Some(venv)]
+        .into_iter()
+        .flatten()
+        .find(|python| runs(python, &["-c", "import selenium"]))
+}
+
+fn tool(variable: &str, default: &str) -> PathBuf {
+    std::env::var_os(variable).map_or_else(|| PathBuf::from(default), PathBuf::from)
+}
+
+#[test]
+fn the_editor_works_in_a_real_browser() {
+    let chromium = tool("CMS_CHROMIUM", "/usr/bin/chromium");
+    let driver = tool("CMS_CHROMEDRIVER", "/usr/bin/chromedriver");
+    let python = python();
+    let missing: Vec<&str> = [
+        (python.is_none(), "Python's selenium (target/browser-venv)"),
+        (!runs(&chromium, &["--version"]), "chromium"),
+        (!runs(&driver, &["--version"]), "chromium-driver"),
+    ]
+    .into_iter()
+    .filter_map(|(missing, what)| missing.then_some(what))
+    .collect();
+    if !missing.is_empty() {
+        let what = missing.join(", ");
+        assert!(!required(), "CMS_REQUIRE_VALIDATORS=1 but {what} is not installed");
+        eprintln!("note: skipping the browser test: {what} is not installed (run .ci/run)");
+        return;
+    }
+
+    let site = demo_site();
+    user_with_password(site.path(), "owner@example.com", "owner");
+    user_with_password(site.path(), "editor@example.com", "editor");
+    let server = Server::start(site.path());
+    let shots = match std::env::var_os("CMS_ADMIN_SCREENSHOTS") {
+        Some(dir) => Path::new(WORKSPACE).join(dir),
+        None => Path::new(WORKSPACE).join("target/admin-screenshots"),
+    };
+    std::fs::create_dir_all(&shots).unwrap();
+
+    let mut child = Command::new(python.unwrap())
+        .arg(SCRIPT)
+        .env("CMS_BASE", &server.base)
+        .env("CMS_OWNER", "owner@example.com")
+        .env("CMS_EDITOR", "editor@example.com")
+        .env("CMS_PASSWORD", PASSWORD)
+        .env("CMS_SCREENSHOTS", &shots)
+        .env("CMS_CHROMIUM", &chromium)
+        .env("CMS_CHROMEDRIVER", &driver)
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > TIME_LIMIT {
+            let _ = child.kill();
+            panic!("the browser tour took longer than {TIME_LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(status.success(), "the browser tour failed (its output is above)");
+}

@@ -3,6 +3,7 @@
 mod changes;
 mod cli;
 mod discovery;
+mod mcp;
 mod resources;
 mod server;
 mod webhooks;

@@ -445,7 +445,9 @@ mod tests {
         assert_eq!(index.search(&Query::parse("common"), false).len(), 200);
         assert_eq!(index.search(&Query::parse("word4"), false).len(), 200);
         assert!(index.search(&Query::parse("word0"), false).is_empty());
-        assert!(index.docs.len() <= 400, "ids are reused: {}", index.docs.len());
+        // Retired ids are reused once compacted: the slots stay near the live count plus
+        // what may be retired before a compaction.
+        assert!(index.docs.len() <= 200 + 256 + 50 + 1, "ids are reused: {}", index.docs.len());
     }
 
     #[test]
@@ -458,7 +460,12 @@ mod tests {
             snippet.contains("&lt;b&gt;<mark>gardens</mark>&lt;/b&gt; &amp; <mark>gardening</mark>"),
             "{snippet}"
         );
-        assert!(snippet.chars().count() < 120, "{snippet}");
+        let visible =
+            snippet.replace("<mark>", "").replace("</mark>", "").replace("&lt;", "<").replace("&gt;", ">");
+        assert!(
+            visible.replace("&amp;", "&").chars().count() <= 82,
+            "about 80 characters and two …: {snippet}"
+        );
         let short = query.snippet("A garden.", 80);
         assert_eq!(short, "A <mark>garden</mark>.");
         assert_eq!(query.snippet("No match here.", 80), "No match here.");

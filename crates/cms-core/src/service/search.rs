@@ -14,7 +14,7 @@ use crate::document::ItemDocument;
 use crate::error::{CoreError, CoreResult};
 use crate::index::IndexedItem;
 use crate::item::Status;
-use crate::ports::StoredFile;
+use crate::ports::{FileStamp, StoredFile};
 use crate::query::{Page, positive};
 use crate::render;
 use crate::search::{MAX_QUERY_CHARS, Query, SearchIndex, SearchText};
@@ -86,13 +86,17 @@ impl Cms {
             _ => self.collections.iter().collect(),
         };
 
-        let mut hits = Vec::new();
+        let start = (page - 1).saturating_mul(per_page);
+        // Each collection's best `start + per_page`, merged: enough for this page.
+        let wanted = start.saturating_add(per_page);
+        let (mut hits, mut total) = (Vec::new(), 0);
         for collection in collections.into_iter().filter(|_| !query.is_empty()) {
             self.ensure_searchable(collection).await?;
-            let found = read(&self.search[collection.index].index)
+            let (found, count) = read(&self.search[collection.index].index)
                 .as_ref()
-                .map(|index| index.search(&query, viewer.has_key()))
+                .map(|index| index.search(&query, viewer.has_key(), wanted))
                 .unwrap_or_default();
+            total += count;
             hits.extend(found.into_iter().map(|hit| (collection, hit)));
         }
         hits.sort_by(|(ca, a), (cb, b)| {
@@ -101,8 +105,6 @@ impl Cms {
                 .then_with(|| ca.index.cmp(&cb.index))
                 .then_with(|| a.name.cmp(&b.name))
         });
-        let total = hits.len();
-        let start = (page - 1).saturating_mul(per_page);
         let mut items = Vec::new();
         for (collection, hit) in hits.into_iter().skip(start).take(per_page) {
             let item = self.index(collection).await?.get(&hit.name).and_then(Result::ok).cloned();
@@ -162,27 +164,26 @@ impl Cms {
             index.items().iter().filter_map(|item| ItemFilename::parse(&item.meta.filename)).collect()
         };
         for batch in names.chunks(BUILD_BATCH) {
-            let files = self.ports.content.read_many(collection, batch).await;
-            let texts: Vec<(StoredFile, ItemDocument, String)> = files
+            let files: Vec<StoredFile> = self
+                .ports
+                .content
+                .read_many(collection, batch)
+                .await
                 .into_iter()
-                .filter_map(|file| {
-                    let file = file.ok()??;
-                    let doc = parse(&file)?;
-                    let body = render::to_plain_text(&doc.body);
-                    Some((file, doc, body))
-                })
+                .filter_map(|f| f.ok()?)
                 .collect();
+            let texts = plain_bodies(files);
             let index = self.index(collection).await?;
             let mut search = write(&cell.index);
             let Some(search) = search.as_mut() else { continue };
-            for (file, _, body) in &texts {
+            for (stamp, body) in &texts {
                 // Only the version the kept index holds (a newer one is already applied).
-                if index.stamp(&file.stamp.name) != Some(&file.stamp) {
+                if index.stamp(&stamp.name) != Some(stamp) {
                     continue;
                 }
-                if let Some(Ok(item)) = index.get(&file.stamp.name) {
+                if let Some(Ok(item)) = index.get(&stamp.name) {
                     search.upsert(
-                        &file.stamp.name,
+                        &stamp.name,
                         item.meta.status == Status::Published,
                         &search_text(item, body),
                     );
@@ -240,4 +241,21 @@ fn parse(file: &StoredFile) -> Option<ItemDocument> {
 
 fn plain_body(file: &StoredFile) -> Option<String> {
     parse(file).map(|doc| render::to_plain_text(&doc.body))
+}
+
+/// The bodies of a batch of files as plain text, on every core (parsing YAML and Markdown
+/// is the cost of a build, and pure CPU work), as the kept index's build does.
+fn plain_bodies(files: Vec<StoredFile>) -> Vec<(FileStamp, String)> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 16);
+    let chunk = files.len().div_ceil(threads).max(256);
+    let texts = |files: &[StoredFile]| -> Vec<(FileStamp, String)> {
+        files.iter().filter_map(|file| Some((file.stamp.clone(), plain_body(file)?))).collect()
+    };
+    if files.len() <= chunk {
+        return texts(&files);
+    }
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = files.chunks(chunk).map(|part| scope.spawn(move || texts(part))).collect();
+        workers.into_iter().flat_map(|w| w.join().expect("a search worker panicked")).collect()
+    })
 }

@@ -82,6 +82,44 @@ pub const AGENT_KEY_PREFIX: &str = "mcp_";
 /// Bytes of randomness in a key (hex-encoded after the prefix).
 pub const KEY_RANDOM_BYTES: usize = 32;
 
+/// Which endpoint a key opens: the REST API (`api_`) or the AI-agent endpoint `/mcp`
+/// (`mcp_`). The family is in the plaintext, so the stored hash of one family can never
+/// match a key of the other; the id says it too, so that `cms keys list` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyFamily {
+    Api,
+    Agent,
+}
+
+impl KeyFamily {
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Self::Api => KEY_PREFIX,
+            Self::Agent => AGENT_KEY_PREFIX,
+        }
+    }
+
+    /// `key_...` for REST keys, `mcpkey_...` for agent keys.
+    fn id_prefix(self) -> &'static str {
+        match self {
+            Self::Api => "key_",
+            Self::Agent => "mcpkey_",
+        }
+    }
+
+    /// The family of a stored key, from its id.
+    pub fn of(record: &KeyRecord) -> Self {
+        if record.id.starts_with(Self::Agent.id_prefix()) { Self::Agent } else { Self::Api }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Api => "api",
+            Self::Agent => "mcp",
+        }
+    }
+}
+
 /// A freshly made key: the plaintext to show once and the record to store.
 pub struct NewKey {
     pub plaintext: String,
@@ -89,12 +127,23 @@ pub struct NewKey {
 }
 
 impl NewKey {
-    /// Builds a key from caller-supplied randomness (the core does no I/O, so it does not
-    /// draw random bytes itself).
+    /// Builds a REST key from caller-supplied randomness (the core does no I/O, so it does
+    /// not draw random bytes itself).
     pub fn from_random(random: [u8; KEY_RANDOM_BYTES], email: &str, name: &str, created: i64) -> Self {
-        let plaintext = format!("{KEY_PREFIX}{}", hex::encode(random));
+        Self::of_family(KeyFamily::Api, random, email, name, created)
+    }
+
+    /// Builds a key of either family from caller-supplied randomness.
+    pub fn of_family(
+        family: KeyFamily,
+        random: [u8; KEY_RANDOM_BYTES],
+        email: &str,
+        name: &str,
+        created: i64,
+    ) -> Self {
+        let plaintext = format!("{}{}", family.prefix(), hex::encode(random));
         let hash = hash_key(&plaintext);
-        let id = format!("key_{}", &hash[..10]);
+        let id = format!("{}{}", family.id_prefix(), &hash[..10]);
         Self {
             record: KeyRecord { id, name: name.to_owned(), email: email.to_owned(), hash, created },
             plaintext,
@@ -116,6 +165,21 @@ pub fn check_key_family(presented: &str) -> CoreResult<()> {
     }
     if !presented.starts_with(KEY_PREFIX) {
         return Err(CoreError::Unauthorized("invalid API key: keys for this API start with api_".into()));
+    }
+    Ok(())
+}
+
+/// Sorts a key presented to the AI-agent endpoint into its family before any lookup.
+pub fn check_agent_key_family(presented: &str) -> CoreResult<()> {
+    if presented.starts_with(KEY_PREFIX) {
+        return Err(CoreError::Unauthorized(
+            "api_ keys belong to the REST API and do not work on /mcp; use an mcp_ key \
+             (cms keys create --user EMAIL --mcp)"
+                .into(),
+        ));
+    }
+    if !presented.starts_with(AGENT_KEY_PREFIX) {
+        return Err(CoreError::Unauthorized("invalid key: keys for /mcp start with mcp_".into()));
     }
     Ok(())
 }
@@ -223,6 +287,20 @@ mod tests {
         let mcp = check_key_family("mcp_abc").unwrap_err().to_string();
         assert!(mcp.contains("AI-agent"), "{mcp}");
         assert!(check_key_family("Basic xyz").is_err());
+        assert_eq!(KeyFamily::of(&key.record), KeyFamily::Api);
+    }
+
+    #[test]
+    fn agent_keys() {
+        let key = NewKey::of_family(KeyFamily::Agent, [7; 32], "a@b.co", "agent", 0);
+        assert!(key.plaintext.starts_with("mcp_") && key.plaintext.len() == 4 + 64);
+        assert!(key.record.id.starts_with("mcpkey_"));
+        assert_eq!(KeyFamily::of(&key.record), KeyFamily::Agent);
+        assert!(check_agent_key_family(&key.plaintext).is_ok());
+        let api = check_agent_key_family("api_abc").unwrap_err().to_string();
+        assert!(api.contains("REST API"), "{api}");
+        assert!(check_agent_key_family("xyz").is_err());
+        assert!(check_key_family(&key.plaintext).is_err(), "an mcp_ key never opens the REST API");
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod query;
 pub mod related;
 pub mod render;
 pub mod resource;
+pub mod search;
 pub mod service;
 pub mod session;
 pub mod sitepath;

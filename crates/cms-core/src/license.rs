@@ -14,6 +14,8 @@ pub enum Feature {
     JsonApi,
     ThemeCustomization,
     Webhooks,
+    /// The AI-agent endpoint `/mcp`.
+    Mcp,
 }
 
 impl Feature {
@@ -22,6 +24,7 @@ impl Feature {
             Self::JsonApi => "json_api",
             Self::ThemeCustomization => "theme_customization",
             Self::Webhooks => "webhooks",
+            Self::Mcp => "mcp",
         }
     }
 }

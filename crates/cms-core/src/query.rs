@@ -187,7 +187,7 @@ impl ListQuery {
     }
 }
 
-fn positive(name: &str, raw: &str) -> CoreResult<usize> {
+pub(crate) fn positive(name: &str, raw: &str) -> CoreResult<usize> {
     match raw.trim().parse::<usize>() {
         Ok(n) if n >= 1 => Ok(n),
         _ => Err(CoreError::invalid(format!("{name} must be a whole number of 1 or more, got {raw:?}"))),

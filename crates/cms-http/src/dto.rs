@@ -5,8 +5,8 @@ use cms_core::document::Frontmatter;
 use cms_core::ports::WebhookInfo;
 use cms_core::query::Page;
 use cms_core::service::{
-    ItemSummary, ItemView, RawItem, RelatedItem, ResourceFile, ResourceListing, SearchEntry, TagCount,
-    VersionContent, VersionList,
+    ItemSummary, ItemView, RawItem, RelatedItem, ResourceFile, ResourceListing, SearchEntry, SearchHit,
+    TagCount, VersionContent, VersionList,
 };
 use serde::Serialize;
 use time::format_description::well_known::Rfc3339;
@@ -363,6 +363,43 @@ impl From<RelatedItem> for RelatedDto {
             shared_tags: r.shared_tags,
             date: r.item.meta.date.clone(),
             excerpt: r.item.plain_excerpt.to_string(),
+        }
+    }
+}
+
+/// `GET /cms/search` results.
+#[derive(Serialize)]
+pub struct SearchHitDto {
+    pub slug: String,
+    pub title: String,
+    /// The collection's slug.
+    pub collection: String,
+    pub url: String,
+    #[serde(rename = "canonicalUrl")]
+    pub canonical_url: String,
+    pub date: Option<String>,
+    pub status: &'static str,
+    pub tags: Vec<String>,
+    pub filename: String,
+    pub score: f64,
+    pub snippet: String,
+}
+
+impl From<SearchHit> for SearchHitDto {
+    fn from(hit: SearchHit) -> Self {
+        let meta = &hit.item.meta;
+        Self {
+            slug: meta.slug.clone(),
+            title: meta.title.clone(),
+            collection: hit.collection_slug,
+            url: hit.url,
+            canonical_url: hit.canonical_url,
+            date: meta.date.clone(),
+            status: meta.status.as_str(),
+            tags: meta.tags.clone(),
+            filename: meta.filename.clone(),
+            score: hit.score,
+            snippet: hit.snippet,
         }
     }
 }

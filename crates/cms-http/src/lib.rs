@@ -3,6 +3,7 @@
 //! (extractors in [`auth`], middleware in [`middleware`]); errors map to the two response
 //! shapes in [`error`].
 
+pub mod agent;
 pub mod auth;
 pub mod body;
 pub mod body_cache;
@@ -36,12 +37,31 @@ pub fn app(
         InitError = (),
     >,
 > {
+    app_with(state, |_| {})
+}
+
+/// The application with more services registered before the fallbacks, under the same
+/// middleware: the composition root mounts the AI-agent endpoint this way
+/// ([`agent::mount`]).
+pub fn app_with(
+    state: web::Data<AppState>,
+    extra: impl FnOnce(&mut web::ServiceConfig),
+) -> App<
+    impl ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<impl MessageBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
     let folders: Vec<(usize, String)> =
         state.cms.resource_folders().iter().map(|f| (f.index, f.url.clone())).collect();
     App::new()
         .app_data(state)
         .configure(routes::configure)
         .configure(|cfg| routes::configure_files(cfg, &folders))
+        .configure(extra)
         .default_service(web::to(handlers::service::not_found))
         .wrap(from_fn(middleware::require_license))
         .wrap(from_fn(middleware::cors))

@@ -15,8 +15,9 @@ use crate::error::{ApiError, Shape};
 use crate::state;
 
 const ALLOW_METHODS: &str = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
-const ALLOW_HEADERS: &str = "Authorization, Content-Type, If-Match, If-None-Match";
-const EXPOSE_HEADERS: &str = "ETag, Location, WWW-Authenticate";
+// The `Mcp-*` and `Last-Event-ID` headers are the MCP transport's (`/mcp`).
+const ALLOW_HEADERS: &str = "Authorization, Content-Type, If-Match, If-None-Match, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID";
+const EXPOSE_HEADERS: &str = "ETag, Location, WWW-Authenticate, Mcp-Session-Id";
 
 /// One log line per request. The query string is left out: it may carry `token=`.
 pub async fn log_request(

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use actix_web::http::Method;
 use actix_web::{HttpRequest, Route, web};
 
-use crate::handlers::{discovery, files, items, resources, service, settings, versions};
+use crate::handlers::{discovery, files, items, resources, search, service, settings, versions};
 
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +49,7 @@ const fn route(
 }
 
 pub const SEARCH_INDEX: &str = "/cms/collections/search-index";
+pub const SEARCH: &str = "/cms/search";
 pub const LEGACY_ITEMS: &str = "/cms/collections/items";
 pub const LEGACY_ITEM: &str = "/cms/collections/items/{slug}";
 pub const TAGS: &str = "/cms/tags";
@@ -80,6 +81,7 @@ pub const ROUTES: &[RouteInfo] = &[
     route("GET", LEGACY_ITEMS, Auth::Optional, |r| r.to(discovery::legacy_list_get)),
     route("POST", LEGACY_ITEMS, Auth::Optional, |r| r.to(discovery::legacy_list_post)),
     route("GET", LEGACY_ITEM, Auth::Optional, |r| r.to(discovery::legacy_read)),
+    route("GET", SEARCH, Auth::Optional, |r| r.to(search::search)),
     route("GET", TAGS, Auth::Optional, |r| r.to(discovery::tags)),
     route("GET", TAG_ITEMS, Auth::Optional, |r| r.to(discovery::tag_items)),
     route("GET", RELATED, Auth::Optional, |r| r.to(discovery::related)),

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Subcommand;
-use cms_core::account::Role;
+use cms_core::account::{KeyFamily, Role};
 use cms_core::license::{License, LicenseState};
 use cms_webhooks::{LogEntry, Subscription};
 use time::format_description::well_known::Rfc3339;
@@ -106,8 +106,12 @@ pub enum KeysCommand {
         user: String,
         #[arg(long, default_value = "default")]
         name: String,
+        /// An `mcp_` key, for the AI-agent endpoint `/mcp` (it does not open the REST API,
+        /// and an `api_` key does not open `/mcp`).
+        #[arg(long)]
+        mcp: bool,
     },
-    /// List keys: id, user, name, created (never the plaintext).
+    /// List keys: id, user, name, created, kind (api or mcp; never the plaintext).
     List,
     /// Revoke a key by id; it stops working on the next request.
     Revoke { id: String },
@@ -178,14 +182,17 @@ pub async fn users(site: &OpenSite, command: UsersCommand) -> anyhow::Result<()>
 
 pub async fn keys(site: &OpenSite, command: KeysCommand) -> anyhow::Result<()> {
     match command {
-        KeysCommand::Create { user, name } => {
-            let key = site.cms.create_key(&user, &name, random_key_bytes()?).await?;
-            println!("created key {} for {} (the key is shown once):", key.record.id, key.record.email);
+        KeysCommand::Create { user, name, mcp } => {
+            let family = if mcp { KeyFamily::Agent } else { KeyFamily::Api };
+            let key = site.cms.create_key_of(family, &user, &name, random_key_bytes()?).await?;
+            let what = if mcp { "an mcp key (for /mcp)" } else { "key" };
+            println!("created {what} {} for {} (the key is shown once):", key.record.id, key.record.email);
             println!("{}", key.plaintext);
         }
         KeysCommand::List => {
             for key in site.cms.keys().await? {
-                println!("{} {} {} {}", key.id, key.email, key.name, key.created);
+                let kind = KeyFamily::of(&key).as_str();
+                println!("{} {} {} {} {kind}", key.id, key.email, key.name, key.created);
             }
         }
         KeysCommand::Revoke { id } => {
@@ -310,12 +317,13 @@ mod tests {
     fn only_commands_that_emit_events_start_delivery_workers() {
         let dir = tempfile::tempdir().unwrap();
         let site = crate::site::tests::demo_copy(dir.path());
-        let cases: [(&[&str], bool); 16] = [
+        let cases: [(&[&str], bool); 17] = [
             (&["users", "add", "--email", "a@example.com", "--role", "editor"], true),
             (&["users", "remove", "--email", "a@example.com"], true),
             (&["users", "list"], false),
             (&["users", "passwd", "--email", "a@example.com"], false),
             (&["keys", "create", "--user", "a@example.com"], false),
+            (&["keys", "create", "--user", "a@example.com", "--mcp"], false),
             (&["keys", "list"], false),
             (&["keys", "revoke", "k"], false),
             (&["license", "show"], false),

@@ -44,6 +44,9 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
     ));
     let root = open.root.display().to_string();
     let cms = open.cms.clone();
+    // The AI-agent endpoint's transport: made once, so that its sessions are shared by
+    // every worker.
+    let agent = cms_mcp::endpoint(cms.clone(), open.config.limits.json_bytes);
     // The file adapters run their blocking I/O on tokio's blocking pool: every facade call
     // below happens on this runtime (the workers of `HttpServer` have their own).
     actix_web::rt::System::new().block_on(async move {
@@ -54,9 +57,11 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         let (items, took) = build_index(&cms).await?;
         follow(cms.clone(), feed);
         keep_snapshots(cms.clone());
+        prepare_search(cms.clone());
 
         let server = HttpServer::new(move || {
-            cms_http::app(state.clone()).configure(|cfg| cms_admin::mount(cfg, admin.clone()))
+            cms_http::app_with(state.clone(), cms_http::agent::mount(agent.clone().scope()))
+                .configure(|cfg| cms_admin::mount(cfg, admin.clone()))
         })
         .worker_max_blocking_threads(BLOCKING_THREADS_PER_WORKER)
         .bind(listen)
@@ -84,6 +89,16 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         save_snapshots(&cms).await;
         served
     })
+}
+
+/// Builds the search indexes in the background, so that the first search does not wait
+/// for every item file to be read (a search before then waits for it).
+fn prepare_search(cms: Arc<Cms>) {
+    actix_web::rt::spawn(async move {
+        if let Err(error) = cms.prepare_search().await {
+            tracing::warn!(%error, "cannot build the search index; searches will retry");
+        }
+    });
 }
 
 /// How often the index snapshots are brought up to date while serving (a snapshot that is

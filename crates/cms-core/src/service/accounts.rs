@@ -1,6 +1,6 @@
 //! Users and API keys; passwords and web editor sessions.
 
-use crate::account::{self, KEY_RANDOM_BYTES, KeyRecord, NewKey, PasswordHash, Role, User};
+use crate::account::{self, KEY_RANDOM_BYTES, KeyFamily, KeyRecord, NewKey, PasswordHash, Role, User};
 use crate::error::{CoreError, CoreResult};
 use crate::events::{EventData, EventKind};
 use crate::service::{Cms, Principal};
@@ -51,9 +51,20 @@ impl Cms {
         self.ports.keys.list_keys().await
     }
 
-    /// Creates a key for an existing user from caller-supplied randomness.
+    /// Creates a REST key for an existing user from caller-supplied randomness.
     pub async fn create_key(
         &self,
+        email: &str,
+        name: &str,
+        random: [u8; KEY_RANDOM_BYTES],
+    ) -> CoreResult<NewKey> {
+        self.create_key_of(KeyFamily::Api, email, name, random).await
+    }
+
+    /// Creates a key of either family (`api_` or `mcp_`) for an existing user.
+    pub async fn create_key_of(
+        &self,
+        family: KeyFamily,
         email: &str,
         name: &str,
         random: [u8; KEY_RANDOM_BYTES],
@@ -62,7 +73,7 @@ impl Cms {
         if self.ports.users.find_user(&email).await?.is_none() {
             return Err(CoreError::not_found(format!("no user {email}; add it with `cms users add` first")));
         }
-        let key = NewKey::from_random(random, &email, name, self.now().unix_timestamp());
+        let key = NewKey::of_family(family, random, &email, name, self.now().unix_timestamp());
         self.ports.keys.add_key(key.record.clone()).await?;
         Ok(key)
     }

@@ -209,15 +209,19 @@ impl Cms {
     /// Records what the facade itself just wrote, so the next request sees it.
     pub(super) fn index_written(&self, collection: &Collection, name: &ItemFilename, file: &StoredFile) {
         let item = index_one(collection, name, file, &self.zone);
-        if let Some(index) = self.index_mut(collection).as_mut() {
+        let indexed = self.index_mut(collection).as_mut().and_then(|index| {
             index.upsert(name, file.stamp.clone(), item);
-        }
+            index.get(name.as_str()).and_then(Result::ok).cloned()
+        });
+        // After the kept index, never before: see `ensure_searchable`.
+        self.search_written(collection, file, indexed.as_deref());
     }
 
     pub(super) fn index_removed(&self, collection: &Collection, name: &ItemFilename) {
         if let Some(index) = self.index_mut(collection).as_mut() {
             index.remove(name.as_str());
         }
+        self.search_removed(collection, name);
     }
 
     /// Applies one batch of changes reported by the store. Each file is re-read only when
@@ -324,6 +328,7 @@ impl Cms {
                 {
                     index.upsert(name, stamp, Err(reason));
                 }
+                self.search_removed(collection, name);
             }
         }
         Ok(())

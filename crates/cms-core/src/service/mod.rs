@@ -26,6 +26,7 @@ mod index;
 mod items;
 mod locks;
 mod resources;
+mod search;
 mod settings;
 mod versions;
 mod webhooks;
@@ -39,6 +40,7 @@ pub use accounts::SESSION_KEY_ID;
 pub use index::SkippedFile;
 pub use items::etag_of;
 pub use resources::{ResourceFile, ResourceListing, ServedFile, Upload};
+pub use search::{SearchHit, SearchParams};
 pub use versions::{VersionContent, VersionList, parse_version};
 
 /// The adapters the facade works through.
@@ -224,6 +226,8 @@ pub struct Cms {
     ports: Ports,
     /// One kept index per collection (see `index.rs`).
     indexes: Vec<index::IndexCell>,
+    /// One search index per collection, kept in step with `indexes` (see `search.rs`).
+    search: Vec<search::SearchCell>,
     /// One lock per item: writes to an item serialize, so a read-modify-write never loses
     /// another's changes; writes to different items run in parallel.
     item_locks: locks::ItemLocks,
@@ -254,6 +258,7 @@ impl Cms {
         };
         Self {
             indexes: collections.iter().map(|_| index::IndexCell::default()).collect(),
+            search: collections.iter().map(|_| search::SearchCell::default()).collect(),
             item_locks: locks::ItemLocks::default(),
             html_cache: Mutex::new(html_cache::HtmlCache::new(HTML_CACHE_BYTES)),
             license: RwLock::new(None),
@@ -349,19 +354,29 @@ impl Cms {
     /// Checks a presented key: its family, that it is known, and that its user exists.
     pub async fn authenticate(&self, presented: &str) -> CoreResult<Principal> {
         account::check_key_family(presented)?;
+        self.principal_of(presented, "API key").await
+    }
+
+    /// Checks a key presented to the AI-agent endpoint `/mcp`: an `mcp_` key that is
+    /// known and whose user exists (an `api_` key is refused, saying where it belongs).
+    pub async fn authenticate_agent(&self, presented: &str) -> CoreResult<Principal> {
+        account::check_agent_key_family(presented)?;
+        self.principal_of(presented, "mcp_ key").await
+    }
+
+    /// The user behind a key of a known family; `noun` names the key in errors.
+    async fn principal_of(&self, presented: &str, noun: &str) -> CoreResult<Principal> {
         let hash = account::hash_key(presented);
         let key = self
             .ports
             .keys
             .find_key_by_hash(&hash)
             .await?
-            .ok_or_else(|| CoreError::Unauthorized("unknown or revoked API key".into()))?;
-        let user = self
-            .ports
-            .users
-            .find_user(&key.email)
-            .await?
-            .ok_or_else(|| CoreError::Unauthorized("the user of this API key no longer exists".into()))?;
+            .ok_or_else(|| CoreError::Unauthorized(format!("unknown or revoked {noun}")))?;
+        let user =
+            self.ports.users.find_user(&key.email).await?.ok_or_else(|| {
+                CoreError::Unauthorized(format!("the user of this {noun} no longer exists"))
+            })?;
         Ok(Principal { user, key_id: key.id })
     }
 

@@ -63,7 +63,12 @@ impl MemoryWorld {
         Self {
             content: Arc::default(),
             accounts: Arc::default(),
-            license: Arc::new(MemoryLicense::with_features(&["json_api", "theme_customization", "webhooks"])),
+            license: Arc::new(MemoryLicense::with_features(&[
+                "json_api",
+                "theme_customization",
+                "webhooks",
+                "mcp",
+            ])),
             events: Arc::default(),
             clock: Arc::new(FixedClock::at_unix(1_767_225_600)), // 2026-01-01T00:00:00Z
             versions: Arc::default(),

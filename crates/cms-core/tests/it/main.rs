@@ -6,5 +6,6 @@ mod discovery;
 mod index;
 mod invariants;
 mod items;
+mod search;
 mod versions;
 mod webhooks;

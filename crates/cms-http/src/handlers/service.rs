@@ -47,7 +47,7 @@ fn site_document(state: &AppState) -> serde_json::Value {
 }
 
 /// `GET /cms/`: name, version, every route with its method, path and auth (taken from the
-/// OpenAPI document), and the files of the collection folders that are not listed, with
+/// OpenAPI document), the AI-agent endpoint `/mcp`, and the files of the collection folders that are not listed, with
 /// the reason, so that an owner sees what the server skipped.
 pub async fn describe(state: web::Data<AppState>, _user: KeyUser<Envelope>) -> HttpResponse {
     let routes: Vec<_> = openapi::operations(&site_document(&state))
@@ -66,6 +66,14 @@ pub async fn describe(state: web::Data<AppState>, _user: KeyUser<Envelope>) -> H
         "product": "cms",
         "version": VERSION,
         "routes": routes,
+        // Not a REST route (and not in the OpenAPI document): the MCP endpoint beside it.
+        "agent_endpoint": {
+            "path": crate::agent::PATH,
+            "protocol": "mcp",
+            "transport": "streamable-http",
+            "auth": "mcp_key",
+            "license_feature": "mcp",
+        },
         "skipped_files": { "count": skipped.len(), "files": skipped },
     });
     envelope(data, json!({}))

@@ -1,0 +1,261 @@
+//! Full-text search (see [`crate::search`]): one search index per collection, built from
+//! the item files on first use (the server starts that in the background), then changed
+//! in the same place as the kept index (`index_written`, `index_removed`), by the
+//! facade's writes and by the store's change reports alike, so it is never behind.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+
+use futures_util::lock::Mutex as AsyncMutex;
+
+use super::{Cms, Viewer, read, write};
+use crate::collection::Collection;
+use crate::document::ItemDocument;
+use crate::error::{CoreError, CoreResult};
+use crate::index::IndexedItem;
+use crate::item::Status;
+use crate::ports::{FileStamp, StoredFile};
+use crate::query::{Page, positive};
+use crate::render;
+use crate::search::{MAX_QUERY_CHARS, Query, SearchIndex, SearchText};
+use crate::slug::ItemFilename;
+
+/// Characters of a snippet (about two lines).
+const SNIPPET_CHARS: usize = 160;
+/// Files read at a time while a search index is built.
+const BUILD_BATCH: usize = 2048;
+
+/// `GET /cms/search` and the `search` tool, as sent.
+#[derive(Debug, Clone, Default)]
+pub struct SearchParams {
+    pub q: Option<String>,
+    /// A collection's index or label slug; all collections when absent.
+    pub collection: Option<String>,
+    pub page: Option<String>,
+    pub per_page: Option<String>,
+}
+
+/// One search result.
+#[derive(Debug, Clone)]
+pub struct SearchHit {
+    pub item: Arc<IndexedItem>,
+    /// The collection's index and slug.
+    pub collection: usize,
+    pub collection_slug: String,
+    pub url: String,
+    pub canonical_url: String,
+    /// Higher is better; rounded to 3 decimals.
+    pub score: f64,
+    /// A short passage of the body around the first match, HTML-escaped, with the
+    /// matching words in `<mark>`.
+    pub snippet: String,
+}
+
+/// One collection's search index, and the lock that lets one task build it.
+#[derive(Default)]
+pub(super) struct SearchCell {
+    /// `Some` from the moment the build starts: changes made meanwhile apply to it.
+    index: RwLock<Option<SearchIndex>>,
+    building: AsyncMutex<()>,
+    complete: AtomicBool,
+}
+
+impl Cms {
+    /// Ranked full-text search over title, tags and body of one collection or all of
+    /// them; drafts only for a key.
+    pub async fn search(&self, params: &SearchParams, viewer: &Viewer) -> CoreResult<Page<SearchHit>> {
+        let q = params.q.as_deref().unwrap_or_default();
+        if q.is_empty() {
+            return Err(CoreError::invalid("q is required: the words to search for"));
+        }
+        if q.chars().count() > MAX_QUERY_CHARS {
+            return Err(CoreError::invalid(format!("q must be at most {MAX_QUERY_CHARS} characters")));
+        }
+        // A query without letters or digits matches nothing (it is not an error).
+        let query = Query::parse(q);
+        let page = params.page.as_deref().map(|p| positive("page", p)).transpose()?.unwrap_or(1);
+        let per_page = params
+            .per_page
+            .as_deref()
+            .map(|p| positive("per_page", p))
+            .transpose()?
+            .unwrap_or(self.site.per_page)
+            .min(self.site.max_per_page);
+        let collections: Vec<&Collection> = match params.collection.as_deref().map(str::trim) {
+            Some(key) if !key.is_empty() => vec![self.collection(key)?],
+            _ => self.collections.iter().collect(),
+        };
+
+        let start = (page - 1).saturating_mul(per_page);
+        // Each collection's best `start + per_page`, merged: enough for this page.
+        let wanted = start.saturating_add(per_page);
+        let (mut hits, mut total) = (Vec::new(), 0);
+        for collection in collections.into_iter().filter(|_| !query.is_empty()) {
+            self.ensure_searchable(collection).await?;
+            let (found, count) = read(&self.search[collection.index].index)
+                .as_ref()
+                .map(|index| index.search(&query, viewer.has_key(), wanted))
+                .unwrap_or_default();
+            total += count;
+            hits.extend(found.into_iter().map(|hit| (collection, hit)));
+        }
+        hits.sort_by(|(ca, a), (cb, b)| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| ca.index.cmp(&cb.index))
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        let mut items = Vec::new();
+        for (collection, hit) in hits.into_iter().skip(start).take(per_page) {
+            let item = self.index(collection).await?.get(&hit.name).and_then(Result::ok).cloned();
+            let Some(item) = item else { continue }; // removed since it was found
+            let snippet = self.snippet(collection, &item, &query).await;
+            let url = collection.item_url(&item.meta.slug);
+            items.push(SearchHit {
+                canonical_url: self.site.absolute_url(&url),
+                url,
+                collection: collection.index,
+                collection_slug: collection.slug.clone(),
+                score: (f64::from(hit.score) * 1000.0).round() / 1000.0,
+                snippet,
+                item,
+            });
+        }
+        Ok(Page::of_selection(items, total, page, per_page))
+    }
+
+    /// The snippet of one hit, from its file as stored now (the index keeps no text);
+    /// from the excerpt when the file cannot be read.
+    async fn snippet(&self, collection: &Collection, item: &IndexedItem, query: &Query) -> String {
+        let body = match ItemFilename::parse(&item.meta.filename) {
+            Some(name) => match self.ports.content.read(collection, &name).await {
+                Ok(Some(file)) => plain_body(&file),
+                _ => None,
+            },
+            None => None,
+        };
+        query.snippet(body.as_deref().unwrap_or(&item.plain_excerpt), SNIPPET_CHARS)
+    }
+
+    /// Builds the collection's search index now rather than on the first search (the
+    /// server calls it in the background after start-up). Cheap once built.
+    pub async fn prepare_search(&self) -> CoreResult<()> {
+        for collection in &self.collections {
+            self.ensure_searchable(collection).await?;
+        }
+        Ok(())
+    }
+
+    /// Builds the search index from the item files the kept index lists. Changes made
+    /// while it is built apply to it at once; a file read here is only taken when the kept
+    /// index still holds that very version, so the build never undoes a newer change.
+    async fn ensure_searchable(&self, collection: &Collection) -> CoreResult<()> {
+        let cell = &self.search[collection.index];
+        if cell.complete.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let _building = cell.building.lock().await;
+        if cell.complete.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let names: Vec<ItemFilename> = {
+            let index = self.index(collection).await?;
+            write(&cell.index).get_or_insert_with(SearchIndex::default);
+            index.items().iter().filter_map(|item| ItemFilename::parse(&item.meta.filename)).collect()
+        };
+        for batch in names.chunks(BUILD_BATCH) {
+            let files: Vec<StoredFile> = self
+                .ports
+                .content
+                .read_many(collection, batch)
+                .await
+                .into_iter()
+                .filter_map(|f| f.ok()?)
+                .collect();
+            let texts = plain_bodies(files);
+            let index = self.index(collection).await?;
+            let mut search = write(&cell.index);
+            let Some(search) = search.as_mut() else { continue };
+            for (stamp, body) in &texts {
+                // Only the version the kept index holds (a newer one is already applied).
+                if index.stamp(&stamp.name) != Some(stamp) {
+                    continue;
+                }
+                if let Some(Ok(item)) = index.get(&stamp.name) {
+                    search.upsert(
+                        &stamp.name,
+                        item.meta.status == Status::Published,
+                        &search_text(item, body),
+                    );
+                }
+            }
+        }
+        cell.complete.store(true, Ordering::Release);
+        tracing::info!(
+            collection = collection.slug.as_str(),
+            items = read(&cell.index).as_ref().map_or(0, SearchIndex::len),
+            "built the search index"
+        );
+        Ok(())
+    }
+
+    /// Applies what the facade or a change report just wrote to the search index, once
+    /// it exists (`item`: the kept index's reading of the file, `None` when unusable).
+    pub(super) fn search_written(
+        &self,
+        collection: &Collection,
+        file: &StoredFile,
+        item: Option<&IndexedItem>,
+    ) {
+        let cell = &self.search[collection.index];
+        if read(&cell.index).is_none() {
+            return;
+        }
+        let body = item.and_then(|_| plain_body(file));
+        let mut search = write(&cell.index);
+        let Some(search) = search.as_mut() else { return };
+        match (item, body) {
+            (Some(item), Some(body)) => search.upsert(
+                &file.stamp.name,
+                item.meta.status == Status::Published,
+                &search_text(item, &body),
+            ),
+            _ => search.remove(&file.stamp.name),
+        }
+    }
+
+    pub(super) fn search_removed(&self, collection: &Collection, name: &ItemFilename) {
+        if let Some(search) = write(&self.search[collection.index].index).as_mut() {
+            search.remove(name.as_str());
+        }
+    }
+}
+
+fn search_text<'a>(item: &'a IndexedItem, body: &'a str) -> SearchText<'a> {
+    SearchText { title: &item.meta.title, tags: &item.meta.tags, body }
+}
+
+fn parse(file: &StoredFile) -> Option<ItemDocument> {
+    ItemDocument::parse(std::str::from_utf8(&file.bytes).ok()?).ok()
+}
+
+fn plain_body(file: &StoredFile) -> Option<String> {
+    parse(file).map(|doc| render::to_plain_text(&doc.body))
+}
+
+/// The bodies of a batch of files as plain text, on every core (parsing YAML and Markdown
+/// is the cost of a build, and pure CPU work), as the kept index's build does.
+fn plain_bodies(files: Vec<StoredFile>) -> Vec<(FileStamp, String)> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 16);
+    let chunk = files.len().div_ceil(threads).max(256);
+    let texts = |files: &[StoredFile]| -> Vec<(FileStamp, String)> {
+        files.iter().filter_map(|file| Some((file.stamp.clone(), plain_body(file)?))).collect()
+    };
+    if files.len() <= chunk {
+        return texts(&files);
+    }
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = files.chunks(chunk).map(|part| scope.spawn(move || texts(part))).collect();
+        workers.into_iter().flat_map(|w| w.join().expect("a search worker panicked")).collect()
+    })
+}

@@ -1,0 +1,98 @@
+//! Full-text search through the facade: kept in step with the facade's writes and with
+//! outside edits reported by the change feed, drafts for keys only, and its errors.
+
+use cms_core::CoreError;
+use cms_core::account::Role;
+use cms_core::service::{Cms, ItemUpdate, NewItem, SearchParams, UpdateMode, Viewer};
+use cms_core::testing::MemoryWorld;
+use serde_json::json;
+
+const POSTS: &str = "content/posts";
+
+async fn key_viewer(cms: &Cms) -> Viewer {
+    cms.add_user("ed@example.com", Role::Editor).await.unwrap();
+    let key = cms.create_key("ed@example.com", "t", [3; 32]).await.unwrap();
+    Viewer::Key(cms.authenticate(&key.plaintext).await.unwrap())
+}
+
+fn params(q: &str) -> SearchParams {
+    SearchParams { q: Some(q.into()), ..SearchParams::default() }
+}
+
+async fn found(cms: &Cms, q: &str, viewer: &Viewer) -> Vec<String> {
+    let page = cms.search(&params(q), viewer).await.unwrap();
+    page.items.iter().map(|hit| hit.item.meta.slug.clone()).collect()
+}
+
+fn new_item(title: &str, status: &str, body: &str) -> NewItem {
+    NewItem {
+        fm: json!({ "title": title, "status": status }).as_object().unwrap().clone(),
+        body: body.into(),
+        ..NewItem::default()
+    }
+}
+
+#[tokio::test]
+async fn search_follows_the_facades_writes_at_once() {
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    let key = key_viewer(&cms).await;
+    let posts = cms.collection("posts").unwrap();
+    world.content.put_raw(
+        POSTS,
+        "2026-01-01-old.md",
+        b"---\ntitle: Old\nstatus: published\n---\nPenguins.\n",
+    );
+    assert_eq!(found(&cms, "penguin", &Viewer::Anonymous).await, ["old"], "built from the files");
+
+    cms.create_item(posts, new_item("Penguin draft", "draft", "Ice.")).await.unwrap();
+    assert_eq!(found(&cms, "penguin", &Viewer::Anonymous).await, ["old"], "drafts are hidden without a key");
+    assert_eq!(found(&cms, "penguin", &key).await, ["penguin-draft", "old"], "title above body");
+
+    let update = ItemUpdate {
+        mode: UpdateMode::Patch,
+        fm: json!({ "title": "Walrus", "status": "published" }).as_object().unwrap().clone(),
+        body: None,
+    };
+    cms.update_item(posts, "penguin-draft", update, None).await.unwrap();
+    assert_eq!(found(&cms, "walrus", &Viewer::Anonymous).await, ["penguin-draft"]);
+    assert_eq!(found(&cms, "penguin", &key).await, ["old"], "the old title's words are gone");
+    assert_eq!(found(&cms, "ice", &Viewer::Anonymous).await, ["penguin-draft"], "the body was kept");
+
+    cms.delete_item(posts, "penguin-draft", None).await.unwrap();
+    assert!(found(&cms, "walrus", &key).await.is_empty());
+    let hit = cms.search(&params("penguins"), &key).await.unwrap();
+    assert_eq!(hit.items[0].snippet, "<mark>Penguins</mark>.");
+    assert_eq!(hit.items[0].url, "/blog/old");
+}
+
+#[tokio::test]
+async fn search_follows_outside_edits_reported_by_the_store() {
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    world.content.put_raw(POSTS, "a.md", b"---\ntitle: A\n---\nOtters swim.\n");
+    assert_eq!(found(&cms, "otter", &Viewer::Anonymous).await, ["a"]);
+    world.content.put_raw(POSTS, "a.md", b"---\ntitle: A\n---\nBeavers build.\n");
+    world.content.put_raw(POSTS, "b.md", b"---\ntitle: Otter\n---\n");
+    world.settle(&cms).await;
+    assert_eq!(found(&cms, "otter", &Viewer::Anonymous).await, ["b"]);
+    assert_eq!(found(&cms, "beaver", &Viewer::Anonymous).await, ["a"]);
+    world.content.remove_raw(POSTS, "b.md");
+    world.settle(&cms).await;
+    assert!(found(&cms, "otter", &Viewer::Anonymous).await.is_empty());
+}
+
+#[tokio::test]
+async fn bad_search_input_is_refused_clearly() {
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    let refused = |r: Result<_, CoreError>| r.map(|_: cms_core::query::Page<_>| ()).unwrap_err().to_string();
+    let anon = Viewer::Anonymous;
+    assert!(refused(cms.search(&SearchParams::default(), &anon).await).contains("q is required"));
+    assert!(refused(cms.search(&params(&"x".repeat(501)), &anon).await).contains("at most 500"));
+    let page0 = SearchParams { page: Some("0".into()), ..params("x") };
+    assert!(refused(cms.search(&page0, &anon).await).contains("page must be"));
+    let unknown = SearchParams { collection: Some("nope".into()), ..params("x") };
+    assert!(matches!(cms.search(&unknown, &anon).await, Err(CoreError::NotFound(_))));
+    assert!(cms.search(&params("?!"), &anon).await.unwrap().items.is_empty(), "no words: nothing");
+}

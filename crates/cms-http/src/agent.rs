@@ -1,0 +1,71 @@
+//! The HTTP side of the AI-agent endpoint `/mcp`: where it is mounted, and the gate in
+//! front of it (license feature `mcp`, origin, `mcp_` key). The MCP protocol itself is
+//! `cms-mcp`'s; the gate hands it the key's [`Principal`] in the request's extensions.
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{HttpServiceFactory, ServiceRequest, ServiceResponse};
+use actix_web::http::StatusCode;
+use actix_web::http::header;
+use actix_web::middleware::{Next, from_fn};
+use actix_web::{HttpMessage, ResponseError, web};
+use cms_core::license::Feature;
+use cms_core::service::Principal;
+
+use crate::error::{ApiError, Shape};
+use crate::state;
+
+/// Where the endpoint is mounted.
+pub const PATH: &str = "/mcp";
+
+/// Mounts the endpoint (the MCP transport's service, for the path `""`) at [`PATH`]
+/// behind [`gate`]; for [`crate::app_with`].
+pub fn mount<F: HttpServiceFactory + 'static>(endpoint: F) -> impl FnOnce(&mut web::ServiceConfig) {
+    move |cfg| {
+        cfg.service(web::scope(PATH).wrap(from_fn(gate)).service(endpoint));
+    }
+}
+
+/// In this order: the license must have `mcp` (`402`); a browser `Origin` must be an
+/// allowed one (`403`: DNS rebinding and cross-site pages); the request must carry an
+/// `mcp_` key in `Authorization: Bearer` (`401` with `WWW-Authenticate: Bearer`; an
+/// `api_` key is told that it belongs to the REST API). Keys are checked on every
+/// request, so a revoked key stops working at once, even inside a session.
+pub async fn gate(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let state = state::of(req.request());
+    let refuse = |req: ServiceRequest, error: ApiError| Ok(req.into_response(error.error_response()));
+    if let Err(error) = state.run(Shape::Envelope, state.cms.require_feature(Feature::Mcp)).await {
+        return refuse(req, error);
+    }
+    let (origin, host) = state::origin_and_host(req.request());
+    if let Some(origin) = origin
+        && !state.origin_allowed(&origin, host.as_deref())
+    {
+        let message = format!("origin {origin} is not allowed to call /mcp");
+        return refuse(req, ApiError::new(StatusCode::FORBIDDEN, Shape::Envelope, message));
+    }
+    // Only the header: MCP clients never put tokens in the URL.
+    let key = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim())
+        .map(|v| {
+            v.split_once(' ').filter(|(s, _)| s.eq_ignore_ascii_case("bearer")).map_or(v, |(_, t)| t.trim())
+        })
+        .filter(|k| !k.is_empty())
+        .map(str::to_owned);
+    let Some(key) = key else {
+        let message = "/mcp needs an mcp_ key: send Authorization: Bearer mcp_... \
+                       (cms keys create --user EMAIL --mcp)";
+        return refuse(req, ApiError::new(StatusCode::UNAUTHORIZED, Shape::Envelope, message));
+    };
+    let principal: Principal = match state.run(Shape::Envelope, state.cms.authenticate_agent(&key)).await {
+        Ok(principal) => principal,
+        Err(error) => return refuse(req, error),
+    };
+    req.extensions_mut().insert(principal);
+    Ok(next.call(req).await?.map_into_boxed_body())
+}

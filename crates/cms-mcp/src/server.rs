@@ -1,0 +1,400 @@
+//! The MCP server: one tool per REST operation an agent needs, each a single facade call
+//! made as the key's user (so role rules, versions and webhooks are the REST API's), and
+//! the items as resources.
+
+use std::sync::Arc;
+
+use cms_core::service::{ItemUpdate, NewItem, Principal, SearchParams, TagsParams, UpdateMode, Viewer};
+use cms_core::{Cms, CoreError, query::ListParams, query::ListQuery};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    Implementation, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResourceContents,
+    ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, Json, RoleServer, ServerHandler, tool, tool_handler, tool_router};
+
+use crate::resources::{self, Target};
+use crate::shapes::*;
+
+/// One MCP session's handler. Cheap: the facade is shared; who calls is read from each
+/// request (the gate's [`Principal`]), never kept.
+#[derive(Clone)]
+pub struct CmsServer {
+    cms: Arc<Cms>,
+    tool_router: ToolRouter<Self>,
+}
+
+/// The key's user, as the gate in front of `/mcp` found it for this very request.
+fn caller(ctx: &RequestContext<RoleServer>) -> Result<Viewer, String> {
+    rmcp_actix_web::transport::on_request_extensions(&ctx.extensions)
+        .and_then(|extensions| extensions.get::<Principal>())
+        .cloned()
+        .map(Viewer::Key)
+        .ok_or_else(|| "this request carries no mcp_ key".to_owned())
+}
+
+/// The REST API's words for a failure (an internal cause is logged, not sent).
+fn fail(error: CoreError) -> String {
+    match &error {
+        CoreError::Internal { .. } => {
+            tracing::error!(error = %error, source = ?std::error::Error::source(&error), "internal error in an MCP tool");
+            "internal server error; the server log has the details".to_owned()
+        }
+        CoreError::Corrupt(_) => {
+            tracing::error!(error = %error, "damaged file");
+            error.to_string()
+        }
+        _ => error.to_string(),
+    }
+}
+
+fn number(value: Option<u64>) -> Option<String> {
+    value.map(|n| n.to_string())
+}
+
+// Each tool answers `Result<Json<T>, String>`: structured output with `T`'s schema as its
+// output schema, or the REST route's error message as a tool error (`isError`). Spelled out
+// in every signature, since the macro reads the output schema from it.
+#[tool_router]
+impl CmsServer {
+    pub fn new(cms: Arc<Cms>) -> Self {
+        Self { cms, tool_router: Self::tool_router() }
+    }
+
+    /// List the site's collections (index, label, slug, folder).
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn list_collections(&self, _args: Parameters<NoArgs>) -> Result<Json<Collections>, String> {
+        Ok(Json(Collections {
+            collections: self.cms.collections().iter().map(CollectionOut::from).collect(),
+        }))
+    }
+
+    /// List a collection's items, newest first by default, with the REST list's filters,
+    /// sort and paging. Drafts are included with status=draft or status=all.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn list_items(
+        &self,
+        Parameters(args): Parameters<ListItemsArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<Json<ItemList>, String> {
+        let viewer = caller(&ctx)?;
+        let params = ListParams {
+            page: number(args.page),
+            per_page: number(args.per_page),
+            status: args.status,
+            tags: args.tags,
+            author: args.author,
+            order_by: args.order_by,
+            direction: args.direction,
+            offset: number(args.offset),
+        };
+        let cms = &self.cms;
+        let page = async {
+            let query = ListQuery::parse(&params)?;
+            cms.list_items(cms.collection(&args.collection)?, &query, &viewer).await
+        }
+        .await
+        .map_err(fail)?;
+        Ok(Json(ItemList {
+            meta: PageMeta::from(&page),
+            items: page.items.iter().map(ItemEntry::from).collect(),
+        }))
+    }
+
+    /// Read one item: metadata, the body rendered to HTML, and the frontmatter and
+    /// Markdown as stored, with the etag to pass as if_match when writing.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn get_item(
+        &self,
+        Parameters(args): Parameters<ItemArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<Json<ItemOut>, String> {
+        let viewer = caller(&ctx)?;
+        let cms = &self.cms;
+        let (view, raw) = async {
+            let collection = cms.collection(&args.collection)?;
+            let view = cms.read_item(collection, &args.slug, &viewer).await?;
+            let raw = cms.read_raw(collection, &view.meta.filename).await?;
+            Ok((view, raw))
+        }
+        .await
+        .map_err(fail)?;
+        Ok(Json(ItemOut::new(view, raw)))
+    }
+
+    /// Create an item from frontmatter and a Markdown body. The slug comes from fm.title
+    /// unless given; the item is a draft unless fm.status is published.
+    #[tool(annotations(
+        read_only_hint = false,
+        destructive_hint = false,
+        idempotent_hint = false,
+        open_world_hint = false
+    ))]
+    async fn create_item(
+        &self,
+        Parameters(args): Parameters<CreateItemArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<Json<Written>, String> {
+        caller(&ctx)?;
+        let new = NewItem {
+            slug: args.slug,
+            date_prefix: args.date_prefix,
+            fm: args.fm.unwrap_or_default(),
+            body: args.body.unwrap_or_default(),
+        };
+        let cms = &self.cms;
+        let outcome =
+            async { cms.create_item(cms.collection(&args.collection)?, new).await }.await.map_err(fail)?;
+        Ok(Json(Written {
+            filename: outcome.filename,
+            slug: outcome.slug,
+            folder: outcome.folder,
+            etag: outcome.etag,
+            message: "File created.".into(),
+            restored: None,
+        }))
+    }
+
+    /// Update an item as REST PATCH does: fm is merged over the stored frontmatter (a key
+    /// set to null is removed) and the body is kept unless given. The previous content is
+    /// kept as a version. Pass if_match to refuse the update if the item changed since.
+    #[tool(annotations(
+        read_only_hint = false,
+        destructive_hint = true,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn update_item(
+        &self,
+        Parameters(args): Parameters<UpdateItemArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<Json<Written>, String> {
+        caller(&ctx)?;
+        let update = ItemUpdate { mode: UpdateMode::Patch, fm: args.fm.unwrap_or_default(), body: args.body };
+        let cms = &self.cms;
+        let outcome = async {
+            cms.update_item(cms.collection(&args.collection)?, &args.slug, update, args.if_match.as_deref())
+                .await
+        }
+        .await
+        .map_err(fail)?;
+        Ok(Json(Written {
+            filename: outcome.filename,
+            slug: outcome.slug,
+            folder: outcome.folder,
+            etag: outcome.etag,
+            message: "File saved.".into(),
+            restored: None,
+        }))
+    }
+
+    /// Delete an item. Its history is kept: restore_version brings it back.
+    #[tool(annotations(
+        read_only_hint = false,
+        destructive_hint = true,
+        idempotent_hint = false,
+        open_world_hint = false
+    ))]
+    async fn delete_item(
+        &self,
+        Parameters(args): Parameters<DeleteItemArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<Json<Deleted>, String> {
+        caller(&ctx)?;
+        let cms = &self.cms;
+        async {
+            cms.delete_item(cms.collection(&args.collection)?, &args.slug, args.if_match.as_deref()).await
+        }
+        .await
+        .map_err(fail)?;
+        Ok(Json(Deleted { ok: true, message: "File deleted.".into() }))
+    }
+
+    /// List an item's saved versions, newest first (each write keeps the content it
+    /// replaced), and its current size.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn list_versions(
+        &self,
+        Parameters(args): Parameters<ItemArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<Json<Versions>, String> {
+        caller(&ctx)?;
+        let cms = &self.cms;
+        let list = async { cms.list_versions(cms.collection(&args.collection)?, &args.slug).await }
+            .await
+            .map_err(fail)?;
+        Ok(Json(Versions::from(list)))
+    }
+
+    /// Read one saved version of an item: its frontmatter and Markdown.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn get_version(
+        &self,
+        Parameters(args): Parameters<VersionArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<Json<VersionOut>, String> {
+        caller(&ctx)?;
+        let cms = &self.cms;
+        let version = args.version.to_string();
+        let content =
+            async { cms.read_version(cms.collection(&args.collection)?, &args.slug, &version).await }
+                .await
+                .map_err(fail)?;
+        Ok(Json(VersionOut::from(content)))
+    }
+
+    /// Restore a saved version of an item (also a deleted one). The content it replaces is
+    /// kept as a version, so a restore can be undone.
+    #[tool(annotations(
+        read_only_hint = false,
+        destructive_hint = true,
+        idempotent_hint = false,
+        open_world_hint = false
+    ))]
+    async fn restore_version(
+        &self,
+        Parameters(args): Parameters<RestoreVersionArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<Json<Written>, String> {
+        caller(&ctx)?;
+        let cms = &self.cms;
+        let version = args.version.to_string();
+        let (outcome, restored) = async {
+            let collection = cms.collection(&args.collection)?;
+            cms.restore_version(collection, &args.slug, &version, args.if_match.as_deref()).await
+        }
+        .await
+        .map_err(fail)?;
+        Ok(Json(Written {
+            filename: outcome.filename,
+            slug: outcome.slug,
+            folder: outcome.folder,
+            etag: outcome.etag,
+            message: "Version restored.".into(),
+            restored: Some(restored),
+        }))
+    }
+
+    /// Full-text search over title, tags and body of one collection or all of them, best
+    /// first (title matches above tag matches above body matches), with snippets. Words
+    /// are matched stemmed (run finds running) and as prefixes (front finds frontmatter).
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn search(
+        &self,
+        Parameters(args): Parameters<SearchArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<Json<SearchResults>, String> {
+        let viewer = caller(&ctx)?;
+        let params = SearchParams {
+            q: Some(args.q),
+            collection: args.collection,
+            page: number(args.page),
+            per_page: number(args.per_page),
+        };
+        let page = self.cms.search(&params, &viewer).await.map_err(fail)?;
+        let meta = PageMeta::from(&page);
+        Ok(Json(SearchResults { results: page.items.into_iter().map(SearchResult::from).collect(), meta }))
+    }
+
+    /// List the tags of a collection's published items with their counts, most used first.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn list_tags(
+        &self,
+        Parameters(args): Parameters<ListTagsArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<Json<Tags>, String> {
+        caller(&ctx)?;
+        let cms = &self.cms;
+        let tags = async {
+            let collection = cms.collection(&args.collection)?;
+            let params = TagsParams { content_path: Some(collection.path.clone()), ..TagsParams::default() };
+            cms.tags(&params).await
+        }
+        .await
+        .map_err(fail)?;
+        Ok(Json(Tags { tags: tags.into_iter().map(TagOut::from).collect() }))
+    }
+
+    /// List a resource folder (media uploads): its subfolders and files with their URLs.
+    // Named apart from `ServerHandler::list_resources` (MCP resources, not media files).
+    #[tool(name = "list_resources", annotations(read_only_hint = true, open_world_hint = false))]
+    async fn list_media(
+        &self,
+        Parameters(args): Parameters<ListResourcesArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<Json<ResourcesOut>, String> {
+        caller(&ctx)?;
+        let folder = number(args.folder);
+        let listing =
+            self.cms.list_resources(folder.as_deref(), args.subpath.as_deref()).await.map_err(fail)?;
+        Ok(Json(ResourcesOut::from(listing)))
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for CmsServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
+            .with_server_info(Implementation::new("cms", env!("CARGO_PKG_VERSION")))
+            .with_instructions(format!(
+                "The content of the site {:?}: Markdown items with YAML frontmatter in collections, \
+                 and media in resource folders. Start with list_collections, then list_items or \
+                 search; read with get_item; write with create_item, update_item (merges fm) and \
+                 delete_item. Every write keeps the previous content as a version \
+                 (list_versions, get_version, restore_version). Items are also resources at \
+                 cms://{{collection}}/{{slug}}.",
+                self.cms.site().name
+            ))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(resources::collection_resources(&self.cms)))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(ListResourceTemplatesResult::with_all_items(resources::templates()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let viewer = caller(&ctx).map_err(|e| ErrorData::invalid_request(e, None))?;
+        let uri = request.uri.as_str();
+        let to_error = |error: CoreError| match error {
+            CoreError::NotFound(message) => ErrorData::resource_not_found(message, None),
+            CoreError::Invalid(message) => ErrorData::invalid_params(message, None),
+            other => ErrorData::internal_error(fail(other), None),
+        };
+        let contents = match resources::parse(&self.cms, uri).map_err(to_error)? {
+            Target::Item(collection, slug) => {
+                // Drafts too: an mcp_ key is a key (as on REST with a key).
+                let view = self.cms.read_item(collection, &slug, &viewer).await.map_err(to_error)?;
+                let raw = self.cms.read_raw(collection, &view.meta.filename).await.map_err(to_error)?;
+                let text = raw.doc.to_file_text().map_err(to_error)?;
+                resources::markdown(uri, text)
+            }
+            Target::Collection(collection) => {
+                let items = self.cms.indexed_items(collection).await.map_err(to_error)?;
+                let mut uris: Vec<String> =
+                    items.iter().map(|i| resources::item_uri(&collection.slug, &i.meta.slug)).collect();
+                uris.sort();
+                let listing = serde_json::json!({ "collection": collection.slug, "items": uris });
+                ResourceContents::text(listing.to_string(), uri).with_mime_type("application/json")
+            }
+        };
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+}

@@ -1,9 +1,9 @@
-//! API keys (owner): the list, create (shown once, with a copy button), revoke.
+//! API and MCP keys (owner): the list, create (shown once, with a copy button), revoke.
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
-use cms_core::account::{KEY_RANDOM_BYTES, Role};
+use cms_core::account::{KEY_RANDOM_BYTES, KeyFamily, Role};
 
 use super::query_param;
 use crate::AdminState;
@@ -13,6 +13,8 @@ use crate::view::{self, Layout, Section};
 
 struct KeyRow {
     id: String,
+    /// `api` (the REST API) or `mcp` (the AI-agent endpoint).
+    kind: &'static str,
     email: String,
     name: String,
     created: String,
@@ -41,7 +43,13 @@ async fn page(state: &AdminState, user: &SignedIn, l: Layout) -> AdminResult<Key
         .keys()
         .await?
         .into_iter()
-        .map(|k| KeyRow { id: k.id, email: k.email, name: k.name, created: view::unix_time(k.created) })
+        .map(|k| KeyRow {
+            kind: KeyFamily::of(&k).as_str(),
+            id: k.id,
+            email: k.email,
+            name: k.name,
+            created: view::unix_time(k.created),
+        })
         .collect();
     let users = state.cms.users_by_role().await?.into_iter().map(|u| u.email).collect();
     Ok(KeysPage { l, keys, users, me: user.email().to_owned(), new_key: None, error: None })
@@ -58,7 +66,8 @@ pub async fn list(
     view::ok(&page(&state, &user, l).await?)
 }
 
-/// `POST /admin/keys` (`user`, `name`): the new key is shown on the answer, once.
+/// `POST /admin/keys` (`user`, `name`, `kind`: `api` or `mcp`): the new key is shown on
+/// the answer, once.
 pub async fn create(posted: PostedForm, state: web::Data<AdminState>) -> AdminResult<HttpResponse> {
     let user = &posted.user;
     user.require(Role::Owner)?;
@@ -68,7 +77,16 @@ pub async fn create(posted: PostedForm, state: web::Data<AdminState>) -> AdminRe
         "" => "editor",
         name => name,
     };
-    let created = state.cms.create_key(owner, name, random::<KEY_RANDOM_BYTES>()?).await;
+    let family = match posted.fields.text("kind") {
+        "" | "api" => KeyFamily::Api,
+        "mcp" => KeyFamily::Agent,
+        other => {
+            return Err(crate::error::AdminError::bad_request(format!(
+                "kind must be api or mcp, not {other:?}"
+            )));
+        }
+    };
+    let created = state.cms.create_key_of(family, owner, name, random::<KEY_RANDOM_BYTES>()?).await;
     let l = Layout::new(&state, user, Section::Keys);
     match created {
         Ok(key) => {

@@ -526,6 +526,25 @@ fn owner_pages_media_and_deletes_act_through_the_facade() {
     assert_eq!(stdout(&cms(root, &["webhooks", "list"])), "");
     assert_eq!(tab.post("/admin/webhooks/log/clear", &[("csrf", csrf)], &[]).status, 303);
 
+    // Keys of both kinds: an mcp_ key is made when asked for, listed as such; a kind that
+    // does not exist is refused and nothing is made.
+    let agent = tab.post(
+        "/admin/keys",
+        &[("csrf", csrf), ("user", "owner@example.com"), ("name", "agent"), ("kind", "mcp")],
+        &[],
+    );
+    assert_eq!(agent.status, 200, "{}", agent.body);
+    assert!(agent.body.contains("value=\"mcp_"), "the mcp_ key is shown once: {}", agent.body);
+    assert!(stdout(&cms(root, &["keys", "list"])).contains("mcpkey_"));
+    let keys_before = stdout(&cms(root, &["keys", "list"]));
+    let odd = tab.post(
+        "/admin/keys",
+        &[("csrf", csrf), ("user", "owner@example.com"), ("name", "x"), ("kind", "ftp")],
+        &[],
+    );
+    assert_eq!(odd.status, 400, "{}", odd.body);
+    assert_eq!(stdout(&cms(root, &["keys", "list"])), keys_before);
+
     // Theme: only what the form sends changes, and the facade validates it.
     let wrong = tab.post("/admin/theme", &[("csrf", csrf), ("accent_color", "blue")], &[]);
     assert_eq!(wrong.status, 422);

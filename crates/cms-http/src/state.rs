@@ -8,8 +8,10 @@ use cms_core::error::CoreResult;
 
 use crate::error::{ApiError, Shape};
 
-/// Budget of the serialized-answer cache: about 2,000 list pages or 5,000 items.
-const BODY_CACHE_BYTES: usize = 16 * 1024 * 1024;
+/// Budget of the serialized-answer cache: about 3,000 list pages or 10,000 items. Kept
+/// answers are found before anything else is done (`reply::kept_page`, `kept_item`), so
+/// this, not the core's rendered-item cache, is the one worth its memory.
+const BODY_CACHE_BYTES: usize = 32 * 1024 * 1024;
 
 /// What every handler can reach: the facade and the web-only settings.
 pub struct AppState {

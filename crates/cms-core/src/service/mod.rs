@@ -401,7 +401,7 @@ pub(crate) fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
     lock.write().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Budget of the rendered-item cache: about 5,000 items of 2 KB. A read whose answer is
-/// kept (see the HTTP crate's body cache) does not come here; this spares a render when
-/// that answer has aged out, and at 100,000 items more would not fit the memory target.
-const HTML_CACHE_BYTES: usize = 24 * 1024 * 1024;
+/// Budget of the rendered-item cache: about 2,000 items of 2 KB. A read whose answer is
+/// kept (see the HTTP crate's body cache, which holds the finished answers) does not come
+/// here; this spares a render for other callers and for answers that aged out.
+const HTML_CACHE_BYTES: usize = 8 * 1024 * 1024;

@@ -1,5 +1,5 @@
-//! Related items: which criteria a request asks for, the significant words of an item, and
-//! the score of a candidate against the source item.
+//! Related items: which criteria a request asks for, which search terms count as content,
+//! and the score of a candidate against the source item.
 //!
 //! Each criterion gives a number between 0 and 1 (the Jaccard index of two sets: shared
 //! elements over all distinct elements); the score is their mean, so it stays between 0
@@ -42,9 +42,6 @@ pub fn parse_criteria(raw: Option<&str>) -> CoreResult<Vec<Criterion>> {
     Ok(criteria)
 }
 
-/// Most distinct words kept per item; a very long body keeps its first ones.
-pub const MAX_WORDS: usize = 1000;
-
 /// Words too common to say anything about what an item is about.
 const STOP_WORDS: &[&str] = &[
     "about", "after", "again", "all", "also", "and", "any", "are", "because", "been", "before", "being",
@@ -57,64 +54,25 @@ const STOP_WORDS: &[&str] = &[
     "whom", "why", "will", "with", "would", "you", "your", "yours",
 ];
 
-/// The significant words of a text, sorted and distinct: lowercased runs of letters and
-/// digits, at least 3 characters long, not only digits, not a stop word.
-pub fn significant_words(text: &str) -> Vec<String> {
-    let mut words = BTreeSet::new();
-    for_each_significant_word(text, |word| {
-        words.insert(word.to_owned());
-        words.len()
+/// Whether a search term (a stemmed, lowercased word) says something about what an item
+/// is about: at least 3 characters, not only digits, and not the stem of a stop word.
+/// Related items by content compare these terms, from the search index's postings.
+pub fn is_significant_term(term: &str) -> bool {
+    static STOP_STEMS: std::sync::OnceLock<BTreeSet<String>> = std::sync::OnceLock::new();
+    let stops = STOP_STEMS.get_or_init(|| {
+        let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+        STOP_WORDS.iter().flat_map(|w| [(*w).to_owned(), stemmer.stem(w).into_owned()]).collect()
     });
-    words.into_iter().collect()
+    term.chars().nth(2).is_some() && !term.bytes().all(|b| b.is_ascii_digit()) && !stops.contains(term)
 }
 
-/// [`significant_words`] as 32-bit FNV-1a hashes, sorted and distinct: what the index
-/// keeps per item. Two words sharing a hash would count as one shared word; among the
-/// few thousand words of one collection that is vanishingly rare and moves a score by a
-/// fraction of a percent at most.
-pub fn word_hashes(text: &str) -> Box<[u32]> {
-    let mut seen = std::collections::HashSet::new();
-    for_each_significant_word(text, |word| {
-        seen.insert(fnv1a(word.as_bytes()));
-        seen.len()
-    });
-    let mut hashes: Vec<u32> = seen.into_iter().collect();
-    hashes.sort_unstable();
-    hashes.into_boxed_slice()
-}
-
-/// Calls `keep` with each significant word (lowercased) in order of appearance, until it
-/// says [`MAX_WORDS`] distinct words are kept. Indexing a collection runs this over every
-/// body, so it allocates once, not per word.
-fn for_each_significant_word(text: &str, mut keep: impl FnMut(&str) -> usize) {
-    let mut lower = String::new();
-    for word in text.split(|c: char| !c.is_alphanumeric()) {
-        if word.len() < 3 || word.chars().nth(2).is_none() || word.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        lower.clear();
-        if word.is_ascii() {
-            lower.push_str(word);
-            lower.make_ascii_lowercase();
-        } else {
-            lower.extend(word.chars().flat_map(char::to_lowercase));
-        }
-        if STOP_WORDS.binary_search(&lower.as_str()).is_err() && keep(&lower) >= MAX_WORDS {
-            break;
-        }
-    }
-}
-
-fn fnv1a(bytes: &[u8]) -> u32 {
-    bytes.iter().fold(0x811c_9dc5_u32, |hash, byte| (hash ^ u32::from(*byte)).wrapping_mul(0x0100_0193))
-}
-
-/// What scoring needs to know about an item.
-#[derive(Debug, Clone, Copy)]
-pub struct Features<'a> {
-    pub tags: &'a [String],
-    /// Sorted and distinct, as [`word_hashes`] returns them.
-    pub words: &'a [u32],
+/// How two items overlap by content: their distinct significant terms and how many they
+/// share (see [`crate::search::SearchIndex::content_overlap`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ContentCounts {
+    pub shared: u32,
+    pub source: u32,
+    pub candidate: u32,
 }
 
 /// A candidate's score against the source item.
@@ -126,13 +84,19 @@ pub struct Score {
     pub shared_tags: Vec<String>,
 }
 
-/// Scores `candidate` against `source` by `criteria`.
-pub fn score(source: Features<'_>, candidate: Features<'_>, criteria: &[Criterion]) -> Score {
-    let source_slugs = tag_slugs(source.tags);
-    let candidate_slugs = tag_slugs(candidate.tags);
+/// Scores a candidate against the source by `criteria`, from their tags and their
+/// content overlap.
+pub fn score(
+    source_tags: &[String],
+    candidate_tags: &[String],
+    content: ContentCounts,
+    criteria: &[Criterion],
+) -> Score {
+    let source_slugs = tag_slugs(source_tags);
+    let candidate_slugs = tag_slugs(candidate_tags);
     let mut shared_tags = Vec::new();
     let mut seen = BTreeSet::new();
-    for tag in source.tags {
+    for tag in source_tags {
         let slug = slugify(tag);
         if candidate_slugs.contains(&slug) && seen.insert(slug) {
             shared_tags.push(tag.clone());
@@ -142,11 +106,9 @@ pub fn score(source: Features<'_>, candidate: Features<'_>, criteria: &[Criterio
     for criterion in criteria {
         total += match criterion {
             Criterion::Tags => jaccard(seen.len(), source_slugs.len(), candidate_slugs.len()),
-            Criterion::Content => jaccard(
-                sorted_overlap(source.words, candidate.words),
-                source.words.len(),
-                candidate.words.len(),
-            ),
+            Criterion::Content => {
+                jaccard(content.shared as usize, content.source as usize, content.candidate as usize)
+            }
         };
     }
     let mean = if criteria.is_empty() { 0.0 } else { total / criteria.len() as f64 };
@@ -161,23 +123,6 @@ fn tag_slugs(tags: &[String]) -> BTreeSet<String> {
 fn jaccard(shared: usize, a: usize, b: usize) -> f64 {
     let union = a + b - shared;
     if union == 0 { 0.0 } else { shared as f64 / union as f64 }
-}
-
-/// How many elements two sorted, distinct lists share.
-fn sorted_overlap<T: Ord>(a: &[T], b: &[T]) -> usize {
-    let (mut i, mut j, mut shared) = (0, 0, 0);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                shared += 1;
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    shared
 }
 
 #[cfg(test)]
@@ -201,35 +146,36 @@ mod tests {
     }
 
     #[test]
-    fn words() {
-        assert_eq!(
-            significant_words("The Rust compiler, the RUST borrow-checker and 2024 ideas; ok"),
-            strings(&["borrow", "checker", "compiler", "ideas", "rust"])
-        );
-        assert_eq!(significant_words("Café déjà vu"), strings(&["café", "déjà"]));
-        let long: String = (0..5000).map(|i| format!("word{i} ")).collect();
-        assert_eq!(significant_words(&long).len(), MAX_WORDS);
-        assert_eq!(word_hashes("Rust, rust and RUST borrow").len(), 2, "distinct words, one hash each");
-        assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]), "sorted, for binary search");
+    fn significant_terms() {
+        assert!(is_significant_term("compil"));
+        assert!(is_significant_term("café"));
+        assert!(!is_significant_term("ok"), "too short");
+        assert!(!is_significant_term("2024"), "only digits");
+        assert!(!is_significant_term("the") && !is_significant_term("becaus"), "stop words and their stems");
+        assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]), "sorted, for reading");
     }
 
     #[test]
     fn scores() {
         let source_tags = strings(&["Rust Lang", "web", "wasm"]);
         let candidate_tags = strings(&["rust-lang", "WEB", "go"]);
-        let source_words = word_hashes("alpha beta delta gamma");
-        let candidate_words = word_hashes("beta delta omega");
-        let source = Features { tags: &source_tags, words: &source_words };
-        let candidate = Features { tags: &candidate_tags, words: &candidate_words };
+        let content = ContentCounts { shared: 2, source: 4, candidate: 3 };
 
-        let by_tags = score(source, candidate, &[Criterion::Tags]);
+        let by_tags = score(&source_tags, &candidate_tags, content, &[Criterion::Tags]);
         assert_eq!(by_tags.shared_tags, strings(&["Rust Lang", "web"]));
         assert_eq!(by_tags.score, 0.5, "2 shared of 4 distinct");
-        assert_eq!(score(source, candidate, &[Criterion::Content]).score, 0.4, "2 shared of 5 distinct");
-        assert_eq!(score(source, candidate, &[Criterion::Tags, Criterion::Content]).score, 0.45);
+        assert_eq!(
+            score(&source_tags, &candidate_tags, content, &[Criterion::Content]).score,
+            0.4,
+            "2 shared of 5 distinct"
+        );
+        assert_eq!(
+            score(&source_tags, &candidate_tags, content, &[Criterion::Tags, Criterion::Content]).score,
+            0.45
+        );
 
-        let empty = Features { tags: &[], words: &[] };
-        assert_eq!(score(source, empty, &[Criterion::Tags, Criterion::Content]).score, 0.0);
-        assert_eq!(score(empty, empty, &[Criterion::Tags]).score, 0.0);
+        let none = ContentCounts::default();
+        assert_eq!(score(&source_tags, &[], none, &[Criterion::Tags, Criterion::Content]).score, 0.0);
+        assert_eq!(score(&[], &[], none, &[Criterion::Tags]).score, 0.0);
     }
 }

@@ -19,6 +19,8 @@ use std::sync::Arc;
 
 use rust_stemmers::{Algorithm, Stemmer};
 
+use crate::related;
+
 /// Marks of one posting: bit 7 the title has the word, bit 6 a tag has it, bits 0-5 how
 /// often the body has it (capped).
 const IN_TITLE: u8 = 0x80;
@@ -92,6 +94,8 @@ struct Postings {
 struct Doc {
     name: Arc<str>,
     published: bool,
+    /// How many of its distinct terms are content terms (see [`SearchIndex::content_overlap`]).
+    content_terms: u32,
 }
 
 /// Distinct words remembered with their term (so that a word is stemmed once, not once
@@ -113,6 +117,9 @@ pub struct SearchIndex {
     term_ids: HashMap<Arc<str>, u32>,
     ordered: BTreeMap<Arc<str>, u32>,
     postings: Vec<Postings>,
+    /// Per term: whether it says something about what an item is about (see
+    /// [`related::is_significant`]): only those count for related items.
+    significant: Vec<bool>,
     /// Lowercased word → its term's id.
     words: HashMap<Box<str>, u32>,
     /// Retired ids still named in postings.
@@ -124,6 +131,15 @@ pub struct SearchIndex {
 pub struct Hit {
     pub name: Arc<str>,
     pub score: f32,
+}
+
+/// What [`SearchIndex::content_overlap`] found.
+#[derive(Debug)]
+pub struct ContentOverlap<'a> {
+    /// The text's distinct content terms.
+    pub source_terms: u32,
+    /// Per filename sharing at least one: (terms shared, the item's content terms).
+    pub items: HashMap<&'a str, (u32, u32)>,
 }
 
 impl SearchIndex {
@@ -139,6 +155,7 @@ impl SearchIndex {
                 let id = self.postings.len() as u32;
                 let term: Arc<str> = Arc::from(term);
                 self.term_ids.insert(Arc::clone(&term), id);
+                self.significant.push(related::is_significant_term(&term));
                 self.ordered.insert(term, id);
                 self.postings.push(Postings::default());
                 id
@@ -181,8 +198,10 @@ impl SearchIndex {
     pub fn upsert(&mut self, name: &str, published: bool, text: &SearchText<'_>) {
         self.remove(name);
         let terms = self.item_terms(text);
+        let content_terms =
+            terms.iter().filter(|(term, marks)| self.is_content(**term, **marks)).count() as u32;
         let name: Arc<str> = Arc::from(name);
-        let doc = Doc { name: Arc::clone(&name), published };
+        let doc = Doc { name: Arc::clone(&name), published, content_terms };
         let id = match self.free.pop() {
             Some(id) => {
                 self.docs[id as usize] = Some(doc);
@@ -232,6 +251,56 @@ impl SearchIndex {
         self.free =
             (0..self.docs.len() as u32).rev().filter(|id| self.docs[*id as usize].is_none()).collect();
         self.retired = 0;
+        // The word cache speeds up a build; between builds an item at a time is stemmed
+        // quickly enough without it.
+        self.words = HashMap::new();
+    }
+
+    /// Whether a term of an item counts for related items: a significant term of its
+    /// title or body (tags are compared on their own).
+    fn is_content(&self, term: u32, marks: u8) -> bool {
+        marks & !IN_TAGS != 0 && self.significant[term as usize]
+    }
+
+    /// How much each item shares with a text by content: the text's distinct content
+    /// terms (title and body, as [`Self::upsert`] counts them), and per item sharing any,
+    /// how many it shares and how many it has. Walks the postings of the text's terms only.
+    pub fn content_overlap(&self, text: &SearchText<'_>) -> ContentOverlap<'_> {
+        let mut source: HashSet<u32> = HashSet::new();
+        let mut body_terms = HashSet::new();
+        let known =
+            |word: &str| self.words.get(word).or_else(|| self.term_ids.get(stem(word).as_str())).copied();
+        for (_, _, word) in words(text.body) {
+            if body_terms.len() >= MAX_BODY_TERMS {
+                break;
+            }
+            if let Some(term) = known(&word) {
+                body_terms.insert(term);
+            }
+        }
+        source.extend(body_terms);
+        source.extend(words(text.title).filter_map(|(_, _, word)| known(&word)));
+        source.retain(|term| self.significant[*term as usize]);
+        let mut shared = vec![0u32; self.docs.len()];
+        for &term in &source {
+            let postings = &self.postings[term as usize];
+            for (&id, &marks) in postings.docs.iter().zip(&postings.marks) {
+                if marks & !IN_TAGS != 0 {
+                    shared[id as usize] += 1;
+                }
+            }
+        }
+        let items = self
+            .docs
+            .iter()
+            .zip(shared)
+            .filter(|(_, shared)| *shared > 0)
+            .filter_map(|(doc, shared)| {
+                let doc = doc.as_ref()?;
+                Some((&*doc.name, (shared, doc.content_terms)))
+            })
+            .collect();
+        ContentOverlap { source_terms: source.len() as u32, items }
     }
 
     /// How many items are indexed.

@@ -15,7 +15,11 @@ use crate::index::{Held, IndexedItem};
 use crate::ports::FileStamp;
 
 /// Bumped whenever what a snapshot holds changes shape.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
+
+/// Entries per chunk: chunks are encoded separately so that a restart decodes them on
+/// every core.
+const CHUNK_ENTRIES: usize = 4096;
 
 /// What a snapshot must match to be used.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,32 +51,89 @@ struct Entry {
     item: Held,
 }
 
-/// Encodes the header, then the entries.
+/// Encodes the header, then the entries in chunks of [`CHUNK_ENTRIES`], each a byte
+/// string of its own.
 pub fn encode(header: &SnapshotHeader, entries: &[(FileStamp, Held)]) -> Vec<u8> {
-    let rows: Vec<EntryRef<'_>> = entries
-        .iter()
-        .map(|(stamp, item)| EntryRef { stamp, item: item.as_deref().map_err(|reason| &**reason) })
+    let chunks: Vec<Vec<u8>> = entries
+        .chunks(CHUNK_ENTRIES)
+        .map(|chunk| {
+            let rows: Vec<EntryRef<'_>> = chunk
+                .iter()
+                .map(|(stamp, item)| EntryRef { stamp, item: item.as_deref().map_err(|reason| &**reason) })
+                .collect();
+            // About 800 bytes an item: one allocation of about the right size rather than
+            // a series of doublings.
+            postcard::to_extend(&rows, Vec::with_capacity(chunk.len() * 800)).expect("index entries encode")
+        })
         .collect();
-    // About 800 bytes an item: one allocation of about the right size rather than a
-    // series of doublings, each a copy of everything so far.
-    let bytes = Vec::with_capacity(64 + entries.len() * 800);
-    let bytes = postcard::to_extend(header, bytes).expect("a header encodes");
-    postcard::to_extend(&rows, bytes).expect("index entries encode")
+    let size = chunks.iter().map(|c| c.len() + 5).sum::<usize>();
+    let bytes = postcard::to_extend(header, Vec::with_capacity(64 + size)).expect("a header encodes");
+    let chunks: Vec<Chunk<'_>> = chunks.iter().map(|c| Chunk(c)).collect();
+    postcard::to_extend(&chunks, bytes).expect("index chunks encode")
 }
 
 /// The entries of a snapshot in filename order, when its header is `expected`; `Err` says
-/// why it cannot be used.
+/// why it cannot be used. Chunks are decoded in parallel.
 pub fn decode(bytes: &[u8], expected: &SnapshotHeader) -> Result<Vec<(FileStamp, Held)>, String> {
     let (header, rest) = postcard::take_from_bytes::<SnapshotHeader>(bytes)
         .map_err(|error| format!("the snapshot's header does not decode: {error}"))?;
     if header != *expected {
         return Err(format!("the snapshot was made for {header:?}, not {expected:?}"));
     }
-    let entries: Vec<Entry> =
+    let chunks: Vec<Chunk<'_>> =
         postcard::from_bytes(rest).map_err(|error| format!("the snapshot does not decode: {error}"))?;
-    let mut entries: Vec<(FileStamp, Held)> = entries.into_iter().map(|e| (e.stamp, e.item)).collect();
-    entries.sort_unstable_by(|a, b| a.0.name.cmp(&b.0.name));
+    let decode_chunk = |chunk: &[u8]| -> Result<Vec<Entry>, String> {
+        postcard::from_bytes(chunk).map_err(|error| format!("the snapshot does not decode: {error}"))
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 16);
+    let per_thread = chunks.len().div_ceil(threads).max(1);
+    let decoded: Vec<Result<Vec<Entry>, String>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = chunks
+            .chunks(per_thread)
+            .map(|part| {
+                scope.spawn(move || {
+                    let mut entries = Vec::new();
+                    for chunk in part {
+                        entries.extend(decode_chunk(chunk.0)?);
+                    }
+                    Ok(entries)
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().expect("a snapshot worker panicked")).collect()
+    });
+    let mut entries = Vec::new();
+    for part in decoded {
+        entries.extend(part?.into_iter().map(|e| (e.stamp, e.item)));
+    }
+    entries.sort_unstable_by(|a: &(FileStamp, Held), b| a.0.name.cmp(&b.0.name));
     Ok(entries)
+}
+
+/// A chunk of encoded entries, kept as a byte string (a length and the bytes, borrowed
+/// when decoded), not as a sequence of numbers.
+struct Chunk<'a>(&'a [u8]);
+
+impl Serialize for Chunk<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Chunk<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Chunk<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a chunk of snapshot entries")
+            }
+            fn visit_borrowed_bytes<E: serde::de::Error>(self, bytes: &'de [u8]) -> Result<Chunk<'de>, E> {
+                Ok(Chunk(bytes))
+            }
+        }
+        deserializer.deserialize_bytes(Visitor)
+    }
 }
 
 #[cfg(test)]
@@ -103,6 +164,22 @@ mod tests {
         ];
         let decoded = decode(&encode(&header, &entries), &header).unwrap();
         assert_eq!(decoded, entries, "in filename order, items and reasons as they were");
+    }
+
+    #[test]
+    fn several_chunks_come_back_whole_and_in_filename_order() {
+        let header = SnapshotHeader::new("content/posts", "UTC");
+        let (stamp, item) = entry("a.md", "---\ntitle: A\n---\nBody.\n");
+        let count = CHUNK_ENTRIES * 2 + 3;
+        // Written in reverse filename order, as a changed index may hold them.
+        let entries: Vec<(FileStamp, Held)> = (0..count)
+            .rev()
+            .map(|i| (FileStamp { name: format!("{i:06}.md"), ..stamp.clone() }, item.clone()))
+            .collect();
+        let decoded = decode(&encode(&header, &entries), &header).unwrap();
+        assert_eq!(decoded.len(), count);
+        assert!(decoded.windows(2).all(|w| w[0].0.name < w[1].0.name));
+        assert_eq!(decoded[0], (FileStamp { name: "000000.md".into(), ..stamp }, item));
     }
 
     #[test]

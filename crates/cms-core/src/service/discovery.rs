@@ -15,7 +15,7 @@ use crate::error::{CoreError, CoreResult};
 use crate::feed::{self, RssChannel, RssItem, SitemapUrl};
 use crate::index::IndexedItem;
 use crate::query::{ListParams, ListQuery, Page, StatusFilter};
-use crate::related::{self, Features};
+use crate::related::{self, ContentCounts, Criterion};
 use crate::sitepath;
 use crate::slug::{ItemRef, slugify};
 use crate::urls::{self, PagePath};
@@ -445,11 +445,21 @@ impl Cms {
                 collection.slug
             ))
         })?;
+        let (source_terms, overlap) = if criteria.contains(&Criterion::Content) {
+            self.content_overlap(collection, &source).await?
+        } else {
+            (0, Default::default())
+        };
+        let content = |candidate: &IndexedItem| {
+            let (shared, candidate_terms) = overlap.get(&candidate.meta.filename).copied().unwrap_or((0, 0));
+            ContentCounts { shared, source: source_terms, candidate: candidate_terms }
+        };
         let mut scored: Vec<RelatedItem> = items
             .iter()
             .filter(|candidate| candidate.meta.filename != source.meta.filename)
             .filter_map(|candidate| {
-                let score = related::score(features(&source), features(candidate), &criteria);
+                let score =
+                    related::score(&source.meta.tags, &candidate.meta.tags, content(candidate), &criteria);
                 (score.score > 0.0).then(|| {
                     let url = pages.url("item", &candidate.meta.slug);
                     RelatedItem {
@@ -526,10 +536,6 @@ impl Cms {
             Err(e) => Err(e),
         }
     }
-}
-
-fn features(item: &IndexedItem) -> Features<'_> {
-    Features { tags: &item.meta.tags, words: &item.words }
 }
 
 fn tag_pages(param: &str, raw: Option<&str>, pretty: bool) -> CoreResult<PagePath> {

@@ -99,11 +99,13 @@ impl Cms {
         if super::read(&cell.index).is_some() {
             return Ok(());
         }
-        let scan = self.ports.content.scan(collection).await?;
-        let (mut names, others) = classify(scan);
+        // The scan waits on the store while the snapshot decodes: both at once.
+        let (scan, snapshot) =
+            futures_util::future::join(self.ports.content.scan(collection), self.load_snapshot(collection))
+                .await;
+        let (mut names, others) = classify(scan?);
         names.sort_unstable_by(|a, b| a.0.name.cmp(&b.0.name));
         let mut entries = Vec::with_capacity(names.len());
-        let snapshot = self.load_snapshot(collection).await;
         let snapshot_size = snapshot.len();
         let mut kept = snapshot.into_iter().peekable();
         let mut names_to_read = Vec::new();

@@ -137,6 +137,30 @@ impl Cms {
         query.snippet(body.as_deref().unwrap_or(&item.plain_excerpt), SNIPPET_CHARS)
     }
 
+    /// How each published item of a collection overlaps `source` by content (see
+    /// [`SearchIndex::content_overlap`]): per filename sharing any content term, the
+    /// counts. Builds the search index first if it is not yet built, and reads the
+    /// source's file (the indexes keep no text).
+    pub(super) async fn content_overlap(
+        &self,
+        collection: &Collection,
+        source: &IndexedItem,
+    ) -> CoreResult<(u32, std::collections::HashMap<String, (u32, u32)>)> {
+        self.ensure_searchable(collection).await?;
+        let body = match ItemFilename::parse(&source.meta.filename) {
+            Some(name) => match self.ports.content.read(collection, &name).await? {
+                Some(file) => plain_body(&file).unwrap_or_default(),
+                None => String::new(),
+            },
+            None => String::new(),
+        };
+        let search = read(&self.search[collection.index].index);
+        let Some(search) = search.as_ref() else { return Ok((0, Default::default())) };
+        let overlap = search.content_overlap(&search_text(source, &body));
+        let items = overlap.items.into_iter().map(|(name, counts)| (name.to_owned(), counts)).collect();
+        Ok((overlap.source_terms, items))
+    }
+
     /// Builds the collection's search index now rather than on the first search (the
     /// server calls it in the background after start-up). Cheap once built.
     pub async fn prepare_search(&self) -> CoreResult<()> {
@@ -189,6 +213,11 @@ impl Cms {
                     );
                 }
             }
+        }
+        // Postings grew by doubling while built: give back the spare room (a third of
+        // them at 100,000 items).
+        if let Some(search) = write(&cell.index).as_mut() {
+            search.compact();
         }
         cell.complete.store(true, Ordering::Release);
         tracing::info!(

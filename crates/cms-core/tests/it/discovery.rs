@@ -3,7 +3,6 @@
 
 use cms_core::CoreError;
 use cms_core::query::ListQuery;
-use cms_core::related;
 use cms_core::service::{RelatedParams, RssParams, SearchIndexParams, SitemapParams, TagItemsParams, Viewer};
 use cms_core::testing::MemoryWorld;
 
@@ -39,7 +38,7 @@ async fn absolute_paths_need_the_site_root_relative_ones_do_not() {
 }
 
 #[tokio::test]
-async fn the_index_keeps_a_plain_excerpt_and_the_significant_words() {
+async fn the_index_keeps_a_plain_excerpt() {
     let world = MemoryWorld::new();
     put(
         &world,
@@ -50,8 +49,34 @@ async fn the_index_keeps_a_plain_excerpt_and_the_significant_words() {
     let items = cms.indexed_items(cms.collection("posts").unwrap()).await.unwrap();
     assert_eq!(items[0].excerpt(), "*Why* <i>it</i> matters", "lists keep the written excerpt as written");
     assert_eq!(&*items[0].plain_excerpt, "Why it matters");
-    // Kept as hashes of the significant words (stop words and short words dropped).
-    assert_eq!(items[0].words, related::word_hashes("borrow checker ownership rust"));
+}
+
+#[tokio::test]
+async fn related_by_content_compares_stems_of_significant_title_and_body_words() {
+    let world = MemoryWorld::new();
+    // Content terms: rust, ownership, borrow, checker (`The` is a stop word).
+    put(&world, "2024-01-01-src.md", "---\ntitle: Rust Ownership\n---\nThe borrow checker.\n");
+    // borrow and checker by their stems; `the`, `and` and `ok` say nothing; a tag is not content.
+    put(
+        &world,
+        "2024-01-02-stems.md",
+        "---\ntitle: Borrowing\ntags: [ownership]\n---\nthe and ok checkers\n",
+    );
+    put(&world, "2024-01-03-stop.md", "---\ntitle: The\n---\nthe and of 2024\n");
+    let cms = world.cms();
+    let params = RelatedParams {
+        content_path: Some("content/posts/src".into()),
+        by: Some("content".into()),
+        ..Default::default()
+    };
+    let found: Vec<(String, f64)> = cms
+        .related(&params)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.item.meta.slug.clone(), r.score))
+        .collect();
+    assert_eq!(found, [("stems".to_owned(), 0.5)], "2 shared of 4 distinct");
 }
 
 #[tokio::test]

@@ -196,7 +196,10 @@ pub struct CollectionIndex {
 
 impl CollectionIndex {
     /// An index of these files, sorted once.
-    pub fn build(entries: Vec<(FileStamp, Held)>) -> Self {
+    pub fn build(mut entries: Vec<(FileStamp, Held)>) -> Self {
+        // In filename order, so that ids are too (see `sort_by_order`). Usually already
+        // in order, or two ordered runs: a stable sort merges those in linear time.
+        entries.sort_by(|a, b| a.0.name.cmp(&b.0.name));
         let mut index = Self::default();
         for (stamp, item) in entries {
             let Some(name) = ItemFilename::parse(&stamp.name) else { continue };
@@ -581,17 +584,16 @@ impl CollectionIndex {
 }
 
 /// Sorts ids ascending in one order, exactly as [`compare`] orders them, comparing keys
-/// made once per item.
+/// made once per item. Only for a freshly built index, whose ids ascend with filenames:
+/// an id then breaks ties as the filename does, without comparing strings.
 fn sort_by_order<'a>(order: OrderBy, ids: &mut [Id], item: impl Fn(Id) -> &'a IndexedItem) {
     fn by_key<'a, K: Ord>(
         ids: &mut [Id],
         item: impl Fn(Id) -> &'a IndexedItem,
-        key: impl Fn(&IndexedItem) -> K,
+        key: impl Fn(&'a IndexedItem) -> K,
     ) {
         let mut keyed: Vec<(K, Id)> = ids.iter().map(|id| (key(item(*id)), *id)).collect();
-        keyed.sort_unstable_by(|a, b| {
-            a.0.cmp(&b.0).then_with(|| item(a.1).meta.filename.cmp(&item(b.1).meta.filename))
-        });
+        keyed.sort_unstable();
         for (slot, (_, id)) in ids.iter_mut().zip(keyed) {
             *slot = id;
         }
@@ -599,11 +601,24 @@ fn sort_by_order<'a>(order: OrderBy, ids: &mut [Id], item: impl Fn(Id) -> &'a In
     match order {
         OrderBy::DatePublished => by_key(ids, item, |i| i.meta.date_at.map(|d| d.unix_timestamp_nanos())),
         // Lowercase forms compare byte by byte as `caseless_cmp` compares them char by
-        // char: UTF-8 keeps the order of code points.
-        OrderBy::Title => by_key(ids, item, |i| caseless_key(&i.meta.title)),
-        OrderBy::Slug => ids.sort_unstable_by(|a, b| compare(order, item(*a), item(*b))),
+        // char (UTF-8 keeps the order of code points); their first 8 bytes as a number
+        // settle most comparisons without a string comparison.
+        OrderBy::Title => by_key(ids, item, |i| {
+            let lower = caseless_key(&i.meta.title);
+            (prefix_number(&lower), lower)
+        }),
+        OrderBy::Slug => by_key(ids, item, |i| (prefix_number(&i.meta.slug), i.meta.slug.as_str())),
         OrderBy::Modified => by_key(ids, item, |i| i.meta.modified),
     }
+}
+
+/// The first 8 bytes of a string as a big-endian number (zero-padded): ordered as the
+/// strings' first 8 bytes are.
+fn prefix_number(text: &str) -> u64 {
+    let mut bytes = [0u8; 8];
+    let n = text.len().min(8);
+    bytes[..n].copy_from_slice(&text.as_bytes()[..n]);
+    u64::from_be_bytes(bytes)
 }
 
 fn caseless_key(title: &str) -> String {

@@ -13,16 +13,22 @@ pub enum EventKind {
     UserCreated,
     UserUpdated,
     UserDeleted,
+    /// A scheduled item's window opened (`publish_date` passed): it went live by itself.
+    ItemPublished,
+    /// A scheduled item's window closed (`unpublish_date` passed): it came down by itself.
+    ItemUnpublished,
 }
 
 impl EventKind {
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 8] = [
         Self::FileCreated,
         Self::FileUpdated,
         Self::FileDeleted,
         Self::UserCreated,
         Self::UserUpdated,
         Self::UserDeleted,
+        Self::ItemPublished,
+        Self::ItemUnpublished,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -33,6 +39,8 @@ impl EventKind {
             Self::UserCreated => "user.created",
             Self::UserUpdated => "user.updated",
             Self::UserDeleted => "user.deleted",
+            Self::ItemPublished => "item.published",
+            Self::ItemUnpublished => "item.unpublished",
         }
     }
 

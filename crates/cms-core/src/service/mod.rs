@@ -26,6 +26,7 @@ mod index;
 mod items;
 mod locks;
 mod resources;
+mod schedule;
 mod search;
 mod settings;
 mod versions;
@@ -244,6 +245,8 @@ pub struct Cms {
     /// The site folder's absolute path, as the composition root knows it; lets path-valued
     /// query parameters be absolute. `None`: only relative paths resolve.
     site_root: Option<String>,
+    /// Called when the next scheduled instant moved earlier (see `schedule.rs`).
+    schedule_waker: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl Cms {
@@ -269,6 +272,7 @@ impl Cms {
             keep_versions: config.versions.keep,
             settings_lock: futures_util::lock::Mutex::new(()),
             site_root: None,
+            schedule_waker: std::sync::OnceLock::new(),
             resource_folders: config
                 .resources
                 .iter()

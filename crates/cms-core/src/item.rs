@@ -94,7 +94,7 @@ impl Schedule {
         let mut unreadable = false;
         let mut bound = |key: &str| {
             let value = fm.get(key).filter(|v| !v.is_null())?;
-            let at = scalar_text(value).and_then(|text| zone.parse(&text));
+            let at = scalar_text(value).and_then(|text| zone.parse_exact(&text));
             unreadable |= at.is_none();
             at
         };
@@ -247,7 +247,7 @@ pub fn validate_frontmatter(fm: &Frontmatter) -> CoreResult<()> {
                         "fm.{key} must start with a YYYY-MM-DD date, got {date:?}"
                     )));
                 }
-                if key != "date" && SiteZone::utc().parse(date).is_none() {
+                if key != "date" && SiteZone::utc().parse_exact(date).is_none() {
                     return Err(CoreError::invalid(format!(
                         "fm.{key} must be a date or a date and time such as 2030-01-31T09:00:00+01:00, got {date:?}"
                     )));

@@ -89,6 +89,14 @@ pub struct WebhooksConfig {
     pub timeout_secs: u64,
     #[serde(default)]
     pub ca_file: Option<String>,
+    /// Delays before each retry of a failed delivery (default none: the spec's single
+    /// attempt), e.g. `[10, 60, 600, 3600]`.
+    #[serde(default)]
+    pub retry_delays_secs: Vec<u64>,
+    /// Consecutive failed deliveries after which a subscription is disabled (default
+    /// off).
+    #[serde(default)]
+    pub disable_after: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -129,7 +137,7 @@ impl Default for VersionsConfig {
 }
 impl Default for WebhooksConfig {
     fn default() -> Self {
-        Self { timeout_secs: default_timeout_secs(), ca_file: None }
+        Self { timeout_secs: default_timeout_secs(), ca_file: None, retry_delays_secs: Vec::new(), disable_after: None }
     }
 }
 
@@ -244,6 +252,15 @@ impl SiteConfig {
                 self.webhooks.timeout_secs
             ));
         }
+        let delays = &self.webhooks.retry_delays_secs;
+        if delays.len() > 20 || delays.iter().any(|d| !(1..=86_400).contains(d)) {
+            return invalid(format!(
+                "webhooks.retry_delays_secs must list at most 20 delays of 1 to 86400 seconds, got {delays:?}"
+            ));
+        }
+        if self.webhooks.disable_after == Some(0) {
+            return invalid("webhooks.disable_after must be at least 1 (leave it out to never disable)".into());
+        }
         if self.limits.json_bytes == 0 || self.limits.upload_bytes == 0 || self.versions.keep == 0 {
             return invalid("limits.* and versions.keep must be greater than 0".into());
         }
@@ -314,6 +331,11 @@ mod tests {
         for bad in [0, 301, u64::MAX] {
             let text = format!("{MINIMAL}webhooks:\n  timeout_secs: {bad}\n");
             assert!(SiteConfig::from_yaml(&text).unwrap_err().to_string().contains("timeout_secs"), "{bad}");
+        }
+        for bad in ["retry_delays_secs: [0]", "retry_delays_secs: [100000]", "disable_after: 0"] {
+            let text = format!("{MINIMAL}webhooks:\n  {bad}\n");
+            let key = bad.split(':').next().unwrap();
+            assert!(SiteConfig::from_yaml(&text).unwrap_err().to_string().contains(key), "{bad}");
         }
     }
 

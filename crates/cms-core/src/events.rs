@@ -17,6 +17,8 @@ pub enum EventKind {
     ItemPublished,
     /// A scheduled item's window closed (`unpublish_date` passed): it came down by itself.
     ItemUnpublished,
+    /// `cms webhooks test`: sent to one subscription on request, never selected.
+    Ping,
 }
 
 impl EventKind {
@@ -41,11 +43,18 @@ impl EventKind {
             Self::UserDeleted => "user.deleted",
             Self::ItemPublished => "item.published",
             Self::ItemUnpublished => "item.unpublished",
+            Self::Ping => "ping",
         }
     }
 
+    /// A selectable event's name (see [`Self::ALL`]).
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
+    /// Any event's name, `ping` included (as the delivery log names them).
+    pub fn parse_logged(name: &str) -> Option<Self> {
+        Self::parse(name).or((name == "ping").then_some(Self::Ping))
     }
 
     /// Parses a comma-separated selection such as `file.created, user.deleted`: surrounding

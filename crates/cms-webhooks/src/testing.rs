@@ -75,6 +75,8 @@ pub enum Answer {
     Status(u16),
     /// Waits this long (the one deliberate sleep of the tests), then answers `200`.
     Slow(Duration),
+    /// Answers `500` to the first this many requests, then `200`.
+    FailFirst(usize),
 }
 
 /// One request the receiver got.
@@ -183,10 +185,16 @@ fn serve(
     let connection = rustls::ServerConnection::new(config).map_err(io::Error::other)?;
     let mut tls = rustls::StreamOwned::new(connection, stream);
     let request = read_request(&mut tls)?;
-    inbox.received.lock().unwrap().push(request);
+    let count = {
+        let mut received = inbox.received.lock().unwrap();
+        received.push(request);
+        received.len()
+    };
     inbox.arrived.notify_all();
     let status = match answer {
         Answer::Status(status) => status,
+        Answer::FailFirst(failures) if count <= failures => 500,
+        Answer::FailFirst(_) => 200,
         Answer::Slow(delay) => {
             thread::sleep(delay);
             200

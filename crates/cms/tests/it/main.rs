@@ -7,6 +7,7 @@ mod cli;
 mod discovery;
 mod mcp;
 mod resources;
+mod retries;
 mod schedule;
 mod server;
 mod webhooks;

@@ -137,7 +137,12 @@ impl Default for VersionsConfig {
 }
 impl Default for WebhooksConfig {
     fn default() -> Self {
-        Self { timeout_secs: default_timeout_secs(), ca_file: None, retry_delays_secs: Vec::new(), disable_after: None }
+        Self {
+            timeout_secs: default_timeout_secs(),
+            ca_file: None,
+            retry_delays_secs: Vec::new(),
+            disable_after: None,
+        }
     }
 }
 
@@ -259,7 +264,9 @@ impl SiteConfig {
             ));
         }
         if self.webhooks.disable_after == Some(0) {
-            return invalid("webhooks.disable_after must be at least 1 (leave it out to never disable)".into());
+            return invalid(
+                "webhooks.disable_after must be at least 1 (leave it out to never disable)".into(),
+            );
         }
         if self.limits.json_bytes == 0 || self.limits.upload_bytes == 0 || self.versions.keep == 0 {
             return invalid("limits.* and versions.keep must be greater than 0".into());

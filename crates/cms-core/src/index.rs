@@ -307,7 +307,8 @@ impl CollectionIndex {
                 continue;
             }
             let bounds = [(schedule.publish_at, true), (schedule.unpublish_at, false)];
-            for (at, live) in bounds.into_iter().filter_map(|(at, l)| Some((crate::item::whole_secs(at?), l))) {
+            for (at, live) in bounds.into_iter().filter_map(|(at, l)| Some((crate::item::whole_secs(at?), l)))
+            {
                 if since < at && at <= self.now {
                     found.push(Transition { filename: Arc::clone(&slot.name), live, at });
                 }
@@ -375,9 +376,7 @@ impl CollectionIndex {
             ItemRef::Slug(slug) => self.by_slug.get(slug.as_str())?,
             ItemRef::Filename(name) => std::slice::from_ref(self.by_name.get(name.as_str())?),
         };
-        ids.iter()
-            .filter_map(|id| self.slot(*id).item.as_ref().ok())
-            .find(|item| self.is_live(item))
+        ids.iter().filter_map(|id| self.slot(*id).item.as_ref().ok()).find(|item| self.is_live(item))
     }
 
     /// A file with this slug (dated or not).

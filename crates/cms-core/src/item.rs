@@ -99,8 +99,11 @@ impl Schedule {
             at
         };
         let (publish_at, unpublish_at) = (bound("publish_date"), bound("unpublish_date"));
-        (publish_at.is_some() || unpublish_at.is_some() || unreadable)
-            .then_some(Self { publish_at, unpublish_at, unreadable })
+        (publish_at.is_some() || unpublish_at.is_some() || unreadable).then_some(Self {
+            publish_at,
+            unpublish_at,
+            unreadable,
+        })
     }
 
     /// Whether the window holds `now` (Unix seconds).

@@ -49,9 +49,7 @@ pub fn ping_body(webhook: &str, now: time::OffsetDateTime) -> Vec<u8> {
 pub fn standard_key(secret: &str) -> Vec<u8> {
     use base64::Engine as _;
     let encoded = secret.strip_prefix(crate::model::SECRET_PREFIX).unwrap_or(secret);
-    base64::engine::general_purpose::STANDARD
-        .decode(encoded)
-        .unwrap_or_else(|_| encoded.as_bytes().to_vec())
+    base64::engine::general_purpose::STANDARD.decode(encoded).unwrap_or_else(|_| encoded.as_bytes().to_vec())
 }
 
 /// The Standard Webhooks `webhook-signature` value: `v1,` + base64 HMAC-SHA256 of

@@ -47,6 +47,9 @@ pub struct SinkConfig {
     pub retry_delays: Vec<Duration>,
     /// Consecutive failed deliveries after which a subscription is disabled.
     pub disable_after: Option<u32>,
+    /// Keep a durable outbox (`.cms/webhook-outbox.log`, see [`crate::outbox`]): the
+    /// server's sink does, so that pending deliveries resume after a restart.
+    pub outbox: bool,
 }
 
 impl SinkConfig {
@@ -66,6 +69,7 @@ impl SinkConfig {
             queue: Self::DEFAULT_QUEUE,
             retry_delays: config.retry_delays_secs.iter().map(|s| Duration::from_secs(*s)).collect(),
             disable_after: config.disable_after,
+            outbox: false,
         }
     }
 }
@@ -87,7 +91,8 @@ struct Pending {
 
 /// What the queue carries: a new event, or a delivery's next attempt.
 enum Queued {
-    Event(Event),
+    /// With its outbox sequence number, when there is an outbox.
+    Event(Event, Option<u64>),
     Retry(Retry),
 }
 
@@ -99,6 +104,7 @@ struct Retry {
     body: Vec<u8>,
     /// The number of the attempt to make.
     attempt: u32,
+    seq: Option<u64>,
 }
 
 /// One attempt a worker is to make.
@@ -106,6 +112,7 @@ struct Due {
     delivery: String,
     body: Vec<u8>,
     attempt: u32,
+    seq: Option<u64>,
 }
 
 struct Shared {
@@ -125,6 +132,9 @@ struct Shared {
     retry_due: Condvar,
     /// Consecutive failed deliveries per subscription id.
     failures: Mutex<HashMap<String, u32>>,
+    outbox: Option<crate::outbox::Outbox>,
+    /// Per outbox sequence number, the deliveries of that event not yet finished.
+    unfinished: Mutex<HashMap<u64, usize>>,
     /// Deliveries taken on and not yet logged, by delivery id. Whoever removes an entry
     /// (the worker after the attempt, or shutdown at its deadline) writes its log entry.
     pending: Mutex<HashMap<String, Pending>>,
@@ -164,7 +174,27 @@ impl WebhookSink {
     }
 
     fn with_deliverer(config: SinkConfig, deliverer: Deliverer, gate: Arc<dyn DeliveryGate>) -> Self {
-        let (sender, receiver) = sync_channel(config.queue.max(1));
+        let (outbox, resumed) = if config.outbox {
+            match crate::outbox::Outbox::open(&config.state_dir) {
+                Ok((outbox, resumed)) => (Some(outbox), resumed),
+                Err(error) => {
+                    tracing::error!(%error, "cannot open the webhook outbox; deliveries will not survive a restart");
+                    (None, Vec::new())
+                }
+            }
+        } else {
+            (None, Vec::new())
+        };
+        let (sender, receiver) = sync_channel(config.queue.max(1).max(resumed.len()));
+        if !resumed.is_empty() {
+            tracing::info!(
+                events = resumed.len(),
+                "resuming webhook deliveries left pending by the last run"
+            );
+        }
+        for (seq, event) in resumed {
+            let _ = sender.try_send(Queued::Event(event, Some(seq)));
+        }
         let workers = config.workers.max(1);
         let shared = Arc::new(Shared {
             store: WebhookStore::new(&config.state_dir),
@@ -177,6 +207,8 @@ impl WebhookSink {
             waiting: Mutex::default(),
             retry_due: Condvar::new(),
             failures: Mutex::default(),
+            outbox,
+            unfinished: Mutex::default(),
             pending: Mutex::default(),
             overflow: Mutex::default(),
             abandon: AtomicBool::new(false),
@@ -189,6 +221,21 @@ impl WebhookSink {
                 .name(format!("webhooks-{n}"))
                 .spawn(move || shared.work())
                 .expect("spawn a webhook worker");
+        }
+        if shared.outbox.is_some() {
+            let syncing = shared.clone();
+            thread::Builder::new()
+                .name("webhook-outbox".into())
+                .spawn(move || {
+                    // Group fsync: one per interval for every line appended meanwhile.
+                    while lock(&syncing.sender).is_some() {
+                        thread::sleep(crate::outbox::SYNC_EVERY);
+                        if let Some(outbox) = &syncing.outbox {
+                            outbox.sync();
+                        }
+                    }
+                })
+                .expect("spawn the webhook outbox thread");
         }
         if !config.retry_delays.is_empty() {
             let timer = shared.clone();
@@ -223,6 +270,9 @@ impl WebhookSink {
         let abandoned = if finished { 0 } else { self.shared.abandon_pending() };
         let abandoned = abandoned + self.shared.abandon_waiting();
         self.shared.log_overflow();
+        if let Some(outbox) = &self.shared.outbox {
+            outbox.sync();
+        }
         ShutdownReport { finished, abandoned }
     }
 }
@@ -238,10 +288,14 @@ impl EventSink for WebhookSink {
             self.shared.log_not_sent(&event, "the process was stopping");
             return;
         };
-        let refused = match queue.try_send(Queued::Event(event)) {
+        // Before the caller's reply: the event is in the kernel's hands (see `outbox`).
+        let seq = self.shared.outbox.as_ref().map(|outbox| outbox.record(&event));
+        let refused = match queue.try_send(Queued::Event(event, seq)) {
             Ok(()) => return,
-            Err(TrySendError::Full(Queued::Event(event))) => (event, "the delivery queue was full"),
-            Err(TrySendError::Disconnected(Queued::Event(event))) => (event, "no delivery worker was running"),
+            Err(TrySendError::Full(Queued::Event(event, _))) => (event, "the delivery queue was full"),
+            Err(TrySendError::Disconnected(Queued::Event(event, _))) => {
+                (event, "no delivery worker was running")
+            }
             Err(_) => unreachable!("an event was sent"),
         };
         drop(sender);
@@ -256,7 +310,7 @@ impl Shared {
             // Asked when the deliveries are due: the license may have changed since the
             // sink started or the event was published.
             let allowed = if deliveries.is_empty() { Ok(()) } else { self.gate.check() };
-            for Due { delivery: id, body, attempt } in deliveries {
+            for Due { delivery: id, body, attempt, seq } in deliveries {
                 if self.abandon.load(Ordering::SeqCst) {
                     // Shutdown claimed (and logged) what was pending.
                     break;
@@ -274,12 +328,25 @@ impl Shared {
                     let attempted = logged.duration_ms.is_some();
                     let success = logged.success;
                     self.append(&[logged]);
-                    if !success && attempted && let Some(delay) = self.retry_delays.get(attempt as usize - 1) {
-                        let retry = Retry { delivery: id, webhook: subscription.id.clone(), event, body, attempt: attempt + 1 };
+                    if !success
+                        && attempted
+                        && let Some(delay) = self.retry_delays.get(attempt as usize - 1)
+                    {
+                        let retry = Retry {
+                            delivery: id,
+                            webhook: subscription.id.clone(),
+                            event,
+                            body,
+                            attempt: attempt + 1,
+                            seq,
+                        };
                         lock(&self.waiting).push((Instant::now() + jittered(*delay), retry));
                         self.retry_due.notify_all();
-                    } else if attempted {
-                        self.count_outcome(&subscription, success);
+                    } else {
+                        if attempted {
+                            self.count_outcome(&subscription, success);
+                        }
+                        self.finished(seq);
                     }
                 }
                 self.log_overflow();
@@ -294,23 +361,37 @@ impl Shared {
     /// holding the queue; `None` once the queue is closed and empty.
     fn next(&self) -> Option<Vec<Due>> {
         let queue = lock(&self.queue);
-        let event = match queue.recv().ok()? {
-            Queued::Event(event) => event,
+        let (event, seq) = match queue.recv().ok()? {
+            Queued::Event(event, seq) => (event, seq),
             Queued::Retry(retry) => {
                 // Read again: a subscription disabled or removed meanwhile gets no more.
-                let current = self.store.list().ok().and_then(|all| all.into_iter().find(|s| s.id == retry.webhook));
+                let current =
+                    self.store.list().ok().and_then(|all| all.into_iter().find(|s| s.id == retry.webhook));
                 let Some(subscription) = current.filter(|s| s.enabled) else {
                     tracing::info!(delivery = %retry.delivery, webhook = %retry.webhook, "webhook retry dropped: the subscription is disabled or removed");
+                    self.finished(retry.seq);
                     return Some(Vec::new());
                 };
-                lock(&self.pending).insert(retry.delivery.clone(), Pending { subscription, event: retry.event });
+                lock(&self.pending)
+                    .insert(retry.delivery.clone(), Pending { subscription, event: retry.event });
                 drop(queue);
-                return Some(vec![Due { delivery: retry.delivery, body: retry.body, attempt: retry.attempt }]);
+                return Some(vec![Due {
+                    delivery: retry.delivery,
+                    body: retry.body,
+                    attempt: retry.attempt,
+                    seq: retry.seq,
+                }]);
             }
         };
         let targets = self.targets(&event);
         if targets.is_empty() {
+            if let (Some(outbox), Some(seq)) = (&self.outbox, seq) {
+                outbox.done(seq);
+            }
             return Some(Vec::new());
+        }
+        if let Some(seq) = seq {
+            lock(&self.unfinished).insert(seq, targets.len());
         }
         let body = payload::body(&event);
         let mut pending = lock(&self.pending);
@@ -318,7 +399,7 @@ impl Shared {
         for subscription in targets {
             let id = delivery_id();
             pending.insert(id.clone(), Pending { subscription, event: event.kind });
-            deliveries.push(Due { delivery: id, body: body.clone(), attempt: 1 });
+            deliveries.push(Due { delivery: id, body: body.clone(), attempt: 1, seq });
         }
         drop(queue);
         Some(deliveries)
@@ -371,8 +452,9 @@ impl Shared {
         while let Ok(queued) = queue.try_recv() {
             let why = "the process stopped before this event was delivered";
             match queued {
-                Queued::Event(event) => {
-                    entries.extend(self.targets(&event).iter().map(|s| LogEntry::not_sent(s, event.kind, why)));
+                Queued::Event(event, _) => {
+                    entries
+                        .extend(self.targets(&event).iter().map(|s| LogEntry::not_sent(s, event.kind, why)));
                 }
                 Queued::Retry(retry) => lock(&self.waiting).push((Instant::now(), retry)),
             }
@@ -394,26 +476,46 @@ impl Shared {
                 return;
             }
             let now = Instant::now();
-            let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut *waiting).into_iter().partition(|(at, _)| *at <= now);
+            let (due, later): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut *waiting).into_iter().partition(|(at, _)| *at <= now);
             *waiting = later;
             for (_, retry) in due {
                 let sent = lock(&self.sender).as_ref().map(|queue| queue.try_send(Queued::Retry(retry)));
                 match sent {
                     Some(Ok(())) => {}
                     // Full: try again shortly. Closed: shutdown logs what is waiting.
-                    Some(Err(TrySendError::Full(Queued::Retry(retry)) | TrySendError::Disconnected(Queued::Retry(retry)))) => {
+                    Some(Err(
+                        TrySendError::Full(Queued::Retry(retry))
+                        | TrySendError::Disconnected(Queued::Retry(retry)),
+                    )) => {
                         waiting.push((now + Duration::from_millis(100), retry));
                     }
                     _ => {}
                 }
             }
             let next = waiting.iter().map(|(at, _)| *at).min();
-            let wait = next.map_or(Duration::from_secs(3600), |at| at.saturating_duration_since(Instant::now()));
+            let wait =
+                next.map_or(Duration::from_secs(3600), |at| at.saturating_duration_since(Instant::now()));
             waiting = self.retry_due.wait_timeout(waiting, wait).unwrap_or_else(|p| p.into_inner()).0;
         }
     }
 
-    /// At shutdown: the retries not yet due are logged as not sent.
+    /// One delivery of an outbox event finished (logged for good): the event is done
+    /// when its last one is.
+    fn finished(&self, seq: Option<u64>) {
+        let (Some(outbox), Some(seq)) = (&self.outbox, seq) else { return };
+        let mut unfinished = lock(&self.unfinished);
+        let left = unfinished.entry(seq).or_insert(1);
+        *left = left.saturating_sub(1);
+        if *left == 0 {
+            unfinished.remove(&seq);
+            drop(unfinished);
+            outbox.done(seq);
+        }
+    }
+
+    /// At shutdown: the retries not yet due are logged as not sent (an outbox keeps
+    /// their events for the next start).
     fn abandon_waiting(&self) -> usize {
         let waiting = std::mem::take(&mut *lock(&self.waiting));
         let subscriptions = self.store.list().unwrap_or_default();
@@ -452,7 +554,9 @@ impl Shared {
                 "disabled the webhook after {limit} failed deliveries in a row (webhooks.disable_after); `cms webhooks enable {}` turns it back on",
                 subscription.id
             ),
-            Err(error) => tracing::error!(webhook = %subscription.id, %error, "cannot disable the failing webhook"),
+            Err(error) => {
+                tracing::error!(webhook = %subscription.id, %error, "cannot disable the failing webhook")
+            }
         }
     }
 

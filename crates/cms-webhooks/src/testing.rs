@@ -117,7 +117,13 @@ pub struct Receiver {
 
 impl Receiver {
     pub fn start(ca: &TestCa, answer: Answer) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        Self::start_on(ca, answer, 0)
+    }
+
+    /// The same on a given port (0: a free one), e.g. to bring a receiver back up where
+    /// an earlier one was.
+    pub fn start_on(ca: &TestCa, answer: Answer, port: u16) -> Self {
+        let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind a loopback port");
         let port = listener.local_addr().expect("local address").port();
         let inbox = Arc::new(Inbox::default());
         let stop = Arc::new(AtomicBool::new(false));
@@ -135,6 +141,10 @@ impl Receiver {
             }
         });
         Self { port, inbox, stop }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// `https://127.0.0.1:<port>/hook`.

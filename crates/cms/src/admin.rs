@@ -275,9 +275,19 @@ pub fn webhooks(site: &OpenSite, command: WebhooksCommand) -> anyhow::Result<()>
             println!("cleared the delivery log ({count} entries)");
         }
         WebhooksCommand::Test { id } => {
-            let hook = store.list()?.into_iter().find(|h| h.id == id).with_context(|| format!("no webhook with id {id:?}; `cms webhooks list` shows them"))?;
+            let hook = store
+                .list()?
+                .into_iter()
+                .find(|h| h.id == id)
+                .with_context(|| format!("no webhook with id {id:?}; `cms webhooks list` shows them"))?;
             let body = cms_webhooks::payload::ping_body(&hook.id, time::OffsetDateTime::now_utc());
-            let entry = deliverer(site)?.deliver(&hook, EventKind::Ping, &body, &cms_webhooks::model::delivery_id(), 1);
+            let entry = deliverer(site)?.deliver(
+                &hook,
+                EventKind::Ping,
+                &body,
+                &cms_webhooks::model::delivery_id(),
+                1,
+            );
             report_attempt(store, entry)?;
         }
         WebhooksCommand::Redeliver { delivery_id } => {
@@ -288,7 +298,8 @@ pub fn webhooks(site: &OpenSite, command: WebhooksCommand) -> anyhow::Result<()>
             let hook = store.list()?.into_iter().find(|h| h.id == logged.webhook).with_context(|| {
                 format!("the webhook {} of that delivery no longer exists", logged.webhook)
             })?;
-            let attempt = log.iter().filter(|e| e.delivery == delivery_id).map(|e| e.attempt).max().unwrap_or(1) + 1;
+            let attempt =
+                log.iter().filter(|e| e.delivery == delivery_id).map(|e| e.attempt).max().unwrap_or(1) + 1;
             let body = logged.body.clone().unwrap_or_default();
             let entry = deliverer(site)?.deliver(&hook, logged.event, body.as_bytes(), &delivery_id, attempt);
             report_attempt(store, entry)?;
@@ -299,7 +310,11 @@ pub fn webhooks(site: &OpenSite, command: WebhooksCommand) -> anyhow::Result<()>
 
 /// A deliverer with the site's settings, for the commands that send one request.
 fn deliverer(site: &OpenSite) -> anyhow::Result<cms_webhooks::Deliverer> {
-    let config = cms_webhooks::SinkConfig::for_site(&site.root, &site.root.join(cms_fs::STATE_DIR), &site.config.webhooks);
+    let config = cms_webhooks::SinkConfig::for_site(
+        &site.root,
+        &site.root.join(cms_fs::STATE_DIR),
+        &site.config.webhooks,
+    );
     Ok(cms_webhooks::Deliverer::new(&config.delivery)?)
 }
 

@@ -138,7 +138,10 @@ fn start_webhooks(
     config: &SiteConfig,
     purpose: Purpose,
 ) -> anyhow::Result<WebhookSink> {
-    let sink_config = SinkConfig::for_site(root, state, &config.webhooks);
+    let mut sink_config = SinkConfig::for_site(root, state, &config.webhooks);
+    // Only the server keeps the outbox (one process owns it); a command waits for its
+    // own deliveries before it exits.
+    sink_config.outbox = purpose == Purpose::Serve;
     let gate = Arc::new(LicenseGate::new(state, config.license.public_key.clone()));
     Ok(match purpose {
         // The server refuses to start with broken delivery settings.

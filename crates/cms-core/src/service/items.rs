@@ -107,7 +107,8 @@ impl Cms {
         let (name, indexed) = {
             let index = self.index(collection).await?;
             let name = index.locate(&item_ref).ok_or_else(|| item_not_found(collection, &item_ref))?;
-            let indexed = index.get(name.as_str()).and_then(Result::ok).map(|i| (Arc::clone(i), index.is_live(i)));
+            let indexed =
+                index.get(name.as_str()).and_then(Result::ok).map(|i| (Arc::clone(i), index.is_live(i)));
             (name, indexed)
         };
         let Some((indexed, live)) = indexed else {

@@ -181,11 +181,7 @@ impl Cms {
                     continue;
                 }
                 if let Some(Ok(item)) = index.get(&stamp.name) {
-                    search.upsert(
-                        &stamp.name,
-                        index.is_live(item),
-                        &search_text(item, body),
-                    );
+                    search.upsert(&stamp.name, index.is_live(item), &search_text(item, body));
                 }
             }
         }
@@ -216,11 +212,7 @@ impl Cms {
         let mut search = write(&cell.index);
         let Some(search) = search.as_mut() else { return };
         match (item, body) {
-            (Some(item), Some(body)) => search.upsert(
-                &file.stamp.name,
-                live,
-                &search_text(item, &body),
-            ),
+            (Some(item), Some(body)) => search.upsert(&file.stamp.name, live, &search_text(item, &body)),
             _ => search.remove(&file.stamp.name),
         }
     }

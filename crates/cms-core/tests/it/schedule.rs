@@ -41,16 +41,38 @@ async fn public_slugs(cms: &cms_core::Cms) -> Vec<Vec<String>> {
     listed.sort();
     let mut lists = vec![listed];
     let index = SearchIndexParams { collection_path: Some(POSTS.into()), ..Default::default() };
-    lists.push(cms.search_index(&index).await.unwrap().into_iter().map(|e| e.item.meta.slug.clone()).collect());
+    lists.push(
+        cms.search_index(&index).await.unwrap().into_iter().map(|e| e.item.meta.slug.clone()).collect(),
+    );
     let tags = TagsParams { content_path: Some(POSTS.into()), ..Default::default() };
-    lists.push(cms.tags(&tags).await.unwrap().into_iter().map(|t| format!("{}:{}", t.slug, t.count)).collect());
+    lists.push(
+        cms.tags(&tags).await.unwrap().into_iter().map(|t| format!("{}:{}", t.slug, t.count)).collect(),
+    );
     let rss = cms.rss(posts, &RssParams::default()).await.unwrap();
     let sitemap = cms.sitemap(posts, &SitemapParams::default()).await.unwrap();
-    lists.push(["soon", "ending", "always"].iter().filter(|s| rss.contains(&format!("/{s}<"))).map(|s| s.to_string()).collect());
-    lists.push(["soon", "ending", "always"].iter().filter(|s| sitemap.contains(&format!("/{s}<"))).map(|s| s.to_string()).collect());
+    lists.push(
+        ["soon", "ending", "always"]
+            .iter()
+            .filter(|s| rss.contains(&format!("/{s}<")))
+            .map(|s| s.to_string())
+            .collect(),
+    );
+    lists.push(
+        ["soon", "ending", "always"]
+            .iter()
+            .filter(|s| sitemap.contains(&format!("/{s}<")))
+            .map(|s| s.to_string())
+            .collect(),
+    );
     let search = SearchParams { q: Some("zebras".into()), ..Default::default() };
-    let mut found: Vec<String> =
-        cms.search(&search, &Viewer::Anonymous).await.unwrap().items.iter().map(|h| h.item.meta.slug.clone()).collect();
+    let mut found: Vec<String> = cms
+        .search(&search, &Viewer::Anonymous)
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|h| h.item.meta.slug.clone())
+        .collect();
     found.sort();
     lists.push(found);
     for slug in ["soon", "ending"] {
@@ -68,7 +90,11 @@ async fn public_slugs(cms: &cms_core::Cms) -> Vec<Vec<String>> {
 
 fn site(world: &MemoryWorld) {
     put(world, "soon.md", "title: Soon\nstatus: published\ntags: [news]\npublish_date: 2026-01-01T01:00:00Z");
-    put(world, "ending.md", "title: Ending\nstatus: published\ntags: [news]\nunpublish_date: '2026-01-01 03:00:00 +0100'");
+    put(
+        world,
+        "ending.md",
+        "title: Ending\nstatus: published\ntags: [news]\nunpublish_date: '2026-01-01 03:00:00 +0100'",
+    );
     put(world, "always.md", "title: Always\nstatus: published\ntags: [news]");
 }
 
@@ -148,7 +174,8 @@ async fn a_restart_spanning_the_instant_announces_it_once() {
     let second = world.cms();
     second.start().await.unwrap();
     let mark = second.catch_up_schedule(Some(mark));
-    let kinds: Vec<(EventKind, EventData)> = world.events.take().into_iter().map(|e| (e.kind, e.data)).collect();
+    let kinds: Vec<(EventKind, EventData)> =
+        world.events.take().into_iter().map(|e| (e.kind, e.data)).collect();
     assert_eq!(
         kinds,
         [
@@ -180,18 +207,20 @@ async fn writes_wake_the_timer_and_bad_dates_are_refused() {
         body: None,
         mode: UpdateMode::Patch,
     };
-    cms.update_item(&posts, "always", update(json!({"publish_date": "2026-01-01T00:00:30Z"})), None).await.unwrap();
+    cms.update_item(&posts, "always", update(json!({"publish_date": "2026-01-01T00:00:30Z"})), None)
+        .await
+        .unwrap();
     assert_eq!(woken.load(Ordering::Relaxed), 1, "an earlier instant wakes the timer");
     assert_eq!(cms.next_scheduled_instant(), Some(START + 30));
     cms.update_item(&posts, "always", update(json!({"publish_date": null})), None).await.unwrap();
     assert_eq!(cms.next_scheduled_instant(), Some(START + 3600), "a removed instant is forgotten");
 
     for bad in [json!("tomorrow"), json!("2026-13-01"), json!(5), json!("2026-01-01T25:00:00Z")] {
-        let error = cms.update_item(&posts, "always", update(json!({"unpublish_date": bad})), None).await.unwrap_err();
-        assert!(
-            matches!(&error, CoreError::Invalid(m) if m.contains("fm.unpublish_date")),
-            "{bad}: {error}"
-        );
+        let error = cms
+            .update_item(&posts, "always", update(json!({"unpublish_date": bad})), None)
+            .await
+            .unwrap_err();
+        assert!(matches!(&error, CoreError::Invalid(m) if m.contains("fm.unpublish_date")), "{bad}: {error}");
     }
     // A hand-written date that names no instant hides the item rather than publish it.
     put(&world, "odd.md", "title: Odd\nstatus: published\npublish_date: someday");

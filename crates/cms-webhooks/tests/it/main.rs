@@ -60,6 +60,7 @@ impl Fixture {
             queue: 64,
             retry_delays: Vec::new(),
             disable_after: None,
+            outbox: false,
         }
     }
 

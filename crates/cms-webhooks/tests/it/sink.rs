@@ -129,7 +129,8 @@ fn a_failed_delivery_is_retried_with_its_delivery_id_and_each_attempt_logged() {
     let receiver = Receiver::start(&f.ca, Answer::FailFirst(2));
     let hook = f.add(&receiver.url(), "file.created");
     let mut config = f.config(Duration::from_secs(10));
-    config.retry_delays = vec![Duration::from_millis(300), Duration::from_millis(300), Duration::from_millis(300)];
+    config.retry_delays =
+        vec![Duration::from_millis(300), Duration::from_millis(300), Duration::from_millis(300)];
     let sink = WebhookSink::start(config, allowed()).unwrap();
     sink.publish(file_event(EventKind::FileCreated));
     let got = receiver.wait_for(3, Duration::from_secs(10));
@@ -143,7 +144,8 @@ fn a_failed_delivery_is_retried_with_its_delivery_id_and_each_attempt_logged() {
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(receiver.received().len(), 3, "nothing after the success");
     let log = f.store.log().unwrap();
-    let attempts: Vec<(u32, Option<u16>, bool)> = log.iter().map(|e| (e.attempt, e.status, e.success)).collect();
+    let attempts: Vec<(u32, Option<u16>, bool)> =
+        log.iter().map(|e| (e.attempt, e.status, e.success)).collect();
     assert_eq!(attempts, [(1, Some(500), false), (2, Some(500), false), (3, Some(200), true)]);
     assert!(log.iter().all(|e| e.delivery == ids[0] && e.webhook == hook.id));
 }

@@ -19,7 +19,9 @@ const WORKSPACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
 fn with_webhook_settings(site: &Path, lines: &str) {
     let config = site.join("cms.yaml");
-    let text = fs::read_to_string(&config).unwrap().replace("  timeout_secs: 10\n", &format!("  timeout_secs: 10\n{lines}"));
+    let text = fs::read_to_string(&config)
+        .unwrap()
+        .replace("  timeout_secs: 10\n", &format!("  timeout_secs: 10\n{lines}"));
     fs::write(config, text).unwrap();
 }
 
@@ -46,7 +48,10 @@ fn a_failing_receiver_gets_every_attempt_with_one_delivery_id_and_standard_signa
     for request in &got {
         assert_eq!(request.header("x-webhook-delivery"), Some(delivery.as_str()));
         assert_eq!(request.header("webhook-id"), Some(delivery.as_str()));
-        assert!(signed_by(&secret, &request.body, request.header("x-webhook-signature")), "the spec's signature");
+        assert!(
+            signed_by(&secret, &request.body, request.header("x-webhook-signature")),
+            "the spec's signature"
+        );
         assert!(request.header("webhook-signature").unwrap().starts_with("v1,"));
     }
     // The receiver records a request before it answers: wait for the third log line.
@@ -95,7 +100,9 @@ fn verify_with_standard_webhooks(secret: &str, deliveries: &Path) {
             !std::env::var("CMS_REQUIRE_VALIDATORS").is_ok_and(|v| v == "1"),
             "CMS_REQUIRE_VALIDATORS=1 but no Python with the standardwebhooks package (run .ci/run)"
         );
-        eprintln!("note: skipping the Standard Webhooks check: no Python with standardwebhooks (run .ci/run)");
+        eprintln!(
+            "note: skipping the Standard Webhooks check: no Python with standardwebhooks (run .ci/run)"
+        );
         return;
     };
     let output = Command::new(python).arg(SCRIPT).arg(secret).arg(deliveries).output().unwrap();
@@ -115,4 +122,35 @@ fn python_with_package() -> Option<PathBuf> {
             .status()
             .is_ok_and(|s| s.success())
     })
+}
+
+#[test]
+fn an_acknowledged_writes_event_survives_kill_9_while_the_receiver_is_down() {
+    let ca = TestCa::new();
+    let receiver = Receiver::start(&ca, Answer::Status(200));
+    let (port, url) = (receiver.port(), receiver.url());
+    drop(receiver); // down
+    let site = site_trusting(&ca);
+    let site = site.path();
+    with_webhook_settings(site, "  retry_delays_secs: [3600]\n");
+    add_hook(site, &url, "file.created");
+    let key = user_with_key(site, "ed@example.com", "editor");
+    let mut server = Server::start(site);
+    let response = server
+        .agent
+        .post(format!("{}/cms/collections/posts/items", server.base))
+        .header("Authorization", format!("Bearer {key}"))
+        .send_json(json!({"slug": "kept", "date_prefix": false, "fm": {"title": "Kept"}}))
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    server.child.kill().unwrap(); // SIGKILL, right after the reply
+    server.child.wait().unwrap();
+    drop(server);
+
+    let receiver = Receiver::start_on(&ca, Answer::Status(200), port);
+    let _server = Server::start(site);
+    let got = receiver.wait_for(1, Duration::from_secs(10));
+    assert_eq!(got.len(), 1, "the event arrives after the restart");
+    assert_eq!(got[0].header("x-webhook-event"), Some("file.created"));
+    assert_eq!(got[0].json()["data"]["filename"], "kept.md");
 }

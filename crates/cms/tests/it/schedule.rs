@@ -44,14 +44,19 @@ fn scheduled_items_go_live_by_themselves_and_are_announced_once_across_restarts(
     write_post(site, "second", second_at);
 
     let server = Server::start(site);
-    let read = |slug: &str, key: Option<&str>| server.get(&format!("/cms/collections/posts/items/{slug}"), key).0;
+    let read =
+        |slug: &str, key: Option<&str>| server.get(&format!("/cms/collections/posts/items/{slug}"), key).0;
     assert_eq!(read("first", None), 404, "hidden before its instant");
     let (status, listed) = server.get("/cms/collections/posts/items?status=scheduled", Some(&key));
     assert_eq!(status, 200);
-    let slugs: Vec<&str> = listed["data"].as_array().unwrap().iter().map(|i| i["slug"].as_str().unwrap()).collect();
+    let slugs: Vec<&str> =
+        listed["data"].as_array().unwrap().iter().map(|i| i["slug"].as_str().unwrap()).collect();
     assert_eq!(slugs, ["second", "first"]);
     let (_, item) = server.get("/cms/collections/posts/items/first", Some(&key));
-    assert_eq!(item["data"]["schedule"]["publish_date"], first_at.format(&Rfc3339).unwrap().replace("+00:00", "Z"));
+    assert_eq!(
+        item["data"]["schedule"]["publish_date"],
+        first_at.format(&Rfc3339).unwrap().replace("+00:00", "Z")
+    );
 
     sleep_until(first_at);
     let went_live = Instant::now();
@@ -78,7 +83,10 @@ fn scheduled_items_go_live_by_themselves_and_are_announced_once_across_restarts(
 
     let _again = Server::start(site);
     std::thread::sleep(Duration::from_millis(500));
-    let events: Vec<String> =
-        receiver.received().iter().map(|r| r.json()["data"]["filename"].as_str().unwrap().to_owned()).collect();
+    let events: Vec<String> = receiver
+        .received()
+        .iter()
+        .map(|r| r.json()["data"]["filename"].as_str().unwrap().to_owned())
+        .collect();
     assert_eq!(events, ["first.md", "second.md"], "each transition announced once");
 }

@@ -24,7 +24,30 @@ pub struct SiteConfig {
     pub webhooks: WebhooksConfig,
     #[serde(default)]
     pub license: LicenseConfig,
+    #[serde(default)]
+    pub previews: PreviewsConfig,
 }
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreviewsConfig {
+    /// Default lifetime of a preview link (seconds, at most 7 days).
+    #[serde(default = "default_preview_ttl")]
+    pub ttl_secs: u64,
+}
+
+impl Default for PreviewsConfig {
+    fn default() -> Self {
+        Self { ttl_secs: default_preview_ttl() }
+    }
+}
+
+fn default_preview_ttl() -> u64 {
+    3600
+}
+
+/// The longest a preview link may live: 7 days.
+pub const MAX_PREVIEW_TTL_SECS: u64 = 7 * 24 * 3600;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -261,6 +284,12 @@ impl SiteConfig {
         if delays.len() > 20 || delays.iter().any(|d| !(1..=86_400).contains(d)) {
             return invalid(format!(
                 "webhooks.retry_delays_secs must list at most 20 delays of 1 to 86400 seconds, got {delays:?}"
+            ));
+        }
+        if !(1..=MAX_PREVIEW_TTL_SECS).contains(&self.previews.ttl_secs) {
+            return invalid(format!(
+                "previews.ttl_secs must be between 1 and {MAX_PREVIEW_TTL_SECS} (7 days), got {}",
+                self.previews.ttl_secs
             ));
         }
         if self.webhooks.disable_after == Some(0) {

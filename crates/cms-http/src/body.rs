@@ -208,6 +208,15 @@ impl Fields {
         }
     }
 
+    /// A whole number of 1 or more.
+    pub fn positive_integer(&mut self, field: &str) -> Result<Option<u64>, ApiError> {
+        match self.map.remove(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v >= 1) => Ok(n.as_u64()),
+            Some(other) => Err(self.wrong(field, "a whole number of 1 or more", &other)),
+        }
+    }
+
     /// A string field that must be present.
     pub fn required_string(&mut self, field: &str) -> Result<String, ApiError> {
         self.string(field)?.ok_or_else(|| bad_request(self.shape, format!("{field} is required")))

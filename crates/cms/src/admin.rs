@@ -27,6 +27,15 @@ pub enum AdminCommand {
     /// Manage webhook subscriptions and their delivery log.
     #[command(subcommand)]
     Webhooks(WebhooksCommand),
+    /// Manage preview links.
+    #[command(subcommand)]
+    Previews(PreviewsCommand),
+}
+
+#[derive(Subcommand)]
+pub enum PreviewsCommand {
+    /// Rotate the site's preview key: every preview link made before stops working at once.
+    RevokeAll,
 }
 
 impl AdminCommand {
@@ -38,7 +47,8 @@ impl AdminCommand {
             Self::Users(UsersCommand::List | UsersCommand::Passwd { .. })
             | Self::Keys(KeysCommand::Create { .. } | KeysCommand::List | KeysCommand::Revoke { .. })
             | Self::License(LicenseCommand::Show | LicenseCommand::Install { .. })
-            | Self::Webhooks(_) => false,
+            | Self::Webhooks(_)
+            | Self::Previews(PreviewsCommand::RevokeAll) => false,
         }
     }
 }
@@ -58,6 +68,11 @@ pub fn run(site: &Site, command: AdminCommand) -> anyhow::Result<()> {
             AdminCommand::Keys(command) => keys(&open, command).await,
             AdminCommand::License(command) => license(&open, command).await,
             AdminCommand::Webhooks(command) => webhooks(&open, command),
+            AdminCommand::Previews(PreviewsCommand::RevokeAll) => {
+                open.cms.revoke_previews().await?;
+                println!("revoked every preview link (the preview key is new)");
+                Ok(())
+            }
         }
     });
     open.finish_deliveries();

@@ -117,7 +117,8 @@ impl Site {
             Arc::new(SystemClock),
             Arc::new(WebhookStore::new(&state)),
         );
-        let mut cms = Cms::new(&config, ports);
+        let mut cms = Cms::new(&config, ports)
+            .with_previews(Arc::new(cms_fs::FsPreviewKeys::new(&state)), config.previews.ttl_secs);
         // Lets path-valued query parameters (`collectionPath`...) be absolute; the core
         // compares them with this path lexically and never asks the disk.
         let real_root = self.root.canonicalize().unwrap_or_else(|_| self.root.clone());

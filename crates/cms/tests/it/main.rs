@@ -6,6 +6,7 @@ mod changes;
 mod cli;
 mod discovery;
 mod mcp;
+mod previews;
 mod resources;
 mod retries;
 mod schedule;

@@ -212,7 +212,12 @@ impl Fields {
     pub fn positive_integer(&mut self, field: &str) -> Result<Option<u64>, ApiError> {
         match self.map.remove(field) {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v >= 1) => Ok(n.as_u64()),
+            // 4712.0 is a whole number too (JSON does not tell them apart).
+            Some(Value::Number(n))
+                if whole_number(&n).is_some_and(|w| w >= 1 && u64::try_from(w).is_ok()) =>
+            {
+                Ok(whole_number(&n).and_then(|w| u64::try_from(w).ok()))
+            }
             Some(other) => Err(self.wrong(field, "a whole number of 1 or more", &other)),
         }
     }

@@ -15,7 +15,7 @@ use crate::reply::envelope_of;
 use crate::state::AppState;
 
 /// `POST /cms/collections/{collection}/items/{slug}/preview`, body optional
-/// `{"ttl_secs": N}`: `{"url", "expires"}`.
+/// `{"ttl_secs": N}`: `{"url", "token", "expires"}`.
 pub async fn create(
     state: web::Data<AppState>,
     user: KeyUser<Editor>,
@@ -41,9 +41,11 @@ pub async fn create(
         .await?;
     let origin = req.connection_info();
     let url = format!("{}://{}/cms/preview/{}", origin.scheme(), origin.host(), link.token);
-    Ok(HttpResponse::Ok()
-        .insert_header((header::CACHE_CONTROL, "no-store"))
-        .json(json!({ "url": url, "expires": link.expires.format(&Rfc3339).unwrap_or_default() })))
+    Ok(HttpResponse::Ok().insert_header((header::CACHE_CONTROL, "no-store")).json(json!({
+        "url": url,
+        "token": link.token,
+        "expires": link.expires.format(&Rfc3339).unwrap_or_default(),
+    })))
 }
 
 /// `GET /cms/preview/{token}`: the item, as the single-item route gives it; `401` for a

@@ -24,7 +24,30 @@ pub struct SiteConfig {
     pub webhooks: WebhooksConfig,
     #[serde(default)]
     pub license: LicenseConfig,
+    #[serde(default)]
+    pub previews: PreviewsConfig,
 }
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreviewsConfig {
+    /// Default lifetime of a preview link (seconds, at most 7 days).
+    #[serde(default = "default_preview_ttl")]
+    pub ttl_secs: u64,
+}
+
+impl Default for PreviewsConfig {
+    fn default() -> Self {
+        Self { ttl_secs: default_preview_ttl() }
+    }
+}
+
+fn default_preview_ttl() -> u64 {
+    3600
+}
+
+/// The longest a preview link may live: 7 days.
+pub const MAX_PREVIEW_TTL_SECS: u64 = 7 * 24 * 3600;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -89,6 +112,14 @@ pub struct WebhooksConfig {
     pub timeout_secs: u64,
     #[serde(default)]
     pub ca_file: Option<String>,
+    /// Delays before each retry of a failed delivery (default none: the spec's single
+    /// attempt), e.g. `[10, 60, 600, 3600]`.
+    #[serde(default)]
+    pub retry_delays_secs: Vec<u64>,
+    /// Consecutive failed deliveries after which a subscription is disabled (default
+    /// off).
+    #[serde(default)]
+    pub disable_after: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -129,7 +160,12 @@ impl Default for VersionsConfig {
 }
 impl Default for WebhooksConfig {
     fn default() -> Self {
-        Self { timeout_secs: default_timeout_secs(), ca_file: None }
+        Self {
+            timeout_secs: default_timeout_secs(),
+            ca_file: None,
+            retry_delays_secs: Vec::new(),
+            disable_after: None,
+        }
     }
 }
 
@@ -244,6 +280,23 @@ impl SiteConfig {
                 self.webhooks.timeout_secs
             ));
         }
+        let delays = &self.webhooks.retry_delays_secs;
+        if delays.len() > 20 || delays.iter().any(|d| !(1..=86_400).contains(d)) {
+            return invalid(format!(
+                "webhooks.retry_delays_secs must list at most 20 delays of 1 to 86400 seconds, got {delays:?}"
+            ));
+        }
+        if !(1..=MAX_PREVIEW_TTL_SECS).contains(&self.previews.ttl_secs) {
+            return invalid(format!(
+                "previews.ttl_secs must be between 1 and {MAX_PREVIEW_TTL_SECS} (7 days), got {}",
+                self.previews.ttl_secs
+            ));
+        }
+        if self.webhooks.disable_after == Some(0) {
+            return invalid(
+                "webhooks.disable_after must be at least 1 (leave it out to never disable)".into(),
+            );
+        }
         if self.limits.json_bytes == 0 || self.limits.upload_bytes == 0 || self.versions.keep == 0 {
             return invalid("limits.* and versions.keep must be greater than 0".into());
         }
@@ -314,6 +367,11 @@ mod tests {
         for bad in [0, 301, u64::MAX] {
             let text = format!("{MINIMAL}webhooks:\n  timeout_secs: {bad}\n");
             assert!(SiteConfig::from_yaml(&text).unwrap_err().to_string().contains("timeout_secs"), "{bad}");
+        }
+        for bad in ["retry_delays_secs: [0]", "retry_delays_secs: [100000]", "disable_after: 0"] {
+            let text = format!("{MINIMAL}webhooks:\n  {bad}\n");
+            let key = bad.split(':').next().unwrap();
+            assert!(SiteConfig::from_yaml(&text).unwrap_err().to_string().contains(key), "{bad}");
         }
     }
 

@@ -45,11 +45,23 @@ impl SiteZone {
     /// A date followed by something that is not a time still counts as that date;
     /// anything else is `None`.
     pub fn parse(&self, text: &str) -> Option<OffsetDateTime> {
+        self.parse_with(text, false)
+    }
+
+    /// The same forms, but a date must be followed by nothing or by a time that reads:
+    /// for instants that decide something (`publish_date`), where a typo must not
+    /// silently mean midnight.
+    pub fn parse_exact(&self, text: &str) -> Option<OffsetDateTime> {
+        self.parse_with(text, true)
+    }
+
+    fn parse_with(&self, text: &str, exact: bool) -> Option<OffsetDateTime> {
         let text = text.trim();
         let date = parse_date(text.get(..10)?)?;
         let rest = &text[10..];
         let (clock, offset) = match rest.strip_prefix(['T', 't', ' ']).and_then(parse_time_and_offset) {
             Some(parsed) => parsed,
+            None if exact && !rest.is_empty() => return None,
             None => (civil::Time::midnight(), None),
         };
         let local = date.to_datetime(clock);

@@ -13,16 +13,24 @@ pub enum EventKind {
     UserCreated,
     UserUpdated,
     UserDeleted,
+    /// A scheduled item's window opened (`publish_date` passed): it went live by itself.
+    ItemPublished,
+    /// A scheduled item's window closed (`unpublish_date` passed): it came down by itself.
+    ItemUnpublished,
+    /// `cms webhooks test`: sent to one subscription on request, never selected.
+    Ping,
 }
 
 impl EventKind {
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 8] = [
         Self::FileCreated,
         Self::FileUpdated,
         Self::FileDeleted,
         Self::UserCreated,
         Self::UserUpdated,
         Self::UserDeleted,
+        Self::ItemPublished,
+        Self::ItemUnpublished,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -33,11 +41,20 @@ impl EventKind {
             Self::UserCreated => "user.created",
             Self::UserUpdated => "user.updated",
             Self::UserDeleted => "user.deleted",
+            Self::ItemPublished => "item.published",
+            Self::ItemUnpublished => "item.unpublished",
+            Self::Ping => "ping",
         }
     }
 
+    /// A selectable event's name (see [`Self::ALL`]).
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
+    /// Any event's name, `ping` included (as the delivery log names them).
+    pub fn parse_logged(name: &str) -> Option<Self> {
+        Self::parse(name).or((name == "ping").then_some(Self::Ping))
     }
 
     /// Parses a comma-separated selection such as `file.created, user.deleted`: surrounding

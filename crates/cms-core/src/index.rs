@@ -87,8 +87,8 @@ impl IndexedItem {
         self.tag_slugs().any(|t| wanted_slugs.iter().any(|w| w == t))
     }
 
-    fn admitted_by(&self, query: &ListQuery) -> bool {
-        query.status.admits(self.meta.status)
+    fn admitted_by(&self, query: &ListQuery, now: i64) -> bool {
+        query.status.admits(self.meta.status, self.meta.live_at(now))
             && (query.tags.is_empty() || self.has_any_tag(&query.tags))
             && query
                 .author
@@ -163,6 +163,17 @@ pub enum Applied {
     Removed,
 }
 
+/// An item that went live or came down when the index's clock moved (see
+/// [`CollectionIndex::advance`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transition {
+    pub filename: Arc<str>,
+    /// `true`: it went live (`item.published`); `false`: it came down.
+    pub live: bool,
+    /// The instant (Unix seconds) that caused it.
+    pub at: i64,
+}
+
 /// One page of a list query, with the number of matches.
 #[derive(Debug, Clone)]
 pub struct Selection {
@@ -189,18 +200,25 @@ pub struct CollectionIndex {
     unusable: std::collections::BTreeMap<Arc<str>, Id>,
     /// Files of the folder whose names are not items', with the reason.
     others: std::collections::BTreeMap<Box<str>, Box<str>>,
-    /// XOR of a hash of every slot's name and stamp: the same set of file versions gives
-    /// the same value, whatever changes led to it (see [`Self::fingerprint`]).
+    /// XOR of a hash of every slot's name and stamp, and of the name of every published
+    /// item outside its window: the same set of file versions at the same visibility
+    /// gives the same value, whatever changes led to it (see [`Self::fingerprint`]).
     fingerprint: u64,
+    /// The index's clock (Unix seconds): what "published" means for the published orders,
+    /// moved only by [`Self::advance`].
+    now: i64,
+    /// Instants after `now` at which a published item's visibility changes, with the item:
+    /// the first one is when [`Self::advance`] has work (no scan needed to find it).
+    pending: std::collections::BTreeSet<(i64, Id)>,
 }
 
 impl CollectionIndex {
-    /// An index of these files, sorted once.
-    pub fn build(mut entries: Vec<(FileStamp, Held)>) -> Self {
+    /// An index of these files at `now` (Unix seconds), sorted once.
+    pub fn build(mut entries: Vec<(FileStamp, Held)>, now: i64) -> Self {
         // In filename order, so that ids are too (see `sort_by_order`). Usually already
         // in order, or two ordered runs: a stable sort merges those in linear time.
         entries.sort_by(|a, b| a.0.name.cmp(&b.0.name));
-        let mut index = Self::default();
+        let mut index = Self { now, ..Self::default() };
         for (stamp, item) in entries {
             let Some(name) = ItemFilename::parse(&stamp.name) else { continue };
             if index.by_name.contains_key(name.as_str()) {
@@ -229,15 +247,85 @@ impl CollectionIndex {
         for (position, id) in self.sorted_all[order_slot(OrderBy::DatePublished)].iter().enumerate() {
             rank[*id as usize] = position as u32;
         }
+        let now = self.now;
         for (all, published) in self.sorted_all.iter().zip(self.sorted_published.iter_mut()) {
             published.clear();
-            published.extend(all.iter().filter(|id| item(**id).meta.status == Status::Published));
+            published.extend(all.iter().filter(|id| item(**id).meta.live_at(now)));
         }
         for lists in self.by_tag.values_mut() {
             for ids in [&mut lists.all, &mut lists.published] {
                 ids.sort_unstable_by_key(|id| rank[*id as usize]);
             }
         }
+    }
+
+    /// Whether a public client sees this item now (see [`ItemMeta::live_at`]), by the
+    /// index's clock.
+    pub fn is_live(&self, item: &IndexedItem) -> bool {
+        item.meta.live_at(self.now)
+    }
+
+    /// The index's clock (Unix seconds).
+    pub fn now(&self) -> i64 {
+        self.now
+    }
+
+    /// The next instant at which an item's visibility changes, if any.
+    pub fn next_instant(&self) -> Option<i64> {
+        self.pending.first().map(|(at, _)| *at)
+    }
+
+    /// Moves the index's clock to `now`: the items whose window opened or closed since
+    /// move in or out of the published orders. Costs the due items only.
+    pub fn advance(&mut self, now: i64) -> Vec<Transition> {
+        if now <= self.now {
+            return Vec::new();
+        }
+        let later = self.pending.split_off(&(now + 1, 0));
+        let due = std::mem::replace(&mut self.pending, later);
+        // Each item once, with its latest due instant.
+        let mut ids: Vec<(Id, i64)> = due.into_iter().map(|(at, id)| (id, at)).collect();
+        ids.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        ids.dedup_by_key(|(id, _)| *id);
+        let before: Vec<(Id, i64, bool)> =
+            ids.into_iter().map(|(id, at)| (id, at, self.is_live(self.usable_item(id)))).collect();
+        self.now = now;
+        let mut transitions = Vec::new();
+        for (id, at, was_live) in before {
+            let live = self.is_live(self.usable_item(id));
+            if live == was_live {
+                continue;
+            }
+            self.unlink_sorted(id);
+            self.link_sorted(id);
+            let name = Arc::clone(&self.slot(id).name);
+            self.fingerprint ^= hidden_hash(&name);
+            transitions.push(Transition { filename: name, live, at });
+        }
+        transitions
+    }
+
+    /// The transitions that happened in `(since, self.now]`, for a server that was not
+    /// running then: each published item's instants in that span, oldest first. Walks
+    /// every item, once per start.
+    pub fn transitions_since(&self, since: i64) -> Vec<Transition> {
+        let mut found = Vec::new();
+        for slot in self.slots.iter().flatten() {
+            let Ok(item) = &slot.item else { continue };
+            let Some(schedule) = item.meta.schedule.as_deref() else { continue };
+            if item.meta.status != Status::Published || schedule.unreadable {
+                continue;
+            }
+            let bounds = [(schedule.publish_at, true), (schedule.unpublish_at, false)];
+            for (at, live) in bounds.into_iter().filter_map(|(at, l)| Some((crate::item::whole_secs(at?), l)))
+            {
+                if since < at && at <= self.now {
+                    found.push(Transition { filename: Arc::clone(&slot.name), live, at });
+                }
+            }
+        }
+        found.sort_by(|a, b| (a.at, &a.filename, a.live).cmp(&(b.at, &b.filename, b.live)));
+        found
     }
 
     /// Changes whenever a file is added, changed or removed: a version of everything a
@@ -298,9 +386,7 @@ impl CollectionIndex {
             ItemRef::Slug(slug) => self.by_slug.get(slug.as_str())?,
             ItemRef::Filename(name) => std::slice::from_ref(self.by_name.get(name.as_str())?),
         };
-        ids.iter()
-            .filter_map(|id| self.slot(*id).item.as_ref().ok())
-            .find(|item| item.meta.status == Status::Published)
+        ids.iter().filter_map(|id| self.slot(*id).item.as_ref().ok()).find(|item| self.is_live(item))
     }
 
     /// A file with this slug (dated or not).
@@ -351,9 +437,10 @@ impl CollectionIndex {
     /// Forgets a file.
     pub fn remove(&mut self, name: &str) -> Applied {
         let Some(id) = self.by_name.get(name).copied() else { return Applied::Unchanged };
-        if self.slot(id).item.is_ok() {
+        if let Ok(item) = self.slot(id).item.clone() {
             self.unlink_sorted(id);
             self.usable -= 1;
+            self.forget_schedule(id, &item);
         } else {
             self.unusable.remove(name);
         }
@@ -380,7 +467,7 @@ impl CollectionIndex {
         let start = query.offset.saturating_add((page - 1).saturating_mul(per_page));
         let k = order_slot(query.order_by);
         let kept: Option<&[Id]> = match (query.tags.as_slice(), query.author.is_none(), query.status) {
-            (_, false, _) | (_, _, StatusFilter::Draft) => None,
+            (_, false, _) | (_, _, StatusFilter::Draft | StatusFilter::Scheduled) => None,
             ([], true, StatusFilter::Published) => Some(&self.sorted_published[k]),
             ([], true, _) => Some(&self.sorted_all[k]),
             // One tag in date order: its own lists are already in that order.
@@ -409,7 +496,7 @@ impl CollectionIndex {
             _ => None,
         };
         if let Some(ids) = walked {
-            let admitted = |id: &&Id| self.usable_item(**id).admitted_by(query);
+            let admitted = |id: &&Id| self.usable_item(**id).admitted_by(query, self.now);
             return match query.direction {
                 Direction::Asc => self.walk(ids.iter().filter(admitted), query.offset, start, per_page),
                 Direction::Desc => {
@@ -421,7 +508,7 @@ impl CollectionIndex {
             query.tags.iter().filter_map(|t| self.by_tag.get(t)).flat_map(|l| &l.all).copied().collect();
         candidates.sort_unstable();
         candidates.dedup();
-        candidates.retain(|id| self.usable_item(*id).admitted_by(query));
+        candidates.retain(|id| self.usable_item(*id).admitted_by(query, self.now));
         // Several tags, or one in another order: sort only the matches, and only as far
         // as the page needs.
         let mut ids = candidates;
@@ -501,21 +588,23 @@ impl CollectionIndex {
         same_slug.insert(at, id);
         if usable {
             self.usable += 1;
+            let item = Arc::clone(self.usable_item(id));
+            self.note_schedule(id, &item);
             if link {
                 self.link_sorted(id);
             } else {
                 // Bulk build: append now, sort once at the end.
-                let item = Arc::clone(self.usable_item(id));
+                let live = self.is_live(&item);
                 for order in ORDERS {
                     self.sorted_all[order_slot(order)].push(id);
-                    if item.meta.status == Status::Published {
+                    if live {
                         self.sorted_published[order_slot(order)].push(id);
                     }
                 }
                 for tag in distinct(&item) {
                     let lists = self.by_tag.entry(tag.to_owned()).or_default();
                     lists.all.push(id);
-                    if item.meta.status == Status::Published {
+                    if live {
                         lists.published.push(id);
                     }
                 }
@@ -523,9 +612,37 @@ impl CollectionIndex {
         }
     }
 
+    /// Records a new usable item's future instants, and whether its window hides it.
+    fn note_schedule(&mut self, id: Id, item: &IndexedItem) {
+        let Some(schedule) = item.meta.schedule.as_deref() else { return };
+        if item.meta.status != Status::Published {
+            return;
+        }
+        for at in schedule.instants().filter(|at| *at > self.now) {
+            self.pending.insert((at, id));
+        }
+        if !self.is_live(item) {
+            self.fingerprint ^= hidden_hash(&self.slot(id).name);
+        }
+    }
+
+    /// Undoes [`Self::note_schedule`] for an item about to leave.
+    fn forget_schedule(&mut self, id: Id, item: &IndexedItem) {
+        let Some(schedule) = item.meta.schedule.as_deref() else { return };
+        if item.meta.status != Status::Published {
+            return;
+        }
+        for at in schedule.instants() {
+            self.pending.remove(&(at, id));
+        }
+        if !self.is_live(item) {
+            self.fingerprint ^= hidden_hash(&self.slot(id).name);
+        }
+    }
+
     fn link_sorted(&mut self, id: Id) {
         let item = Arc::clone(self.usable_item(id));
-        let published = item.meta.status == Status::Published;
+        let published = self.is_live(&item);
         let mut sorted_all = std::mem::take(&mut self.sorted_all);
         let mut sorted_published = std::mem::take(&mut self.sorted_published);
         for order in ORDERS {
@@ -636,6 +753,14 @@ fn caseless_cmp(a: &str, b: &str) -> Ordering {
         return a.bytes().map(|c| c.to_ascii_lowercase()).cmp(b.bytes().map(|c| c.to_ascii_lowercase()));
     }
     a.chars().flat_map(char::to_lowercase).cmp(b.chars().flat_map(char::to_lowercase))
+}
+
+/// What a published item outside its window adds to the fingerprint.
+fn hidden_hash(name: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    ("outside its window", name).hash(&mut hasher);
+    hasher.finish()
 }
 
 fn stamp_hash(stamp: &FileStamp) -> u64 {
@@ -754,7 +879,7 @@ mod tests {
         page: usize,
         per_page: usize,
     ) -> (Vec<String>, usize) {
-        let mut all: Vec<_> = index.items().into_iter().filter(|i| i.admitted_by(q)).collect();
+        let mut all: Vec<_> = index.items().into_iter().filter(|i| i.admitted_by(q, index.now)).collect();
         all.sort_by(|a, b| {
             let o = compare(q.order_by, a, b);
             if q.direction == Direction::Desc { o.reverse() } else { o }
@@ -776,7 +901,7 @@ mod tests {
         let (a, stamp_a, item_a) = file("a.md", 1, "title: A");
         let (_, stamp_b, item_b) = file("b.md", 2, "title: B");
         let mut index =
-            CollectionIndex::build(vec![(stamp_a.clone(), held(item_a.clone())), (stamp_b, held(item_b))]);
+            CollectionIndex::build(vec![(stamp_a.clone(), held(item_a.clone())), (stamp_b, held(item_b))], 0);
         let original = index.fingerprint();
         let (c, stamp_c, item_c) = file("c.md", 3, "title: C");
         index.upsert(&c, stamp_c, item_c);
@@ -818,7 +943,7 @@ mod tests {
         }
         let (_, stamp, _) = file("broken.md", 99, "x: [");
         entries.push((stamp, Err("broken".to_owned())));
-        let mut index = CollectionIndex::build(entries.into_iter().map(|(s, p)| (s, held(p))).collect());
+        let mut index = CollectionIndex::build(entries.into_iter().map(|(s, p)| (s, held(p))).collect(), 0);
         // Changes in place: an update, a removal, an insert, a file turned broken.
         let (name, stamp, item) =
             file("2024-01-05-post-4.md", 100, "title: Zed\nstatus: published\ntags: [t2]");

@@ -71,6 +71,58 @@ pub struct ItemMeta {
     /// Unix seconds of the file's last change.
     pub modified: i64,
     pub size: u64,
+    /// `publish_date` / `unpublish_date`, when either is written (boxed: most items have
+    /// neither, and the index keeps a meta per item).
+    pub schedule: Option<Box<Schedule>>,
+}
+
+/// When a published item is live: `publish_date <= now < unpublish_date` (either bound
+/// may be absent). Instants are kept as whole Unix seconds, rounded up, so an item never
+/// shows before its instant.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Schedule {
+    pub publish_at: Option<OffsetDateTime>,
+    pub unpublish_at: Option<OffsetDateTime>,
+    /// A written date that names no instant: the item is never live (nothing goes out by
+    /// accident), as with a `status` typo.
+    pub unreadable: bool,
+}
+
+impl Schedule {
+    /// The window written in a frontmatter; `None` when it names neither bound.
+    pub fn of(fm: &Frontmatter, zone: &SiteZone) -> Option<Self> {
+        let mut unreadable = false;
+        let mut bound = |key: &str| {
+            let value = fm.get(key).filter(|v| !v.is_null())?;
+            let at = scalar_text(value).and_then(|text| zone.parse_exact(&text));
+            unreadable |= at.is_none();
+            at
+        };
+        let (publish_at, unpublish_at) = (bound("publish_date"), bound("unpublish_date"));
+        (publish_at.is_some() || unpublish_at.is_some() || unreadable).then_some(Self {
+            publish_at,
+            unpublish_at,
+            unreadable,
+        })
+    }
+
+    /// Whether the window holds `now` (Unix seconds).
+    pub fn holds(&self, now: i64) -> bool {
+        !self.unreadable
+            && self.publish_at.is_none_or(|at| whole_secs(at) <= now)
+            && self.unpublish_at.is_none_or(|at| now < whole_secs(at))
+    }
+
+    /// The instants (Unix seconds) at which [`Self::holds`] can change.
+    pub fn instants(&self) -> impl Iterator<Item = i64> + '_ {
+        [self.publish_at, self.unpublish_at].into_iter().flatten().map(whole_secs)
+    }
+}
+
+/// An instant as Unix seconds, rounded up.
+pub fn whole_secs(at: OffsetDateTime) -> i64 {
+    let secs = at.unix_timestamp();
+    if at.nanosecond() > 0 { secs + 1 } else { secs }
 }
 
 impl ItemMeta {
@@ -96,7 +148,14 @@ impl ItemMeta {
             author: text("author"),
             modified,
             size,
+            schedule: Schedule::of(fm, zone).map(Box::new),
         }
+    }
+
+    /// Whether a public client sees the item at `now` (Unix seconds): published, and
+    /// inside its window when it has one.
+    pub fn live_at(&self, now: i64) -> bool {
+        self.status == Status::Published && self.schedule.as_ref().is_none_or(|s| s.holds(now))
     }
 
     /// The same facts with no spare capacity: what the index keeps of every item.
@@ -184,11 +243,16 @@ pub fn validate_frontmatter(fm: &Frontmatter) -> CoreResult<()> {
                     return Err(wrong_type(key, "a list of strings", value));
                 }
             }
-            "date" => {
+            "date" | "publish_date" | "unpublish_date" => {
                 let date = value.as_str().ok_or_else(|| wrong_type(key, "a date string", value))?;
                 if !date.get(..10).is_some_and(is_iso_date) {
                     return Err(CoreError::invalid(format!(
-                        "fm.date must start with a YYYY-MM-DD date, got {date:?}"
+                        "fm.{key} must start with a YYYY-MM-DD date, got {date:?}"
+                    )));
+                }
+                if key != "date" && SiteZone::utc().parse_exact(date).is_none() {
+                    return Err(CoreError::invalid(format!(
+                        "fm.{key} must be a date or a date and time such as 2030-01-31T09:00:00+01:00, got {date:?}"
                     )));
                 }
             }

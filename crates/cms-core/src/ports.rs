@@ -36,6 +36,16 @@ pub struct StoredFile {
     pub stamp: FileStamp,
 }
 
+/// The site's key for preview links (see `service/previews.rs`). Read on every use, so
+/// that a rotation by another process (`cms previews revoke-all`) applies at once.
+#[async_trait]
+pub trait PreviewKeys: Send + Sync {
+    /// The current key, made on first use.
+    async fn current(&self) -> CoreResult<Vec<u8>>;
+    /// Replaces the key: every link made before stops working.
+    async fn rotate(&self) -> CoreResult<()>;
+}
+
 /// Item files of the collections.
 #[async_trait]
 pub trait ContentStore: Send + Sync {

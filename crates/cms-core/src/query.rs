@@ -45,17 +45,22 @@ impl ListParams {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum StatusFilter {
+    /// What a public client sees: published and inside its window.
     Published,
     Draft,
+    /// Published but outside its window (not yet live, or taken down): editors only.
+    Scheduled,
     All,
 }
 
 impl StatusFilter {
-    pub fn admits(self, status: Status) -> bool {
+    /// Whether an item with this status, live or not now, passes the filter.
+    pub fn admits(self, status: Status, live: bool) -> bool {
         match self {
             Self::All => true,
-            Self::Published => status == Status::Published,
+            Self::Published => live,
             Self::Draft => status == Status::Draft,
+            Self::Scheduled => status == Status::Published && !live,
         }
     }
 }
@@ -123,9 +128,10 @@ impl ListQuery {
                 "published" => StatusFilter::Published,
                 "draft" => StatusFilter::Draft,
                 "all" => StatusFilter::All,
+                "scheduled" => StatusFilter::Scheduled,
                 other => {
                     return Err(CoreError::invalid(format!(
-                        "status must be published, draft or all, got {other:?}"
+                        "status must be published, draft, scheduled or all, got {other:?}"
                     )));
                 }
             };
@@ -161,9 +167,9 @@ impl ListQuery {
         Ok(query)
     }
 
-    /// Whether an item passes the filters (status, tags, author).
-    pub fn admits(&self, item: &ItemMeta) -> bool {
-        self.status.admits(item.status)
+    /// Whether an item passes the filters (status, tags, author) at `now` (Unix seconds).
+    pub fn admits(&self, item: &ItemMeta, now: i64) -> bool {
+        self.status.admits(item.status, item.live_at(now))
             && (self.tags.is_empty() || item.has_any_tag(&self.tags))
             && self
                 .author

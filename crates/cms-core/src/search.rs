@@ -220,6 +220,14 @@ impl SearchIndex {
         }
     }
 
+    /// Shows an indexed item to public searches or hides it (a scheduled item's window
+    /// opened or closed); nothing happens when it is not indexed.
+    pub fn set_published(&mut self, name: &str, published: bool) {
+        if let Some(doc) = self.by_name.get(name).and_then(|id| self.docs[*id as usize].as_mut()) {
+            doc.published = published;
+        }
+    }
+
     /// Forgets an item (nothing happens when it is not indexed).
     pub fn remove(&mut self, name: &str) {
         if let Some(id) = self.by_name.remove(name) {

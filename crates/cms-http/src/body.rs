@@ -208,6 +208,20 @@ impl Fields {
         }
     }
 
+    /// A whole number of 1 or more.
+    pub fn positive_integer(&mut self, field: &str) -> Result<Option<u64>, ApiError> {
+        match self.map.remove(field) {
+            None | Some(Value::Null) => Ok(None),
+            // 4712.0 is a whole number too (JSON does not tell them apart).
+            Some(Value::Number(n))
+                if whole_number(&n).is_some_and(|w| w >= 1 && u64::try_from(w).is_ok()) =>
+            {
+                Ok(whole_number(&n).and_then(|w| u64::try_from(w).ok()))
+            }
+            Some(other) => Err(self.wrong(field, "a whole number of 1 or more", &other)),
+        }
+    }
+
     /// A string field that must be present.
     pub fn required_string(&mut self, field: &str) -> Result<String, ApiError> {
         self.string(field)?.ok_or_else(|| bad_request(self.shape, format!("{field} is required")))

@@ -41,6 +41,26 @@ pub struct ItemEntryDto<'a> {
     pub author: Option<&'a str>,
     pub excerpt: &'a str,
     pub modified: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<ScheduleDto>,
+}
+
+/// A scheduled item's window (`publish_date`, `unpublish_date`) as instants; only items
+/// that have one carry it, and only callers that may see drafts see items outside it.
+#[derive(Serialize)]
+pub struct ScheduleDto {
+    pub publish_date: Option<String>,
+    pub unpublish_date: Option<String>,
+}
+
+impl ScheduleDto {
+    pub fn of(meta: &cms_core::item::ItemMeta) -> Option<Self> {
+        let schedule = meta.schedule.as_deref()?;
+        let text = |at: Option<time::OffsetDateTime>| {
+            at.and_then(|at| at.format(&time::format_description::well_known::Rfc3339).ok())
+        };
+        Some(Self { publish_date: text(schedule.publish_at), unpublish_date: text(schedule.unpublish_at) })
+    }
 }
 
 impl<'a> From<&'a ItemSummary> for ItemEntryDto<'a> {
@@ -58,6 +78,7 @@ impl<'a> From<&'a ItemSummary> for ItemEntryDto<'a> {
             author: meta.author.as_deref(),
             excerpt: s.item.excerpt(),
             modified: meta.modified,
+            schedule: ScheduleDto::of(meta),
         }
     }
 }
@@ -107,11 +128,15 @@ pub struct ItemDto {
     pub body_html: String,
     pub modified: i64,
     pub folder: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<ScheduleDto>,
 }
 
 impl From<ItemView> for ItemDto {
     fn from(v: ItemView) -> Self {
+        let schedule = ScheduleDto::of(&v.meta);
         Self {
+            schedule,
             slug: v.meta.slug,
             filename: v.meta.filename,
             title: v.meta.title,

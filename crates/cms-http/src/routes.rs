@@ -7,7 +7,7 @@ use std::sync::Arc;
 use actix_web::http::Method;
 use actix_web::{HttpRequest, Route, web};
 
-use crate::handlers::{discovery, files, items, resources, search, service, settings, versions};
+use crate::handlers::{discovery, files, items, previews, resources, search, service, settings, versions};
 
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +61,8 @@ pub const ITEM_ANYWHERE: &str = "/cms/items/{slug}";
 pub const ITEMS: &str = "/cms/collections/{collection}/items";
 pub const ITEM: &str = "/cms/collections/{collection}/items/{slug}";
 pub const ITEM_RAW: &str = "/cms/collections/{collection}/items/{slug}/raw";
+pub const ITEM_PREVIEW: &str = "/cms/collections/{collection}/items/{slug}/preview";
+pub const PREVIEW: &str = "/cms/preview/{token}";
 pub const VERSIONS: &str = "/cms/collections/{collection}/items/{slug}/versions";
 pub const VERSION: &str = "/cms/collections/{collection}/items/{slug}/versions/{version}";
 pub const RESTORE: &str = "/cms/collections/{collection}/items/{slug}/versions/{version}/restore";
@@ -95,6 +97,8 @@ pub const ROUTES: &[RouteInfo] = &[
     route("PATCH", ITEM, Auth::Required, |r| r.to(items::patch)),
     route("DELETE", ITEM, Auth::Required, |r| r.to(items::delete)),
     route("GET", ITEM_RAW, Auth::Required, |r| r.to(items::raw)),
+    route("POST", ITEM_PREVIEW, Auth::Required, |r| r.to(previews::create)),
+    route("GET", PREVIEW, Auth::None, |r| r.to(previews::read)),
     route("GET", VERSIONS, Auth::Required, |r| r.to(versions::list)),
     route("GET", VERSION, Auth::Required, |r| r.to(versions::read)),
     route("POST", RESTORE, Auth::Required, |r| r.to(versions::restore)),

@@ -81,6 +81,9 @@ impl Deliverer {
         delivery: &str,
     ) -> Attempt {
         let started = Instant::now();
+        // Standard Webhooks: the id is the delivery id (the same on every attempt, so
+        // receivers drop duplicates); the timestamp is this attempt's (replays refused).
+        let timestamp = time::OffsetDateTime::now_utc().unix_timestamp();
         let result = self
             .agent
             .post(&subscription.url)
@@ -89,6 +92,12 @@ impl Deliverer {
             .header("X-Webhook-Event", event.as_str())
             .header("X-Webhook-Delivery", delivery)
             .header("X-Webhook-Signature", payload::signature(&subscription.secret, body))
+            .header("webhook-id", delivery)
+            .header("webhook-timestamp", timestamp.to_string())
+            .header(
+                "webhook-signature",
+                payload::standard_signature(&subscription.secret, delivery, timestamp, body),
+            )
             .send(body);
         let duration = started.elapsed();
         match result {
@@ -116,21 +125,24 @@ impl Deliverer {
         event: EventKind,
         body: &[u8],
         delivery: &str,
+        attempt: u32,
     ) -> LogEntry {
         if let Some(reason) = &self.unusable {
             return LogEntry::not_sent(subscription, event, reason);
         }
-        let attempt = self.send(subscription, event, body, delivery);
+        let sent = self.send(subscription, event, body, delivery);
         LogEntry {
             time: crate::model::log_time(),
             delivery: delivery.to_owned(),
             webhook: subscription.id.clone(),
             event,
             url: subscription.url.clone(),
-            status: attempt.status,
-            success: attempt.success(),
-            error: attempt.error,
-            duration_ms: Some(u64::try_from(attempt.duration.as_millis()).unwrap_or(u64::MAX)),
+            status: sent.status,
+            success: sent.success(),
+            error: sent.error,
+            duration_ms: Some(u64::try_from(sent.duration.as_millis()).unwrap_or(u64::MAX)),
+            attempt,
+            body: Some(String::from_utf8_lossy(body).into_owned()),
         }
     }
 }

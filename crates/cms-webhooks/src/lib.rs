@@ -19,6 +19,7 @@
 pub mod deliver;
 pub mod gate;
 pub mod model;
+pub mod outbox;
 pub mod payload;
 pub mod sink;
 pub mod store;

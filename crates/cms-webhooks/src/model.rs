@@ -104,6 +104,11 @@ pub struct LogEntry {
     pub error: Option<String>,
     /// How long the attempt took, when one was made.
     pub duration_ms: Option<u64>,
+    /// 1 for the first attempt of a delivery, 2 for its first retry... (every attempt
+    /// keeps the delivery id).
+    pub attempt: u32,
+    /// The JSON body sent (for `cms webhooks redeliver`), when one was made.
+    pub body: Option<String>,
 }
 
 /// Written by hand so that the signing secret never reaches a log line.
@@ -133,6 +138,8 @@ impl LogEntry {
             success: false,
             error: Some(format!("not sent: {why}")),
             duration_ms: None,
+            attempt: 1,
+            body: None,
         }
     }
 

@@ -36,6 +36,32 @@ pub fn signature(secret: &str, body: &[u8]) -> String {
     format!("sha256={}", hex::encode(hmac::sign(&key, body).as_ref()))
 }
 
+/// The body of a `ping` (`cms webhooks test`): same shape as an event's.
+pub fn ping_body(webhook: &str, now: time::OffsetDateTime) -> Vec<u8> {
+    let timestamp = now.to_offset(time::UtcOffset::UTC).format(&Rfc3339).unwrap_or_default();
+    let payload = json!({ "event": "ping", "timestamp": timestamp, "data": { "webhook": webhook } });
+    serde_json::to_vec(&payload).expect("a JSON value always serializes")
+}
+
+/// The Standard Webhooks key of a secret: the `whsec_` prefix removed and the rest read
+/// as base64, as the Standard Webhooks libraries read it (our 64 hex digits are valid
+/// base64: 48 bytes), so receivers pass the secret exactly as `cms webhooks add` printed it.
+pub fn standard_key(secret: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    let encoded = secret.strip_prefix(crate::model::SECRET_PREFIX).unwrap_or(secret);
+    base64::engine::general_purpose::STANDARD.decode(encoded).unwrap_or_else(|_| encoded.as_bytes().to_vec())
+}
+
+/// The Standard Webhooks `webhook-signature` value: `v1,` + base64 HMAC-SHA256 of
+/// `{id}.{timestamp}.{body}` with [`standard_key`].
+pub fn standard_signature(secret: &str, id: &str, timestamp: i64, body: &[u8]) -> String {
+    use base64::Engine as _;
+    let key = hmac::Key::new(hmac::HMAC_SHA256, &standard_key(secret));
+    let mut signed = format!("{id}.{timestamp}.").into_bytes();
+    signed.extend_from_slice(body);
+    format!("v1,{}", base64::engine::general_purpose::STANDARD.encode(hmac::sign(&key, &signed).as_ref()))
+}
+
 /// Checks a received `X-Webhook-Signature` against the raw body, in constant time: what a
 /// receiver written in Rust would do.
 pub fn verify(secret: &str, body: &[u8], header: &str) -> bool {

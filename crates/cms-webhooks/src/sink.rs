@@ -4,7 +4,11 @@
 //! returns; it never waits for a delivery, a file or the network. Worker threads take
 //! events, read the subscriptions (so CLI changes apply to the next event), ask the
 //! [`DeliveryGate`] (the license's `webhooks` feature, as it is now), and deliver to each
-//! enabled subscription that selected the event, once, logging every attempt.
+//! enabled subscription that selected the event, logging every attempt. A failed attempt
+//! is tried again after each of `webhooks.retry_delays_secs` in turn (none by default: the
+//! spec's single attempt), with the same delivery id, by a timer thread that puts it back
+//! on the queue when due; after `webhooks.disable_after` consecutive failed deliveries a
+//! subscription is disabled.
 //!
 //! Nothing is dropped silently: an event that finds the queue full, or arrives after
 //! shutdown began, is logged as not sent for each subscription that wanted it; on
@@ -39,6 +43,13 @@ pub struct SinkConfig {
     pub workers: usize,
     /// Events that may wait for a worker; more are logged as not sent.
     pub queue: usize,
+    /// Delays before each retry of a failed delivery (empty: one attempt).
+    pub retry_delays: Vec<Duration>,
+    /// Consecutive failed deliveries after which a subscription is disabled.
+    pub disable_after: Option<u32>,
+    /// Keep a durable outbox (`.cms/webhook-outbox.log`, see [`crate::outbox`]): the
+    /// server's sink does, so that pending deliveries resume after a restart.
+    pub outbox: bool,
 }
 
 impl SinkConfig {
@@ -56,6 +67,9 @@ impl SinkConfig {
             },
             workers: Self::DEFAULT_WORKERS,
             queue: Self::DEFAULT_QUEUE,
+            retry_delays: config.retry_delays_secs.iter().map(|s| Duration::from_secs(*s)).collect(),
+            disable_after: config.disable_after,
+            outbox: false,
         }
     }
 }
@@ -75,13 +89,52 @@ struct Pending {
     event: EventKind,
 }
 
+/// What the queue carries: a new event, or a delivery's next attempt.
+enum Queued {
+    /// With its outbox sequence number, when there is an outbox.
+    Event(Event, Option<u64>),
+    Retry(Retry),
+}
+
+/// A failed delivery waiting for its next attempt.
+struct Retry {
+    delivery: String,
+    webhook: String,
+    event: EventKind,
+    body: Vec<u8>,
+    /// The number of the attempt to make.
+    attempt: u32,
+    seq: Option<u64>,
+}
+
+/// One attempt a worker is to make.
+struct Due {
+    delivery: String,
+    body: Vec<u8>,
+    attempt: u32,
+    seq: Option<u64>,
+}
+
 struct Shared {
     store: WebhookStore,
     deliverer: Deliverer,
     gate: Arc<dyn DeliveryGate>,
     /// Taken by one worker at a time; a worker registers an event's deliveries in
     /// `pending` before it lets go, so that shutdown sees them.
-    queue: Mutex<Receiver<Event>>,
+    queue: Mutex<Receiver<Queued>>,
+    /// The queue's only sender (`None` once shutdown began): `publish` and the retry
+    /// timer send through it.
+    sender: Mutex<Option<SyncSender<Queued>>>,
+    retry_delays: Vec<Duration>,
+    disable_after: Option<u32>,
+    /// Retries not yet due, with when they are; the timer thread waits on `retry_due`.
+    waiting: Mutex<Vec<(Instant, Retry)>>,
+    retry_due: Condvar,
+    /// Consecutive failed deliveries per subscription id.
+    failures: Mutex<HashMap<String, u32>>,
+    outbox: Option<crate::outbox::Outbox>,
+    /// Per outbox sequence number, the deliveries of that event not yet finished.
+    unfinished: Mutex<HashMap<u64, usize>>,
     /// Deliveries taken on and not yet logged, by delivery id. Whoever removes an entry
     /// (the worker after the attempt, or shutdown at its deadline) writes its log entry.
     pending: Mutex<HashMap<String, Pending>>,
@@ -98,7 +151,6 @@ struct Shared {
 /// The webhook adapter of the core's `EventSink` port.
 pub struct WebhookSink {
     shared: Arc<Shared>,
-    sender: Mutex<Option<SyncSender<Event>>>,
 }
 
 impl WebhookSink {
@@ -122,13 +174,41 @@ impl WebhookSink {
     }
 
     fn with_deliverer(config: SinkConfig, deliverer: Deliverer, gate: Arc<dyn DeliveryGate>) -> Self {
-        let (sender, receiver) = sync_channel(config.queue.max(1));
+        let (outbox, resumed) = if config.outbox {
+            match crate::outbox::Outbox::open(&config.state_dir) {
+                Ok((outbox, resumed)) => (Some(outbox), resumed),
+                Err(error) => {
+                    tracing::error!(%error, "cannot open the webhook outbox; deliveries will not survive a restart");
+                    (None, Vec::new())
+                }
+            }
+        } else {
+            (None, Vec::new())
+        };
+        let (sender, receiver) = sync_channel(config.queue.max(1).max(resumed.len()));
+        if !resumed.is_empty() {
+            tracing::info!(
+                events = resumed.len(),
+                "resuming webhook deliveries left pending by the last run"
+            );
+        }
+        for (seq, event) in resumed {
+            let _ = sender.try_send(Queued::Event(event, Some(seq)));
+        }
         let workers = config.workers.max(1);
         let shared = Arc::new(Shared {
             store: WebhookStore::new(&config.state_dir),
             deliverer,
             gate,
             queue: Mutex::new(receiver),
+            sender: Mutex::new(Some(sender)),
+            retry_delays: config.retry_delays.clone(),
+            disable_after: config.disable_after,
+            waiting: Mutex::default(),
+            retry_due: Condvar::new(),
+            failures: Mutex::default(),
+            outbox,
+            unfinished: Mutex::default(),
             pending: Mutex::default(),
             overflow: Mutex::default(),
             abandon: AtomicBool::new(false),
@@ -142,7 +222,29 @@ impl WebhookSink {
                 .spawn(move || shared.work())
                 .expect("spawn a webhook worker");
         }
-        Self { shared, sender: Mutex::new(Some(sender)) }
+        if shared.outbox.is_some() {
+            let syncing = shared.clone();
+            thread::Builder::new()
+                .name("webhook-outbox".into())
+                .spawn(move || {
+                    // Group fsync: one per interval for every line appended meanwhile.
+                    while lock(&syncing.sender).is_some() {
+                        thread::sleep(crate::outbox::SYNC_EVERY);
+                        if let Some(outbox) = &syncing.outbox {
+                            outbox.sync();
+                        }
+                    }
+                })
+                .expect("spawn the webhook outbox thread");
+        }
+        if !config.retry_delays.is_empty() {
+            let timer = shared.clone();
+            thread::Builder::new()
+                .name("webhook-retries".into())
+                .spawn(move || timer.release_retries())
+                .expect("spawn the webhook retry timer");
+        }
+        Self { shared }
     }
 
     /// The store the sink reads subscriptions from and logs to.
@@ -156,7 +258,8 @@ impl WebhookSink {
     /// after the last event was published; later events are logged as not sent.
     pub fn shutdown(&self, deadline: Duration) -> ShutdownReport {
         let until = Instant::now() + deadline;
-        drop(lock(&self.sender).take());
+        drop(lock(&self.shared.sender).take());
+        self.shared.retry_due.notify_all();
         let mut live = lock(&self.shared.live);
         while *live > 0 {
             let Some(left) = until.checked_duration_since(Instant::now()) else { break };
@@ -165,7 +268,11 @@ impl WebhookSink {
         let finished = *live == 0;
         drop(live);
         let abandoned = if finished { 0 } else { self.shared.abandon_pending() };
+        let abandoned = abandoned + self.shared.abandon_waiting();
         self.shared.log_overflow();
+        if let Some(outbox) = &self.shared.outbox {
+            outbox.sync();
+        }
         ShutdownReport { finished, abandoned }
     }
 }
@@ -174,17 +281,22 @@ impl EventSink for WebhookSink {
     /// Never blocks and never touches the disk: an event that cannot be queued is kept in
     /// memory and logged as not sent by a worker (or at shutdown).
     fn publish(&self, event: Event) {
-        let sender = lock(&self.sender);
+        let sender = lock(&self.shared.sender);
         let Some(queue) = sender.as_ref() else {
             drop(sender);
             // After shutdown no worker is left; the caller is a stopping process.
             self.shared.log_not_sent(&event, "the process was stopping");
             return;
         };
-        let refused = match queue.try_send(event) {
+        // Before the caller's reply: the event is in the kernel's hands (see `outbox`).
+        let seq = self.shared.outbox.as_ref().map(|outbox| outbox.record(&event));
+        let refused = match queue.try_send(Queued::Event(event, seq)) {
             Ok(()) => return,
-            Err(TrySendError::Full(event)) => (event, "the delivery queue was full"),
-            Err(TrySendError::Disconnected(event)) => (event, "no delivery worker was running"),
+            Err(TrySendError::Full(Queued::Event(event, _))) => (event, "the delivery queue was full"),
+            Err(TrySendError::Disconnected(Queued::Event(event, _))) => {
+                (event, "no delivery worker was running")
+            }
+            Err(_) => unreachable!("an event was sent"),
         };
         drop(sender);
         lock(&self.shared.overflow).push(refused);
@@ -198,7 +310,7 @@ impl Shared {
             // Asked when the deliveries are due: the license may have changed since the
             // sink started or the event was published.
             let allowed = if deliveries.is_empty() { Ok(()) } else { self.gate.check() };
-            for (id, body) in deliveries {
+            for Due { delivery: id, body, attempt, seq } in deliveries {
                 if self.abandon.load(Ordering::SeqCst) {
                     // Shutdown claimed (and logged) what was pending.
                     break;
@@ -209,11 +321,33 @@ impl Shared {
                 };
                 let (subscription, event) = entry;
                 let logged = match &allowed {
-                    Ok(()) => self.deliverer.deliver(&subscription, event, &body, &id),
+                    Ok(()) => self.deliverer.deliver(&subscription, event, &body, &id, attempt),
                     Err(why) => LogEntry::not_sent(&subscription, event, why),
                 };
                 if lock(&self.pending).remove(&id).is_some() {
+                    let attempted = logged.duration_ms.is_some();
+                    let success = logged.success;
                     self.append(&[logged]);
+                    if !success
+                        && attempted
+                        && let Some(delay) = self.retry_delays.get(attempt as usize - 1)
+                    {
+                        let retry = Retry {
+                            delivery: id,
+                            webhook: subscription.id.clone(),
+                            event,
+                            body,
+                            attempt: attempt + 1,
+                            seq,
+                        };
+                        lock(&self.waiting).push((Instant::now() + jittered(*delay), retry));
+                        self.retry_due.notify_all();
+                    } else {
+                        if attempted {
+                            self.count_outcome(&subscription, success);
+                        }
+                        self.finished(seq);
+                    }
                 }
                 self.log_overflow();
             }
@@ -223,14 +357,41 @@ impl Shared {
         self.stopped.notify_all();
     }
 
-    /// Takes the next event and registers its deliveries as pending, while holding the
-    /// queue; `None` once the queue is closed and empty.
-    fn next(&self) -> Option<Vec<(String, Vec<u8>)>> {
+    /// Takes the next event (or retry) and registers its deliveries as pending, while
+    /// holding the queue; `None` once the queue is closed and empty.
+    fn next(&self) -> Option<Vec<Due>> {
         let queue = lock(&self.queue);
-        let event = queue.recv().ok()?;
+        let (event, seq) = match queue.recv().ok()? {
+            Queued::Event(event, seq) => (event, seq),
+            Queued::Retry(retry) => {
+                // Read again: a subscription disabled or removed meanwhile gets no more.
+                let current =
+                    self.store.list().ok().and_then(|all| all.into_iter().find(|s| s.id == retry.webhook));
+                let Some(subscription) = current.filter(|s| s.enabled) else {
+                    tracing::info!(delivery = %retry.delivery, webhook = %retry.webhook, "webhook retry dropped: the subscription is disabled or removed");
+                    self.finished(retry.seq);
+                    return Some(Vec::new());
+                };
+                lock(&self.pending)
+                    .insert(retry.delivery.clone(), Pending { subscription, event: retry.event });
+                drop(queue);
+                return Some(vec![Due {
+                    delivery: retry.delivery,
+                    body: retry.body,
+                    attempt: retry.attempt,
+                    seq: retry.seq,
+                }]);
+            }
+        };
         let targets = self.targets(&event);
         if targets.is_empty() {
+            if let (Some(outbox), Some(seq)) = (&self.outbox, seq) {
+                outbox.done(seq);
+            }
             return Some(Vec::new());
+        }
+        if let Some(seq) = seq {
+            lock(&self.unfinished).insert(seq, targets.len());
         }
         let body = payload::body(&event);
         let mut pending = lock(&self.pending);
@@ -238,7 +399,7 @@ impl Shared {
         for subscription in targets {
             let id = delivery_id();
             pending.insert(id.clone(), Pending { subscription, event: event.kind });
-            deliveries.push((id, body.clone()));
+            deliveries.push(Due { delivery: id, body: body.clone(), attempt: 1, seq });
         }
         drop(queue);
         Some(deliveries)
@@ -288,9 +449,15 @@ impl Shared {
             .drain()
             .map(|(_, p)| LogEntry::not_sent(&p.subscription, p.event, why))
             .collect();
-        while let Ok(event) = queue.try_recv() {
+        while let Ok(queued) = queue.try_recv() {
             let why = "the process stopped before this event was delivered";
-            entries.extend(self.targets(&event).iter().map(|s| LogEntry::not_sent(s, event.kind, why)));
+            match queued {
+                Queued::Event(event, _) => {
+                    entries
+                        .extend(self.targets(&event).iter().map(|s| LogEntry::not_sent(s, event.kind, why)));
+                }
+                Queued::Retry(retry) => lock(&self.waiting).push((Instant::now(), retry)),
+            }
         }
         drop(queue);
         if !entries.is_empty() {
@@ -300,18 +467,118 @@ impl Shared {
         entries.len()
     }
 
+    /// The retry timer: puts each waiting retry on the queue when it is due, until
+    /// shutdown takes the sender.
+    fn release_retries(&self) {
+        let mut waiting = lock(&self.waiting);
+        loop {
+            if lock(&self.sender).is_none() {
+                return;
+            }
+            let now = Instant::now();
+            let (due, later): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut *waiting).into_iter().partition(|(at, _)| *at <= now);
+            *waiting = later;
+            for (_, retry) in due {
+                let sent = lock(&self.sender).as_ref().map(|queue| queue.try_send(Queued::Retry(retry)));
+                match sent {
+                    Some(Ok(())) => {}
+                    // Full: try again shortly. Closed: shutdown logs what is waiting.
+                    Some(Err(
+                        TrySendError::Full(Queued::Retry(retry))
+                        | TrySendError::Disconnected(Queued::Retry(retry)),
+                    )) => {
+                        waiting.push((now + Duration::from_millis(100), retry));
+                    }
+                    _ => {}
+                }
+            }
+            let next = waiting.iter().map(|(at, _)| *at).min();
+            let wait =
+                next.map_or(Duration::from_secs(3600), |at| at.saturating_duration_since(Instant::now()));
+            waiting = self.retry_due.wait_timeout(waiting, wait).unwrap_or_else(|p| p.into_inner()).0;
+        }
+    }
+
+    /// One delivery of an outbox event finished (logged for good): the event is done
+    /// when its last one is.
+    fn finished(&self, seq: Option<u64>) {
+        let (Some(outbox), Some(seq)) = (&self.outbox, seq) else { return };
+        let mut unfinished = lock(&self.unfinished);
+        let left = unfinished.entry(seq).or_insert(1);
+        *left = left.saturating_sub(1);
+        if *left == 0 {
+            unfinished.remove(&seq);
+            drop(unfinished);
+            outbox.done(seq);
+        }
+    }
+
+    /// At shutdown: the retries not yet due are logged as not sent (an outbox keeps
+    /// their events for the next start).
+    fn abandon_waiting(&self) -> usize {
+        let waiting = std::mem::take(&mut *lock(&self.waiting));
+        let subscriptions = self.store.list().unwrap_or_default();
+        let entries: Vec<LogEntry> = waiting
+            .into_iter()
+            .filter_map(|(_, retry)| {
+                let subscription = subscriptions.iter().find(|s| s.id == retry.webhook)?;
+                let why = format!("the process stopped before attempt {} was due", retry.attempt);
+                let mut entry = LogEntry::not_sent(subscription, retry.event, &why);
+                entry.delivery = retry.delivery;
+                entry.attempt = retry.attempt;
+                Some(entry)
+            })
+            .collect();
+        self.append(&entries);
+        entries.len()
+    }
+
+    /// Counts a finished delivery (its last attempt made): a success resets the
+    /// subscription's run of failures; `disable_after` failures in a row disable it.
+    fn count_outcome(&self, subscription: &Subscription, success: bool) {
+        let mut failures = lock(&self.failures);
+        if success {
+            failures.remove(&subscription.id);
+            return;
+        }
+        let run = failures.entry(subscription.id.clone()).or_default();
+        *run += 1;
+        let Some(limit) = self.disable_after.filter(|limit| *run >= *limit) else { return };
+        failures.remove(&subscription.id);
+        drop(failures);
+        match self.store.set_enabled(&subscription.id, false) {
+            Ok(_) => tracing::warn!(
+                webhook = %subscription.id,
+                url = %subscription.url,
+                "disabled the webhook after {limit} failed deliveries in a row (webhooks.disable_after); `cms webhooks enable {}` turns it back on",
+                subscription.id
+            ),
+            Err(error) => {
+                tracing::error!(webhook = %subscription.id, %error, "cannot disable the failing webhook")
+            }
+        }
+    }
+
     fn append(&self, entries: &[LogEntry]) {
         for entry in entries {
             if entry.success {
-                tracing::debug!(delivery = %entry.delivery, webhook = %entry.webhook, event = entry.event.as_str(), status = entry.status, "webhook delivered");
+                tracing::debug!(delivery = %entry.delivery, attempt = entry.attempt, webhook = %entry.webhook, event = entry.event.as_str(), status = entry.status, "webhook delivered");
             } else {
-                tracing::warn!(delivery = %entry.delivery, webhook = %entry.webhook, event = entry.event.as_str(), url = %entry.url, status = entry.status, error = entry.error.as_deref().unwrap_or(""), "webhook delivery failed");
+                tracing::warn!(delivery = %entry.delivery, attempt = entry.attempt, webhook = %entry.webhook, event = entry.event.as_str(), url = %entry.url, status = entry.status, error = entry.error.as_deref().unwrap_or(""), "webhook delivery failed");
             }
         }
         if let Err(error) = self.store.append_log(entries) {
             tracing::error!(%error, entries = entries.len(), "cannot write the webhook delivery log");
         }
     }
+}
+
+/// A delay give or take a tenth, so that retries of many deliveries spread out.
+fn jittered(delay: Duration) -> Duration {
+    let mut byte = [0u8; 1];
+    let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut byte);
+    delay.mul_f64(0.9 + f64::from(byte[0]) / 255.0 * 0.2)
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -61,6 +61,14 @@ struct LogRow {
     error: Option<String>,
     #[serde(default)]
     duration_ms: Option<u64>,
+    #[serde(default = "first_attempt")]
+    attempt: u32,
+    #[serde(default)]
+    body: Option<String>,
+}
+
+fn first_attempt() -> u32 {
+    1
 }
 
 impl WebhookStore {
@@ -235,7 +243,7 @@ fn parse_time(text: &str) -> Result<OffsetDateTime, String> {
 }
 
 fn parse_event(name: &str) -> Result<EventKind, String> {
-    EventKind::parse(name)
+    EventKind::parse_logged(name)
         .ok_or_else(|| format!("unknown event {name:?}; the events are {}", EventKind::names()))
 }
 
@@ -273,6 +281,8 @@ fn log_row(e: &LogEntry) -> LogRow {
         success: e.success,
         error: e.error.clone(),
         duration_ms: e.duration_ms,
+        attempt: e.attempt,
+        body: e.body.clone(),
     }
 }
 
@@ -287,5 +297,7 @@ fn log_entry_from_row(row: LogRow) -> Result<LogEntry, String> {
         success: row.success,
         error: row.error,
         duration_ms: row.duration_ms,
+        attempt: row.attempt,
+        body: row.body,
     })
 }

@@ -75,6 +75,8 @@ pub enum Answer {
     Status(u16),
     /// Waits this long (the one deliberate sleep of the tests), then answers `200`.
     Slow(Duration),
+    /// Answers `500` to the first this many requests, then `200`.
+    FailFirst(usize),
 }
 
 /// One request the receiver got.
@@ -115,7 +117,13 @@ pub struct Receiver {
 
 impl Receiver {
     pub fn start(ca: &TestCa, answer: Answer) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        Self::start_on(ca, answer, 0)
+    }
+
+    /// The same on a given port (0: a free one), e.g. to bring a receiver back up where
+    /// an earlier one was.
+    pub fn start_on(ca: &TestCa, answer: Answer, port: u16) -> Self {
+        let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind a loopback port");
         let port = listener.local_addr().expect("local address").port();
         let inbox = Arc::new(Inbox::default());
         let stop = Arc::new(AtomicBool::new(false));
@@ -133,6 +141,10 @@ impl Receiver {
             }
         });
         Self { port, inbox, stop }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// `https://127.0.0.1:<port>/hook`.
@@ -183,10 +195,16 @@ fn serve(
     let connection = rustls::ServerConnection::new(config).map_err(io::Error::other)?;
     let mut tls = rustls::StreamOwned::new(connection, stream);
     let request = read_request(&mut tls)?;
-    inbox.received.lock().unwrap().push(request);
+    let count = {
+        let mut received = inbox.received.lock().unwrap();
+        received.push(request);
+        received.len()
+    };
     inbox.arrived.notify_all();
     let status = match answer {
         Answer::Status(status) => status,
+        Answer::FailFirst(failures) if count <= failures => 500,
+        Answer::FailFirst(_) => 200,
         Answer::Slow(delay) => {
             thread::sleep(delay);
             200

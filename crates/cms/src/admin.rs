@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Subcommand;
 use cms_core::account::{KeyFamily, Role};
+use cms_core::events::EventKind;
 use cms_core::license::{License, LicenseState};
 use cms_webhooks::{LogEntry, Subscription};
 use time::format_description::well_known::Rfc3339;
@@ -26,6 +27,15 @@ pub enum AdminCommand {
     /// Manage webhook subscriptions and their delivery log.
     #[command(subcommand)]
     Webhooks(WebhooksCommand),
+    /// Manage preview links.
+    #[command(subcommand)]
+    Previews(PreviewsCommand),
+}
+
+#[derive(Subcommand)]
+pub enum PreviewsCommand {
+    /// Rotate the site's preview key: every preview link made before stops working at once.
+    RevokeAll,
 }
 
 impl AdminCommand {
@@ -37,7 +47,8 @@ impl AdminCommand {
             Self::Users(UsersCommand::List | UsersCommand::Passwd { .. })
             | Self::Keys(KeysCommand::Create { .. } | KeysCommand::List | KeysCommand::Revoke { .. })
             | Self::License(LicenseCommand::Show | LicenseCommand::Install { .. })
-            | Self::Webhooks(_) => false,
+            | Self::Webhooks(_)
+            | Self::Previews(PreviewsCommand::RevokeAll) => false,
         }
     }
 }
@@ -57,6 +68,11 @@ pub fn run(site: &Site, command: AdminCommand) -> anyhow::Result<()> {
             AdminCommand::Keys(command) => keys(&open, command).await,
             AdminCommand::License(command) => license(&open, command).await,
             AdminCommand::Webhooks(command) => webhooks(&open, command),
+            AdminCommand::Previews(PreviewsCommand::RevokeAll) => {
+                open.cms.revoke_previews().await?;
+                println!("revoked every preview link (the preview key is new)");
+                Ok(())
+            }
         }
     });
     open.finish_deliveries();
@@ -134,7 +150,7 @@ pub enum WebhooksCommand {
         #[arg(long)]
         url: String,
         /// Comma-separated: file.created, file.updated, file.deleted, user.created,
-        /// user.updated, user.deleted.
+        /// user.updated, user.deleted, item.published, item.unpublished.
         #[arg(long)]
         events: String,
     },
@@ -147,8 +163,12 @@ pub enum WebhooksCommand {
     /// Remove a subscription by id (its delivery log entries stay).
     Remove { id: String },
     /// Show the delivery log, oldest first: time, delivery id, webhook, event, URL,
-    /// HTTP status, success or error.
+    /// attempt number, HTTP status, success or error.
     Log,
+    /// Send a `ping` event to a subscription now, and say how it answered.
+    Test { id: String },
+    /// Send a logged delivery again (same body and delivery id, as a new attempt).
+    Redeliver { delivery_id: String },
     /// Empty the delivery log.
     ClearLog,
 }
@@ -269,7 +289,58 @@ pub fn webhooks(site: &OpenSite, command: WebhooksCommand) -> anyhow::Result<()>
             let count = store.clear_log()?;
             println!("cleared the delivery log ({count} entries)");
         }
+        WebhooksCommand::Test { id } => {
+            let hook = store
+                .list()?
+                .into_iter()
+                .find(|h| h.id == id)
+                .with_context(|| format!("no webhook with id {id:?}; `cms webhooks list` shows them"))?;
+            let body = cms_webhooks::payload::ping_body(&hook.id, time::OffsetDateTime::now_utc());
+            let entry = deliverer(site)?.deliver(
+                &hook,
+                EventKind::Ping,
+                &body,
+                &cms_webhooks::model::delivery_id(),
+                1,
+            );
+            report_attempt(store, entry)?;
+        }
+        WebhooksCommand::Redeliver { delivery_id } => {
+            let log = store.log()?;
+            let logged = log.iter().rev().find(|e| e.delivery == delivery_id && e.body.is_some()).with_context(|| {
+                format!("no delivery {delivery_id:?} with a body in the delivery log; `cms webhooks log` shows them")
+            })?;
+            let hook = store.list()?.into_iter().find(|h| h.id == logged.webhook).with_context(|| {
+                format!("the webhook {} of that delivery no longer exists", logged.webhook)
+            })?;
+            let attempt =
+                log.iter().filter(|e| e.delivery == delivery_id).map(|e| e.attempt).max().unwrap_or(1) + 1;
+            let body = logged.body.clone().unwrap_or_default();
+            let entry = deliverer(site)?.deliver(&hook, logged.event, body.as_bytes(), &delivery_id, attempt);
+            report_attempt(store, entry)?;
+        }
     }
+    Ok(())
+}
+
+/// A deliverer with the site's settings, for the commands that send one request.
+fn deliverer(site: &OpenSite) -> anyhow::Result<cms_webhooks::Deliverer> {
+    let config = cms_webhooks::SinkConfig::for_site(
+        &site.root,
+        &site.root.join(cms_fs::STATE_DIR),
+        &site.config.webhooks,
+    );
+    Ok(cms_webhooks::Deliverer::new(&config.delivery)?)
+}
+
+/// Logs one attempt made by a command and prints it; a failure is the command's error.
+fn report_attempt(store: &cms_webhooks::WebhookStore, entry: LogEntry) -> anyhow::Result<()> {
+    store.append_log(std::slice::from_ref(&entry))?;
+    let line = log_line(&entry);
+    if !entry.success {
+        anyhow::bail!("delivery failed: {line}");
+    }
+    println!("{line}");
     Ok(())
 }
 
@@ -281,7 +352,7 @@ fn rfc3339(time: time::OffsetDateTime) -> String {
     time.format(&Rfc3339).unwrap_or_default()
 }
 
-/// `<time> <delivery> <webhook> <event> <url> <status|-> success|error[: why]`
+/// `<time> <delivery> <webhook> <event> <url> attempt=<n> <status|-> success|error[: why]`
 fn log_line(entry: &LogEntry) -> String {
     let status = entry.status.map_or_else(|| "-".to_owned(), |s| s.to_string());
     let outcome = match (&entry.error, entry.success) {
@@ -290,12 +361,13 @@ fn log_line(entry: &LogEntry) -> String {
         (None, false) => "error".to_owned(),
     };
     format!(
-        "{} {} {} {} {} {status} {outcome}",
+        "{} {} {} {} {} attempt={} {status} {outcome}",
         rfc3339(entry.time),
         entry.delivery,
         entry.webhook,
         entry.event.as_str(),
-        entry.url
+        entry.url,
+        entry.attempt
     )
 }
 

@@ -4,6 +4,7 @@
 mod admin;
 mod events;
 mod password;
+mod schedule;
 mod serve;
 mod site;
 

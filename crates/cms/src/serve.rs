@@ -56,6 +56,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         let feed = subscribe(&cms);
         let (items, took) = build_index(&cms).await?;
         follow(cms.clone(), feed);
+        crate::schedule::keep_schedule(cms.clone(), open.root.clone());
         keep_snapshots(cms.clone());
         prepare_search(cms.clone());
 
@@ -86,6 +87,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         }
         say(format_args!("ready (Ctrl-C stops the server)"));
         let served = server.run().await.context("server failed");
+        crate::schedule::stop(&cms, &open.root);
         save_snapshots(&cms).await;
         served
     })

@@ -117,7 +117,8 @@ impl Site {
             Arc::new(SystemClock),
             Arc::new(WebhookStore::new(&state)),
         );
-        let mut cms = Cms::new(&config, ports);
+        let mut cms = Cms::new(&config, ports)
+            .with_previews(Arc::new(cms_fs::FsPreviewKeys::new(&state)), config.previews.ttl_secs);
         // Lets path-valued query parameters (`collectionPath`...) be absolute; the core
         // compares them with this path lexically and never asks the disk.
         let real_root = self.root.canonicalize().unwrap_or_else(|_| self.root.clone());
@@ -138,7 +139,10 @@ fn start_webhooks(
     config: &SiteConfig,
     purpose: Purpose,
 ) -> anyhow::Result<WebhookSink> {
-    let sink_config = SinkConfig::for_site(root, state, &config.webhooks);
+    let mut sink_config = SinkConfig::for_site(root, state, &config.webhooks);
+    // Only the server keeps the outbox (one process owns it); a command waits for its
+    // own deliveries before it exits.
+    sink_config.outbox = purpose == Purpose::Serve;
     let gate = Arc::new(LicenseGate::new(state, config.license.public_key.clone()));
     Ok(match purpose {
         // The server refuses to start with broken delivery settings.

@@ -6,6 +6,7 @@ mod home;
 mod items;
 mod keys;
 mod media;
+mod share;
 mod signin;
 mod theme;
 mod users;
@@ -34,6 +35,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         web::resource("/collections/{collection}/items/{item}/delete")
             .route(web::get().to(items::confirm_delete))
             .route(web::post().to(items::delete)),
+        web::resource("/collections/{collection}/items/{item}/share")
+            .route(web::get().to(share::confirm))
+            .route(web::post().to(share::create)),
         web::resource("/collections/{collection}/items/{item}/history")
             .route(web::get().to(history::versions)),
         web::resource("/collections/{collection}/items/{item}/history/{version}")

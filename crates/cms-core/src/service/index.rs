@@ -26,7 +26,7 @@ pub struct SkippedFile {
 /// One collection's index and the lock that lets one task build it.
 #[derive(Default)]
 pub(super) struct IndexCell {
-    index: RwLock<Option<CollectionIndex>>,
+    pub(super) index: RwLock<Option<CollectionIndex>>,
     building: AsyncMutex<()>,
     /// The fingerprint of the index as last snapshotted (or as loaded from a snapshot that
     /// held exactly it); `None` when the stored snapshot is behind or missing.
@@ -143,7 +143,7 @@ impl Cms {
             entries
                 .extend(index_files(readable, collection, &self.zone).into_iter().map(|(s, p)| (s, held(p))));
         }
-        let mut built = CollectionIndex::build(entries);
+        let mut built = CollectionIndex::build(entries, self.now_secs());
         for (name, reason) in built.set_others(others) {
             report_skipped(collection, &name, &reason);
         }
@@ -211,12 +211,21 @@ impl Cms {
     /// Records what the facade itself just wrote, so the next request sees it.
     pub(super) fn index_written(&self, collection: &Collection, name: &ItemFilename, file: &StoredFile) {
         let item = index_one(collection, name, file, &self.zone);
+        let mut sooner = false;
         let indexed = self.index_mut(collection).as_mut().and_then(|index| {
+            let next = index.next_instant();
             index.upsert(name, file.stamp.clone(), item);
-            index.get(name.as_str()).and_then(Result::ok).cloned()
+            sooner = index.next_instant().is_some_and(|at| next.is_none_or(|before| at < before));
+            let item = index.get(name.as_str()).and_then(Result::ok).cloned()?;
+            let live = index.is_live(&item);
+            Some((item, live))
         });
+        if sooner {
+            self.wake_schedule();
+        }
         // After the kept index, never before: see `ensure_searchable`.
-        self.search_written(collection, file, indexed.as_deref());
+        let (item, live) = indexed.map_or((None, false), |(item, live)| (Some(item), live));
+        self.search_written(collection, file, item.as_deref(), live);
     }
 
     pub(super) fn index_removed(&self, collection: &Collection, name: &ItemFilename) {

@@ -59,7 +59,7 @@ impl Cms {
     fn list_page_size(&self, query: &ListQuery, viewer: &Viewer) -> CoreResult<usize> {
         if query.status != StatusFilter::Published && !viewer.has_key() {
             return Err(CoreError::Unauthorized(
-                "listing drafts (status=draft or status=all) needs an API key".into(),
+                "listing drafts (status=draft, status=scheduled or status=all) needs an API key".into(),
             ));
         }
         Ok(query.per_page.unwrap_or(self.site.per_page).min(self.site.max_per_page))
@@ -88,7 +88,7 @@ impl Cms {
         let index = self.index(collection).await?;
         let name = index.locate(&item_ref).ok_or_else(|| item_not_found(collection, &item_ref))?;
         let Some(Ok(indexed)) = index.get(name.as_str()) else { return Ok(None) };
-        if indexed.meta.status == item::Status::Draft && !viewer.has_key() {
+        if !index.is_live(indexed) && !viewer.has_key() {
             return Err(item_not_found(collection, &item_ref));
         }
         Ok(Some(ItemVersion::of(collection.index, &indexed.meta, &indexed.etag)))
@@ -107,16 +107,17 @@ impl Cms {
         let (name, indexed) = {
             let index = self.index(collection).await?;
             let name = index.locate(&item_ref).ok_or_else(|| item_not_found(collection, &item_ref))?;
-            let indexed = index.get(name.as_str()).and_then(Result::ok).cloned();
+            let indexed =
+                index.get(name.as_str()).and_then(Result::ok).map(|i| (Arc::clone(i), index.is_live(i)));
             (name, indexed)
         };
-        let Some(indexed) = indexed else {
+        let Some((indexed, live)) = indexed else {
             // Known but unusable: read it to say why.
             let (name, file) = self.load(collection, &item_ref).await?;
             let doc = parse_stored(&name, &file)?;
             return self.view_of_file(collection, &name, &file, doc, viewer, &item_ref);
         };
-        if indexed.meta.status == item::Status::Draft && !viewer.has_key() {
+        if !live && !viewer.has_key() {
             return Err(item_not_found(collection, &item_ref));
         }
         let cached = lock(&self.html_cache).get(collection.index, name.as_str(), &indexed.etag);
@@ -165,7 +166,7 @@ impl Cms {
         item_ref: &ItemRef,
     ) -> CoreResult<ItemView> {
         let meta = ItemMeta::derive(name, &doc, file.stamp.modified, file.stamp.size, &self.zone);
-        if meta.status == item::Status::Draft && !viewer.has_key() {
+        if !meta.live_at(self.now_secs()) && !viewer.has_key() {
             return Err(item_not_found(collection, item_ref));
         }
         let url = collection.item_url(&meta.slug);

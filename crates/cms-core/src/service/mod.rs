@@ -25,7 +25,9 @@ mod html_cache;
 mod index;
 mod items;
 mod locks;
+mod previews;
 mod resources;
+mod schedule;
 mod search;
 mod settings;
 mod versions;
@@ -39,6 +41,7 @@ pub use discovery::{
 pub use accounts::SESSION_KEY_ID;
 pub use index::SkippedFile;
 pub use items::etag_of;
+pub use previews::PreviewLink;
 pub use resources::{ResourceFile, ResourceListing, ServedFile, Upload};
 pub use search::{SearchHit, SearchParams};
 pub use versions::{VersionContent, VersionList, parse_version};
@@ -84,11 +87,13 @@ impl SiteInfo {
 pub enum Viewer {
     Anonymous,
     Key(Principal),
+    /// A valid preview link: sees its one item whatever its status or schedule.
+    Preview,
 }
 
 impl Viewer {
     fn has_key(&self) -> bool {
-        matches!(self, Self::Key(_))
+        matches!(self, Self::Key(_) | Self::Preview)
     }
 }
 
@@ -244,6 +249,10 @@ pub struct Cms {
     /// The site folder's absolute path, as the composition root knows it; lets path-valued
     /// query parameters be absolute. `None`: only relative paths resolve.
     site_root: Option<String>,
+    /// Called when the next scheduled instant moved earlier (see `schedule.rs`).
+    schedule_waker: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
+    /// Preview links: the key store and the default lifetime (see `previews.rs`).
+    previews: Option<(Arc<dyn crate::ports::PreviewKeys>, u64)>,
 }
 
 impl Cms {
@@ -269,6 +278,8 @@ impl Cms {
             keep_versions: config.versions.keep,
             settings_lock: futures_util::lock::Mutex::new(()),
             site_root: None,
+            schedule_waker: std::sync::OnceLock::new(),
+            previews: None,
             resource_folders: config
                 .resources
                 .iter()
@@ -283,6 +294,12 @@ impl Cms {
     /// core never asks the disk), so that path-valued query parameters may be absolute.
     pub fn with_site_root(mut self, root: impl Into<String>) -> Self {
         self.site_root = Some(root.into());
+        self
+    }
+
+    /// Enables preview links with this key store and default lifetime (`previews.ttl_secs`).
+    pub fn with_previews(mut self, keys: Arc<dyn crate::ports::PreviewKeys>, ttl_secs: u64) -> Self {
+        self.previews = Some((keys, ttl_secs));
         self
     }
 

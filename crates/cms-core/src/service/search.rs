@@ -13,7 +13,6 @@ use crate::collection::Collection;
 use crate::document::ItemDocument;
 use crate::error::{CoreError, CoreResult};
 use crate::index::IndexedItem;
-use crate::item::Status;
 use crate::ports::{FileStamp, StoredFile};
 use crate::query::{Page, positive};
 use crate::render;
@@ -55,7 +54,7 @@ pub struct SearchHit {
 #[derive(Default)]
 pub(super) struct SearchCell {
     /// `Some` from the moment the build starts: changes made meanwhile apply to it.
-    index: RwLock<Option<SearchIndex>>,
+    pub(super) index: RwLock<Option<SearchIndex>>,
     building: AsyncMutex<()>,
     complete: AtomicBool,
 }
@@ -206,11 +205,7 @@ impl Cms {
                     continue;
                 }
                 if let Some(Ok(item)) = index.get(&stamp.name) {
-                    search.upsert(
-                        &stamp.name,
-                        item.meta.status == Status::Published,
-                        &search_text(item, body),
-                    );
+                    search.upsert(&stamp.name, index.is_live(item), &search_text(item, body));
                 }
             }
         }
@@ -229,12 +224,14 @@ impl Cms {
     }
 
     /// Applies what the facade or a change report just wrote to the search index, once
-    /// it exists (`item`: the kept index's reading of the file, `None` when unusable).
+    /// it exists (`item`: the kept index's reading of the file, `None` when unusable;
+    /// `live`: whether the kept index shows it to public clients now).
     pub(super) fn search_written(
         &self,
         collection: &Collection,
         file: &StoredFile,
         item: Option<&IndexedItem>,
+        live: bool,
     ) {
         let cell = &self.search[collection.index];
         if read(&cell.index).is_none() {
@@ -244,11 +241,7 @@ impl Cms {
         let mut search = write(&cell.index);
         let Some(search) = search.as_mut() else { return };
         match (item, body) {
-            (Some(item), Some(body)) => search.upsert(
-                &file.stamp.name,
-                item.meta.status == Status::Published,
-                &search_text(item, &body),
-            ),
+            (Some(item), Some(body)) => search.upsert(&file.stamp.name, live, &search_text(item, &body)),
             _ => search.remove(&file.stamp.name),
         }
     }

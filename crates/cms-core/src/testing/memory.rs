@@ -435,3 +435,21 @@ impl IndexSnapshots for MemorySnapshots {
         Ok(())
     }
 }
+
+/// A preview key in memory; [`crate::ports::PreviewKeys::rotate`] counts up.
+#[derive(Default)]
+pub struct MemoryPreviewKeys {
+    generation: AtomicI64,
+}
+
+#[async_trait]
+impl crate::ports::PreviewKeys for MemoryPreviewKeys {
+    async fn current(&self) -> CoreResult<Vec<u8>> {
+        Ok(format!("preview key {}", self.generation.load(Ordering::Relaxed)).into_bytes())
+    }
+
+    async fn rotate(&self) -> CoreResult<()> {
+        self.generation.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}

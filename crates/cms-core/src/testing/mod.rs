@@ -7,8 +7,8 @@ mod memory;
 mod memory_resources;
 
 pub use memory::{
-    FixedClock, MemoryAccounts, MemoryContentStore, MemoryLicense, MemorySettings, MemorySnapshots,
-    MemoryVersions, MemoryWebhooks, RecordingEvents,
+    FixedClock, MemoryAccounts, MemoryContentStore, MemoryLicense, MemoryPreviewKeys, MemorySettings,
+    MemorySnapshots, MemoryVersions, MemoryWebhooks, RecordingEvents,
 };
 pub use memory_resources::MemoryResources;
 

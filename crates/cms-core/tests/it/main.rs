@@ -6,6 +6,7 @@ mod discovery;
 mod index;
 mod invariants;
 mod items;
+mod schedule;
 mod search;
 mod versions;
 mod webhooks;

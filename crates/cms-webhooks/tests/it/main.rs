@@ -58,6 +58,9 @@ impl Fixture {
             },
             workers: 2,
             queue: 64,
+            retry_delays: Vec::new(),
+            disable_after: None,
+            outbox: false,
         }
     }
 

@@ -122,3 +122,65 @@ async fn a_write_returns_as_fast_with_a_slow_or_dead_receiver() {
         assert!(worst < Duration::from_millis(500), "{name}: a create took {worst:?}");
     }
 }
+
+#[test]
+fn a_failed_delivery_is_retried_with_its_delivery_id_and_each_attempt_logged() {
+    let f = Fixture::new();
+    let receiver = Receiver::start(&f.ca, Answer::FailFirst(2));
+    let hook = f.add(&receiver.url(), "file.created");
+    let mut config = f.config(Duration::from_secs(10));
+    config.retry_delays =
+        vec![Duration::from_millis(300), Duration::from_millis(300), Duration::from_millis(300)];
+    let sink = WebhookSink::start(config, allowed()).unwrap();
+    sink.publish(file_event(EventKind::FileCreated));
+    let got = receiver.wait_for(3, Duration::from_secs(10));
+    assert_eq!(got.len(), 3, "two failures, then the success");
+    let ids: Vec<&str> = got.iter().map(|r| r.header("x-webhook-delivery").unwrap()).collect();
+    assert!(ids.iter().all(|id| *id == ids[0]), "one delivery id: {ids:?}");
+    assert!(got.iter().all(|r| r.header("webhook-id") == Some(ids[0])));
+    assert!(got.iter().all(|r| r.body == got[0].body));
+    let report = sink.shutdown(SETTLE);
+    assert!(report.finished);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(receiver.received().len(), 3, "nothing after the success");
+    let log = f.store.log().unwrap();
+    let attempts: Vec<(u32, Option<u16>, bool)> =
+        log.iter().map(|e| (e.attempt, e.status, e.success)).collect();
+    assert_eq!(attempts, [(1, Some(500), false), (2, Some(500), false), (3, Some(200), true)]);
+    assert!(log.iter().all(|e| e.delivery == ids[0] && e.webhook == hook.id));
+}
+
+#[test]
+fn consecutive_failures_disable_a_subscription_and_pending_retries_are_logged_at_shutdown() {
+    let f = Fixture::new();
+    let hook = f.add(&dead_url(), "file.created");
+    let mut config = f.config(Duration::from_secs(10));
+    config.disable_after = Some(2);
+    let sink = WebhookSink::start(config, allowed()).unwrap();
+    sink.publish(file_event(EventKind::FileCreated));
+    sink.publish(file_event(EventKind::FileCreated));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while f.store.list().unwrap()[0].enabled && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!f.store.list().unwrap()[0].enabled, "disabled after two failed deliveries");
+    sink.shutdown(SETTLE);
+    f.store.set_enabled(&hook.id, true).unwrap();
+
+    // A retry not yet due when the process stops is logged as not sent, with its attempt.
+    let mut config = f.config(Duration::from_secs(10));
+    config.retry_delays = vec![Duration::from_secs(3600)];
+    let sink = WebhookSink::start(config, allowed()).unwrap();
+    f.store.clear_log().unwrap();
+    sink.publish(file_event(EventKind::FileCreated));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while f.store.log().unwrap().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let report = sink.shutdown(SETTLE);
+    assert_eq!(report.abandoned, 1);
+    let log = f.store.log().unwrap();
+    assert_eq!(log.len(), 2, "{log:?}");
+    assert_eq!((log[1].attempt, log[1].delivery.as_str()), (2, log[0].delivery.as_str()));
+    assert!(log[1].error.as_deref().unwrap().contains("before attempt 2 was due"), "{log:?}");
+}

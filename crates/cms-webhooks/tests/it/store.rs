@@ -72,6 +72,8 @@ fn entry(n: usize) -> LogEntry {
         success: true,
         error: None,
         duration_ms: Some(3),
+        attempt: 1,
+        body: None,
     }
 }
 

@@ -639,3 +639,25 @@ fn owner_pages_media_and_deletes_act_through_the_facade() {
     assert!(!root.join("content/pages/about.md").exists());
     assert!(root.join(".cms/versions").is_dir());
 }
+
+#[test]
+fn share_preview_shows_a_link_that_opens_the_draft_without_signing_in() {
+    let site = demo_site();
+    user_with_password(site.path(), "ed@example.com", "editor");
+    let server = Server::start(site.path());
+    let mut tab = Tab::new(&server);
+    assert_eq!(tab.sign_in("ed@example.com", PASSWORD).status, 303);
+    let item = "/admin/collections/blog-posts/items/2026-04-02-upcoming-release.md";
+    let edit = tab.get(item);
+    assert!(edit.body.contains(&format!("href=\"{item}/share\"")), "{}", edit.body);
+    let confirm = tab.get(&format!("{item}/share"));
+    assert_eq!(confirm.status, 200);
+    let csrf = confirm.input("csrf");
+    assert_eq!(tab.post(&format!("{item}/share"), &[], &[]).status, 403, "the CSRF token is checked");
+    let shared = tab.post(&format!("{item}/share"), &[("csrf", &csrf)], &[]);
+    assert_eq!(shared.status, 200, "{}", shared.body);
+    let url = shared.input("preview-link");
+    assert!(url.starts_with(&format!("{}/cms/preview/", server.base)), "{url}");
+    let (status, body) = server.get(url.strip_prefix(&server.base).unwrap(), None);
+    assert_eq!((status, body["data"]["slug"].as_str()), (200, Some("upcoming-release")));
+}

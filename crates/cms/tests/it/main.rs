@@ -6,7 +6,10 @@ mod changes;
 mod cli;
 mod discovery;
 mod mcp;
+mod previews;
 mod resources;
+mod retries;
+mod schedule;
 mod server;
 mod webhooks;
 

@@ -14,7 +14,7 @@ use tempfile::TempDir;
 use crate::{Server, cms, demo_site, stdout, user_with_key};
 
 /// A demo site whose `cms.yaml` trusts `ca` through `webhooks.ca_file`.
-fn site_trusting(ca: &TestCa) -> TempDir {
+pub(crate) fn site_trusting(ca: &TestCa) -> TempDir {
     let site = demo_site();
     ca.write_ca(&site.path().join("test-ca.pem"));
     let config = site.path().join("cms.yaml");
@@ -26,7 +26,7 @@ fn site_trusting(ca: &TestCa) -> TempDir {
 }
 
 /// `cms webhooks add`; returns the id and the secret (the last line).
-fn add_hook(site: &Path, url: &str, events: &str) -> (String, String) {
+pub(crate) fn add_hook(site: &Path, url: &str, events: &str) -> (String, String) {
     let output = cms(site, &["webhooks", "add", "--url", url, "--events", events]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let out = stdout(&output);
@@ -34,12 +34,12 @@ fn add_hook(site: &Path, url: &str, events: &str) -> (String, String) {
     (id, out.lines().last().unwrap().to_owned())
 }
 
-fn signed_by(secret: &str, body: &[u8], header: Option<&str>) -> bool {
+pub(crate) fn signed_by(secret: &str, body: &[u8], header: Option<&str>) -> bool {
     let key = hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes());
     header == Some(format!("sha256={}", hex::encode(hmac::sign(&key, body).as_ref()))).as_deref()
 }
 
-fn ok(site: &Path, args: &[&str]) -> String {
+pub(crate) fn ok(site: &Path, args: &[&str]) -> String {
     let output = cms(site, args);
     assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
     stdout(&output)

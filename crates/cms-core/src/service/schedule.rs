@@ -1,0 +1,96 @@
+//! Scheduled and expiring items (`publish_date`, `unpublish_date`): each kept index holds
+//! the next instant at which an item's visibility changes; the composition root keeps a
+//! timer on [`Cms::next_scheduled_instant`] and calls [`Cms::advance_schedule`] when it
+//! rings (the core names no runtime, so it holds no timer itself). Each transition is
+//! one `item.published` or `item.unpublished` event.
+
+use super::{Cms, read, write};
+use crate::events::{EventData, EventKind};
+use crate::index::Transition;
+
+impl Cms {
+    /// Registers what to call when a write moves the next scheduled instant earlier (the
+    /// timer then sleeps for less). Only the first registration counts.
+    pub fn on_schedule_change(&self, wake: impl Fn() + Send + Sync + 'static) {
+        let _ = self.schedule_waker.set(Box::new(wake));
+    }
+
+    pub(super) fn wake_schedule(&self) {
+        if let Some(wake) = self.schedule_waker.get() {
+            wake();
+        }
+    }
+
+    /// The clock as whole Unix seconds.
+    pub(super) fn now_secs(&self) -> i64 {
+        self.now().unix_timestamp()
+    }
+
+    /// The earliest instant (Unix seconds) at which an item goes live or comes down, over
+    /// the built indexes: where the timer should ring next.
+    pub fn next_scheduled_instant(&self) -> Option<i64> {
+        self.indexes.iter().filter_map(|cell| read(&cell.index).as_ref()?.next_instant()).min()
+    }
+
+    /// Moves every built index to the clock's now: items whose instant passed go live or
+    /// come down, and each such transition is published as an event. Returns the instant
+    /// reached: every change up to it is announced (the composition root records it, see
+    /// [`Self::catch_up_schedule`]).
+    pub fn advance_schedule(&self) -> i64 {
+        let now = self.now_secs();
+        for collection in &self.collections {
+            let cell = &self.indexes[collection.index];
+            let due = read(&cell.index).as_ref().and_then(|i| i.next_instant()).is_some_and(|at| at <= now);
+            if !due {
+                continue;
+            }
+            let transitions = match write(&cell.index).as_mut() {
+                Some(index) => index.advance(now),
+                None => continue,
+            };
+            self.announce(collection.index, &transitions);
+        }
+        now
+    }
+
+    /// For a server that starts: publishes the transitions that happened while no server
+    /// was running, i.e. in `(since, now]`, where `since` is the instant the last server
+    /// recorded (`None` on a site's first start: nothing is announced for the past). Then
+    /// advances to now. Returns the instant to record.
+    pub fn catch_up_schedule(&self, since: Option<i64>) -> i64 {
+        if let Some(since) = since {
+            for collection in &self.collections {
+                let transitions = match read(&self.indexes[collection.index].index).as_ref() {
+                    Some(index) => index.transitions_since(since),
+                    None => continue,
+                };
+                if !transitions.is_empty() {
+                    tracing::info!(
+                        collection = collection.slug.as_str(),
+                        count = transitions.len(),
+                        "announcing scheduled changes that happened while the server was stopped"
+                    );
+                }
+                self.announce(collection.index, &transitions);
+            }
+        }
+        self.advance_schedule()
+    }
+
+    fn announce(&self, folder: usize, transitions: &[Transition]) {
+        for transition in transitions {
+            let kind = if transition.live { EventKind::ItemPublished } else { EventKind::ItemUnpublished };
+            // The search index follows the kept index's visibility.
+            if let Some(search) = write(&self.search[folder].index).as_mut() {
+                search.set_published(&transition.filename, transition.live);
+            }
+            tracing::info!(
+                collection = self.collections[folder].slug.as_str(),
+                filename = &*transition.filename,
+                event = kind.as_str(),
+                "scheduled change"
+            );
+            self.publish(kind, EventData::File { filename: transition.filename.to_string(), folder });
+        }
+    }
+}

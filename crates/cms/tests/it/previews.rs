@@ -1,0 +1,124 @@
+//! Shareable draft previews on the real server: a signed link opens one draft without a
+//! key, with no-store and noindex headers, until it expires, is revoked, or its item is
+//! deleted; anything else about the token is a `401` in the envelope.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::{Server, cms, demo_site, stdout, user_with_key};
+
+fn post(server: &Server, path: &str, key: Option<&str>, body: Option<Value>) -> (u16, Value) {
+    let mut req = server.agent.post(format!("{}{path}", server.base));
+    if let Some(key) = key {
+        req = req.header("Authorization", format!("Bearer {key}"));
+    }
+    let mut response = match body {
+        Some(body) => req.send_json(body).unwrap(),
+        None => req.send_empty().unwrap(),
+    };
+    (response.status().as_u16(), response.body_mut().read_json().unwrap_or(Value::Null))
+}
+
+/// GET without a key: status, body, Cache-Control, X-Robots-Tag.
+fn open(server: &Server, url: &str) -> (u16, Value, String, String) {
+    let mut response = server.agent.get(url).call().unwrap();
+    let header = |name: &str| {
+        response.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned()
+    };
+    let (cache, robots) = (header("cache-control"), header("x-robots-tag"));
+    (response.status().as_u16(), response.body_mut().read_json().unwrap_or(Value::Null), cache, robots)
+}
+
+#[test]
+fn preview_links_open_one_draft_until_they_expire_or_are_revoked() {
+    let site = demo_site();
+    let site = site.path();
+    let key = user_with_key(site, "ed@example.com", "editor");
+    let server = Server::start(site);
+    let items = "/cms/collections/posts/items";
+    let (status, _) = post(
+        &server,
+        items,
+        Some(&key),
+        Some(json!({"slug": "secret-plan", "date_prefix": false, "fm": {"title": "Plan"}})),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(server.get(&format!("{items}/secret-plan"), None).0, 404, "a draft");
+
+    let preview = format!("{items}/secret-plan/preview");
+    let (status, link) = post(&server, &preview, Some(&key), None);
+    assert_eq!(status, 200, "{link}");
+    let url = link["url"].as_str().unwrap().to_owned();
+    assert!(url.starts_with(&format!("{}/cms/preview/", server.base)), "{url}");
+    assert!(link["expires"].as_str().unwrap().ends_with('Z'));
+    let (status, body, cache, robots) = open(&server, &url);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (body["data"]["slug"].as_str(), body["data"]["status"].as_str()),
+        (Some("secret-plan"), Some("draft"))
+    );
+    assert!(body["data"]["body_html"].is_string());
+    assert_eq!((cache.as_str(), robots.as_str()), ("private, no-store", "noindex"));
+
+    // Tampered (another item, a later expiry, another MAC) or made up: 401, never an item.
+    let token = url.rsplit('/').next().unwrap().to_owned();
+    let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
+    let mut forged = Vec::new();
+    let mut other = parts.clone();
+    other[2] = "hello-world".into();
+    forged.push(other.join("."));
+    let mut later = parts.clone();
+    later[1] = (later[1].parse::<i64>().unwrap() + 3600).to_string();
+    forged.push(later.join("."));
+    parts[3] = format!("{}00", &parts[3][..parts[3].len() - 2]);
+    forged.push(parts.join("."));
+    forged.push("nonsense".into());
+    for token in forged {
+        let (status, body, cache, robots) = open(&server, &format!("{}/cms/preview/{token}", server.base));
+        assert_eq!(
+            (status, body["success"].as_bool(), body["code"].as_u64()),
+            (401, Some(false), Some(401)),
+            "{token}: {body}"
+        );
+        assert_eq!((cache.as_str(), robots.as_str()), ("private, no-store", "noindex"));
+    }
+
+    // Bad requests.
+    for (body, expected) in [
+        (json!({"ttl_secs": 0}), 400),
+        (json!({"ttl_secs": 604_801}), 400),
+        (json!({"ttl_secs": "soon"}), 400),
+        (json!({"ttl": 5}), 400),
+    ] {
+        assert_eq!(post(&server, &preview, Some(&key), Some(body.clone())).0, expected, "{body}");
+    }
+    assert_eq!(post(&server, &preview, None, None).0, 401, "editors only");
+    assert_eq!(post(&server, &format!("{items}/nothing-here/preview"), Some(&key), None).0, 404);
+
+    // Expiry, with a one-second link.
+    let (_, short) = post(&server, &preview, Some(&key), Some(json!({"ttl_secs": 1})));
+    std::thread::sleep(Duration::from_millis(1100));
+    let (status, body, _, _) = open(&server, short["url"].as_str().unwrap());
+    assert_eq!(status, 401);
+    assert!(body["error"].as_str().unwrap().contains("expired"), "{body}");
+
+    // Revoking every link ends this one; a new one works.
+    let revoked = cms(site, &["previews", "revoke-all"]);
+    assert!(revoked.status.success() && stdout(&revoked).contains("revoked"));
+    assert_eq!(open(&server, &url).0, 401, "revoked at once");
+    let (_, fresh) = post(&server, &preview, Some(&key), None);
+    let fresh = fresh["url"].as_str().unwrap().to_owned();
+    assert_eq!(open(&server, &fresh).0, 200);
+
+    // Deleting the item ends its links.
+    let deleted = server
+        .agent
+        .delete(format!("{}{items}/secret-plan", server.base))
+        .header("Authorization", format!("Bearer {key}"))
+        .call()
+        .unwrap();
+    assert_eq!(deleted.status().as_u16(), 200);
+    let (status, body, _, _) = open(&server, &fresh);
+    assert_eq!(status, 401, "{body}");
+}

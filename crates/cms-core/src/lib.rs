@@ -11,6 +11,7 @@ pub mod dates;
 pub mod document;
 pub mod error;
 pub mod events;
+pub mod images;
 pub mod feed;
 pub mod index;
 pub mod item;

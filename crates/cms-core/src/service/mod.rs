@@ -28,6 +28,7 @@ mod locks;
 mod resources;
 mod search;
 mod settings;
+mod variants;
 mod versions;
 mod webhooks;
 
@@ -41,6 +42,7 @@ pub use index::SkippedFile;
 pub use items::etag_of;
 pub use resources::{ResourceFile, ResourceListing, ServedFile, Upload};
 pub use search::{SearchHit, SearchParams};
+pub use variants::{ServedVariant, VariantBody, VariantInfo};
 pub use versions::{VersionContent, VersionList, parse_version};
 
 /// The adapters the facade works through.
@@ -60,6 +62,10 @@ pub struct Ports {
     pub changes: Arc<dyn ChangeSource>,
     /// Keeps each collection's index between runs (see `crate::snapshot`).
     pub snapshots: Arc<dyn IndexSnapshots>,
+    /// Rendered image variants (see `crate::images`).
+    pub variants: Arc<dyn crate::ports::VariantStore>,
+    /// Decodes, resizes and encodes images.
+    pub images: Arc<dyn crate::ports::ImageCodec>,
 }
 
 /// Site-wide settings the facade needs.
@@ -244,6 +250,11 @@ pub struct Cms {
     /// The site folder's absolute path, as the composition root knows it; lets path-valued
     /// query parameters be absolute. `None`: only relative paths resolve.
     site_root: Option<String>,
+    /// `images:` of `cms.yaml`, and the content hash of each transformed source.
+    images: crate::images::ImagesConfig,
+    source_hashes: variants::SourceHashes,
+    /// The largest source read whole for a transform (`limits.upload_bytes`).
+    upload_limit: u64,
 }
 
 impl Cms {
@@ -269,6 +280,9 @@ impl Cms {
             keep_versions: config.versions.keep,
             settings_lock: futures_util::lock::Mutex::new(()),
             site_root: None,
+            images: config.images.clone(),
+            source_hashes: variants::SourceHashes::default(),
+            upload_limit: config.limits.upload_bytes,
             resource_folders: config
                 .resources
                 .iter()

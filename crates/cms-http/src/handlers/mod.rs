@@ -6,3 +6,4 @@ pub mod search;
 pub mod service;
 pub mod settings;
 pub mod versions;
+pub mod variants;

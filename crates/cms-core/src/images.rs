@@ -274,14 +274,17 @@ impl ImagesConfig {
         if given.is_empty() {
             return Ok(None);
         }
-        if let Some(name) = given.get("preset") {
-            if given.len() > 1 {
-                return Err(CoreError::invalid(
-                    "preset cannot be combined with w, h, fit, format or q: a preset names all of them",
-                ));
-            }
-            return self.preset(name).map(Some);
-        }
+        // A preset is the starting point; the other parameters override its values.
+        let base = match given.get("preset") {
+            Some(name) => self.preset(name)?,
+            None => Transform {
+                width: None,
+                height: None,
+                fit: Fit::Inside,
+                format: FormatChoice::Source,
+                quality: self.quality,
+            },
+        };
         let side = |key: &str| -> CoreResult<Option<u32>> {
             let Some(raw) = given.get(key) else { return Ok(None) };
             match raw.parse::<u32>() {
@@ -292,18 +295,20 @@ impl ImagesConfig {
                 ))),
             }
         };
-        let (width, height) = (side("w")?, side("h")?);
+        let (width, height) = (side("w")?.or(base.width), side("h")?.or(base.height));
         let fit = match given.get("fit").copied() {
-            None => Fit::Inside,
+            None => base.fit,
             Some("cover") => Fit::Cover,
             Some("contain") => Fit::Contain,
             Some("inside") => Fit::Inside,
             Some(other) => {
-                return Err(CoreError::invalid(format!("fit={other:?} is not one of cover, contain, inside")));
+                return Err(CoreError::invalid(format!(
+                    "fit={other:?} is not one of cover, contain, inside"
+                )));
             }
         };
         let format = match given.get("format").copied() {
-            None => FormatChoice::Source,
+            None => base.format,
             Some("auto") => FormatChoice::Auto,
             Some("webp") => FormatChoice::Exact(OutputFormat::Webp),
             Some("avif") => FormatChoice::Exact(OutputFormat::Avif),
@@ -316,7 +321,7 @@ impl ImagesConfig {
             }
         };
         let quality = match given.get("q") {
-            None => self.quality,
+            None => base.quality,
             Some(raw) => match raw.parse::<u8>() {
                 Ok(q) if self.qualities.contains(&q) => q,
                 _ => {
@@ -327,9 +332,6 @@ impl ImagesConfig {
                 }
             },
         };
-        if width.is_none() && height.is_none() && given.contains_key("fit") {
-            return Err(CoreError::invalid("fit needs w, h or both"));
-        }
         Ok(Some(Transform { width, height, fit, format, quality }))
     }
 
@@ -390,7 +392,13 @@ pub struct Geometry {
 
 /// The geometry of a variant of a `source_width` × `source_height` image (orientation
 /// applied). With only one side given, every fit keeps the aspect ratio.
-pub fn geometry(source_width: u32, source_height: u32, spec_width: Option<u32>, spec_height: Option<u32>, fit: Fit) -> Geometry {
+pub fn geometry(
+    source_width: u32,
+    source_height: u32,
+    spec_width: Option<u32>,
+    spec_height: Option<u32>,
+    fit: Fit,
+) -> Geometry {
     let (sw, sh) = (f64::from(source_width.max(1)), f64::from(source_height.max(1)));
     let round = |v: f64| (v.round() as u32).max(1);
     let full = (0.0, 0.0, sw, sh);
@@ -398,7 +406,12 @@ pub fn geometry(source_width: u32, source_height: u32, spec_width: Option<u32>, 
         (Some(w), Some(h), Fit::Cover) => {
             let scale = (f64::from(w) / sw).max(f64::from(h) / sh);
             let (cw, ch) = ((f64::from(w) / scale).min(sw), (f64::from(h) / scale).min(sh));
-            Geometry { width: w, height: h, crop: ((sw - cw) / 2.0, (sh - ch) / 2.0, cw, ch), placed: (0, 0, w, h) }
+            Geometry {
+                width: w,
+                height: h,
+                crop: ((sw - cw) / 2.0, (sh - ch) / 2.0, cw, ch),
+                placed: (0, 0, w, h),
+            }
         }
         (Some(w), Some(h), Fit::Contain) => {
             let scale = (f64::from(w) / sw).min(f64::from(h) / sh);
@@ -496,7 +509,13 @@ mod tests {
         let mut c = ImagesConfig::default();
         c.presets.insert(
             "thumb".into(),
-            PresetConfig { w: Some(320), h: Some(320), fit: Fit::Cover, format: Some(OutputFormat::Webp), q: None },
+            PresetConfig {
+                w: Some(320),
+                h: Some(320),
+                fit: Fit::Cover,
+                format: Some(OutputFormat::Webp),
+                q: None,
+            },
         );
         c
     }
@@ -509,11 +528,14 @@ mod tests {
         assert_eq!((t.width, t.height, t.fit, t.quality), (Some(800), None, Fit::Inside, 75));
         let err = c.parse_transform(&pairs("w=801")).unwrap_err().to_string();
         assert!(err.contains("160, 320"), "{err}");
-        for bad in ["q=76", "fit=fill&w=800", "format=gif", "w=800&w=320", "preset=thumb&w=320", "preset=big"] {
+        for bad in ["q=76", "fit=fill&w=800", "format=gif", "w=800&w=320", "preset=big"] {
             assert!(c.parse_transform(&pairs(bad)).is_err(), "{bad}");
         }
         let thumb = c.parse_transform(&pairs("preset=thumb")).unwrap().unwrap();
         assert_eq!(thumb.format, FormatChoice::Exact(OutputFormat::Webp));
+        let smaller = c.parse_transform(&pairs("preset=thumb&w=160&format=auto")).unwrap().unwrap();
+        assert_eq!((smaller.width, smaller.height, smaller.fit), (Some(160), Some(320), Fit::Cover));
+        assert_eq!(smaller.format, FormatChoice::Auto);
     }
 
     #[test]

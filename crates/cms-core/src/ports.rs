@@ -13,8 +13,8 @@ use crate::account::{KeyRecord, User};
 use crate::collection::Collection;
 use crate::error::{CoreError, CoreResult};
 use crate::events::{Event, EventKind};
-use crate::license::License;
 use crate::images::{RenderSpec, VariantKey};
+use crate::license::License;
 use crate::resource::{FileName, ResourceFolder, Subpath};
 use crate::slug::ItemFilename;
 

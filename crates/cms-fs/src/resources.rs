@@ -171,7 +171,9 @@ impl FsResourceStore {
         }
         let mut bytes = Vec::with_capacity(stat.size as usize);
         // One more than allowed: a file that grew since the stat is refused too.
-        file.take(max + 1).read_to_end(&mut bytes).map_err(|e| CoreError::internal("reading a resource", e))?;
+        file.take(max + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| CoreError::internal("reading a resource", e))?;
         if bytes.len() as u64 > max {
             return Err(CoreError::TooLarge(format!("{name} is over {max} bytes")));
         }

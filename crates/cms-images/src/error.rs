@@ -23,7 +23,9 @@ impl From<ImageError> for CoreError {
     fn from(error: ImageError) -> Self {
         match error {
             ImageError::Busy(_) => CoreError::Busy(error.to_string()),
-            ImageError::Encode(_) | ImageError::Worker(_) => CoreError::internal("rendering an image variant", error),
+            ImageError::Encode(_) | ImageError::Worker(_) => {
+                CoreError::internal("rendering an image variant", error)
+            }
             other => CoreError::Unprocessable(other.to_string()),
         }
     }

@@ -29,7 +29,10 @@ pub fn probe(head: &[u8]) -> Option<(u32, u32)> {
 fn turns(orientation: Orientation) -> bool {
     matches!(
         orientation,
-        Orientation::Rotate90 | Orientation::Rotate270 | Orientation::Rotate90FlipH | Orientation::Rotate270FlipH
+        Orientation::Rotate90
+            | Orientation::Rotate270
+            | Orientation::Rotate90FlipH
+            | Orientation::Rotate270FlipH
     )
 }
 
@@ -37,7 +40,8 @@ fn turns(orientation: Orientation) -> bool {
 pub fn render(source: &[u8], spec: &RenderSpec) -> Result<Vec<u8>, ImageError> {
     let decoded = decode(source, spec.max_pixels)?;
     let keep_alpha = spec.format != OutputFormat::Jpeg
-        && (decoded.color().has_alpha() || spec.fit == Fit::Contain && spec.width.is_some() && spec.height.is_some());
+        && (decoded.color().has_alpha()
+            || spec.fit == Fit::Contain && spec.width.is_some() && spec.height.is_some());
     let (pixels, width, height) = resize(decoded, spec, keep_alpha)?;
     encode(&pixels, width, height, keep_alpha, spec)
 }
@@ -48,7 +52,9 @@ fn decode_error(error: image::ImageError) -> ImageError {
 
 /// Decodes with the pixel count checked first and an allocation limit, orientation applied.
 fn decode(source: &[u8], max_pixels: u64) -> Result<DynamicImage, ImageError> {
-    let reader = ImageReader::new(Cursor::new(source)).with_guessed_format().map_err(|e| ImageError::Decode(e.to_string()))?;
+    let reader = ImageReader::new(Cursor::new(source))
+        .with_guessed_format()
+        .map_err(|e| ImageError::Decode(e.to_string()))?;
     match reader.format() {
         Some(ImageFormat::Jpeg | ImageFormat::Png | ImageFormat::WebP) => {}
         Some(ImageFormat::Gif) => {
@@ -79,7 +85,8 @@ fn decode(source: &[u8], max_pixels: u64) -> Result<DynamicImage, ImageError> {
 fn gif_frames(source: &[u8]) -> Result<usize, ImageError> {
     let mut options = gif::DecodeOptions::new();
     options.skip_frame_decoding(true);
-    let mut decoder = options.read_info(Cursor::new(source)).map_err(|e| ImageError::Decode(e.to_string()))?;
+    let mut decoder =
+        options.read_info(Cursor::new(source)).map_err(|e| ImageError::Decode(e.to_string()))?;
     let mut frames = 0;
     while decoder.next_frame_info().map_err(|e| ImageError::Decode(e.to_string()))?.is_some() {
         frames += 1;
@@ -91,7 +98,11 @@ fn gif_frames(source: &[u8]) -> Result<usize, ImageError> {
 }
 
 /// The output pixels (RGB8, or RGBA8 with `keep_alpha`) and their size.
-fn resize(image: DynamicImage, spec: &RenderSpec, keep_alpha: bool) -> Result<(Vec<u8>, u32, u32), ImageError> {
+fn resize(
+    image: DynamicImage,
+    spec: &RenderSpec,
+    keep_alpha: bool,
+) -> Result<(Vec<u8>, u32, u32), ImageError> {
     let g = geometry(image.width(), image.height(), spec.width, spec.height, spec.fit);
     let (source, pixel_type, channels) = if keep_alpha {
         (DynamicImage::ImageRgba8(image.into_rgba8()), PixelType::U8x4, 4)
@@ -101,9 +112,8 @@ fn resize(image: DynamicImage, spec: &RenderSpec, keep_alpha: bool) -> Result<(V
     let (left, top, placed_w, placed_h) = g.placed;
     let mut scaled = Image::new(placed_w, placed_h, pixel_type);
     let (cx, cy, cw, ch) = g.crop;
-    let options = ResizeOptions::new()
-        .resize_alg(ResizeAlg::Convolution(FilterType::Lanczos3))
-        .crop(cx, cy, cw, ch);
+    let options =
+        ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Lanczos3)).crop(cx, cy, cw, ch);
     Resizer::new().resize(&source, &mut scaled, &options).map_err(|e| ImageError::Worker(e.to_string()))?;
     drop(source);
     if (placed_w, placed_h) == (g.width, g.height) {
@@ -119,7 +129,13 @@ fn resize(image: DynamicImage, spec: &RenderSpec, keep_alpha: bool) -> Result<(V
     Ok((canvas, g.width, g.height))
 }
 
-fn encode(pixels: &[u8], width: u32, height: u32, alpha: bool, spec: &RenderSpec) -> Result<Vec<u8>, ImageError> {
+fn encode(
+    pixels: &[u8],
+    width: u32,
+    height: u32,
+    alpha: bool,
+    spec: &RenderSpec,
+) -> Result<Vec<u8>, ImageError> {
     let color = if alpha { ExtendedColorType::Rgba8 } else { ExtendedColorType::Rgb8 };
     let encode_error = |e: image::ImageError| ImageError::Encode(e.to_string());
     let mut out = Vec::new();
@@ -127,7 +143,9 @@ fn encode(pixels: &[u8], width: u32, height: u32, alpha: bool, spec: &RenderSpec
         OutputFormat::Jpeg => JpegEncoder::new_with_quality(&mut out, spec.quality)
             .write_image(pixels, width, height, color)
             .map_err(encode_error)?,
-        OutputFormat::Png => PngEncoder::new(&mut out).write_image(pixels, width, height, color).map_err(encode_error)?,
+        OutputFormat::Png => {
+            PngEncoder::new(&mut out).write_image(pixels, width, height, color).map_err(encode_error)?
+        }
         OutputFormat::Avif => AvifEncoder::new_with_speed_quality(&mut out, AVIF_SPEED, spec.quality)
             .write_image(pixels, width, height, color)
             .map_err(encode_error)?,

@@ -69,6 +69,8 @@ pub struct ServedVariant {
     pub etag: String,
     /// The format was chosen from `Accept` (`format=auto`), so the answer varies by it.
     pub vary_accept: bool,
+    /// The source's modification time (Unix seconds).
+    pub modified: i64,
 }
 
 fn source_of<'a>(folder: &'a ResourceFolder, dir: &'a Subpath, name: &'a FileName) -> VariantSource<'a> {
@@ -101,10 +103,16 @@ impl Cms {
     ) -> CoreResult<ServedVariant> {
         let (folder, dir, name) = self.locate_resource(folder_index, tail)?;
         let not_found = || CoreError::not_found(format!("no file at {tail:?}"));
-        let stat = self.ports.resources.stat(folder, &dir, &name).await?.filter(|s| !s.is_dir).ok_or_else(not_found)?;
+        let stat = self
+            .ports
+            .resources
+            .stat(folder, &dir, &name)
+            .await?
+            .filter(|s| !s.is_dir)
+            .ok_or_else(not_found)?;
         let content_type = resource::content_type(&name);
         if !images::is_transformable(content_type) {
-            return Err(CoreError::invalid(format!(
+            return Err(CoreError::Unprocessable(format!(
                 "{name} is {content_type}; only JPEG, PNG, WebP and GIF images take w, h, fit, format, q or preset"
             )));
         }
@@ -122,9 +130,12 @@ impl Cms {
         };
         let key = VariantKey::new(&hash, &spec);
         let etag = format!("\"{key}\"");
-        let (content_type, vary_accept) = (spec.format.content_type(), transform.format == FormatChoice::Auto);
+        let (content_type, vary_accept) =
+            (spec.format.content_type(), transform.format == FormatChoice::Auto);
+        let modified = stat.modified;
         if let Some((reader, size)) = self.ports.variants.open(source, &key).await? {
-            return Ok(ServedVariant { body: VariantBody::Stored(reader), size, content_type, etag, vary_accept });
+            let body = VariantBody::Stored(reader);
+            return Ok(ServedVariant { body, size, content_type, etag, vary_accept, modified });
         }
         let bytes = match bytes.take() {
             Some(bytes) => bytes,
@@ -137,12 +148,18 @@ impl Cms {
             content_type,
             etag,
             vary_accept,
+            modified,
         })
     }
 
     /// Makes the presets' variants of a file that was just uploaded (the caller runs this
     /// after answering). A file that is not a transformable image is left alone.
-    pub async fn make_presets(&self, folder: Option<&str>, subpath: Option<&str>, file: &str) -> CoreResult<()> {
+    pub async fn make_presets(
+        &self,
+        folder: Option<&str>,
+        subpath: Option<&str>,
+        file: &str,
+    ) -> CoreResult<()> {
         if self.images.presets.is_empty() {
             return Ok(());
         }
@@ -211,8 +228,11 @@ impl Cms {
         to: (&Subpath, &FileName),
     ) {
         self.source_hashes.forget(&memo_key(folder, from.0, from.1));
-        let moved =
-            self.ports.variants.rename(source_of(folder, from.0, from.1), source_of(folder, to.0, to.1)).await;
+        let moved = self
+            .ports
+            .variants
+            .rename(source_of(folder, from.0, from.1), source_of(folder, to.0, to.1))
+            .await;
         if let Err(error) = moved {
             tracing::warn!(%error, file = %from.1, "could not move the variants of a renamed file");
         }

@@ -67,9 +67,16 @@ pub async fn serve(
 ) -> Result<HttpResponse, ApiError> {
     if !req.query_string().is_empty() {
         let query = web::Query::<Vec<(String, String)>>::from_query(req.query_string())
-            .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, Shape::Envelope, format!("malformed query string: {e}")))?
+            .map_err(|e| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    Shape::Envelope,
+                    format!("malformed query string: {e}"),
+                )
+            })?
             .into_inner();
-        let transform = state.cms.image_transform(&query).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
+        let transform =
+            state.cms.image_transform(&query).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
         if let Some(transform) = transform {
             return Ok(super::variants::serve(&state, &req, &tail, folder, &transform).await);
         }

@@ -5,5 +5,5 @@ pub mod resources;
 pub mod search;
 pub mod service;
 pub mod settings;
-pub mod versions;
 pub mod variants;
+pub mod versions;

@@ -18,7 +18,13 @@ use crate::state::AppState;
 const CACHE_CONTROL: &str = "public, max-age=31536000";
 
 /// `GET`/`HEAD` `{folder url}/{tail}?<transform>`.
-pub async fn serve(state: &AppState, req: &HttpRequest, tail: &str, folder: usize, transform: &Transform) -> HttpResponse {
+pub async fn serve(
+    state: &AppState,
+    req: &HttpRequest,
+    tail: &str,
+    folder: usize,
+    transform: &Transform,
+) -> HttpResponse {
     let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok());
     let variant = match state.cms.open_variant(folder, tail, transform, accept).await {
         Ok(variant) => variant,
@@ -39,6 +45,8 @@ pub async fn serve(state: &AppState, req: &HttpRequest, tail: &str, folder: usiz
     response
         .insert_header((header::ETAG, variant.etag.as_str()))
         .insert_header((header::CACHE_CONTROL, CACHE_CONTROL))
+        .insert_header((header::LAST_MODIFIED, last_modified(variant.modified)))
+        .insert_header((header::ACCEPT_RANGES, "none"))
         .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"));
     if variant.vary_accept {
         response.insert_header((header::VARY, "Accept"));
@@ -58,4 +66,10 @@ pub async fn serve(state: &AppState, req: &HttpRequest, tail: &str, folder: usiz
             response.body(SizedStream::new(variant.size, read_chunks(reader, 0, variant.size)))
         }
     }
+}
+
+/// The source's modification time as an HTTP date.
+fn last_modified(unix: i64) -> String {
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix.max(0) as u64);
+    header::HttpDate::from(at).to_string()
 }

@@ -265,10 +265,10 @@ impl ImagesConfig {
     pub fn parse_transform(&self, query: &[(String, String)]) -> CoreResult<Option<Transform>> {
         let mut given: BTreeMap<&str, &str> = BTreeMap::new();
         for (key, value) in query {
-            if let Some(known) = TRANSFORM_PARAMS.iter().find(|p| **p == key) {
-                if given.insert(known, value.as_str()).is_some() {
-                    return Err(CoreError::invalid(format!("{key} is given more than once")));
-                }
+            if let Some(known) = TRANSFORM_PARAMS.iter().find(|p| **p == key)
+                && given.insert(known, value.as_str()).is_some()
+            {
+                return Err(CoreError::invalid(format!("{key} is given more than once")));
             }
         }
         if given.is_empty() {

@@ -155,7 +155,7 @@ fn photo_jpeg() -> anyhow::Result<Vec<u8>> {
         seed ^= seed << 13;
         seed ^= seed >> 17;
         seed ^= seed << 5;
-        let noise = (seed % 24) as u32;
+        let noise = seed % 24;
         image::Rgb([
             ((x * 255 / WIDTH) + noise).min(255) as u8,
             ((y * 255 / HEIGHT) + noise).min(255) as u8,

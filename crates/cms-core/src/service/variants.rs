@@ -18,8 +18,13 @@ const KNOWN_SOURCES: usize = 65_536;
 /// the source again.
 #[derive(Default)]
 pub(super) struct SourceHashes {
-    known: Mutex<HashMap<(usize, String), (u64, i64, String)>>,
+    known: Mutex<HashMap<SourcePath, KnownHash>>,
 }
+
+/// A source file: its folder index and its path inside the folder.
+type SourcePath = (usize, String);
+/// Size and modification time when hashed, and the hash.
+type KnownHash = (u64, i64, String);
 
 impl SourceHashes {
     fn get(&self, key: &(usize, String), size: u64, modified: i64) -> Option<String> {

@@ -68,8 +68,13 @@ impl ImageCodec for ImagePool {
     async fn render(&self, source: Vec<u8>, spec: RenderSpec) -> CoreResult<Vec<u8>> {
         let (done, result) = oneshot::channel();
         let job: Job = Box::new(move || {
-            let rendered = catch_unwind(AssertUnwindSafe(|| render::render(&source, &spec)))
-                .unwrap_or_else(|_| Err(ImageError::Worker("the decoder panicked on this file".into())));
+            let rendered =
+                catch_unwind(AssertUnwindSafe(|| render::render(&source, &spec))).unwrap_or_else(|_| {
+                    tracing::error!(
+                        "an image decoder panicked; the request is answered 500 and the worker goes on"
+                    );
+                    Err(ImageError::Worker("the decoder panicked on this file".into()))
+                });
             let _ = done.send(rendered);
         });
         match self.jobs.try_send(job) {

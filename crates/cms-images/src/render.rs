@@ -163,3 +163,54 @@ fn encode(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn png(width: u32, height: u32) -> Vec<u8> {
+        let image = image::RgbImage::from_pixel(width, height, image::Rgb([10, 200, 30]));
+        let mut out = Vec::new();
+        PngEncoder::new(&mut out)
+            .write_image(image.as_raw(), width, height, ExtendedColorType::Rgb8)
+            .unwrap();
+        out
+    }
+
+    fn spec(width: Option<u32>, height: Option<u32>, fit: Fit, format: OutputFormat) -> RenderSpec {
+        RenderSpec { width, height, fit, format, quality: 75, max_pixels: 1_000_000 }
+    }
+
+    #[test]
+    fn contain_pads_with_transparency() {
+        let out = render(&png(40, 20), &spec(Some(16), Some(16), Fit::Contain, OutputFormat::Png)).unwrap();
+        let image = image::load_from_memory(&out).unwrap().to_rgba8();
+        assert_eq!(image.dimensions(), (16, 16));
+        assert_eq!(image.get_pixel(8, 0)[3], 0, "the border is transparent");
+        assert_eq!(image.get_pixel(8, 8)[3], 255);
+    }
+
+    #[test]
+    fn over_max_pixels_is_refused_from_the_header() {
+        let error =
+            render(&png(1200, 1000), &spec(Some(16), None, Fit::Inside, OutputFormat::Webp)).unwrap_err();
+        assert!(matches!(error, ImageError::TooManyPixels { width: 1200, height: 1000, .. }), "{error}");
+        assert_eq!(probe(&png(30, 10)), Some((30, 10)));
+        assert!(matches!(
+            render(b"GIF89a", &spec(None, None, Fit::Inside, OutputFormat::Png)),
+            Err(ImageError::Decode(_))
+        ));
+    }
+
+    #[test]
+    fn every_format_encodes() {
+        for format in [OutputFormat::Webp, OutputFormat::Avif, OutputFormat::Jpeg, OutputFormat::Png] {
+            let out = render(&png(40, 20), &spec(Some(16), None, Fit::Inside, format)).unwrap();
+            let shown = image::load_from_memory(&out);
+            if format != OutputFormat::Avif {
+                assert_eq!(shown.unwrap().width(), 16, "{format:?}");
+            }
+            assert!(!out.is_empty());
+        }
+    }
+}

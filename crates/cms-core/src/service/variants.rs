@@ -11,6 +11,9 @@ use crate::images::{self, FormatChoice, RenderSpec, Transform, VariantKey};
 use crate::ports::{ResourceReader, VariantSource};
 use crate::resource::{self, FileName, ResourceFolder, Subpath};
 
+/// How much of a file is read to find its size in pixels when the first 1 KiB is not enough.
+const PROBE_BYTES: usize = 256 * 1024;
+
 /// How many source hashes are remembered before the memory starts over.
 const KNOWN_SOURCES: usize = 65_536;
 
@@ -203,7 +206,12 @@ impl Cms {
         if self.images.presets.is_empty() || !images::is_transformable(content_type) {
             return Vec::new();
         }
-        let dimensions = self.ports.images.probe(head);
+        let mut dimensions = self.ports.images.probe(head);
+        if dimensions.is_none() && head.len() >= resource::SNIFF_BYTES {
+            // A camera JPEG's EXIF (with its thumbnail) comes before the frame header.
+            let longer = self.ports.resources.read_head(folder, dir, name, PROBE_BYTES).await;
+            dimensions = longer.ok().and_then(|head| self.ports.images.probe(&head));
+        }
         let stored = self.ports.variants.list(source_of(folder, dir, name)).await.unwrap_or_default();
         let url = folder.file_url(dir, name);
         let mut variants = Vec::new();

@@ -34,7 +34,7 @@ fn site() -> tempfile::TempDir {
 }
 
 /// 40 × 20 pixels, red on the left and blue on the right, as a JPEG whose EXIF says
-/// "rotate 90° clockwise to show" and carries a GPS position.
+/// "rotate 90° clockwise to show" and carries a GPS position, its frame header past 2 KiB.
 fn rotated_jpeg_with_gps() -> Vec<u8> {
     let image = RgbImage::from_fn(40, 20, |x, _| if x < 20 { Rgb([255, 0, 0]) } else { Rgb([0, 0, 255]) });
     let mut jpeg = Vec::new();
@@ -65,6 +65,11 @@ fn rotated_jpeg_with_gps() -> Vec<u8> {
     out.extend([0xff, 0xe1]);
     out.extend(((app1.len() + 2) as u16).to_be_bytes());
     out.extend(app1);
+    // A maker note's worth of comment, so that the frame header is past the first 1 KiB
+    // (as in camera files, whose EXIF carries a thumbnail).
+    out.extend([0xff, 0xfe]);
+    out.extend(2002u16.to_be_bytes());
+    out.extend([b'n'; 2000]);
     out.extend(&jpeg[2..]);
     out
 }

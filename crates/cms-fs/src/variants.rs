@@ -5,7 +5,8 @@
 //! .cms/variants/<folder index>/<subpath>/.<file name>/<variant key>
 //! ```
 //!
-//! The file's own folder is its name with a dot before it: no subfolder of a resource
+//! The file's own folder is its name with a dot before it (shortened with a hash when that
+//! would be over 255 bytes): no subfolder of a resource
 //! folder can start with a dot, so a file's variants never mix with a subfolder's. Keys are
 //! [`VariantKey`]s (`[a-z0-9_.-]`), and every path segment comes from a `Subpath` or
 //! `FileName`, so nothing here can leave `.cms/variants/`.
@@ -40,7 +41,7 @@ impl FsVariantStore {
         for segment in source.dir.segments() {
             path.push(segment);
         }
-        path.push(format!(".{}", source.name.as_str()));
+        path.push(folder_name(source.name.as_str()));
         path
     }
 
@@ -62,6 +63,23 @@ impl FsVariantStore {
         }
         Ok(found)
     }
+}
+
+/// The folder name of a file's variants: the name after a dot. A name too long for that
+/// (255 bytes with the dot) keeps its first 180 bytes and adds a hash of the whole.
+fn folder_name(name: &str) -> String {
+    const KEEP: usize = 180;
+    if name.len() < 255 {
+        return format!(".{name}");
+    }
+    let mut cut = KEEP;
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    // FNV-1a: stable across builds, unlike std's hasher.
+    let hash =
+        name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    format!(".{}~{hash:016x}", &name[..cut])
 }
 
 fn not_found_is_ok(result: io::Result<()>, path: &std::path::Path) -> CoreResult<()> {
@@ -136,5 +154,19 @@ impl VariantStore for FsVariantStore {
             Ok::<(), CoreError>(())
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::folder_name;
+
+    #[test]
+    fn folder_names_fit_in_255_bytes() {
+        assert_eq!(folder_name("hero.jpg"), ".hero.jpg");
+        let long = "é".repeat(127) + "a";
+        let short = folder_name(&long);
+        assert!(short.len() <= 255 && short.starts_with('.'), "{short}");
+        assert_ne!(short, folder_name(&("é".repeat(127) + "b")));
     }
 }

@@ -4,6 +4,7 @@
 
 mod cases;
 mod client;
+pub mod images;
 mod process;
 mod report;
 mod sitegen;

@@ -14,6 +14,7 @@ use anyhow::{Context, bail};
 const USAGE: &str = "usage: cargo xtask <ci|bench|contract>
   ci        fmt check, clippy -D warnings, all tests, the OpenAPI contract check
   bench     benchmarks with their targets (`cargo xtask bench --help` for options)
+  bench-images  the image variant figures (24 MP JPEG to WebP, PNG bomb, cache hits)
   contract  schemathesis against a server on a copy of the demo site";
 
 fn main() -> anyhow::Result<()> {
@@ -23,6 +24,7 @@ fn main() -> anyhow::Result<()> {
     match task.as_str() {
         "ci" => ci(),
         "bench" => bench(&rest),
+        "bench-images" => bench_images(),
         "contract" => contract::run(&workspace_root(), &rest),
         // Not in the usage: the ceiling server that `bench` starts as a child process.
         "hello" => hello::run(&rest),
@@ -45,11 +47,26 @@ fn bench(args: &[String]) -> anyhow::Result<()> {
     let missed = load::run(&root, &options)?;
     if !options.load_only {
         in_process_benches()?;
+        load::images::run(&root)?;
     }
     if options.enforce && missed > 0 {
         bail!("{missed} load benchmark target(s) missed (see target/bench-report.md)");
     }
     Ok(())
+}
+
+/// The image variant figures, on release builds (see `load/images.rs`).
+fn bench_images() -> anyhow::Result<()> {
+    let root = workspace_root();
+    if cfg!(debug_assertions) {
+        cargo(&["build", "--release", "--locked", "-p", "cms", "-p", "xtask"])?;
+        let status = Command::new(root.join("target/release/xtask")).arg("bench-images").status()?;
+        if !status.success() {
+            std::process::exit(status.code().unwrap_or(130));
+        }
+        return Ok(());
+    }
+    load::images::run(&root)
 }
 
 /// `cargo xtask` is a debug build. The load benchmark runs in a release build of this

@@ -61,6 +61,8 @@ pub fn core_status(error: &CoreError) -> StatusCode {
         CoreError::Conflict(_) => StatusCode::CONFLICT,
         CoreError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
         CoreError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+        CoreError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        CoreError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
         CoreError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
         CoreError::Forbidden(_) => StatusCode::FORBIDDEN,
         CoreError::PaymentRequired(_) => StatusCode::PAYMENT_REQUIRED,

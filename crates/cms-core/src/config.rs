@@ -26,6 +26,9 @@ pub struct SiteConfig {
     pub license: LicenseConfig,
     #[serde(default)]
     pub previews: PreviewsConfig,
+    /// Responsive images (see `crate::images`).
+    #[serde(default)]
+    pub images: crate::images::ImagesConfig,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -300,6 +303,7 @@ impl SiteConfig {
         if self.limits.json_bytes == 0 || self.limits.upload_bytes == 0 || self.versions.keep == 0 {
             return invalid("limits.* and versions.keep must be greater than 0".into());
         }
+        self.images.validate().map_err(ConfigError::Invalid)?;
         Ok(())
     }
 }

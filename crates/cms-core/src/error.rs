@@ -33,6 +33,13 @@ pub enum CoreError {
     /// A stored file is damaged (e.g. an item whose frontmatter is not valid YAML).
     #[error("{0}")]
     Corrupt(String),
+    /// A stored file cannot be processed as asked (an image too large to decode, corrupt,
+    /// or animated).
+    #[error("{0}")]
+    Unprocessable(String),
+    /// The work is refused for now because the workers are saturated; try again.
+    #[error("{0}")]
+    Busy(String),
     /// A storage or other internal failure; the source is kept for the log.
     #[error("{context}: {source}")]
     Internal {

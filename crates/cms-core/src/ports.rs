@@ -13,6 +13,7 @@ use crate::account::{KeyRecord, User};
 use crate::collection::Collection;
 use crate::error::{CoreError, CoreResult};
 use crate::events::{Event, EventKind};
+use crate::images::{RenderSpec, VariantKey};
 use crate::license::License;
 use crate::resource::{FileName, ResourceFolder, Subpath};
 use crate::slug::ItemFilename;
@@ -357,6 +358,15 @@ pub trait ResourceStore: Send + Sync {
         name: &FileName,
         max: usize,
     ) -> CoreResult<Vec<u8>>;
+    /// A whole file, at most `max` bytes (`TooLarge` beyond); `None` if there is no such
+    /// file. For the image transforms, which need the source in memory.
+    async fn read_all(
+        &self,
+        folder: &ResourceFolder,
+        dir: &Subpath,
+        name: &FileName,
+        max: u64,
+    ) -> CoreResult<Option<Vec<u8>>>;
     /// A file to serve; `None` if there is no such file.
     async fn open(
         &self,
@@ -385,4 +395,46 @@ pub trait SettingsStore: Send + Sync {
     async fn load_theme(&self) -> CoreResult<Option<serde_json::Map<String, serde_json::Value>>>;
     /// Saves the theme atomically.
     async fn save_theme(&self, theme: &serde_json::Map<String, serde_json::Value>) -> CoreResult<()>;
+}
+
+/// Decodes, resizes and encodes images. CPU-heavy: an adapter runs `render` on its own
+/// bounded pool (and answers `Busy` when that is full) so that transforms cannot starve
+/// the API.
+#[async_trait]
+pub trait ImageCodec: Send + Sync {
+    /// Width and height as shown (EXIF orientation applied), from a file's first bytes;
+    /// `None` when the header cannot be read from them.
+    fn probe(&self, head: &[u8]) -> Option<(u32, u32)>;
+    /// Renders a variant of an image file's bytes. A source over `spec.max_pixels`,
+    /// corrupt, or animated is `Unprocessable`.
+    async fn render(&self, source: Vec<u8>, spec: RenderSpec) -> CoreResult<Vec<u8>>;
+}
+
+/// A resource file whose variants are meant.
+#[derive(Debug, Clone, Copy)]
+pub struct VariantSource<'a> {
+    pub folder: &'a ResourceFolder,
+    pub dir: &'a Subpath,
+    pub name: &'a FileName,
+}
+
+/// Rendered variants of resource files, kept apart from the resource folders (never in
+/// their listings), grouped by source file so that they follow it.
+#[async_trait]
+pub trait VariantStore: Send + Sync {
+    /// A stored variant and its size; `None` if there is none.
+    async fn open(
+        &self,
+        source: VariantSource<'_>,
+        key: &VariantKey,
+    ) -> CoreResult<Option<(Box<dyn ResourceReader>, u64)>>;
+    /// Stores a variant (atomically), and drops the source's variants whose key names
+    /// other source content (an older version of the file).
+    async fn put(&self, source: VariantSource<'_>, key: &VariantKey, bytes: &[u8]) -> CoreResult<()>;
+    /// The source's stored variants with their sizes.
+    async fn list(&self, source: VariantSource<'_>) -> CoreResult<Vec<(VariantKey, u64)>>;
+    /// Forgets every variant of a source (it was deleted).
+    async fn remove_all(&self, source: VariantSource<'_>) -> CoreResult<()>;
+    /// Moves a source's variants with it (it was renamed or moved).
+    async fn rename(&self, from: VariantSource<'_>, to: VariantSource<'_>) -> CoreResult<()>;
 }

@@ -7,6 +7,7 @@
 //!   .cms/              users, key hashes, license, theme: [`FsAccounts`], [`FsLicense`], [`FsSettings`]
 //!   .cms/versions/     item history: [`FsVersionStore`]
 //!   .cms/index/        each collection's index between runs: [`FsSnapshots`]
+//!   .cms/variants/     rendered image variants of resource files: [`FsVariantStore`]
 //!   media/<name>/      resource folders: [`FsResourceStore`] (uploads staged in .cms/uploads/)
 //! ```
 //!
@@ -34,6 +35,7 @@ mod stamp;
 pub mod state_file;
 mod sweep;
 mod system;
+mod variants;
 mod versions;
 mod watch;
 
@@ -50,5 +52,6 @@ pub use site::site_ports;
 pub use snapshots::FsSnapshots;
 pub use sweep::sweep_staging;
 pub use system::SystemClock;
+pub use variants::FsVariantStore;
 pub use versions::FsVersionStore;
 pub use watch::{FolderWatcher, WatchEvent};

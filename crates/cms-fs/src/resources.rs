@@ -158,6 +158,28 @@ impl FsResourceStore {
         Ok(head)
     }
 
+    fn read_all_blocking(
+        &self,
+        folder: &ResourceFolder,
+        dir: &Subpath,
+        name: &FileName,
+        max: u64,
+    ) -> CoreResult<Option<Vec<u8>>> {
+        let Some((file, stat)) = self.open_blocking(folder, dir, name)? else { return Ok(None) };
+        if stat.size > max {
+            return Err(CoreError::TooLarge(format!("{name} is over {max} bytes")));
+        }
+        let mut bytes = Vec::with_capacity(stat.size as usize);
+        // One more than allowed: a file that grew since the stat is refused too.
+        file.take(max + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| CoreError::internal("reading a resource", e))?;
+        if bytes.len() as u64 > max {
+            return Err(CoreError::TooLarge(format!("{name} is over {max} bytes")));
+        }
+        Ok(Some(bytes))
+    }
+
     fn open_blocking(
         &self,
         folder: &ResourceFolder,
@@ -258,6 +280,17 @@ impl ResourceStore for FsResourceStore {
     ) -> CoreResult<Vec<u8>> {
         let (store, folder, dir, name) = (self.clone(), folder.clone(), dir.clone(), name.clone());
         blocking::run(move || store.read_head_blocking(&folder, &dir, &name, max)).await
+    }
+
+    async fn read_all(
+        &self,
+        folder: &ResourceFolder,
+        dir: &Subpath,
+        name: &FileName,
+        max: u64,
+    ) -> CoreResult<Option<Vec<u8>>> {
+        let (store, folder, dir, name) = (self.clone(), folder.clone(), dir.clone(), name.clone());
+        blocking::run(move || store.read_all_blocking(&folder, &dir, &name, max)).await
     }
 
     /// Opens the file on the blocking pool; the reader it returns is synchronous (the web

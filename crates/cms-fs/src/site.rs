@@ -6,7 +6,7 @@ use cms_core::service::Ports;
 
 use crate::{
     FsAccounts, FsChangeSource, FsContentStore, FsLicense, FsResourceStore, FsSettings, FsSnapshots,
-    FsVersionStore, STATE_DIR,
+    FsVariantStore, FsVersionStore, STATE_DIR,
 };
 
 /// The ports a site folder provides. Events, time and the webhook directory are not the
@@ -32,5 +32,9 @@ pub fn site_ports(
         webhooks,
         changes: Arc::new(FsChangeSource::new(site)),
         snapshots: Arc::new(FsSnapshots::new(&state)),
+        variants: Arc::new(FsVariantStore::new(&state)),
+        // No codec here: decoding is CPU work, not the folder's; the composition root
+        // puts one in (the `cms-images` pool).
+        images: Arc::new(cms_core::images::NoImageCodec),
     }
 }

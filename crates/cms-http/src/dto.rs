@@ -236,11 +236,28 @@ pub struct ResourceFileDto {
     pub url: String,
     pub modified: i64,
     pub is_image: bool,
+    /// The presets' variants (`images.presets`); empty for other files.
+    pub variants: Vec<VariantDto>,
+}
+
+/// One preset's variant of an image; `size` is `null` until it has been made.
+#[derive(Serialize)]
+pub struct VariantDto {
+    pub name: String,
+    pub url: String,
+    pub width: Option<u32>,
+    pub height: Option<u32>,
+    pub size: Option<u64>,
 }
 
 impl From<ResourceFile> for ResourceFileDto {
     fn from(f: ResourceFile) -> Self {
-        Self { name: f.name, size: f.size, url: f.url, modified: f.modified, is_image: f.is_image }
+        let variants = f
+            .variants
+            .into_iter()
+            .map(|v| VariantDto { name: v.name, url: v.url, width: v.width, height: v.height, size: v.size })
+            .collect();
+        Self { name: f.name, size: f.size, url: f.url, modified: f.modified, is_image: f.is_image, variants }
     }
 }
 

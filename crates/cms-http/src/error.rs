@@ -42,6 +42,8 @@ impl ApiError {
             CoreError::Conflict(_) => StatusCode::CONFLICT,
             CoreError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             CoreError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            CoreError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            CoreError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
             CoreError::Corrupt(_) | CoreError::Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
         };
         let message = match &error {

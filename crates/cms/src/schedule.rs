@@ -45,14 +45,16 @@ fn save_mark(root: &Path, at: i64) {
 }
 
 /// Announces what happened while no server ran, then keeps the timer on this runtime. The
-/// mark is written after every ring (at least once a minute), so that a server killed
-/// without stopping re-announces nothing older than that.
+/// mark is written at every ring (at least once a minute), before the ring's events are
+/// published, so that a server killed without stopping announces nothing twice.
 pub fn keep_schedule(cms: Arc<Cms>, root: PathBuf) {
     let wake = Arc::new(Notify::new());
     let notify = Arc::clone(&wake);
     cms.on_schedule_change(move || notify.notify_one());
-    let reached = cms.catch_up_schedule(load_mark(&root));
-    save_mark(&root, reached);
+    // Saved before the events of the instant go out (the facade calls it then).
+    let mark_root = root.clone();
+    cms.on_schedule_mark(move |at| save_mark(&mark_root, at));
+    cms.catch_up_schedule(load_mark(&root));
     actix_web::rt::spawn(async move {
         loop {
             let wait = cms.next_scheduled_instant().map_or(LONGEST_SLEEP, until).min(LONGEST_SLEEP);
@@ -60,14 +62,14 @@ pub fn keep_schedule(cms: Arc<Cms>, root: PathBuf) {
                 () = actix_web::rt::time::sleep(wait) => {}
                 () = wake.notified() => continue,
             }
-            save_mark(&root, cms.advance_schedule());
+            cms.advance_schedule();
         }
     });
 }
 
 /// Records the instant reached when the server stops.
-pub fn stop(cms: &Cms, root: &Path) {
-    save_mark(root, cms.advance_schedule());
+pub fn stop(cms: &Cms) {
+    cms.advance_schedule();
 }
 
 /// How long until the Unix second `at` begins.

@@ -87,7 +87,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         }
         say(format_args!("ready (Ctrl-C stops the server)"));
         let served = server.run().await.context("server failed");
-        crate::schedule::stop(&cms, &open.root);
+        crate::schedule::stop(&cms);
         save_snapshots(&cms).await;
         served
     })

@@ -111,12 +111,16 @@ impl Site {
                 Some(Arc::new(start_webhooks(&self.root, &state, &config, purpose)?))
             }
         };
-        let ports = site_ports(
+        let mut ports = site_ports(
             &self.root,
             Arc::new(SiteEvents { webhooks: webhooks.clone() }),
             Arc::new(SystemClock),
             Arc::new(WebhookStore::new(&state)),
         );
+        if matches!(purpose, Purpose::Serve) {
+            // Image variants render on their own threads (half the cores), never the API's.
+            ports.images = Arc::new(cms_images::ImagePool::for_this_machine());
+        }
         let mut cms = Cms::new(&config, ports)
             .with_previews(Arc::new(cms_fs::FsPreviewKeys::new(&state)), config.previews.ttl_secs);
         // Lets path-valued query parameters (`collectionPath`...) be absolute; the core

@@ -38,6 +38,46 @@ struct FileRow {
     /// What a file that is not an image shows instead of a thumbnail: its extension.
     kind: String,
     delete_href: String,
+    /// The presets' variants (`images.presets`).
+    variants: Vec<VariantRow>,
+}
+
+/// One preset's variant of an image, as the media library shows it.
+struct VariantRow {
+    name: String,
+    url: String,
+    /// `320 × 320`, or empty when the source's header could not be read.
+    dimensions: String,
+    /// Its size, or that it is still being made.
+    size: String,
+}
+
+fn variant_rows(file: &ResourceFile) -> Vec<VariantRow> {
+    file.variants
+        .iter()
+        .map(|v| VariantRow {
+            name: v.name.clone(),
+            url: v.url.clone(),
+            dimensions: match (v.width, v.height) {
+                (Some(w), Some(h)) => format!("{w} × {h}"),
+                _ => String::new(),
+            },
+            size: v.size.map_or_else(|| "being made".to_owned(), view::size),
+        })
+        .collect()
+}
+
+/// Makes the presets of an uploaded image after the answer (on the image workers).
+fn make_presets_later(state: &AdminState, folder: Option<String>, path: &str, file: &ResourceFile) {
+    if !file.is_image || file.variants.is_empty() {
+        return;
+    }
+    let (cms, path, name) = (state.cms.clone(), path.to_owned(), file.name.clone());
+    actix_web::rt::spawn(async move {
+        if let Err(error) = cms.make_presets(folder.as_deref(), Some(&path), &name).await {
+            tracing::warn!(%error, file = %name, "the presets of an upload were not made");
+        }
+    });
 }
 
 struct DirRow {
@@ -108,6 +148,7 @@ pub async fn browse(
             is_image: f.is_image,
             kind: f.name.rsplit_once('.').map_or("FILE".to_owned(), |(_, ext)| ext.to_uppercase()),
             delete_href: delete_href(&f.name),
+            variants: variant_rows(f),
         })
         .collect();
     let tabs = state
@@ -152,7 +193,14 @@ pub async fn upload(
         Ok((_, _, stored)) if wants_json => HttpResponse::Ok().json(
             stored
                 .iter()
-                .map(|f| json!({"name": f.name, "url": f.url, "size": f.size, "is_image": f.is_image}))
+                .map(|f| {
+                    let variants: Vec<_> = f
+                        .variants
+                        .iter()
+                        .map(|v| json!({"name": v.name, "url": v.url, "width": v.width, "height": v.height, "size": v.size}))
+                        .collect();
+                    json!({"name": f.name, "url": f.url, "size": f.size, "is_image": f.is_image, "variants": variants})
+                })
                 .collect::<Vec<_>>(),
         ),
         Ok((folder, path, _)) => view::see_other(&format!("{}&ok=uploaded", media_href(folder, &path))),
@@ -213,8 +261,9 @@ async fn receive(
                         chunk.map_err(|e| AdminError::bad_request(format!("the upload was cut off: {e}")))?;
                     upload.write(&chunk).await?;
                 }
-                stored
-                    .push(state.cms.finish_upload(upload, folder.as_deref(), Some(&path), &filename).await?);
+                let file = state.cms.finish_upload(upload, folder.as_deref(), Some(&path), &filename).await?;
+                make_presets_later(state, folder.clone(), &path, &file);
+                stored.push(file);
             }
             other => return Err(AdminError::bad_request(format!("unknown form field {other:?}"))),
         }

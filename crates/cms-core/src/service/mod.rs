@@ -30,6 +30,7 @@ mod resources;
 mod schedule;
 mod search;
 mod settings;
+mod variants;
 mod versions;
 mod webhooks;
 
@@ -44,6 +45,7 @@ pub use items::etag_of;
 pub use previews::PreviewLink;
 pub use resources::{ResourceFile, ResourceListing, ServedFile, Upload};
 pub use search::{SearchHit, SearchParams};
+pub use variants::{ServedVariant, VariantBody, VariantInfo};
 pub use versions::{VersionContent, VersionList, parse_version};
 
 /// The adapters the facade works through.
@@ -63,6 +65,10 @@ pub struct Ports {
     pub changes: Arc<dyn ChangeSource>,
     /// Keeps each collection's index between runs (see `crate::snapshot`).
     pub snapshots: Arc<dyn IndexSnapshots>,
+    /// Rendered image variants (see `crate::images`).
+    pub variants: Arc<dyn crate::ports::VariantStore>,
+    /// Decodes, resizes and encodes images.
+    pub images: Arc<dyn crate::ports::ImageCodec>,
 }
 
 /// Site-wide settings the facade needs.
@@ -251,8 +257,15 @@ pub struct Cms {
     site_root: Option<String>,
     /// Called when the next scheduled instant moved earlier (see `schedule.rs`).
     schedule_waker: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
+    /// Records the instant up to which scheduled changes are announced (see `schedule.rs`).
+    schedule_mark: std::sync::OnceLock<Box<dyn Fn(i64) + Send + Sync>>,
     /// Preview links: the key store and the default lifetime (see `previews.rs`).
     previews: Option<(Arc<dyn crate::ports::PreviewKeys>, u64)>,
+    /// `images:` of `cms.yaml`, and the content hash of each transformed source.
+    images: crate::images::ImagesConfig,
+    source_hashes: variants::SourceHashes,
+    /// The largest source read whole for a transform (`limits.upload_bytes`).
+    upload_limit: u64,
 }
 
 impl Cms {
@@ -279,7 +292,11 @@ impl Cms {
             settings_lock: futures_util::lock::Mutex::new(()),
             site_root: None,
             schedule_waker: std::sync::OnceLock::new(),
+            schedule_mark: std::sync::OnceLock::new(),
             previews: None,
+            images: config.images.clone(),
+            source_hashes: variants::SourceHashes::default(),
+            upload_limit: config.limits.upload_bytes,
             resource_folders: config
                 .resources
                 .iter()

@@ -13,6 +13,8 @@ pub struct ResourceFile {
     pub url: String,
     pub modified: i64,
     pub is_image: bool,
+    /// The presets' variants (images only).
+    pub variants: Vec<super::VariantInfo>,
 }
 
 /// One folder's listing.
@@ -114,7 +116,9 @@ impl Cms {
             .read_head(folder, dir, &stat.name, resource::SNIFF_BYTES)
             .await
             .unwrap_or_default();
+        let variants = self.preset_variants(folder, dir, &stat.name, &head).await;
         ResourceFile {
+            variants,
             url: folder.file_url(dir, &stat.name),
             name: stat.name.as_str().to_owned(),
             size: stat.size,
@@ -158,6 +162,7 @@ impl Cms {
         let from = FileName::parse(file)?;
         let to = from.renamed(&FileName::parse(new_name)?)?;
         self.ports.resources.rename(&folder, (&dir, &from), (&dir, &to)).await?;
+        self.variants_follow(&folder, (&dir, &from), (&dir, &to)).await;
         Ok(to.as_str().to_owned())
     }
 
@@ -179,12 +184,16 @@ impl Cms {
             None => from.clone(),
         };
         self.ports.resources.rename(&folder, (&dir, &from), (&dest, &to)).await?;
+        self.variants_follow(&folder, (&dir, &from), (&dest, &to)).await;
         Ok(to.as_str().to_owned())
     }
 
     pub async fn delete_resource(&self, folder: Option<&str>, subpath: &str, file: &str) -> CoreResult<()> {
         let folder = self.resource_folder(folder)?.clone();
-        self.ports.resources.delete(&folder, &Subpath::parse(subpath)?, &FileName::parse(file)?).await
+        let (dir, name) = (Subpath::parse(subpath)?, FileName::parse(file)?);
+        self.ports.resources.delete(&folder, &dir, &name).await?;
+        self.variants_drop(&folder, &dir, &name).await;
+        Ok(())
     }
 
     /// Creates a subfolder; returns its name.
@@ -203,12 +212,7 @@ impl Cms {
     /// Opens the file a public URL names: `tail` is the part after the folder's prefix.
     pub async fn open_resource(&self, folder_index: usize, tail: &str) -> CoreResult<ServedFile> {
         let not_found = || CoreError::not_found(format!("no file at {tail:?}"));
-        let folder = self.resource_folders.get(folder_index).ok_or_else(not_found)?;
-        let (dir, name) = match tail.rsplit_once('/') {
-            Some((dir, name)) => (Subpath::parse(dir).map_err(|_| not_found())?, name),
-            None => (Subpath::root(), tail),
-        };
-        let name = FileName::parse(name).map_err(|_| not_found())?;
+        let (folder, dir, name) = self.locate_resource(folder_index, tail)?;
         let (reader, stat) = self.ports.resources.open(folder, &dir, &name).await?.ok_or_else(not_found)?;
         Ok(ServedFile {
             reader,
@@ -217,5 +221,21 @@ impl Cms {
             name,
             stat,
         })
+    }
+
+    /// The folder, subfolder and name a public URL's `tail` names (`NotFound` when it
+    /// cannot name a file).
+    pub(super) fn locate_resource(
+        &self,
+        folder_index: usize,
+        tail: &str,
+    ) -> CoreResult<(&ResourceFolder, Subpath, FileName)> {
+        let not_found = || CoreError::not_found(format!("no file at {tail:?}"));
+        let folder = self.resource_folders.get(folder_index).ok_or_else(not_found)?;
+        let (dir, name) = match tail.rsplit_once('/') {
+            Some((dir, name)) => (Subpath::parse(dir).map_err(|_| not_found())?, name),
+            None => (Subpath::root(), tail),
+        };
+        Ok((folder, dir, FileName::parse(name).map_err(|_| not_found())?))
     }
 }

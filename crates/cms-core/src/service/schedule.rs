@@ -15,6 +15,15 @@ impl Cms {
         let _ = self.schedule_waker.set(Box::new(wake));
     }
 
+    /// Registers how to record the instant up to which scheduled changes are announced
+    /// (the composition root keeps it in a file, for [`Self::catch_up_schedule`] after a
+    /// restart). It is called before that instant's events are published, so that a
+    /// server killed right after an event went out does not announce it again; only the
+    /// first registration counts.
+    pub fn on_schedule_mark(&self, record: impl Fn(i64) + Send + Sync + 'static) {
+        let _ = self.schedule_mark.set(Box::new(record));
+    }
+
     pub(super) fn wake_schedule(&self) {
         if let Some(wake) = self.schedule_waker.get() {
             wake();
@@ -33,31 +42,18 @@ impl Cms {
     }
 
     /// Moves every built index to the clock's now: items whose instant passed go live or
-    /// come down, and each such transition is published as an event. Returns the instant
-    /// reached: every change up to it is announced (the composition root records it, see
-    /// [`Self::catch_up_schedule`]).
+    /// come down, the instant is recorded (see [`Self::on_schedule_mark`]), and then each
+    /// transition is published as an event. Returns the instant reached.
     pub fn advance_schedule(&self) -> i64 {
-        let now = self.now_secs();
-        for collection in &self.collections {
-            let cell = &self.indexes[collection.index];
-            let due = read(&cell.index).as_ref().and_then(|i| i.next_instant()).is_some_and(|at| at <= now);
-            if !due {
-                continue;
-            }
-            let transitions = match write(&cell.index).as_mut() {
-                Some(index) => index.advance(now),
-                None => continue,
-            };
-            self.announce(collection.index, &transitions);
-        }
-        now
+        self.advance_and_announce(Vec::new())
     }
 
     /// For a server that starts: publishes the transitions that happened while no server
     /// was running, i.e. in `(since, now]`, where `since` is the instant the last server
     /// recorded (`None` on a site's first start: nothing is announced for the past). Then
-    /// advances to now. Returns the instant to record.
+    /// advances to now. Returns the instant reached (recorded as `advance_schedule` does).
     pub fn catch_up_schedule(&self, since: Option<i64>) -> i64 {
+        let mut past = Vec::new();
         if let Some(since) = since {
             for collection in &self.collections {
                 let transitions = match read(&self.indexes[collection.index].index).as_ref() {
@@ -70,11 +66,34 @@ impl Cms {
                         count = transitions.len(),
                         "announcing scheduled changes that happened while the server was stopped"
                     );
+                    past.push((collection.index, transitions));
                 }
-                self.announce(collection.index, &transitions);
             }
         }
-        self.advance_schedule()
+        self.advance_and_announce(past)
+    }
+
+    /// Advances every due index to now, records now, then publishes `past` and the
+    /// transitions of the advance, in that order.
+    fn advance_and_announce(&self, mut announced: Vec<(usize, Vec<Transition>)>) -> i64 {
+        let now = self.now_secs();
+        for collection in &self.collections {
+            let cell = &self.indexes[collection.index];
+            let due = read(&cell.index).as_ref().and_then(|i| i.next_instant()).is_some_and(|at| at <= now);
+            if !due {
+                continue;
+            }
+            if let Some(index) = write(&cell.index).as_mut() {
+                announced.push((collection.index, index.advance(now)));
+            }
+        }
+        if let Some(record) = self.schedule_mark.get() {
+            record(now);
+        }
+        for (folder, transitions) in &announced {
+            self.announce(*folder, transitions);
+        }
+        now
     }
 
     fn announce(&self, folder: usize, transitions: &[Transition]) {

@@ -5,7 +5,10 @@ use crate::account::{KeyRecord, Role, User};
 use crate::collection::Collection;
 use crate::config::CollectionConfig;
 use crate::error::CoreError;
-use crate::ports::{ContentStore, KeyStore, ResourceStore, UserStore, VersionStamp, VersionStore};
+use crate::images::{ImagesConfig, VariantKey, content_hash};
+use crate::ports::{
+    ContentStore, KeyStore, ResourceStore, UserStore, VariantSource, VariantStore, VersionStamp, VersionStore,
+};
 use crate::resource::{FileName, ResourceFolder, Subpath};
 use crate::slug::ItemFilename;
 
@@ -173,6 +176,12 @@ pub async fn resource_store(store: &dyn ResourceStore) {
     let mut bytes = Vec::new();
     std::io::Read::read_to_end(&mut reader, &mut bytes).unwrap();
     assert_eq!((bytes.as_slice(), stat.size), (b"two!".as_slice(), 4));
+    assert_eq!(store.read_all(&folder, &root, &file("hero-1.jpg"), 4).await.unwrap().unwrap(), b"two!");
+    assert!(matches!(
+        store.read_all(&folder, &root, &file("hero-1.jpg"), 3).await,
+        Err(CoreError::TooLarge(_))
+    ));
+    assert!(store.read_all(&folder, &root, &file("missing.jpg"), 9).await.unwrap().is_none());
     assert!(store.open(&folder, &root, &file("missing.jpg")).await.unwrap().is_none());
     assert!(store.open(&folder, &root, &file("2026")).await.unwrap().is_none(), "a folder is not a file");
 
@@ -192,4 +201,60 @@ pub async fn resource_store(store: &dyn ResourceStore) {
     store.delete(&folder, &dir("2026"), &file("moved.jpg")).await.unwrap();
     store.delete(&folder, &root, &file("2026")).await.unwrap();
     assert!(matches!(store.delete(&folder, &root, &file("2026")).await, Err(CoreError::NotFound(_))));
+}
+
+/// Runs every `VariantStore` case.
+pub async fn variant_store(store: &dyn VariantStore) {
+    let folder = ResourceFolder {
+        index: 0,
+        label: "Uploads".into(),
+        path: "media/uploads".into(),
+        url: "/media".into(),
+    };
+    let (root, year) = (Subpath::root(), Subpath::parse("2026").unwrap());
+    let (hero, moved) = (FileName::parse("hero.jpg").unwrap(), FileName::parse("moved.jpg").unwrap());
+    let source = VariantSource { folder: &folder, dir: &root, name: &hero };
+    let config = ImagesConfig::default();
+    let transform = |query: &str| {
+        let (k, v) = query.split_once('=').unwrap();
+        config.parse_transform(&[(k.to_owned(), v.to_owned())]).unwrap().unwrap()
+    };
+    let spec = |query: &str| config.render_spec(&transform(query), "image/jpeg", None);
+    let (old, new) = (content_hash(b"old"), content_hash(b"new"));
+    let key = |hash: &str, query: &str| VariantKey::new(hash, &spec(query));
+    let read = async |source: VariantSource<'_>, key: &VariantKey| {
+        let (mut reader, size) = store.open(source, key).await.unwrap()?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut reader, &mut bytes).unwrap();
+        assert_eq!(bytes.len() as u64, size);
+        Some(bytes)
+    };
+
+    assert!(store.list(source).await.unwrap().is_empty());
+    assert_eq!(read(source, &key(&old, "w=320")).await, None);
+    store.put(source, &key(&old, "w=320"), b"small").await.unwrap();
+    store.put(source, &key(&old, "w=640"), b"larger").await.unwrap();
+    assert_eq!(read(source, &key(&old, "w=320")).await.as_deref(), Some(b"small".as_slice()));
+    let mut listed = store.list(source).await.unwrap();
+    listed.sort();
+    assert_eq!(listed, [(key(&old, "w=320"), 5), (key(&old, "w=640"), 6)]);
+
+    // A variant of new content replaces every variant of the old.
+    store.put(source, &key(&new, "w=320"), b"fresh").await.unwrap();
+    assert_eq!(store.list(source).await.unwrap(), [(key(&new, "w=320"), 5)]);
+
+    // Variants follow their source, and go with it.
+    let target = VariantSource { folder: &folder, dir: &year, name: &moved };
+    store.rename(source, target).await.unwrap();
+    assert!(store.list(source).await.unwrap().is_empty());
+    assert_eq!(read(target, &key(&new, "w=320")).await.as_deref(), Some(b"fresh".as_slice()));
+    store.rename(source, target).await.unwrap();
+    assert_eq!(
+        store.list(target).await.unwrap().len(),
+        1,
+        "renaming a source without variants changes nothing"
+    );
+    store.remove_all(target).await.unwrap();
+    assert!(store.list(target).await.unwrap().is_empty());
+    store.remove_all(target).await.unwrap();
 }

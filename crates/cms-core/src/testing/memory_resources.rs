@@ -92,6 +92,22 @@ impl ResourceStore for MemoryResources {
         }
     }
 
+    async fn read_all(
+        &self,
+        folder: &ResourceFolder,
+        dir: &Subpath,
+        name: &FileName,
+        max: u64,
+    ) -> CoreResult<Option<Vec<u8>>> {
+        match self.tree.lock().unwrap().get(&key(folder, &dir.join(name))) {
+            Some(Node::File(bytes)) if bytes.len() as u64 > max => {
+                Err(CoreError::TooLarge(format!("{name} is over {max} bytes")))
+            }
+            Some(Node::File(bytes)) => Ok(Some(bytes.clone())),
+            _ => Ok(None),
+        }
+    }
+
     async fn open(
         &self,
         folder: &ResourceFolder,

@@ -5,12 +5,14 @@
 pub mod contract;
 mod memory;
 mod memory_resources;
+mod memory_variants;
 
 pub use memory::{
     FixedClock, MemoryAccounts, MemoryContentStore, MemoryLicense, MemoryPreviewKeys, MemorySettings,
     MemorySnapshots, MemoryVersions, MemoryWebhooks, RecordingEvents,
 };
 pub use memory_resources::MemoryResources;
+pub use memory_variants::MemoryVariants;
 
 use std::sync::Arc;
 
@@ -56,6 +58,7 @@ pub struct MemoryWorld {
     pub settings: Arc<MemorySettings>,
     pub webhooks: Arc<MemoryWebhooks>,
     pub snapshots: Arc<MemorySnapshots>,
+    pub variants: Arc<MemoryVariants>,
 }
 
 impl MemoryWorld {
@@ -76,6 +79,7 @@ impl MemoryWorld {
             settings: Arc::default(),
             webhooks: Arc::default(),
             snapshots: Arc::default(),
+            variants: Arc::default(),
         }
     }
 
@@ -93,6 +97,8 @@ impl MemoryWorld {
             webhooks: self.webhooks.clone(),
             changes: self.content.clone(),
             snapshots: self.snapshots.clone(),
+            variants: self.variants.clone(),
+            images: Arc::new(crate::images::NoImageCodec),
         }
     }
 

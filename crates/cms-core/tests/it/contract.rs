@@ -1,4 +1,6 @@
-use cms_core::testing::{MemoryAccounts, MemoryContentStore, MemoryResources, MemoryVersions, contract};
+use cms_core::testing::{
+    MemoryAccounts, MemoryContentStore, MemoryResources, MemoryVariants, MemoryVersions, contract,
+};
 
 #[tokio::test]
 async fn memory_content_store_meets_the_contract() {
@@ -19,4 +21,9 @@ async fn memory_version_store_meets_the_contract() {
 #[tokio::test]
 async fn memory_resource_store_meets_the_contract() {
     contract::resource_store(&MemoryResources::default()).await;
+}
+
+#[tokio::test]
+async fn memory_variant_store_meets_the_contract() {
+    contract::variant_store(&MemoryVariants::default()).await;
 }

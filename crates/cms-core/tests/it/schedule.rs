@@ -227,3 +227,27 @@ async fn writes_wake_the_timer_and_bad_dates_are_refused() {
     world.settle(&cms).await;
     assert!(matches!(cms.read_item(&posts, "odd", &Viewer::Anonymous).await, Err(CoreError::NotFound(_))));
 }
+
+/// A server killed right after a transition's event went out must not announce it again
+/// on its next start: the instant reached is recorded before the events are published.
+#[tokio::test]
+async fn the_instant_reached_is_recorded_before_its_events_are_published() {
+    let world = MemoryWorld::new();
+    site(&world);
+    let cms = world.cms();
+    cms.start().await.unwrap();
+    let recorded = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (events, log) = (world.events.clone(), Arc::clone(&recorded));
+    cms.on_schedule_mark(move |at| log.lock().unwrap().push((at, events.take().len())));
+    let start = cms.catch_up_schedule(None);
+    world.clock.advance(3600);
+    let reached = cms.advance_schedule();
+    assert_eq!(reached, START + 3600);
+    assert_eq!(
+        *recorded.lock().unwrap(),
+        [(start, 0), (reached, 0)],
+        "each mark recorded while no event of its transitions was out yet"
+    );
+    let published: Vec<EventKind> = world.events.take().into_iter().map(|e| e.kind).collect();
+    assert_eq!(published, [EventKind::ItemPublished], "then the event");
+}

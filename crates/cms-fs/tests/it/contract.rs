@@ -1,5 +1,5 @@
 use cms_core::testing::contract;
-use cms_fs::{FsAccounts, FsContentStore, FsResourceStore, FsVersionStore};
+use cms_fs::{FsAccounts, FsContentStore, FsResourceStore, FsVariantStore, FsVersionStore};
 
 #[tokio::test]
 async fn fs_content_store_meets_the_contract() {
@@ -24,4 +24,10 @@ async fn fs_version_store_meets_the_contract() {
 async fn fs_resource_store_meets_the_contract() {
     let site = tempfile::tempdir().unwrap();
     contract::resource_store(&FsResourceStore::new(site.path(), &site.path().join(".cms"))).await;
+}
+
+#[tokio::test]
+async fn fs_variant_store_meets_the_contract() {
+    let site = tempfile::tempdir().unwrap();
+    contract::variant_store(&FsVariantStore::new(&site.path().join(".cms"))).await;
 }

@@ -54,7 +54,7 @@ pub fn parse_range(header: Option<&str>, size: u64) -> RangeRequest {
     }
 }
 
-fn not_found(path: &str) -> HttpResponse {
+pub(super) fn not_found(path: &str) -> HttpResponse {
     ApiError::new(StatusCode::NOT_FOUND, Shape::Envelope, format!("no file at {path}")).error_response()
 }
 
@@ -65,6 +65,22 @@ pub async fn serve(
     tail: web::Path<String>,
     folder: usize,
 ) -> Result<HttpResponse, ApiError> {
+    if !req.query_string().is_empty() {
+        let query = web::Query::<Vec<(String, String)>>::from_query(req.query_string())
+            .map_err(|e| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    Shape::Envelope,
+                    format!("malformed query string: {e}"),
+                )
+            })?
+            .into_inner();
+        let transform =
+            state.cms.image_transform(&query).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
+        if let Some(transform) = transform {
+            return Ok(super::variants::serve(&state, &req, &tail, folder, &transform).await);
+        }
+    }
     let opened = state.run(Shape::Envelope, state.cms.open_resource(folder, &tail)).await;
     let file = match opened {
         Ok(file) => file,
@@ -154,7 +170,7 @@ fn attachment(name: &str) -> ContentDisposition {
 }
 
 /// The bytes `start..start + length` of a file, read in chunks on the blocking pool.
-fn read_chunks(
+pub(super) fn read_chunks(
     reader: Box<dyn ResourceReader>,
     start: u64,
     length: u64,

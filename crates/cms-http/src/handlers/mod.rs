@@ -6,4 +6,5 @@ pub mod resources;
 pub mod search;
 pub mod service;
 pub mod settings;
+pub mod variants;
 pub mod versions;

@@ -111,6 +111,15 @@ pub async fn upload(
     let stored = state
         .run(SHAPE, state.cms.finish_upload(upload, folder.as_deref(), subpath.as_deref(), &filename))
         .await?;
+    if stored.is_image && !stored.variants.is_empty() {
+        // The presets are made after the answer, on the image workers.
+        let (cms, name) = (state.cms.clone(), stored.name.clone());
+        actix_web::rt::spawn(async move {
+            if let Err(error) = cms.make_presets(folder.as_deref(), subpath.as_deref(), &name).await {
+                tracing::warn!(%error, file = %name, "the presets of an upload were not made");
+            }
+        });
+    }
     Ok(HttpResponse::Ok().json(ResourceFileDto::from(stored)))
 }
 

@@ -592,8 +592,15 @@ fn owner_pages_media_and_deletes_act_through_the_facade() {
         "{}",
         again.body
     );
+    assert!(again.body.contains("\"variants\":[{\"name\":\"large\""), "the demo's presets: {}", again.body);
     let media = tab.get("/admin/media?folder=0");
     assert!(media.body.contains("<img src=\"/media/uploads/pic.png\""), "a thumbnail: {}", media.body);
+    assert!(
+        media.body.contains("aria-label=\"Variants of pic.png\"")
+            && media.body.contains("href=\"/media/uploads/pic.png?preset=thumb\">thumb</a>"),
+        "the presets' variants are listed: {}",
+        media.body
+    );
     let place = [("csrf", csrf), ("folder", "0"), ("path", "")];
     let with = |more: &[(&'static str, &'static str)]| -> Vec<(&'static str, String)> {
         place.iter().chain(more).map(|(k, v)| (*k, (*v).to_owned())).collect()

@@ -5,6 +5,7 @@ mod admin_browser;
 mod changes;
 mod cli;
 mod discovery;
+mod images;
 mod mcp;
 mod previews;
 mod resources;

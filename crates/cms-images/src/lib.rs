@@ -1,0 +1,16 @@
+//! Image variants for the CMS: the [`ImageCodec`] port on a bounded pool of worker
+//! threads. Decoding is bounded (the header's pixel count is checked against
+//! `images.max_pixels` before anything is allocated, and the decoder runs with an
+//! allocation limit), EXIF orientation is applied to the pixels, and the output is
+//! written without any metadata (so camera location never leaves the server). Animated
+//! GIFs are refused, and a corrupt file or a panicking decoder is an error, never a crash.
+//!
+//! No I/O: bytes in, bytes out. The composition root builds one [`ImagePool`].
+
+mod error;
+mod pool;
+mod render;
+
+pub use error::ImageError;
+pub use pool::ImagePool;
+pub use render::{probe, render};

@@ -35,9 +35,25 @@ impl FsPreviewKeys {
         Ok(format!("{}\n", hex::encode(bytes)))
     }
 
+    /// The key as stored: 64 hex digits. Anything else (an emptied or cut file) is refused
+    /// rather than used, since a short key would let anyone make valid links.
+    fn checked(&self, text: &str) -> CoreResult<Vec<u8>> {
+        let key = text.trim();
+        if key.len() != 64 || !key.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(CoreError::internal(
+                "the preview key",
+                format!(
+                    "{} does not hold 64 hex digits; run `cms previews revoke-all` to make a new key",
+                    self.path.display()
+                ),
+            ));
+        }
+        Ok(key.as_bytes().to_vec())
+    }
+
     fn current_blocking(&self) -> CoreResult<Vec<u8>> {
         match fs::read_to_string(&self.path) {
-            Ok(text) => return Ok(text.trim().as_bytes().to_vec()),
+            Ok(text) => return self.checked(&text),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_error(&self.path)(e)),
         }
@@ -48,7 +64,7 @@ impl FsPreviewKeys {
             Err(e) => return Err(io_error(&self.path)(e)),
         }
         let text = fs::read_to_string(&self.path).map_err(io_error(&self.path))?;
-        Ok(text.trim().as_bytes().to_vec())
+        self.checked(&text)
     }
 
     /// Replaces the key (what `cms previews revoke-all` does).
@@ -67,5 +83,26 @@ impl PreviewKeys for FsPreviewKeys {
     async fn rotate(&self) -> CoreResult<()> {
         let keys = self.clone();
         blocking::run(move || keys.rotate_blocking()).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_damaged_key_is_refused_and_revoke_all_makes_a_good_one() {
+        let state = tempfile::tempdir().unwrap();
+        let keys = FsPreviewKeys::new(state.path());
+        let first = keys.current_blocking().unwrap();
+        assert_eq!(first.len(), 64, "made on first use");
+        assert_eq!(keys.current_blocking().unwrap(), first, "then read back");
+        for damaged in ["", "\n", "abc\n", &"zz".repeat(32)] {
+            fs::write(state.path().join(PREVIEW_KEY_FILE), damaged).unwrap();
+            let error = keys.current_blocking().unwrap_err().to_string();
+            assert!(error.contains("revoke-all"), "{damaged:?}: {error}");
+        }
+        keys.rotate_blocking().unwrap();
+        assert_ne!(keys.current_blocking().unwrap(), first);
     }
 }

@@ -19,13 +19,24 @@ const ALLOW_METHODS: &str = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 const ALLOW_HEADERS: &str = "Authorization, Content-Type, If-Match, If-None-Match, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID";
 const EXPOSE_HEADERS: &str = "ETag, Location, WWW-Authenticate, Mcp-Session-Id";
 
-/// One log line per request. The query string is left out: it may carry `token=`.
+/// A request path as the log shows it: a preview link's token is a credential, so only
+/// the route is kept.
+fn logged_path(path: &str) -> String {
+    const PREVIEW: &str = "/cms/preview/";
+    match path.strip_prefix(PREVIEW) {
+        Some(token) if !token.is_empty() => format!("{PREVIEW}…"),
+        _ => path.to_owned(),
+    }
+}
+
+/// One log line per request. The query string is left out: it may carry `token=`, and
+/// so is a preview link's token (see [`logged_path`]).
 pub async fn log_request(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let started = Instant::now();
-    let (method, path) = (req.method().clone(), req.path().to_owned());
+    let (method, path) = (req.method().clone(), logged_path(req.path()));
     let response = next.call(req).await?.map_into_boxed_body();
     tracing::info!(
         %method,
@@ -95,4 +106,16 @@ pub async fn require_license(
         return Ok(req.into_response(error.error_response()));
     }
     Ok(next.call(req).await?.map_into_boxed_body())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::logged_path;
+
+    #[test]
+    fn preview_tokens_stay_out_of_the_log() {
+        assert_eq!(logged_path("/cms/preview/posts.1.hello.abcd"), "/cms/preview/…");
+        assert_eq!(logged_path("/cms/preview/"), "/cms/preview/");
+        assert_eq!(logged_path("/cms/collections/posts/items"), "/cms/collections/posts/items");
+    }
 }

@@ -11,6 +11,10 @@ pub enum ImageError {
     Animated { frames: usize },
     #[error("the file is not an image this server can decode: {0}")]
     Decode(String),
+    #[error(
+        "the variant would be {width} × {height} pixels, over the {max_side} pixels a side {format} holds; ask for a smaller w or h, or another format"
+    )]
+    TooLargeFor { width: u32, height: u32, format: &'static str, max_side: u32 },
     #[error("encoding the variant failed: {0}")]
     Encode(String),
     #[error("the image workers are busy ({0} renders waiting); try again in a moment")]

@@ -129,6 +129,9 @@ fn resize(
     Ok((canvas, g.width, g.height))
 }
 
+/// The longest side a WebP image can have.
+const WEBP_MAX_SIDE: u32 = 16_383;
+
 fn encode(
     pixels: &[u8],
     width: u32,
@@ -150,6 +153,14 @@ fn encode(
             .write_image(pixels, width, height, color)
             .map_err(encode_error)?,
         OutputFormat::Webp => {
+            if width > WEBP_MAX_SIDE || height > WEBP_MAX_SIDE {
+                return Err(ImageError::TooLargeFor {
+                    width,
+                    height,
+                    format: "WebP",
+                    max_side: WEBP_MAX_SIDE,
+                });
+            }
             let encoder = if alpha {
                 webp::Encoder::from_rgba(pixels, width, height)
             } else {
@@ -200,6 +211,15 @@ mod tests {
             render(b"GIF89a", &spec(None, None, Fit::Inside, OutputFormat::Png)),
             Err(ImageError::Decode(_))
         ));
+    }
+
+    #[test]
+    fn a_side_over_what_webp_holds_is_refused_not_failed() {
+        let tall = png(2, 16_400);
+        let error = render(&tall, &spec(None, None, Fit::Inside, OutputFormat::Webp)).unwrap_err();
+        assert!(matches!(error, ImageError::TooLargeFor { height: 16_400, .. }), "{error}");
+        assert!(matches!(cms_core::CoreError::from(error), cms_core::CoreError::Unprocessable(_)));
+        assert!(render(&tall, &spec(None, Some(100), Fit::Inside, OutputFormat::Webp)).is_ok());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Shareable preview links: a token that lets anyone holding it read one item (whatever
 //! its status or schedule) until it expires. Nothing is stored per link: the token is
-//! `{collection}.{expires}.{slug}.{mac}`, the MAC an HMAC-SHA256 (ring) of the first three
+//! `{collection slug}.{expires}.{slug}.{mac}`, the MAC an HMAC-SHA256 (ring) of the first three
 //! with the site's preview key. Rotating the key ends every link; renaming or deleting the
 //! item ends its links (the slug no longer names it).
 
@@ -45,7 +45,9 @@ impl Cms {
         })?;
         let expires =
             self.now().replace_nanosecond(0).unwrap_or(self.now()) + time::Duration::seconds(ttl as i64);
-        let signed = format!("{}.{}.{}", collection.index, expires.unix_timestamp(), name.slug());
+        // The collection by its slug, not its position: reordering `cms.yaml` must not
+        // point a link at another collection's item.
+        let signed = format!("{}.{}.{}", collection.slug, expires.unix_timestamp(), name.slug());
         let key = hmac::Key::new(hmac::HMAC_SHA256, &keys.current().await?);
         let mac = hex::encode(hmac::sign(&key, signed.as_bytes()).as_ref());
         Ok(PreviewLink { token: format!("{signed}.{mac}"), expires })
@@ -70,7 +72,7 @@ impl Cms {
         if self.now().unix_timestamp() >= expires {
             return Err(CoreError::Unauthorized("this preview link has expired; ask for a new one".into()));
         }
-        let collection = self.collection(collection).map_err(|_| refused())?;
+        let collection = self.collections.iter().find(|c| c.slug == collection).ok_or_else(refused)?;
         match self.read_item(collection, slug, &Viewer::Preview).await {
             Err(CoreError::NotFound(_)) => {
                 Err(CoreError::Unauthorized("this preview link's item was renamed or deleted".into()))

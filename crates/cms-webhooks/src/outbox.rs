@@ -7,7 +7,10 @@
 //! back and delivered again: at least once.
 //!
 //! Lines: `E <seq> <payload JSON>` and `D <seq>`. The file is rewritten with only the
-//! pending events when the sink starts, and emptied whenever nothing is pending.
+//! pending events when the sink starts, emptied whenever nothing is pending, and rewritten
+//! with only the pending events when it has grown past [`COMPACT_AFTER`] bytes and holds
+//! more than twice what they take (a receiver that stays down while new events keep
+//! coming, with retries spread over hours, would otherwise grow it without end).
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -26,14 +29,28 @@ pub const OUTBOX_FILE: &str = "webhook-outbox.log";
 /// How long a group of appended lines may wait for its fsync.
 pub const SYNC_EVERY: Duration = Duration::from_millis(20);
 
+/// Size past which the file is rewritten with only the pending events (see the module
+/// documentation).
+pub const COMPACT_AFTER: u64 = 1 << 20;
+
 pub struct Outbox {
     path: PathBuf,
-    file: Mutex<File>,
+    /// The append handle and what the file holds; locked for every change of either, so
+    /// that a rewrite never loses a line appended beside it.
+    file: Mutex<OutboxFile>,
     next_seq: AtomicU64,
     /// Lines appended since the last fsync.
     dirty: AtomicBool,
-    /// Events recorded and not yet done.
-    open: Mutex<usize>,
+}
+
+struct OutboxFile {
+    handle: File,
+    /// Bytes in the file.
+    len: u64,
+    /// The `E` line (with its newline) of every event recorded and not yet done.
+    pending: BTreeMap<u64, String>,
+    /// Bytes of those lines.
+    pending_len: u64,
 }
 
 impl Outbox {
@@ -67,16 +84,18 @@ impl Outbox {
                 _ => {}
             }
         }
-        let kept: String = pending.values().map(|(line, _)| format!("{line}\n")).collect();
+        let lines: BTreeMap<u64, String> =
+            pending.iter().map(|(seq, (line, _))| (*seq, format!("{line}\n"))).collect();
+        let kept: String = lines.values().map(String::as_str).collect();
         cms_fs::atomic::write_private(&path, kept.as_bytes())?;
-        let file = OpenOptions::new().append(true).mode(0o600).open(&path)?;
+        let handle = OpenOptions::new().append(true).mode(0o600).open(&path)?;
         let next_seq = pending.keys().next_back().map_or(1, |last| last + 1);
+        let len = kept.len() as u64;
         let outbox = Self {
             path,
-            file: Mutex::new(file),
+            file: Mutex::new(OutboxFile { handle, len, pending: lines, pending_len: len }),
             next_seq: AtomicU64::new(next_seq),
             dirty: AtomicBool::new(false),
-            open: Mutex::new(pending.len()),
         };
         Ok((outbox, pending.into_iter().map(|(seq, (_, event))| (seq, event)).collect()))
     }
@@ -85,38 +104,63 @@ impl Outbox {
     pub fn record(&self, event: &Event) -> u64 {
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
         let body = String::from_utf8_lossy(&crate::payload::body(event)).into_owned();
-        *lock(&self.open) += 1;
-        self.append(&format!("E {seq} {body}\n"));
+        let line = format!("E {seq} {body}\n");
+        let mut file = lock(&self.file);
+        self.append(&mut file, &line);
+        file.pending_len += line.len() as u64;
+        file.pending.insert(seq, line);
         seq
     }
 
     /// Records that every delivery of an event finished (logged); the file is emptied
-    /// when nothing is pending any more.
+    /// when nothing is pending any more, and rewritten when it has grown well past what is.
     pub fn done(&self, seq: u64) {
-        let mut open = lock(&self.open);
-        *open = open.saturating_sub(1);
-        if *open == 0 {
-            let file = lock(&self.file);
-            if file.set_len(0).is_ok() {
-                return;
-            }
+        let mut file = lock(&self.file);
+        if let Some(line) = file.pending.remove(&seq) {
+            file.pending_len -= line.len() as u64;
         }
-        drop(open);
-        self.append(&format!("D {seq}\n"));
+        if file.pending.is_empty() && file.handle.set_len(0).is_ok() {
+            file.len = 0;
+            return;
+        }
+        self.append(&mut file, &format!("D {seq}\n"));
+        if file.len > COMPACT_AFTER && file.len > 2 * file.pending_len {
+            self.compact(&mut file);
+        }
     }
 
-    fn append(&self, line: &str) {
-        let mut file = lock(&self.file);
-        if let Err(error) = file.write_all(line.as_bytes()) {
-            tracing::error!(%error, path = %self.path.display(), "cannot append to the webhook outbox");
+    fn append(&self, file: &mut OutboxFile, line: &str) {
+        match file.handle.write_all(line.as_bytes()) {
+            Ok(()) => file.len += line.len() as u64,
+            Err(error) => {
+                tracing::error!(%error, path = %self.path.display(), "cannot append to the webhook outbox")
+            }
         }
         self.dirty.store(true, Ordering::Release);
+    }
+
+    /// Replaces the file with the pending events only (written whole and fsynced, then
+    /// renamed over it), and appends to the new file from then on.
+    fn compact(&self, file: &mut OutboxFile) {
+        let kept: String = file.pending.values().map(String::as_str).collect();
+        let reopened = cms_fs::atomic::write_private(&self.path, kept.as_bytes())
+            .and_then(|()| OpenOptions::new().append(true).mode(0o600).open(&self.path));
+        match reopened {
+            Ok(handle) => {
+                file.handle = handle;
+                file.len = kept.len() as u64;
+            }
+            // The old file still holds every line: nothing is lost, it stays longer.
+            Err(error) => {
+                tracing::warn!(%error, path = %self.path.display(), "cannot compact the webhook outbox")
+            }
+        }
     }
 
     /// Fsyncs the appended lines, if any (the sync thread calls it every [`SYNC_EVERY`]).
     pub fn sync(&self) {
         if self.dirty.swap(false, Ordering::AcqRel) {
-            let file = lock(&self.file).try_clone();
+            let file = lock(&self.file).handle.try_clone();
             if let Err(error) = file.and_then(|f| f.sync_data()) {
                 tracing::error!(%error, "cannot fsync the webhook outbox");
             }
@@ -173,5 +217,35 @@ mod tests {
         assert_eq!(std::fs::read_to_string(dir.path().join(OUTBOX_FILE)).unwrap(), "", "emptied");
         let (_, pending) = Outbox::open(dir.path()).unwrap();
         assert!(pending.is_empty());
+    }
+
+    #[test]
+    fn a_file_that_grows_past_its_pending_events_is_rewritten_with_them_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let event = |filename: String| Event {
+            kind: EventKind::FileCreated,
+            timestamp: OffsetDateTime::from_unix_timestamp(1_767_225_600).unwrap(),
+            data: EventData::File { filename, folder: 1 },
+        };
+        let (outbox, _) = Outbox::open(dir.path()).unwrap();
+        // One event stays pending (its receiver is down) while many others come and go.
+        let stuck = outbox.record(&event("stuck.md".into()));
+        let path = dir.path().join(OUTBOX_FILE);
+        let mut largest = 0;
+        for i in 0..20_000 {
+            let seq = outbox.record(&event(format!("{i}.md")));
+            outbox.done(seq);
+            largest = largest.max(std::fs::metadata(&path).unwrap().len());
+        }
+        assert!(largest <= COMPACT_AFTER + 4096, "bounded: {largest} bytes");
+        let last = outbox.record(&event("last.md".into()));
+        drop(outbox);
+        let (outbox, pending) = Outbox::open(dir.path()).unwrap();
+        assert_eq!(
+            pending,
+            [(stuck, event("stuck.md".into())), (last, event("last.md".into()))],
+            "nothing pending lost, nothing done back"
+        );
+        drop(outbox);
     }
 }

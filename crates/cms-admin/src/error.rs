@@ -58,7 +58,7 @@ pub fn core_status(error: &CoreError) -> StatusCode {
     match error {
         CoreError::Invalid(_) => StatusCode::BAD_REQUEST,
         CoreError::NotFound(_) => StatusCode::NOT_FOUND,
-        CoreError::Conflict(_) => StatusCode::CONFLICT,
+        CoreError::Conflict(_) | CoreError::Stale(_) => StatusCode::CONFLICT,
         CoreError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
         CoreError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
         CoreError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,

@@ -18,6 +18,11 @@ pub enum CoreError {
     /// An `If-Match` precondition did not hold.
     #[error("{0}")]
     PreconditionFailed(String),
+    /// A conditional write found the stored file changed (or gone) since it was read: another
+    /// server sharing the storage, or an outside editor, wrote in between. Nothing was
+    /// written; reading again and retrying is safe (the facade retries item updates itself).
+    #[error("{0}")]
+    Stale(String),
     /// An input is over a configured limit (size, nesting, aliases).
     #[error("{0}")]
     TooLarge(String),

@@ -79,12 +79,19 @@ pub trait ContentStore: Send + Sync {
         name: &ItemFilename,
         bytes: &[u8],
     ) -> CoreResult<FileStamp>;
-    /// Replaces an existing file atomically (readers see the old or the new content).
+    /// Replaces an existing file atomically (readers see the old or the new content), but
+    /// only if it is still the file `expected` describes (same `change_token`; a remote
+    /// store compares its object version, e.g. S3 `If-Match` on the ETag). Otherwise nothing
+    /// is written and the error is `Stale`: so too when the file is gone (a replace never
+    /// creates), which lets the caller read again and see `NotFound` itself. Several servers
+    /// may share one store, so the facade's in-process locks alone cannot prevent a lost
+    /// update.
     async fn replace(
         &self,
         collection: &Collection,
         name: &ItemFilename,
         bytes: &[u8],
+        expected: &FileStamp,
     ) -> CoreResult<FileStamp>;
     /// Removes a file; `NotFound` if it does not exist.
     async fn delete(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<()>;

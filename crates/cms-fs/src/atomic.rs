@@ -35,6 +35,28 @@ pub fn write(path: &Path, bytes: &[u8], existing: Existing) -> io::Result<()> {
     write_with_mode(path, bytes, existing, mode)
 }
 
+/// Like [`write`] replacing the target, but `check` runs once the new content is staged
+/// and synced, just before the rename: if it says no, the target is left as it was (the
+/// staged file is removed) and the answer is `false`. A conditional replace compares the
+/// target's stamp there, so the window for an outside write is the rename alone.
+pub fn replace_checked(
+    path: &Path,
+    bytes: &[u8],
+    check: impl FnOnce() -> io::Result<bool>,
+) -> io::Result<bool> {
+    let mode = match fs::metadata(path) {
+        Ok(meta) => Mode::Exactly(meta.permissions()),
+        Err(_) => Mode::Create(PUBLIC_MODE),
+    };
+    let (dir, temp) = stage(path, &[bytes], mode)?;
+    if !check()? {
+        return Ok(false);
+    }
+    persist(temp, path, Existing::Replace)?;
+    sync_dir(dir)?;
+    Ok(true)
+}
+
 /// Writes a private state file (keys, users, license, history) atomically, mode 0600.
 pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_with_mode(path, bytes, Existing::Replace, Mode::Exactly(fs::Permissions::from_mode(0o600)))
@@ -63,6 +85,13 @@ fn write_with_mode(path: &Path, bytes: &[u8], existing: Existing, mode: Mode) ->
 }
 
 fn write_parts_with_mode(path: &Path, parts: &[&[u8]], existing: Existing, mode: Mode) -> io::Result<()> {
+    let (dir, temp) = stage(path, parts, mode)?;
+    persist(temp, path, existing)?;
+    sync_dir(dir)
+}
+
+/// The new content in a synced temporary file beside `path` (and that folder).
+fn stage<'p>(path: &'p Path, parts: &[&[u8]], mode: Mode) -> io::Result<(&'p Path, NamedTempFile)> {
     let dir = path.parent().ok_or_else(|| io::Error::other("a file path needs a parent folder"))?;
     fs::create_dir_all(dir)?;
     let mut builder = tempfile::Builder::new();
@@ -78,8 +107,7 @@ fn write_parts_with_mode(path: &Path, parts: &[&[u8]], existing: Existing, mode:
         temp.write_all(part)?;
     }
     temp.as_file().sync_all()?;
-    persist(temp, path, existing)?;
-    sync_dir(dir)
+    Ok((dir, temp))
 }
 
 fn persist(temp: NamedTempFile, path: &Path, existing: Existing) -> io::Result<()> {

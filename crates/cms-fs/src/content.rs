@@ -115,14 +115,32 @@ impl FsContentStore {
         stamp_of(&path, name)
     }
 
+    /// Replaces the file if it is still the one `expected` describes. The check is a stat
+    /// just before the rename, not a lock: an outside editor saving between that stat and
+    /// the rename (microseconds) is still overwritten, as before this check existed. This
+    /// server's own writes to one item never race here: the facade's per-item lock
+    /// serializes them.
     fn replace_blocking(
         &self,
         collection: &Collection,
         name: &ItemFilename,
         bytes: &[u8],
+        expected: &FileStamp,
     ) -> CoreResult<FileStamp> {
         let path = self.folder(collection)?.join(name.as_str());
-        atomic::write(&path, bytes, Existing::Replace).map_err(io_error(&path))?;
+        // Gone, or no longer a regular file (a symlink is never written through): stale too.
+        let unchanged = || match fs::symlink_metadata(&path) {
+            Ok(meta) => Ok(meta.is_file()
+                && stamp::from_metadata(name.as_str(), &meta).change_token == expected.change_token),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        };
+        if !atomic::replace_checked(&path, bytes, unchanged).map_err(io_error(&path))? {
+            return Err(CoreError::Stale(format!(
+                "item file {} changed on disk while it was being written; read it again and retry",
+                name.as_str()
+            )));
+        }
         stamp_of(&path, name)
     }
 
@@ -208,10 +226,11 @@ impl ContentStore for FsContentStore {
         collection: &Collection,
         name: &ItemFilename,
         bytes: &[u8],
+        expected: &FileStamp,
     ) -> CoreResult<FileStamp> {
-        let (store, collection, name, bytes) =
-            (self.clone(), collection.clone(), name.clone(), bytes.to_vec());
-        blocking::run(move || store.replace_blocking(&collection, &name, &bytes)).await
+        let (store, collection, name, bytes, expected) =
+            (self.clone(), collection.clone(), name.clone(), bytes.to_vec(), expected.clone());
+        blocking::run(move || store.replace_blocking(&collection, &name, &bytes, &expected)).await
     }
 
     async fn delete(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<()> {

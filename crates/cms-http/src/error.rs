@@ -39,7 +39,7 @@ impl ApiError {
             CoreError::PaymentRequired(_) => StatusCode::PAYMENT_REQUIRED,
             CoreError::Forbidden(_) => StatusCode::FORBIDDEN,
             CoreError::NotFound(_) => StatusCode::NOT_FOUND,
-            CoreError::Conflict(_) => StatusCode::CONFLICT,
+            CoreError::Conflict(_) | CoreError::Stale(_) => StatusCode::CONFLICT,
             CoreError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             CoreError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             CoreError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -80,5 +80,18 @@ impl ResponseError for ApiError {
             })),
             Shape::Editor => response.json(json!({ "error": self.message })),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_that_kept_finding_the_item_changed_is_a_conflict_with_the_reason() {
+        let message = "item \"one\" changed while it was being written; read it again and retry";
+        let error = ApiError::from_core(CoreError::Stale(message.into()), Shape::Editor);
+        assert_eq!(error.status, StatusCode::CONFLICT);
+        assert_eq!(error.message, message);
     }
 }

@@ -22,6 +22,10 @@ use crate::render;
 use crate::service::Cms;
 use crate::slug::{ItemFilename, ItemRef, Slug, slugify};
 
+/// How many times an update reads, merges and writes before it gives up on an item that
+/// keeps changing under it.
+const UPDATE_ATTEMPTS: usize = 8;
+
 impl Cms {
     // ---- items: reads ------------------------------------------------------------------
 
@@ -282,23 +286,39 @@ impl Cms {
     ) -> CoreResult<WriteOutcome> {
         item::validate_frontmatter(&update.fm)?;
         let item_ref = ItemRef::parse(item)?;
+        // The lock serializes this process's writes; another server sharing the store is
+        // caught by the conditional replace, and the whole cycle runs again on what it wrote.
         let _guard = self.item_locks.lock(collection.index, item_ref.slug()).await;
-        let (name, file) = self.load(collection, &item_ref).await?;
-        check_precondition(if_match, &file.bytes)?;
-        let mut doc = parse_stored(&name, &file)?;
-        doc.merge_frontmatter(update.fm);
-        doc.body = match (update.body, update.mode) {
-            (Some(body), _) => body,
-            (None, UpdateMode::Put) => String::new(),
-            (None, UpdateMode::Patch) => doc.body,
-        };
-        let bytes = encode(&doc)?;
-        self.snapshot(collection, &name, &file.bytes).await?;
-        let stamp = self.ports.content.replace(collection, &name, &bytes).await?;
-        self.publish(EventKind::FileUpdated, file_event(collection, &name));
-        let outcome = outcome(collection, &name, Some(&bytes));
-        self.index_written(collection, &name, &StoredFile { bytes, stamp });
-        Ok(outcome)
+        for _ in 0..UPDATE_ATTEMPTS {
+            let (name, file) = self.load(collection, &item_ref).await?;
+            check_precondition(if_match, &file.bytes)?;
+            let mut doc = parse_stored(&name, &file)?;
+            doc.merge_frontmatter(update.fm.clone());
+            doc.body = match (&update.body, update.mode) {
+                (Some(body), _) => body.clone(),
+                (None, UpdateMode::Put) => String::new(),
+                (None, UpdateMode::Patch) => doc.body,
+            };
+            let bytes = encode(&doc)?;
+            // A stale attempt's snapshot is still right: those bytes were current, and a
+            // retry over the same bytes adds no second entry (`snapshot` skips a repeat).
+            self.snapshot(collection, &name, &file.bytes).await?;
+            let stamp = match self.ports.content.replace(collection, &name, &bytes, &file.stamp).await {
+                Ok(stamp) => stamp,
+                Err(CoreError::Stale(_)) => continue,
+                Err(other) => return Err(other),
+            };
+            self.publish(EventKind::FileUpdated, file_event(collection, &name));
+            let outcome = outcome(collection, &name, Some(&bytes));
+            self.index_written(collection, &name, &StoredFile { bytes, stamp });
+            return Ok(outcome);
+        }
+        Err(CoreError::Stale(format!(
+            "item {:?} in collection {:?} changed while it was being written, {UPDATE_ATTEMPTS} times in a \
+             row (another server or an editor is writing it); read it again and retry",
+            item_ref.to_string(),
+            collection.slug
+        )))
     }
 
     pub async fn delete_item(

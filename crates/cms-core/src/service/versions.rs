@@ -77,7 +77,7 @@ impl Cms {
             Some(file) => {
                 check_precondition(if_match, &file.bytes)?;
                 self.snapshot(collection, &name, &file.bytes).await?;
-                let stamp = self.ports.content.replace(collection, &name, &bytes).await?;
+                let stamp = self.ports.content.replace(collection, &name, &bytes, &file.stamp).await?;
                 self.index_written(collection, &name, &StoredFile { bytes: bytes.clone(), stamp });
             }
             None => {

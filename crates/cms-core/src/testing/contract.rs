@@ -46,16 +46,32 @@ pub async fn content_store(store: &dyn ContentStore) {
     assert_eq!(scanned.len(), 1);
     assert_eq!(scanned[0], stamp, "a scan reports the stamp the write returned");
 
-    let replaced = store.replace(&c, &hello, b"three!").await.unwrap();
+    let replaced = store.replace(&c, &hello, b"three!", &stamp).await.unwrap();
     assert_ne!(replaced.change_token, stamp.change_token, "a replace changes the token");
     assert_eq!(store.read(&c, &hello).await.unwrap().unwrap().bytes, b"three!");
     assert_eq!(store.scan(&c).await.unwrap()[0].size, 6);
+    assert_eq!(store.read(&c, &hello).await.unwrap().unwrap().stamp, replaced, "a read gives the stamp");
+
+    // Conditional: a stamp from before the last write is stale, and nothing is written.
+    assert!(
+        matches!(store.replace(&c, &hello, b"lost", &stamp).await, Err(CoreError::Stale(_))),
+        "a replace with a stale stamp is refused"
+    );
+    assert_eq!(store.read(&c, &hello).await.unwrap().unwrap().bytes, b"three!");
+    let current = store.read(&c, &hello).await.unwrap().unwrap().stamp;
+    let again = store.replace(&c, &hello, b"four", &current).await.unwrap();
+    assert_eq!(store.read(&c, &hello).await.unwrap().unwrap().bytes, b"four");
 
     assert!(store.read(&c, &name("missing.md")).await.unwrap().is_none());
     assert!(matches!(store.delete(&c, &name("missing.md")).await, Err(CoreError::NotFound(_))));
     store.delete(&c, &hello).await.unwrap();
     assert!(store.read(&c, &hello).await.unwrap().is_none());
     assert!(store.scan(&c).await.unwrap().is_empty());
+    assert!(
+        matches!(store.replace(&c, &hello, b"back", &again).await, Err(CoreError::Stale(_))),
+        "a replace of a file deleted since it was read is stale"
+    );
+    assert!(store.read(&c, &hello).await.unwrap().is_none(), "a replace never creates");
 
     let other = Collection { index: 1, path: "content/pages".into(), ..posts() };
     store.create(&other, &name("about.md"), b"x").await.unwrap();

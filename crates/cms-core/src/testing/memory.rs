@@ -129,10 +129,16 @@ impl ContentStore for MemoryContentStore {
         collection: &Collection,
         name: &ItemFilename,
         bytes: &[u8],
+        expected: &FileStamp,
     ) -> CoreResult<FileStamp> {
         let mut files = self.files.lock().unwrap();
+        let key = Self::key(collection, name);
+        // Checked and written under one lock: exact, like a store's compare-and-swap.
+        if files.get(&key).is_none_or(|file| file.stamp.change_token != expected.change_token) {
+            return Err(stale(name));
+        }
         let stamp = self.stamp(name.as_str(), bytes.len());
-        files.insert(Self::key(collection, name), StoredFile { bytes: bytes.to_vec(), stamp: stamp.clone() });
+        files.insert(key, StoredFile { bytes: bytes.to_vec(), stamp: stamp.clone() });
         Ok(stamp)
     }
 
@@ -142,6 +148,13 @@ impl ContentStore for MemoryContentStore {
             None => Err(CoreError::not_found(format!("{} does not exist", name.as_str()))),
         }
     }
+}
+
+fn stale(name: &ItemFilename) -> CoreError {
+    CoreError::Stale(format!(
+        "item file {} changed while it was being written; read it again and retry",
+        name.as_str()
+    ))
 }
 
 /// The memory store reports changes through [`MemoryContentStore::take_changes`] rather

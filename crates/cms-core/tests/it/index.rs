@@ -347,8 +347,9 @@ impl ContentStore for Interleaving {
         collection: &Collection,
         name: &ItemFilename,
         bytes: &[u8],
+        expected: &FileStamp,
     ) -> cms_core::CoreResult<FileStamp> {
-        self.counted(self.inner.replace(collection, name, bytes)).await
+        self.counted(self.inner.replace(collection, name, bytes, expected)).await
     }
 
     async fn delete(&self, collection: &Collection, name: &ItemFilename) -> cms_core::CoreResult<()> {

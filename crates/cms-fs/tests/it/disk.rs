@@ -2,6 +2,7 @@ use std::fs;
 use std::os::unix::fs::symlink;
 use std::sync::Arc;
 
+use cms_core::CoreError;
 use cms_core::collection::Collection;
 use cms_core::config::{CollectionConfig, SiteConfig};
 use cms_core::license::Feature;
@@ -213,12 +214,47 @@ async fn stat_agrees_with_scan_and_read_and_never_follows_links() {
     let stat = store.stat(&posts(), &name("a.md")).await.unwrap().unwrap();
     assert_eq!(store.scan(&posts()).await.unwrap(), std::slice::from_ref(&stat));
     assert_eq!(store.read(&posts(), &name("a.md")).await.unwrap().unwrap().stamp, stat);
-    let written = store.replace(&posts(), &name("a.md"), b"two").await.unwrap();
+    let written = store.replace(&posts(), &name("a.md"), b"two", &stat).await.unwrap();
     assert_ne!(written.change_token, stat.change_token);
     assert_eq!(store.stat(&posts(), &name("a.md")).await.unwrap(), Some(written));
     for absent in ["leak.md", "dir.md", "missing.md"] {
         assert!(store.stat(&posts(), &name(absent)).await.unwrap().is_none(), "{absent}");
     }
+}
+
+/// A replace is conditional on the stamp read: an editor's save (in place or by rename)
+/// after the read makes it stale and keeps the editor's content; a file turned into a
+/// symlink is stale too, and is not written through.
+#[tokio::test]
+async fn a_replace_after_an_outside_edit_is_stale_and_keeps_the_edit() {
+    let site = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let folder = site.path().join("content/posts");
+    fs::create_dir_all(&folder).unwrap();
+    fs::write(folder.join("a.md"), "one").unwrap();
+    let store = FsContentStore::new(site.path());
+
+    let read = store.read(&posts(), &name("a.md")).await.unwrap().unwrap();
+    fs::write(folder.join("a.md"), "edited").unwrap();
+    let stale = store.replace(&posts(), &name("a.md"), b"mine", &read.stamp).await;
+    assert!(matches!(stale, Err(CoreError::Stale(_))), "{stale:?}");
+    assert_eq!(fs::read(folder.join("a.md")).unwrap(), b"edited");
+    assert_eq!(staging_leftovers(&folder), 0, "the staged file is removed");
+
+    let read = store.read(&posts(), &name("a.md")).await.unwrap().unwrap();
+    fs::remove_file(folder.join("a.md")).unwrap();
+    fs::write(outside.path().join("x.md"), "x").unwrap();
+    symlink(outside.path().join("x.md"), folder.join("a.md")).unwrap();
+    let stale = store.replace(&posts(), &name("a.md"), b"mine", &read.stamp).await;
+    assert!(matches!(stale, Err(CoreError::Stale(_))), "{stale:?}");
+    assert_eq!(fs::read(outside.path().join("x.md")).unwrap(), b"x");
+}
+
+fn staging_leftovers(folder: &std::path::Path) -> usize {
+    fs::read_dir(folder)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with(".cms-tmp-"))
+        .count()
 }
 
 /// `read_many` answers in the order asked (across its parallel readers), and one file's

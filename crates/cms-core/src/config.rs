@@ -29,6 +29,104 @@ pub struct SiteConfig {
     /// Responsive images (see `crate::images`).
     #[serde(default)]
     pub images: crate::images::ImagesConfig,
+    /// Where content, media and shared state live: the site folder (the default) or a
+    /// bucket.
+    #[serde(default)]
+    pub storage: StorageConfig,
+}
+
+/// `storage:` in `cms.yaml`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum StorageConfig {
+    /// The site folder holding `cms.yaml`.
+    #[default]
+    Fs,
+    /// An S3-compatible bucket; the folder holding `cms.yaml` keeps only this node's
+    /// caches. Credentials come from the environment (`AWS_ACCESS_KEY_ID`,
+    /// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), never from the file.
+    S3(S3StorageConfig),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct S3StorageConfig {
+    pub bucket: String,
+    /// The store's URL (`http://127.0.0.1:8333`); AWS's own endpoint when absent.
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    /// Keys start with this (`sites/blog`); the bucket's root when empty.
+    #[serde(default)]
+    pub prefix: String,
+    #[serde(default = "default_region")]
+    pub region: String,
+    /// How often each node reads the others' change journal (milliseconds).
+    #[serde(default = "default_poll_ms")]
+    pub poll_ms: u64,
+    /// How often each node compares every collection whole, for writes made without a
+    /// node (`aws s3 sync`); seconds.
+    #[serde(default = "default_rescan_secs")]
+    pub rescan_secs: u64,
+    /// How old the users, keys, license and theme kept in memory may get before they are
+    /// checked again (milliseconds): the bound on a key revocation reaching every node.
+    #[serde(default = "default_state_max_age_ms")]
+    pub state_max_age_ms: u64,
+}
+
+impl S3StorageConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |m: String| Err(ConfigError::Invalid(m));
+        if self.bucket.is_empty() || self.bucket.contains(['/', ' ']) {
+            return invalid(format!("storage.bucket must be a bucket name, got {:?}", self.bucket));
+        }
+        if let Some(endpoint) = &self.endpoint
+            && !(endpoint.starts_with("https://") || endpoint.starts_with("http://"))
+        {
+            return invalid(format!("storage.endpoint must be an http(s) URL, got {endpoint:?}"));
+        }
+        let prefix = self.prefix.trim_matches('/');
+        if prefix
+            .split('/')
+            .any(|segment| segment == ".." || segment == "." || (segment.is_empty() && !prefix.is_empty()))
+        {
+            return invalid(format!(
+                "storage.prefix must be a plain key prefix like sites/blog, got {:?}",
+                self.prefix
+            ));
+        }
+        if !(50..=60_000).contains(&self.poll_ms) {
+            return invalid(format!("storage.poll_ms must be between 50 and 60000, got {}", self.poll_ms));
+        }
+        if !(1..=86_400).contains(&self.rescan_secs) {
+            return invalid(format!(
+                "storage.rescan_secs must be between 1 and 86400, got {}",
+                self.rescan_secs
+            ));
+        }
+        if self.state_max_age_ms > 60_000 {
+            return invalid(format!(
+                "storage.state_max_age_ms must be at most 60000, got {}",
+                self.state_max_age_ms
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn default_region() -> String {
+    "us-east-1".into()
+}
+
+fn default_poll_ms() -> u64 {
+    500
+}
+
+fn default_rescan_secs() -> u64 {
+    60
+}
+
+fn default_state_max_age_ms() -> u64 {
+    1000
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -191,6 +289,9 @@ impl SiteConfig {
 
     fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |m: String| Err(ConfigError::Invalid(m));
+        if let StorageConfig::S3(s3) = &self.storage {
+            s3.validate()?;
+        }
         if !(self.site.url.starts_with("https://") || self.site.url.starts_with("http://")) {
             return invalid(format!("site.url must be an absolute http(s) URL, got {:?}", self.site.url));
         }
@@ -341,6 +442,27 @@ mod tests {
         let c = SiteConfig::from_yaml(MINIMAL).unwrap();
         assert_eq!((c.site.per_page, c.site.max_per_page), (10, 100));
         assert_eq!((c.limits.json_bytes, c.versions.keep), (1024 * 1024, 50));
+    }
+
+    #[test]
+    fn storage_is_a_folder_or_a_bucket_without_credentials() {
+        assert_eq!(SiteConfig::from_yaml(MINIMAL).unwrap().storage, StorageConfig::Fs);
+        let text =
+            format!("{MINIMAL}storage:\n  kind: s3\n  bucket: site\n  endpoint: http://127.0.0.1:9000\n");
+        let StorageConfig::S3(s3) = SiteConfig::from_yaml(&text).unwrap().storage else { panic!("s3") };
+        assert_eq!((s3.bucket.as_str(), s3.region.as_str(), s3.poll_ms), ("site", "us-east-1", 500));
+        let refused = [
+            ("storage:\n  kind: ftp\n", "ftp"),
+            ("storage:\n  kind: s3\n", "bucket"),
+            ("storage:\n  kind: s3\n  bucket: b\n  secret_access_key: x\n", "secret_access_key"),
+            ("storage:\n  kind: s3\n  bucket: b\n  endpoint: 127.0.0.1:9000\n", "storage.endpoint"),
+            ("storage:\n  kind: s3\n  bucket: b\n  prefix: a/../b\n", "storage.prefix"),
+            ("storage:\n  kind: s3\n  bucket: b\n  poll_ms: 0\n", "storage.poll_ms"),
+        ];
+        for (case, named) in refused {
+            let message = SiteConfig::from_yaml(&format!("{MINIMAL}{case}")).unwrap_err().to_string();
+            assert!(message.contains(named), "{case}: {message}");
+        }
     }
 
     #[test]

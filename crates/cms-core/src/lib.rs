@@ -27,6 +27,7 @@ pub mod session;
 pub mod sitepath;
 pub mod slug;
 pub mod snapshot;
+pub mod state_rows;
 pub mod theme;
 pub mod urls;
 

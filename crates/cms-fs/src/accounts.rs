@@ -2,10 +2,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use cms_core::account::{KeyRecord, Role, User};
+use cms_core::CoreResult;
+use cms_core::account::{KeyRecord, User};
 use cms_core::ports::{KeyStore, UserStore};
-use cms_core::{CoreError, CoreResult};
-use serde::{Deserialize, Serialize};
+use cms_core::state_rows::{self, KEYS_FILE, KeyRow, USERS_FILE, UserRow};
 
 use crate::blocking;
 use crate::state_file::{read_rows, write_rows};
@@ -29,45 +29,10 @@ struct Files {
     keys: PathBuf,
 }
 
-#[derive(Serialize, Deserialize)]
-struct UserRow {
-    email: String,
-    role: String,
-    created: i64,
-    /// The argon2id hash (PHC string) of the web editor password, when one is set.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    password: Option<String>,
-}
-
-impl UserRow {
-    fn user(&self, file: &Path) -> CoreResult<User> {
-        let role: Role = self
-            .role
-            .parse()
-            .map_err(|e: CoreError| CoreError::Corrupt(format!("{}: {e}", file.display())))?;
-        Ok(User { email: self.email.clone(), role, created: self.created })
-    }
-}
-
-#[derive(Serialize, Deserialize)]
-struct KeyRow {
-    id: String,
-    name: String,
-    email: String,
-    sha256: String,
-    created: i64,
-}
-
-impl KeyRow {
-    fn from_record(k: KeyRecord) -> Self {
-        Self { id: k.id, name: k.name, email: k.email, sha256: k.hash, created: k.created }
-    }
-}
-
 impl FsAccounts {
     pub fn new(state_dir: &Path) -> Self {
         Self {
-            files: Arc::new(Files { users: state_dir.join("users.yaml"), keys: state_dir.join("keys.yaml") }),
+            files: Arc::new(Files { users: state_dir.join(USERS_FILE), keys: state_dir.join(KEYS_FILE) }),
             write_lock: Arc::default(),
         }
     }
@@ -89,49 +54,36 @@ impl FsAccounts {
 
 impl Files {
     fn list_users(&self) -> CoreResult<Vec<User>> {
-        read_rows::<UserRow>(&self.users)?.iter().map(|row| row.user(&self.users)).collect()
+        let file = self.users.display().to_string();
+        read_rows::<UserRow>(&self.users)?.iter().map(|row| row.user(&file)).collect()
     }
 
     fn find_user_with_password(&self, email: &str) -> CoreResult<Option<(User, Option<String>)>> {
         let rows: Vec<UserRow> = read_rows(&self.users)?;
         match rows.into_iter().find(|r| r.email == email) {
-            Some(row) => Ok(Some((row.user(&self.users)?, row.password))),
+            Some(row) => Ok(Some((row.user(&self.users.display().to_string())?, row.password))),
             None => Ok(None),
         }
     }
 
-    /// Adds or replaces a user; a replaced user keeps their password.
     fn put_user(&self, user: User) -> CoreResult<()> {
         let mut rows: Vec<UserRow> = read_rows(&self.users)?;
-        let mut row = UserRow {
-            email: user.email,
-            role: user.role.as_str().into(),
-            created: user.created,
-            password: None,
-        };
-        match rows.iter_mut().find(|r| r.email == row.email) {
-            Some(existing) => {
-                row.password = existing.password.take();
-                *existing = row;
-            }
-            None => rows.push(row),
-        }
+        state_rows::put_user(&mut rows, user);
         write_rows(&self.users, &rows)
     }
 
     fn set_password_hash(&self, email: &str, hash: String) -> CoreResult<bool> {
         let mut rows: Vec<UserRow> = read_rows(&self.users)?;
-        let Some(row) = rows.iter_mut().find(|r| r.email == email) else { return Ok(false) };
-        row.password = Some(hash);
+        if !state_rows::set_password_hash(&mut rows, email, hash) {
+            return Ok(false);
+        }
         write_rows(&self.users, &rows)?;
         Ok(true)
     }
 
     fn remove_user(&self, email: &str) -> CoreResult<bool> {
         let mut rows: Vec<UserRow> = read_rows(&self.users)?;
-        let before = rows.len();
-        rows.retain(|r| r.email != email);
-        if rows.len() == before {
+        if !state_rows::remove_user(&mut rows, email) {
             return Ok(false);
         }
         write_rows(&self.users, &rows)?;
@@ -139,15 +91,12 @@ impl Files {
     }
 
     fn list_keys(&self) -> CoreResult<Vec<KeyRecord>> {
-        Ok(read_rows::<KeyRow>(&self.keys)?
-            .into_iter()
-            .map(|r| KeyRecord { id: r.id, name: r.name, email: r.email, hash: r.sha256, created: r.created })
-            .collect())
+        Ok(read_rows::<KeyRow>(&self.keys)?.into_iter().map(KeyRecord::from).collect())
     }
 
     fn add_key(&self, key: KeyRecord) -> CoreResult<()> {
         let mut rows: Vec<KeyRow> = read_rows(&self.keys)?;
-        rows.push(KeyRow::from_record(key));
+        rows.push(KeyRow::from(key));
         write_rows(&self.keys, &rows)
     }
 }
@@ -201,7 +150,7 @@ impl KeyStore for FsAccounts {
         let files = self.files.clone();
         let keys = blocking::run(move || files.list_keys()).await?;
         let before = keys.len();
-        let kept: Vec<KeyRow> = keys.into_iter().filter(|k| !doomed(k)).map(KeyRow::from_record).collect();
+        let kept: Vec<KeyRow> = keys.into_iter().filter(|k| !doomed(k)).map(KeyRow::from).collect();
         let removed = before - kept.len();
         if removed > 0 {
             let files = self.files.clone();

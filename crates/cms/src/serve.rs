@@ -42,7 +42,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         open.config.limits.upload_bytes,
         open.config.limits.json_bytes,
     ));
-    let root = open.root.display().to_string();
+    let storage = open.storage.clone();
     let cms = open.cms.clone();
     // The AI-agent endpoint's transport: made once, so that its sessions are shared by
     // every worker.
@@ -74,7 +74,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         if let Some(address) = server.addrs().first() {
             say(format_args!("web editor: http://{address}/admin/"));
         }
-        say(format_args!("site folder: {root}"));
+        say(format_args!("{storage}"));
         say(format_args!("indexed {items} items in {:.2} s", took.as_secs_f64()));
         if let Some((key, password)) = &first_key {
             say(format_args!(

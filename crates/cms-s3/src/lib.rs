@@ -103,11 +103,14 @@ impl S3Site {
             setting: "bucket",
             message: format!("cannot make an S3 client: {e}"),
         })?;
-        let io = Arc::new(
-            IoRuntime::start().map_err(|e| S3Error::Setting { setting: "kind", message: e.to_string() })?,
+        let description = format!(
+            "s3://{}/{} ({})",
+            config.bucket,
+            config.prefix.trim_matches('/'),
+            config.endpoint.as_deref().unwrap_or("AWS")
         );
-        let bucket = Bucket::new(Arc::new(store), &config.prefix, io);
-        bucket.check_blocking().map_err(|e| S3Error::Setting {
+        let site = Self::with_store(Arc::new(store), config, description)?;
+        site.bucket.check_blocking().map_err(|e| S3Error::Setting {
             setting: "endpoint",
             message: format!(
                 "bucket {:?} at {} does not answer a listing ({e}); check storage.endpoint, storage.bucket and the AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY environment variables",
@@ -115,15 +118,25 @@ impl S3Site {
                 config.endpoint.as_deref().unwrap_or("AWS")
             ),
         })?;
+        Ok(site)
+    }
+
+    /// A site on any `object_store` store (object_store's `InMemory` in tests, another
+    /// cloud's store), with the prefix and timings of `config` (its bucket, endpoint and
+    /// region are the store's business). Conditional writes are only as good as the
+    /// store's: one that ignores `If-Match` lets the last of two concurrent writes win.
+    pub fn with_store(
+        store: Arc<dyn object_store::ObjectStore>,
+        config: &S3StorageConfig,
+        description: String,
+    ) -> Result<Self, S3Error> {
+        let io = Arc::new(
+            IoRuntime::start().map_err(|e| S3Error::Setting { setting: "kind", message: e.to_string() })?,
+        );
+        let bucket = Bucket::new(store, &config.prefix, io);
         let journal = Arc::new(
             Journal::new(bucket.clone())
                 .map_err(|e| S3Error::Setting { setting: "kind", message: e.to_string() })?,
-        );
-        let description = format!(
-            "s3://{}/{} ({})",
-            config.bucket,
-            config.prefix.trim_matches('/'),
-            config.endpoint.as_deref().unwrap_or("AWS")
         );
         let state_max_age = Duration::from_millis(config.state_max_age_ms);
         Ok(Self {

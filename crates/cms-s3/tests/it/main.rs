@@ -4,6 +4,7 @@
 
 mod contract;
 mod nodes;
+mod stores;
 
 use cms_s3::S3Site;
 

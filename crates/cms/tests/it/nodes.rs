@@ -196,7 +196,8 @@ fn three_nodes_on_one_bucket_are_one_site() {
         loop {
             let (status, item) = server.get("/cms/collections/posts/items/shared", Some(&key));
             assert_eq!(status, 200, "{item}");
-            let missing: Vec<usize> = (0..48).filter(|w| item["data"]["frontmatter"][format!("w{w}")] != json!(w)).collect();
+            let missing: Vec<usize> =
+                (0..48).filter(|w| item["data"]["frontmatter"][format!("w{w}")] != json!(w)).collect();
             if missing.is_empty() {
                 assert_eq!(item["data"]["title"], "Shared");
                 break;

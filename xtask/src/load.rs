@@ -7,6 +7,7 @@ mod client;
 pub mod images;
 mod process;
 mod report;
+pub mod s3;
 mod sitegen;
 mod writes;
 mod wrk;
@@ -43,7 +44,7 @@ adapter, the 100 MB upload memory check), which fail on their own targets.
 
 /// How long a server may take from spawn to its first good answer. Past this the size's
 /// cases are skipped (and its targets missed) rather than waited for.
-const STARTUP_DEADLINE: Duration = Duration::from_secs(120);
+pub(crate) const STARTUP_DEADLINE: Duration = Duration::from_secs(120);
 /// One probe of a case's route before wrk loads it (a slow server may need long).
 const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long to wait for the server to finish the previous case's abandoned requests.
@@ -138,7 +139,7 @@ pub fn run(root: &Path, options: &Options) -> anyhow::Result<usize> {
 
 /// The hello-JSON server (`xtask hello`, release build) under the same wrk settings; and
 /// the same server sending a prepared body of [`REFERENCE_BODY_BYTES`], for reference.
-fn measure_ceiling(
+pub(crate) fn measure_ceiling(
     hello: &Path,
     wrk: &wrk::Settings,
     logs: &Path,
@@ -215,7 +216,7 @@ fn start_cms(cms: &Path, site: &BenchSite, logs: &Path) -> anyhow::Result<Server
     Server::start(&mut command, "cms serve", &log, STARTUP_DEADLINE)
 }
 
-fn settle(server: &Server) {
+pub(crate) fn settle(server: &Server) {
     if !server.wait_until_idle(SETTLE_LIMIT) {
         eprintln!("warning: the server was still busy after {} s; measuring anyway", SETTLE_LIMIT.as_secs());
     }
@@ -236,7 +237,7 @@ fn wait_for_snapshot(server: &Server, snapshots: &Path) {
 }
 
 /// Polls the default list until it answers 200; the time since spawn.
-fn wait_for_first_list(server: &Server) -> Result<Duration, String> {
+pub(crate) fn wait_for_first_list(server: &Server) -> Result<Duration, String> {
     let url = format!("{}{}", server.base, Case::ListDefault.path(""));
     let mut last_problem = String::from("no answer");
     while server.started.elapsed() < STARTUP_DEADLINE {
@@ -252,7 +253,7 @@ fn wait_for_first_list(server: &Server) -> Result<Duration, String> {
 }
 
 /// Checks the route answers 200, then loads it with wrk.
-fn run_case(
+pub(crate) fn run_case(
     case: Case,
     server: &Server,
     site: &BenchSite,

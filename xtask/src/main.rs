@@ -15,6 +15,8 @@ const USAGE: &str = "usage: cargo xtask <ci|bench|contract>
   ci        fmt check, clippy -D warnings, all tests, the OpenAPI contract check
   bench     benchmarks with their targets (`cargo xtask bench --help` for options)
   bench-images  the image variant figures (24 MP JPEG to WebP, PNG bomb, cache hits)
+  bench-s3  the 10,000-item site in a bucket (SeaweedFS on loopback): reads, writes,
+            and how soon a write through one node shows on another [--duration SECS]
   contract  schemathesis against a server on a copy of the demo site";
 
 fn main() -> anyhow::Result<()> {
@@ -25,6 +27,7 @@ fn main() -> anyhow::Result<()> {
         "ci" => ci(),
         "bench" => bench(&rest),
         "bench-images" => bench_images(),
+        "bench-s3" => bench_s3(&rest),
         "contract" => contract::run(&workspace_root(), &rest),
         // Not in the usage: the ceiling server that `bench` starts as a child process.
         "hello" => hello::run(&rest),
@@ -67,6 +70,27 @@ fn bench_images() -> anyhow::Result<()> {
         return Ok(());
     }
     load::images::run(&root)
+}
+
+/// The bucket figures, on release builds (see `load/s3.rs`).
+fn bench_s3(args: &[String]) -> anyhow::Result<()> {
+    let root = workspace_root();
+    if cfg!(debug_assertions) {
+        cargo(&["build", "--release", "--locked", "-p", "cms", "-p", "xtask"])?;
+        let status = Command::new(root.join("target/release/xtask")).arg("bench-s3").args(args).status()?;
+        if !status.success() {
+            std::process::exit(status.code().unwrap_or(130));
+        }
+        return Ok(());
+    }
+    let duration = match args {
+        [] => std::time::Duration::from_secs(5),
+        [flag, seconds] if flag == "--duration" => std::time::Duration::from_secs(
+            seconds.trim_end_matches('s').parse().context("--duration takes seconds")?,
+        ),
+        _ => bail!("usage: cargo xtask bench-s3 [--duration SECS]"),
+    };
+    load::s3::run(&root, duration)
 }
 
 /// `cargo xtask` is a debug build. The load benchmark runs in a release build of this

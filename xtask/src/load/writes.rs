@@ -72,7 +72,7 @@ pub fn measure(base: &str, site: &BenchSite) -> anyhow::Result<WriteFigures> {
 
 /// One thread per slug, each with its own connection, `PATCH`ing its item for
 /// `WRITE_TIME`.
-fn run_writers(base: &str, key: &str, slugs: &[String]) -> Writes {
+pub fn run_writers(base: &str, key: &str, slugs: &[String]) -> Writes {
     let started = Instant::now();
     let deadline = started + WRITE_TIME;
     // A new value on every write and every run, so that every write changes the file.

@@ -5,6 +5,7 @@
 //! Changes are read-modify-write cycles with `If-Match` (or `If-None-Match: *` for a new
 //! object), repeated when another node wrote in between: no node's change is lost.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,9 @@ pub(crate) struct StateObject<T> {
     max_age: Duration,
     decode: Decode<T>,
     cache: Mutex<Option<Cached<T>>>,
+    /// Bumped by every write here: a fetch that began before a write must not keep what it
+    /// read (this node reads its own writes).
+    generation: AtomicU64,
 }
 
 struct Cached<T> {
@@ -35,7 +39,7 @@ struct Cached<T> {
 
 impl<T: Send + Sync + 'static> StateObject<T> {
     pub(crate) fn new(bucket: Bucket, key: String, max_age: Duration, decode: Decode<T>) -> Self {
-        Self { bucket, key, max_age, decode, cache: Mutex::new(None) }
+        Self { bucket, key, max_age, decode, cache: Mutex::new(None), generation: AtomicU64::new(0) }
     }
 
     pub(crate) fn key(&self) -> &str {
@@ -45,6 +49,7 @@ impl<T: Send + Sync + 'static> StateObject<T> {
     /// The value, fetched again only when the one kept is older than `max_age` and the
     /// object changed since.
     pub(crate) async fn get(&self) -> CoreResult<Arc<T>> {
+        let generation = self.generation.load(Ordering::Acquire);
         let known_etag = {
             let cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
             match cache.as_ref() {
@@ -53,31 +58,37 @@ impl<T: Send + Sync + 'static> StateObject<T> {
                 None => None,
             }
         };
-        let fetched = self.bucket.get_unless(&self.key, known_etag).await?;
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        match fetched {
-            // Not modified.
-            Some((None, _)) if cache.is_some() => {
-                let cached = cache.as_mut().expect("checked");
-                cached.checked = Instant::now();
-                Ok(cached.value.clone())
-            }
-            Some((bytes, meta)) => {
-                let value = Arc::new((self.decode)(&self.key, Some(bytes.as_deref().unwrap_or_default()))?);
-                *cache = Some(Cached { etag: meta.e_tag, value: value.clone(), checked: Instant::now() });
-                Ok(value)
-            }
-            None => {
-                let value = Arc::new((self.decode)(&self.key, None)?);
-                *cache = Some(Cached { etag: None, value: value.clone(), checked: Instant::now() });
-                Ok(value)
-            }
+        let mut fetched = self.bucket.get_unless(&self.key, known_etag).await?;
+        if matches!(fetched, Some((None, _)))
+            && self.cache.lock().unwrap_or_else(|p| p.into_inner()).is_none()
+        {
+            // Not modified, but the value kept was forgotten meanwhile (a write here).
+            fetched = self.bucket.get_unless(&self.key, None).await?;
         }
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let value = match fetched {
+            Some((None, _)) => match cache.as_mut() {
+                Some(cached) => {
+                    cached.checked = Instant::now();
+                    return Ok(cached.value.clone());
+                }
+                None => return Err(CoreError::internal(&self.key, "not modified, and nothing kept")),
+            },
+            Some((Some(bytes), meta)) => (meta.e_tag, (self.decode)(&self.key, Some(&bytes))?),
+            None => (None, (self.decode)(&self.key, None)?),
+        };
+        let (etag, value) = (value.0, Arc::new(value.1));
+        if self.generation.load(Ordering::Acquire) == generation {
+            *cache = Some(Cached { etag, value: value.clone(), checked: Instant::now() });
+        }
+        Ok(value)
     }
 
     /// Forgets the value kept, so that the next `get` asks the store.
     pub(crate) fn expire(&self) {
-        *self.cache.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        *cache = None;
     }
 
     /// Applies `change` to the current bytes (`None`: no object yet) and writes the result

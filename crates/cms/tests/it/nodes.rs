@@ -225,3 +225,34 @@ fn three_nodes_on_one_bucket_are_one_site() {
         }
     }
 }
+
+#[test]
+fn a_bucket_that_does_not_answer_stops_the_start_naming_the_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = fs::read_to_string(Path::new(DEMO).join("cms.yaml")).unwrap();
+    // Port 9 (discard) on loopback: nothing listens, the connection is refused.
+    let storage = "storage:\n  kind: s3\n  bucket: nowhere\n  endpoint: http://127.0.0.1:9\n";
+    fs::write(dir.path().join("cms.yaml"), format!("{config}{storage}")).unwrap();
+    let started = Instant::now();
+    let output = with_credentials(Command::new(BIN).arg("--site").arg(dir.path()).args(["keys", "list"]))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("storage.endpoint") && stderr.contains("nowhere"), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
+
+    fs::write(
+        dir.path().join("cms.yaml"),
+        format!("{config}storage:\n  kind: s3\n  bucket: b\n  access_key_id: x\n"),
+    )
+    .unwrap();
+    let output = with_credentials(Command::new(BIN).arg("--site").arg(dir.path()).args(["keys", "list"]))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success() && stderr.contains("access_key_id"),
+        "credentials never in the file: {stderr}"
+    );
+}

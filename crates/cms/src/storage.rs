@@ -32,6 +32,7 @@ pub struct CopyArgs {
     /// The S3 endpoint (http://127.0.0.1:8333); AWS's own when absent.
     #[arg(long)]
     endpoint: Option<String>,
+    /// The bucket's region.
     #[arg(long, default_value = "us-east-1")]
     region: String,
     /// Copy into a folder or prefix that is not empty: files of the same name are replaced,
@@ -45,13 +46,17 @@ pub fn run(StorageCommand::Copy(args): StorageCommand) -> anyhow::Result<()> {
     let to = Side::parse("--to", &args.to, &args)?;
     let (folder, site, copied) = match (from, to) {
         (Side::Folder(folder), Side::Bucket(config)) => {
+            if !folder.is_dir() {
+                bail!("{} is not a folder", folder.display());
+            }
             let site = connect(&config)?;
             let copied = upload(&folder, &site, args.overwrite)?;
             (folder, site, copied)
         }
         (Side::Bucket(config), Side::Folder(folder)) => {
+            refuse_non_empty(&folder, args.overwrite)?;
             let site = connect(&config)?;
-            let copied = download(&site, &folder, args.overwrite)?;
+            let copied = download(&site, &folder)?;
             (folder, site, copied)
         }
         (Side::Folder(_), Side::Folder(_)) => {
@@ -153,9 +158,6 @@ fn folder_files(root: &Path) -> anyhow::Result<(BTreeMap<String, PathBuf>, Vec<S
 }
 
 fn upload(folder: &Path, site: &S3Site, overwrite: bool) -> anyhow::Result<Copied> {
-    if !folder.is_dir() {
-        bail!("{} is not a folder", folder.display());
-    }
     let (files, skipped) = folder_files(folder)?;
     for line in skipped {
         eprintln!("warning: skipped {line}");
@@ -174,12 +176,8 @@ fn upload(folder: &Path, site: &S3Site, overwrite: bool) -> anyhow::Result<Copie
     Ok(copied)
 }
 
-fn download(site: &S3Site, folder: &Path, overwrite: bool) -> anyhow::Result<Copied> {
-    // Every key checked before anything is written.
-    let keys = bucket_keys(site)?;
-    for key in &keys {
-        check_key(key)?;
-    }
+/// A target folder must be new or empty, unless `--overwrite`.
+fn refuse_non_empty(folder: &Path, overwrite: bool) -> anyhow::Result<()> {
     if folder.exists() {
         let mut entries =
             fs::read_dir(folder).with_context(|| format!("{} is not a folder", folder.display()))?;
@@ -190,6 +188,19 @@ fn download(site: &S3Site, folder: &Path, overwrite: bool) -> anyhow::Result<Cop
             );
         }
     }
+    Ok(())
+}
+
+fn download(site: &S3Site, folder: &Path) -> anyhow::Result<Copied> {
+    // Every key checked before anything is written.
+    let keys = bucket_keys(site)?;
+    if keys.is_empty() {
+        bail!("{} holds no site files; check the bucket and the prefix", site.description());
+    }
+    for key in &keys {
+        check_key(key)?;
+    }
+    fs::create_dir_all(folder).with_context(|| format!("making {}", folder.display()))?;
     let mut copied = Copied::default();
     for key in &keys {
         let bytes =
@@ -305,7 +316,7 @@ fn check_same(folder: &Path, site: &S3Site, copied: Copied) -> anyhow::Result<()
     }
     let copied = format!("copied {} files ({} bytes)", copied.files, copied.bytes);
     if differences > 0 {
-        bail!("{copied}, but the two sides differ in {differences} files (listed above)");
+        bail!("{copied}, but the two sides differ: {differences} difference(s), listed above");
     }
     println!("{copied}; both sides hold the same {} files", in_folder.len());
     Ok(())

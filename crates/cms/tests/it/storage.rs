@@ -114,6 +114,13 @@ fn bad_input_gets_clear_errors_and_writes_nothing_outside_the_target() {
         assert!(stderr(&output).contains(expected), "{from} -> {to}: {}", stderr(&output));
     }
     assert!(!two.exists());
+    let output = copy(&config, &url(&config), two.to_str().unwrap(), &[]);
+    assert!(
+        stderr(&output).contains("holds no site files; check the bucket and the prefix"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!two.exists());
 
     // A key that would escape the target (object_store stores a `..` part as `%2E%2E`).
     let bucket = S3Site::connect(&config, Some(credentials())).unwrap();
@@ -141,4 +148,10 @@ fn bad_input_gets_clear_errors_and_writes_nothing_outside_the_target() {
     assert!(!output.status.success());
     assert!(stderr(&output).contains("is not empty; pass --overwrite"), "{}", stderr(&output));
     assert_eq!(tree(&one), vec![("mine.txt".to_owned(), b"keep".to_vec())]);
+    // With --overwrite it copies; the check then names the file only the folder holds.
+    let output = copy(&fresh, &url(&fresh), one.to_str().unwrap(), &["--overwrite"]);
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("only in the folder: mine.txt\n"), "{}", stderr(&output));
+    assert!(stderr(&output).contains("copied 1 files (9 bytes), but the two sides differ: 1 difference"));
+    assert_eq!(fs::read(one.join("cms.yaml")).unwrap(), b"site: {}\n");
 }

@@ -7,6 +7,7 @@ mod password;
 mod schedule;
 mod serve;
 mod site;
+mod storage;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -32,6 +33,9 @@ enum Command {
     Serve,
     #[command(flatten)]
     Admin(admin::AdminCommand),
+    /// Move a site between a folder and an S3 bucket (no --site needed).
+    #[command(subcommand)]
+    Storage(storage::StorageCommand),
 }
 
 const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -45,10 +49,16 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let result = site::Site::locate(cli.site).and_then(|site| match cli.command {
-        None | Some(Command::Serve) => serve::run(site, &cli.listen),
-        Some(Command::Admin(command)) => admin::run(&site, command),
-    });
+    let result = match cli.command {
+        None | Some(Command::Serve) => {
+            site::Site::locate(cli.site).and_then(|site| serve::run(site, &cli.listen))
+        }
+        Some(Command::Admin(command)) => {
+            site::Site::locate(cli.site).and_then(|site| admin::run(&site, command))
+        }
+        // Names its folder and bucket itself.
+        Some(Command::Storage(command)) => storage::run(command),
+    };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

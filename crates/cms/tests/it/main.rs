@@ -13,6 +13,7 @@ mod resources;
 mod retries;
 mod schedule;
 mod server;
+mod storage;
 mod webhooks;
 
 use std::fs;

@@ -1,0 +1,157 @@
+//! `cms storage copy` between a folder and a real S3 server (SeaweedFS; skipped when it is
+//! not installed, see `cms_s3::testing`).
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use cms_core::config::S3StorageConfig;
+use cms_s3::S3Site;
+use cms_s3::testing::{credentials, fresh_bucket};
+
+use crate::{BIN, demo_site, stdout};
+
+/// `s3://bucket/prefix` of a test site.
+fn url(config: &S3StorageConfig) -> String {
+    format!("s3://{}/{}", config.bucket, config.prefix)
+}
+
+/// Runs `cms storage copy --from FROM --to TO [extra]` against the test server, with its
+/// credentials in the environment and no site folder anywhere.
+fn copy(config: &S3StorageConfig, from: &str, to: &str, extra: &[&str]) -> Output {
+    let endpoint = config.endpoint.as_deref().unwrap();
+    Command::new(BIN)
+        .args(["storage", "copy", "--from", from, "--to", to, "--endpoint", endpoint])
+        .args(extra)
+        .env("AWS_ACCESS_KEY_ID", "cms-test")
+        .env("AWS_SECRET_ACCESS_KEY", "cms-test-secret")
+        .env_remove("CMS_SITE")
+        .output()
+        .unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Every file under `root`, with its bytes, by relative path.
+fn tree(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut folders = vec![root.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in fs::read_dir(folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else {
+                let relative = path.strip_prefix(root).unwrap().to_str().unwrap().to_owned();
+                files.push((relative, fs::read(&path).unwrap()));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn a_site_goes_into_a_bucket_and_back_unchanged() {
+    let Some(config) = fresh_bucket() else { return };
+    let site = demo_site();
+    // Larger than one 8 MiB part: goes up in parts.
+    let large: Vec<u8> = (0..9 * 1024 * 1024).map(|i: u32| (i % 251) as u8).collect();
+    fs::write(site.path().join("media/large.bin"), &large).unwrap();
+    let expected = tree(site.path());
+    // Node-local caches, staging and a symlink, which stay behind.
+    for cache in [".cms/index/snapshot.bin", ".cms/variants/a/1.webp", ".cms/uploads/part", ".cms/changes/1"]
+    {
+        fs::create_dir_all(site.path().join(cache).parent().unwrap()).unwrap();
+        fs::write(site.path().join(cache), "cache").unwrap();
+    }
+    fs::write(site.path().join(".cms/webhook-outbox.log"), "{}\n").unwrap();
+    fs::write(site.path().join("content/.cms-tmp-123"), "half").unwrap();
+    std::os::unix::fs::symlink("/etc", site.path().join("media/elsewhere")).unwrap();
+
+    let up = copy(&config, site.path().to_str().unwrap(), &url(&config), &[]);
+    assert!(up.status.success(), "{}", stderr(&up));
+    let files = expected.len();
+    let bytes: usize = expected.iter().map(|(_, b)| b.len()).sum();
+    assert_eq!(
+        stdout(&up),
+        format!("copied {files} files ({bytes} bytes); both sides hold the same {files} files\n")
+    );
+    assert!(stderr(&up).contains("media/elsewhere: a symlink"), "{}", stderr(&up));
+
+    let bucket = S3Site::connect(&config, Some(credentials())).unwrap();
+    let mut keys: Vec<String> = bucket.list_objects_blocking().unwrap().into_iter().map(|o| o.key).collect();
+    keys.sort();
+    let mut expected_keys: Vec<String> = expected.iter().map(|(path, _)| path.clone()).collect();
+    expected_keys.sort();
+    assert_eq!(keys, expected_keys, "the caches, staging files and symlinks stay behind");
+
+    let back = tempfile::tempdir().unwrap();
+    let target = back.path().join("site-copy");
+    let down = copy(&config, &url(&config), target.to_str().unwrap(), &[]);
+    assert!(down.status.success(), "{}", stderr(&down));
+    assert_eq!(stdout(&down), stdout(&up));
+    assert!(tree(&target) == expected, "the files come back byte for byte");
+}
+
+#[test]
+fn bad_input_gets_clear_errors_and_writes_nothing_outside_the_target() {
+    let Some(config) = fresh_bucket() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let (one, two) = (scratch.path().join("one"), scratch.path().join("two"));
+    fs::create_dir(&one).unwrap();
+    let cases: [(&str, &str, &str); 4] = [
+        (one.to_str().unwrap(), two.to_str().unwrap(), "both folders"),
+        (&url(&config), "s3://other/x", "both buckets"),
+        (one.to_str().unwrap(), "s3://", "names no bucket"),
+        (one.to_str().unwrap(), "s3://a bucket/x", "storage.bucket must be a bucket name"),
+    ];
+    for (from, to, expected) in cases {
+        let output = copy(&config, from, to, &[]);
+        assert!(!output.status.success(), "{from} -> {to}");
+        assert!(stderr(&output).contains(expected), "{from} -> {to}: {}", stderr(&output));
+    }
+    assert!(!two.exists());
+    let output = copy(&config, &url(&config), two.to_str().unwrap(), &[]);
+    assert!(
+        stderr(&output).contains("holds no site files; check the bucket and the prefix"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!two.exists());
+
+    // A key that would escape the target (object_store stores a `..` part as `%2E%2E`).
+    let bucket = S3Site::connect(&config, Some(credentials())).unwrap();
+    bucket.put_object_blocking("cms.yaml", b"site: {}\n".to_vec()).unwrap();
+    bucket.put_object_blocking("../escaped.md", b"out".to_vec()).unwrap();
+    let target = scratch.path().join("target");
+    let output = copy(&config, &url(&config), target.to_str().unwrap(), &[]);
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains(r#"bucket key "../escaped.md" would land outside"#),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!scratch.path().join("escaped.md").exists() && !target.exists(), "nothing written");
+
+    // A non-empty bucket prefix, a non-empty target folder.
+    fs::write(one.join("mine.txt"), "keep").unwrap();
+    let output = copy(&config, one.to_str().unwrap(), &url(&config), &[]);
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("is not empty; pass --overwrite"), "{}", stderr(&output));
+    let fresh = fresh_bucket().unwrap();
+    let bucket = S3Site::connect(&fresh, Some(credentials())).unwrap();
+    bucket.put_object_blocking("cms.yaml", b"site: {}\n".to_vec()).unwrap();
+    let output = copy(&fresh, &url(&fresh), one.to_str().unwrap(), &[]);
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("is not empty; pass --overwrite"), "{}", stderr(&output));
+    assert_eq!(tree(&one), vec![("mine.txt".to_owned(), b"keep".to_vec())]);
+    // With --overwrite it copies; the check then names the file only the folder holds.
+    let output = copy(&fresh, &url(&fresh), one.to_str().unwrap(), &["--overwrite"]);
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("only in the folder: mine.txt\n"), "{}", stderr(&output));
+    assert!(stderr(&output).contains("copied 1 files (9 bytes), but the two sides differ: 1 difference"));
+    assert_eq!(fs::read(one.join("cms.yaml")).unwrap(), b"site: {}\n");
+}

@@ -74,9 +74,14 @@ impl Bucket {
         Self { store, prefix: prefix.trim_matches('/').to_owned(), io }
     }
 
-    /// The object path of a site-relative key (`content/posts/a.md`).
+    /// The object path of a site-relative key (`content/posts/a.md`): the key as it is,
+    /// so that an object is named exactly as the file (`photo~1.jpg`, not object_store's
+    /// encoded `photo%7E1.jpg`) and `aws s3 sync` of a folder gives the same keys. Only
+    /// what a raw key cannot be (a `.`/`..` or empty part, a control character: never a
+    /// validated name) falls back to object_store's encoding.
     pub(crate) fn path(&self, key: &str) -> Path {
-        if self.prefix.is_empty() { Path::from(key) } else { Path::from(format!("{}/{key}", self.prefix)) }
+        let full = if self.prefix.is_empty() { key.to_owned() } else { format!("{}/{key}", self.prefix) };
+        Path::parse(&full).unwrap_or_else(|_| Path::from(full))
     }
 
     /// The site-relative key of an object path, `None` outside the prefix.

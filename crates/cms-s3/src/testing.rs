@@ -164,6 +164,22 @@ impl TestServer {
         }
     }
 
+    /// Stores an object under a raw URL path (`/<bucket>/<key, percent-encoded as sent>`),
+    /// bypassing the adapter: for keys no adapter writes (a `..` part). The status.
+    pub fn put_raw(&self, url_path: &str, body: &[u8]) -> Option<u16> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.s3_port)).ok()?;
+        stream.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+        let head = format!(
+            "PUT {url_path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).ok()?;
+        stream.write_all(body).ok()?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response).ok()?;
+        response.split_whitespace().nth(1)?.parse().ok()
+    }
+
     /// One plain HTTP/1.1 request; its status, or `None` if the server did not answer.
     fn try_request(&self, method: &str, path: &str) -> Option<u16> {
         let mut stream = TcpStream::connect(("127.0.0.1", self.s3_port)).ok()?;

@@ -7,6 +7,7 @@ mod cli;
 mod discovery;
 mod images;
 mod mcp;
+mod nodes_webhooks;
 mod previews;
 mod resources;
 mod retries;

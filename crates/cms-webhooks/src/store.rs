@@ -68,8 +68,13 @@ impl FolderFiles {
         let lock = self.dir.join(LOCK_FILE);
         let io = |e: io::Error| CoreError::internal(format!("locking {}", lock.display()), e);
         fs::create_dir_all(&self.dir).map_err(io)?;
-        let file =
-            OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(&lock).map_err(io)?;
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&lock)
+            .map_err(io)?;
         file.lock().map_err(io)?;
         Ok(file)
     }
@@ -90,7 +95,8 @@ impl StateFiles for FolderFiles {
         let current = self.read(name)?;
         let Some(text) = change(current.as_deref())? else { return Ok(()) };
         let path = self.dir.join(name);
-        cms_fs::atomic::write_private(&path, text.as_bytes()).map_err(|e| CoreError::internal(path.display(), e))
+        cms_fs::atomic::write_private(&path, text.as_bytes())
+            .map_err(|e| CoreError::internal(path.display(), e))
     }
 
     fn describe(&self, name: &str) -> String {
@@ -106,7 +112,9 @@ pub struct WebhookStore {
 
 impl fmt::Debug for WebhookStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WebhookStore").field("subscriptions", &self.files.describe(SUBSCRIPTIONS_FILE)).finish()
+        f.debug_struct("WebhookStore")
+            .field("subscriptions", &self.files.describe(SUBSCRIPTIONS_FILE))
+            .finish()
     }
 }
 

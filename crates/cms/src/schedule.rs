@@ -125,7 +125,8 @@ pub fn keep_schedule(cms: Arc<Cms>, mark: ScheduleMark) {
                 () = wake.notified() => continue,
             }
             let ringing = Arc::clone(&cms);
-            if let Err(error) = actix_web::rt::task::spawn_blocking(move || ringing.advance_schedule()).await {
+            if let Err(error) = actix_web::rt::task::spawn_blocking(move || ringing.advance_schedule()).await
+            {
                 tracing::error!(%error, "the scheduled-change timer failed");
             }
         }
@@ -162,7 +163,10 @@ mod tests {
         assert_eq!(b.0.claim(100), Some(100), "the other server announced up to 100");
         assert_eq!(b.0.claim(160), Some(100), "160 is this server's to announce, after 100");
         assert_eq!(a.0.claim(150), Some(160), "a server behind announces nothing");
-        assert_eq!(b.1.get_object_blocking(".cms/schedule.yaml").unwrap().unwrap(), b"announced_until: 160\n");
+        assert_eq!(
+            b.1.get_object_blocking(".cms/schedule.yaml").unwrap().unwrap(),
+            b"announced_until: 160\n"
+        );
         assert_eq!(a.0.load(), Some(160));
     }
 }

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use cms_core::Cms;
+use cms_core::CoreResult;
 use cms_core::account::{KEY_RANDOM_BYTES, Role};
 use cms_core::config::{SiteConfig, StorageConfig};
 use cms_core::ports::PreviewKeys;
 use cms_fs::{STATE_DIR, SystemClock, load_config, site_ports};
-use cms_core::CoreResult;
 use cms_s3::{S3Site, SharedState};
 use cms_webhooks::{LicenseGate, SinkConfig, StateFiles, TextChange, WebhookSink, WebhookStore};
 use ring::rand::{SecureRandom, SystemRandom};

@@ -181,7 +181,8 @@ async fn a_store_on_shared_files_keeps_the_format_and_another_servers_change() {
 
     // The async directory never reads or writes on the caller's thread.
     let threads = files.threads.lock().unwrap().clone();
-    let (test, settings) = (std::thread::current().name().map(str::to_owned), Some("webhook-settings".into()));
+    let (test, settings) =
+        (std::thread::current().name().map(str::to_owned), Some("webhook-settings".into()));
     assert!(threads.contains(&settings), "{threads:?}");
     let directory_calls = [0, 3, 4]; // add_webhook, webhook_log, clear_webhook_log
     for at in directory_calls {

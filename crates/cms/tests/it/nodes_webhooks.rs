@@ -16,7 +16,8 @@ use tempfile::TempDir;
 use crate::webhooks::site_trusting;
 use crate::{BIN, Server, poll, user_with_key};
 
-const AWS: [(&str, &str); 2] = [("AWS_ACCESS_KEY_ID", "cms-test"), ("AWS_SECRET_ACCESS_KEY", "cms-test-secret")];
+const AWS: [(&str, &str); 2] =
+    [("AWS_ACCESS_KEY_ID", "cms-test"), ("AWS_SECRET_ACCESS_KEY", "cms-test-secret")];
 
 /// Copies every file of a site folder but `cms.yaml` into the bucket, under the same keys.
 fn upload(bucket: &S3Site, root: &Path, dir: &Path) {
@@ -73,7 +74,9 @@ fn a_subscription_added_on_one_node_delivers_events_of_another_once() {
     let (node_a, node_b) = (serve(a.path()), serve(b.path()));
 
     let id = add_hook_on(a.path(), &receiver.url());
-    assert!(!site.path().join(".cms/webhooks.yaml").exists() && !a.path().join(".cms/webhooks.yaml").exists());
+    assert!(
+        !site.path().join(".cms/webhooks.yaml").exists() && !a.path().join(".cms/webhooks.yaml").exists()
+    );
     let listed = poll(
         || node_b.get("/cms/settings/webhooks", Some(&key)),
         |(_, body)| body["webhooks"].as_array().is_some_and(|hooks| hooks.len() == 1),
@@ -98,11 +101,13 @@ fn a_subscription_added_on_one_node_delivers_events_of_another_once() {
 
     // Node A sees the item (through the change journal) without announcing it again: a
     // later event of node A's own is the only other delivery.
-    let seen = poll(|| node_a.get("/cms/collections/posts/items/from-b", Some(&key)).0, |status| *status == 200);
+    let seen =
+        poll(|| node_a.get("/cms/collections/posts/items/from-b", Some(&key)).0, |status| *status == 200);
     assert_eq!(seen, 200);
     create(&node_a, "from-a");
     let got = receiver.wait_for(2, Duration::from_secs(20));
-    let files: Vec<String> = got.iter().map(|r| r.json()["data"]["filename"].as_str().unwrap().to_owned()).collect();
+    let files: Vec<String> =
+        got.iter().map(|r| r.json()["data"]["filename"].as_str().unwrap().to_owned()).collect();
     assert_eq!(files, ["from-b.md", "from-a.md"], "each event delivered once, by the node that wrote it");
 
     // One log in the bucket, read through node B's configuration, with both nodes' deliveries.

@@ -7,7 +7,11 @@
 //! site/.cms/webhooks.lock      serializes read-modify-write of both between processes
 //! ```
 //!
-//! - [`store`]: the two files ([`WebhookStore`]); the CLI manages subscriptions through it.
+//! On a site in a bucket, the composition root keeps the first two there instead (see
+//! [`StateFiles`]), shared by every server; the outbox stays in each server's folder.
+//!
+//! - [`store`]: the two files ([`WebhookStore`], wherever [`StateFiles`] keeps them); the
+//!   CLI manages subscriptions through it.
 //! - [`payload`]: the JSON body of an event and its `X-Webhook-Signature`.
 //! - [`deliver`]: one HTTPS `POST` with ureq ([`Deliverer`]): time-out, HTTPS only,
 //!   `webhooks.ca_file` trusted beside the bundled roots, no redirects, no retries.
@@ -31,7 +35,7 @@ pub use deliver::{Attempt, Deliverer, DeliveryConfig, SetupError};
 pub use gate::{DeliveryGate, LicenseGate};
 pub use model::{LogEntry, Subscription};
 pub use sink::{ShutdownReport, SinkConfig, WebhookSink};
-pub use store::{LOG_FILE, LOG_KEEP, SUBSCRIPTIONS_FILE, WebhookStore};
+pub use store::{FolderFiles, LOG_FILE, LOG_KEEP, SUBSCRIPTIONS_FILE, StateFiles, TextChange, WebhookStore};
 
 /// `User-Agent` of every delivery: `cms/<version>`.
 pub const USER_AGENT: &str = concat!("cms/", env!("CARGO_PKG_VERSION"));

@@ -36,8 +36,11 @@ use crate::store::WebhookStore;
 /// How the sink runs.
 #[derive(Debug, Clone)]
 pub struct SinkConfig {
-    /// The site's `.cms` folder.
+    /// The site's `.cms` folder (for the outbox, which is this process's own).
     pub state_dir: PathBuf,
+    /// The subscriptions and the delivery log: in `state_dir`, or shared by several
+    /// servers (a bucket site).
+    pub store: WebhookStore,
     pub delivery: DeliveryConfig,
     /// Worker threads (deliveries in parallel).
     pub workers: usize,
@@ -60,6 +63,7 @@ impl SinkConfig {
     pub fn for_site(site: &Path, state_dir: &Path, config: &WebhooksConfig) -> Self {
         Self {
             state_dir: state_dir.to_owned(),
+            store: WebhookStore::new(state_dir),
             delivery: DeliveryConfig {
                 timeout: Duration::from_secs(config.timeout_secs.max(1)),
                 ca_file: config.ca_file.as_ref().map(|f| site.join(f)),
@@ -197,7 +201,7 @@ impl WebhookSink {
         }
         let workers = config.workers.max(1);
         let shared = Arc::new(Shared {
-            store: WebhookStore::new(&config.state_dir),
+            store: config.store.clone(),
             deliverer,
             gate,
             queue: Mutex::new(receiver),

@@ -1,20 +1,27 @@
-//! The subscriptions and the delivery log on disk, under the site's `.cms/`.
+//! The subscriptions and the delivery log: two YAML state files, `webhooks.yaml` and
+//! `webhook-log.yaml`, wherever [`StateFiles`] keeps them.
 //!
-//! Both files are YAML state files of [`cms_fs::state_file`] (temp file, fsync,
-//! rename, mode 0600). The server's delivery workers and CLI commands may write at the same
-//! time, so every read-modify-write holds an exclusive lock on `.cms/webhooks.lock`.
-//! Reads take no lock: a rename is atomic, so they see the old file or the new one.
+//! In a site folder ([`FolderFiles`]) they are files of `.cms/` written the one way state
+//! files are (temp file, fsync, rename, mode 0600). The server's delivery workers and CLI
+//! commands may write at the same time, so every read-modify-write holds an exclusive lock
+//! on `.cms/webhooks.lock`. Reads take no lock: a rename is atomic, so they see the old
+//! file or the new one. A site served by several servers from one bucket keeps them in
+//! the bucket instead (the composition root provides those [`StateFiles`]), so that every
+//! server delivers to the same subscriptions and logs to the same log.
 
+use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use cms_core::codec::{self, YamlLimits};
 use cms_core::events::EventKind;
 use cms_core::ports::{WebhookDelivery, WebhookDirectory, WebhookInfo};
 use cms_core::{CoreError, CoreResult};
-use cms_fs::state_file::{read_rows, write_rows};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -27,12 +34,88 @@ const LOCK_FILE: &str = "webhooks.lock";
 /// Entries kept in the delivery log; older ones go first.
 pub const LOG_KEEP: usize = 200;
 
-/// `.cms/webhooks.yaml` and `.cms/webhook-log.yaml`.
+/// A change of a state file's text: given the current text (`None`: no file yet), the
+/// text to write (`None`: write nothing). It may run more than once (see
+/// [`StateFiles::update`]).
+pub type TextChange = Box<dyn FnMut(Option<&str>) -> CoreResult<Option<String>> + Send>;
+
+/// Where the two state files live. Calls block the calling thread (the delivery workers
+/// and CLI commands are plain threads; [`WebhookDirectory`] moves them off the async one).
+pub trait StateFiles: Send + Sync + 'static {
+    /// A file's text; `None` when there is no such file.
+    fn read(&self, name: &str) -> CoreResult<Option<String>>;
+    /// Applies `change` to a file atomically against every other writer (another thread,
+    /// process or server): when another one wrote in between, `change` runs again on what
+    /// it wrote.
+    fn update(&self, name: &str, change: TextChange) -> CoreResult<()>;
+    /// The file's path or address, for messages.
+    fn describe(&self, name: &str) -> String;
+}
+
+/// The files in a site's `.cms/` folder, changed under `.cms/webhooks.lock`.
 #[derive(Debug, Clone)]
+pub struct FolderFiles {
+    dir: PathBuf,
+}
+
+impl FolderFiles {
+    pub fn new(state_dir: &Path) -> Self {
+        Self { dir: state_dir.to_owned() }
+    }
+
+    /// An exclusive lock on `.cms/webhooks.lock`, released when the file is dropped.
+    fn lock(&self) -> CoreResult<File> {
+        let lock = self.dir.join(LOCK_FILE);
+        let io = |e: io::Error| CoreError::internal(format!("locking {}", lock.display()), e);
+        fs::create_dir_all(&self.dir).map_err(io)?;
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&lock)
+            .map_err(io)?;
+        file.lock().map_err(io)?;
+        Ok(file)
+    }
+}
+
+impl StateFiles for FolderFiles {
+    fn read(&self, name: &str) -> CoreResult<Option<String>> {
+        let path = self.dir.join(name);
+        match fs::read_to_string(&path) {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(CoreError::internal(path.display(), e)),
+        }
+    }
+
+    fn update(&self, name: &str, mut change: TextChange) -> CoreResult<()> {
+        let _lock = self.lock()?;
+        let current = self.read(name)?;
+        let Some(text) = change(current.as_deref())? else { return Ok(()) };
+        let path = self.dir.join(name);
+        cms_fs::atomic::write_private(&path, text.as_bytes())
+            .map_err(|e| CoreError::internal(path.display(), e))
+    }
+
+    fn describe(&self, name: &str) -> String {
+        self.dir.join(name).display().to_string()
+    }
+}
+
+/// The subscriptions and the delivery log.
+#[derive(Clone)]
 pub struct WebhookStore {
-    subscriptions: PathBuf,
-    log: PathBuf,
-    lock: PathBuf,
+    files: Arc<dyn StateFiles>,
+}
+
+impl fmt::Debug for WebhookStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WebhookStore")
+            .field("subscriptions", &self.files.describe(SUBSCRIPTIONS_FILE))
+            .finish()
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -74,29 +157,29 @@ fn first_attempt() -> u32 {
 impl WebhookStore {
     /// The store in a site's state folder (`<site>/.cms`).
     pub fn new(state_dir: &Path) -> Self {
-        Self {
-            subscriptions: state_dir.join(SUBSCRIPTIONS_FILE),
-            log: state_dir.join(LOG_FILE),
-            lock: state_dir.join(LOCK_FILE),
-        }
+        Self::with_files(Arc::new(FolderFiles::new(state_dir)))
+    }
+
+    /// The store wherever `files` keeps the two files (a bucket several servers share).
+    pub fn with_files(files: Arc<dyn StateFiles>) -> Self {
+        Self { files }
     }
 
     // ---- subscriptions -----------------------------------------------------------------
 
     /// Every subscription, oldest first.
     pub fn list(&self) -> CoreResult<Vec<Subscription>> {
-        read_rows::<SubscriptionRow>(&self.subscriptions)?
-            .into_iter()
-            .map(|row| subscription_from_row(row).map_err(|e| self.corrupt(&self.subscriptions, e)))
-            .collect()
+        let text = self.files.read(SUBSCRIPTIONS_FILE)?;
+        subscriptions_from_text(text.as_deref(), &self.files.describe(SUBSCRIPTIONS_FILE))
     }
 
     /// Adds a new subscription (see [`Subscription::create`] for the rules); nothing is
     /// written when it is refused. The result carries the secret, to be shown once.
     pub fn add(&self, url: &str, events: &str) -> CoreResult<Subscription> {
         let subscription = Subscription::create(url, events, OffsetDateTime::now_utc())?;
-        self.change_subscriptions(|subscriptions| {
-            subscriptions.push(subscription.clone());
+        let added = subscription.clone();
+        self.change_subscriptions(move |subscriptions| {
+            subscriptions.push(added.clone());
             Ok(())
         })?;
         Ok(subscription)
@@ -104,46 +187,52 @@ impl WebhookStore {
 
     /// Enables or disables a subscription; `NotFound` for an unknown id.
     pub fn set_enabled(&self, id: &str, enabled: bool) -> CoreResult<Subscription> {
-        let mut changed = None;
-        self.change_subscriptions(|subscriptions| {
-            let subscription = subscriptions.iter_mut().find(|s| s.id == id).ok_or_else(|| unknown(id))?;
+        let id = id.to_owned();
+        self.change_subscriptions(move |subscriptions| {
+            let subscription = subscriptions.iter_mut().find(|s| s.id == id).ok_or_else(|| unknown(&id))?;
             subscription.enabled = enabled;
-            changed = Some(subscription.clone());
-            Ok(())
-        })?;
-        Ok(changed.expect("set when the change succeeded"))
+            Ok(subscription.clone())
+        })
     }
 
     /// Removes a subscription (its past log entries stay); `NotFound` for an unknown id.
     pub fn remove(&self, id: &str) -> CoreResult<Subscription> {
-        let mut removed = None;
-        self.change_subscriptions(|subscriptions| {
-            let at = subscriptions.iter().position(|s| s.id == id).ok_or_else(|| unknown(id))?;
-            removed = Some(subscriptions.remove(at));
-            Ok(())
-        })?;
-        Ok(removed.expect("set when the change succeeded"))
+        let id = id.to_owned();
+        self.change_subscriptions(move |subscriptions| {
+            let at = subscriptions.iter().position(|s| s.id == id).ok_or_else(|| unknown(&id))?;
+            Ok(subscriptions.remove(at))
+        })
     }
 
-    fn change_subscriptions(
+    /// Applies `change` to the subscriptions read and writes them (nothing when it fails);
+    /// returns what its last run answered.
+    fn change_subscriptions<R: Send + 'static>(
         &self,
-        change: impl FnOnce(&mut Vec<Subscription>) -> CoreResult<()>,
-    ) -> CoreResult<()> {
-        let _lock = self.lock()?;
-        let mut subscriptions = self.list()?;
-        change(&mut subscriptions)?;
-        let rows: Vec<SubscriptionRow> = subscriptions.iter().map(subscription_row).collect();
-        write_rows(&self.subscriptions, &rows)
+        mut change: impl FnMut(&mut Vec<Subscription>) -> CoreResult<R> + Send + 'static,
+    ) -> CoreResult<R> {
+        let name = self.files.describe(SUBSCRIPTIONS_FILE);
+        let answer = Arc::new(Mutex::new(None));
+        let answered = answer.clone();
+        self.files.update(
+            SUBSCRIPTIONS_FILE,
+            Box::new(move |text| {
+                let mut subscriptions = subscriptions_from_text(text, &name)?;
+                let result = change(&mut subscriptions)?;
+                *answered.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+                let rows: Vec<SubscriptionRow> = subscriptions.iter().map(subscription_row).collect();
+                rows_text(&rows).map(Some)
+            }),
+        )?;
+        let answer = answer.lock().unwrap_or_else(|p| p.into_inner()).take();
+        Ok(answer.expect("set when the change succeeded"))
     }
 
     // ---- delivery log ------------------------------------------------------------------
 
     /// The delivery log, oldest first.
     pub fn log(&self) -> CoreResult<Vec<LogEntry>> {
-        read_rows::<LogRow>(&self.log)?
-            .into_iter()
-            .map(|row| log_entry_from_row(row).map_err(|e| self.corrupt(&self.log, e)))
-            .collect()
+        let text = self.files.read(LOG_FILE)?;
+        log_from_text(text.as_deref(), &self.files.describe(LOG_FILE))
     }
 
     /// Appends entries, keeping the newest [`LOG_KEEP`]. A damaged log file is replaced
@@ -152,82 +241,127 @@ impl WebhookStore {
         if entries.is_empty() {
             return Ok(());
         }
-        let _lock = self.lock()?;
-        let mut log = match self.log() {
-            Ok(log) => log,
-            Err(CoreError::Corrupt(reason)) => {
-                tracing::error!(%reason, "the webhook delivery log is damaged; starting a new one");
-                Vec::new()
-            }
-            Err(other) => return Err(other),
-        };
-        log.extend(entries.iter().cloned());
-        let excess = log.len().saturating_sub(LOG_KEEP);
-        log.drain(..excess);
-        write_rows(&self.log, &log.iter().map(log_row).collect::<Vec<_>>())
+        let name = self.files.describe(LOG_FILE);
+        let entries = entries.to_vec();
+        self.files.update(
+            LOG_FILE,
+            Box::new(move |text| {
+                let mut log = match log_from_text(text, &name) {
+                    Ok(log) => log,
+                    Err(CoreError::Corrupt(reason)) => {
+                        tracing::error!(%reason, "the webhook delivery log is damaged; starting a new one");
+                        Vec::new()
+                    }
+                    Err(other) => return Err(other),
+                };
+                log.extend(entries.iter().cloned());
+                let excess = log.len().saturating_sub(LOG_KEEP);
+                log.drain(..excess);
+                rows_text(&log.iter().map(log_row).collect::<Vec<_>>()).map(Some)
+            }),
+        )
     }
 
     /// Empties the delivery log; returns how many entries went.
     pub fn clear_log(&self) -> CoreResult<usize> {
-        let _lock = self.lock()?;
-        let count = self.log().map(|log| log.len()).unwrap_or(0);
-        write_rows::<LogRow>(&self.log, &[])?;
-        Ok(count)
+        let name = self.files.describe(LOG_FILE);
+        let count = Arc::new(Mutex::new(0));
+        let counted = count.clone();
+        self.files.update(
+            LOG_FILE,
+            Box::new(move |text| {
+                *counted.lock().unwrap_or_else(|p| p.into_inner()) =
+                    log_from_text(text, &name).map(|log| log.len()).unwrap_or(0);
+                rows_text::<LogRow>(&[]).map(Some)
+            }),
+        )?;
+        Ok(*count.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
-    // ---- helpers -----------------------------------------------------------------------
-
-    /// An exclusive lock on `.cms/webhooks.lock`, released when the file is dropped.
-    fn lock(&self) -> CoreResult<File> {
-        let io = |e: io::Error| CoreError::internal(format!("locking {}", self.lock.display()), e);
-        if let Some(dir) = self.lock.parent() {
-            fs::create_dir_all(dir).map_err(io)?;
-        }
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&self.lock)
-            .map_err(io)?;
-        file.lock().map_err(io)?;
-        Ok(file)
-    }
-
-    fn corrupt(&self, path: &Path, reason: String) -> CoreError {
-        CoreError::Corrupt(format!("{}: {reason}", path.display()))
+    /// Runs `work` on a thread of its own and waits for it without blocking the async
+    /// caller's thread: the files may be in a bucket, a network round trip away. This
+    /// crate names no async runtime (`tests/it/invariants.rs`), so no runtime's blocking
+    /// pool; a thread per call is cheap next to that round trip, and the callers (the
+    /// webhook settings routes) are rare.
+    async fn off_thread<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&WebhookStore) -> CoreResult<T> + Send + 'static,
+    ) -> CoreResult<T> {
+        let store = self.clone();
+        let (sender, receiver) = futures_channel::oneshot::channel();
+        std::thread::Builder::new()
+            .name("webhook-settings".into())
+            .spawn(move || {
+                let _ = sender.send(work(&store));
+            })
+            .map_err(|e| CoreError::internal("starting a thread for the webhook settings", e))?;
+        receiver.await.map_err(|_| CoreError::internal("the webhook settings", "the thread stopped"))?
     }
 }
 
-/// Reads the small `.cms/webhooks.yaml` inline rather than on a runtime's blocking pool:
-/// this crate names no async runtime (see `tests/it/invariants.rs`), and the only caller
-/// is the rare webhook settings route.
+/// Each call runs on a thread of its own (see `WebhookStore::off_thread`).
 #[async_trait]
 impl WebhookDirectory for WebhookStore {
     async fn list_webhooks(&self) -> CoreResult<Vec<WebhookInfo>> {
-        Ok(self.list()?.iter().map(Subscription::info).collect())
+        self.off_thread(|store| Ok(store.list()?.iter().map(Subscription::info).collect())).await
     }
 
     async fn add_webhook(&self, url: &str, events: &str) -> CoreResult<(WebhookInfo, String)> {
-        let added = self.add(url, events)?;
+        let (url, events) = (url.to_owned(), events.to_owned());
+        let added = self.off_thread(move |store| store.add(&url, &events)).await?;
         Ok((added.info(), added.secret))
     }
 
     async fn set_webhook_enabled(&self, id: &str, enabled: bool) -> CoreResult<()> {
-        self.set_enabled(id, enabled).map(drop)
+        let id = id.to_owned();
+        self.off_thread(move |store| store.set_enabled(&id, enabled).map(drop)).await
     }
 
     async fn remove_webhook(&self, id: &str) -> CoreResult<()> {
-        self.remove(id).map(drop)
+        let id = id.to_owned();
+        self.off_thread(move |store| store.remove(&id).map(drop)).await
     }
 
     async fn webhook_log(&self) -> CoreResult<Vec<WebhookDelivery>> {
-        Ok(self.log()?.into_iter().map(LogEntry::delivery).collect())
+        self.off_thread(|store| Ok(store.log()?.into_iter().map(LogEntry::delivery).collect())).await
     }
 
     async fn clear_webhook_log(&self) -> CoreResult<usize> {
-        self.clear_log()
+        self.off_thread(WebhookStore::clear_log).await
     }
+}
+
+/// The rows of a state file's text; no file or an empty one has none. A damaged file is
+/// `Corrupt`, naming it (`name`).
+fn rows_from_text<T: DeserializeOwned>(text: Option<&str>, name: &str) -> CoreResult<Vec<T>> {
+    match text {
+        None => Ok(Vec::new()),
+        Some(text) if text.trim().is_empty() => Ok(Vec::new()),
+        Some(text) => codec::from_yaml(text, YamlLimits::STATE).map_err(|e| corrupt(name, e.to_string())),
+    }
+}
+
+/// The text of a state file holding `rows`.
+fn rows_text<T: Serialize>(rows: &[T]) -> CoreResult<String> {
+    if rows.is_empty() { Ok("[]\n".to_owned()) } else { codec::to_yaml(&rows) }
+}
+
+fn subscriptions_from_text(text: Option<&str>, name: &str) -> CoreResult<Vec<Subscription>> {
+    rows_from_text::<SubscriptionRow>(text, name)?
+        .into_iter()
+        .map(|row| subscription_from_row(row).map_err(|e| corrupt(name, e)))
+        .collect()
+}
+
+fn log_from_text(text: Option<&str>, name: &str) -> CoreResult<Vec<LogEntry>> {
+    rows_from_text::<LogRow>(text, name)?
+        .into_iter()
+        .map(|row| log_entry_from_row(row).map_err(|e| corrupt(name, e)))
+        .collect()
+}
+
+fn corrupt(name: &str, reason: String) -> CoreError {
+    CoreError::Corrupt(format!("{name}: {reason}"))
 }
 
 fn unknown(id: &str) -> CoreError {

@@ -3,6 +3,11 @@
 //! lets the facade move its indexes and announce the changes. The last instant handled is
 //! kept in `.cms/schedule.yaml`, so that a server started after an instant announces what
 //! happened while none ran, once.
+//!
+//! On a site in a bucket, the servers share that file (in the bucket): at each ring a
+//! server moves it to now with a conditional write, and announces only the transitions
+//! after the instant it found there, so that each is announced once per site, not once
+//! per server (see [`cms_core::Cms::on_schedule_claim`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,10 +15,14 @@ use std::time::Duration;
 
 use cms_core::Cms;
 use cms_fs::STATE_DIR;
+use cms_s3::SharedState;
 use tokio::sync::Notify;
 
 /// The longest sleep without looking again (a clock set forward is noticed by then).
 const LONGEST_SLEEP: Duration = Duration::from_secs(60);
+
+/// The name of the mark, in `.cms/` of the folder or of the bucket.
+pub const MARK_FILE: &str = "schedule.yaml";
 
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct Mark {
@@ -21,14 +30,72 @@ struct Mark {
     announced_until: i64,
 }
 
-fn mark_path(root: &Path) -> PathBuf {
-    root.join(STATE_DIR).join("schedule.yaml")
+/// Where the mark is kept.
+#[derive(Clone)]
+pub enum ScheduleMark {
+    /// `.cms/schedule.yaml` of this site folder (one server).
+    Folder(PathBuf),
+    /// `.cms/schedule.yaml` in the bucket, shared by every server of the site.
+    Shared(SharedState),
 }
 
-/// The instant recorded by the last server, if any (unreadable counts as none, logged).
-fn load_mark(root: &Path) -> Option<i64> {
-    let text = std::fs::read_to_string(mark_path(root)).ok()?;
-    match serde_saphyr::from_str::<Mark>(&text) {
+impl ScheduleMark {
+    /// The mark of the site folder `root`.
+    pub fn folder(root: &Path) -> Self {
+        Self::Folder(root.join(STATE_DIR).join(MARK_FILE))
+    }
+
+    /// The instant recorded last, if any (unreadable counts as none, logged).
+    pub fn load(&self) -> Option<i64> {
+        let text = match self {
+            Self::Folder(path) => std::fs::read_to_string(path).ok()?,
+            Self::Shared(state) => match state.read_blocking() {
+                Ok(text) => text?,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot read .cms/schedule.yaml in the bucket; not announcing past scheduled changes");
+                    return None;
+                }
+            },
+        };
+        parse_mark(&text)
+    }
+
+    /// Records that scheduled changes are announced up to `now`; answers up to which
+    /// instant another server already announced them (always `None` in a folder, which
+    /// one server owns). When the shared mark cannot be moved (the bucket does not
+    /// answer), the transitions are still announced: a duplicate rather than a loss.
+    pub fn claim(&self, now: i64) -> Option<i64> {
+        match self {
+            Self::Folder(path) => {
+                if let Err(error) = cms_fs::atomic::write_private(path, mark_text(now).as_bytes()) {
+                    tracing::warn!(%error, "cannot record the scheduled changes announced");
+                }
+                None
+            }
+            Self::Shared(state) => {
+                let claimed = state.update_blocking(move |text| {
+                    let found = text.and_then(parse_mark);
+                    Ok(match found {
+                        // Another server rang at or after this instant: it announced it.
+                        Some(until) if until >= now => (None, Some(until)),
+                        _ => (Some(mark_text(now)), found),
+                    })
+                });
+                claimed.unwrap_or_else(|error| {
+                    tracing::warn!(%error, "cannot record the scheduled changes announced in the bucket");
+                    None
+                })
+            }
+        }
+    }
+}
+
+fn mark_text(at: i64) -> String {
+    format!("announced_until: {at}\n")
+}
+
+fn parse_mark(text: &str) -> Option<i64> {
+    match serde_saphyr::from_str::<Mark>(text) {
         Ok(mark) => Some(mark.announced_until),
         Err(error) => {
             tracing::warn!(%error, "cannot read .cms/schedule.yaml; not announcing past scheduled changes");
@@ -37,24 +104,19 @@ fn load_mark(root: &Path) -> Option<i64> {
     }
 }
 
-fn save_mark(root: &Path, at: i64) {
-    let text = format!("announced_until: {at}\n");
-    if let Err(error) = cms_fs::atomic::write_private(&mark_path(root), text.as_bytes()) {
-        tracing::warn!(%error, "cannot record the scheduled changes announced");
-    }
-}
-
 /// Announces what happened while no server ran, then keeps the timer on this runtime. The
 /// mark is written at every ring (at least once a minute), before the ring's events are
-/// published, so that a server killed without stopping announces nothing twice.
-pub fn keep_schedule(cms: Arc<Cms>, root: PathBuf) {
+/// published, so that a server killed without stopping announces nothing twice. Each ring
+/// runs on the blocking pool: the shared mark is a network round trip away.
+pub fn keep_schedule(cms: Arc<Cms>, mark: ScheduleMark) {
     let wake = Arc::new(Notify::new());
     let notify = Arc::clone(&wake);
     cms.on_schedule_change(move || notify.notify_one());
-    // Saved before the events of the instant go out (the facade calls it then).
-    let mark_root = root.clone();
-    cms.on_schedule_mark(move |at| save_mark(&mark_root, at));
-    cms.catch_up_schedule(load_mark(&root));
+    // Claimed before the events of the instant go out (the facade calls it then).
+    let claim = mark.clone();
+    cms.on_schedule_claim(move |at| claim.claim(at));
+    // Once, as the server starts (before it serves anything).
+    cms.catch_up_schedule(mark.load());
     actix_web::rt::spawn(async move {
         loop {
             let wait = cms.next_scheduled_instant().map_or(LONGEST_SLEEP, until).min(LONGEST_SLEEP);
@@ -62,7 +124,11 @@ pub fn keep_schedule(cms: Arc<Cms>, root: PathBuf) {
                 () = actix_web::rt::time::sleep(wait) => {}
                 () = wake.notified() => continue,
             }
-            cms.advance_schedule();
+            let ringing = Arc::clone(&cms);
+            if let Err(error) = actix_web::rt::task::spawn_blocking(move || ringing.advance_schedule()).await
+            {
+                tracing::error!(%error, "the scheduled-change timer failed");
+            }
         }
     });
 }
@@ -77,4 +143,30 @@ fn until(at: i64) -> Duration {
     let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos();
     let left = i128::from(at) * 1_000_000_000 - now;
     Duration::from_nanos(u64::try_from(left.max(0)).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two servers on one bucket: whoever moves the shared mark first announces; the
+    /// other learns up to when, and a later ring moves it on.
+    #[test]
+    fn the_shared_mark_is_claimed_once_per_instant() {
+        let Some(storage) = cms_s3::testing::fresh_bucket() else { return };
+        let connect = || cms_s3::S3Site::connect(&storage, Some(cms_s3::testing::credentials())).unwrap();
+        let (a, b) = (connect(), connect());
+        let mark = |site: &cms_s3::S3Site| ScheduleMark::Shared(site.shared_state(MARK_FILE));
+        let (a, b) = ((mark(&a), a), (mark(&b), b));
+        assert_eq!(a.0.load(), None);
+        assert_eq!(a.0.claim(100), None, "nothing was announced before");
+        assert_eq!(b.0.claim(100), Some(100), "the other server announced up to 100");
+        assert_eq!(b.0.claim(160), Some(100), "160 is this server's to announce, after 100");
+        assert_eq!(a.0.claim(150), Some(160), "a server behind announces nothing");
+        assert_eq!(
+            b.1.get_object_blocking(".cms/schedule.yaml").unwrap().unwrap(),
+            b"announced_until: 160\n"
+        );
+        assert_eq!(a.0.load(), Some(160));
+    }
 }

@@ -56,7 +56,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         let feed = subscribe(&cms);
         let (items, took) = build_index(&cms).await?;
         follow(cms.clone(), feed);
-        crate::schedule::keep_schedule(cms.clone(), open.root.clone());
+        crate::schedule::keep_schedule(cms.clone(), open.schedule_mark.clone());
         keep_snapshots(cms.clone());
         prepare_search(cms.clone());
 

@@ -7,15 +7,17 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use cms_core::Cms;
+use cms_core::CoreResult;
 use cms_core::account::{KEY_RANDOM_BYTES, Role};
 use cms_core::config::{SiteConfig, StorageConfig};
 use cms_core::ports::PreviewKeys;
 use cms_fs::{STATE_DIR, SystemClock, load_config, site_ports};
-use cms_s3::S3Site;
-use cms_webhooks::{LicenseGate, SinkConfig, WebhookSink, WebhookStore};
+use cms_s3::{S3Site, SharedState};
+use cms_webhooks::{LicenseGate, SinkConfig, StateFiles, TextChange, WebhookSink, WebhookStore};
 use ring::rand::{SecureRandom, SystemRandom};
 
 use crate::events::SiteEvents;
+use crate::schedule::ScheduleMark;
 
 /// The bundled demo site, as checked in.
 const DEMO_FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/demo-site");
@@ -48,8 +50,11 @@ pub struct OpenSite {
     /// Webhook delivery (its worker threads), only when events can be emitted;
     /// [`OpenSite::finish_deliveries`] before the process exits.
     pub webhooks: Option<Arc<WebhookSink>>,
-    /// The subscriptions and the delivery log, for the `webhooks` commands.
+    /// The subscriptions and the delivery log, for the `webhooks` commands (in the
+    /// bucket on a bucket site, shared by every server).
     pub webhook_store: WebhookStore,
+    /// Up to when scheduled changes were announced (likewise shared on a bucket site).
+    pub schedule_mark: ScheduleMark,
     /// Where the content lives, for the operator (`site folder: ...` or `bucket: s3://...`).
     pub storage: String,
 }
@@ -113,6 +118,14 @@ impl Site {
             StorageConfig::Fs => None,
             StorageConfig::S3(s3) => Some(S3Site::connect(s3, None).context("storage")?),
         };
+        // What every server of a bucket site must agree on lives in the bucket.
+        let (webhook_store, schedule_mark) = match &bucket {
+            Some(bucket) => (
+                WebhookStore::with_files(Arc::new(BucketWebhookFiles::new(bucket))),
+                ScheduleMark::Shared(bucket.shared_state(crate::schedule::MARK_FILE)),
+            ),
+            None => (WebhookStore::new(&state), ScheduleMark::folder(&self.root)),
+        };
         let webhooks = match purpose {
             Purpose::Command { emits_events: false } => None,
             Purpose::Serve | Purpose::Command { emits_events: true } => {
@@ -126,14 +139,14 @@ impl Site {
                     }
                     None => LicenseGate::new(&state, config.license.public_key.clone()),
                 };
-                Some(Arc::new(start_webhooks(&self.root, &state, &config, purpose, gate)?))
+                Some(Arc::new(start_webhooks(&self.root, &state, &config, purpose, gate, &webhook_store)?))
             }
         };
         let mut ports = site_ports(
             &self.root,
             Arc::new(SiteEvents { webhooks: webhooks.clone() }),
             Arc::new(SystemClock),
-            Arc::new(WebhookStore::new(&state)),
+            Arc::new(webhook_store.clone()),
         );
         if matches!(purpose, Purpose::Serve) {
             // Image variants render on their own threads (half the cores), never the API's.
@@ -160,8 +173,7 @@ impl Site {
             cms = cms.with_site_root(root);
         }
         let cms = Arc::new(cms);
-        let webhook_store = WebhookStore::new(&state);
-        Ok(OpenSite { root: self.root.clone(), config, cms, webhooks, webhook_store, storage })
+        Ok(OpenSite { root: self.root.clone(), config, cms, webhooks, webhook_store, schedule_mark, storage })
     }
 }
 
@@ -173,8 +185,10 @@ fn start_webhooks(
     config: &SiteConfig,
     purpose: Purpose,
     gate: LicenseGate,
+    store: &WebhookStore,
 ) -> anyhow::Result<WebhookSink> {
     let mut sink_config = SinkConfig::for_site(root, state, &config.webhooks);
+    sink_config.store = store.clone();
     // Only the server keeps the outbox (one process owns it); a command waits for its
     // own deliveries before it exits.
     sink_config.outbox = purpose == Purpose::Serve;
@@ -192,6 +206,44 @@ fn start_webhooks(
             sink
         }
     })
+}
+
+/// The webhook subscriptions and delivery log as objects of the bucket (`.cms/webhooks.yaml`,
+/// `.cms/webhook-log.yaml`, the same text as in a folder): read within
+/// `storage.state_max_age_ms`, changed by conditional writes that every server's change
+/// survives.
+struct BucketWebhookFiles {
+    subscriptions: SharedState,
+    log: SharedState,
+    bucket: String,
+}
+
+impl BucketWebhookFiles {
+    fn new(bucket: &S3Site) -> Self {
+        Self {
+            subscriptions: bucket.shared_state(cms_webhooks::SUBSCRIPTIONS_FILE),
+            log: bucket.shared_state(cms_webhooks::LOG_FILE),
+            bucket: bucket.description().to_owned(),
+        }
+    }
+
+    fn state(&self, name: &str) -> &SharedState {
+        if name == cms_webhooks::LOG_FILE { &self.log } else { &self.subscriptions }
+    }
+}
+
+impl StateFiles for BucketWebhookFiles {
+    fn read(&self, name: &str) -> CoreResult<Option<String>> {
+        self.state(name).read_blocking()
+    }
+
+    fn update(&self, name: &str, mut change: TextChange) -> CoreResult<()> {
+        self.state(name).update_blocking(move |text| Ok((change(text)?, ())))
+    }
+
+    fn describe(&self, name: &str) -> String {
+        format!(".cms/{name} in {}", self.bucket)
+    }
 }
 
 pub fn random_key_bytes() -> anyhow::Result<[u8; KEY_RANDOM_BYTES]> {

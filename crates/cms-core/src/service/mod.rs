@@ -257,8 +257,9 @@ pub struct Cms {
     site_root: Option<String>,
     /// Called when the next scheduled instant moved earlier (see `schedule.rs`).
     schedule_waker: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
-    /// Records the instant up to which scheduled changes are announced (see `schedule.rs`).
-    schedule_mark: std::sync::OnceLock<Box<dyn Fn(i64) + Send + Sync>>,
+    /// Records (claims) the instant up to which scheduled changes are announced; answers up
+    /// to which instant another server already announced them (see `schedule.rs`).
+    schedule_mark: std::sync::OnceLock<Box<dyn Fn(i64) -> Option<i64> + Send + Sync>>,
     /// Preview links: the key store and the default lifetime (see `previews.rs`).
     previews: Option<(Arc<dyn crate::ports::PreviewKeys>, u64)>,
     /// `images:` of `cms.yaml`, and the content hash of each transformed source.

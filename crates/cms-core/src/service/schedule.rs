@@ -19,9 +19,22 @@ impl Cms {
     /// (the composition root keeps it in a file, for [`Self::catch_up_schedule`] after a
     /// restart). It is called before that instant's events are published, so that a
     /// server killed right after an event went out does not announce it again; only the
-    /// first registration counts.
+    /// first registration (of this or [`Self::on_schedule_claim`]) counts.
     pub fn on_schedule_mark(&self, record: impl Fn(i64) + Send + Sync + 'static) {
-        let _ = self.schedule_mark.set(Box::new(record));
+        self.on_schedule_claim(move |at| {
+            record(at);
+            None
+        });
+    }
+
+    /// Like [`Self::on_schedule_mark`], for servers sharing one store: `claim(now)` moves
+    /// the shared mark to `now` unless another server already moved it that far, and
+    /// answers the instant up to which scheduled changes were already announced (by
+    /// another server, or by this one at an earlier ring); `None`: none known. The
+    /// transitions at or before that instant are applied here but not announced again,
+    /// so that each is announced once per site, not once per server.
+    pub fn on_schedule_claim(&self, claim: impl Fn(i64) -> Option<i64> + Send + Sync + 'static) {
+        let _ = self.schedule_mark.set(Box::new(claim));
     }
 
     pub(super) fn wake_schedule(&self) {
@@ -73,8 +86,9 @@ impl Cms {
         self.advance_and_announce(past)
     }
 
-    /// Advances every due index to now, records now, then publishes `past` and the
-    /// transitions of the advance, in that order.
+    /// Advances every due index to now, records (claims) now, then publishes `past` and
+    /// the transitions of the advance, in that order, leaving out those the claim says
+    /// were announced already.
     fn advance_and_announce(&self, mut announced: Vec<(usize, Vec<Transition>)>) -> i64 {
         let now = self.now_secs();
         for collection in &self.collections {
@@ -87,21 +101,29 @@ impl Cms {
                 announced.push((collection.index, index.advance(now)));
             }
         }
-        if let Some(record) = self.schedule_mark.get() {
-            record(now);
-        }
+        let announced_until = self.schedule_mark.get().and_then(|claim| claim(now));
         for (folder, transitions) in &announced {
-            self.announce(*folder, transitions);
+            self.announce(*folder, transitions, announced_until);
         }
         now
     }
 
-    fn announce(&self, folder: usize, transitions: &[Transition]) {
+    /// Applies each transition to the search index, and publishes the events of those
+    /// after `announced_until` (the ones before were announced already).
+    fn announce(&self, folder: usize, transitions: &[Transition], announced_until: Option<i64>) {
         for transition in transitions {
             let kind = if transition.live { EventKind::ItemPublished } else { EventKind::ItemUnpublished };
             // The search index follows the kept index's visibility.
             if let Some(search) = write(&self.search[folder].index).as_mut() {
                 search.set_published(&transition.filename, transition.live);
+            }
+            if announced_until.is_some_and(|until| transition.at <= until) {
+                tracing::debug!(
+                    collection = self.collections[folder].slug.as_str(),
+                    filename = &*transition.filename,
+                    "scheduled change announced already (by another server)"
+                );
+                continue;
             }
             tracing::info!(
                 collection = self.collections[folder].slug.as_str(),

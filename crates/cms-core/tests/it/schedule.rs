@@ -251,3 +251,47 @@ async fn the_instant_reached_is_recorded_before_its_events_are_published() {
     let published: Vec<EventKind> = world.events.take().into_iter().map(|e| e.kind).collect();
     assert_eq!(published, [EventKind::ItemPublished], "then the event");
 }
+
+/// Several servers on one shared store: the mark is a claim, and a transition at or before
+/// the instant another server already announced up to is not announced again here, while
+/// the visibility still moves (every server serves the item the same way).
+#[tokio::test]
+async fn transitions_another_server_announced_are_not_announced_again() {
+    let world = MemoryWorld::new();
+    site(&world);
+    let cms = world.cms();
+    cms.start().await.unwrap();
+    let claims = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = Arc::clone(&claims);
+    // Another server rang at 01:00 and announced `soon`; this one rings at 02:30.
+    cms.on_schedule_claim(move |at| {
+        log.lock().unwrap().push(at);
+        Some(START + 3600)
+    });
+    world.clock.advance(9000);
+    let reached = cms.advance_schedule();
+    assert_eq!(*claims.lock().unwrap(), [START + 9000]);
+    assert_eq!(reached, START + 9000);
+    let kinds: Vec<(EventKind, EventData)> =
+        world.events.take().into_iter().map(|e| (e.kind, e.data)).collect();
+    assert_eq!(
+        kinds,
+        [(EventKind::ItemUnpublished, EventData::File { filename: "ending.md".into(), folder: 0 })],
+        "only what happened after 01:00"
+    );
+    assert_eq!(public_slugs(&cms).await[0], ["always", "soon"], "both transitions applied here");
+}
+
+/// A claim that says another server already announced past now: nothing is announced.
+#[tokio::test]
+async fn a_claim_past_now_announces_nothing_on_catch_up() {
+    let world = MemoryWorld::new();
+    site(&world);
+    let cms = world.cms();
+    cms.start().await.unwrap();
+    cms.on_schedule_claim(|_| Some(START + 10_000));
+    world.clock.advance(9000);
+    cms.catch_up_schedule(Some(START));
+    assert!(world.events.take().is_empty());
+    assert_eq!(public_slugs(&cms).await[0], ["always", "soon"]);
+}

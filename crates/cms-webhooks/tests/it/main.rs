@@ -51,6 +51,7 @@ impl Fixture {
     pub fn config(&self, timeout: Duration) -> SinkConfig {
         SinkConfig {
             state_dir: self.dir.path().join(".cms"),
+            store: self.store.clone(),
             delivery: DeliveryConfig {
                 timeout,
                 ca_file: Some(self.ca_file.clone()),

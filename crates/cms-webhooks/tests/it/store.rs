@@ -120,3 +120,73 @@ fn concurrent_appends_from_many_threads_lose_nothing() {
     });
     assert_eq!(f.store.log().unwrap().len(), 80);
 }
+
+/// State files somewhere else (a bucket several servers share), in memory: `update`
+/// behaves like a conditional write that loses once to another writer, and every call
+/// notes the thread it ran on.
+#[derive(Default)]
+struct SharedFiles {
+    texts: std::sync::Mutex<std::collections::HashMap<String, String>>,
+    /// Written by "another server" just before the next update's write.
+    interloper: std::sync::Mutex<Option<String>>,
+    threads: std::sync::Mutex<Vec<Option<String>>>,
+}
+
+impl cms_webhooks::StateFiles for SharedFiles {
+    fn read(&self, name: &str) -> cms_core::CoreResult<Option<String>> {
+        self.threads.lock().unwrap().push(std::thread::current().name().map(str::to_owned));
+        Ok(self.texts.lock().unwrap().get(name).cloned())
+    }
+
+    fn update(&self, name: &str, mut change: cms_webhooks::TextChange) -> cms_core::CoreResult<()> {
+        self.threads.lock().unwrap().push(std::thread::current().name().map(str::to_owned));
+        loop {
+            let read = self.texts.lock().unwrap().get(name).cloned();
+            let new = change(read.as_deref())?;
+            if let Some(other) = self.interloper.lock().unwrap().take() {
+                self.texts.lock().unwrap().insert(name.to_owned(), other);
+                continue;
+            }
+            if let Some(new) = new {
+                self.texts.lock().unwrap().insert(name.to_owned(), new);
+            }
+            return Ok(());
+        }
+    }
+
+    fn describe(&self, name: &str) -> String {
+        format!("memory:{name}")
+    }
+}
+
+#[tokio::test]
+async fn a_store_on_shared_files_keeps_the_format_and_another_servers_change() {
+    let folder = Fixture::new();
+    let added = folder.add("https://a.example.com/hook", "file.created");
+    let folder_text = fs::read_to_string(folder.dir.path().join(".cms/webhooks.yaml")).unwrap();
+
+    let files = std::sync::Arc::new(SharedFiles::default());
+    let store = cms_webhooks::WebhookStore::with_files(files.clone());
+    // Another server adds its subscription while this one writes: both stay.
+    *files.interloper.lock().unwrap() = Some(folder_text.clone());
+    let (info, _secret) = store.add_webhook("https://b.example.com/hook", "file.deleted").await.unwrap();
+    let ids: Vec<String> = store.list().unwrap().into_iter().map(|s| s.id).collect();
+    assert_eq!(ids, [added.id.clone(), info.id.clone()]);
+    assert!(files.texts.lock().unwrap()["webhooks.yaml"].starts_with(&folder_text), "the same format");
+
+    store.append_log(&[entry(1)]).unwrap();
+    assert_eq!(store.webhook_log().await.unwrap().len(), 1);
+    assert_eq!(store.clear_webhook_log().await.unwrap(), 1);
+    assert_eq!(files.texts.lock().unwrap()["webhook-log.yaml"], "[]\n");
+
+    // The async directory never reads or writes on the caller's thread.
+    let threads = files.threads.lock().unwrap().clone();
+    let (test, settings) =
+        (std::thread::current().name().map(str::to_owned), Some("webhook-settings".into()));
+    assert!(threads.contains(&settings), "{threads:?}");
+    let directory_calls = [0, 3, 4]; // add_webhook, webhook_log, clear_webhook_log
+    for at in directory_calls {
+        assert_eq!(threads[at], settings, "call {at} of {threads:?}");
+        assert_ne!(threads[at], test);
+    }
+}

@@ -8,6 +8,7 @@ mod discovery;
 mod images;
 mod mcp;
 mod nodes;
+mod nodes_webhooks;
 mod previews;
 mod resources;
 mod retries;

@@ -32,16 +32,23 @@ impl Client {
 
     /// `PATCH url` with a JSON body and an API key; returns the status and the body.
     pub fn patch_json(&self, url: &str, key: &str, json: &str) -> anyhow::Result<(u16, String)> {
-        let mut response = self
-            .agent
-            .patch(url)
+        self.send_json("PATCH", url, key, json)
+    }
+
+    pub fn post_json(&self, url: &str, key: &str, json: &str) -> anyhow::Result<(u16, String)> {
+        self.send_json("POST", url, key, json)
+    }
+
+    fn send_json(&self, method: &str, url: &str, key: &str, json: &str) -> anyhow::Result<(u16, String)> {
+        let request = if method == "POST" { self.agent.post(url) } else { self.agent.patch(url) };
+        let mut response = request
             .header("Authorization", &format!("Bearer {key}"))
             .header("Content-Type", "application/json")
             .header("Accept-Encoding", "identity")
             .send(json)
-            .with_context(|| format!("PATCH {url}"))?;
+            .with_context(|| format!("{method} {url}"))?;
         // Read to the end, so that the connection can carry the next request.
-        let body = response.body_mut().read_to_string().with_context(|| format!("PATCH {url}: body"))?;
+        let body = response.body_mut().read_to_string().with_context(|| format!("{method} {url}: body"))?;
         Ok((response.status().as_u16(), body))
     }
 }

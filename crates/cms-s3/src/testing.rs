@@ -150,7 +150,7 @@ fn start() -> Option<TestServer> {
 impl TestServer {
     /// Until the S3 gateway answers a bucket creation (SeaweedFS starts its parts in turn).
     fn wait_ready(&self) {
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             // The bucket made (or made already), then an object stored: a volume is up.
             let bucket = self.try_request("PUT", &format!("/{BUCKET}"));
@@ -159,7 +159,7 @@ impl TestServer {
             {
                 return;
             }
-            assert!(Instant::now() < deadline, "the test S3 server did not start within 60 s");
+            assert!(Instant::now() < deadline, "the test S3 server did not start within 120 s");
             std::thread::sleep(Duration::from_millis(100));
         }
     }

@@ -299,7 +299,8 @@ pub trait VersionStore: Send + Sync {
         name: &ItemFilename,
         timestamp: i64,
     ) -> CoreResult<Option<Vec<u8>>>;
-    /// Stores a snapshot atomically; `Conflict` if that timestamp is taken.
+    /// Stores a snapshot atomically; `Conflict` if that timestamp is taken (a shared store
+    /// may accept the very same bytes again: two servers keeping one version at once).
     async fn save_version(
         &self,
         collection: &Collection,

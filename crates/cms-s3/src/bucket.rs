@@ -314,7 +314,16 @@ impl Bucket {
         self.run(async move {
             let all: Vec<ObjectMeta> =
                 store.list(Some(&path)).try_collect().await.map_err(store_error(&path))?;
-            Ok(all.into_iter().filter(|meta| !meta.location.as_ref().ends_with('/')).collect())
+            // A folder's own entry (`a/b/`, as consoles and some stores make them) comes
+            // back as an object `a/b`; it is no file when other keys are inside it.
+            let folders: std::collections::HashSet<&str> = all
+                .iter()
+                .flat_map(|meta| {
+                    let key = meta.location.as_ref();
+                    key.match_indices('/').map(move |(at, _)| &key[..at])
+                })
+                .collect();
+            Ok(all.iter().filter(|meta| !folders.contains(meta.location.as_ref())).cloned().collect())
         })
         .await
     }

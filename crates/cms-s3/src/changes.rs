@@ -16,6 +16,7 @@
 //! assumed to agree within the lookback window (NTP does far better).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -73,7 +74,12 @@ impl Journal {
     }
 
     pub(crate) async fn item_changed(&self, collection: &Collection, name: &str) {
-        self.record(&format!("{}.{name}", collection.slug)).await;
+        self.item_changed_in(&collection.slug, name).await;
+    }
+
+    /// The same, by the collection's slug.
+    pub(crate) async fn item_changed_in(&self, collection_slug: &str, name: &str) {
+        self.record(&format!("{collection_slug}.{name}")).await;
     }
 
     pub(crate) async fn license_changed(&self) {
@@ -123,16 +129,23 @@ fn parse_entry(file_name: &str) -> Option<Entry<'_>> {
 }
 
 /// The change source of a bucket: a poll of the journal plus periodic full comparisons.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct S3ChangeSource {
     bucket: Bucket,
     node: String,
     settings: FollowSettings,
+    /// Forgets the license kept in memory, before the core is told it may have changed.
+    forget_license: Arc<dyn Fn() + Send + Sync>,
 }
 
 impl S3ChangeSource {
-    pub(crate) fn new(bucket: Bucket, journal: &Journal, settings: FollowSettings) -> Self {
-        Self { bucket, node: journal.node().to_owned(), settings }
+    pub(crate) fn new(
+        bucket: Bucket,
+        journal: &Journal,
+        settings: FollowSettings,
+        forget_license: Arc<dyn Fn() + Send + Sync>,
+    ) -> Self {
+        Self { bucket, node: journal.node().to_owned(), settings, forget_license }
     }
 }
 
@@ -144,6 +157,7 @@ impl ChangeSource for S3ChangeSource {
             seen: HashMap::new(),
             last_rescan: Instant::now(),
             last_sweep: Instant::now(),
+            last_poll: None,
         })))
     }
 }
@@ -155,10 +169,14 @@ struct PollFeed {
     seen: HashMap<String, i64>,
     last_rescan: Instant,
     last_sweep: Instant,
+    /// When the journal was last read (Unix ms): past half the lookback window ago,
+    /// entries may have aged out of it unread, so everything is compared instead.
+    last_poll: Option<i64>,
 }
 
 impl PollFeed {
     fn rescan_all(&self) -> Vec<StorageChange> {
+        (self.source.forget_license)();
         let mut changes: Vec<_> =
             self.collections.values().map(|&collection| StorageChange::Rescan { collection }).collect();
         changes.push(StorageChange::License);
@@ -168,8 +186,15 @@ impl PollFeed {
     /// Others' entries since the last poll.
     async fn poll(&mut self) -> CoreResult<Vec<StorageChange>> {
         let now = now_ms();
+        if self.last_poll.is_some_and(|last| now - last > LOOKBACK_MS / 2) {
+            // A slow apply, a sweep or an outage kept this node away too long.
+            self.last_poll = Some(now);
+            self.last_rescan = Instant::now();
+            return Ok(self.rescan_all());
+        }
         let after = format!("{JOURNAL_DIR}/{:013}", now - LOOKBACK_MS);
         let listed = self.source.bucket.list_after(JOURNAL_DIR, &after).await?;
+        self.last_poll = Some(now);
         let mut items: HashMap<usize, Vec<String>> = HashMap::new();
         let mut license = false;
         for meta in &listed {
@@ -193,6 +218,7 @@ impl PollFeed {
         let mut changes: Vec<_> =
             items.into_iter().map(|(collection, names)| StorageChange::Items { collection, names }).collect();
         if license {
+            (self.source.forget_license)();
             changes.push(StorageChange::License);
         }
         Ok(changes)

@@ -93,12 +93,40 @@ impl S3ContentStore {
         written: Written,
     ) -> CoreResult<FileStamp> {
         self.remember(collection, name, written.stamp(name).change_token, written.e_tag.as_ref());
-        self.journal.item_changed(collection, name).await;
-        match self.bucket.head(key).await? {
-            Some(meta) if meta.e_tag == written.e_tag => Ok(stamp_of(name, &meta)),
-            // Written over since (by another node): the stamp of what this write stored.
+        match self.bucket.head(key).await {
+            Ok(Some(meta)) if meta.e_tag == written.e_tag => Ok(stamp_of(name, &meta)),
+            // Written over since (by another node), or the HEAD failed: the write is
+            // stored all the same, so its own stamp (a listing may show another time,
+            // which costs one read at the next comparison).
             _ => Ok(written.stamp(name)),
         }
+    }
+
+    /// Writes the object and, in the same task, the journal entry that tells the other
+    /// nodes: the task runs on even if the request that started it is dropped, so a
+    /// stored write is never left unannounced.
+    async fn put_announced(
+        &self,
+        collection: &Collection,
+        name: &str,
+        bytes: &[u8],
+        if_match: Option<String>,
+    ) -> CoreResult<Result<Written, WriteRefused>> {
+        let (bucket, journal) = (self.bucket.clone(), self.journal.clone());
+        let (key, slug, name, bytes) =
+            (Self::key(collection, name), collection.slug.clone(), name.to_owned(), bytes.to_vec());
+        self.bucket
+            .run(async move {
+                let written = match if_match {
+                    Some(etag) => bucket.put_if(&key, bytes, &etag).await?,
+                    None => bucket.put_new(&key, bytes).await?,
+                };
+                if written.is_ok() {
+                    journal.item_changed_in(&slug, &name).await;
+                }
+                Ok(written)
+            })
+            .await
     }
 
     /// The ETag of the version `expected` describes, if that is still the stored one.
@@ -170,7 +198,7 @@ impl ContentStore for S3ContentStore {
         bytes: &[u8],
     ) -> CoreResult<FileStamp> {
         let key = Self::key(collection, name.as_str());
-        let written = match self.bucket.put_new(&key, bytes.to_vec()).await? {
+        let written = match self.put_announced(collection, name.as_str(), bytes, None).await? {
             Ok(written) => written,
             Err(_) => return Err(CoreError::Conflict(format!("{} already exists", name.as_str()))),
         };
@@ -188,7 +216,7 @@ impl ContentStore for S3ContentStore {
         let Some(etag) = self.current_etag(collection, name.as_str(), expected).await? else {
             return Err(stale(name.as_str()));
         };
-        let written = match self.bucket.put_if(&key, bytes.to_vec(), &etag).await? {
+        let written = match self.put_announced(collection, name.as_str(), bytes, Some(etag)).await? {
             Ok(written) => written,
             Err(WriteRefused::Changed | WriteRefused::Exists) => {
                 self.remember(collection, name.as_str(), 0, None);

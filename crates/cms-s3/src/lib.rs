@@ -199,7 +199,13 @@ impl S3Site {
     }
 
     pub fn change_source(&self) -> S3ChangeSource {
-        S3ChangeSource::new(self.bucket.clone(), &self.journal, self.follow)
+        let license = self.license.clone();
+        S3ChangeSource::new(
+            self.bucket.clone(),
+            &self.journal,
+            self.follow,
+            Arc::new(move || license.forget()),
+        )
     }
 
     pub fn resource_store(&self) -> S3ResourceStore {

@@ -33,6 +33,11 @@ impl S3License {
 }
 
 impl S3License {
+    /// Forgets the license kept, so that the next read asks the store.
+    pub(crate) fn forget(&self) {
+        self.object.expire();
+    }
+
     /// The license, from a thread that may block (the webhook workers ask before each
     /// event's deliveries).
     pub fn read_blocking(&self) -> CoreResult<Option<License>> {

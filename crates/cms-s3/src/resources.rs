@@ -199,7 +199,9 @@ impl ResourceStore for S3ResourceStore {
             return self.bucket.delete(&key).await;
         }
         let inside = self.bucket.list_all(&key).await?;
-        let only_marker = inside.iter().all(|meta| meta.location.filename() == Some(FOLDER_MARKER));
+        // Only its own marker: an empty subfolder inside (its marker) makes it not empty.
+        let marker = self.bucket.path(&format!("{key}/{FOLDER_MARKER}"));
+        let only_marker = inside.iter().all(|meta| meta.location == marker);
         match (inside.is_empty(), only_marker) {
             (true, _) => Err(CoreError::not_found(format!("no file or folder {name} in {:?}", dir.as_str()))),
             (false, true) => self.bucket.delete(&format!("{key}/{FOLDER_MARKER}")).await,

@@ -49,39 +49,38 @@ impl<T: Send + Sync + 'static> StateObject<T> {
     /// The value, fetched again only when the one kept is older than `max_age` and the
     /// object changed since.
     pub(crate) async fn get(&self) -> CoreResult<Arc<T>> {
-        let generation = self.generation.load(Ordering::Acquire);
-        let known_etag = {
-            let cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-            match cache.as_ref() {
-                Some(cached) if cached.checked.elapsed() < self.max_age => return Ok(cached.value.clone()),
-                Some(cached) => cached.etag.clone(),
-                None => None,
-            }
-        };
-        let mut fetched = self.bucket.get_unless(&self.key, known_etag).await?;
-        if matches!(fetched, Some((None, _)))
-            && self.cache.lock().unwrap_or_else(|p| p.into_inner()).is_none()
-        {
-            // Not modified, but the value kept was forgotten meanwhile (a write here).
-            fetched = self.bucket.get_unless(&self.key, None).await?;
-        }
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        let value = match fetched {
-            Some((None, _)) => match cache.as_mut() {
-                Some(cached) => {
-                    cached.checked = Instant::now();
-                    return Ok(cached.value.clone());
+        loop {
+            let generation = self.generation.load(Ordering::Acquire);
+            let known_etag = {
+                let cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+                match cache.as_ref() {
+                    Some(cached) if cached.checked.elapsed() < self.max_age => {
+                        return Ok(cached.value.clone());
+                    }
+                    Some(cached) => cached.etag.clone(),
+                    None => None,
                 }
-                None => return Err(CoreError::internal(&self.key, "not modified, and nothing kept")),
-            },
-            Some((Some(bytes), meta)) => (meta.e_tag, (self.decode)(&self.key, Some(&bytes))?),
-            None => (None, (self.decode)(&self.key, None)?),
-        };
-        let (etag, value) = (value.0, Arc::new(value.1));
-        if self.generation.load(Ordering::Acquire) == generation {
-            *cache = Some(Cached { etag, value: value.clone(), checked: Instant::now() });
+            };
+            let fetched = self.bucket.get_unless(&self.key, known_etag).await?;
+            let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+            let (etag, value) = match fetched {
+                Some((None, _)) => match cache.as_mut() {
+                    Some(cached) => {
+                        cached.checked = Instant::now();
+                        return Ok(cached.value.clone());
+                    }
+                    // Not modified, but forgotten by a write here meanwhile: ask again,
+                    // without a condition.
+                    None => continue,
+                },
+                Some((Some(bytes), meta)) => (meta.e_tag, Arc::new((self.decode)(&self.key, Some(&bytes))?)),
+                None => (None, Arc::new((self.decode)(&self.key, None)?)),
+            };
+            if self.generation.load(Ordering::Acquire) == generation {
+                *cache = Some(Cached { etag, value: value.clone(), checked: Instant::now() });
+            }
+            return Ok(value);
         }
-        Ok(value)
     }
 
     /// Forgets the value kept, so that the next `get` asks the store.
@@ -101,7 +100,11 @@ impl<T: Send + Sync + 'static> StateObject<T> {
         for _ in 0..MAX_ATTEMPTS {
             let current = self.bucket.get(&self.key).await?;
             let (bytes, answer) = change(current.as_ref().map(|(bytes, _)| bytes.as_slice()))?;
-            let Some(bytes) = bytes else { return Ok(answer) };
+            let Some(bytes) = bytes else {
+                // Nothing to write, but what was read may be newer than what is kept.
+                self.expire();
+                return Ok(answer);
+            };
             let written = match current.as_ref().and_then(|(_, meta)| meta.e_tag.as_deref()) {
                 Some(etag) => self.bucket.put_if(&self.key, bytes, etag).await?,
                 None => self.bucket.put_new(&self.key, bytes).await?,

@@ -68,8 +68,12 @@ impl VersionStore for S3VersionStore {
         timestamp: i64,
         bytes: &[u8],
     ) -> CoreResult<()> {
-        match self.bucket.put_new(&Self::key(collection, name, timestamp), bytes.to_vec()).await? {
+        let key = Self::key(collection, name, timestamp);
+        match self.bucket.put_new(&key, bytes.to_vec()).await? {
             Ok(_) => Ok(()),
+            // Two nodes keeping the same version in the same second (each read the item
+            // before one of them changed it): one snapshot is what both meant.
+            Err(_) if self.bucket.get(&key).await?.is_some_and(|(stored, _)| stored == bytes) => Ok(()),
             Err(_) => Err(CoreError::Conflict(format!("version {timestamp} of {} exists", name.as_str()))),
         }
     }

@@ -128,3 +128,59 @@ async fn keys_added_on_two_nodes_at_once_are_all_kept() {
     }
     assert_eq!(a.accounts().list_keys().await.unwrap().len(), 12, "no add was lost");
 }
+
+#[tokio::test]
+async fn a_license_installed_on_one_node_is_read_again_by_the_other_when_the_journal_says_so() {
+    use cms_core::ports::LicenseSource;
+    let Some((a, b)) = two_nodes().await else { return };
+    let mut feed_b = b.change_source().subscribe(&[posts()]).unwrap().expect("a feed");
+    assert!(b.license().current().await.unwrap().is_none(), "kept in memory: none yet");
+    a.license().install("licensee: Example\nfeatures: [json_api]\n").await.unwrap();
+    let batch = tokio::time::timeout(Duration::from_secs(5), feed_b.next_batch()).await.expect("within 5 s");
+    assert_eq!(batch, Some(vec![StorageChange::License]));
+    // At once, not after state_max_age: the feed forgot what b kept before telling.
+    let license = b.license().current().await.unwrap().expect("the new license");
+    assert_eq!(license.licensee, "Example");
+}
+
+#[tokio::test]
+async fn two_nodes_keeping_one_version_at_once_agree_and_other_bytes_conflict() {
+    use cms_core::ports::VersionStore;
+    let Some((a, b)) = two_nodes().await else { return };
+    let item = name("kept.md");
+    a.version_store().save_version(&posts(), &item, 100, b"same").await.unwrap();
+    b.version_store()
+        .save_version(&posts(), &item, 100, b"same")
+        .await
+        .expect("the same snapshot is no conflict");
+    let other = b.version_store().save_version(&posts(), &item, 100, b"other").await;
+    assert!(matches!(other, Err(CoreError::Conflict(_))), "{other:?}");
+    assert_eq!(a.version_store().list_versions(&posts(), &item).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_folder_holding_an_empty_folder_is_not_empty() {
+    use cms_core::ports::ResourceStore;
+    use cms_core::resource::{FileName, ResourceFolder, Subpath};
+    let Some((a, _)) = two_nodes().await else { return };
+    let store = a.resource_store();
+    let folder = ResourceFolder {
+        index: 0,
+        label: "Uploads".into(),
+        path: "media/uploads".into(),
+        url: "/media".into(),
+    };
+    let (root, outer, inner) =
+        (Subpath::root(), FileName::parse("a").unwrap(), FileName::parse("b").unwrap());
+    store.create_dir(&folder, &root, &outer).await.unwrap();
+    store.create_dir(&folder, &Subpath::parse("a").unwrap(), &inner).await.unwrap();
+    let refused = store.delete(&folder, &root, &outer).await;
+    assert!(matches!(refused, Err(CoreError::Conflict(_))), "{refused:?}");
+    assert!(
+        store.stat(&folder, &Subpath::parse("a").unwrap(), &inner).await.unwrap().is_some(),
+        "b is still there"
+    );
+    store.delete(&folder, &Subpath::parse("a").unwrap(), &inner).await.unwrap();
+    store.delete(&folder, &root, &outer).await.unwrap();
+    assert!(store.stat(&folder, &root, &outer).await.unwrap().is_none());
+}

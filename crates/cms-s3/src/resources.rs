@@ -304,7 +304,42 @@ struct S3Upload {
 
 struct Multipart {
     staging_key: String,
+    upload: Option<PendingParts>,
+}
+
+/// A multipart upload that is aborted (its parts deleted) when dropped before it was
+/// completed, wherever that happens: with the upload, inside a part's task whose request
+/// was dropped, or after an error.
+struct PendingParts {
     upload: Option<Box<dyn MultipartUpload>>,
+    bucket: Bucket,
+}
+
+impl PendingParts {
+    async fn put_part(&mut self, part: PutPayload) -> object_store::Result<()> {
+        self.upload.as_mut().expect("present until completed").put_part(part).await
+    }
+
+    async fn complete(mut self) -> object_store::Result<()> {
+        let mut upload = self.upload.take().expect("present until completed");
+        match upload.complete().await {
+            Ok(_) => Ok(()),
+            Err(error) => {
+                let _ = upload.abort().await;
+                Err(error)
+            }
+        }
+    }
+}
+
+impl Drop for PendingParts {
+    fn drop(&mut self) {
+        if let Some(mut upload) = self.upload.take() {
+            self.bucket.spawn_detached(async move {
+                let _ = upload.abort().await;
+            });
+        }
+    }
 }
 
 impl S3Upload {
@@ -317,6 +352,7 @@ impl S3Upload {
             let upload = bucket
                 .run(async move { store.put_multipart(&path).await.map_err(store_error(&path)) })
                 .await?;
+            let upload = PendingParts { upload: Some(upload), bucket: bucket.clone() };
             self.multipart = Some(Multipart { staging_key, upload: Some(upload) });
         }
         let multipart = self.multipart.as_mut().expect("started above");
@@ -334,17 +370,6 @@ impl S3Upload {
             .await?;
         multipart.upload = Some(upload);
         Ok(())
-    }
-}
-
-impl Drop for S3Upload {
-    /// An upload dropped before its commit leaves nothing behind: its parts are aborted.
-    fn drop(&mut self) {
-        if let Some(Multipart { upload: Some(mut upload), .. }) = self.multipart.take() {
-            self.store.bucket.spawn_detached(async move {
-                let _ = upload.abort().await;
-            });
-        }
     }
 }
 
@@ -405,22 +430,23 @@ impl UploadSink for S3Upload {
             self.send_part().await?;
         }
         let mut multipart = self.multipart.take().expect("checked above");
-        let mut upload = multipart
+        let upload = multipart
             .upload
             .take()
             .ok_or_else(|| CoreError::internal("an upload", "an earlier part was interrupted"))?;
         let staging_key = multipart.staging_key.clone();
         let key = staging_key.clone();
-        bucket
-            .run(async move {
-                upload.complete().await.map_err(store_error(&key))?;
-                Ok(())
-            })
-            .await?;
-        let stored = store.free_name(folder, dir, name).await?;
-        let target = file_key(folder, dir, &stored);
-        bucket.copy(&staging_key, &target).await?;
+        bucket.run(async move { upload.complete().await.map_err(store_error(&key)) }).await?;
+        // From here the staged object exists: it goes whatever happens next.
+        let placed = async {
+            let stored = store.free_name(folder, dir, name).await?;
+            let target = file_key(folder, dir, &stored);
+            bucket.copy(&staging_key, &target).await?;
+            Ok::<_, CoreError>((stored, target))
+        }
+        .await;
         bucket.delete(&staging_key).await?;
+        let (stored, target) = placed?;
         let meta = bucket
             .head(&target)
             .await?

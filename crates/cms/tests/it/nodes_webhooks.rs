@@ -1,6 +1,7 @@
-//! Two servers ("nodes") on one bucket site share the webhook subscriptions and the
+//! Three servers ("nodes") on one bucket site share the webhook subscriptions and the
 //! delivery log: a subscription added against one node's configuration applies to events
-//! written through the other, which delivers once and logs where every node sees it.
+//! written through the others, each event delivered once, by the node that wrote it, and
+//! logged where every node sees it.
 //! Needs the test S3 server (`cms_s3::testing`); skips without it, unless CI requires it.
 
 use std::fs;
@@ -61,7 +62,7 @@ fn on_node(node: &Path, args: &[&str]) -> String {
 }
 
 #[test]
-fn a_subscription_added_on_one_node_delivers_events_of_another_once() {
+fn a_subscription_added_on_one_node_delivers_events_of_the_others_once() {
     let Some(storage) = cms_s3::testing::fresh_bucket() else { return };
     let ca = TestCa::new();
     let receiver = Receiver::start(&ca, Answer::Status(200));
@@ -70,8 +71,8 @@ fn a_subscription_added_on_one_node_delivers_events_of_another_once() {
     let key = user_with_key(site.path(), "owner@example.com", "owner");
     let bucket = S3Site::connect(&storage, Some(cms_s3::testing::credentials())).unwrap();
     upload(&bucket, site.path(), site.path());
-    let (a, b) = (node(site.path(), &storage), node(site.path(), &storage));
-    let (node_a, node_b) = (serve(a.path()), serve(b.path()));
+    let (a, b, c) = (node(site.path(), &storage), node(site.path(), &storage), node(site.path(), &storage));
+    let (node_a, node_b, node_c) = (serve(a.path()), serve(b.path()), serve(c.path()));
 
     let id = add_hook_on(a.path(), &receiver.url());
     assert!(
@@ -105,16 +106,22 @@ fn a_subscription_added_on_one_node_delivers_events_of_another_once() {
         poll(|| node_a.get("/cms/collections/posts/items/from-b", Some(&key)).0, |status| *status == 200);
     assert_eq!(seen, 200);
     create(&node_a, "from-a");
-    let got = receiver.wait_for(2, Duration::from_secs(20));
+    receiver.wait_for(2, Duration::from_secs(20));
+    create(&node_c, "from-c");
+    let got = receiver.wait_for(3, Duration::from_secs(20));
     let files: Vec<String> =
         got.iter().map(|r| r.json()["data"]["filename"].as_str().unwrap().to_owned()).collect();
-    assert_eq!(files, ["from-b.md", "from-a.md"], "each event delivered once, by the node that wrote it");
+    assert_eq!(
+        files,
+        ["from-b.md", "from-a.md", "from-c.md"],
+        "each event delivered once, by the node that wrote it"
+    );
 
-    // One log in the bucket, read through node B's configuration, with both nodes' deliveries.
-    let log = poll(|| on_node(b.path(), &["webhooks", "log"]), |log| log.lines().count() == 2);
+    // One log in the bucket, read through node B's configuration, with every node's deliveries.
+    let log = poll(|| on_node(b.path(), &["webhooks", "log"]), |log| log.lines().count() == 3);
     assert!(log.lines().any(|l| l.contains(&delivery) && l.ends_with(" 200 success")), "{log}");
-    assert_eq!(log.lines().count(), 2, "{log}");
-    drop((node_a, node_b));
+    assert_eq!(log.lines().count(), 3, "{log}");
+    drop((node_a, node_b, node_c));
 }
 
 /// `cms webhooks add` against a node's configuration (so, into the bucket).

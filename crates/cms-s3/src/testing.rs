@@ -129,7 +129,7 @@ fn start() -> Option<TestServer> {
     // shell starts it and kills it once our end of its stdin closes (at our exit).
     let process = Command::new("sh")
         .arg("-c")
-        .arg(r#""$0" "$@" >/dev/null 2>&1 & pid=$!; cat >/dev/null; kill $pid"#)
+        .arg(r#""$0" "$@" >/dev/null 2>&1 & pid=$!; cat >/dev/null; kill $pid; sleep 5; kill -9 $pid 2>/dev/null"#)
         .arg(&weed)
         .args(&args)
         .stdin(Stdio::piped())

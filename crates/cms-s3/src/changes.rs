@@ -157,7 +157,10 @@ impl ChangeSource for S3ChangeSource {
             seen: HashMap::new(),
             last_rescan: Instant::now(),
             last_sweep: Instant::now(),
-            last_poll: None,
+            // From the subscription: a first poll long after it (a slow index build)
+            // compares everything.
+            last_poll: Some(now_ms()),
+            rescan_returned: false,
         })))
     }
 }
@@ -172,10 +175,14 @@ struct PollFeed {
     /// When the journal was last read (Unix ms): past half the lookback window ago,
     /// entries may have aged out of it unread, so everything is compared instead.
     last_poll: Option<i64>,
+    /// The last batch was a full comparison: when the next is asked for, it is done, and
+    /// it covered everything before it (so a long one does not cause another).
+    rescan_returned: bool,
 }
 
 impl PollFeed {
-    fn rescan_all(&self) -> Vec<StorageChange> {
+    fn rescan_all(&mut self) -> Vec<StorageChange> {
+        self.rescan_returned = true;
         (self.source.forget_license)();
         let mut changes: Vec<_> =
             self.collections.values().map(|&collection| StorageChange::Rescan { collection }).collect();
@@ -243,6 +250,9 @@ impl PollFeed {
 #[async_trait]
 impl ChangeFeed for PollFeed {
     async fn next_batch(&mut self) -> Option<Vec<StorageChange>> {
+        if std::mem::take(&mut self.rescan_returned) {
+            self.last_poll = Some(now_ms());
+        }
         loop {
             let pause = self.source.settings.poll;
             self.source

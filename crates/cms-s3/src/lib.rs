@@ -9,6 +9,8 @@
 //! <prefix>/.cms/license.yaml    S3License, .cms/theme.yaml S3Settings, .cms/preview-key S3PreviewKeys
 //! <prefix>/.cms/versions/...    item history          S3VersionStore
 //! <prefix>/.cms/changes/...     the change journal    S3ChangeSource (see `changes.rs`)
+//! <prefix>/.cms/webhooks.yaml, webhook-log.yaml, schedule.yaml
+//!                               shared state          SharedState (the binary wires them)
 //! ```
 //!
 //! so `aws s3 sync site/ s3://bucket/prefix/` makes a valid site. What is only a node's

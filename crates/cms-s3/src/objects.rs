@@ -90,6 +90,7 @@ impl S3Site {
     /// A small state file shared by every node (`.cms/<name>`).
     pub fn shared_state(&self, name: &str) -> SharedState {
         SharedState {
+            writers: Arc::default(),
             object: Arc::new(StateObject::new(
                 self.bucket.clone(),
                 format!(".cms/{name}"),
@@ -120,6 +121,9 @@ fn keep_bytes(_key: &str, bytes: Option<&[u8]>) -> CoreResult<Option<Vec<u8>>> {
 /// changes are conditional writes, repeated when another node wrote in between.
 #[derive(Clone)]
 pub struct SharedState {
+    /// This process's writers take turns (the delivery workers append to one log), so
+    /// that only other nodes' writes can make a conditional write lose.
+    writers: Arc<std::sync::Mutex<()>>,
     object: Arc<StateObject<Option<Vec<u8>>>>,
     site_bucket: crate::Bucket,
 }
@@ -144,6 +148,7 @@ impl SharedState {
         &self,
         change: impl FnMut(Option<&str>) -> CoreResult<(Option<String>, R)> + Send + 'static,
     ) -> CoreResult<R> {
+        let _turn = self.writers.lock().unwrap_or_else(|p| p.into_inner());
         let object = self.object.clone();
         self.site_bucket.run_blocking(async move {
             let mut change = change;

@@ -97,7 +97,7 @@ impl<T: Send + Sync + 'static> StateObject<T> {
         &self,
         mut change: impl FnMut(Option<&[u8]>) -> CoreResult<(Option<Vec<u8>>, R)>,
     ) -> CoreResult<R> {
-        for _ in 0..MAX_ATTEMPTS {
+        for attempt in 0..MAX_ATTEMPTS {
             let current = self.bucket.get(&self.key).await?;
             let (bytes, answer) = change(current.as_ref().map(|(bytes, _)| bytes.as_slice()))?;
             let Some(bytes) = bytes else {
@@ -114,7 +114,18 @@ impl<T: Send + Sync + 'static> StateObject<T> {
                     self.expire();
                     return Ok(answer);
                 }
-                Err(WriteRefused::Changed | WriteRefused::Exists) => continue,
+                Err(WriteRefused::Changed | WriteRefused::Exists) => {
+                    // Another writer won: wait a little, longer each time, with jitter,
+                    // so that writers on several nodes do not collide again and again.
+                    let jitter = u64::from(time::OffsetDateTime::now_utc().nanosecond() % 10);
+                    let pause = Duration::from_millis((5 + jitter) * (attempt as u64 + 1));
+                    self.bucket
+                        .run(async move {
+                            tokio::time::sleep(pause).await;
+                            Ok(())
+                        })
+                        .await?;
+                }
             }
         }
         Err(CoreError::Stale(format!("{} kept changing while it was being written; try again", self.key)))

@@ -23,6 +23,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use cms_core::CoreResult;
 use cms_core::config::WebhooksConfig;
 use cms_core::events::{Event, EventKind};
 use cms_core::ports::EventSink;
@@ -145,6 +146,9 @@ struct Shared {
     /// Events that could not be queued, with why. `publish` only pushes here (no disk on
     /// the request path); workers and shutdown write them to the log as not sent.
     overflow: Mutex<Vec<(Event, &'static str)>>,
+    /// The subscriptions as last read: used while the store cannot be read (a bucket
+    /// that does not answer for a moment), so that events are not dropped meanwhile.
+    known_subscriptions: Mutex<Option<Vec<Subscription>>>,
     /// Set when the shutdown deadline passed: workers attempt nothing more.
     abandon: AtomicBool,
     /// Live worker threads.
@@ -215,6 +219,7 @@ impl WebhookSink {
             unfinished: Mutex::default(),
             pending: Mutex::default(),
             overflow: Mutex::default(),
+            known_subscriptions: Mutex::default(),
             abandon: AtomicBool::new(false),
             live: Mutex::new(workers),
             stopped: Condvar::new(),
@@ -370,7 +375,7 @@ impl Shared {
             Queued::Retry(retry) => {
                 // Read again: a subscription disabled or removed meanwhile gets no more.
                 let current =
-                    self.store.list().ok().and_then(|all| all.into_iter().find(|s| s.id == retry.webhook));
+                    self.subscriptions().ok().and_then(|all| all.into_iter().find(|s| s.id == retry.webhook));
                 let Some(subscription) = current.filter(|s| s.enabled) else {
                     tracing::info!(delivery = %retry.delivery, webhook = %retry.webhook, "webhook retry dropped: the subscription is disabled or removed");
                     self.finished(retry.seq);
@@ -387,7 +392,9 @@ impl Shared {
                 }]);
             }
         };
-        let targets = self.targets(&event);
+        // Unreadable with none read before: the event stays pending in the outbox (the next
+        // start delivers it) rather than being marked done.
+        let Some(targets) = self.targets(&event) else { return Some(Vec::new()) };
         if targets.is_empty() {
             if let (Some(outbox), Some(seq)) = (&self.outbox, seq) {
                 outbox.done(seq);
@@ -410,13 +417,31 @@ impl Shared {
     }
 
     /// The subscriptions that want this event (enabled, selected).
-    fn targets(&self, event: &Event) -> Vec<Subscription> {
-        match self.store.list() {
-            Ok(all) => all.into_iter().filter(|s| s.wants(event.kind)).collect(),
+    /// The subscriptions event `event` goes to; `None` when they cannot be read.
+    fn targets(&self, event: &Event) -> Option<Vec<Subscription>> {
+        match self.subscriptions() {
+            Ok(all) => Some(all.into_iter().filter(|s| s.wants(event.kind)).collect()),
             Err(error) => {
-                tracing::error!(event = event.kind.as_str(), %error, "cannot read the webhook subscriptions; the event is not delivered");
-                Vec::new()
+                tracing::error!(event = event.kind.as_str(), %error, "cannot read the webhook subscriptions; the event is not delivered now");
+                None
             }
+        }
+    }
+
+    /// The subscriptions, or the last list read while the store cannot be read.
+    fn subscriptions(&self) -> CoreResult<Vec<Subscription>> {
+        match self.store.list() {
+            Ok(all) => {
+                *lock(&self.known_subscriptions) = Some(all.clone());
+                Ok(all)
+            }
+            Err(error) => match lock(&self.known_subscriptions).clone() {
+                Some(known) => {
+                    tracing::warn!(%error, "cannot read the webhook subscriptions; using the list read last");
+                    Ok(known)
+                }
+                None => Err(error),
+            },
         }
     }
 
@@ -429,8 +454,12 @@ impl Shared {
     }
 
     fn log_not_sent(&self, event: &Event, why: &str) {
-        let entries: Vec<LogEntry> =
-            self.targets(event).iter().map(|s| LogEntry::not_sent(s, event.kind, why)).collect();
+        let entries: Vec<LogEntry> = self
+            .targets(event)
+            .unwrap_or_default()
+            .iter()
+            .map(|s| LogEntry::not_sent(s, event.kind, why))
+            .collect();
         if !entries.is_empty() {
             tracing::warn!(
                 event = event.kind.as_str(),
@@ -457,8 +486,12 @@ impl Shared {
             let why = "the process stopped before this event was delivered";
             match queued {
                 Queued::Event(event, _) => {
-                    entries
-                        .extend(self.targets(&event).iter().map(|s| LogEntry::not_sent(s, event.kind, why)));
+                    entries.extend(
+                        self.targets(&event)
+                            .unwrap_or_default()
+                            .iter()
+                            .map(|s| LogEntry::not_sent(s, event.kind, why)),
+                    );
                 }
                 Queued::Retry(retry) => lock(&self.waiting).push((Instant::now(), retry)),
             }

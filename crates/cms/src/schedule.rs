@@ -76,6 +76,16 @@ impl ScheduleMark {
                 let claimed = state.update_blocking(move |text| {
                     let found = text.and_then(parse_mark);
                     Ok(match found {
+                        // A mark far ahead of this clock was written by a server whose
+                        // clock runs fast: believing it would skip every change until then.
+                        Some(until) if until > now + FUTURE_MARK_SECS => {
+                            tracing::warn!(
+                                until,
+                                now,
+                                "the shared schedule mark is ahead of this server's clock; check the servers' clocks (NTP)"
+                            );
+                            (Some(mark_text(now)), None)
+                        }
                         // Another server rang at or after this instant: it announced it.
                         Some(until) if until >= now => (None, Some(until)),
                         _ => (Some(mark_text(now)), found),
@@ -89,6 +99,10 @@ impl ScheduleMark {
         }
     }
 }
+
+/// How far ahead of this server's clock a shared mark may be before it is taken for
+/// another server's wrong clock (node clocks are assumed to agree within seconds).
+const FUTURE_MARK_SECS: i64 = 60;
 
 fn mark_text(at: i64) -> String {
     format!("announced_until: {at}\n")
@@ -125,8 +139,11 @@ pub fn keep_schedule(cms: Arc<Cms>, mark: ScheduleMark) {
                 () = wake.notified() => continue,
             }
             let ringing = Arc::clone(&cms);
-            if let Err(error) = actix_web::rt::task::spawn_blocking(move || ringing.advance_schedule()).await
-            {
+            let ring = move || {
+                let _one_at_a_time = RINGS.lock().unwrap_or_else(|p| p.into_inner());
+                ringing.advance_schedule()
+            };
+            if let Err(error) = actix_web::rt::task::spawn_blocking(ring).await {
                 tracing::error!(%error, "the scheduled-change timer failed");
             }
         }
@@ -135,8 +152,14 @@ pub fn keep_schedule(cms: Arc<Cms>, mark: ScheduleMark) {
 
 /// Records the instant reached when the server stops.
 pub fn stop(cms: &Cms) {
+    let _one_at_a_time = RINGS.lock().unwrap_or_else(|p| p.into_inner());
     cms.advance_schedule();
 }
+
+/// One ring at a time: a ring still running on the blocking pool when the server stops
+/// would otherwise claim the same second as the stop's, and the one told "announced
+/// already" would drop its collections' transitions.
+static RINGS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// How long until the Unix second `at` begins.
 fn until(at: i64) -> Duration {

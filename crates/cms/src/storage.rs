@@ -159,7 +159,7 @@ fn folder_files(root: &Path) -> anyhow::Result<(BTreeMap<String, PathBuf>, Vec<S
 
 fn upload(folder: &Path, site: &S3Site, overwrite: bool) -> anyhow::Result<Copied> {
     let (files, skipped) = folder_files(folder)?;
-    for line in skipped {
+    for line in &skipped {
         eprintln!("warning: skipped {line}");
     }
     if !overwrite && !site.list_objects_blocking()?.is_empty() {
@@ -168,7 +168,7 @@ fn upload(folder: &Path, site: &S3Site, overwrite: bool) -> anyhow::Result<Copie
             site.description()
         );
     }
-    let mut copied = Copied::default();
+    let mut copied = Copied { skipped: skipped.len(), ..Copied::default() };
     for (key, path) in &files {
         copied.bytes += site.put_file_blocking(key, path).with_context(|| format!("copying {key}"))?;
         copied.files += 1;
@@ -223,6 +223,8 @@ fn download(site: &S3Site, folder: &Path) -> anyhow::Result<Copied> {
 struct Copied {
     files: usize,
     bytes: u64,
+    /// Entries of the folder not copied (symlinks, never followed; sockets...).
+    skipped: usize,
 }
 
 /// The site's keys in the bucket (as file names), less the node-local ones.
@@ -291,9 +293,17 @@ fn check_same(folder: &Path, site: &S3Site, copied: Copied) -> anyhow::Result<()
         eprintln!("only in the bucket: {key}");
         differences += 1;
     }
+    let copied_skipped = copied.skipped;
     let copied = format!("copied {} files ({} bytes)", copied.files, copied.bytes);
     if differences > 0 {
         bail!("{copied}, but the two sides differ: {differences} difference(s), listed above");
+    }
+    if copied_skipped > 0 {
+        bail!(
+            "{copied}; both sides hold the same {} files, but {copied_skipped} entries of the folder were not copied \
+             (listed above: symlinks are never followed; put the files they point to in their place)",
+            in_folder.len()
+        );
     }
     println!("{copied}; both sides hold the same {} files", in_folder.len());
     Ok(())

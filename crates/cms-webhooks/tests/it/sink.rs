@@ -184,3 +184,53 @@ fn consecutive_failures_disable_a_subscription_and_pending_retries_are_logged_at
     assert_eq!((log[1].attempt, log[1].delivery.as_str()), (2, log[0].delivery.as_str()));
     assert!(log[1].error.as_deref().unwrap().contains("before attempt 2 was due"), "{log:?}");
 }
+
+/// Subscriptions kept in memory whose reads start failing on demand (a bucket that stops
+/// answering for a while); writes (the delivery log) keep working.
+#[derive(Default)]
+struct FlakyFiles {
+    texts: std::sync::Mutex<std::collections::HashMap<String, String>>,
+    failing: std::sync::atomic::AtomicBool,
+}
+
+impl cms_webhooks::StateFiles for FlakyFiles {
+    fn read(&self, name: &str) -> cms_core::CoreResult<Option<String>> {
+        if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(cms_core::CoreError::internal(name, "the store does not answer"));
+        }
+        Ok(self.texts.lock().unwrap().get(name).cloned())
+    }
+
+    fn update(&self, name: &str, mut change: cms_webhooks::TextChange) -> cms_core::CoreResult<()> {
+        let mut texts = self.texts.lock().unwrap();
+        if let Some(new) = change(texts.get(name).map(String::as_str))? {
+            texts.insert(name.to_owned(), new);
+        }
+        Ok(())
+    }
+
+    fn describe(&self, name: &str) -> String {
+        format!("flaky:{name}")
+    }
+}
+
+#[test]
+fn events_are_still_delivered_while_the_subscriptions_cannot_be_read() {
+    let f = Fixture::new();
+    let receiver = Receiver::start(&f.ca, Answer::Status(204));
+    f.add(&receiver.url(), "file.created");
+    let files = std::sync::Arc::new(FlakyFiles::default());
+    let subscriptions = std::fs::read_to_string(f.dir.path().join(".cms/webhooks.yaml")).unwrap();
+    files.texts.lock().unwrap().insert("webhooks.yaml".into(), subscriptions);
+    let mut config = f.config(Duration::from_secs(10));
+    config.store = cms_webhooks::WebhookStore::with_files(files.clone());
+    let sink = WebhookSink::start(config, allowed()).unwrap();
+
+    sink.publish(file_event(EventKind::FileCreated));
+    receiver.wait_for(1, SETTLE);
+    files.failing.store(true, std::sync::atomic::Ordering::SeqCst);
+    sink.publish(file_event(EventKind::FileCreated));
+    let got = receiver.wait_for(2, SETTLE);
+    assert_eq!(got.len(), 2, "delivered to the subscriptions read last");
+    sink.shutdown(SETTLE);
+}

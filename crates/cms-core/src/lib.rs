@@ -20,6 +20,7 @@ pub mod ports;
 pub mod query;
 pub mod related;
 pub mod render;
+pub mod render_cache;
 pub mod resource;
 pub mod search;
 pub mod service;

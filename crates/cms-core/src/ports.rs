@@ -446,3 +446,23 @@ pub trait VariantStore: Send + Sync {
     /// Moves a source's variants with it (it was renamed or moved).
     async fn rename(&self, from: VariantSource<'_>, to: VariantSource<'_>) -> CoreResult<()>;
 }
+
+/// Rendered single items kept by this server (see `service/rendered.rs`): records the
+/// facade encodes and checks itself, by a 64-bit key. A cache: it may forget any record at
+/// any time, and a record is only ever read by the process that wrote it.
+///
+/// Synchronous on purpose: an implementation answers from memory or from a local file it
+/// wrote itself (one positional read of a few kilobytes), never over a network, so that a
+/// read costs no hop to a blocking pool.
+pub trait RenderCache: Send + Sync {
+    /// The record last put under `key`, if it is still kept.
+    fn get(&self, key: u64) -> Option<Vec<u8>>;
+    /// Keeps `record` under `key`, replacing what was there. Failures are the cache's own
+    /// business (a record not kept is rendered again).
+    fn put(&self, key: u64, record: &[u8]);
+    /// Whether a record is kept under `key`, without reading it.
+    fn contains(&self, key: u64) -> bool;
+    /// Whether the cache is at its budget: the next records put push older ones out.
+    /// Rendering ahead of requests stops here rather than churn.
+    fn is_full(&self) -> bool;
+}

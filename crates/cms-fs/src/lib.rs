@@ -8,6 +8,7 @@
 //!   .cms/versions/     item history: [`FsVersionStore`]
 //!   .cms/index/        each collection's index between runs: [`FsSnapshots`]
 //!   .cms/variants/     rendered image variants of resource files: [`FsVariantStore`]
+//!   .cms/ (unnamed)    rendered single items of a running server: [`FsRenderCache`]
 //!   media/<name>/      resource folders: [`FsResourceStore`] (uploads staged in .cms/uploads/)
 //! ```
 //!
@@ -26,6 +27,7 @@ mod content;
 mod error;
 mod license;
 mod previews;
+mod render_cache;
 mod resources;
 mod settings;
 mod site;
@@ -46,6 +48,7 @@ pub use content::FsContentStore;
 pub use error::FsError;
 pub use license::{FsLicense, LICENSE_FILE};
 pub use previews::FsPreviewKeys;
+pub use render_cache::FsRenderCache;
 pub use resources::FsResourceStore;
 pub use settings::FsSettings;
 pub use site::site_ports;

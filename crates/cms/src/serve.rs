@@ -94,11 +94,16 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
 }
 
 /// Builds the search indexes in the background, so that the first search does not wait
-/// for every item file to be read (a search before then waits for it).
+/// for every item file to be read (a search before then waits for it), then renders the
+/// live items ahead of their first reads.
 fn prepare_search(cms: Arc<Cms>) {
     actix_web::rt::spawn(async move {
         if let Err(error) = cms.prepare_search().await {
             tracing::warn!(%error, "cannot build the search index; searches will retry");
+        }
+        match cms.render_ahead().await {
+            Ok(items) => tracing::info!(items, "rendered items ahead of their reads"),
+            Err(error) => tracing::warn!(%error, "cannot render items ahead; they render on first read"),
         }
     });
 }

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use ring::digest;
 use time::OffsetDateTime;
 
-use super::html_cache::Rendered;
+use super::rendered::{Rendered, Version};
 use super::{
-    ItemSummary, ItemUpdate, ItemVersion, ItemView, NewItem, RawItem, UpdateMode, Viewer, WriteOutcome, lock,
+    ItemSummary, ItemUpdate, ItemVersion, ItemView, NewItem, RawItem, UpdateMode, Viewer, WriteOutcome,
 };
 use crate::codec::YamlLimits;
 use crate::collection::Collection;
@@ -124,8 +124,8 @@ impl Cms {
         if !live && !viewer.has_key() {
             return Err(item_not_found(collection, &item_ref));
         }
-        let cached = lock(&self.html_cache).get(collection.index, name.as_str(), &indexed.etag);
-        let rendered = match cached {
+        let version = Version { collection: collection.index, name: name.as_str(), etag: &indexed.etag };
+        let rendered = match self.kept_rendering(version) {
             Some(rendered) => rendered,
             None => {
                 let file = self
@@ -135,14 +135,13 @@ impl Cms {
                     .await?
                     .ok_or_else(|| item_not_found(collection, &item_ref))?;
                 let doc = parse_stored(&name, &file)?;
-                let etag = etag_of(&file.bytes);
-                if *etag != *indexed.etag {
+                if *etag_of(&file.bytes) != *indexed.etag {
                     // Changed since it was indexed, and the change report is on its way:
                     // answer from the file as read, in full.
                     return self.view_of_file(collection, &name, &file, doc, viewer, &item_ref);
                 }
-                let rendered = Arc::new(Rendered::new(render::to_html(&doc.body), doc.fm, file.bytes.len()));
-                lock(&self.html_cache).put(collection.index, name.as_str(), &etag, Arc::clone(&rendered));
+                let rendered = Rendered { html: render::to_html(&doc.body), fm: doc.fm };
+                self.keep_rendering(version, &rendered);
                 rendered
             }
         };
@@ -153,9 +152,9 @@ impl Cms {
             canonical_url: self.site.absolute_url(&url),
             url,
             excerpt: indexed.excerpt().to_owned(),
-            html: rendered.html.clone(),
+            html: rendered.html,
             etag: indexed.etag.to_string(),
-            fm: rendered.fm.clone(),
+            fm: rendered.fm,
             meta: indexed.meta.clone(),
         })
     }

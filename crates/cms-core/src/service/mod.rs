@@ -21,11 +21,11 @@ use crate::resource::ResourceFolder;
 
 mod accounts;
 mod discovery;
-mod html_cache;
 mod index;
 mod items;
 mod locks;
 mod previews;
+mod rendered;
 mod resources;
 mod schedule;
 mod search;
@@ -242,8 +242,8 @@ pub struct Cms {
     /// One lock per item: writes to an item serialize, so a read-modify-write never loses
     /// another's changes; writes to different items run in parallel.
     item_locks: locks::ItemLocks,
-    /// Rendered HTML of single items, per file version.
-    html_cache: Mutex<html_cache::HtmlCache>,
+    /// Rendered single items, per file version (see `rendered.rs`).
+    render_cache: Arc<dyn crate::ports::RenderCache>,
     /// The installed license as last loaded (`None` until loaded); reloaded when the store
     /// reports a change and after an install.
     license: RwLock<Option<Arc<LoadedLicense>>>,
@@ -283,7 +283,7 @@ impl Cms {
             indexes: collections.iter().map(|_| index::IndexCell::default()).collect(),
             search: collections.iter().map(|_| search::SearchCell::default()).collect(),
             item_locks: locks::ItemLocks::default(),
-            html_cache: Mutex::new(html_cache::HtmlCache::new(HTML_CACHE_BYTES)),
+            render_cache: Arc::new(crate::render_cache::MemoryRenderCache::new(MEMORY_RENDER_CACHE_BYTES)),
             license: RwLock::new(None),
             collections,
             site,
@@ -312,6 +312,13 @@ impl Cms {
     /// core never asks the disk), so that path-valued query parameters may be absolute.
     pub fn with_site_root(mut self, root: impl Into<String>) -> Self {
         self.site_root = Some(root.into());
+        self
+    }
+
+    /// Keeps rendered single items in `cache` instead of the default 8 MB in memory (a
+    /// server gives a local file: `cms_fs::FsRenderCache`).
+    pub fn with_render_cache(mut self, cache: Arc<dyn crate::ports::RenderCache>) -> Self {
+        self.render_cache = cache;
         self
     }
 
@@ -436,7 +443,6 @@ pub(crate) fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
     lock.write().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Budget of the rendered-item cache: about 2,000 items of 2 KB. A read whose answer is
-/// kept (see the HTTP crate's body cache, which holds the finished answers) does not come
-/// here; this spares a render for other callers and for answers that aged out.
-const HTML_CACHE_BYTES: usize = 8 * 1024 * 1024;
+/// Budget of the rendered-item cache kept in memory when no other is given
+/// ([`Cms::with_render_cache`]): about 2,000 items of 2 KB.
+const MEMORY_RENDER_CACHE_BYTES: usize = 8 * 1024 * 1024;

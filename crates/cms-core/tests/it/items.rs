@@ -260,6 +260,51 @@ async fn the_index_reads_each_file_once_and_rereads_only_what_changed() {
 }
 
 #[tokio::test]
+async fn rendering_ahead_covers_live_items_so_reads_need_no_file() {
+    let world = MemoryWorld::new();
+    let viewer = keyed(&world).await;
+    let cms = world.cms();
+    let pages = cms.collection("pages").unwrap().clone();
+    for i in 0..5 {
+        let text = format!("---\ntitle: P{i}\n---\n\nBody *{i}*.");
+        world.content.put_raw("content/pages", &format!("p{i}.md"), text.as_bytes());
+    }
+    world.content.put_raw("content/pages", "draft.md", b"---\ntitle: D\nstatus: draft\n---\n\nHidden.");
+    world.content.put_raw("content/pages", "broken.md", b"---\ntitle: [unclosed\n---\n");
+    let reads = || world.content.reads.load(Ordering::Relaxed);
+    let anon = Viewer::Anonymous;
+
+    assert_eq!(cms.render_ahead().await.unwrap(), 5, "the live items; not the draft, not the broken file");
+    let before = reads();
+    assert_eq!(cms.render_ahead().await.unwrap(), 0, "all kept: nothing rendered twice");
+    assert_eq!(reads(), before, "and nothing read");
+    for i in 0..5 {
+        let view = cms.read_item(&pages, &format!("p{i}"), &anon).await.unwrap();
+        assert_eq!(view.html, format!("<p>Body <em>{i}</em>.</p>\n"));
+        assert_eq!(view.fm["title"], format!("P{i}"));
+    }
+    assert_eq!(reads(), before, "every live item was answered from its kept rendering");
+    assert_eq!(cms.read_item(&pages, "draft", &viewer).await.unwrap().html, "<p>Hidden.</p>\n");
+    assert_eq!(reads(), before + 1, "the draft was rendered on its first read");
+
+    // A new version is never answered from the old one's rendering.
+    cms.update_item(
+        &pages,
+        "p0",
+        ItemUpdate { mode: UpdateMode::Patch, fm: Frontmatter::new(), body: Some("New *body*.".into()) },
+        None,
+    )
+    .await
+    .unwrap();
+    let view = cms.read_item(&pages, "p0", &anon).await.unwrap();
+    assert_eq!((view.html.as_str(), view.fm["title"].as_str()), ("<p>New <em>body</em>.</p>\n", Some("P0")));
+    world.content.put_raw("content/pages", "p1.md", b"---\ntitle: Outside\n---\n\nEdited.");
+    world.settle(&cms).await;
+    let view = cms.read_item(&pages, "p1", &anon).await.unwrap();
+    assert_eq!((view.html.as_str(), view.fm["title"].as_str()), ("<p>Edited.</p>\n", Some("Outside")));
+}
+
+#[tokio::test]
 async fn broken_or_hostile_files_are_skipped_by_lists_and_reported_on_reads() {
     let world = MemoryWorld::new();
     let cms = world.cms();

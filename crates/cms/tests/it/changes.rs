@@ -25,6 +25,9 @@ fn an_editors_save_behind_the_servers_back_is_seen_within_seconds() {
     let server = Server::start(site.path());
     let (status, before) = server.get(ITEM, None);
     assert_eq!((status, before["data"]["title"].as_str()), (200, Some("Hello, World")), "{before}");
+    assert!(
+        before["data"]["body_html"].as_str().unwrap_or_default().contains("<strong>file-based CMS</strong>")
+    );
 
     // As an editor saves: the new text goes to a temporary file in the same folder, which
     // is then renamed over the item.
@@ -32,7 +35,10 @@ fn an_editors_save_behind_the_servers_back_is_seen_within_seconds() {
     let text = fs::read_to_string(&path).unwrap();
     assert!(text.contains("title: Hello, World\n"), "{text}");
     let temp = path.with_file_name(".2026-01-12-hello-world.md.swp");
-    fs::write(&temp, text.replace("title: Hello, World\n", "title: Hello, Edited\n")).unwrap();
+    let edited = text
+        .replace("title: Hello, World\n", "title: Hello, Edited\n")
+        .replace("**file-based CMS**", "*edited* CMS");
+    fs::write(&temp, edited).unwrap();
     fs::rename(&temp, &path).unwrap();
 
     let (status, after) =
@@ -42,6 +48,11 @@ fn an_editors_save_behind_the_servers_back_is_seen_within_seconds() {
         (200, Some("Hello, Edited")),
         "not seen within {SEEN_WITHIN:?}: {after}"
     );
+    // The body and frontmatter come from the rendering kept for the file's version: the
+    // new version's, never the old one's.
+    let html = after["data"]["body_html"].as_str().unwrap_or_default();
+    assert!(html.contains("<em>edited</em> CMS") && !html.contains("file-based"), "{after}");
+    assert_eq!(after["data"]["frontmatter"]["title"], "Hello, Edited", "{after}");
     // Lists are answered from the index alone: the edit reached it.
     let list = poll(|| server.get(LIST, None).1, |list| field(list, "title").contains(&"Hello, Edited"));
     let titles = field(&list, "title");

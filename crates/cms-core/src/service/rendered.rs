@@ -1,0 +1,208 @@
+//! Rendered single items (the body as HTML and the whole frontmatter), kept per file
+//! version in the [`RenderCache`](crate::ports::RenderCache) port, and rendered ahead of
+//! requests after start-up, so that a read of any item costs a lookup, not a parse and a
+//! render.
+//!
+//! A record names the version it was rendered from (collection, filename, ETag) and is
+//! only taken for that very version: a changed file asks for another key, and a record
+//! that does not say what was asked for (a key collision, a damaged file) is a miss.
+
+use std::hash::{Hash, Hasher};
+
+use super::Cms;
+use super::items::parse_bytes;
+use crate::collection::Collection;
+use crate::document::Frontmatter;
+use crate::error::CoreResult;
+use crate::ports::StoredFile;
+use crate::render;
+use crate::slug::ItemFilename;
+
+/// Files read at a time while rendering ahead.
+const AHEAD_BATCH: usize = 256;
+
+/// What a single read needs beyond the index.
+#[derive(Debug, PartialEq)]
+pub(super) struct Rendered {
+    pub(super) html: String,
+    pub(super) fm: Frontmatter,
+}
+
+/// Which version of which file a record is of.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Version<'a> {
+    pub(super) collection: usize,
+    pub(super) name: &'a str,
+    pub(super) etag: &'a str,
+}
+
+impl Version<'_> {
+    pub(super) fn key(&self) -> u64 {
+        let mut hasher = std::hash::DefaultHasher::new();
+        (self.collection, self.name, self.etag).hash(&mut hasher);
+        hasher.finish()
+    }
+
+    /// `collection` (u32), then the filename and the ETag (each a u16 length and the
+    /// bytes), the frontmatter as JSON (a u32 length and the bytes), the HTML to the end.
+    pub(super) fn encode(&self, rendered: &Rendered) -> Option<Vec<u8>> {
+        let fm = serde_json::to_vec(&rendered.fm).ok()?;
+        let mut record =
+            Vec::with_capacity(16 + self.name.len() + self.etag.len() + fm.len() + rendered.html.len());
+        record.extend_from_slice(&u32::try_from(self.collection).ok()?.to_le_bytes());
+        for text in [self.name, self.etag] {
+            record.extend_from_slice(&u16::try_from(text.len()).ok()?.to_le_bytes());
+            record.extend_from_slice(text.as_bytes());
+        }
+        record.extend_from_slice(&u32::try_from(fm.len()).ok()?.to_le_bytes());
+        record.extend_from_slice(&fm);
+        record.extend_from_slice(rendered.html.as_bytes());
+        Some(record)
+    }
+
+    /// The rendering in `record`, if it is of this version.
+    pub(super) fn decode(&self, record: &[u8]) -> Option<Rendered> {
+        let mut rest = record;
+        let collection = u32::from_le_bytes(take(&mut rest, 4)?.try_into().ok()?);
+        if usize::try_from(collection).ok()? != self.collection {
+            return None;
+        }
+        for expected in [self.name, self.etag] {
+            let len = u16::from_le_bytes(take(&mut rest, 2)?.try_into().ok()?);
+            if take(&mut rest, usize::from(len))? != expected.as_bytes() {
+                return None;
+            }
+        }
+        let fm_len = u32::from_le_bytes(take(&mut rest, 4)?.try_into().ok()?);
+        let fm = serde_json::from_slice(take(&mut rest, usize::try_from(fm_len).ok()?)?).ok()?;
+        let html = String::from_utf8(rest.to_vec()).ok()?;
+        Some(Rendered { html, fm })
+    }
+}
+
+/// The first `n` bytes of `rest`, which keeps the remainder.
+fn take<'a>(rest: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+    let (head, tail) = rest.split_at_checked(n)?;
+    *rest = tail;
+    Some(head)
+}
+
+impl Cms {
+    /// The kept rendering of this version, if any.
+    pub(super) fn kept_rendering(&self, version: Version<'_>) -> Option<Rendered> {
+        self.render_cache.get(version.key()).and_then(|record| version.decode(&record))
+    }
+
+    /// Keeps a rendering of this version (unless it cannot be encoded: then it is simply
+    /// rendered again next time).
+    pub(super) fn keep_rendering(&self, version: Version<'_>, rendered: &Rendered) {
+        if let Some(record) = version.encode(rendered) {
+            self.render_cache.put(version.key(), &record);
+        }
+    }
+
+    /// Renders every live item not yet kept, so that single reads find them (the server
+    /// calls it in the background after the search index is built). Reads files in
+    /// batches, takes only the version the kept index holds, and stops when the cache is
+    /// full. Answers how many items it rendered.
+    pub async fn render_ahead(&self) -> CoreResult<usize> {
+        let mut rendered = 0;
+        for collection in &self.collections {
+            rendered += self.render_collection_ahead(collection).await?;
+        }
+        Ok(rendered)
+    }
+
+    async fn render_collection_ahead(&self, collection: &Collection) -> CoreResult<usize> {
+        let missing: Vec<ItemFilename> = {
+            let index = self.index(collection).await?;
+            index
+                .items()
+                .iter()
+                .filter(|item| index.is_live(item))
+                .filter(|item| {
+                    let version =
+                        Version { collection: collection.index, name: &item.meta.filename, etag: &item.etag };
+                    !self.render_cache.contains(version.key())
+                })
+                .filter_map(|item| ItemFilename::parse(&item.meta.filename))
+                .collect()
+        };
+        let mut rendered = 0;
+        for batch in missing.chunks(AHEAD_BATCH) {
+            if self.render_cache.is_full() {
+                break;
+            }
+            let files: Vec<StoredFile> = self
+                .ports
+                .content
+                .read_many(collection, batch)
+                .await
+                .into_iter()
+                .filter_map(|file| file.ok()?)
+                .collect();
+            for file in files {
+                rendered += usize::from(self.render_file_ahead(collection, &file).await?);
+            }
+        }
+        Ok(rendered)
+    }
+
+    /// Renders one file read ahead, if the kept index still holds this very version.
+    async fn render_file_ahead(&self, collection: &Collection, file: &StoredFile) -> CoreResult<bool> {
+        let Some(name) = ItemFilename::parse(&file.stamp.name) else { return Ok(false) };
+        let etag = {
+            let index = self.index(collection).await?;
+            if index.stamp(name.as_str()) != Some(&file.stamp) {
+                return Ok(false); // changed since: rendered when it is read
+            }
+            match index.get(name.as_str()) {
+                Some(Ok(item)) => item.etag.clone(),
+                _ => return Ok(false),
+            }
+        };
+        let Ok(doc) = parse_bytes(&name, &file.bytes) else { return Ok(false) };
+        let version = Version { collection: collection.index, name: name.as_str(), etag: &etag };
+        self.keep_rendering(version, &Rendered { html: render::to_html(&doc.body), fm: doc.fm });
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rendered() -> Rendered {
+        let fm = json!({"title": "Hello", "tags": ["a", "b"], "n": 3});
+        Rendered { html: "<p>Hé</p>\n".into(), fm: fm.as_object().cloned().unwrap_or_default() }
+    }
+
+    #[test]
+    fn a_record_reads_back_only_as_its_own_version() {
+        let version = Version { collection: 1, name: "2024-01-01-hello.md", etag: "\"abc\"" };
+        let record = version.encode(&rendered()).expect("encodes");
+        assert_eq!(version.decode(&record), Some(rendered()));
+        for other in [
+            Version { collection: 0, ..version },
+            Version { name: "2024-01-01-hello.markdown", ..version },
+            Version { etag: "\"abd\"", ..version },
+        ] {
+            assert_ne!(other.key(), version.key());
+            assert_eq!(other.decode(&record), None, "{other:?} is another version");
+        }
+    }
+
+    #[test]
+    fn a_damaged_record_is_a_miss() {
+        let version = Version { collection: 0, name: "a.md", etag: "\"e\"" };
+        let record = version.encode(&rendered()).expect("encodes");
+        for cut in 0..record.len() - "<p>Hé</p>\n".len() {
+            assert_eq!(version.decode(&record[..cut]), None, "cut at {cut}");
+        }
+        let mut bad_utf8 = record.clone();
+        let last = bad_utf8.len() - 2;
+        bad_utf8[last] = 0xff;
+        assert_eq!(version.decode(&bad_utf8), None);
+    }
+}

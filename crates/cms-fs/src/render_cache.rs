@@ -1,0 +1,197 @@
+//! The [`RenderCache`] port on a local file: rendered single items appended to one
+//! unnamed file under `.cms/`, found by an offset kept in memory, read back with one
+//! positional read. The records stay out of the server's memory (the page cache holds the
+//! ones read often), and the file has no name: it goes when the process does, even after
+//! a crash, so nothing is left to sweep.
+//!
+//! Append-only: a record is never written over, so a read that raced a rotation reads
+//! the file it found the offset in (kept open by its `Arc`). Once `budget` bytes are
+//! appended, the next record starts a new file and the old records are forgotten.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use cms_core::ports::RenderCache;
+
+/// Each record is preceded by its key, checked on every read.
+const HEADER: u64 = 8;
+
+/// Rendered items in an unnamed file of `dir`, at most `budget` bytes of it.
+pub struct FsRenderCache {
+    dir: PathBuf,
+    budget: u64,
+    inner: Mutex<Inner>,
+}
+
+struct Inner {
+    file: Arc<File>,
+    /// Bytes appended (or reserved by a write under way).
+    end: u64,
+    places: HashMap<u64, Place>,
+    /// A failed write was reported for this file: say it once, not per item.
+    reported: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    offset: u64,
+    len: u32,
+}
+
+impl FsRenderCache {
+    /// A cache whose file lives in `dir` (made if missing).
+    pub fn create_in(dir: &Path, budget: u64) -> io::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let file = Arc::new(tempfile::tempfile_in(dir)?);
+        let inner = Inner { file, end: 0, places: HashMap::new(), reported: false };
+        Ok(Self { dir: dir.to_owned(), budget, inner: Mutex::new(inner) })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // Every change under the lock is one assignment: nothing is left half-done.
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Where a record of `len` bytes goes: reserved at the end of the current file, or at
+    /// the start of a new one once the budget is spent. `None` if no new file can be made.
+    fn reserve(&self, len: u64) -> Option<(Arc<File>, u64)> {
+        let mut inner = self.lock();
+        if inner.end + len > self.budget {
+            match tempfile::tempfile_in(&self.dir) {
+                Ok(file) => {
+                    *inner = Inner { file: Arc::new(file), end: 0, places: HashMap::new(), reported: false }
+                }
+                Err(error) => {
+                    report(&mut inner, &error);
+                    return None;
+                }
+            }
+        }
+        let offset = inner.end;
+        inner.end += len;
+        Some((Arc::clone(&inner.file), offset))
+    }
+}
+
+fn report(inner: &mut Inner, error: &io::Error) {
+    if !inner.reported {
+        inner.reported = true;
+        tracing::warn!(%error, "cannot keep rendered items on disk; they are rendered on each read");
+    }
+}
+
+impl RenderCache for FsRenderCache {
+    fn get(&self, key: u64) -> Option<Vec<u8>> {
+        let (file, place) = {
+            let inner = self.lock();
+            (Arc::clone(&inner.file), *inner.places.get(&key)?)
+        };
+        let mut bytes = vec![0; HEADER as usize + place.len as usize];
+        file.read_exact_at(&mut bytes, place.offset).ok()?;
+        if bytes[..HEADER as usize] != key.to_le_bytes() {
+            return None;
+        }
+        bytes.drain(..HEADER as usize);
+        Some(bytes)
+    }
+
+    fn put(&self, key: u64, record: &[u8]) {
+        let Ok(len) = u32::try_from(record.len()) else { return };
+        let size = HEADER + u64::from(len);
+        if size > self.budget / 8 {
+            return; // one huge item must not push everything else out
+        }
+        let Some((file, offset)) = self.reserve(size) else { return };
+        let mut bytes = Vec::with_capacity(size as usize);
+        bytes.extend_from_slice(&key.to_le_bytes());
+        bytes.extend_from_slice(record);
+        let written = file.write_all_at(&bytes, offset);
+        let mut inner = self.lock();
+        match written {
+            // Found only once it is whole, and only in the file it was written to.
+            Ok(()) if Arc::ptr_eq(&inner.file, &file) => {
+                inner.places.insert(key, Place { offset, len });
+            }
+            Ok(()) => {}
+            Err(error) => report(&mut inner, &error),
+        }
+    }
+
+    fn contains(&self, key: u64) -> bool {
+        self.lock().places.contains_key(&key)
+    }
+
+    fn is_full(&self) -> bool {
+        self.lock().end + self.budget / 16 > self.budget
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_records_outside_memory_and_starts_over_at_the_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = FsRenderCache::create_in(&dir.path().join(".cms"), 1_000).unwrap();
+        assert!(std::fs::read_dir(dir.path().join(".cms")).unwrap().next().is_none(), "the file has no name");
+        assert_eq!(cache.get(1), None);
+        cache.put(1, b"one");
+        cache.put(2, b"two");
+        cache.put(1, b"one again");
+        assert_eq!(cache.get(1).as_deref(), Some(&b"one again"[..]));
+        assert_eq!(cache.get(2).as_deref(), Some(&b"two"[..]));
+        assert!(cache.contains(2) && !cache.contains(3));
+        cache.put(3, &[b'x'; 200]);
+        assert_eq!(cache.get(3), None, "over an eighth of the budget: not kept");
+        assert!(!cache.is_full());
+        for key in 10..18 {
+            cache.put(key, &[b'y'; 110]);
+        }
+        assert!(cache.is_full());
+        cache.put(99, &[b'z'; 110]);
+        assert_eq!(cache.get(99).as_deref(), Some(&[b'z'; 110][..]), "the newest is kept");
+        assert_eq!(cache.get(1), None, "a new file: older records are forgotten");
+        assert!(!cache.is_full());
+    }
+
+    #[test]
+    fn a_record_whose_key_does_not_match_is_a_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = FsRenderCache::create_in(dir.path(), 1 << 20).unwrap();
+        cache.put(7, b"seven");
+        // Point key 8 at key 7's record: the stored key says it is not 8's.
+        let place = cache.lock().places[&7];
+        cache.lock().places.insert(8, place);
+        assert_eq!(cache.get(8), None);
+        assert_eq!(cache.get(7).as_deref(), Some(&b"seven"[..]));
+    }
+
+    #[test]
+    fn concurrent_puts_and_gets_see_whole_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Arc::new(FsRenderCache::create_in(dir.path(), 64 * 1024).unwrap());
+        let threads: Vec<_> = (0..4u64)
+            .map(|t| {
+                let cache = Arc::clone(&cache);
+                std::thread::spawn(move || {
+                    for i in 0..500u64 {
+                        let key = t * 1_000 + i;
+                        let record = vec![u8::try_from(key % 251).unwrap(); 50 + (key % 90) as usize];
+                        cache.put(key, &record);
+                        if let Some(back) = cache.get(key) {
+                            assert_eq!(back, record, "key {key}");
+                        }
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+    }
+}

@@ -4,6 +4,7 @@
 //! shapes in [`error`].
 
 pub mod agent;
+pub mod ahead;
 pub mod auth;
 pub mod body;
 pub mod body_cache;

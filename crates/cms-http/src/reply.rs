@@ -135,31 +135,33 @@ fn timestamped(body: &[u8], etag: &str) -> HttpResponse {
 
 /// A rendered item in the envelope, with its `ETag`, or `304` when the request's
 /// `If-None-Match` names it. The body is kept by the item's version (file content and
-/// stamp), so a repeated read of an unchanged item copies it.
+/// stamp): in the finished answers on disk when the server has them, else in memory.
 pub fn single_item(req: &HttpRequest, view: ItemView) -> HttpResponse {
     if let Some(response) = not_modified(req, &view.etag, Shape::Envelope) {
         return response;
     }
+    let state = crate::state::of(req);
+    let key = view.version;
+    let etag = view.etag.clone();
+    let body = match item_body(view) {
+        Ok(body) => body,
+        Err(e) => return serialization_failed(e),
+    };
+    match &state.answers {
+        Some(answers) => answers.put(key, &body),
+        None => state.bodies.put(key, Arc::from(body.as_slice())),
+    }
+    timestamped(&body, &etag)
+}
+
+/// `{"success":true,"data":{...}}`, a single item's answer without its timestamp.
+pub(crate) fn item_body(view: ItemView) -> serde_json::Result<Vec<u8>> {
     #[derive(Serialize)]
     struct Body {
         success: bool,
         data: ItemDto,
     }
-    let state = crate::state::of(req);
-    let key = view.version;
-    let etag = view.etag.clone();
-    let body = match state.bodies.get(key) {
-        Some(body) => body,
-        None => match serde_json::to_vec(&Body { success: true, data: ItemDto::from(view) }) {
-            Ok(body) => {
-                let body: Arc<[u8]> = body.into();
-                state.bodies.put(key, Arc::clone(&body));
-                body
-            }
-            Err(e) => return serialization_failed(e),
-        },
-    };
-    timestamped(&body, &etag)
+    serde_json::to_vec(&Body { success: true, data: ItemDto::from(view) })
 }
 
 /// The answer to a single read of `version` (see `Cms::item_version`) from the bodies
@@ -168,8 +170,11 @@ pub fn kept_item(req: &HttpRequest, version: &ItemVersion) -> Option<HttpRespons
     if let Some(response) = not_modified(req, &version.etag, Shape::Envelope) {
         return Some(response);
     }
-    let body = crate::state::of(req).bodies.get(version.version)?;
-    Some(timestamped(&body, &version.etag))
+    let state = crate::state::of(req);
+    match &state.answers {
+        Some(answers) => answers.get(version.version).map(|body| timestamped(&body, &version.etag)),
+        None => state.bodies.get(version.version).map(|body| timestamped(&body, &version.etag)),
+    }
 }
 
 /// When the request's `If-None-Match` names `etag` (or is `*`): `304` with the ETag for

@@ -5,12 +5,13 @@ use actix_web::http::header;
 
 use cms_core::Cms;
 use cms_core::error::CoreResult;
+use cms_core::ports::RenderCache;
 
 use crate::error::{ApiError, Shape};
 
-/// Budget of the serialized-answer cache: about 3,000 list pages or 10,000 items. Kept
-/// answers are found before anything else is done (`reply::kept_page`, `kept_item`), so
-/// this, not the core's rendered-item cache, is the one worth its memory.
+/// Budget of the serialized-answer cache: about 3,000 list pages (or 10,000 items when a
+/// server keeps no answers on disk). Kept answers are found before anything else is done
+/// (`reply::kept_page`, `kept_item`).
 const BODY_CACHE_BYTES: usize = 32 * 1024 * 1024;
 
 /// What every handler can reach: the facade and the web-only settings.
@@ -27,8 +28,12 @@ pub struct AppState {
     /// Mixed into list ETags made from the index's version, so that a restart (perhaps
     /// with another `cms.yaml`) never answers `304` to an ETag of the previous process.
     pub etag_seed: u64,
-    /// Serialized list pages and items by version (see [`crate::body_cache`]).
+    /// Serialized list pages (and single items without `answers`) by version (see
+    /// [`crate::body_cache`]).
     pub bodies: crate::body_cache::BodyCache,
+    /// Serialized single items by version, outside memory (a server's local file, see
+    /// [`AppState::with_answers`]); rendered ahead by [`crate::ahead::render_ahead`].
+    pub answers: Option<Arc<dyn RenderCache>>,
 }
 
 impl AppState {
@@ -44,7 +49,15 @@ impl AppState {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64),
             bodies: crate::body_cache::BodyCache::new(BODY_CACHE_BYTES),
+            answers: None,
         }
+    }
+
+    /// Keeps single items' answers in `answers` (e.g. `cms_fs::FsRenderCache`, on disk)
+    /// instead of the memory cache of list pages.
+    pub fn with_answers(mut self, answers: Arc<dyn RenderCache>) -> Self {
+        self.answers = Some(answers);
+        self
     }
 
     /// Awaits a facade call and maps its error into `shape`. The facade never blocks a

@@ -20,6 +20,10 @@ const RESCAN_EVERY: Duration = Duration::from_secs(1);
 /// the server by tens of MB (docs/performance.md).
 const BLOCKING_THREADS_PER_WORKER: usize = 16;
 
+/// Disk a server may fill with single items' answers (an unnamed file under `.cms/`,
+/// gone when it stops): about 250,000 items of 2 KB of Markdown.
+const ANSWERS_BYTES: u64 = 1 << 30;
+
 /// Serves the REST API until SIGINT/SIGTERM; in-flight requests finish first, then pending
 /// webhook deliveries.
 pub fn run(site: Site, listen: &str) -> anyhow::Result<()> {
@@ -30,12 +34,23 @@ pub fn run(site: Site, listen: &str) -> anyhow::Result<()> {
 }
 
 fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
-    let state = web::Data::new(AppState::new(
+    let mut state = AppState::new(
         open.cms.clone(),
         open.config.cors.allowed_origins.clone(),
         open.config.limits.json_bytes,
         open.config.limits.upload_bytes,
-    ));
+    );
+    // Single items' answers kept on this node's disk, not in its memory.
+    let state_dir = open.root.join(cms_fs::STATE_DIR);
+    match cms_fs::FsRenderCache::create_in(&state_dir, ANSWERS_BYTES) {
+        Ok(answers) => state = state.with_answers(Arc::new(answers)),
+        Err(error) => tracing::warn!(
+            %error,
+            folder = %state_dir.display(),
+            "cannot keep single items' answers on disk; keeping the most recent in memory"
+        ),
+    }
+    let state = web::Data::new(state);
     // The web editor at /admin/, on the same facade.
     let admin = web::Data::new(cms_admin::AdminState::new(
         open.cms.clone(),
@@ -58,7 +73,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         follow(cms.clone(), feed);
         crate::schedule::keep_schedule(cms.clone(), open.schedule_mark.clone());
         keep_snapshots(cms.clone());
-        prepare_search(cms.clone());
+        prepare_search(state.clone());
 
         let server = HttpServer::new(move || {
             cms_http::app_with(state.clone(), cms_http::agent::mount(agent.clone().scope()))
@@ -94,14 +109,14 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
 }
 
 /// Builds the search indexes in the background, so that the first search does not wait
-/// for every item file to be read (a search before then waits for it), then renders the
-/// live items ahead of their first reads.
-fn prepare_search(cms: Arc<Cms>) {
+/// for every item file to be read (a search before then waits for it), then makes the
+/// live items' answers ahead of their first reads.
+fn prepare_search(state: web::Data<AppState>) {
     actix_web::rt::spawn(async move {
-        if let Err(error) = cms.prepare_search().await {
+        if let Err(error) = state.cms.prepare_search().await {
             tracing::warn!(%error, "cannot build the search index; searches will retry");
         }
-        match cms.render_ahead().await {
+        match cms_http::ahead::render_ahead(&state).await {
             Ok(items) => tracing::info!(items, "rendered items ahead of their reads"),
             Err(error) => tracing::warn!(%error, "cannot render items ahead; they render on first read"),
         }

@@ -166,17 +166,6 @@ impl Site {
             None => format!("site folder: {}", self.root.display()),
         };
         let mut cms = Cms::new(&config, ports).with_previews(previews, config.previews.ttl_secs);
-        if matches!(purpose, Purpose::Serve) {
-            // Rendered items kept on this node's disk, not in its memory.
-            match cms_fs::FsRenderCache::create_in(&state, RENDER_CACHE_BYTES) {
-                Ok(cache) => cms = cms.with_render_cache(Arc::new(cache)),
-                Err(error) => tracing::warn!(
-                    %error,
-                    folder = %state.display(),
-                    "cannot keep rendered items on disk; keeping a few in memory"
-                ),
-            }
-        }
         // Lets path-valued query parameters (`collectionPath`...) be absolute; the core
         // compares them with this path lexically and never asks the disk.
         let real_root = self.root.canonicalize().unwrap_or_else(|_| self.root.clone());
@@ -187,10 +176,6 @@ impl Site {
         Ok(OpenSite { root: self.root.clone(), config, cms, webhooks, webhook_store, schedule_mark, storage })
     }
 }
-
-/// Disk a server may fill with rendered items (an unnamed file under `.cms/`, gone when
-/// it stops): about 250,000 items of 2 KB of Markdown.
-const RENDER_CACHE_BYTES: u64 = 1 << 30;
 
 /// The delivery workers. Deliveries need the license's `webhooks` feature, asked when
 /// each is due.

@@ -145,8 +145,18 @@ impl Cms {
                 rendered
             }
         };
+        Ok(self.view_of(collection, &indexed, rendered))
+    }
+
+    /// The view of an indexed item with its rendering.
+    pub(super) fn view_of(
+        &self,
+        collection: &Collection,
+        indexed: &IndexedItem,
+        rendered: Rendered,
+    ) -> ItemView {
         let url = collection.item_url(&indexed.meta.slug);
-        Ok(ItemView {
+        ItemView {
             version: ItemVersion::of(collection.index, &indexed.meta, &indexed.etag).version,
             collection: collection.index,
             canonical_url: self.site.absolute_url(&url),
@@ -156,7 +166,7 @@ impl Cms {
             etag: indexed.etag.to_string(),
             fm: rendered.fm,
             meta: indexed.meta.clone(),
-        })
+        }
     }
 
     fn view_of_file(

@@ -43,6 +43,7 @@ pub use accounts::SESSION_KEY_ID;
 pub use index::SkippedFile;
 pub use items::etag_of;
 pub use previews::PreviewLink;
+pub use rendered::AheadSink;
 pub use resources::{ResourceFile, ResourceListing, ServedFile, Upload};
 pub use search::{SearchHit, SearchParams};
 pub use variants::{ServedVariant, VariantBody, VariantInfo};

@@ -1,16 +1,18 @@
 //! Rendered single items (the body as HTML and the whole frontmatter), kept per file
-//! version in the [`RenderCache`](crate::ports::RenderCache) port, and rendered ahead of
-//! requests after start-up, so that a read of any item costs a lookup, not a parse and a
-//! render.
+//! version in the [`RenderCache`](crate::ports::RenderCache) port; and every live item
+//! rendered ahead of requests after start-up ([`Cms::render_ahead`]), for the web layer
+//! to keep as finished answers, so that a read of any item costs a lookup, not a parse
+//! and a render.
 //!
 //! A record names the version it was rendered from (collection, filename, ETag) and is
 //! only taken for that very version: a changed file asks for another key, and a record
 //! that does not say what was asked for (a key collision, a damaged file) is a miss.
 
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
-use super::Cms;
 use super::items::parse_bytes;
+use super::{Cms, ItemVersion, ItemView};
 use crate::collection::Collection;
 use crate::document::Frontmatter;
 use crate::error::CoreResult;
@@ -101,71 +103,82 @@ impl Cms {
         }
     }
 
-    /// Renders every live item not yet kept, so that single reads find them (the server
-    /// calls it in the background after the search index is built). Reads files in
-    /// batches, takes only the version the kept index holds, and stops when the cache is
-    /// full. Answers how many items it rendered.
-    pub async fn render_ahead(&self) -> CoreResult<usize> {
+    /// Renders every live item that `sink` still wants and hands it over, so that single
+    /// reads find their answers kept (the server calls it in the background after the
+    /// search index is built). Reads files in batches, takes only the version the kept
+    /// index holds, and stops once the sink is full. Answers how many items it rendered.
+    pub async fn render_ahead(&self, sink: &dyn AheadSink) -> CoreResult<usize> {
         let mut rendered = 0;
         for collection in &self.collections {
-            rendered += self.render_collection_ahead(collection).await?;
+            rendered += self.render_collection_ahead(collection, sink).await?;
         }
         Ok(rendered)
     }
 
-    async fn render_collection_ahead(&self, collection: &Collection) -> CoreResult<usize> {
-        let missing: Vec<ItemFilename> = {
+    async fn render_collection_ahead(
+        &self,
+        collection: &Collection,
+        sink: &dyn AheadSink,
+    ) -> CoreResult<usize> {
+        let wanted: Vec<ItemFilename> = {
             let index = self.index(collection).await?;
             index
                 .items()
                 .iter()
                 .filter(|item| index.is_live(item))
-                .filter(|item| {
-                    let version =
-                        Version { collection: collection.index, name: &item.meta.filename, etag: &item.etag };
-                    !self.render_cache.contains(version.key())
-                })
+                .filter(|item| sink.wants(ItemVersion::of(collection.index, &item.meta, &item.etag).version))
                 .filter_map(|item| ItemFilename::parse(&item.meta.filename))
                 .collect()
         };
         let mut rendered = 0;
-        for batch in missing.chunks(AHEAD_BATCH) {
-            if self.render_cache.is_full() {
+        for batch in wanted.chunks(AHEAD_BATCH) {
+            if sink.is_full() {
                 break;
             }
-            let files: Vec<StoredFile> = self
-                .ports
-                .content
-                .read_many(collection, batch)
-                .await
-                .into_iter()
-                .filter_map(|file| file.ok()?)
-                .collect();
-            for file in files {
-                rendered += usize::from(self.render_file_ahead(collection, &file).await?);
+            let files = self.ports.content.read_many(collection, batch).await;
+            for file in files.into_iter().filter_map(|file| file.ok()?) {
+                if let Some(view) = self.render_file_ahead(collection, &file).await? {
+                    sink.keep(view);
+                    rendered += 1;
+                }
             }
         }
         Ok(rendered)
     }
 
-    /// Renders one file read ahead, if the kept index still holds this very version.
-    async fn render_file_ahead(&self, collection: &Collection, file: &StoredFile) -> CoreResult<bool> {
-        let Some(name) = ItemFilename::parse(&file.stamp.name) else { return Ok(false) };
-        let etag = {
+    /// The view of one file read ahead, if the kept index still holds this very version.
+    async fn render_file_ahead(
+        &self,
+        collection: &Collection,
+        file: &StoredFile,
+    ) -> CoreResult<Option<ItemView>> {
+        let Some(name) = ItemFilename::parse(&file.stamp.name) else { return Ok(None) };
+        let indexed = {
             let index = self.index(collection).await?;
             if index.stamp(name.as_str()) != Some(&file.stamp) {
-                return Ok(false); // changed since: rendered when it is read
+                return Ok(None); // changed since: rendered when it is read
             }
             match index.get(name.as_str()) {
-                Some(Ok(item)) => item.etag.clone(),
-                _ => return Ok(false),
+                Some(Ok(item)) if index.is_live(item) => Arc::clone(item),
+                _ => return Ok(None),
             }
         };
-        let Ok(doc) = parse_bytes(&name, &file.bytes) else { return Ok(false) };
-        let version = Version { collection: collection.index, name: name.as_str(), etag: &etag };
-        self.keep_rendering(version, &Rendered { html: render::to_html(&doc.body), fm: doc.fm });
-        Ok(true)
+        let Ok(doc) = parse_bytes(&name, &file.bytes) else { return Ok(None) };
+        let rendered = Rendered { html: render::to_html(&doc.body), fm: doc.fm };
+        Ok(Some(self.view_of(collection, &indexed, rendered)))
     }
+}
+
+/// What [`Cms::render_ahead`] hands its renderings to: the web layer keeps each as its
+/// finished answer, by the view's `version`.
+pub trait AheadSink: Send + Sync {
+    /// Whether an item of this version (see [`ItemVersion`]) is still wanted, i.e. not
+    /// kept yet.
+    fn wants(&self, version: u64) -> bool;
+    /// Whether the sink is at its budget: rendering ahead stops rather than churn.
+    fn is_full(&self) -> bool;
+    /// Takes one rendered live item.
+    fn keep(&self, view: ItemView);
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use cms_core::account::Role;
 use cms_core::document::Frontmatter;
 use cms_core::events::{EventData, EventKind};
 use cms_core::query::{ListParams, ListQuery, OrderBy};
-use cms_core::service::{ItemUpdate, NewItem, UpdateMode, Viewer};
+use cms_core::service::{AheadSink, ItemUpdate, ItemView, NewItem, UpdateMode, Viewer};
 use cms_core::testing::MemoryWorld;
 use serde_json::{Value, json};
 
@@ -259,8 +259,27 @@ async fn the_index_reads_each_file_once_and_rereads_only_what_changed() {
     assert_eq!(reads(), 23);
 }
 
+/// Keeps what `render_ahead` hands over.
+#[derive(Default)]
+struct Kept {
+    views: std::sync::Mutex<Vec<ItemView>>,
+    room: usize,
+}
+
+impl AheadSink for Kept {
+    fn wants(&self, version: u64) -> bool {
+        !self.views.lock().unwrap().iter().any(|view| view.version == version)
+    }
+    fn is_full(&self) -> bool {
+        self.views.lock().unwrap().len() >= self.room
+    }
+    fn keep(&self, view: ItemView) {
+        self.views.lock().unwrap().push(view);
+    }
+}
+
 #[tokio::test]
-async fn rendering_ahead_covers_live_items_so_reads_need_no_file() {
+async fn rendering_ahead_hands_over_each_live_item_as_a_read_would_show_it() {
     let world = MemoryWorld::new();
     let viewer = keyed(&world).await;
     let cms = world.cms();
@@ -274,20 +293,33 @@ async fn rendering_ahead_covers_live_items_so_reads_need_no_file() {
     let reads = || world.content.reads.load(Ordering::Relaxed);
     let anon = Viewer::Anonymous;
 
-    assert_eq!(cms.render_ahead().await.unwrap(), 5, "the live items; not the draft, not the broken file");
-    let before = reads();
-    assert_eq!(cms.render_ahead().await.unwrap(), 0, "all kept: nothing rendered twice");
-    assert_eq!(reads(), before, "and nothing read");
-    for i in 0..5 {
-        let view = cms.read_item(&pages, &format!("p{i}"), &anon).await.unwrap();
-        assert_eq!(view.html, format!("<p>Body <em>{i}</em>.</p>\n"));
-        assert_eq!(view.fm["title"], format!("P{i}"));
+    let sink = Kept { room: 100, ..Kept::default() };
+    assert_eq!(
+        cms.render_ahead(&sink).await.unwrap(),
+        5,
+        "the live items; not the draft, not the broken file"
+    );
+    let views = std::mem::take(&mut *sink.views.lock().unwrap());
+    for view in &views {
+        let read = cms.read_item(&pages, &view.meta.slug, &anon).await.unwrap();
+        assert_eq!((&view.html, &view.fm, view.version), (&read.html, &read.fm, read.version));
+        assert_eq!((&view.url, &view.etag, &view.meta), (&read.url, &read.etag, &read.meta));
+        let version = cms.item_version(&pages, &view.meta.slug, &anon).await.unwrap().unwrap();
+        assert_eq!(version.version, view.version, "kept by the version a read asks for first");
     }
-    assert_eq!(reads(), before, "every live item was answered from its kept rendering");
-    assert_eq!(cms.read_item(&pages, "draft", &viewer).await.unwrap().html, "<p>Hidden.</p>\n");
-    assert_eq!(reads(), before + 1, "the draft was rendered on its first read");
+    let p3 = views.iter().find(|v| v.meta.slug == "p3").unwrap();
+    assert_eq!(p3.html, "<p>Body <em>3</em>.</p>\n");
+    *sink.views.lock().unwrap() = views;
 
-    // A new version is never answered from the old one's rendering.
+    let before = reads();
+    assert_eq!(cms.render_ahead(&sink).await.unwrap(), 0, "all kept: nothing rendered twice");
+    assert_eq!(reads(), before, "and nothing read");
+    let small = Kept { room: 0, ..Kept::default() };
+    assert_eq!(cms.render_ahead(&small).await.unwrap(), 0, "a full sink stops it");
+
+    // Reads keep their own renderings by file version: a new version is never answered
+    // from an old one's.
+    assert_eq!(cms.read_item(&pages, "draft", &viewer).await.unwrap().html, "<p>Hidden.</p>\n");
     cms.update_item(
         &pages,
         "p0",

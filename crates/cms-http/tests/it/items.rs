@@ -246,6 +246,36 @@ async fn lists_carry_a_strong_etag_and_answer_304_while_unchanged() {
 async fn kept_answers_follow_every_change() {
     let h = Harness::setup().await;
     seed(&h).await;
+    answers_follow_every_change(&h).await;
+}
+
+/// The same with answers made ahead of the reads, as a server makes them after start-up.
+#[actix_web::test]
+async fn answers_made_ahead_follow_every_change() {
+    let h = Harness::setup_with_answers().await;
+    seed(&h).await;
+    let read = async |slug: &str| {
+        h.send(TestRequest::get().uri(&format!("/cms/collections/posts/items/{slug}"))).await
+    };
+    let before = read("second").await;
+    assert_eq!(cms_http::ahead::render_ahead(&h.state).await.unwrap(), 1, "the other published item");
+    assert_eq!(cms_http::ahead::render_ahead(&h.state).await.unwrap(), 0, "every live item is kept");
+    let first = read("first").await;
+    assert_eq!(
+        (first.status.as_u16(), first.json()["data"]["body_html"].as_str()),
+        (200, Some("<h1>first</h1>\n<p>Text of first.</p>\n"))
+    );
+    let mut again = read("second").await.json();
+    let mut before = before.json();
+    for answer in [&mut again, &mut before] {
+        answer.as_object_mut().unwrap().remove("timestamp");
+    }
+    assert_eq!(again, before, "the kept answer is the one a read makes");
+    read("hidden").await.assert_envelope_error(404, "no item");
+    answers_follow_every_change(&h).await;
+}
+
+async fn answers_follow_every_change(h: &Harness) {
     let read = async || h.send(TestRequest::get().uri("/cms/collections/posts/items/first")).await;
     let list = async || h.send(TestRequest::get().uri("/cms/collections/posts/items?per_page=5")).await;
     let (item, again) = (read().await, read().await);

@@ -39,18 +39,27 @@ pub const SITE_ROOT: &str = "/srv/site";
 
 impl Harness {
     pub async fn setup() -> Self {
+        Self::setup_with(None).await
+    }
+
+    /// The same, keeping single items' answers in `answers` (as a server keeps them on
+    /// disk) rather than with the list pages in memory.
+    pub async fn setup_with_answers() -> Self {
+        Self::setup_with(Some(Arc::new(cms_core::render_cache::MemoryRenderCache::new(1 << 20)))).await
+    }
+
+    async fn setup_with(answers: Option<Arc<dyn cms_core::ports::RenderCache>>) -> Self {
         let world = MemoryWorld::new();
         let cms = Arc::new(world.cms().with_site_root(SITE_ROOT));
         cms.add_user("owner@example.com", Role::Owner).await.unwrap();
         cms.add_user("ed@example.com", Role::Editor).await.unwrap();
         let owner_key = cms.create_key("owner@example.com", "t", [1; 32]).await.unwrap().plaintext;
         let editor_key = cms.create_key("ed@example.com", "t", [2; 32]).await.unwrap().plaintext;
-        let state = web::Data::new(AppState::new(
-            cms,
-            vec!["https://app.example.com".into()],
-            JSON_LIMIT,
-            UPLOAD_LIMIT,
-        ));
+        let mut state = AppState::new(cms, vec!["https://app.example.com".into()], JSON_LIMIT, UPLOAD_LIMIT);
+        if let Some(answers) = answers {
+            state = state.with_answers(answers);
+        }
+        let state = web::Data::new(state);
         Self { world, state, owner_key, editor_key }
     }
 

@@ -2,6 +2,7 @@
 //! either serves the REST API or runs one administration command.
 
 mod admin;
+mod allocator;
 mod events;
 mod password;
 mod schedule;
@@ -42,6 +43,9 @@ const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(cli.command, None | Some(Command::Serve)) {
+        allocator::tune_or_continue();
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

@@ -7,6 +7,34 @@ use serde_json::json;
 
 use crate::{SEEN_WITHIN, Server, cms, demo_site, poll, user_with_key};
 
+/// The server runs with glibc's allocator settings (one arena per core, fixed
+/// thresholds), unless the operator gave their own.
+#[test]
+fn the_server_runs_with_the_allocator_settings_unless_given() {
+    let environ = |server: &Server| {
+        let bytes = fs::read(format!("/proc/{}/environ", server.child.id())).unwrap();
+        String::from_utf8_lossy(&bytes).split('\0').map(str::to_owned).collect::<Vec<_>>()
+    };
+    let site = demo_site();
+    let server = Server::start(site.path());
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let env = environ(&server);
+    assert!(env.contains(&format!("MALLOC_ARENA_MAX={cores}")), "{env:?}");
+    assert!(env.contains(&"MALLOC_MMAP_THRESHOLD_=1048576".to_owned()), "{env:?}");
+    assert_eq!(server.get("/status", None).0, 200);
+    drop(server);
+
+    let mut command = Command::new(crate::BIN);
+    command
+        .args(["serve", "--listen", "127.0.0.1:0", "--site"])
+        .arg(site.path())
+        .env("MALLOC_ARENA_MAX", "7");
+    let server = Server::spawn(command);
+    let env = environ(&server);
+    assert!(env.contains(&"MALLOC_ARENA_MAX=7".to_owned()), "{env:?}");
+    assert!(!env.iter().any(|v| v.starts_with("MALLOC_MMAP_THRESHOLD_")), "nothing else added: {env:?}");
+}
+
 #[test]
 fn items_over_real_http_and_revocation_and_graceful_stop() {
     let site = demo_site();

@@ -7,6 +7,8 @@ use std::path::Path;
 
 use tempfile::NamedTempFile;
 
+use crate::dir_sync;
+
 /// What to do when the target exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Existing {
@@ -53,7 +55,7 @@ pub fn replace_checked(
         return Ok(false);
     }
     persist(temp, path, Existing::Replace)?;
-    sync_dir(dir)?;
+    dir_sync::sync_dir_shared(dir)?;
     Ok(true)
 }
 
@@ -87,7 +89,7 @@ fn write_with_mode(path: &Path, bytes: &[u8], existing: Existing, mode: Mode) ->
 fn write_parts_with_mode(path: &Path, parts: &[&[u8]], existing: Existing, mode: Mode) -> io::Result<()> {
     let (dir, temp) = stage(path, parts, mode)?;
     persist(temp, path, existing)?;
-    sync_dir(dir)
+    dir_sync::sync_dir_shared(dir)
 }
 
 /// The new content in a synced temporary file beside `path` (and that folder).
@@ -118,7 +120,8 @@ fn persist(temp: NamedTempFile, path: &Path, existing: Existing) -> io::Result<(
     result.map_err(|e| e.error)
 }
 
-/// Makes a rename durable: fsync of the folder that holds the entry.
+/// Makes a rename durable: fsync of the folder that holds the entry. Writers of this
+/// module share these syncs with concurrent writers in the same folder (`dir_sync.rs`).
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
@@ -139,6 +142,28 @@ mod tests {
         assert_eq!(fs::read(&path).unwrap(), b"three");
         let leftovers: Vec<_> = fs::read_dir(path.parent().unwrap()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temporary files are left behind");
+    }
+
+    #[test]
+    fn concurrent_replaces_in_one_folder_all_land() {
+        let dir = tempfile::tempdir().unwrap();
+        std::thread::scope(|scope| {
+            for writer in 0..16 {
+                let path = dir.path().join(format!("{writer}.md"));
+                scope.spawn(move || {
+                    for round in 0..4 {
+                        write(&path, format!("{writer} {round}").as_bytes(), Existing::Replace).unwrap();
+                    }
+                });
+            }
+        });
+        for writer in 0..16 {
+            assert_eq!(
+                fs::read_to_string(dir.path().join(format!("{writer}.md"))).unwrap(),
+                format!("{writer} 3")
+            );
+        }
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 16, "no temporary files are left behind");
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod blocking;
 mod changes;
 mod config;
 mod content;
+mod dir_sync;
 mod error;
 mod license;
 mod previews;

@@ -79,16 +79,14 @@ impl Group {
                 // finished), so this is the covering one.
                 state.running = true;
                 state.started += 1;
-                let number = state.started;
+                let mut finish = Finish {
+                    group: self,
+                    number: state.started,
+                    failure: Some((io::ErrorKind::Other, "the folder sync panicked".to_owned())),
+                };
                 drop(state);
                 let result = sync();
-                let mut state = lock(&self.state);
-                state.running = false;
-                state.finished = number;
-                if let Err(error) = &result {
-                    state.failed = Some((number, error.kind(), error.to_string()));
-                }
-                self.finished_one.notify_all();
+                finish.failure = result.as_ref().err().map(|error| (error.kind(), error.to_string()));
                 return result;
             }
             #[cfg(test)]
@@ -101,6 +99,27 @@ impl Group {
                 state.waiting -= 1;
             }
         }
+    }
+}
+
+/// Ends sync `number` when dropped, also when the sync panicked (then it failed), so that
+/// the writers waiting for it are never left waiting.
+struct Finish<'g> {
+    group: &'g Group,
+    number: u64,
+    /// Starts as a failure: only a sync that returned replaces it.
+    failure: Option<(io::ErrorKind, String)>,
+}
+
+impl Drop for Finish<'_> {
+    fn drop(&mut self) {
+        let mut state = lock(&self.group.state);
+        state.running = false;
+        state.finished = self.number;
+        if let Some((kind, message)) = self.failure.take() {
+            state.failed = Some((self.number, kind, message));
+        }
+        self.group.finished_one.notify_all();
     }
 }
 
@@ -256,6 +275,36 @@ mod tests {
         }
         // A writer after the failure is answered by its own sync.
         group.sync(|| Ok(())).unwrap();
+    }
+
+    #[test]
+    fn a_sync_that_panics_fails_its_waiters_instead_of_leaving_them_waiting() {
+        let group = Arc::new(Group::default());
+        let (started_tx, started_rx) = mpsc::channel();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let panicking = thread::spawn({
+            let group = Arc::clone(&group);
+            move || {
+                group.sync(move || {
+                    started_tx.send(()).unwrap();
+                    release_rx.recv().unwrap();
+                    panic!("fake sync panics")
+                })
+            }
+        });
+        started_rx.recv().unwrap();
+        // This waiter starts the covering sync itself once the panicking one ends.
+        let waiter = thread::spawn({
+            let group = Arc::clone(&group);
+            move || group.sync(|| Ok(()))
+        });
+        until_waiting(&group, 1);
+        release_tx.send(()).unwrap();
+        assert!(panicking.join().is_err());
+        waiter.join().unwrap().unwrap();
+        let state = lock(&group.state);
+        assert_eq!((state.started, state.finished, state.running), (2, 2, false));
+        assert!(state.outcome(1).is_err(), "the panicked sync counts as failed");
     }
 
     #[test]

@@ -7,8 +7,6 @@ use std::path::Path;
 
 use tempfile::NamedTempFile;
 
-use crate::dir_sync;
-
 /// What to do when the target exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Existing {
@@ -55,7 +53,7 @@ pub fn replace_checked(
         return Ok(false);
     }
     persist(temp, path, Existing::Replace)?;
-    dir_sync::sync_dir_shared(dir)?;
+    sync_dir(dir)?;
     Ok(true)
 }
 
@@ -89,7 +87,7 @@ fn write_with_mode(path: &Path, bytes: &[u8], existing: Existing, mode: Mode) ->
 fn write_parts_with_mode(path: &Path, parts: &[&[u8]], existing: Existing, mode: Mode) -> io::Result<()> {
     let (dir, temp) = stage(path, parts, mode)?;
     persist(temp, path, existing)?;
-    dir_sync::sync_dir_shared(dir)
+    sync_dir(dir)
 }
 
 /// The new content in a synced temporary file beside `path` (and that folder).
@@ -120,8 +118,10 @@ fn persist(temp: NamedTempFile, path: &Path, existing: Existing) -> io::Result<(
     result.map_err(|e| e.error)
 }
 
-/// Makes a rename durable: fsync of the folder that holds the entry. Writers of this
-/// module share these syncs with concurrent writers in the same folder (`dir_sync.rs`).
+/// Makes a rename durable: fsync of the folder that holds the entry. Each writer makes its
+/// own: concurrent fsyncs of one folder already overlap in the kernel and share the disk's
+/// cache flushes, and a user-space group commit (one sync at a time per folder, commit
+/// 4a71aa2) measured about 5% fewer writes/s at 64 writers on ext4.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }

@@ -148,7 +148,7 @@ impl FsContentStore {
         let folder = self.folder(collection)?;
         let path = folder.join(name.as_str());
         match fs::remove_file(&path) {
-            Ok(()) => crate::dir_sync::sync_dir_shared(&folder).map_err(io_error(&folder)),
+            Ok(()) => atomic::sync_dir(&folder).map_err(io_error(&folder)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 Err(CoreError::not_found(format!("{} does not exist", name.as_str())))
             }

@@ -23,7 +23,6 @@ mod blocking;
 mod changes;
 mod config;
 mod content;
-mod dir_sync;
 mod error;
 mod license;
 mod previews;

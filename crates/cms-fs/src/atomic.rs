@@ -118,7 +118,10 @@ fn persist(temp: NamedTempFile, path: &Path, existing: Existing) -> io::Result<(
     result.map_err(|e| e.error)
 }
 
-/// Makes a rename durable: fsync of the folder that holds the entry.
+/// Makes a rename durable: fsync of the folder that holds the entry. Each writer makes its
+/// own: concurrent fsyncs of one folder already overlap in the kernel and share the disk's
+/// cache flushes, and a user-space group commit (one sync at a time per folder, commit
+/// 4a71aa2) measured about 5% fewer writes/s at 64 writers on ext4.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
@@ -139,6 +142,28 @@ mod tests {
         assert_eq!(fs::read(&path).unwrap(), b"three");
         let leftovers: Vec<_> = fs::read_dir(path.parent().unwrap()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temporary files are left behind");
+    }
+
+    #[test]
+    fn concurrent_replaces_in_one_folder_all_land() {
+        let dir = tempfile::tempdir().unwrap();
+        std::thread::scope(|scope| {
+            for writer in 0..16 {
+                let path = dir.path().join(format!("{writer}.md"));
+                scope.spawn(move || {
+                    for round in 0..4 {
+                        write(&path, format!("{writer} {round}").as_bytes(), Existing::Replace).unwrap();
+                    }
+                });
+            }
+        });
+        for writer in 0..16 {
+            assert_eq!(
+                fs::read_to_string(dir.path().join(format!("{writer}.md"))).unwrap(),
+                format!("{writer} 3")
+            );
+        }
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 16, "no temporary files are left behind");
     }
 
     #[test]

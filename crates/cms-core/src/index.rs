@@ -969,6 +969,30 @@ mod tests {
     }
 
     #[test]
+    fn a_slug_names_its_files_in_filename_order() {
+        let located = |index: &CollectionIndex| {
+            index.locate(&ItemRef::parse("x").unwrap()).map(|name| name.as_str().to_owned())
+        };
+        let mut index = CollectionIndex::build(Vec::new(), 0);
+        for (name, token) in [("x.md", 1), ("2024-02-01-x.md", 2), ("2024-01-01-x.md", 3)] {
+            let (name, stamp, item) = file(name, token, "title: X");
+            index.upsert(&name, stamp, item);
+        }
+        assert_eq!(located(&index).as_deref(), Some("2024-01-01-x.md"));
+        index.remove("2024-01-01-x.md");
+        assert_eq!(located(&index).as_deref(), Some("2024-02-01-x.md"));
+        index.remove("2024-02-01-x.md");
+        assert_eq!(index.file_with_slug("x").unwrap().as_str(), "x.md", "one left");
+        let (name, stamp, item) = file("2023-01-01-x.md", 4, "title: X");
+        index.upsert(&name, stamp, item);
+        assert_eq!(located(&index).as_deref(), Some("2023-01-01-x.md"));
+        index.remove("2023-01-01-x.md");
+        index.remove("x.md");
+        assert_eq!(located(&index), None);
+        assert!(index.by_slug.is_empty());
+    }
+
+    #[test]
     fn kept_orders_equal_a_full_sort_after_changes() {
         let mut entries = Vec::new();
         // Titles that tie, differ only in case or are not ASCII; dates that are the same

@@ -351,6 +351,17 @@ mod tests {
     }
 
     #[test]
+    fn tags_are_shared_and_read_as_written() {
+        let a = Tags::from(vec!["Rust".to_owned(), "web".to_owned()]);
+        let b = Tags::from(vec!["web".to_owned()]);
+        assert!(Arc::ptr_eq(&a[1], &b[0]), "one copy of a tag for every item");
+        assert_eq!(a.to_strings(), ["Rust", "web"]);
+        let json = serde_json::to_string(&a).unwrap();
+        assert_eq!(json, r#"["Rust","web"]"#);
+        assert_eq!(serde_json::from_str::<Tags>(&json).unwrap(), a);
+    }
+
+    #[test]
     fn meta_from_filename_and_frontmatter() {
         let name = ItemFilename::parse("2024-03-01-hello.md").unwrap();
         let doc = ItemDocument {

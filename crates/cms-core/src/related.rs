@@ -175,7 +175,10 @@ mod tests {
         );
 
         let none = ContentCounts::default();
-        assert_eq!(score(&source_tags, &[] as &[String], none, &[Criterion::Tags, Criterion::Content]).score, 0.0);
+        assert_eq!(
+            score(&source_tags, &[] as &[String], none, &[Criterion::Tags, Criterion::Content]).score,
+            0.0
+        );
         assert_eq!(score(&[] as &[String], &[] as &[String], none, &[Criterion::Tags]).score, 0.0);
     }
 }

@@ -696,6 +696,57 @@ mod tests {
     }
 
     #[test]
+    fn postings_keep_ids_in_any_order_and_marks() {
+        let mut postings = Postings::default();
+        let added = [(0, 1), (1, IN_TITLE), (5_000_000, 63), (3, IN_TAGS | 2), (u32::MAX, 7), (0, 9)];
+        for (id, marks) in added {
+            postings.push(id, marks);
+        }
+        assert_eq!(postings.iter().collect::<Vec<_>>(), added);
+        assert_eq!(postings.len(), added.len());
+        // Ascending neighbours cost a byte for the id and one for the marks.
+        let mut dense = Postings::default();
+        (0..1000).for_each(|id| dense.push(id, 1));
+        assert_eq!(dense.bytes.len(), 2000);
+    }
+
+    #[test]
+    fn repeated_searches_reuse_their_arrays_and_agree() {
+        let mut index = SearchIndex::default();
+        for i in 0..50 {
+            let title = if i % 2 == 0 { "Even garden" } else { "Odd garden" };
+            add(&mut index, &format!("{i:02}.md"), title, &[], "Plants and soil.", i % 5 != 0);
+        }
+        let query = Query::parse("garden even");
+        let first = index.search(&query, false, 3);
+        assert_eq!(first.1, 20, "even and published");
+        for _ in 0..3 {
+            assert_eq!(index.search(&query, false, 3), first, "the same answer from reused arrays");
+        }
+        assert_eq!(index.search(&Query::parse("odd"), true, 100).1, 25);
+        assert!(index.search(&Query::parse("garden missing"), true, 10).0.is_empty());
+        // An item added after the arrays were made is searched too.
+        add(&mut index, "new.md", "Even garden", &[], "", true);
+        assert_eq!(index.search(&query, false, 100).1, 21);
+        // Every page boundary gives the same best hits as a full ranking.
+        let all = index.search(&Query::parse("garden"), true, usize::MAX).0;
+        for limit in [1, 7, 51] {
+            assert_eq!(index.search(&Query::parse("garden"), true, limit).0, all[..limit.min(all.len())]);
+        }
+        // Past the point where the held hits are cut back to the limit.
+        let mut large = SearchIndex::default();
+        for i in 0..3000 {
+            add(&mut large, &format!("{i:04}.md"), "Note", &[], &"garden ".repeat(i % 9 + 1), true);
+        }
+        let query = Query::parse("garden");
+        let all = large.search(&query, false, usize::MAX);
+        assert_eq!(all.1, 3000);
+        for limit in [1, 10, 1500] {
+            assert_eq!(large.search(&query, false, limit), (all.0[..limit].to_vec(), 3000));
+        }
+    }
+
+    #[test]
     fn snippets_highlight_and_escape() {
         let query = Query::parse("garden");
         let text = "Intro words. ".repeat(30) + "My <b>gardens</b> & gardening notes." + &" More.".repeat(40);

@@ -54,7 +54,8 @@ impl IndexedItem {
         let meta = ItemMeta::derive(name, &doc, file.stamp.modified, file.stamp.size, zone);
         let body_text = render::to_plain_text(&doc.body);
         let slugs: Vec<String> = meta.tags.iter().map(|t| slugify(t)).collect();
-        let tag_slugs = (slugs != meta.tags).then(|| slugs.into_iter().map(String::into_boxed_str).collect());
+        let tag_slugs = (!slugs.iter().map(String::as_str).eq(meta.tags.iter().map(|t| &**t)))
+            .then(|| slugs.into_iter().map(String::into_boxed_str).collect());
         let plain_excerpt = plain_excerpt_with(&doc, &body_text);
         let excerpt = excerpt_with(&doc, &body_text);
         Ok(Self {
@@ -77,7 +78,7 @@ impl IndexedItem {
     pub fn tag_slugs(&self) -> impl Iterator<Item = &str> {
         let (slugs, tags) = match &self.tag_slugs {
             Some(slugs) => (Some(slugs.iter().map(|s| &**s)), None),
-            None => (None, Some(self.meta.tags.iter().map(String::as_str))),
+            None => (None, Some(self.meta.tags.iter().map(|t| &**t))),
         };
         slugs.into_iter().flatten().chain(tags.into_iter().flatten())
     }
@@ -122,6 +123,52 @@ struct Slot {
 }
 
 type Id = u32;
+
+/// The files that carry one slug, in filename order: nearly always one, kept without a
+/// list of its own.
+#[derive(Debug)]
+enum SlugFiles {
+    One(Id),
+    Many(Vec<Id>),
+}
+
+impl SlugFiles {
+    fn ids(&self) -> &[Id] {
+        match self {
+            Self::One(id) => std::slice::from_ref(id),
+            Self::Many(ids) => ids,
+        }
+    }
+
+    /// Adds a file in filename order (`name_of` names the ids already there).
+    fn insert<'a>(&mut self, id: Id, name: &str, name_of: impl Fn(Id) -> &'a str) {
+        let mut ids = match std::mem::replace(self, Self::Many(Vec::new())) {
+            Self::One(first) => vec![first],
+            Self::Many(ids) => ids,
+        };
+        let at = ids.partition_point(|other| name_of(*other) < name);
+        ids.insert(at, id);
+        *self = Self::Many(ids);
+    }
+
+    /// Forgets a file; `false` when none is left.
+    fn remove(&mut self, id: Id) -> bool {
+        match self {
+            Self::One(only) => *only != id,
+            Self::Many(ids) => {
+                ids.retain(|other| *other != id);
+                match ids[..] {
+                    [] => false,
+                    [only] => {
+                        *self = Self::One(only);
+                        true
+                    }
+                    _ => true,
+                }
+            }
+        }
+    }
+}
 
 /// One tag's usable items ascending by date: all of them, and the published ones.
 #[derive(Debug, Default)]
@@ -188,7 +235,7 @@ pub struct CollectionIndex {
     free: Vec<Id>,
     by_name: HashMap<Arc<str>, Id>,
     /// Every file with this slug (dated or not), in filename order.
-    by_slug: HashMap<String, Vec<Id>>,
+    by_slug: HashMap<Box<str>, SlugFiles>,
     /// Per order (see [`order_slot`]): usable items ascending, all and published.
     sorted_all: [Vec<Id>; 4],
     sorted_published: [Vec<Id>; 4],
@@ -373,7 +420,7 @@ impl CollectionIndex {
     /// a slug), usable or not.
     pub fn locate(&self, item_ref: &ItemRef) -> Option<ItemFilename> {
         let id = match item_ref {
-            ItemRef::Slug(slug) => *self.by_slug.get(slug.as_str())?.first()?,
+            ItemRef::Slug(slug) => *self.by_slug.get(slug.as_str())?.ids().first()?,
             ItemRef::Filename(name) => *self.by_name.get(name.as_str())?,
         };
         ItemFilename::parse(&self.slot(id).name)
@@ -383,7 +430,7 @@ impl CollectionIndex {
     /// the first published one in filename order, so a draft never shadows it.
     pub fn locate_published(&self, item_ref: &ItemRef) -> Option<&Arc<IndexedItem>> {
         let ids: &[Id] = match item_ref {
-            ItemRef::Slug(slug) => self.by_slug.get(slug.as_str())?,
+            ItemRef::Slug(slug) => self.by_slug.get(slug.as_str())?.ids(),
             ItemRef::Filename(name) => std::slice::from_ref(self.by_name.get(name.as_str())?),
         };
         ids.iter().filter_map(|id| self.slot(*id).item.as_ref().ok()).find(|item| self.is_live(item))
@@ -391,7 +438,7 @@ impl CollectionIndex {
 
     /// A file with this slug (dated or not).
     pub fn file_with_slug(&self, slug: &str) -> Option<ItemFilename> {
-        let id = *self.by_slug.get(slug)?.first()?;
+        let id = *self.by_slug.get(slug)?.ids().first()?;
         ItemFilename::parse(&self.slot(id).name)
     }
 
@@ -448,12 +495,10 @@ impl CollectionIndex {
         self.fingerprint ^= stamp_hash(&slot.stamp);
         self.by_name.remove(&slot.name);
         if let Some(name) = ItemFilename::parse(&slot.name)
-            && let Some(ids) = self.by_slug.get_mut(name.slug())
+            && let Some(files) = self.by_slug.get_mut(name.slug())
+            && !files.remove(id)
         {
-            ids.retain(|other| *other != id);
-            if ids.is_empty() {
-                self.by_slug.remove(name.slug());
-            }
+            self.by_slug.remove(name.slug());
         }
         self.free.push(id);
         Applied::Removed
@@ -566,7 +611,12 @@ impl CollectionIndex {
     fn insert_slot(&mut self, name: &ItemFilename, stamp: FileStamp, item: Held, link: bool) {
         let usable = item.is_ok();
         self.fingerprint ^= stamp_hash(&stamp);
-        let slot = Slot { name: Arc::from(name.as_str()), stamp, item };
+        // A usable item's filename is shared with it (and with the search index).
+        let shared = match &item {
+            Ok(item) => Arc::clone(&item.meta.filename),
+            Err(_) => Arc::from(name.as_str()),
+        };
+        let slot = Slot { name: shared, stamp, item };
         let id = match self.free.pop() {
             Some(id) => {
                 self.slots[id as usize] = Some(slot.clone());
@@ -581,11 +631,14 @@ impl CollectionIndex {
             self.unusable.insert(Arc::clone(&slot.name), id);
         }
         self.by_name.insert(slot.name, id);
-        let same_slug = self.by_slug.entry(name.slug().to_owned()).or_default();
-        let at = same_slug.partition_point(|other| {
-            *self.slots[*other as usize].as_ref().expect("id").name < *name.as_str()
-        });
-        same_slug.insert(at, id);
+        let slots = &self.slots;
+        let name_of = |other: Id| &*slots[other as usize].as_ref().expect("id").name;
+        match self.by_slug.get_mut(name.slug()) {
+            Some(files) => files.insert(id, name.as_str(), name_of),
+            None => {
+                self.by_slug.insert(Box::from(name.slug()), SlugFiles::One(id));
+            }
+        }
         if usable {
             self.usable += 1;
             let item = Arc::clone(self.usable_item(id));
@@ -890,7 +943,7 @@ mod tests {
             rest.into_iter()
                 .skip((page - 1) * per_page)
                 .take(per_page)
-                .map(|i| i.meta.filename.clone())
+                .map(|i| i.meta.filename.to_string())
                 .collect(),
             total,
         )
@@ -913,6 +966,30 @@ mod tests {
         assert_ne!(index.fingerprint(), original, "an edit changes it");
         index.upsert(&a, stamp_a, item_a);
         assert_eq!(index.fingerprint(), original);
+    }
+
+    #[test]
+    fn a_slug_names_its_files_in_filename_order() {
+        let located = |index: &CollectionIndex| {
+            index.locate(&ItemRef::parse("x").unwrap()).map(|name| name.as_str().to_owned())
+        };
+        let mut index = CollectionIndex::build(Vec::new(), 0);
+        for (name, token) in [("x.md", 1), ("2024-02-01-x.md", 2), ("2024-01-01-x.md", 3)] {
+            let (name, stamp, item) = file(name, token, "title: X");
+            index.upsert(&name, stamp, item);
+        }
+        assert_eq!(located(&index).as_deref(), Some("2024-01-01-x.md"));
+        index.remove("2024-01-01-x.md");
+        assert_eq!(located(&index).as_deref(), Some("2024-02-01-x.md"));
+        index.remove("2024-02-01-x.md");
+        assert_eq!(index.file_with_slug("x").unwrap().as_str(), "x.md", "one left");
+        let (name, stamp, item) = file("2023-01-01-x.md", 4, "title: X");
+        index.upsert(&name, stamp, item);
+        assert_eq!(located(&index).as_deref(), Some("2023-01-01-x.md"));
+        index.remove("2023-01-01-x.md");
+        index.remove("x.md");
+        assert_eq!(located(&index), None);
+        assert!(index.by_slug.is_empty());
     }
 
     #[test]
@@ -971,7 +1048,7 @@ mod tests {
             let q = query(&pairs);
             for (page, per_page) in [(1, 5), (2, 5), (3, 7), (9, 5)] {
                 let got = index.select(&q, page, per_page);
-                let got_names: Vec<String> = got.items.iter().map(|i| i.meta.filename.clone()).collect();
+                let got_names: Vec<String> = got.items.iter().map(|i| i.meta.filename.to_string()).collect();
                 assert_eq!(
                     (got_names, got.total),
                     reference(&index, &q, page, per_page),

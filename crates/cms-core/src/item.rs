@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -57,7 +58,8 @@ pub const SERVER_OWNED_KEYS: [&str; 2] = ["filename", "folder"];
 /// and frontmatter.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ItemMeta {
-    pub filename: String,
+    /// Shared with the index's maps and the search index (one copy per item).
+    pub filename: Arc<str>,
     pub slug: String,
     pub title: String,
     /// `fm.date`, else the filename's date prefix, as written.
@@ -66,7 +68,7 @@ pub struct ItemMeta {
     pub date_at: Option<OffsetDateTime>,
     /// See [`status_of`].
     pub status: Status,
-    pub tags: Vec<String>,
+    pub tags: Tags,
     pub author: Option<String>,
     /// Unix seconds of the file's last change.
     pub modified: i64,
@@ -74,6 +76,75 @@ pub struct ItemMeta {
     /// `publish_date` / `unpublish_date`, when either is written (boxed: most items have
     /// neither, and the index keeps a meta per item).
     pub schedule: Option<Box<Schedule>>,
+}
+
+/// An item's tags as written. Each distinct tag is kept once and shared by every item
+/// that carries it (a site has few tags and many items): an index of 100,000 items held
+/// a `String` per tag per item.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tags(Box<[Arc<str>]>);
+
+impl Tags {
+    /// The tags as owned strings (for an answer's shape).
+    pub fn to_strings(&self) -> Vec<String> {
+        self.0.iter().map(|t| t.to_string()).collect()
+    }
+}
+
+impl std::ops::Deref for Tags {
+    type Target = [Arc<str>];
+
+    fn deref(&self) -> &[Arc<str>] {
+        &self.0
+    }
+}
+
+impl<'a> IntoIterator for &'a Tags {
+    type Item = &'a Arc<str>;
+    type IntoIter = std::slice::Iter<'a, Arc<str>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl From<Vec<String>> for Tags {
+    fn from(tags: Vec<String>) -> Self {
+        Self(tags.into_iter().map(|t| intern_tag(&t)).collect())
+    }
+}
+
+impl serde::Serialize for Tags {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|t| &**t))
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Tags {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<String>::deserialize(deserializer).map(Self::from)
+    }
+}
+
+/// The shared copy of a tag. Tags no item carries any more are dropped whenever the set
+/// has doubled since the last time, so it stays about as large as the tags in use.
+fn intern_tag(tag: &str) -> Arc<str> {
+    use std::collections::BTreeSet;
+    use std::sync::Mutex;
+    static TAGS: Mutex<(BTreeSet<Arc<str>>, usize)> = Mutex::new((BTreeSet::new(), 0));
+    // Poisoning cannot leave the set inconsistent: take it as it is.
+    let mut guard = TAGS.lock().unwrap_or_else(|e| e.into_inner());
+    let (tags, pruned_at) = &mut *guard;
+    if let Some(shared) = tags.get(tag) {
+        return Arc::clone(shared);
+    }
+    if tags.len() >= (*pruned_at * 2).max(1024) {
+        tags.retain(|t| Arc::strong_count(t) > 1);
+        *pruned_at = tags.len();
+    }
+    let shared: Arc<str> = Arc::from(tag);
+    tags.insert(Arc::clone(&shared));
+    shared
 }
 
 /// When a published item is live: `publish_date <= now < unpublish_date` (either bound
@@ -138,13 +209,13 @@ impl ItemMeta {
         let status = status_of(fm);
         let date = text("date").or_else(|| name.date().map(str::to_owned));
         Self {
-            filename: name.as_str().to_owned(),
+            filename: Arc::from(name.as_str()),
             slug: name.slug().to_owned(),
             title: text("title").unwrap_or_else(|| name.slug().to_owned()),
             date_at: date.as_deref().and_then(|d| zone.parse(d)),
             date,
             status,
-            tags: tags_of(fm),
+            tags: Tags::from(tags_of(fm)),
             author: text("author"),
             modified,
             size,
@@ -160,13 +231,12 @@ impl ItemMeta {
 
     /// The same facts with no spare capacity: what the index keeps of every item.
     pub fn compacted(mut self) -> Self {
-        for text in [&mut self.filename, &mut self.slug, &mut self.title] {
+        for text in [&mut self.slug, &mut self.title] {
             text.shrink_to_fit();
         }
-        for text in self.tags.iter_mut().chain(&mut self.date).chain(&mut self.author) {
+        for text in self.date.iter_mut().chain(&mut self.author) {
             text.shrink_to_fit();
         }
-        self.tags.shrink_to_fit();
         self
     }
 
@@ -278,6 +348,17 @@ mod tests {
 
     fn fm(value: Value) -> Frontmatter {
         value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn tags_are_shared_and_read_as_written() {
+        let a = Tags::from(vec!["Rust".to_owned(), "web".to_owned()]);
+        let b = Tags::from(vec!["web".to_owned()]);
+        assert!(Arc::ptr_eq(&a[1], &b[0]), "one copy of a tag for every item");
+        assert_eq!(a.to_strings(), ["Rust", "web"]);
+        let json = serde_json::to_string(&a).unwrap();
+        assert_eq!(json, r#"["Rust","web"]"#);
+        assert_eq!(serde_json::from_str::<Tags>(&json).unwrap(), a);
     }
 
     #[test]

@@ -87,8 +87,8 @@ pub struct Score {
 /// Scores a candidate against the source by `criteria`, from their tags and their
 /// content overlap.
 pub fn score(
-    source_tags: &[String],
-    candidate_tags: &[String],
+    source_tags: &[impl AsRef<str>],
+    candidate_tags: &[impl AsRef<str>],
     content: ContentCounts,
     criteria: &[Criterion],
 ) -> Score {
@@ -97,9 +97,9 @@ pub fn score(
     let mut shared_tags = Vec::new();
     let mut seen = BTreeSet::new();
     for tag in source_tags {
-        let slug = slugify(tag);
+        let slug = slugify(tag.as_ref());
         if candidate_slugs.contains(&slug) && seen.insert(slug) {
-            shared_tags.push(tag.clone());
+            shared_tags.push(tag.as_ref().to_owned());
         }
     }
     let mut total = 0.0;
@@ -115,8 +115,8 @@ pub fn score(
     Score { score: (mean * 1000.0).round() / 1000.0, shared_tags }
 }
 
-fn tag_slugs(tags: &[String]) -> BTreeSet<String> {
-    tags.iter().map(|t| slugify(t)).filter(|s| !s.is_empty()).collect()
+fn tag_slugs(tags: &[impl AsRef<str>]) -> BTreeSet<String> {
+    tags.iter().map(|t| slugify(t.as_ref())).filter(|s| !s.is_empty()).collect()
 }
 
 /// |A ∩ B| / |A ∪ B| from the sizes; 0 for two empty sets.
@@ -175,7 +175,10 @@ mod tests {
         );
 
         let none = ContentCounts::default();
-        assert_eq!(score(&source_tags, &[], none, &[Criterion::Tags, Criterion::Content]).score, 0.0);
-        assert_eq!(score(&[], &[], none, &[Criterion::Tags]).score, 0.0);
+        assert_eq!(
+            score(&source_tags, &[] as &[String], none, &[Criterion::Tags, Criterion::Content]).score,
+            0.0
+        );
+        assert_eq!(score(&[] as &[String], &[] as &[String], none, &[Criterion::Tags]).score, 0.0);
     }
 }

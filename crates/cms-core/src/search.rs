@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rust_stemmers::{Algorithm, Stemmer};
 
@@ -78,16 +78,77 @@ fn stem(word: &str) -> String {
 /// What of an item is searched.
 pub struct SearchText<'a> {
     pub title: &'a str,
-    pub tags: &'a [String],
+    pub tags: &'a [Arc<str>],
     /// The body as plain text (no Markdown, no HTML).
     pub body: &'a str,
 }
 
-/// One term's items: ids in the order they were added, and their marks.
+/// One term's items in the order they were added, packed: per item the difference
+/// from the previous item's id (zigzag, as a varint: ids mostly ascend, so it is usually
+/// one byte) and then its marks. About 2 bytes an item where two arrays took 5; the
+/// postings are most of the index.
 #[derive(Debug, Default)]
 struct Postings {
-    docs: Vec<u32>,
-    marks: Vec<u8>,
+    bytes: Vec<u8>,
+    /// The last id added (what the next difference is taken from).
+    last: u32,
+    len: u32,
+}
+
+impl Postings {
+    fn push(&mut self, id: u32, marks: u8) {
+        let delta = i64::from(id) - i64::from(self.last);
+        let mut zigzag = ((delta << 1) ^ (delta >> 63)) as u64;
+        while zigzag >= 0x80 {
+            self.bytes.push((zigzag as u8) | 0x80);
+            zigzag >>= 7;
+        }
+        self.bytes.push(zigzag as u8);
+        self.bytes.push(marks);
+        self.last = id;
+        self.len += 1;
+    }
+
+    fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Each item's id and marks, in the order they were added.
+    fn iter(&self) -> PostingsIter<'_> {
+        PostingsIter { bytes: &self.bytes, last: 0 }
+    }
+}
+
+struct PostingsIter<'a> {
+    bytes: &'a [u8],
+    last: u32,
+}
+
+impl Iterator for PostingsIter<'_> {
+    type Item = (u32, u8);
+
+    fn next(&mut self) -> Option<(u32, u8)> {
+        let mut zigzag = 0u64;
+        let mut shift = 0;
+        loop {
+            let (&byte, rest) = self.bytes.split_first()?;
+            self.bytes = rest;
+            zigzag |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                break;
+            }
+            shift += 7;
+        }
+        let delta = ((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64);
+        self.last = (i64::from(self.last) + delta) as u32;
+        let (&marks, rest) = self.bytes.split_first()?;
+        self.bytes = rest;
+        Some((self.last, marks))
+    }
 }
 
 #[derive(Debug)]
@@ -124,6 +185,38 @@ pub struct SearchIndex {
     words: HashMap<Box<str>, u32>,
     /// Retired ids still named in postings.
     retired: usize,
+    /// What searches work in, kept for the next one (one per search running at once)
+    /// rather than allocated per search: at 100,000 items each is about 800 KB.
+    scratch: Mutex<Vec<Scratch>>,
+}
+
+/// A search's working arrays: by id, the score so far (0: an item a query word missed)
+/// and the current word's best score; the items that matched every word so far, and
+/// those the current word matched. All zero and empty between searches.
+#[derive(Debug, Default)]
+struct Scratch {
+    total: Vec<f32>,
+    best: Vec<f32>,
+    touched: Vec<u32>,
+    found: Vec<u32>,
+}
+
+impl Scratch {
+    fn fit(&mut self, docs: usize) {
+        if self.total.len() < docs {
+            self.total.resize(docs, 0.0);
+            self.best.resize(docs, 0.0);
+        }
+    }
+
+    /// Back to all zero, touching only what a search set.
+    fn clear(&mut self) {
+        for &id in &self.touched {
+            self.total[id as usize] = 0.0;
+        }
+        self.touched.clear();
+        self.found.clear();
+    }
 }
 
 /// A matching item and its score.
@@ -194,13 +287,14 @@ impl SearchIndex {
         terms
     }
 
-    /// Adds an item, or replaces what is indexed under its filename.
-    pub fn upsert(&mut self, name: &str, published: bool, text: &SearchText<'_>) {
-        self.remove(name);
+    /// Adds an item, or replaces what is indexed under its filename (an `Arc` is kept
+    /// as given: the kept index's copy of the name serves both).
+    pub fn upsert(&mut self, name: impl Into<Arc<str>>, published: bool, text: &SearchText<'_>) {
+        let name: Arc<str> = name.into();
+        self.remove(&name);
         let terms = self.item_terms(text);
         let content_terms =
             terms.iter().filter(|(term, marks)| self.is_content(**term, **marks)).count() as u32;
-        let name: Arc<str> = Arc::from(name);
         let doc = Doc { name: Arc::clone(&name), published, content_terms };
         let id = match self.free.pop() {
             Some(id) => {
@@ -214,9 +308,7 @@ impl SearchIndex {
         };
         self.by_name.insert(name, id);
         for (term, marks) in terms {
-            let postings = &mut self.postings[term as usize];
-            postings.docs.push(id);
-            postings.marks.push(marks);
+            self.postings[term as usize].push(id, marks);
         }
     }
 
@@ -239,22 +331,21 @@ impl SearchIndex {
         }
     }
 
-    /// Drops the postings of retired ids, and frees the ids for reuse.
+    /// Drops the postings of retired ids, and frees the ids for reuse; each term's
+    /// postings are rewritten in id order (the smallest differences) with no spare room.
     pub fn compact(&mut self) {
         let docs = &self.docs;
+        let mut kept: Vec<(u32, u8)> = Vec::new();
         for postings in &mut self.postings {
-            let mut keep = 0;
-            for i in 0..postings.docs.len() {
-                if docs[postings.docs[i] as usize].is_some() {
-                    postings.docs[keep] = postings.docs[i];
-                    postings.marks[keep] = postings.marks[i];
-                    keep += 1;
-                }
+            kept.clear();
+            kept.extend(postings.iter().filter(|(id, _)| docs[*id as usize].is_some()));
+            kept.sort_unstable_by_key(|(id, _)| *id);
+            let mut packed = Postings { bytes: Vec::with_capacity(kept.len() * 2), ..Postings::default() };
+            for &(id, marks) in &kept {
+                packed.push(id, marks);
             }
-            postings.docs.truncate(keep);
-            postings.marks.truncate(keep);
-            postings.docs.shrink_to_fit();
-            postings.marks.shrink_to_fit();
+            packed.bytes.shrink_to_fit();
+            *postings = packed;
         }
         self.free =
             (0..self.docs.len() as u32).rev().filter(|id| self.docs[*id as usize].is_none()).collect();
@@ -291,8 +382,7 @@ impl SearchIndex {
         source.retain(|term| self.significant[*term as usize]);
         let mut shared = vec![0u32; self.docs.len()];
         for &term in &source {
-            let postings = &self.postings[term as usize];
-            for (&id, &marks) in postings.docs.iter().zip(&postings.marks) {
+            for (id, marks) in self.postings[term as usize].iter() {
                 if marks & !IN_TAGS != 0 {
                     shared[id as usize] += 1;
                 }
@@ -331,53 +421,67 @@ impl SearchIndex {
             return (Vec::new(), 0);
         }
         let live = self.by_name.len().max(1) as f32;
-        // Dense by id: the score so far, how many words matched, this word's best.
-        let n = self.docs.len();
-        let (mut total, mut matched, mut best) = (vec![0f32; n], vec![0u8; n], vec![0f32; n]);
-        let mut touched: Vec<u32> = Vec::new();
+        let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_default();
+        scratch.fit(self.docs.len());
+        let Scratch { total, best, touched, found } = &mut scratch;
         for (i, word) in query.words.iter().enumerate() {
-            touched.clear();
+            found.clear();
             for (term, weight) in self.candidates(word) {
                 let postings = &self.postings[term as usize];
-                if postings.docs.is_empty() {
+                if postings.is_empty() {
                     continue;
                 }
-                let idf = (1.0 + live / postings.docs.len() as f32).ln();
-                for (&id, &marks) in postings.docs.iter().zip(&postings.marks) {
+                let idf = (1.0 + live / postings.len() as f32).ln();
+                for (id, marks) in postings.iter() {
                     let id = id as usize;
-                    if usize::from(matched[id]) != i {
+                    // Scores are positive: a total of 0 is an item an earlier word missed.
+                    if i > 0 && total[id] == 0.0 {
                         continue;
                     }
                     let score = weight * idf * field_score(marks);
                     if best[id] == 0.0 {
-                        touched.push(id as u32);
+                        found.push(id as u32);
                     }
                     best[id] = best[id].max(score);
                 }
             }
-            if touched.is_empty() {
-                return (Vec::new(), 0);
+            for &id in touched.iter() {
+                if best[id as usize] == 0.0 {
+                    total[id as usize] = 0.0;
+                }
             }
-            for &id in &touched {
-                let id = id as usize;
-                total[id] += best[id];
-                best[id] = 0.0;
-                matched[id] += 1;
+            for &id in found.iter() {
+                total[id as usize] += best[id as usize];
+                best[id as usize] = 0.0;
+            }
+            std::mem::swap(touched, found);
+            if touched.is_empty() {
+                break;
             }
         }
         // `touched` now holds the items that matched every word.
-        let mut hits: Vec<(u32, f32)> = touched
-            .into_iter()
-            .filter(|&id| self.docs[id as usize].as_ref().is_some_and(|doc| drafts || doc.published))
-            .map(|id| (id, total[id as usize]))
-            .collect();
-        let count = hits.len();
         let name = |id: u32| self.docs[id as usize].as_ref().map(|doc| &*doc.name);
         let order =
             |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then_with(|| name(a.0).cmp(&name(b.0)));
-        if limit == 0 {
-            return (Vec::new(), count);
+        // The best `limit` so far, cut back whenever twice as many are held: a page's
+        // worth, not one entry per match.
+        let (mut hits, mut count): (Vec<(u32, f32)>, usize) = (Vec::new(), 0);
+        for &id in touched.iter() {
+            if !self.docs[id as usize].as_ref().is_some_and(|doc| drafts || doc.published) {
+                continue;
+            }
+            count += 1;
+            if limit == 0 {
+                continue;
+            }
+            hits.push((id, total[id as usize]));
+            if hits.len() >= limit.saturating_mul(2).max(1024) {
+                hits.select_nth_unstable_by(limit - 1, order);
+                hits.truncate(limit);
+            }
         }
+        scratch.clear();
+        self.scratch.lock().unwrap_or_else(|e| e.into_inner()).push(scratch);
         if hits.len() > limit {
             hits.select_nth_unstable_by(limit - 1, order);
             hits.truncate(limit);
@@ -523,7 +627,7 @@ mod tests {
     use super::*;
 
     fn add(index: &mut SearchIndex, name: &str, title: &str, tags: &[&str], body: &str, published: bool) {
-        let tags: Vec<String> = tags.iter().map(|t| t.to_string()).collect();
+        let tags: Vec<Arc<str>> = tags.iter().map(|t| Arc::from(*t)).collect();
         index.upsert(name, published, &SearchText { title, tags: &tags, body });
     }
 
@@ -592,6 +696,57 @@ mod tests {
     }
 
     #[test]
+    fn postings_keep_ids_in_any_order_and_marks() {
+        let mut postings = Postings::default();
+        let added = [(0, 1), (1, IN_TITLE), (5_000_000, 63), (3, IN_TAGS | 2), (u32::MAX, 7), (0, 9)];
+        for (id, marks) in added {
+            postings.push(id, marks);
+        }
+        assert_eq!(postings.iter().collect::<Vec<_>>(), added);
+        assert_eq!(postings.len(), added.len());
+        // Ascending neighbours cost a byte for the id and one for the marks.
+        let mut dense = Postings::default();
+        (0..1000).for_each(|id| dense.push(id, 1));
+        assert_eq!(dense.bytes.len(), 2000);
+    }
+
+    #[test]
+    fn repeated_searches_reuse_their_arrays_and_agree() {
+        let mut index = SearchIndex::default();
+        for i in 0..50 {
+            let title = if i % 2 == 0 { "Even garden" } else { "Odd garden" };
+            add(&mut index, &format!("{i:02}.md"), title, &[], "Plants and soil.", i % 5 != 0);
+        }
+        let query = Query::parse("garden even");
+        let first = index.search(&query, false, 3);
+        assert_eq!(first.1, 20, "even and published");
+        for _ in 0..3 {
+            assert_eq!(index.search(&query, false, 3), first, "the same answer from reused arrays");
+        }
+        assert_eq!(index.search(&Query::parse("odd"), true, 100).1, 25);
+        assert!(index.search(&Query::parse("garden missing"), true, 10).0.is_empty());
+        // An item added after the arrays were made is searched too.
+        add(&mut index, "new.md", "Even garden", &[], "", true);
+        assert_eq!(index.search(&query, false, 100).1, 21);
+        // Every page boundary gives the same best hits as a full ranking.
+        let all = index.search(&Query::parse("garden"), true, usize::MAX).0;
+        for limit in [1, 7, 51] {
+            assert_eq!(index.search(&Query::parse("garden"), true, limit).0, all[..limit.min(all.len())]);
+        }
+        // Past the point where the held hits are cut back to the limit.
+        let mut large = SearchIndex::default();
+        for i in 0..3000 {
+            add(&mut large, &format!("{i:04}.md"), "Note", &[], &"garden ".repeat(i % 9 + 1), true);
+        }
+        let query = Query::parse("garden");
+        let all = large.search(&query, false, usize::MAX);
+        assert_eq!(all.1, 3000);
+        for limit in [1, 10, 1500] {
+            assert_eq!(large.search(&query, false, limit), (all.0[..limit].to_vec(), 3000));
+        }
+    }
+
+    #[test]
     fn snippets_highlight_and_escape() {
         let query = Query::parse("garden");
         let text = "Intro words. ".repeat(30) + "My <b>gardens</b> & gardening notes." + &" More.".repeat(40);
@@ -633,8 +788,14 @@ mod tests {
             let body = format!("{} markdown render", body.join(" "));
             add(&mut index, &format!("{i}.md"), "Markdown notes", &["rust"], &body, true);
         }
-        let postings: usize = index.postings.iter().map(|p| p.docs.len()).sum();
-        eprintln!("built in {:?}; {} terms, {postings} postings", started.elapsed(), index.postings.len());
+        index.compact();
+        let postings: usize = index.postings.iter().map(|p| p.len()).sum();
+        let bytes: usize = index.postings.iter().map(|p| p.bytes.len()).sum();
+        eprintln!(
+            "built in {:?}; {} terms, {postings} postings in {bytes} bytes",
+            started.elapsed(),
+            index.postings.len()
+        );
         for q in ["markdown render", "word42", "word4", "rust notes word7"] {
             let started = std::time::Instant::now();
             let (_, count) = index.search(&Query::parse(q), false, 20);

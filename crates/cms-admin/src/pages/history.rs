@@ -56,7 +56,7 @@ pub async fn versions(
         l: Layout::new(&state, &user, Section::Collection(collection.index)),
         collection: CollectionLink::of(collection),
         title: raw.meta.title,
-        filename: raw.meta.filename,
+        filename: raw.meta.filename.to_string(),
         item_href: href,
         current,
         versions,

@@ -103,7 +103,7 @@ pub async fn list(
         })?,
     };
     let all = state.cms.indexed_items(collection).await?;
-    let mut tags: Vec<String> = all.iter().flat_map(|i| i.meta.tags.iter().cloned()).collect();
+    let mut tags: Vec<String> = all.iter().flat_map(|i| i.meta.tags.iter().map(|t| t.to_string())).collect();
     tags.sort_by_key(|t| t.to_lowercase());
     tags.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
     let tag_slug = slugify(&filters.tag);
@@ -114,9 +114,9 @@ pub async fn list(
         .filter(|item| tag_slug.is_empty() || item.meta.has_any_tag(std::slice::from_ref(&tag_slug)))
         .filter(|item| {
             needle.is_empty()
-                || [&item.meta.title, &item.meta.filename]
+                || [&*item.meta.title, &*item.meta.filename]
                     .iter()
-                    .chain(item.meta.author.as_ref().iter())
+                    .chain(item.meta.author.as_deref().iter())
                     .any(|text| text.to_lowercase().contains(&needle))
                 || item.meta.tags.iter().any(|t| t.to_lowercase() == needle)
         })
@@ -131,7 +131,7 @@ pub async fn list(
         .take(PER_PAGE)
         .map(|item| ItemRow {
             title: item.meta.title.clone(),
-            filename: item.meta.filename.clone(),
+            filename: item.meta.filename.to_string(),
             href: item_href(collection, &item.meta.filename),
             status: item.meta.status.as_str(),
             date: item.meta.date.clone().unwrap_or_default(),

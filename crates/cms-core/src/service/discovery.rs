@@ -259,7 +259,7 @@ impl Cms {
                     .iter()
                     .map(|tag| {
                         let slug = slugify(tag);
-                        TagLink { tag: tag.clone(), url: tag_pages.url("tag", &slug), slug }
+                        TagLink { tag: tag.to_string(), url: tag_pages.url("tag", &slug), slug }
                     })
                     .collect();
                 let author_url = item
@@ -301,7 +301,7 @@ impl Cms {
                     continue;
                 }
                 let entry = tags.entry(slug.clone()).or_default();
-                *entry.1.entry(tag.clone()).or_default() += 1;
+                *entry.1.entry(tag.to_string()).or_default() += 1;
                 if !seen.contains(&slug) {
                     entry.0 += 1;
                     seen.push(slug);
@@ -388,7 +388,7 @@ impl Cms {
                     guid: url,
                     pub_date: at.and_then(feed::rfc822),
                     description: item.plain_excerpt.to_string(),
-                    categories: item.meta.tags.clone(),
+                    categories: item.meta.tags.to_strings(),
                 }
             })
             .collect();
@@ -451,7 +451,7 @@ impl Cms {
             (0, Default::default())
         };
         let content = |candidate: &IndexedItem| {
-            let (shared, candidate_terms) = overlap.get(&candidate.meta.filename).copied().unwrap_or((0, 0));
+            let (shared, candidate_terms) = overlap.get(&*candidate.meta.filename).copied().unwrap_or((0, 0));
             ContentCounts { shared, source: source_terms, candidate: candidate_terms }
         };
         let mut scored: Vec<RelatedItem> = items

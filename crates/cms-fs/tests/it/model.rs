@@ -70,7 +70,9 @@ async fn view(cms: &Cms) -> Vec<Vec<(String, String, String)>> {
         views.push(
             page.items
                 .iter()
-                .map(|s| (s.item.meta.filename.clone(), s.item.meta.title.clone(), s.item.etag.to_string()))
+                .map(|s| {
+                    (s.item.meta.filename.to_string(), s.item.meta.title.clone(), s.item.etag.to_string())
+                })
                 .collect(),
         );
     }

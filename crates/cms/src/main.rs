@@ -13,14 +13,6 @@ mod storage;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// jemalloc rather than the system allocator. glibc gives threads arenas of their own (up
-/// to 8 per core) and keeps what each one ever held: the search index build (parsers on
-/// every core, reads on the blocking pool) left a 100,000-item site at a peak of 272 MB
-/// where it never held more than about 170 MB at once (docs/performance.md).
-#[cfg(all(unix, not(target_env = "musl")))]
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]

@@ -426,6 +426,17 @@ impl CollectionIndex {
         ItemFilename::parse(&self.slot(id).name)
     }
 
+    /// What the index holds for the file an item reference names (as [`Self::locate`]),
+    /// found with one lookup: the indexed item, or `Err` with why the file is unusable.
+    /// The hot path of single reads, which need no `ItemFilename`.
+    pub fn find(&self, item_ref: &ItemRef) -> Option<Result<&Arc<IndexedItem>, &str>> {
+        let id = match item_ref {
+            ItemRef::Slug(slug) => *self.by_slug.get(slug.as_str())?.ids().first()?,
+            ItemRef::Filename(name) => *self.by_name.get(name.as_str())?,
+        };
+        Some(self.slot(id).item.as_ref().map_err(|reason| &**reason))
+    }
+
     /// The published item a reference names: for a bare slug that several files carry,
     /// the first published one in filename order, so a draft never shadows it.
     pub fn locate_published(&self, item_ref: &ItemRef) -> Option<&Arc<IndexedItem>> {
@@ -971,7 +982,11 @@ mod tests {
     #[test]
     fn a_slug_names_its_files_in_filename_order() {
         let located = |index: &CollectionIndex| {
-            index.locate(&ItemRef::parse("x").unwrap()).map(|name| name.as_str().to_owned())
+            let x = ItemRef::parse("x").unwrap();
+            let name = index.locate(&x).map(|name| name.as_str().to_owned());
+            let found = index.find(&x).map(|item| item.map(|item| item.meta.filename.to_string()));
+            assert_eq!(found, name.clone().map(Ok), "find names the file locate names");
+            name
         };
         let mut index = CollectionIndex::build(Vec::new(), 0);
         for (name, token) in [("x.md", 1), ("2024-02-01-x.md", 2), ("2024-01-01-x.md", 3)] {
@@ -1064,5 +1079,9 @@ mod tests {
             "2024-01-05-post-4.md"
         );
         assert!(index.locate(&ItemRef::parse("post-7").unwrap()).is_none());
+        assert!(index.find(&ItemRef::parse("post-7").unwrap()).is_none());
+        assert_eq!(index.find(&ItemRef::parse("post-9").unwrap()), Some(Err("broken")), "known, unusable");
+        let by_file = index.find(&ItemRef::parse("2024-01-05-post-4.md").unwrap());
+        assert_eq!(by_file.and_then(Result::ok).map(|item| &*item.meta.slug), Some("post-4"));
     }
 }

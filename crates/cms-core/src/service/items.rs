@@ -90,8 +90,8 @@ impl Cms {
     ) -> CoreResult<Option<ItemVersion>> {
         let item_ref = ItemRef::parse(item)?;
         let index = self.index(collection).await?;
-        let name = index.locate(&item_ref).ok_or_else(|| item_not_found(collection, &item_ref))?;
-        let Some(Ok(indexed)) = index.get(name.as_str()) else { return Ok(None) };
+        let found = index.find(&item_ref).ok_or_else(|| item_not_found(collection, &item_ref))?;
+        let Ok(indexed) = found else { return Ok(None) };
         if !index.is_live(indexed) && !viewer.has_key() {
             return Err(item_not_found(collection, &item_ref));
         }

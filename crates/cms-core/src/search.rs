@@ -163,6 +163,10 @@ struct Doc {
 /// per occurrence); forgotten all at once past this many.
 const WORD_CACHE: usize = 500_000;
 
+/// Working sets kept between searches: a few more than the cores, so that searches
+/// running at once rarely allocate, and a burst leaves no more than these behind.
+const KEPT_SCRATCH: usize = 4;
+
 /// One collection's search index. Items are named by filename.
 ///
 /// A changed or removed item's postings are left in place and its id retired (a retired
@@ -185,8 +189,8 @@ pub struct SearchIndex {
     words: HashMap<Box<str>, u32>,
     /// Retired ids still named in postings.
     retired: usize,
-    /// What searches work in, kept for the next one (one per search running at once)
-    /// rather than allocated per search: at 100,000 items each is about 800 KB.
+    /// What searches work in, kept for the next one (up to [`KEPT_SCRATCH`]) rather than
+    /// allocated per search: at 100,000 items each is about 800 KB.
     scratch: Mutex<Vec<Scratch>>,
 }
 
@@ -481,7 +485,13 @@ impl SearchIndex {
             }
         }
         scratch.clear();
-        self.scratch.lock().unwrap_or_else(|e| e.into_inner()).push(scratch);
+        let mut kept = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        // Searches beyond this many at once allocate their own: a burst must not leave
+        // the index holding one set per search it ever ran at once.
+        if kept.len() < KEPT_SCRATCH {
+            kept.push(scratch);
+        }
+        drop(kept);
         if hits.len() > limit {
             hits.select_nth_unstable_by(limit - 1, order);
             hits.truncate(limit);

@@ -143,14 +143,31 @@ pub fn single_item(req: &HttpRequest, view: ItemView) -> HttpResponse {
     let state = crate::state::of(req);
     let key = view.version;
     let etag = view.etag.clone();
-    let body = match item_body(view) {
-        Ok(body) => body,
-        Err(e) => return serialization_failed(e),
+    // Routes that do not ask for the kept answer first (`/cms/items/{slug}`, the legacy
+    // read) find it here: an answer is serialized and kept once per version.
+    let body: Arc<[u8]> = match &state.answers {
+        Some(answers) => match answers.get(key) {
+            Some(body) => body.into(),
+            None => match item_body(view) {
+                Ok(body) => {
+                    answers.put(key, &body);
+                    body.into()
+                }
+                Err(e) => return serialization_failed(e),
+            },
+        },
+        None => match state.bodies.get(key) {
+            Some(body) => body,
+            None => match item_body(view) {
+                Ok(body) => {
+                    let body: Arc<[u8]> = body.into();
+                    state.bodies.put(key, Arc::clone(&body));
+                    body
+                }
+                Err(e) => return serialization_failed(e),
+            },
+        },
     };
-    match &state.answers {
-        Some(answers) => answers.put(key, &body),
-        None => state.bodies.put(key, Arc::from(body.as_slice())),
-    }
     timestamped(&body, &etag)
 }
 

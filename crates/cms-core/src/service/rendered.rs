@@ -11,11 +11,12 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use super::items::parse_bytes;
+use super::items::{etag_of, parse_bytes};
 use super::{Cms, ItemVersion, ItemView};
 use crate::collection::Collection;
 use crate::document::Frontmatter;
 use crate::error::CoreResult;
+use crate::index::IndexedItem;
 use crate::ports::StoredFile;
 use crate::render;
 use crate::slug::ItemFilename;
@@ -120,16 +121,17 @@ impl Cms {
         collection: &Collection,
         sink: &dyn AheadSink,
     ) -> CoreResult<usize> {
-        let wanted: Vec<ItemFilename> = {
+        let live: Vec<Arc<IndexedItem>> = {
             let index = self.index(collection).await?;
-            index
-                .items()
-                .iter()
-                .filter(|item| index.is_live(item))
-                .filter(|item| sink.wants(ItemVersion::of(collection.index, &item.meta, &item.etag).version))
-                .filter_map(|item| ItemFilename::parse(&item.meta.filename))
-                .collect()
+            index.items().into_iter().filter(|item| index.is_live(item)).collect()
         };
+        // Asked without holding the index: writers do not wait on the sink.
+        let wanted: Vec<ItemFilename> = live
+            .iter()
+            .filter(|item| sink.wants(ItemVersion::of(collection.index, &item.meta, &item.etag).version))
+            .filter_map(|item| ItemFilename::parse(&item.meta.filename))
+            .collect();
+        drop(live);
         let mut rendered = 0;
         for batch in wanted.chunks(AHEAD_BATCH) {
             if sink.is_full() {
@@ -163,6 +165,11 @@ impl Cms {
                 _ => return Ok(None),
             }
         };
+        // The stamp was taken before the read: a write in place between the two leaves
+        // other bytes under the same stamp. Those wait for the change report.
+        if *etag_of(&file.bytes) != *indexed.etag {
+            return Ok(None);
+        }
         let Ok(doc) = parse_bytes(&name, &file.bytes) else { return Ok(None) };
         let rendered = Rendered { html: render::to_html(&doc.body), fm: doc.fm };
         Ok(Some(self.view_of(collection, &indexed, rendered)))

@@ -316,6 +316,12 @@ async fn rendering_ahead_hands_over_each_live_item_as_a_read_would_show_it() {
     assert_eq!(reads(), before, "and nothing read");
     let small = Kept { room: 0, ..Kept::default() };
     assert_eq!(cms.render_ahead(&small).await.unwrap(), 0, "a full sink stops it");
+    // Bytes that are not the indexed version (a write in place racing the read) are not
+    // handed over under the indexed version's name.
+    world.content.overwrite_in_place("content/pages", "p4.md", b"---\ntitle: P4\n---\n\nRaced.");
+    let fresh = Kept { room: 100, ..Kept::default() };
+    assert_eq!(cms.render_ahead(&fresh).await.unwrap(), 4, "p4 is left to its first read");
+    assert!(fresh.views.lock().unwrap().iter().all(|view| !view.html.contains("Raced")));
 
     // Reads keep their own renderings by file version: a new version is never answered
     // from an old one's.

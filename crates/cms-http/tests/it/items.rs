@@ -275,6 +275,51 @@ async fn answers_made_ahead_follow_every_change() {
     answers_follow_every_change(&h).await;
 }
 
+/// An answer store that counts what is put in it.
+#[derive(Default)]
+struct CountingAnswers {
+    kept: std::sync::Mutex<std::collections::HashMap<u64, Vec<u8>>>,
+    puts: std::sync::atomic::AtomicUsize,
+}
+
+impl cms_core::ports::RenderCache for CountingAnswers {
+    fn get(&self, key: u64) -> Option<Vec<u8>> {
+        self.kept.lock().unwrap().get(&key).cloned()
+    }
+    fn put(&self, key: u64, record: &[u8]) {
+        self.puts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.kept.lock().unwrap().insert(key, record.to_vec());
+    }
+    fn contains(&self, key: u64) -> bool {
+        self.kept.lock().unwrap().contains_key(&key)
+    }
+    fn is_full(&self) -> bool {
+        false
+    }
+}
+
+/// Every route that answers a single item keeps its answer once, not once per request.
+#[actix_web::test]
+async fn a_kept_answer_is_not_kept_again_on_each_read() {
+    let answers = std::sync::Arc::new(CountingAnswers::default());
+    let h = Harness::setup_with(Some(answers.clone())).await;
+    seed(&h).await;
+    let puts = || answers.puts.load(std::sync::atomic::Ordering::Relaxed);
+    for uri in [
+        "/cms/collections/posts/items/first",
+        "/cms/items/first",
+        "/cms/collections/items/first?collectionPath=content/posts",
+    ] {
+        let before = puts();
+        let first = h.send(TestRequest::get().uri(uri)).await;
+        let second = h.send(TestRequest::get().uri(uri)).await;
+        assert_eq!((first.status.as_u16(), second.status.as_u16()), (200, 200), "{uri}");
+        assert_eq!(first.json()["data"]["body_html"], second.json()["data"]["body_html"]);
+        assert!(puts() - before <= 1, "{uri}: kept {} times", puts() - before);
+    }
+    assert_eq!(puts(), 1, "the three routes answer the same item: one answer kept");
+}
+
 async fn answers_follow_every_change(h: &Harness) {
     let read = async || h.send(TestRequest::get().uri("/cms/collections/posts/items/first")).await;
     let list = async || h.send(TestRequest::get().uri("/cms/collections/posts/items?per_page=5")).await;

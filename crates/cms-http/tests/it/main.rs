@@ -48,7 +48,7 @@ impl Harness {
         Self::setup_with(Some(Arc::new(cms_core::render_cache::MemoryRenderCache::new(1 << 20)))).await
     }
 
-    async fn setup_with(answers: Option<Arc<dyn cms_core::ports::RenderCache>>) -> Self {
+    pub async fn setup_with(answers: Option<Arc<dyn cms_core::ports::RenderCache>>) -> Self {
         let world = MemoryWorld::new();
         let cms = Arc::new(world.cms().with_site_root(SITE_ROOT));
         cms.add_user("owner@example.com", Role::Owner).await.unwrap();

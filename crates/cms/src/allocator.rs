@@ -7,7 +7,8 @@
 //! thresholds after large frees, so buffers freed after start-up stay in the process. At
 //! 100,000 items the server held 297 MB at rest with the defaults and 243 MB with one arena
 //! per core and fixed thresholds, at the same throughput (docs/performance.md). Settings
-//! an operator gives are kept as given.
+//! an operator gives (these variables, or `glibc.malloc.*` in `GLIBC_TUNABLES`) are kept
+//! as given.
 
 /// Set in the environment of the restarted process: it is never restarted twice.
 const APPLIED: &str = "CMS_MALLOC_TUNED";
@@ -29,7 +30,9 @@ pub fn tune_or_continue() {
             ("MALLOC_MMAP_THRESHOLD_", THRESHOLD_BYTES),
         ];
         let given = |name: &str| std::env::var_os(name).is_some();
-        if given(APPLIED) || settings.iter().any(|(name, _)| given(name)) {
+        let tunables_given =
+            std::env::var("GLIBC_TUNABLES").is_ok_and(|tunables| tunables.contains("glibc.malloc."));
+        if given(APPLIED) || tunables_given || settings.iter().any(|(name, _)| given(name)) {
             return;
         }
         let Ok(exe) = std::env::current_exe() else { return };

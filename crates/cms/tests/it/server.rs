@@ -33,6 +33,13 @@ fn the_server_runs_with_the_allocator_settings_unless_given() {
     let env = environ(&server);
     assert!(env.contains(&"MALLOC_ARENA_MAX=7".to_owned()), "{env:?}");
     assert!(!env.iter().any(|v| v.starts_with("MALLOC_MMAP_THRESHOLD_")), "nothing else added: {env:?}");
+    drop(server);
+
+    let mut command = Command::new(crate::BIN);
+    command.args(["serve", "--listen", "127.0.0.1:0", "--site"]).arg(site.path());
+    command.env("GLIBC_TUNABLES", "glibc.malloc.arena_max=3");
+    let env = environ(&Server::spawn(command));
+    assert!(!env.iter().any(|v| v.starts_with("MALLOC_")), "tunables given: nothing added: {env:?}");
 }
 
 #[test]

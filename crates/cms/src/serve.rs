@@ -73,7 +73,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         follow(cms.clone(), feed);
         crate::schedule::keep_schedule(cms.clone(), open.schedule_mark.clone());
         keep_snapshots(cms.clone());
-        prepare_search(state.clone());
+        prepare_in_background(state.clone());
 
         let server = HttpServer::new(move || {
             cms_http::app_with(state.clone(), cms_http::agent::mount(agent.clone().scope()))
@@ -111,7 +111,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
 /// Builds the search indexes in the background, so that the first search does not wait
 /// for every item file to be read (a search before then waits for it), then makes the
 /// live items' answers ahead of their first reads.
-fn prepare_search(state: web::Data<AppState>) {
+fn prepare_in_background(state: web::Data<AppState>) {
     actix_web::rt::spawn(async move {
         if let Err(error) = state.cms.prepare_search().await {
             tracing::warn!(%error, "cannot build the search index; searches will retry");

@@ -3,7 +3,7 @@
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use tempfile::NamedTempFile;
 
@@ -93,7 +93,7 @@ fn write_parts_with_mode(path: &Path, parts: &[&[u8]], existing: Existing, mode:
 /// The new content in a synced temporary file beside `path` (and that folder).
 fn stage<'p>(path: &'p Path, parts: &[&[u8]], mode: Mode) -> io::Result<(&'p Path, NamedTempFile)> {
     let dir = path.parent().ok_or_else(|| io::Error::other("a file path needs a parent folder"))?;
-    fs::create_dir_all(dir)?;
+    create_dirs_durably(dir)?;
     let mut builder = tempfile::Builder::new();
     builder.prefix(STAGING_PREFIX);
     if let Mode::Create(bits) = mode {
@@ -108,6 +108,29 @@ fn stage<'p>(path: &'p Path, parts: &[&[u8]], mode: Mode) -> io::Result<(&'p Pat
     }
     temp.as_file().sync_all()?;
     Ok((dir, temp))
+}
+
+/// Creates `dir` and any missing folders above it, each made durable by an fsync of the
+/// folder that holds it (a file fsynced into a folder whose own entry was lost in a crash
+/// would be lost with it: the first history version of an item makes its folder). Answers
+/// the folders synced, top down; none when `dir` exists, the usual case.
+fn create_dirs_durably(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let missing: Vec<&Path> = dir.ancestors().take_while(|folder| !folder.is_dir()).collect();
+    let mut synced = Vec::new();
+    for folder in missing.into_iter().rev() {
+        match fs::create_dir(folder) {
+            Ok(()) => {
+                let parent = folder.parent().unwrap_or(Path::new("."));
+                let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
+                sync_dir(parent)?;
+                synced.push(parent.to_owned());
+            }
+            // Made by another writer meanwhile: theirs to sync.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && folder.is_dir() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(synced)
 }
 
 fn persist(temp: NamedTempFile, path: &Path, existing: Existing) -> io::Result<()> {
@@ -142,6 +165,21 @@ mod tests {
         assert_eq!(fs::read(&path).unwrap(), b"three");
         let leftovers: Vec<_> = fs::read_dir(path.parent().unwrap()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temporary files are left behind");
+    }
+
+    #[test]
+    fn missing_folders_are_made_and_each_one_synced_into_its_parent() {
+        let dir = tempfile::tempdir().unwrap();
+        let deep = dir.path().join("versions/posts/hello");
+        write(&deep.join("1.md"), b"v1", Existing::Keep).unwrap();
+        assert_eq!(fs::read(deep.join("1.md")).unwrap(), b"v1");
+        let deeper = deep.join("a/b");
+        let synced = create_dirs_durably(&deeper).unwrap();
+        assert_eq!(synced, [deep.clone(), deep.join("a")], "the parents of the folders made, top down");
+        assert!(deeper.is_dir());
+        assert!(create_dirs_durably(&deeper).unwrap().is_empty(), "nothing made, nothing synced");
+        fs::write(dir.path().join("file"), b"x").unwrap();
+        assert!(create_dirs_durably(&dir.path().join("file/sub")).is_err(), "a file in the way");
     }
 
     #[test]

@@ -293,6 +293,12 @@ pub trait VersionStore: Send + Sync {
         collection: &Collection,
         name: &ItemFilename,
     ) -> CoreResult<Vec<VersionStamp>>;
+    /// The timestamps of one item file's snapshots, in any order: what a new snapshot
+    /// needs. A store that can list them without each one's size (a folder without a
+    /// `stat` per file) answers this more cheaply than [`Self::list_versions`].
+    async fn version_timestamps(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Vec<i64>> {
+        Ok(self.list_versions(collection, name).await?.into_iter().map(|v| v.timestamp).collect())
+    }
     async fn read_version(
         &self,
         collection: &Collection,

@@ -63,6 +63,23 @@ impl FsVersionStore {
         Ok(versions)
     }
 
+    /// The snapshots' timestamps from the folder's entries alone: the file type comes
+    /// with the entry (`d_type`), so no file is `stat`ed.
+    fn version_timestamps_blocking(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+    ) -> CoreResult<Vec<i64>> {
+        let mut timestamps = Vec::new();
+        for entry in entries(&self.item_dir(collection, name))? {
+            let Some(timestamp) = entry.file_name().to_str().and_then(timestamp_of) else { continue };
+            if entry.file_type().is_ok_and(|t| t.is_file()) {
+                timestamps.push(timestamp);
+            }
+        }
+        Ok(timestamps)
+    }
+
     fn read_version_blocking(
         &self,
         collection: &Collection,
@@ -128,6 +145,11 @@ impl VersionStore for FsVersionStore {
     ) -> CoreResult<Vec<VersionStamp>> {
         let (store, collection, name) = (self.clone(), collection.clone(), name.clone());
         blocking::run(move || store.list_versions_blocking(&collection, &name)).await
+    }
+
+    async fn version_timestamps(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Vec<i64>> {
+        let (store, collection, name) = (self.clone(), collection.clone(), name.clone());
+        blocking::run(move || store.version_timestamps_blocking(&collection, &name)).await
     }
 
     async fn read_version(

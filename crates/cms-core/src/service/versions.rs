@@ -114,20 +114,20 @@ impl Cms {
         bytes: &[u8],
     ) -> CoreResult<()> {
         let store = &self.ports.versions;
-        let mut versions = self.versions_newest_first(collection, name).await?;
-        if let Some(newest) = versions.first()
-            && newest.size == bytes.len() as u64
-            && store.read_version(collection, name, newest.timestamp).await?.as_deref() == Some(bytes)
+        let mut timestamps = store.version_timestamps(collection, name).await?;
+        timestamps.sort_unstable_by(|a, b| b.cmp(a));
+        if let Some(&newest) = timestamps.first()
+            && store.read_version(collection, name, newest).await?.as_deref() == Some(bytes)
         {
             return Ok(());
         }
         let now = self.now().unix_timestamp();
         // Unique per item: a second write within the same second takes the next free one.
-        let timestamp = versions.first().map_or(now, |newest| now.max(newest.timestamp + 1));
+        let timestamp = timestamps.first().map_or(now, |newest| now.max(newest + 1));
         store.save_version(collection, name, timestamp, bytes).await?;
-        versions.insert(0, VersionStamp { timestamp, size: bytes.len() as u64 });
-        for old in versions.iter().skip(self.keep_versions) {
-            store.remove_version(collection, name, old.timestamp).await?;
+        timestamps.insert(0, timestamp);
+        for &old in timestamps.iter().skip(self.keep_versions) {
+            store.remove_version(collection, name, old).await?;
         }
         Ok(())
     }

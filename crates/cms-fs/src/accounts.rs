@@ -1,4 +1,4 @@
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -8,11 +8,12 @@ use cms_core::ports::{KeyStore, UserStore};
 use cms_core::state_rows::{self, KEYS_FILE, KeyRow, USERS_FILE, UserRow};
 
 use crate::blocking;
-use crate::state_file::{read_rows, write_rows};
+use crate::state_file::{CachedRows, read_rows, write_rows};
 
-/// Users in `.cms/users.yaml`, key hashes in `.cms/keys.yaml`. Both are re-read on every
-/// lookup, so that a key revoked by the CLI stops working on the server's next request.
-/// Cheap to clone (clones share the write lock).
+/// Users in `.cms/users.yaml`, key hashes in `.cms/keys.yaml`. Every lookup checks the
+/// file's stamp and reads it again when it changed, so that a key revoked by the CLI stops
+/// working on the server's next request. Cheap to clone (clones share the write lock and
+/// the rows last read).
 #[derive(Debug, Clone)]
 pub struct FsAccounts {
     files: Arc<Files>,
@@ -25,14 +26,17 @@ pub struct FsAccounts {
 
 #[derive(Debug)]
 struct Files {
-    users: PathBuf,
-    keys: PathBuf,
+    users: CachedRows<UserRow>,
+    keys: CachedRows<KeyRow>,
 }
 
 impl FsAccounts {
     pub fn new(state_dir: &Path) -> Self {
         Self {
-            files: Arc::new(Files { users: state_dir.join(USERS_FILE), keys: state_dir.join(KEYS_FILE) }),
+            files: Arc::new(Files {
+                users: CachedRows::new(state_dir.join(USERS_FILE)),
+                keys: CachedRows::new(state_dir.join(KEYS_FILE)),
+            }),
             write_lock: Arc::default(),
         }
     }
@@ -54,50 +58,52 @@ impl FsAccounts {
 
 impl Files {
     fn list_users(&self) -> CoreResult<Vec<User>> {
-        let file = self.users.display().to_string();
-        read_rows::<UserRow>(&self.users)?.iter().map(|row| row.user(&file)).collect()
+        let file = self.users.path().display().to_string();
+        self.users.read()?.iter().map(|row| row.user(&file)).collect()
     }
 
     fn find_user_with_password(&self, email: &str) -> CoreResult<Option<(User, Option<String>)>> {
-        let rows: Vec<UserRow> = read_rows(&self.users)?;
-        match rows.into_iter().find(|r| r.email == email) {
-            Some(row) => Ok(Some((row.user(&self.users.display().to_string())?, row.password))),
+        let rows = self.users.read()?;
+        match rows.iter().find(|r| r.email == email) {
+            Some(row) => {
+                Ok(Some((row.user(&self.users.path().display().to_string())?, row.password.clone())))
+            }
             None => Ok(None),
         }
     }
 
     fn put_user(&self, user: User) -> CoreResult<()> {
-        let mut rows: Vec<UserRow> = read_rows(&self.users)?;
+        let mut rows: Vec<UserRow> = read_rows(self.users.path())?;
         state_rows::put_user(&mut rows, user);
-        write_rows(&self.users, &rows)
+        write_rows(self.users.path(), &rows)
     }
 
     fn set_password_hash(&self, email: &str, hash: String) -> CoreResult<bool> {
-        let mut rows: Vec<UserRow> = read_rows(&self.users)?;
+        let mut rows: Vec<UserRow> = read_rows(self.users.path())?;
         if !state_rows::set_password_hash(&mut rows, email, hash) {
             return Ok(false);
         }
-        write_rows(&self.users, &rows)?;
+        write_rows(self.users.path(), &rows)?;
         Ok(true)
     }
 
     fn remove_user(&self, email: &str) -> CoreResult<bool> {
-        let mut rows: Vec<UserRow> = read_rows(&self.users)?;
+        let mut rows: Vec<UserRow> = read_rows(self.users.path())?;
         if !state_rows::remove_user(&mut rows, email) {
             return Ok(false);
         }
-        write_rows(&self.users, &rows)?;
+        write_rows(self.users.path(), &rows)?;
         Ok(true)
     }
 
     fn list_keys(&self) -> CoreResult<Vec<KeyRecord>> {
-        Ok(read_rows::<KeyRow>(&self.keys)?.into_iter().map(KeyRecord::from).collect())
+        Ok(self.keys.read()?.iter().cloned().map(KeyRecord::from).collect())
     }
 
     fn add_key(&self, key: KeyRecord) -> CoreResult<()> {
-        let mut rows: Vec<KeyRow> = read_rows(&self.keys)?;
+        let mut rows: Vec<KeyRow> = read_rows(self.keys.path())?;
         rows.push(KeyRow::from(key));
-        write_rows(&self.keys, &rows)
+        write_rows(self.keys.path(), &rows)
     }
 }
 
@@ -117,7 +123,8 @@ impl UserStore for FsAccounts {
         self.write_locked(move |files| files.remove_user(&email)).await
     }
 
-    /// One read of `.cms/users.yaml`: a signed-in request asks this every time.
+    /// One `stat` of `.cms/users.yaml` while it is unchanged: a signed-in request asks this
+    /// every time.
     async fn find_user_with_password(&self, email: &str) -> CoreResult<Option<(User, Option<String>)>> {
         let (files, email) = (self.files.clone(), email.to_owned());
         blocking::run(move || files.find_user_with_password(&email)).await
@@ -156,7 +163,7 @@ impl KeyStore for FsAccounts {
             let files = self.files.clone();
             blocking::run(move || {
                 let _guard = guard;
-                write_rows(&files.keys, &kept)
+                write_rows(files.keys.path(), &kept)
             })
             .await?;
         }

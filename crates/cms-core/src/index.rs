@@ -49,6 +49,16 @@ pub struct IndexedItem {
 impl IndexedItem {
     /// Parses an item file; `Err` with the reason when it cannot be used.
     pub fn from_file(name: &ItemFilename, file: &StoredFile, zone: &SiteZone) -> Result<Self, String> {
+        Self::from_file_with_text(name, file, zone).map(|(item, _)| item)
+    }
+
+    /// [`Self::from_file`], and the body as plain text (what the search index takes), so
+    /// that a write parses and renders its file once for both.
+    pub fn from_file_with_text(
+        name: &ItemFilename,
+        file: &StoredFile,
+        zone: &SiteZone,
+    ) -> Result<(Self, String), String> {
         let text = std::str::from_utf8(&file.bytes).map_err(|_| "the file is not UTF-8".to_owned())?;
         let doc = ItemDocument::parse(text).map_err(|e| format!("the frontmatter cannot be read: {e}"))?;
         let meta = ItemMeta::derive(name, &doc, file.stamp.modified, file.stamp.size, zone);
@@ -58,14 +68,15 @@ impl IndexedItem {
             .then(|| slugs.into_iter().map(String::into_boxed_str).collect());
         let plain_excerpt = plain_excerpt_with(&doc, &body_text);
         let excerpt = excerpt_with(&doc, &body_text);
-        Ok(Self {
+        let item = Self {
             written_excerpt: (excerpt != plain_excerpt).then(|| excerpt.into_boxed_str()),
             plain_excerpt: plain_excerpt.into_boxed_str(),
             etag: crate::service::etag_of(&file.bytes).into_boxed_str(),
             tag_slugs,
             image: doc.fm.get("image").and_then(|v| v.as_str()).map(Box::from),
             meta: meta.compacted(),
-        })
+        };
+        Ok((item, body_text))
     }
 
     /// The excerpt as lists and single reads show it: `fm.excerpt` or `fm.description` as

@@ -210,7 +210,13 @@ impl Cms {
 
     /// Records what the facade itself just wrote, so the next request sees it.
     pub(super) fn index_written(&self, collection: &Collection, name: &ItemFilename, file: &StoredFile) {
-        let item = index_one(collection, name, file, &self.zone);
+        let (item, body_text) = match IndexedItem::from_file_with_text(name, file, &self.zone) {
+            Ok((item, body_text)) => (Ok(item), Some(body_text)),
+            Err(reason) => {
+                report_skipped(collection, name.as_str(), &reason);
+                (Err(reason), None)
+            }
+        };
         let mut sooner = false;
         let indexed = self.index_mut(collection).as_mut().and_then(|index| {
             let next = index.next_instant();
@@ -225,7 +231,7 @@ impl Cms {
         }
         // After the kept index, never before: see `ensure_searchable`.
         let (item, live) = indexed.map_or((None, false), |(item, live)| (Some(item), live));
-        self.search_written(collection, file, item.as_deref(), live);
+        self.search_written(collection, file, item.as_deref().zip(body_text.as_deref()), live);
     }
 
     pub(super) fn index_removed(&self, collection: &Collection, name: &ItemFilename) {

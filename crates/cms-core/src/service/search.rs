@@ -232,25 +232,26 @@ impl Cms {
     /// Applies what the facade or a change report just wrote to the search index, once
     /// it exists (`item`: the kept index's reading of the file, `None` when unusable;
     /// `live`: whether the kept index shows it to public clients now).
+    /// Follows a write: `written` is the item as indexed and its body as plain text, or
+    /// `None` when the file cannot be used.
     pub(super) fn search_written(
         &self,
         collection: &Collection,
         file: &StoredFile,
-        item: Option<&IndexedItem>,
+        written: Option<(&IndexedItem, &str)>,
         live: bool,
     ) {
         let cell = &self.search[collection.index];
         if read(&cell.index).is_none() {
             return;
         }
-        let body = item.and_then(|_| plain_body(file));
         let mut search = write(&cell.index);
         let Some(search) = search.as_mut() else { return };
-        match (item, body) {
-            (Some(item), Some(body)) => {
-                search.upsert(Arc::clone(&item.meta.filename), live, &search_text(item, &body))
+        match written {
+            Some((item, body)) => {
+                search.upsert(Arc::clone(&item.meta.filename), live, &search_text(item, body))
             }
-            _ => search.remove(&file.stamp.name),
+            None => search.remove(&file.stamp.name),
         }
     }
 

@@ -230,10 +230,9 @@ impl Cms {
     }
 
     /// Applies what the facade or a change report just wrote to the search index, once
-    /// it exists (`item`: the kept index's reading of the file, `None` when unusable;
-    /// `live`: whether the kept index shows it to public clients now).
-    /// Follows a write: `written` is the item as indexed and its body as plain text, or
-    /// `None` when the file cannot be used.
+    /// it exists (`written`: the kept index's reading of the file and its body as plain
+    /// text, `None` when unusable; `live`: whether the kept index shows it to public
+    /// clients now).
     pub(super) fn search_written(
         &self,
         collection: &Collection,

@@ -145,9 +145,14 @@ struct Watches {
 
 impl Watches {
     fn new(folders: Vec<PathBuf>, inbox: mpsc::Sender<Message>) -> notify::Result<Self> {
-        // Runs on notify's thread: forward only (calling the watcher from here would deadlock).
+        // Runs on notify's thread: forward only (calling the watcher from here would deadlock),
+        // and only what `handle` would act on: every forward wakes our thread, and a write
+        // of the server's own makes about ten events, most of them opens and staging files.
+        let watched = folders.clone();
         let watcher = notify::recommended_watcher(move |event| {
-            let _ = inbox.send(Message::Notify(event));
+            if worth_forwarding(&event, &watched) {
+                let _ = inbox.send(Message::Notify(event));
+            }
         })?;
         let armed = vec![Vec::new(); folders.len()];
         Ok(Watches { watcher, folders, armed, broken: BTreeSet::new(), retry_at: None })
@@ -361,6 +366,24 @@ impl Batch {
     }
 }
 
+/// Whether [`Watches::handle`] could act on this event: not when it is a read, nor when
+/// every path it names is a hidden entry (a staging file) that is not a watched folder or
+/// above one. Lapses and errors always are.
+fn worth_forwarding(event: &notify::Result<Event>, folders: &[PathBuf]) -> bool {
+    let Ok(event) = event else { return true };
+    if event.need_rescan() {
+        return true;
+    }
+    if is_read(&event.kind) {
+        return false;
+    }
+    let ignored = |path: &PathBuf| {
+        let hidden = path.file_name().is_some_and(|name| name.as_encoded_bytes().starts_with(b"."));
+        hidden && !folders.iter().any(|folder| folder.starts_with(path))
+    };
+    !event.paths.iter().all(ignored)
+}
+
 /// Reads (opens, closes without writing, including the server's own) change nothing.
 fn is_read(kind: &EventKind) -> bool {
     match kind {
@@ -443,6 +466,58 @@ mod tests {
         let mut batch = Batch::default();
         watches.handle(Err(notify::Error::generic("lost")), &mut batch);
         assert_eq!(batch.take(), everything, "an error");
+    }
+
+    #[test]
+    fn only_events_that_can_matter_cross_threads() {
+        use notify::event::{CreateKind, ModifyKind, RenameMode};
+        let folders = [PathBuf::from("/site/.hidden/posts")];
+        let event = |kind, paths: &[&str]| -> notify::Result<Event> {
+            Ok(paths.iter().fold(Event::new(kind), |e, p| e.add_path(PathBuf::from(p))))
+        };
+        let staged = "/site/.hidden/posts/.cms-tmp-x1";
+        let item = "/site/.hidden/posts/2024-05-01-a.md";
+        let dropped = [
+            event(EventKind::Access(AccessKind::Open(notify::event::AccessMode::Any)), &[item]),
+            event(EventKind::Access(AccessKind::Close(AccessMode::Read)), &[item]),
+            event(EventKind::Create(CreateKind::File), &[staged]),
+            event(EventKind::Modify(ModifyKind::Any), &[staged]),
+        ];
+        for dropped in &dropped {
+            assert!(!worth_forwarding(dropped, &folders), "{dropped:?}");
+        }
+        let kept = [
+            event(EventKind::Access(AccessKind::Close(AccessMode::Write)), &[item]),
+            event(EventKind::Modify(ModifyKind::Name(RenameMode::Both)), &[staged, item]),
+            event(EventKind::Modify(ModifyKind::Name(RenameMode::From)), &["/site/.hidden"]),
+            event(EventKind::Remove(notify::event::RemoveKind::Folder), &["/site/.hidden/posts"]),
+            Ok(Event::new(EventKind::Other).set_flag(Flag::Rescan)),
+            Err(notify::Error::generic("lost")),
+        ];
+        for kept in &kept {
+            assert!(worth_forwarding(kept, &folders), "{kept:?}");
+        }
+
+        // What is dropped is what `handle` would ignore anyway.
+        let site = tempfile::tempdir().unwrap();
+        let posts = site.path().join("posts");
+        std::fs::create_dir(&posts).unwrap();
+        let (mut watches, _messages) = watches(&[&posts]);
+        let mut batch = Batch::default();
+        let staged = posts.join(".cms-tmp-x1").to_string_lossy().into_owned();
+        let item = posts.join("a.md").to_string_lossy().into_owned();
+        for event in [
+            event(EventKind::Create(CreateKind::File), &[&staged]),
+            event(EventKind::Access(AccessKind::Open(notify::event::AccessMode::Any)), &[&item]),
+            event(
+                EventKind::Access(AccessKind::Open(notify::event::AccessMode::Any)),
+                &[&posts.to_string_lossy()],
+            ),
+        ] {
+            assert!(!worth_forwarding(&event, std::slice::from_ref(&posts)));
+            watches.handle(event, &mut batch);
+        }
+        assert!(batch.take().is_empty());
     }
 
     #[test]

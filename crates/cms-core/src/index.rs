@@ -61,13 +61,24 @@ impl IndexedItem {
     ) -> Result<(Self, String), String> {
         let text = std::str::from_utf8(&file.bytes).map_err(|_| "the file is not UTF-8".to_owned())?;
         let doc = ItemDocument::parse(text).map_err(|e| format!("the frontmatter cannot be read: {e}"))?;
-        let meta = ItemMeta::derive(name, &doc, file.stamp.modified, file.stamp.size, zone);
+        Ok(Self::from_document_with_text(name, &doc, file, zone))
+    }
+
+    /// [`Self::from_file_with_text`] for a file whose document is at hand (`doc` must be
+    /// what its bytes parse to): a write has just encoded it and need not parse it again.
+    pub fn from_document_with_text(
+        name: &ItemFilename,
+        doc: &ItemDocument,
+        file: &StoredFile,
+        zone: &SiteZone,
+    ) -> (Self, String) {
+        let meta = ItemMeta::derive(name, doc, file.stamp.modified, file.stamp.size, zone);
         let body_text = render::to_plain_text(&doc.body);
         let slugs: Vec<String> = meta.tags.iter().map(|t| slugify(t)).collect();
         let tag_slugs = (!slugs.iter().map(String::as_str).eq(meta.tags.iter().map(|t| &**t)))
             .then(|| slugs.into_iter().map(String::into_boxed_str).collect());
-        let plain_excerpt = plain_excerpt_with(&doc, &body_text);
-        let excerpt = excerpt_with(&doc, &body_text);
+        let plain_excerpt = plain_excerpt_with(doc, &body_text);
+        let excerpt = excerpt_with(doc, &body_text);
         let item = Self {
             written_excerpt: (excerpt != plain_excerpt).then(|| excerpt.into_boxed_str()),
             plain_excerpt: plain_excerpt.into_boxed_str(),
@@ -76,7 +87,7 @@ impl IndexedItem {
             image: doc.fm.get("image").and_then(|v| v.as_str()).map(Box::from),
             meta: meta.compacted(),
         };
-        Ok((item, body_text))
+        (item, body_text)
     }
 
     /// The excerpt as lists and single reads show it: `fm.excerpt` or `fm.description` as

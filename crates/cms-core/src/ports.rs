@@ -56,6 +56,20 @@ pub trait ContentStore: Send + Sync {
     async fn scan(&self, collection: &Collection) -> CoreResult<Vec<FileStamp>>;
     /// The stamp of one item file, or `None` if there is no such regular file.
     async fn stat(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Option<FileStamp>>;
+    /// [`Self::stat`] of several files, in the order of `names`: what a batch of the change
+    /// feed checks first (most of a busy server's reports are of its own writes, already
+    /// indexed). One file's error does not fail the others.
+    async fn stat_many(
+        &self,
+        collection: &Collection,
+        names: &[ItemFilename],
+    ) -> Vec<CoreResult<Option<FileStamp>>> {
+        let mut stamps = Vec::with_capacity(names.len());
+        for name in names {
+            stamps.push(self.stat(collection, name).await);
+        }
+        stamps
+    }
     /// The file's bytes, or `None` if it does not exist.
     async fn read(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Option<StoredFile>>;
     /// Several files at once, in the order of `names` (the index is built in batches of
@@ -283,6 +297,40 @@ pub struct VersionStamp {
     pub size: u64,
 }
 
+/// An item's current bytes to keep as its newest snapshot (see
+/// [`VersionStore::keep_snapshot`]).
+#[derive(Debug, Clone, Copy)]
+pub struct KeepSnapshot<'a> {
+    pub bytes: &'a [u8],
+    /// Unix seconds: the new snapshot's timestamp unless the item has one that late.
+    pub now: i64,
+    /// How many snapshots the item keeps (`versions.keep`).
+    pub keep: usize,
+}
+
+/// What keeping a snapshot does, decided from the item's snapshot timestamps alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotPlan {
+    /// The newest snapshot: when it holds the same bytes, nothing is done.
+    pub newest: Option<i64>,
+    /// The new snapshot's timestamp: `now`, or one past the newest when that is later
+    /// (two writes in one second), so that timestamps stay unique per item.
+    pub timestamp: i64,
+    /// The oldest snapshots beyond `keep` once the new one is stored.
+    pub drop: Vec<i64>,
+}
+
+impl KeepSnapshot<'_> {
+    /// The plan, given the item's snapshot timestamps in any order.
+    pub fn plan(&self, mut timestamps: Vec<i64>) -> SnapshotPlan {
+        timestamps.sort_unstable_by(|a, b| b.cmp(a));
+        let newest = timestamps.first().copied();
+        let timestamp = newest.map_or(self.now, |newest| self.now.max(newest + 1));
+        let drop = std::iter::once(timestamp).chain(timestamps).skip(self.keep).collect();
+        SnapshotPlan { newest, timestamp, drop }
+    }
+}
+
 /// Item history, kept apart from the collections so that snapshots are never listed or
 /// served as items. Keyed by collection and item filename, so a deleted item keeps it.
 #[async_trait]
@@ -322,6 +370,30 @@ pub trait VersionStore: Send + Sync {
     ) -> CoreResult<()>;
     /// Filenames of the collection's items that have a history (deleted ones included).
     async fn items_with_history(&self, collection: &Collection) -> CoreResult<Vec<String>>;
+
+    /// Stores `snapshot.bytes` as the item's newest snapshot unless the newest one holds
+    /// the same bytes, then removes the oldest beyond `snapshot.keep`, as
+    /// [`KeepSnapshot::plan`] decides. Every write of an item does this, so a store that
+    /// can do it in one step (one trip to a blocking pool) should; the default takes one
+    /// call of the methods above per step.
+    async fn keep_snapshot(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        snapshot: KeepSnapshot<'_>,
+    ) -> CoreResult<()> {
+        let plan = snapshot.plan(self.version_timestamps(collection, name).await?);
+        if let Some(newest) = plan.newest
+            && self.read_version(collection, name, newest).await?.as_deref() == Some(snapshot.bytes)
+        {
+            return Ok(());
+        }
+        self.save_version(collection, name, plan.timestamp, snapshot.bytes).await?;
+        for old in plan.drop {
+            self.remove_version(collection, name, old).await?;
+        }
+        Ok(())
+    }
 }
 
 /// What a resource folder holds at one name.
@@ -471,4 +543,25 @@ pub trait RenderCache: Send + Sync {
     /// Whether the cache is at its budget: the next records put push older ones out.
     /// Rendering ahead of requests stops here rather than churn.
     fn is_full(&self) -> bool;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{KeepSnapshot, SnapshotPlan};
+
+    #[test]
+    fn a_snapshot_plan_keeps_timestamps_unique_and_drops_the_oldest() {
+        let plan =
+            |now, keep, timestamps: &[i64]| KeepSnapshot { bytes: b"", now, keep }.plan(timestamps.to_vec());
+        assert_eq!(plan(100, 3, &[]), SnapshotPlan { newest: None, timestamp: 100, drop: vec![] });
+        assert_eq!(
+            plan(100, 3, &[90, 100, 95]),
+            SnapshotPlan { newest: Some(100), timestamp: 101, drop: vec![90] },
+            "a second write within a second takes the next one"
+        );
+        assert_eq!(
+            plan(200, 2, &[50, 60, 70]),
+            SnapshotPlan { newest: Some(70), timestamp: 200, drop: vec![60, 50] }
+        );
+    }
 }

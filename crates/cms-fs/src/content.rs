@@ -169,6 +169,27 @@ impl ContentStore for FsContentStore {
         blocking::run(move || store.stat_blocking(&collection, &name)).await
     }
 
+    /// One trip to the blocking pool for the whole batch.
+    async fn stat_many(
+        &self,
+        collection: &Collection,
+        names: &[ItemFilename],
+    ) -> Vec<CoreResult<Option<FileStamp>>> {
+        let (store, collection, names) = (self.clone(), collection.clone(), names.to_vec());
+        let count = names.len();
+        let task = blocking::run(move || {
+            Ok(names.iter().map(|name| store.stat_blocking(&collection, name)).collect::<Vec<_>>())
+        });
+        match task.await {
+            Ok(stamps) => stamps,
+            // The task itself failed (a panic): each file gets the error.
+            Err(error) => {
+                let message = error.to_string();
+                (0..count).map(|_| Err(CoreError::internal("checking item files", message.clone()))).collect()
+            }
+        }
+    }
+
     async fn read(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Option<StoredFile>> {
         let (store, collection, name) = (self.clone(), collection.clone(), name.clone());
         blocking::run(move || store.read_blocking(&collection, &name)).await

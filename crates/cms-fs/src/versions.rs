@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 use cms_core::collection::Collection;
-use cms_core::ports::{VersionStamp, VersionStore};
+use cms_core::ports::{KeepSnapshot, VersionStamp, VersionStore};
 use cms_core::slug::ItemFilename;
 use cms_core::{CoreError, CoreResult};
 
@@ -123,6 +123,26 @@ impl FsVersionStore {
         }
     }
 
+    /// [`VersionStore::keep_snapshot`]'s steps, in one trip to the blocking pool.
+    fn keep_snapshot_blocking(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        snapshot: KeepSnapshot<'_>,
+    ) -> CoreResult<()> {
+        let plan = snapshot.plan(self.version_timestamps_blocking(collection, name)?);
+        if let Some(newest) = plan.newest
+            && self.read_version_blocking(collection, name, newest)?.as_deref() == Some(snapshot.bytes)
+        {
+            return Ok(());
+        }
+        self.save_version_blocking(collection, name, plan.timestamp, snapshot.bytes)?;
+        for old in plan.drop {
+            self.remove_version_blocking(collection, name, old)?;
+        }
+        Ok(())
+    }
+
     fn items_with_history_blocking(&self, collection: &Collection) -> CoreResult<Vec<String>> {
         let mut names = Vec::new();
         for entry in entries(&self.root.join(&collection.path))? {
@@ -187,5 +207,19 @@ impl VersionStore for FsVersionStore {
     async fn items_with_history(&self, collection: &Collection) -> CoreResult<Vec<String>> {
         let (store, collection) = (self.clone(), collection.clone());
         blocking::run(move || store.items_with_history_blocking(&collection)).await
+    }
+
+    async fn keep_snapshot(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        snapshot: KeepSnapshot<'_>,
+    ) -> CoreResult<()> {
+        let (store, collection, name, bytes) =
+            (self.clone(), collection.clone(), name.clone(), snapshot.bytes.to_vec());
+        blocking::run(move || {
+            store.keep_snapshot_blocking(&collection, &name, KeepSnapshot { bytes: &bytes, ..snapshot })
+        })
+        .await
     }
 }

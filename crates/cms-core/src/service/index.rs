@@ -9,6 +9,7 @@ use futures_util::lock::Mutex as AsyncMutex;
 use super::Cms;
 use crate::collection::Collection;
 use crate::dates::SiteZone;
+use crate::document::ItemDocument;
 use crate::error::CoreResult;
 use crate::index::{CollectionIndex, Held, IndexedItem, Parsed, held};
 use crate::ports::{ChangeFeed, FileStamp, StorageChange, StoredFile};
@@ -210,12 +211,35 @@ impl Cms {
 
     /// Records what the facade itself just wrote, so the next request sees it.
     pub(super) fn index_written(&self, collection: &Collection, name: &ItemFilename, file: &StoredFile) {
-        let (item, body_text) = match IndexedItem::from_file_with_text(name, file, &self.zone) {
+        let parsed = IndexedItem::from_file_with_text(name, file, &self.zone);
+        if let Err(reason) = &parsed {
+            report_skipped(collection, name.as_str(), reason);
+        }
+        self.index_parsed(collection, name, file, parsed);
+    }
+
+    /// [`Self::index_written`] for a file the server has just encoded from `doc`.
+    pub(super) fn index_encoded(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        file: &StoredFile,
+        doc: &ItemDocument,
+    ) {
+        let parsed = IndexedItem::from_document_with_text(name, doc, file, &self.zone);
+        self.index_parsed(collection, name, file, Ok(parsed));
+    }
+
+    fn index_parsed(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        file: &StoredFile,
+        parsed: Result<(IndexedItem, String), String>,
+    ) {
+        let (item, body_text) = match parsed {
             Ok((item, body_text)) => (Ok(item), Some(body_text)),
-            Err(reason) => {
-                report_skipped(collection, name.as_str(), &reason);
-                (Err(reason), None)
-            }
+            Err(reason) => (Err(reason), None),
         };
         let mut sooner = false;
         let indexed = self.index_mut(collection).as_mut().and_then(|index| {
@@ -249,7 +273,9 @@ impl Cms {
             match change {
                 StorageChange::Items { collection, names } => {
                     let Some(collection) = self.collections.get(collection) else { continue };
-                    for name in names.iter().filter_map(|n| ItemFilename::parse(n)) {
+                    let names: Vec<ItemFilename> =
+                        names.iter().filter_map(|n| ItemFilename::parse(n)).collect();
+                    for name in self.changed_files(collection, names).await? {
                         self.refresh_file(collection, &name).await?;
                     }
                 }
@@ -262,6 +288,27 @@ impl Cms {
             }
         }
         Ok(())
+    }
+
+    /// The reported files whose stamp differs from the indexed one (or that could not be
+    /// checked), from one batch of stats and without the items' locks: a file found as
+    /// indexed needs nothing now, and a change after the stat is reported again. Most
+    /// reports on a busy server are of its own writes.
+    async fn changed_files(
+        &self,
+        collection: &Collection,
+        names: Vec<ItemFilename>,
+    ) -> CoreResult<Vec<ItemFilename>> {
+        let stamps = self.ports.content.stat_many(collection, &names).await;
+        let index = self.index(collection).await?;
+        Ok(names
+            .into_iter()
+            .zip(stamps)
+            .filter(
+                |(name, stamp)| !matches!(stamp, Ok(Some(now)) if index.stamp(name.as_str()) == Some(now)),
+            )
+            .map(|(name, _)| name)
+            .collect())
     }
 
     /// Compares a collection with a fresh scan and re-reads what differs.

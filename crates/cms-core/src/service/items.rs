@@ -269,7 +269,8 @@ impl Cms {
             None
         };
         let name = ItemFilename::new(&slug, date.as_deref());
-        let bytes = encode(&ItemDocument { fm, body })?;
+        let doc = ItemDocument { fm, body };
+        let bytes = encode(&doc)?;
 
         let _guard = self.item_locks.lock(collection.index, slug.as_str()).await;
         if let Some(existing) = self.file_with_slug(collection, slug.as_str()).await? {
@@ -282,7 +283,7 @@ impl Cms {
         let stamp = self.ports.content.create(collection, &name, &bytes).await?;
         self.publish(EventKind::FileCreated, file_event(collection, &name));
         let outcome = outcome(collection, &name, Some(&bytes));
-        self.index_written(collection, &name, &StoredFile { bytes, stamp });
+        self.index_encoded(collection, &name, &StoredFile { bytes, stamp }, &doc);
         Ok(outcome)
     }
 
@@ -319,7 +320,7 @@ impl Cms {
             };
             self.publish(EventKind::FileUpdated, file_event(collection, &name));
             let outcome = outcome(collection, &name, Some(&bytes));
-            self.index_written(collection, &name, &StoredFile { bytes, stamp });
+            self.index_encoded(collection, &name, &StoredFile { bytes, stamp }, &doc);
             return Ok(outcome);
         }
         Err(CoreError::Stale(format!(

@@ -5,7 +5,7 @@ use crate::collection::Collection;
 use crate::document::ItemDocument;
 use crate::error::{CoreError, CoreResult};
 use crate::events::EventKind;
-use crate::ports::{StoredFile, VersionStamp};
+use crate::ports::{KeepSnapshot, StoredFile, VersionStamp};
 use crate::service::Cms;
 use crate::service::items::{check_precondition, file_event, item_not_found, outcome, parse_bytes};
 use crate::slug::{ItemFilename, ItemRef};
@@ -106,30 +106,15 @@ impl Cms {
     }
 
     /// Stores `bytes` as the newest snapshot of an item unless the newest one is identical,
-    /// then drops the oldest beyond `versions.keep`. Callers hold the collection's write lock.
+    /// then drops the oldest beyond `versions.keep`. Callers hold the item's write lock.
     pub(super) async fn snapshot(
         &self,
         collection: &Collection,
         name: &ItemFilename,
         bytes: &[u8],
     ) -> CoreResult<()> {
-        let store = &self.ports.versions;
-        let mut timestamps = store.version_timestamps(collection, name).await?;
-        timestamps.sort_unstable_by(|a, b| b.cmp(a));
-        if let Some(&newest) = timestamps.first()
-            && store.read_version(collection, name, newest).await?.as_deref() == Some(bytes)
-        {
-            return Ok(());
-        }
-        let now = self.now().unix_timestamp();
-        // Unique per item: a second write within the same second takes the next free one.
-        let timestamp = timestamps.first().map_or(now, |newest| now.max(newest + 1));
-        store.save_version(collection, name, timestamp, bytes).await?;
-        timestamps.insert(0, timestamp);
-        for &old in timestamps.iter().skip(self.keep_versions) {
-            store.remove_version(collection, name, old).await?;
-        }
-        Ok(())
+        let snapshot = KeepSnapshot { bytes, now: self.now().unix_timestamp(), keep: self.keep_versions };
+        self.ports.versions.keep_snapshot(collection, name, snapshot).await
     }
 
     async fn versions_newest_first(

@@ -7,7 +7,8 @@ use crate::config::CollectionConfig;
 use crate::error::CoreError;
 use crate::images::{ImagesConfig, VariantKey, content_hash};
 use crate::ports::{
-    ContentStore, KeyStore, ResourceStore, UserStore, VariantSource, VariantStore, VersionStamp, VersionStore,
+    ContentStore, KeepSnapshot, KeyStore, ResourceStore, UserStore, VariantSource, VariantStore,
+    VersionStamp, VersionStore,
 };
 use crate::resource::{FileName, ResourceFolder, Subpath};
 use crate::slug::ItemFilename;
@@ -133,9 +134,31 @@ pub async fn version_store(store: &dyn VersionStore) {
 
     store.remove_version(&c, &item, 100).await.unwrap();
     assert_eq!(store.list_versions(&c, &item).await.unwrap().len(), 1);
+
+    // Keeping snapshots: a repeat of the newest adds none, a second one within the same
+    // second takes the next free timestamp, and the oldest beyond `keep` go.
+    let kept = name("2024-01-03-kept.md");
+    let keep = |bytes: &'static [u8], now| KeepSnapshot { bytes, now, keep: 2 };
+    store.keep_snapshot(&c, &kept, keep(b"one", 200)).await.unwrap();
+    store.keep_snapshot(&c, &kept, keep(b"one", 205)).await.unwrap();
+    store.keep_snapshot(&c, &kept, keep(b"two", 200)).await.unwrap();
+    assert_eq!(sorted(store.version_timestamps(&c, &kept).await.unwrap()), [200, 201]);
+    assert_eq!(store.read_version(&c, &kept, 201).await.unwrap().unwrap(), b"two");
+    store.keep_snapshot(&c, &kept, keep(b"three", 300)).await.unwrap();
+    assert_eq!(
+        sorted(store.version_timestamps(&c, &kept).await.unwrap()),
+        [201, 300],
+        "the oldest beyond `keep` went"
+    );
+    assert_eq!(store.read_version(&c, &kept, 300).await.unwrap().unwrap(), b"three");
     let other = Collection { index: 1, path: "content/pages".into(), ..posts() };
     assert!(store.list_versions(&other, &item).await.unwrap().is_empty(), "histories are per collection");
     assert!(store.items_with_history(&other).await.unwrap().is_empty());
+}
+
+fn sorted(mut timestamps: Vec<i64>) -> Vec<i64> {
+    timestamps.sort_unstable();
+    timestamps
 }
 
 /// Runs every `ResourceStore` case.

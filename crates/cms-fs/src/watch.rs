@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Component, Path, PathBuf};
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc::{self, TryRecvError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -81,6 +81,7 @@ impl Drop for FolderWatcher {
         // The thread drops the notify watcher and the sender, which closes the channel.
         let _ = self.inbox.send(Message::Stop);
         if let Some(thread) = self.thread.take() {
+            thread.thread().unpark(); // It may be parked with a batch pending.
             let _ = thread.join();
         }
     }
@@ -93,7 +94,8 @@ impl std::fmt::Debug for FolderWatcher {
 }
 
 enum Message {
-    Notify(notify::Result<Event>),
+    /// An event, and when notify's thread saw it.
+    Notify(notify::Result<Event>, Instant),
     Stop,
 }
 
@@ -101,6 +103,12 @@ enum Message {
 const RETRY: Duration = Duration::from_secs(1);
 
 /// The watcher thread: events in, batches out, until stopped or nobody listens.
+///
+/// With nothing pending it waits on the channel, so the first event of a batch wakes it.
+/// With a batch or a retry pending it parks until that is due and then takes every event
+/// that came meanwhile: each `send` would otherwise wake it, and a busy server's own
+/// writes bring events every millisecond. Events carry the time they were seen, so the
+/// batch's quiet period is measured as if each had been taken at once.
 fn run(
     mut watches: Watches,
     messages: &mpsc::Receiver<Message>,
@@ -111,18 +119,25 @@ fn run(
     let mut batch = Batch::default();
     loop {
         let wake = [batch.due(quiet, max_delay), watches.retry_at].into_iter().flatten().min();
-        let message = match wake {
-            None => messages.recv().map_err(|_| RecvTimeoutError::Disconnected),
-            Some(at) => messages.recv_timeout(at.saturating_duration_since(Instant::now())),
+        let stop = match wake {
+            None => match messages.recv() {
+                Ok(message) => {
+                    watches.take(message, &mut batch) || watches.take_waiting(messages, &mut batch)
+                }
+                Err(_) => true,
+            },
+            Some(at) => {
+                // Woken early only by `FolderWatcher::drop` (or spuriously): fine either way.
+                thread::park_timeout(at.saturating_duration_since(Instant::now()));
+                watches.take_waiting(messages, &mut batch)
+            }
         };
-        match message {
-            Ok(Message::Notify(event)) => watches.handle(event, &mut batch),
-            Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => return,
-            Err(RecvTimeoutError::Timeout) => {}
+        if stop {
+            return;
         }
         let now = Instant::now();
         if watches.retry_at.is_some_and(|at| at <= now) {
-            watches.retry_broken(&mut batch);
+            watches.retry_broken(now, &mut batch);
         }
         if batch.due(quiet, max_delay).is_some_and(|at| at <= now) && out.send(batch.take()).is_err() {
             return; // The receiver is gone: stop watching.
@@ -151,21 +166,48 @@ impl Watches {
         let watched = folders.clone();
         let watcher = notify::recommended_watcher(move |event| {
             if worth_forwarding(&event, &watched) {
-                let _ = inbox.send(Message::Notify(event));
+                let _ = inbox.send(Message::Notify(event, Instant::now()));
             }
         })?;
         let armed = vec![Vec::new(); folders.len()];
         Ok(Watches { watcher, folders, armed, broken: BTreeSet::new(), retry_at: None })
     }
 
-    fn handle(&mut self, event: notify::Result<Event>, batch: &mut Batch) {
+    /// Handles one message; `true` when it says to stop.
+    fn take(&mut self, message: Message, batch: &mut Batch) -> bool {
+        match message {
+            Message::Notify(event, at) => {
+                self.handle(event, at, batch);
+                false
+            }
+            Message::Stop => true,
+        }
+    }
+
+    /// Handles every message waiting in the channel; `true` when one says to stop or the
+    /// channel is closed.
+    fn take_waiting(&mut self, messages: &mpsc::Receiver<Message>, batch: &mut Batch) -> bool {
+        loop {
+            match messages.try_recv() {
+                Ok(message) => {
+                    if self.take(message, batch) {
+                        return true;
+                    }
+                }
+                Err(TryRecvError::Empty) => return false,
+                Err(TryRecvError::Disconnected) => return true,
+            }
+        }
+    }
+
+    fn handle(&mut self, event: notify::Result<Event>, at: Instant, batch: &mut Batch) {
         let event = match event {
             // A lapse in the events (inotify's IN_Q_OVERFLOW): anything may have happened.
-            Ok(event) if event.need_rescan() => return self.rearm_all(batch),
+            Ok(event) if event.need_rescan() => return self.rearm_all(at, batch),
             Ok(event) => event,
             Err(error) => {
                 tracing::warn!("folder watch error, rescanning every folder: {error}");
-                return self.rearm_all(batch);
+                return self.rearm_all(at, batch);
             }
         };
         if is_read(&event.kind) {
@@ -177,20 +219,20 @@ impl Watches {
                 let visible = name.to_str().filter(|n| !n.starts_with('.'));
                 for folder in (0..self.folders.len()).filter(|&i| self.folders[i] == parent) {
                     if let Some(name) = visible {
-                        batch.changed(folder, name);
+                        batch.changed(folder, name, at);
                     }
                 }
             }
             // A watched folder itself, or a folder above it, was created, removed, renamed
             // or changed: it may be another folder now.
             if self.folders.iter().any(|f| f.starts_with(path)) {
-                self.refresh(path, batch);
+                self.refresh(path, at, batch);
             }
         }
     }
 
     /// Re-arms every folder at or below `path`, which changed, and has them rescanned.
-    fn refresh(&mut self, path: &Path, batch: &mut Batch) {
+    fn refresh(&mut self, path: &Path, at: Instant, batch: &mut Batch) {
         // The watches on `path` and below, if any, may be on the folders that were there
         // before (renamed away, replaced): drop them so that the old folders' events are
         // not taken for the new ones'. They all belong to the folders re-armed and
@@ -203,15 +245,15 @@ impl Watches {
         for folder in 0..self.folders.len() {
             if self.folders[folder].starts_with(path) {
                 self.arm_or_retry(folder);
-                batch.rescan(folder);
+                batch.rescan(folder, at);
             }
         }
     }
 
-    fn rearm_all(&mut self, batch: &mut Batch) {
+    fn rearm_all(&mut self, at: Instant, batch: &mut Batch) {
         for folder in 0..self.folders.len() {
             self.arm_or_retry(folder);
-            batch.rescan(folder);
+            batch.rescan(folder, at);
         }
     }
 
@@ -238,11 +280,11 @@ impl Watches {
     /// Retries the folders that could not be armed. Only those armed now are rescanned
     /// (their rescan covers the time they were not watched): a folder that stays broken is
     /// not rescanned over and over.
-    fn retry_broken(&mut self, batch: &mut Batch) {
+    fn retry_broken(&mut self, now: Instant, batch: &mut Batch) {
         self.retry_at = None;
         for folder in std::mem::take(&mut self.broken) {
             if self.arm_or_retry(folder) {
-                batch.rescan(folder);
+                batch.rescan(folder, now);
             }
         }
     }
@@ -325,23 +367,22 @@ enum Pending {
 }
 
 impl Batch {
-    fn changed(&mut self, folder: usize, name: &str) {
-        self.touch();
+    fn changed(&mut self, folder: usize, name: &str, at: Instant) {
+        self.touch(at);
         if let Pending::Names(names) = self.folders.entry(folder).or_insert(Pending::Names(BTreeSet::new())) {
             names.insert(name.to_owned());
         }
     }
 
-    fn rescan(&mut self, folder: usize) {
-        self.touch();
+    fn rescan(&mut self, folder: usize, at: Instant) {
+        self.touch(at);
         self.folders.insert(folder, Pending::Rescan);
     }
 
     /// Notes activity: the batch waits for `quiet` after the last.
-    fn touch(&mut self) {
-        let now = Instant::now();
-        self.first.get_or_insert(now);
-        self.last = Some(now);
+    fn touch(&mut self, at: Instant) {
+        self.first = Some(self.first.map_or(at, |first| first.min(at)));
+        self.last = Some(self.last.map_or(at, |last| last.max(at)));
     }
 
     /// When the batch should go: `quiet` after the last event, at most `max_delay` after
@@ -439,16 +480,33 @@ mod tests {
     #[test]
     fn a_rescan_replaces_the_names_of_its_folder() {
         let mut batch = Batch::default();
-        batch.changed(0, "a.md");
-        batch.changed(1, "b.md");
-        batch.changed(1, "b.md");
-        batch.rescan(0);
-        batch.changed(0, "c.md");
+        let now = Instant::now();
+        batch.changed(0, "a.md", now);
+        batch.changed(1, "b.md", now);
+        batch.changed(1, "b.md", now);
+        batch.rescan(0, now);
+        batch.changed(0, "c.md", now);
         assert_eq!(
             batch.take(),
             [WatchEvent::Rescan { folder: 0 }, WatchEvent::Changed { folder: 1, names: vec!["b.md".into()] }]
         );
         assert!(batch.due(Duration::ZERO, Duration::ZERO).is_none(), "taking empties the batch");
+    }
+
+    #[test]
+    fn a_batch_is_due_by_the_times_its_events_were_seen() {
+        let start = Instant::now();
+        let (quiet, max_delay) = (Duration::from_millis(50), Duration::from_millis(300));
+        let mut batch = Batch::default();
+        batch.changed(0, "b.md", start + Duration::from_millis(20));
+        batch.changed(0, "a.md", start);
+        assert_eq!(
+            batch.due(quiet, max_delay),
+            Some(start + Duration::from_millis(70)),
+            "quiet after the last"
+        );
+        batch.changed(0, "c.md", start + Duration::from_millis(290));
+        assert_eq!(batch.due(quiet, max_delay), Some(start + max_delay), "at most max_delay after the first");
     }
 
     #[test]
@@ -460,11 +518,11 @@ mod tests {
         let everything = [WatchEvent::Rescan { folder: 0 }, WatchEvent::Rescan { folder: 1 }];
 
         let mut batch = Batch::default();
-        watches.handle(Ok(Event::new(EventKind::Other).set_flag(Flag::Rescan)), &mut batch);
+        watches.handle(Ok(Event::new(EventKind::Other).set_flag(Flag::Rescan)), Instant::now(), &mut batch);
         assert_eq!(batch.take(), everything, "queue overflow");
 
         let mut batch = Batch::default();
-        watches.handle(Err(notify::Error::generic("lost")), &mut batch);
+        watches.handle(Err(notify::Error::generic("lost")), Instant::now(), &mut batch);
         assert_eq!(batch.take(), everything, "an error");
     }
 
@@ -515,7 +573,7 @@ mod tests {
             ),
         ] {
             assert!(!worth_forwarding(&event, std::slice::from_ref(&posts)));
-            watches.handle(event, &mut batch);
+            watches.handle(event, Instant::now(), &mut batch);
         }
         assert!(batch.take().is_empty());
     }

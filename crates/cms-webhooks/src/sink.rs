@@ -367,53 +367,61 @@ impl Shared {
     }
 
     /// Takes the next event (or retry) and registers its deliveries as pending, while
-    /// holding the queue; `None` once the queue is closed and empty.
+    /// holding the queue; `None` once the queue is closed and empty. Events that go to no
+    /// one are finished here, queue still held: the usual case of a site without
+    /// subscriptions then wakes one worker per event, not a second one to take over the
+    /// queue as well.
     fn next(&self) -> Option<Vec<Due>> {
         let queue = lock(&self.queue);
-        let (event, seq) = match queue.recv().ok()? {
-            Queued::Event(event, seq) => (event, seq),
-            Queued::Retry(retry) => {
-                // Read again: a subscription disabled or removed meanwhile gets no more.
-                let current =
-                    self.subscriptions().ok().and_then(|all| all.into_iter().find(|s| s.id == retry.webhook));
-                let Some(subscription) = current.filter(|s| s.enabled) else {
-                    tracing::info!(delivery = %retry.delivery, webhook = %retry.webhook, "webhook retry dropped: the subscription is disabled or removed");
-                    self.finished(retry.seq);
-                    return Some(Vec::new());
-                };
-                lock(&self.pending)
-                    .insert(retry.delivery.clone(), Pending { subscription, event: retry.event });
-                drop(queue);
-                return Some(vec![Due {
-                    delivery: retry.delivery,
-                    body: retry.body,
-                    attempt: retry.attempt,
-                    seq: retry.seq,
-                }]);
+        loop {
+            let (event, seq) = match queue.recv().ok()? {
+                Queued::Event(event, seq) => (event, seq),
+                Queued::Retry(retry) => {
+                    // Read again: a subscription disabled or removed meanwhile gets no more.
+                    let current = self
+                        .subscriptions()
+                        .ok()
+                        .and_then(|all| all.into_iter().find(|s| s.id == retry.webhook));
+                    let Some(subscription) = current.filter(|s| s.enabled) else {
+                        tracing::info!(delivery = %retry.delivery, webhook = %retry.webhook, "webhook retry dropped: the subscription is disabled or removed");
+                        self.finished(retry.seq);
+                        return Some(Vec::new());
+                    };
+                    lock(&self.pending)
+                        .insert(retry.delivery.clone(), Pending { subscription, event: retry.event });
+                    drop(queue);
+                    return Some(vec![Due {
+                        delivery: retry.delivery,
+                        body: retry.body,
+                        attempt: retry.attempt,
+                        seq: retry.seq,
+                    }]);
+                }
+            };
+            // Unreadable with none read before: the event stays pending in the outbox (the
+            // next start delivers it) rather than being marked done.
+            let Some(targets) = self.targets(&event) else { return Some(Vec::new()) };
+            if targets.is_empty() {
+                if let (Some(outbox), Some(seq)) = (&self.outbox, seq) {
+                    outbox.done(seq);
+                }
+                self.log_overflow();
+                continue;
             }
-        };
-        // Unreadable with none read before: the event stays pending in the outbox (the next
-        // start delivers it) rather than being marked done.
-        let Some(targets) = self.targets(&event) else { return Some(Vec::new()) };
-        if targets.is_empty() {
-            if let (Some(outbox), Some(seq)) = (&self.outbox, seq) {
-                outbox.done(seq);
+            if let Some(seq) = seq {
+                lock(&self.unfinished).insert(seq, targets.len());
             }
-            return Some(Vec::new());
+            let body = payload::body(&event);
+            let mut pending = lock(&self.pending);
+            let mut deliveries = Vec::with_capacity(targets.len());
+            for subscription in targets {
+                let id = delivery_id();
+                pending.insert(id.clone(), Pending { subscription, event: event.kind });
+                deliveries.push(Due { delivery: id, body: body.clone(), attempt: 1, seq });
+            }
+            drop(queue);
+            return Some(deliveries);
         }
-        if let Some(seq) = seq {
-            lock(&self.unfinished).insert(seq, targets.len());
-        }
-        let body = payload::body(&event);
-        let mut pending = lock(&self.pending);
-        let mut deliveries = Vec::with_capacity(targets.len());
-        for subscription in targets {
-            let id = delivery_id();
-            pending.insert(id.clone(), Pending { subscription, event: event.kind });
-            deliveries.push(Due { delivery: id, body: body.clone(), attempt: 1, seq });
-        }
-        drop(queue);
-        Some(deliveries)
     }
 
     /// The subscriptions that want this event (enabled, selected).

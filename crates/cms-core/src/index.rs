@@ -6,7 +6,8 @@
 //! order, once over every item and once over the published ones (a default list page is a
 //! slice), and per tag the items in date order (a tag list walks only its tag). Each
 //! change costs a binary search and a shift of 4-byte ids per order, never a sort or a
-//! scan of the collection.
+//! scan of the collection; a new version of a listed item (the usual write) moves only in
+//! the lists whose key or membership it changed, usually the `modified` order alone.
 //!
 //! The index itself does no I/O: the facade feeds it what the ports read (see
 //! `service::index` for when).
@@ -506,12 +507,42 @@ impl CollectionIndex {
 
     /// Records a file's new content (or that it cannot be used).
     pub fn upsert(&mut self, name: &ItemFilename, stamp: FileStamp, item: Parsed) -> Applied {
-        if self.stamp(name.as_str()) == Some(&stamp) {
+        let known = self.by_name.get(name.as_str()).copied();
+        if let Some(id) = known
+            && self.slot(id).stamp == stamp
+        {
             return Applied::Unchanged;
         }
-        self.remove(name.as_str());
-        self.insert_slot(name, stamp, item.map(Arc::new).map_err(Box::from), true);
+        match (known, item) {
+            // The usual write: a new version of a listed item.
+            (Some(id), Ok(item)) if self.slot(id).item.is_ok() => self.replace_usable(id, stamp, item),
+            (_, item) => {
+                self.remove(name.as_str());
+                self.insert_slot(name, stamp, item.map(Arc::new).map_err(Box::from), true);
+            }
+        }
         Applied::Updated
+    }
+
+    /// Puts a new usable version of a usable item in its slot, keeping the slot's id and
+    /// name: only the lists whose key or published membership changed are touched (a
+    /// write usually moves the item in the `modified` order alone), where a removal and
+    /// an insertion would search and shift every list.
+    fn replace_usable(&mut self, id: Id, stamp: FileStamp, mut item: IndexedItem) {
+        let slot = self.slots[id as usize].as_mut().expect("indexed id");
+        debug_assert_eq!(*slot.name, *item.meta.filename, "a new version of the same file");
+        // The slot's name is the key of `by_name` (and of the search index): the new
+        // version shares it, so that no map changes.
+        item.meta.filename = Arc::clone(&slot.name);
+        let new = Arc::new(item);
+        let old = Arc::clone(slot.item.as_ref().expect("usable id"));
+        self.fingerprint ^= stamp_hash(&slot.stamp) ^ stamp_hash(&stamp);
+        slot.stamp = stamp;
+        self.forget_schedule(id, &old);
+        // While the slot still holds the old version, which places the id in its lists.
+        self.relink_sorted(id, &old, &new);
+        self.slots[id as usize].as_mut().expect("indexed id").item = Ok(Arc::clone(&new));
+        self.note_schedule(id, &new);
     }
 
     /// Forgets a file.
@@ -771,9 +802,94 @@ impl CollectionIndex {
         (self.sorted_all, self.sorted_published, self.by_tag) = (sorted_all, sorted_published, by_tag);
     }
 
+    /// Moves an item's id between its old and new versions' places in each list they
+    /// differ in: by its key in an order, or by whether it is live (published lists), or
+    /// by a tag's coming or going. The slot must still hold `old`.
+    fn relink_sorted(&mut self, id: Id, old: &IndexedItem, new: &IndexedItem) {
+        let (was_live, live) = (self.is_live(old), self.is_live(new));
+        let mut sorted_all = std::mem::take(&mut self.sorted_all);
+        let mut sorted_published = std::mem::take(&mut self.sorted_published);
+        for order in ORDERS {
+            let k = order_slot(order);
+            // Same filename: equal means the order's key is the same.
+            let same_key = compare(order, old, new) == Ordering::Equal;
+            if !same_key {
+                self.reposition(&mut sorted_all[k], order, id, Some(old), Some(new));
+            }
+            if !same_key || was_live != live {
+                let (from, to) = (was_live.then_some(old), live.then_some(new));
+                self.reposition(&mut sorted_published[k], order, id, from, to);
+            }
+        }
+        let mut by_tag = std::mem::take(&mut self.by_tag);
+        let same_date = compare(OrderBy::DatePublished, old, new) == Ordering::Equal;
+        let (old_tags, new_tags) = (distinct(old), distinct(new));
+        let gone = old_tags.iter().filter(|tag| !new_tags.contains(tag));
+        for tag in new_tags.iter().chain(gone) {
+            let (had, has) = (old_tags.contains(tag), new_tags.contains(tag));
+            if had && has && same_date && was_live == live {
+                continue;
+            }
+            if !by_tag.contains_key(*tag) {
+                by_tag.insert((*tag).to_owned(), TagLists::default());
+            }
+            let lists = by_tag.get_mut(*tag).expect("just made");
+            let order = OrderBy::DatePublished;
+            self.reposition(&mut lists.all, order, id, had.then_some(old), has.then_some(new));
+            let (from, to) = ((had && was_live).then_some(old), (has && live).then_some(new));
+            self.reposition(&mut lists.published, order, id, from, to);
+            if lists.all.is_empty() {
+                by_tag.remove(*tag);
+            }
+        }
+        (self.sorted_all, self.sorted_published, self.by_tag) = (sorted_all, sorted_published, by_tag);
+    }
+
+    /// Moves `id` in one sorted list from where `old` sorts (`None`: it is not in the
+    /// list) to where `new` sorts (`None`: it leaves the list), shifting only the ids
+    /// between the two places. The slot must still hold `old`.
+    fn reposition(
+        &self,
+        ids: &mut Vec<Id>,
+        order: OrderBy,
+        id: Id,
+        old: Option<&IndexedItem>,
+        new: Option<&IndexedItem>,
+    ) {
+        let from = old.and_then(|old| {
+            let at =
+                ids.partition_point(|other| compare(order, self.usable_item(*other), old) == Ordering::Less);
+            (ids.get(at) == Some(&id)).then_some(at)
+        });
+        let Some(new) = new else {
+            if let Some(from) = from {
+                ids.remove(from);
+            }
+            return;
+        };
+        let Some(from) = from else {
+            self.insert_sorted(ids, order, new, id);
+            return;
+        };
+        // The place among the other ids (the list without `from`, still sorted), found
+        // without comparing the id itself: its slot holds the other version.
+        let before = |other: &Id| compare(order, self.usable_item(*other), new) == Ordering::Less;
+        let to = if from > 0 && !before(&ids[from - 1]) {
+            ids[..from].partition_point(before)
+        } else {
+            from + sorted_position(&ids[from + 1..], order, before)
+        };
+        if to < from {
+            ids[to..=from].rotate_right(1);
+        } else {
+            ids[from..=to].rotate_left(1);
+        }
+    }
+
     fn insert_sorted(&self, ids: &mut Vec<Id>, order: OrderBy, item: &IndexedItem, id: Id) {
-        let at =
-            ids.partition_point(|other| compare(order, self.usable_item(*other), item) == Ordering::Less);
+        let at = sorted_position(ids, order, |other| {
+            compare(order, self.usable_item(*other), item) == Ordering::Less
+        });
         ids.insert(at, id);
     }
 
@@ -784,6 +900,16 @@ impl CollectionIndex {
             ids.remove(at);
         }
     }
+}
+
+/// Where an item goes in a sorted list (`before` tells the ids that sort before it).
+/// In the `modified` order a written item is nearly always the newest: the end is tried
+/// first, which saves the binary search's cache misses.
+fn sorted_position(ids: &[Id], order: OrderBy, before: impl Fn(&Id) -> bool) -> usize {
+    if order == OrderBy::Modified && ids.last().is_none_or(&before) {
+        return ids.len();
+    }
+    ids.partition_point(before)
 }
 
 /// Sorts ids ascending in one order, exactly as [`compare`] orders them, comparing keys
@@ -1105,5 +1231,233 @@ mod tests {
         assert_eq!(index.find(&ItemRef::parse("post-9").unwrap()), Some(Err("broken")), "known, unusable");
         let by_file = index.find(&ItemRef::parse("2024-01-05-post-4.md").unwrap());
         assert_eq!(by_file.and_then(Result::ok).map(|item| &*item.meta.slug), Some("post-4"));
+    }
+
+    /// A small deterministic generator (xorshift64*), so that a failing run repeats.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n
+        }
+
+        fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+            from[self.below(from.len())]
+        }
+    }
+
+    /// Frontmatter varying every key the index keeps an order, a list or a schedule by.
+    fn random_frontmatter(rng: &mut Rng) -> String {
+        let mut fm = format!("title: {}", rng.pick(&["Alpha", "alpha", "Beta", "Äpfel", "zed"]));
+        let date =
+            rng.pick(&["", "2024-01-01", "2024-01-01 10:00 +0200", "2024-01-01 09:00 +0100", "2023-12-31"]);
+        if !date.is_empty() {
+            fm += &format!("\ndate: {date}");
+        }
+        fm += rng.pick(&["", "\nstatus: published", "\nstatus: draft", "\ndraft: true"]);
+        let bounds = ["", "2024-06-05", "2024-06-11", "2024-06-12 12:00", "2024-06-20", "2024-06-99"];
+        for key in ["publish_date", "unpublish_date"] {
+            let at = if rng.below(3) == 0 { rng.pick(&bounds) } else { "" };
+            if !at.is_empty() {
+                fm += &format!("\n{key}: '{at}'");
+            }
+        }
+        let tags: Vec<&str> = ["a", "b", "B", "c d"].into_iter().filter(|_| rng.below(2) == 0).collect();
+        fm + &format!("\ntags: [{}]", tags.join(", "))
+    }
+
+    /// Everything a list, a lookup or the fingerprint can tell, of an index changed in
+    /// place and of one built fresh from the same files, must agree.
+    fn assert_same_as_fresh(
+        index: &CollectionIndex,
+        files: &HashMap<String, (FileStamp, Held)>,
+        step: usize,
+    ) {
+        let fresh = CollectionIndex::build(files.values().cloned().collect(), index.now());
+        assert_eq!(index.fingerprint(), fresh.fingerprint(), "step {step}: fingerprint");
+        assert_eq!(index.usable_count(), fresh.usable_count(), "step {step}");
+        assert_eq!(index.file_count(), fresh.file_count(), "step {step}");
+        assert_eq!(index.skipped(), fresh.skipped(), "step {step}");
+        assert_eq!(index.next_instant(), fresh.next_instant(), "step {step}");
+        let pending = |i: &CollectionIndex| {
+            let mut named: Vec<_> =
+                i.pending.iter().map(|(at, id)| (*at, i.slot(*id).name.to_string())).collect();
+            named.sort();
+            named
+        };
+        assert_eq!(pending(index), pending(&fresh), "step {step}: pending instants");
+        let tags = |i: &CollectionIndex| {
+            let mut tags: Vec<_> = i.by_tag.keys().cloned().collect();
+            tags.sort();
+            tags
+        };
+        assert_eq!(tags(index), tags(&fresh), "step {step}: no empty tag is left");
+        // The kept lists themselves, by name (ids differ between the two).
+        let named = |i: &CollectionIndex, ids: &[Id]| -> Vec<String> {
+            ids.iter().map(|id| i.slot(*id).name.to_string()).collect()
+        };
+        for k in 0..ORDERS.len() {
+            assert_eq!(
+                named(index, &index.sorted_all[k]),
+                named(&fresh, &fresh.sorted_all[k]),
+                "step {step}"
+            );
+            assert_eq!(
+                named(index, &index.sorted_published[k]),
+                named(&fresh, &fresh.sorted_published[k]),
+                "step {step}"
+            );
+        }
+        for (tag, lists) in &fresh.by_tag {
+            let kept = &index.by_tag[tag];
+            assert_eq!(named(index, &kept.all), named(&fresh, &lists.all), "step {step}: {tag}");
+            assert_eq!(named(index, &kept.published), named(&fresh, &lists.published), "step {step}: {tag}");
+        }
+        for (name, (stamp, held)) in files {
+            assert_eq!(index.stamp(name), Some(stamp), "step {step}");
+            assert_eq!(index.get(name), held.as_ref().map_err(|r| &**r).into(), "step {step}: {name}");
+            let slug = ItemFilename::parse(name).unwrap().slug().to_owned();
+            assert_eq!(index.file_with_slug(&slug), fresh.file_with_slug(&slug), "step {step}: {slug}");
+        }
+        // One copy of each filename, shared by the slot, its item and `by_name`.
+        for (key, id) in &index.by_name {
+            let slot = index.slot(*id);
+            assert!(Arc::ptr_eq(key, &slot.name), "step {step}: {key}");
+            if let Ok(item) = &slot.item {
+                assert!(Arc::ptr_eq(&item.meta.filename, &slot.name), "step {step}: {key}");
+            }
+        }
+        if step % 15 != 14 {
+            return;
+        }
+        for order in ["date_published", "title", "slug", "modified"] {
+            for direction in ["asc", "desc"] {
+                for status in ["published", "draft", "scheduled", "all"] {
+                    for tags in ["", "a", "b", "c-d", "a,b"] {
+                        let mut pairs =
+                            vec![("orderBy", order), ("direction", direction), ("status", status)];
+                        if !tags.is_empty() {
+                            pairs.push(("tags", tags));
+                        }
+                        let q = query(&pairs);
+                        let names = |s: Selection| {
+                            (s.items.iter().map(|i| i.meta.filename.to_string()).collect::<Vec<_>>(), s.total)
+                        };
+                        let got = names(index.select(&q, 1, 50));
+                        assert_eq!(got, names(fresh.select(&q, 1, 50)), "step {step}: {pairs:?}");
+                        assert_eq!(got, reference(index, &q, 1, 50), "step {step}: {pairs:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rewrites_in_place_keep_the_index_as_a_fresh_build_would_be() {
+        let names =
+            ["2024-01-01-a.md", "a.md", "2024-02-01-b.md", "c.md", "d.md", "2024-03-03-e.md", "f.md", "g.md"];
+        // 2024-06-10 UTC: the schedule bounds above fall on both sides, and the clock
+        // crosses some of them.
+        let mut now = 1_717_977_600;
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut files: HashMap<String, (FileStamp, Held)> = HashMap::new();
+        let mut modified = 1_000;
+        let mut write = |rng: &mut Rng, name: &str, token: u64| {
+            // Mostly later, sometimes the same second, now and then earlier (a restored file).
+            modified += [1, 1, 1, 5, 0, -3][rng.below(6)];
+            let fm = random_frontmatter(rng);
+            let (name, mut stamp, item) = file(name, token, &fm);
+            stamp.modified = modified;
+            let item = item.map(|mut item| {
+                item.meta.modified = modified;
+                item
+            });
+            (name, stamp, item)
+        };
+        for (k, name) in names.iter().enumerate().step_by(2) {
+            let (_, stamp, item) = write(&mut rng, name, k as u64);
+            files.insert(name.to_string(), (stamp, held(item)));
+        }
+        let mut index = CollectionIndex::build(files.values().cloned().collect(), now);
+        let mut in_place = 0;
+        // 300 steps: every 15th (and the last) checks every list query too.
+        for step in 0..300 {
+            let name = rng.pick(&names);
+            let token = 100 + step as u64;
+            match rng.below(20) {
+                0 => {
+                    index.remove(name);
+                    files.remove(name);
+                }
+                1 => {
+                    let (name, stamp, _) = file(name, token, "");
+                    index.upsert(&name, stamp.clone(), Err("broken".to_owned()));
+                    files.insert(name.as_str().to_owned(), (stamp, Err(Box::from("broken"))));
+                }
+                2 => {
+                    now += [0, 3_600, 43_200, 86_400][rng.below(4)];
+                    index.advance(now);
+                }
+                _ => {
+                    let (name, stamp, item) = write(&mut rng, name, token);
+                    let before = index.by_name.get(name.as_str()).copied();
+                    let was_usable = matches!(index.get(name.as_str()), Some(Ok(_)));
+                    let usable = item.is_ok();
+                    assert_eq!(index.upsert(&name, stamp.clone(), item.clone()), Applied::Updated);
+                    if was_usable && usable {
+                        assert_eq!(index.by_name.get(name.as_str()).copied(), before, "the slot is kept");
+                        in_place += 1;
+                    }
+                    files.insert(name.as_str().to_owned(), (stamp, held(item)));
+                }
+            }
+            assert_same_as_fresh(&index, &files, step);
+        }
+        assert!(in_place > 150, "the in-place path ran {in_place} times");
+    }
+}
+
+#[cfg(test)]
+mod upsert_cost {
+    use super::*;
+
+    /// A rough measure of a write's cost at 10,000 items (run with `--release --ignored`):
+    /// each file rewritten with a later `modified`, as an API write does.
+    #[test]
+    #[ignore = "a measure, not a check"]
+    fn rewrite_cost_at_10000_items() {
+        let zone = SiteZone::utc();
+        let parsed = |i: usize, token: u64| {
+            let name = ItemFilename::parse(&format!("2024-01-{:02}-post-{i}.md", i % 28 + 1)).unwrap();
+            let bytes = format!(
+                "---\ntitle: Post {i}\ndate: 2024-{:02}-{:02}\ntags: [t{}, t{}]\n---\nbody {token}\n",
+                i % 12 + 1,
+                i % 28 + 1,
+                i % 20,
+                (i * 7) % 20
+            )
+            .into_bytes();
+            let stamp = FileStamp {
+                name: name.as_str().into(),
+                size: bytes.len() as u64,
+                modified: token as i64,
+                change_token: token,
+            };
+            let item = IndexedItem::from_file(&name, &StoredFile { bytes, stamp: stamp.clone() }, &zone);
+            (name, stamp, item)
+        };
+        let n = 10_000;
+        let entries = (0..n).map(|i| parsed(i, i as u64)).map(|(_, s, p)| (s, held(p))).collect();
+        let mut index = CollectionIndex::build(entries, 0);
+        let writes: Vec<_> = (0..20_000).map(|k| parsed((k * 7919) % n, (n + k) as u64)).collect();
+        let started = std::time::Instant::now();
+        for (name, stamp, item) in writes {
+            index.upsert(&name, stamp, item);
+        }
+        let per = started.elapsed() / 20_000;
+        eprintln!("upsert of an existing item at {n} items: {per:?} each");
     }
 }

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Component, Path, PathBuf};
-use std::sync::mpsc::{self, TryRecvError};
+use std::sync::mpsc::{self, RecvTimeoutError, TryRecvError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -104,11 +104,12 @@ const RETRY: Duration = Duration::from_secs(1);
 
 /// The watcher thread: events in, batches out, until stopped or nobody listens.
 ///
-/// With nothing pending it waits on the channel, so the first event of a batch wakes it.
-/// With a batch or a retry pending it parks until that is due and then takes every event
-/// that came meanwhile: each `send` would otherwise wake it, and a busy server's own
-/// writes bring events every millisecond. Events carry the time they were seen, so the
-/// batch's quiet period is measured as if each had been taken at once.
+/// With no batch pending it waits on the channel (until a retry is due, if one is), so
+/// the first event of a batch wakes it at once. With a batch pending it parks until the
+/// batch (or a retry) is due and then takes every event that came meanwhile: each `send`
+/// would otherwise wake it, and a busy server's own writes bring events every
+/// millisecond. Events carry the time they were seen, so the batch's quiet period is
+/// measured as if each had been taken at once.
 fn run(
     mut watches: Watches,
     messages: &mpsc::Receiver<Message>,
@@ -118,19 +119,24 @@ fn run(
 ) {
     let mut batch = Batch::default();
     loop {
-        let wake = [batch.due(quiet, max_delay), watches.retry_at].into_iter().flatten().min();
-        let stop = match wake {
-            None => match messages.recv() {
-                Ok(message) => {
-                    watches.take(message, &mut batch) || watches.take_waiting(messages, &mut batch)
-                }
-                Err(_) => true,
-            },
-            Some(at) => {
+        let due = batch.due(quiet, max_delay);
+        let wake = [due, watches.retry_at].into_iter().flatten().min();
+        let first = match (due, wake) {
+            (Some(_), Some(at)) => {
                 // Woken early only by `FolderWatcher::drop` (or spuriously): fine either way.
                 thread::park_timeout(at.saturating_duration_since(Instant::now()));
-                watches.take_waiting(messages, &mut batch)
+                Ok(None)
             }
+            (_, None) => messages.recv().map(Some).map_err(|_| RecvTimeoutError::Disconnected),
+            (None, Some(at)) => messages.recv_timeout(at.saturating_duration_since(Instant::now())).map(Some),
+        };
+        let stop = match first {
+            Ok(first) => {
+                first.is_some_and(|message| watches.take(message, &mut batch))
+                    || watches.take_waiting(messages, &mut batch)
+            }
+            Err(RecvTimeoutError::Timeout) => false,
+            Err(RecvTimeoutError::Disconnected) => true,
         };
         if stop {
             return;

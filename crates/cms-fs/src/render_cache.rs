@@ -17,8 +17,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use cms_core::ports::RenderCache;
 
-/// Each record is preceded by its key, checked on every read.
-const HEADER: u64 = 8;
+/// Each record is followed by its key, checked on every read (after the record, so that
+/// the record is read into place and the key cut off the end, not moved past).
+const TRAILER: u64 = 8;
+
+/// Room left after a record read back, for the caller to add a little (an answer's
+/// timestamp) without moving it.
+const ROOM: usize = 64;
 
 /// Rendered items in an unnamed file of `dir`, at most `budget` bytes of it.
 pub struct FsRenderCache {
@@ -90,25 +95,27 @@ impl RenderCache for FsRenderCache {
             let inner = self.lock();
             (Arc::clone(&inner.file), *inner.places.get(&key)?)
         };
-        let mut bytes = vec![0; HEADER as usize + place.len as usize];
+        let len = place.len as usize;
+        let mut bytes = Vec::with_capacity(len + TRAILER as usize + ROOM);
+        bytes.resize(len + TRAILER as usize, 0);
         file.read_exact_at(&mut bytes, place.offset).ok()?;
-        if bytes[..HEADER as usize] != key.to_le_bytes() {
+        if bytes[len..] != key.to_le_bytes() {
             return None;
         }
-        bytes.drain(..HEADER as usize);
+        bytes.truncate(len);
         Some(bytes)
     }
 
     fn put(&self, key: u64, record: &[u8]) {
         let Ok(len) = u32::try_from(record.len()) else { return };
-        let size = HEADER + u64::from(len);
+        let size = u64::from(len) + TRAILER;
         if size > self.budget / 8 {
             return; // one huge item must not push everything else out
         }
         let Some((file, offset)) = self.reserve(size) else { return };
         let mut bytes = Vec::with_capacity(size as usize);
-        bytes.extend_from_slice(&key.to_le_bytes());
         bytes.extend_from_slice(record);
+        bytes.extend_from_slice(&key.to_le_bytes());
         let written = file.write_all_at(&bytes, offset);
         let mut inner = self.lock();
         match written {

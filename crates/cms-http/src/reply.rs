@@ -124,13 +124,22 @@ fn page_body(page: &Page<ItemSummary>) -> serde_json::Result<Vec<u8>> {
 /// `200` with `body` (a JSON object) and `"timestamp"` added as its last field, and the
 /// ETag, which was taken of the body without it.
 fn timestamped(body: &[u8], etag: &str) -> HttpResponse {
+    let mut full = Vec::with_capacity(body.len() + 64);
+    full.extend_from_slice(body);
+    timestamped_owned(full, etag)
+}
+
+/// [`timestamped`] on a body the caller owns: the timestamp is added in place (a body
+/// read from the answer store comes with room for it).
+fn timestamped_owned(mut body: Vec<u8>, etag: &str) -> HttpResponse {
     let stamp = timestamp_now();
-    let mut full = Vec::with_capacity(body.len() + stamp.len() + 16);
-    full.extend_from_slice(body.strip_suffix(b"}").unwrap_or(body));
-    full.extend_from_slice(b",\"timestamp\":\"");
-    full.extend_from_slice(stamp.as_bytes()); // RFC 3339: nothing to escape
-    full.extend_from_slice(b"\"}");
-    HttpResponse::Ok().content_type("application/json").insert_header((header::ETAG, etag)).body(full)
+    if body.last() == Some(&b'}') {
+        body.pop();
+    }
+    body.extend_from_slice(b",\"timestamp\":\"");
+    body.extend_from_slice(stamp.as_bytes()); // RFC 3339: nothing to escape
+    body.extend_from_slice(b"\"}");
+    HttpResponse::Ok().content_type("application/json").insert_header((header::ETAG, etag)).body(body)
 }
 
 /// A rendered item in the envelope, with its `ETag`, or `304` when the request's
@@ -189,7 +198,7 @@ pub fn kept_item(req: &HttpRequest, version: &ItemVersion) -> Option<HttpRespons
     }
     let state = crate::state::of(req);
     match &state.answers {
-        Some(answers) => answers.get(version.version).map(|body| timestamped(&body, &version.etag)),
+        Some(answers) => answers.get(version.version).map(|body| timestamped_owned(body, &version.etag)),
         None => state.bodies.get(version.version).map(|body| timestamped(&body, &version.etag)),
     }
 }

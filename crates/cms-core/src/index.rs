@@ -1080,6 +1080,21 @@ mod tests {
         (name, stamp, item)
     }
 
+    #[test]
+    fn an_item_from_its_document_is_the_item_from_its_bytes() {
+        let name = ItemFilename::parse("2024-05-01-hello.md").unwrap();
+        let text = "---\ntitle: Hello\ndate: 2024-05-01 10:00 +0200\ntags: [Rust, web dev]\nexcerpt: '*Short*'\nimage: a.png\n---\n# Hi\n\nSome *body* text.\n";
+        let stamp =
+            FileStamp { name: name.as_str().into(), size: text.len() as u64, modified: 7, change_token: 7 };
+        let file = StoredFile { bytes: text.as_bytes().to_vec(), stamp };
+        let zone = SiteZone::utc();
+        let doc = ItemDocument::parse(text).unwrap();
+        let (from_doc, doc_text) = IndexedItem::from_document_with_text(&name, &doc, &file, &zone);
+        let (from_bytes, bytes_text) = IndexedItem::from_file_with_text(&name, &file, &zone).unwrap();
+        assert_eq!(from_doc, from_bytes);
+        assert_eq!(doc_text, bytes_text);
+    }
+
     fn query(pairs: &[(&str, &str)]) -> ListQuery {
         ListQuery::parse(&ListParams::from_pairs(pairs.iter().copied())).unwrap()
     }

@@ -58,7 +58,8 @@ pub trait ContentStore: Send + Sync {
     async fn stat(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Option<FileStamp>>;
     /// [`Self::stat`] of several files, in the order of `names`: what a batch of the change
     /// feed checks first (most of a busy server's reports are of its own writes, already
-    /// indexed). One file's error does not fail the others.
+    /// indexed). One file's error does not fail the others (a batch that fails whole, such
+    /// as a blocking task that panicked, gives each file the error).
     async fn stat_many(
         &self,
         collection: &Collection,

@@ -52,19 +52,23 @@ impl SiteRoot {
 
 /// Whether `relative` stays beneath `root` without a symlink: made of plain names only,
 /// each existing one a real folder, up to the first that does not exist (a folder not made
-/// yet is beneath the site). Anything else (a symlink, `..`, an absolute path) is left to
-/// the full check.
+/// yet is beneath the site). Anything else (a symlink, `..` anywhere, an absolute path) is
+/// left to the full check.
 fn plainly_beneath(root: &Path, relative: &Path) -> bool {
     let mut path = root.to_path_buf();
+    let mut missing = false;
     for component in relative.components() {
         match component {
             Component::Normal(name) => path.push(name),
             Component::CurDir => continue,
             _ => return false,
         }
+        if missing {
+            continue;
+        }
         match std::fs::symlink_metadata(&path) {
             Ok(meta) if meta.is_dir() => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => missing = true,
             _ => return false,
         }
     }
@@ -102,5 +106,10 @@ mod tests {
         assert!(plainly_beneath(site.path(), Path::new("content/posts")));
         assert!(!plainly_beneath(site.path(), Path::new("inside/pages")), "symlinks take the full check");
         assert!(!plainly_beneath(site.path(), Path::new("/etc")));
+        assert!(
+            !plainly_beneath(site.path(), Path::new("content/missing/../../../etc")),
+            "`..` after a folder not made yet"
+        );
+        assert!(plainly_beneath(site.path(), Path::new("content/missing/deeper")));
     }
 }

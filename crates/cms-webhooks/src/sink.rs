@@ -385,7 +385,7 @@ impl Shared {
                     let Some(subscription) = current.filter(|s| s.enabled) else {
                         tracing::info!(delivery = %retry.delivery, webhook = %retry.webhook, "webhook retry dropped: the subscription is disabled or removed");
                         self.finished(retry.seq);
-                        return Some(Vec::new());
+                        continue;
                     };
                     lock(&self.pending)
                         .insert(retry.delivery.clone(), Pending { subscription, event: retry.event });
@@ -405,7 +405,11 @@ impl Shared {
                 if let (Some(outbox), Some(seq)) = (&self.outbox, seq) {
                     outbox.done(seq);
                 }
-                self.log_overflow();
+                // Refused events are logged by `work`, with the queue let go: that log
+                // reads and writes files.
+                if !lock(&self.overflow).is_empty() {
+                    return Some(Vec::new());
+                }
                 continue;
             }
             if let Some(seq) = seq {

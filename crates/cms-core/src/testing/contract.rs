@@ -75,8 +75,16 @@ pub async fn content_store(store: &dyn ContentStore) {
     assert!(store.read(&c, &hello).await.unwrap().is_none(), "a replace never creates");
 
     let other = Collection { index: 1, path: "content/pages".into(), ..posts() };
-    store.create(&other, &name("about.md"), b"x").await.unwrap();
+    let about = name("about.md");
+    let about_stamp = store.create(&other, &about, b"x").await.unwrap();
     assert!(store.scan(&c).await.unwrap().is_empty(), "collections do not see each other's files");
+
+    // A batch of stats is each file's stat, in the order asked.
+    let kept = store.create(&other, &name("kept.md"), b"yz").await.unwrap();
+    let batch = [name("kept.md"), name("missing.md"), about];
+    let stamps: Vec<_> = store.stat_many(&other, &batch).await.into_iter().map(Result::unwrap).collect();
+    assert_eq!(stamps, [Some(kept), None, Some(about_stamp)]);
+    assert!(store.stat_many(&other, &[]).await.is_empty());
 }
 
 /// Runs every `UserStore` + `KeyStore` case.

@@ -39,9 +39,8 @@ pub async fn gate(
     if let Err(error) = state.run(Shape::Envelope, state.cms.require_feature(Feature::Mcp)).await {
         return refuse(req, error);
     }
-    let (origin, host) = state::origin_and_host(req.request());
-    if let Some(origin) = origin
-        && !state.origin_allowed(&origin, host.as_deref())
+    if let Some((origin, host)) = state::origin_and_host(req.request())
+        && !state.origin_allowed(origin, host)
     {
         let message = format!("origin {origin} is not allowed to call /mcp");
         return refuse(req, ApiError::new(StatusCode::FORBIDDEN, Shape::Envelope, message));

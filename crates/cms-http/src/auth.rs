@@ -9,6 +9,7 @@ use actix_web::http::StatusCode;
 use actix_web::http::header;
 use actix_web::{FromRequest, HttpRequest, dev::Payload, web};
 use cms_core::service::{Principal, Viewer};
+use futures_util::future::{Either, Ready, ready};
 
 use crate::error::{ApiError, Shape};
 use crate::state;
@@ -50,7 +51,11 @@ fn presented_key(req: &HttpRequest) -> Option<String> {
             .unwrap_or(value);
         return Some(token.to_owned());
     }
-    web::Query::<std::collections::HashMap<String, String>>::from_query(req.query_string())
+    let query = req.query_string();
+    if query.is_empty() {
+        return None;
+    }
+    web::Query::<std::collections::HashMap<String, String>>::from_query(query)
         .ok()
         .and_then(|q| q.get("token").cloned())
         .filter(|t| !t.is_empty())
@@ -64,7 +69,7 @@ impl<S: ShapeMarker + 'static> FromRequest for KeyUser<S> {
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let key = presented_key(req);
-        let state = state::of(req);
+        let state = state::shared(req).clone();
         Box::pin(async move {
             let key = key.ok_or_else(|| {
                 ApiError::new(
@@ -81,29 +86,24 @@ impl<S: ShapeMarker + 'static> FromRequest for KeyUser<S> {
 
 impl FromRequest for Caller {
     type Error = ApiError;
-    type Future = Boxed<Self>;
+    type Future = Either<Ready<Result<Self, ApiError>>, Boxed<Self>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let key = presented_key(req);
-        let state = state::of(req);
-        let (origin, host) = state::origin_and_host(req);
-        Box::pin(async move {
-            if let Some(key) = key {
+        if let Some(key) = presented_key(req) {
+            let state = state::shared(req).clone();
+            return Either::Right(Box::pin(async move {
                 let principal = state.run(Shape::Envelope, state.cms.authenticate(&key)).await?;
-                return Ok(Self { viewer: Viewer::Key(principal) });
-            }
-            if let Some(origin) = origin
-                && !state.origin_allowed(&origin, host.as_deref())
-            {
-                return Err(ApiError::new(
-                    StatusCode::FORBIDDEN,
-                    Shape::Envelope,
-                    format!(
-                        "origin {origin} is not allowed to call this route without a key; send an API key"
-                    ),
-                ));
-            }
-            Ok(Self { viewer: Viewer::Anonymous })
-        })
+                Ok(Self { viewer: Viewer::Key(principal) })
+            }));
+        }
+        // No key: decided here, without a future to wait on (the busiest case).
+        Either::Left(ready(match state::origin_and_host(req) {
+            Some((origin, host)) if !state::of(req).origin_allowed(origin, host) => Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                Shape::Envelope,
+                format!("origin {origin} is not allowed to call this route without a key; send an API key"),
+            )),
+            _ => Ok(Self { viewer: Viewer::Anonymous }),
+        }))
     }
 }

@@ -81,7 +81,7 @@ pub fn item_page(req: &HttpRequest, page: Page<ItemSummary>) -> HttpResponse {
     };
     // The version names the content without building the body, so a matching
     // `If-None-Match` costs no serialization.
-    let etag = page_etag(&state, version);
+    let etag = page_etag(state, version);
     if let Some(response) = not_modified(req, &etag, Shape::Envelope) {
         return response;
     }
@@ -103,7 +103,7 @@ pub fn item_page(req: &HttpRequest, page: Page<ItemSummary>) -> HttpResponse {
 /// bodies kept, or `304`, before the page is selected; `None` when no body is kept.
 pub fn kept_page(req: &HttpRequest, version: u64) -> Option<HttpResponse> {
     let state = crate::state::of(req);
-    let etag = page_etag(&state, version);
+    let etag = page_etag(state, version);
     if let Some(response) = not_modified(req, &etag, Shape::Envelope) {
         return Some(response);
     }

@@ -60,6 +60,14 @@ pub const RELATED: &str = "/cms/items/related";
 pub const ITEM_ANYWHERE: &str = "/cms/items/{slug}";
 pub const ITEMS: &str = "/cms/collections/{collection}/items";
 pub const ITEM: &str = "/cms/collections/{collection}/items/{slug}";
+/// [`ITEMS`] as the router matches it: `{collection}` is any segment but `items` (spelled
+/// out letter by letter, since the regex engine has no look-ahead), so that
+/// `/cms/collections/items/items` is the legacy read of slug `items` ([`LEGACY_ITEM`]) even
+/// though the list route is tried first. A collection labelled `Items` is still reachable by
+/// its index.
+pub const ITEMS_MATCHED: &str = "/cms/collections/\
+    {collection:[^/i][^/]*|i(?:[^/t][^/]*|t(?:[^/e][^/]*|e(?:[^/m][^/]*|m(?:[^/s][^/]*|s[^/]+)?)?)?)?}\
+    /items";
 pub const ITEM_RAW: &str = "/cms/collections/{collection}/items/{slug}/raw";
 pub const ITEM_PREVIEW: &str = "/cms/collections/{collection}/items/{slug}/preview";
 pub const PREVIEW: &str = "/cms/preview/{token}";
@@ -70,10 +78,11 @@ pub const RESOURCES: &str = "/cms/resources";
 pub const RESOURCE_FOLDERS: &str = "/cms/resources/folders";
 
 /// Every route of the server, grouped by path. Paths are matched in the order they first
-/// appear here, so fixed paths come before patterns that could capture them:
-/// `/cms/collections/items/{slug}` before `/cms/collections/{collection}/items` (a slug
-/// `items`), and `/cms/items/related` before `/cms/items/{slug}`. The item routes, the
-/// busiest, come before the other patterns: each pattern tried costs a regex match.
+/// appear here, so fixed paths come before patterns that could capture them
+/// (`/cms/items/related` before `/cms/items/{slug}`). The item and list routes, the
+/// busiest, come before the other patterns: each pattern tried costs a regex match. The
+/// list route is matched as [`ITEMS_MATCHED`], which leaves `/cms/collections/items/items`
+/// to the legacy read of slug `items`.
 pub const ROUTES: &[RouteInfo] = &[
     route("GET", "/", Auth::None, |r| r.to(service::status)),
     route("GET", "/status", Auth::None, |r| r.to(service::status)),
@@ -83,13 +92,13 @@ pub const ROUTES: &[RouteInfo] = &[
     route("GET", SEARCH_INDEX, Auth::Optional, |r| r.to(discovery::search_index)),
     route("GET", LEGACY_ITEMS, Auth::Optional, |r| r.to(discovery::legacy_list_get)),
     route("POST", LEGACY_ITEMS, Auth::Optional, |r| r.to(discovery::legacy_list_post)),
-    route("GET", LEGACY_ITEM, Auth::Optional, |r| r.to(discovery::legacy_read)),
-    route("GET", ITEMS, Auth::Optional, |r| r.to(items::list)),
-    route("POST", ITEMS, Auth::Required, |r| r.to(items::create)),
     route("GET", ITEM, Auth::Optional, |r| r.to(items::read)),
     route("PUT", ITEM, Auth::Required, |r| r.to(items::put)),
     route("PATCH", ITEM, Auth::Required, |r| r.to(items::patch)),
     route("DELETE", ITEM, Auth::Required, |r| r.to(items::delete)),
+    route("GET", ITEMS, Auth::Optional, |r| r.to(items::list)),
+    route("POST", ITEMS, Auth::Required, |r| r.to(items::create)),
+    route("GET", LEGACY_ITEM, Auth::Optional, |r| r.to(discovery::legacy_read)),
     route("GET", SEARCH, Auth::Optional, |r| r.to(search::search)),
     route("GET", TAGS, Auth::Optional, |r| r.to(discovery::tags)),
     route("GET", TAG_ITEMS, Auth::Optional, |r| r.to(discovery::tag_items)),
@@ -130,7 +139,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             allowed.push("HEAD");
         }
         let allow: Arc<str> = allowed.join(", ").into();
-        let mut resource = web::resource(path).default_service(web::to(move |req: HttpRequest| {
+        let matched = if path == ITEMS { ITEMS_MATCHED } else { path };
+        let mut resource = web::resource(matched).default_service(web::to(move |req: HttpRequest| {
             let allow = Arc::clone(&allow);
             async move { service::method_not_allowed(&req, &allow) }
         }));
@@ -169,5 +179,32 @@ pub fn configure_files(cfg: &mut web::ServiceConfig, folders: &[(usize, String)]
                     service::method_not_allowed(&req, "GET, HEAD")
                 })),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use actix_web::dev::ResourceDef;
+
+    use super::{ITEMS, ITEMS_MATCHED};
+
+    #[test]
+    fn the_list_route_matches_every_collection_segment_but_items() {
+        let matched = ResourceDef::new(ITEMS_MATCHED);
+        let documented = ResourceDef::new(ITEMS);
+        for segment in
+            ["posts", "i", "it", "ite", "item", "itemz", "itemss", "items2", "Items", "x-items", "0"]
+        {
+            let path = format!("/cms/collections/{segment}/items");
+            assert!(matched.is_match(&path), "{path}");
+            assert!(documented.is_match(&path), "{path}");
+            let mut captured = actix_web::dev::Path::new(path.as_str());
+            assert!(matched.capture_match_info(&mut captured));
+            assert_eq!(captured.get("collection"), Some(segment));
+        }
+        for path in ["/cms/collections/items/items", "/cms/collections/a/b/items", "/cms/collections//items"]
+        {
+            assert!(!matched.is_match(path), "{path}");
+        }
     }
 }

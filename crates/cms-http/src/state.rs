@@ -80,16 +80,24 @@ impl AppState {
     }
 }
 
-/// The request's `Origin`, and its `Host` header. `Host` is read directly: the connection
-/// info would honour `Forwarded`/`X-Forwarded-Host`, which any client can set.
-pub fn origin_and_host(req: &HttpRequest) -> (Option<String>, Option<String>) {
-    let get = |name| req.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    (get(header::ORIGIN), get(header::HOST))
+/// The request's `Origin` with its `Host` header, when it has an `Origin` (a browser's
+/// cross-origin or same-server call). `Host` is read directly: the connection info would
+/// honour `Forwarded`/`X-Forwarded-Host`, which any client can set.
+pub fn origin_and_host(req: &HttpRequest) -> Option<(&str, Option<&str>)> {
+    let get = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
+    Some((get(header::ORIGIN)?, get(header::HOST)))
 }
 
-/// The application state (always registered by [`crate::app`]).
-pub fn of(req: &HttpRequest) -> actix_web::web::Data<AppState> {
-    req.app_data::<actix_web::web::Data<AppState>>().cloned().expect("AppState is registered")
+/// The application state (always registered by [`crate::app`]), borrowed: both workers
+/// share its reference count, so the hot path does not touch it.
+pub fn of(req: &HttpRequest) -> &AppState {
+    shared(req)
+}
+
+/// The application state as a handle that outlives the request's borrow (for a future
+/// that must own what it uses).
+pub fn shared(req: &HttpRequest) -> &actix_web::web::Data<AppState> {
+    req.app_data::<actix_web::web::Data<AppState>>().expect("AppState is registered")
 }
 
 /// `scheme://host[:port]` of an absolute URL.

@@ -488,6 +488,13 @@ async fn fixed_paths_are_not_captured_by_patterns() {
     h.send(get("/cms/collections/items/items?collectionPath=content/posts"))
         .await
         .assert_envelope_error(404, "no published item \"items\"");
+    // Also when a client percent-encodes it, and for methods the legacy read does not have.
+    h.send(get("/cms/collections/items/%69tems?collectionPath=content/posts"))
+        .await
+        .assert_envelope_error(404, "no published item \"items\"");
+    let post =
+        h.send(TestRequest::post().uri("/cms/collections/items/items").insert_header(h.bearer())).await;
+    post.assert_envelope_error(405, "allowed: GET, HEAD");
     // `/cms/items/related` is the related route, not an item called `related`.
     h.send(get("/cms/items/related")).await.assert_envelope_error(400, "contentPath");
     assert!(json_of(&h, "/cms/collections/search-index?collectionPath=content/posts").await.is_array());

@@ -7,7 +7,9 @@
 //! budget.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
+
+use actix_web::web::Bytes;
 
 /// Answers' bodies up to (not including) their `timestamp`, by version.
 pub struct BodyCache {
@@ -17,7 +19,7 @@ pub struct BodyCache {
 
 #[derive(Default)]
 struct Inner {
-    bodies: HashMap<u64, Arc<[u8]>>,
+    bodies: HashMap<u64, Bytes>,
     order: VecDeque<u64>,
     bytes: usize,
 }
@@ -27,11 +29,11 @@ impl BodyCache {
         Self { inner: Mutex::default(), budget }
     }
 
-    pub fn get(&self, key: u64) -> Option<Arc<[u8]>> {
+    pub fn get(&self, key: u64) -> Option<Bytes> {
         self.lock().bodies.get(&key).cloned()
     }
 
-    pub fn put(&self, key: u64, body: Arc<[u8]>) {
+    pub fn put(&self, key: u64, body: Bytes) {
         if body.len() > self.budget / 8 {
             return; // one huge page must not flush everything else
         }
@@ -63,11 +65,11 @@ mod tests {
     fn keeps_the_newest_within_the_budget() {
         let cache = BodyCache::new(800);
         for key in 0..20u64 {
-            cache.put(key, Arc::from(vec![b'x'; 100]));
+            cache.put(key, Bytes::from(vec![b'x'; 100]));
         }
         assert!(cache.get(19).is_some() && cache.get(12).is_some());
         assert!(cache.get(11).is_none(), "the oldest went");
-        cache.put(99, Arc::from(vec![b'x'; 101]));
+        cache.put(99, Bytes::from(vec![b'x'; 101]));
         assert!(cache.get(99).is_none(), "an answer over an eighth of the budget is not kept");
         assert_eq!(cache.lock().bytes, 800);
     }

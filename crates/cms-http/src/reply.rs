@@ -1,10 +1,13 @@
 //! Success responses in the envelope shape, and the `ETag`/`If-None-Match` handling of
 //! reads.
 
-use std::sync::Arc;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
+use actix_web::body::{BodySize, MessageBody};
 use actix_web::http::header;
 use actix_web::http::{Method, StatusCode};
+use actix_web::web::Bytes;
 use actix_web::{HttpRequest, HttpResponse, ResponseError};
 use cms_core::query::Page;
 use cms_core::service::{ItemSummary, ItemVersion, ItemView, etag_of};
@@ -77,7 +80,7 @@ pub fn item_page(req: &HttpRequest, page: Page<ItemSummary>) -> HttpResponse {
             Err(e) => return serialization_failed(e),
         };
         let etag = etag_of(&body);
-        return not_modified(req, &etag, Shape::Envelope).unwrap_or_else(|| timestamped(&body, &etag));
+        return not_modified(req, &etag, Shape::Envelope).unwrap_or_else(|| timestamped_owned(body, &etag));
     };
     // The version names the content without building the body, so a matching
     // `If-None-Match` costs no serialization.
@@ -89,14 +92,14 @@ pub fn item_page(req: &HttpRequest, page: Page<ItemSummary>) -> HttpResponse {
         Some(body) => body,
         None => match page_body(&page) {
             Ok(body) => {
-                let body: Arc<[u8]> = body.into();
-                state.bodies.put(version, Arc::clone(&body));
+                let body = Bytes::from(body);
+                state.bodies.put(version, body.clone());
                 body
             }
             Err(e) => return serialization_failed(e),
         },
     };
-    timestamped(&body, &etag)
+    timestamped_shared(body, &etag)
 }
 
 /// The answer to a list page of `version` (see `Cms::list_items_version`) from the
@@ -107,7 +110,7 @@ pub fn kept_page(req: &HttpRequest, version: u64) -> Option<HttpResponse> {
     if let Some(response) = not_modified(req, &etag, Shape::Envelope) {
         return Some(response);
     }
-    state.bodies.get(version).map(|body| timestamped(&body, &etag))
+    state.bodies.get(version).map(|body| timestamped_shared(body, &etag))
 }
 
 fn page_etag(state: &crate::state::AppState, version: u64) -> String {
@@ -122,24 +125,58 @@ fn page_body(page: &Page<ItemSummary>) -> serde_json::Result<Vec<u8>> {
 }
 
 /// `200` with `body` (a JSON object) and `"timestamp"` added as its last field, and the
-/// ETag, which was taken of the body without it.
-fn timestamped(body: &[u8], etag: &str) -> HttpResponse {
-    let mut full = Vec::with_capacity(body.len() + 64);
-    full.extend_from_slice(body);
-    timestamped_owned(full, etag)
-}
-
-/// [`timestamped`] on a body the caller owns: the timestamp is added in place (a body
+/// ETag, which was taken of the body without it. The timestamp is added in place (a body
 /// read from the answer store comes with room for it).
 fn timestamped_owned(mut body: Vec<u8>, etag: &str) -> HttpResponse {
-    let stamp = timestamp_now();
     if body.last() == Some(&b'}') {
         body.pop();
     }
-    body.extend_from_slice(b",\"timestamp\":\"");
-    body.extend_from_slice(stamp.as_bytes()); // RFC 3339: nothing to escape
-    body.extend_from_slice(b"\"}");
+    body.extend_from_slice(&timestamp_trailer());
     HttpResponse::Ok().content_type("application/json").insert_header((header::ETAG, etag)).body(body)
+}
+
+/// [`timestamped_owned`] on a kept body that other answers share: it is sent as it is kept,
+/// followed by the timestamp, so it is not copied (the response writer copies each part
+/// into its buffer anyway).
+fn timestamped_shared(body: Bytes, etag: &str) -> HttpResponse {
+    let kept = match body.last() {
+        Some(b'}') => body.slice(..body.len() - 1),
+        _ => body,
+    };
+    let body = Concatenated { parts: [kept, Bytes::from(timestamp_trailer())], next: 0 };
+    HttpResponse::Ok().content_type("application/json").insert_header((header::ETAG, etag)).body(body)
+}
+
+/// `,"timestamp":"<now>"}`: what ends every kept answer.
+fn timestamp_trailer() -> Vec<u8> {
+    let stamp = timestamp_now(); // RFC 3339: nothing to escape
+    let mut trailer = Vec::with_capacity(stamp.len() + 16);
+    trailer.extend_from_slice(b",\"timestamp\":\"");
+    trailer.extend_from_slice(stamp.as_bytes());
+    trailer.extend_from_slice(b"\"}");
+    trailer
+}
+
+/// A body sent as its parts, one after the other, with their sum as its length.
+struct Concatenated {
+    parts: [Bytes; 2],
+    next: usize,
+}
+
+impl MessageBody for Concatenated {
+    type Error = std::convert::Infallible;
+
+    fn size(&self) -> BodySize {
+        BodySize::Sized(self.parts.iter().map(|part| part.len() as u64).sum())
+    }
+
+    fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Result<Bytes, Self::Error>>> {
+        let next = self.next;
+        let Some(part) = self.parts.get_mut(next) else { return Poll::Ready(None) };
+        let part = std::mem::take(part);
+        self.next += 1;
+        Poll::Ready(Some(Ok(part)))
+    }
 }
 
 /// A rendered item in the envelope, with its `ETag`, or `304` when the request's
@@ -154,30 +191,29 @@ pub fn single_item(req: &HttpRequest, view: ItemView) -> HttpResponse {
     let etag = view.etag.clone();
     // Routes that do not ask for the kept answer first (`/cms/items/{slug}`, the legacy
     // read) find it here: an answer is serialized and kept once per version.
-    let body: Arc<[u8]> = match &state.answers {
+    match &state.answers {
         Some(answers) => match answers.get(key) {
-            Some(body) => body.into(),
+            Some(body) => timestamped_owned(body, &etag),
             None => match item_body(view) {
                 Ok(body) => {
                     answers.put(key, &body);
-                    body.into()
+                    timestamped_owned(body, &etag)
                 }
-                Err(e) => return serialization_failed(e),
+                Err(e) => serialization_failed(e),
             },
         },
         None => match state.bodies.get(key) {
-            Some(body) => body,
+            Some(body) => timestamped_shared(body, &etag),
             None => match item_body(view) {
                 Ok(body) => {
-                    let body: Arc<[u8]> = body.into();
-                    state.bodies.put(key, Arc::clone(&body));
-                    body
+                    let body = Bytes::from(body);
+                    state.bodies.put(key, body.clone());
+                    timestamped_shared(body, &etag)
                 }
-                Err(e) => return serialization_failed(e),
+                Err(e) => serialization_failed(e),
             },
         },
-    };
-    timestamped(&body, &etag)
+    }
 }
 
 /// `{"success":true,"data":{...}}`, a single item's answer without its timestamp.
@@ -199,7 +235,7 @@ pub fn kept_item(req: &HttpRequest, version: &ItemVersion) -> Option<HttpRespons
     let state = crate::state::of(req);
     match &state.answers {
         Some(answers) => answers.get(version.version).map(|body| timestamped_owned(body, &version.etag)),
-        None => state.bodies.get(version.version).map(|body| timestamped(&body, &version.etag)),
+        None => state.bodies.get(version.version).map(|body| timestamped_shared(body, &version.etag)),
     }
 }
 
@@ -219,4 +255,31 @@ pub fn not_modified(req: &HttpRequest, etag: &str, shape: Shape) -> Option<HttpR
         format!("If-None-Match {header} matches the current ETag {etag}"),
     );
     Some(error.error_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use actix_web::body::{self, MessageBody};
+    use actix_web::http::header;
+    use actix_web::web::Bytes;
+
+    use super::{timestamped_owned, timestamped_shared};
+
+    #[actix_web::test]
+    async fn a_kept_body_is_sent_with_its_timestamp_last_and_its_full_length() {
+        let kept = Bytes::from_static(br#"{"success":true,"data":[1,2]}"#);
+        for response in [timestamped_shared(kept.clone(), "\"e\""), timestamped_owned(kept.to_vec(), "\"e\"")]
+        {
+            assert_eq!(response.headers().get(header::ETAG).unwrap(), "\"e\"");
+            let announced = response.body().size();
+            let sent = body::to_bytes(response.into_body()).await.unwrap();
+            assert_eq!(announced, body::BodySize::Sized(sent.len() as u64));
+            let value: serde_json::Value = serde_json::from_slice(&sent).unwrap();
+            assert_eq!(value["data"], serde_json::json!([1, 2]));
+            assert!(value["timestamp"].as_str().is_some_and(|t| t.ends_with('Z')), "{value}");
+            let (head, tail) = sent.split_at(kept.len() - 1);
+            assert_eq!(head, &kept[..kept.len() - 1], "the kept part is sent as kept");
+            assert!(tail.starts_with(br#","timestamp":""#), "the timestamp comes last");
+        }
+    }
 }

@@ -42,6 +42,9 @@ pub struct IndexedItem {
     pub plain_excerpt: Box<str>,
     /// Strong ETag of the file's bytes.
     pub etag: Box<str>,
+    /// What names this version of the file (`service::file_version`): a single read's
+    /// answer is kept by it.
+    pub file_version: u64,
     /// The tags as slugs, for `tags=` filters; `None` when every tag is its own slug (the
     /// usual case), so that nothing is kept twice.
     tag_slugs: Option<Box<[Box<str>]>>,
@@ -80,10 +83,12 @@ impl IndexedItem {
             .then(|| slugs.into_iter().map(String::into_boxed_str).collect());
         let plain_excerpt = plain_excerpt_with(doc, &body_text);
         let excerpt = excerpt_with(doc, &body_text);
+        let etag = crate::service::etag_of(&file.bytes);
         let item = Self {
             written_excerpt: (excerpt != plain_excerpt).then(|| excerpt.into_boxed_str()),
             plain_excerpt: plain_excerpt.into_boxed_str(),
-            etag: crate::service::etag_of(&file.bytes).into_boxed_str(),
+            file_version: crate::service::file_version(&meta, &etag),
+            etag: etag.into_boxed_str(),
             tag_slugs,
             image: doc.fm.get("image").and_then(|v| v.as_str()).map(Box::from),
             meta: meta.compacted(),

@@ -15,7 +15,7 @@ use crate::index::{Held, IndexedItem};
 use crate::ports::FileStamp;
 
 /// Bumped whenever what a snapshot holds changes shape.
-const FORMAT: u32 = 3;
+const FORMAT: u32 = 4;
 
 /// Entries per chunk: chunks are encoded separately so that a restart decodes them on
 /// every core.

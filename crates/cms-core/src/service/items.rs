@@ -95,7 +95,7 @@ impl Cms {
         if !index.is_live(indexed) && !viewer.has_key() {
             return Err(item_not_found(collection, &item_ref));
         }
-        Ok(Some(ItemVersion::of(collection.index, &indexed.meta, &indexed.etag)))
+        Ok(Some(ItemVersion::of(collection.index, indexed.file_version, &indexed.etag)))
     }
 
     /// A single item, rendered. Drafts are invisible without a key. The metadata comes
@@ -157,7 +157,7 @@ impl Cms {
     ) -> ItemView {
         let url = collection.item_url(&indexed.meta.slug);
         ItemView {
-            version: ItemVersion::of(collection.index, &indexed.meta, &indexed.etag).version,
+            version: ItemVersion::of(collection.index, indexed.file_version, &indexed.etag).version,
             collection: collection.index,
             canonical_url: self.site.absolute_url(&url),
             url,
@@ -185,7 +185,7 @@ impl Cms {
         let url = collection.item_url(&meta.slug);
         let etag = etag_of(&file.bytes);
         Ok(ItemView {
-            version: ItemVersion::of(collection.index, &meta, &etag).version,
+            version: ItemVersion::of(collection.index, super::file_version(&meta, &etag), &etag).version,
             collection: collection.index,
             canonical_url: self.site.absolute_url(&url),
             url,

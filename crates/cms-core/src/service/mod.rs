@@ -149,13 +149,22 @@ pub struct ItemVersion {
 }
 
 impl ItemVersion {
-    /// The file (collection, name) at this content (`etag`) and stamp (`modified`).
-    pub(crate) fn of(collection: usize, meta: &ItemMeta, etag: &str) -> Self {
+    /// A file version (see [`file_version`]) in a collection.
+    pub(crate) fn of(collection: usize, file_version: u64, etag: &str) -> Self {
         use std::hash::{Hash, Hasher};
         let mut hasher = std::hash::DefaultHasher::new();
-        ("item", collection, &meta.filename, etag, meta.modified).hash(&mut hasher);
+        ("item", collection, file_version).hash(&mut hasher);
         Self { etag: etag.to_owned(), version: hasher.finish() }
     }
+}
+
+/// Names a file (its name) at this content (`etag`) and stamp (`modified`); the index keeps
+/// it with each item, so that a read names its answer without hashing the name again.
+pub(crate) fn file_version(meta: &ItemMeta, etag: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    (&meta.filename, etag, meta.modified).hash(&mut hasher);
+    hasher.finish()
 }
 
 /// An item's source form.

@@ -128,7 +128,9 @@ impl Cms {
         // Asked without holding the index: writers do not wait on the sink.
         let wanted: Vec<ItemFilename> = live
             .iter()
-            .filter(|item| sink.wants(ItemVersion::of(collection.index, &item.meta, &item.etag).version))
+            .filter(|item| {
+                sink.wants(ItemVersion::of(collection.index, item.file_version, &item.etag).version)
+            })
             .filter_map(|item| ItemFilename::parse(&item.meta.filename))
             .collect();
         drop(live);

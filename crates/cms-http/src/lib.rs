@@ -19,14 +19,14 @@ pub mod state;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
-use actix_web::middleware::from_fn;
+use actix_web::middleware::{Condition, from_fn};
 use actix_web::{App, web};
 
 pub use error::{ApiError, Shape};
 pub use state::AppState;
 
 /// The whole application: routes, fallbacks and middleware (outermost first: request log,
-/// CORS, license gate).
+/// then CORS and the license gate).
 pub fn app(
     state: web::Data<AppState>,
 ) -> App<
@@ -64,7 +64,7 @@ pub fn app_with(
         .configure(|cfg| routes::configure_files(cfg, &folders))
         .configure(extra)
         .default_service(web::to(handlers::service::not_found))
-        .wrap(from_fn(middleware::require_license))
-        .wrap(from_fn(middleware::cors))
-        .wrap(from_fn(middleware::log_request))
+        .wrap(from_fn(middleware::cors_and_license))
+        // No layer at all when the log would drop its lines (a server logging warnings).
+        .wrap(Condition::new(tracing::enabled!(tracing::Level::INFO), from_fn(middleware::log_request)))
 }

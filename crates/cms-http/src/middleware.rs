@@ -1,5 +1,5 @@
 //! Cross-cutting request handling, written once: the request log, CORS, and the license
-//! gate that answers `402` on every route.
+//! gate that answers `402` on every route (CORS and the gate in one layer).
 
 use std::time::Instant;
 
@@ -29,16 +29,13 @@ fn logged_path(path: &str) -> String {
     }
 }
 
-/// One log line per request. The query string is left out: it may carry `token=`, and
-/// so is a preview link's token (see [`logged_path`]).
+/// One log line per request, at `info` (the layer is left out when that level is off).
+/// The query string is left out: it may carry `token=`, and so is a preview link's token
+/// (see [`logged_path`]).
 pub async fn log_request(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    if !tracing::enabled!(tracing::Level::INFO) {
-        // A server logging warnings only (as under load) pays for no clock or path copy.
-        return Ok(next.call(req).await?.map_into_boxed_body());
-    }
     let started = Instant::now();
     let (method, path) = (req.method().clone(), logged_path(req.path()));
     let response = next.call(req).await?.map_into_boxed_body();
@@ -58,38 +55,20 @@ fn is_preflight(req: &ServiceRequest) -> bool {
         && req.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
 }
 
-/// Answers preflights (`204` for allowed origins, `403` otherwise) and adds CORS headers
-/// to responses for allowed origins.
-pub async fn cors(
+/// CORS, then the license gate, in one layer (each layer costs every request a boxed
+/// future): see [`cors_origin`] and [`require_license`].
+pub async fn cors_and_license(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let origin = state::origin_and_host(req.request());
-    let allowed = origin
-        .filter(|(origin, host)| state::of(req.request()).origin_allowed(origin, *host))
-        .map(|(origin, _)| origin.to_owned());
-
-    if is_preflight(&req) {
-        let origin = origin.map(|(origin, _)| origin.to_owned());
-        let response = match &allowed {
-            Some(origin) => HttpResponse::NoContent()
-                .insert_header((header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.as_str()))
-                .insert_header((header::ACCESS_CONTROL_ALLOW_METHODS, ALLOW_METHODS))
-                .insert_header((header::ACCESS_CONTROL_ALLOW_HEADERS, ALLOW_HEADERS))
-                .insert_header((header::ACCESS_CONTROL_MAX_AGE, "600"))
-                .insert_header((header::VARY, "Origin"))
-                .finish(),
-            None => ApiError::new(
-                StatusCode::FORBIDDEN,
-                Shape::Envelope,
-                format!("origin {} is not allowed", origin.as_deref().unwrap_or("")),
-            )
-            .error_response(),
-        };
-        return Ok(req.into_response(response));
-    }
-
-    let mut response = next.call(req).await?.map_into_boxed_body();
+    let allowed = match cors_origin(&req) {
+        Ok(allowed) => allowed,
+        Err(preflight) => return Ok(req.into_response(*preflight)),
+    };
+    let mut response = match require_license(&req).await {
+        Ok(()) => next.call(req).await?.map_into_boxed_body(),
+        Err(refused) => req.into_response(refused),
+    };
     if let Some(origin) = allowed
         && let Ok(value) = HeaderValue::from_str(&origin)
     {
@@ -101,17 +80,41 @@ pub async fn cors(
     Ok(response)
 }
 
+/// The request's origin when it is allowed (its answer then carries the CORS headers);
+/// `Err` with the whole answer to a preflight: `204` for allowed origins, `403` otherwise.
+fn cors_origin(req: &ServiceRequest) -> Result<Option<String>, Box<HttpResponse>> {
+    let origin = state::origin_and_host(req.request());
+    let allowed = origin
+        .filter(|(origin, host)| state::of(req.request()).origin_allowed(origin, *host))
+        .map(|(origin, _)| origin.to_owned());
+    if !is_preflight(req) {
+        return Ok(allowed);
+    }
+    Err(Box::new(match &allowed {
+        Some(origin) => HttpResponse::NoContent()
+            .insert_header((header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.as_str()))
+            .insert_header((header::ACCESS_CONTROL_ALLOW_METHODS, ALLOW_METHODS))
+            .insert_header((header::ACCESS_CONTROL_ALLOW_HEADERS, ALLOW_HEADERS))
+            .insert_header((header::ACCESS_CONTROL_MAX_AGE, "600"))
+            .insert_header((header::VARY, "Origin"))
+            .finish(),
+        None => ApiError::new(
+            StatusCode::FORBIDDEN,
+            Shape::Envelope,
+            format!("origin {} is not allowed", origin.map_or("", |(origin, _)| origin)),
+        )
+        .error_response(),
+    }))
+}
+
 /// Every route needs an active license with `json_api`; without one the answer is `402`
 /// in the envelope shape. Preflights pass (the CORS layer has answered them already).
-pub async fn require_license(
-    req: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+async fn require_license(req: &ServiceRequest) -> Result<(), HttpResponse> {
     let state = state::of(req.request());
-    if let Err(error) = state.run(Shape::Envelope, state.cms.require_feature(Feature::JsonApi)).await {
-        return Ok(req.into_response(error.error_response()));
-    }
-    Ok(next.call(req).await?.map_into_boxed_body())
+    state
+        .run(Shape::Envelope, state.cms.require_feature(Feature::JsonApi))
+        .await
+        .map_err(|error| error.error_response())
 }
 
 #[cfg(test)]

@@ -1393,6 +1393,7 @@ mod tests {
             stamp.modified = modified;
             let item = item.map(|mut item| {
                 item.meta.modified = modified;
+                item.file_version = crate::service::file_version(&item.meta, &item.etag);
                 item
             });
             (name, stamp, item)

@@ -26,7 +26,8 @@ pub use error::{ApiError, Shape};
 pub use state::AppState;
 
 /// The whole application: routes, fallbacks and middleware (outermost first: request log,
-/// then CORS and the license gate).
+/// then CORS and the license gate). Install the tracing subscriber first: whether requests
+/// are logged is decided here.
 pub fn app(
     state: web::Data<AppState>,
 ) -> App<
@@ -66,5 +67,5 @@ pub fn app_with(
         .default_service(web::to(handlers::service::not_found))
         .wrap(from_fn(middleware::cors_and_license))
         // No layer at all when the log would drop its lines (a server logging warnings).
-        .wrap(Condition::new(tracing::enabled!(tracing::Level::INFO), from_fn(middleware::log_request)))
+        .wrap(Condition::new(middleware::log_enabled(), from_fn(middleware::log_request)))
 }

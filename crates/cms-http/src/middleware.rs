@@ -29,6 +29,13 @@ fn logged_path(path: &str) -> String {
     }
 }
 
+/// Whether [`log_request`]'s lines would be kept (asked once, when the app is built: the
+/// layer is left out otherwise).
+pub fn log_enabled() -> bool {
+    // This module's target, which is the log line's.
+    tracing::enabled!(tracing::Level::INFO)
+}
+
 /// One log line per request, at `info` (the layer is left out when that level is off).
 /// The query string is left out: it may carry `token=`, and so is a preview link's token
 /// (see [`logged_path`]).

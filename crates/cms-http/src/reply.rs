@@ -92,7 +92,7 @@ pub fn item_page(req: &HttpRequest, page: Page<ItemSummary>) -> HttpResponse {
         Some(body) => body,
         None => match page_body(&page) {
             Ok(body) => {
-                let body = Bytes::from(body);
+                let body = kept_bytes(body);
                 state.bodies.put(version, body.clone());
                 body
             }
@@ -145,6 +145,12 @@ fn timestamped_shared(body: Bytes, etag: &str) -> HttpResponse {
     };
     let body = Concatenated { parts: [kept, Bytes::from(timestamp_trailer())], next: 0 };
     HttpResponse::Ok().content_type("application/json").insert_header((header::ETAG, etag)).body(body)
+}
+
+/// A body to keep: exactly its bytes (`serde_json` leaves spare capacity, which `Bytes`
+/// would keep too, past what the cache's budget counts).
+fn kept_bytes(body: Vec<u8>) -> Bytes {
+    Bytes::from(body.into_boxed_slice())
 }
 
 /// `,"timestamp":"<now>"}`: what ends every kept answer.
@@ -206,7 +212,7 @@ pub fn single_item(req: &HttpRequest, view: ItemView) -> HttpResponse {
             Some(body) => timestamped_shared(body, &etag),
             None => match item_body(view) {
                 Ok(body) => {
-                    let body = Bytes::from(body);
+                    let body = kept_bytes(body);
                     state.bodies.put(key, body.clone());
                     timestamped_shared(body, &etag)
                 }

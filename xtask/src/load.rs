@@ -148,9 +148,9 @@ pub(crate) fn measure_ceiling(
     command.args(["hello", "--listen", "127.0.0.1:0"]);
     let server = Server::start(&mut command, "xtask hello", &logs.join("hello.log"), STARTUP_DEADLINE)?;
     eprintln!("measuring the ceiling (xtask hello)");
-    let ceiling = wrk.run(&format!("{}/", server.base), None).context("measuring the ceiling")?;
+    let ceiling = wrk.run_undisturbed(&format!("{}/", server.base), None).context("measuring the ceiling")?;
     let url = format!("{}/bytes/{REFERENCE_BODY_BYTES}", server.base);
-    let sized = wrk.run(&url, None).context("measuring the sized reference")?;
+    let sized = wrk.run_undisturbed(&url, None).context("measuring the sized reference")?;
     Ok((ceiling, sized))
 }
 
@@ -270,7 +270,7 @@ pub(crate) fn run_case(
         Case::SingleItem => Some(write_random_item_script(site).map_err(|error| format!("{error:#}"))?),
         _ => None,
     };
-    wrk.run(&url, script.as_deref()).map_err(|error| format!("{error:#}"))
+    wrk.run_undisturbed(&url, script.as_deref()).map_err(|error| format!("{error:#}"))
 }
 
 fn write_random_item_script(site: &BenchSite) -> anyhow::Result<std::path::PathBuf> {
@@ -299,9 +299,12 @@ fn setting(root: &Path, wrk: &wrk::Settings, load_before: Option<String>) -> Str
     let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZeroUsize::get);
     format!(
         "`{}` per case; commit {commit}; {cpus} CPUs{}. Ceiling: actix-web hello JSON (`xtask hello`) with \
-         the worker count of `cms serve`. Same-server reads, no key; `cms serve` with RUST_LOG=warn.",
+         the worker count of `cms serve`. Same-server reads, no key; `cms serve` with RUST_LOG=warn. \
+         \"Stolen\": the share of the CPU the hypervisor gave to other guests during the run; a run \
+         over {:.0}% is measured again (twice at most) and the least disturbed one kept.",
         wrk.describe(),
-        load_before.map(|load| format!(", load average {load} before the run")).unwrap_or_default()
+        load_before.map(|load| format!(", load average {load} before the run")).unwrap_or_default(),
+        wrk::STOLEN_LIMIT * 100.0
     )
 }
 

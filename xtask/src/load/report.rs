@@ -92,6 +92,7 @@ impl Report {
             latency(self.ceiling.p50),
             latency(self.ceiling.p99),
             errors(&self.ceiling),
+            stolen(&self.ceiling),
             String::new(),
         ]];
         rows.push(vec![
@@ -102,6 +103,7 @@ impl Report {
             latency(self.sized_reference.p50),
             latency(self.sized_reference.p99),
             errors(&self.sized_reference),
+            stolen(&self.sized_reference),
             String::new(),
         ]);
         for site in &self.sites {
@@ -120,17 +122,23 @@ impl Report {
                         completed_latency(figures, figures.p50),
                         completed_latency(figures, figures.p99),
                         errors(figures),
+                        stolen(figures),
                     ]),
-                    Err(error) => {
-                        row.extend(["failed".into(), "".into(), "".into(), "".into(), error.clone()])
-                    }
+                    Err(error) => row.extend([
+                        "failed".into(),
+                        "".into(),
+                        "".into(),
+                        "".into(),
+                        error.clone(),
+                        "".into(),
+                    ]),
                 }
                 row.push(target);
                 rows.push(row);
             }
         }
-        let headers = ["case", "items", "req/s", "% of ceiling", "p50", "p99", "errors", "target"];
-        table(&headers, &[false, true, true, true, true, true, false, false], rows)
+        let headers = ["case", "items", "req/s", "% of ceiling", "p50", "p99", "errors", "stolen", "target"];
+        table(&headers, &[false, true, true, true, true, true, false, true, false], rows)
     }
 
     fn startup_table(&self) -> String {
@@ -383,6 +391,12 @@ fn completed_latency(figures: &Figures, time: Duration) -> String {
 
 fn pass_or_miss(met: bool) -> &'static str {
     if met { "PASS" } else { "MISS" }
+}
+
+/// The share of the CPU that the hypervisor took during the run (runs over
+/// `wrk::STOLEN_LIMIT` were measured again, see `wrk::Settings::run_undisturbed`).
+fn stolen(figures: &Figures) -> String {
+    figures.stolen.map_or_else(String::new, |share| format!("{:.1}%", share * 100.0))
 }
 
 fn errors(figures: &Figures) -> String {

@@ -21,7 +21,7 @@ use anyhow::{Context, bail};
 use cases::Case;
 use client::Client;
 use process::Server;
-use report::{Report, SiteFigures};
+use report::{CaseFigures, Report, SiteFigures};
 use sitegen::BenchSite;
 
 pub const USAGE: &str =
@@ -29,7 +29,8 @@ pub const USAGE: &str =
 
 First the HTTP load benchmark: release `cms serve` on generated sites (target/bench-sites/N,
 reused while current) under `wrk -t2 -c32 --latency --timeout 5s`, beside an actix-web
-hello-JSON server (the ceiling). Cases: list (default order), list by title page 50, list
+hello-JSON server (the ceiling, measured before and after each case; a case's share is
+of the mean of the two). Cases: list (default order), list by title page 50, list
 tagged rust, a random single item, /status; start-up time and peak RSS per size; writes
 and outside-edit visibility at 10,000 items. Prints the figures with PASS/MISS against the
 targets and writes them to target/bench-report.md.
@@ -121,12 +122,14 @@ pub fn run(root: &Path, options: &Options) -> anyhow::Result<usize> {
     std::fs::create_dir_all(&logs)?;
     let load_before = load_average();
 
-    let (ceiling, sized_reference) = measure_ceiling(&hello, &wrk, &logs)?;
+    let hello = Ceiling::start(&hello, &logs)?;
+    let ceiling = hello.measure(&wrk).context("measuring the ceiling")?;
     eprintln!("ceiling: {:.0} req/s", ceiling.requests_per_sec);
+    let sized_reference = hello.measure_sized(&wrk).context("measuring the sized reference")?;
     let mut sites = Vec::new();
     for &items in &options.sizes {
         let site = sitegen::ensure(root, &cms, items)?;
-        sites.push(measure_site(&cms, &site, &wrk, &logs));
+        sites.push(measure_site(&cms, &site, &wrk, &hello, &logs));
     }
     let report = Report { setting: setting(root, &wrk, load_before), ceiling, sized_reference, sites };
     let text = report.render();
@@ -137,21 +140,44 @@ pub fn run(root: &Path, options: &Options) -> anyhow::Result<usize> {
     Ok(report.missed())
 }
 
-/// The hello-JSON server (`xtask hello`, release build) under the same wrk settings; and
-/// the same server sending a prepared body of [`REFERENCE_BODY_BYTES`], for reference.
-pub(crate) fn measure_ceiling(
-    hello: &Path,
-    wrk: &wrk::Settings,
-    logs: &Path,
-) -> anyhow::Result<(wrk::Figures, wrk::Figures)> {
-    let mut command = Command::new(hello);
-    command.args(["hello", "--listen", "127.0.0.1:0"]);
-    let server = Server::start(&mut command, "xtask hello", &logs.join("hello.log"), STARTUP_DEADLINE)?;
-    eprintln!("measuring the ceiling (xtask hello)");
-    let ceiling = wrk.run_undisturbed(&format!("{}/", server.base), None).context("measuring the ceiling")?;
-    let url = format!("{}/bytes/{REFERENCE_BODY_BYTES}", server.base);
-    let sized = wrk.run_undisturbed(&url, None).context("measuring the sized reference")?;
-    Ok((ceiling, sized))
+/// The hello-JSON server (`xtask hello`, release build), running for the whole bench so
+/// that the ceiling is measured beside every case, under the same wrk settings: the
+/// machine's capacity drifts within a run (a 12 µs route measured anywhere from 62% to
+/// 106% of a ceiling taken once at the start), and a share of a ceiling taken minutes
+/// earlier measures that drift as much as the server. Idle between its runs.
+pub(crate) struct Ceiling {
+    server: Server,
+}
+
+impl Ceiling {
+    pub fn start(hello: &Path, logs: &Path) -> anyhow::Result<Self> {
+        let mut command = Command::new(hello);
+        command.args(["hello", "--listen", "127.0.0.1:0"]);
+        let server = Server::start(&mut command, "xtask hello", &logs.join("hello.log"), STARTUP_DEADLINE)?;
+        Ok(Self { server })
+    }
+
+    /// The hello-JSON route.
+    pub fn measure(&self, wrk: &wrk::Settings) -> anyhow::Result<wrk::Figures> {
+        wrk.run_undisturbed(&format!("{}/", self.server.base), None)
+    }
+
+    /// The same server sending a prepared body of [`REFERENCE_BODY_BYTES`], for reference.
+    pub fn measure_sized(&self, wrk: &wrk::Settings) -> anyhow::Result<wrk::Figures> {
+        wrk.run_undisturbed(&format!("{}/bytes/{REFERENCE_BODY_BYTES}", self.server.base), None)
+    }
+
+    /// The ceiling while `cms` is idle beside it; a failure is reported, not fatal.
+    fn measure_beside(&self, cms: &Server, wrk: &wrk::Settings) -> Option<f64> {
+        settle(cms);
+        match self.measure(wrk) {
+            Ok(figures) => Some(figures.requests_per_sec),
+            Err(error) => {
+                eprintln!("warning: the ceiling beside the case was not measured: {error:#}");
+                None
+            }
+        }
+    }
 }
 
 /// About the size of a list page of 20 items or of one rendered item of the bench sites.
@@ -161,7 +187,13 @@ pub const REFERENCE_BODY_BYTES: usize = 8192;
 /// the first start saved), then every read case, the writes at 10,000 items and the peak
 /// RSS on the restarted server. A server that does not start or answer is a finding for
 /// this size, not the end of the run.
-fn measure_site(cms: &Path, site: &BenchSite, wrk: &wrk::Settings, logs: &Path) -> SiteFigures {
+fn measure_site(
+    cms: &Path,
+    site: &BenchSite,
+    wrk: &wrk::Settings,
+    ceiling: &Ceiling,
+    logs: &Path,
+) -> SiteFigures {
     let mut figures = SiteFigures::new(site.items);
     let snapshots = site.root.join(".cms/index");
     let _ = std::fs::remove_dir_all(&snapshots);
@@ -192,10 +224,20 @@ fn measure_site(cms: &Path, site: &BenchSite, wrk: &wrk::Settings, logs: &Path) 
         Err(error) => eprintln!("{} items: {error}; skipping its cases", site.items),
     }
     if figures.startup.is_ok() {
+        // Ceiling, case, ceiling, case, ..., ceiling: each case is held to the mean of the
+        // ceilings just before and just after it.
+        let mut before = ceiling.measure_beside(&server, wrk);
         for case in Case::ALL {
             settle(&server);
             eprintln!("{} items: {}", site.items, case.label());
-            figures.cases.push((case, run_case(case, &server, site, wrk)));
+            let result = run_case(case, &server, site, wrk);
+            let after = ceiling.measure_beside(&server, wrk);
+            let ceiling_beside = match (before, after) {
+                (Some(before), Some(after)) => Some((before + after) / 2.0),
+                (one, other) => one.or(other),
+            };
+            figures.cases.push(CaseFigures { case, result, ceiling_beside });
+            before = after;
         }
         if site.items == writes::WRITE_SIZE {
             settle(&server);
@@ -299,7 +341,8 @@ fn setting(root: &Path, wrk: &wrk::Settings, load_before: Option<String>) -> Str
     let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZeroUsize::get);
     format!(
         "`{}` per case; commit {commit}; {cpus} CPUs{}. Ceiling: actix-web hello JSON (`xtask hello`) with \
-         the worker count of `cms serve`. Same-server reads, no key; `cms serve` with RUST_LOG=warn. \
+         the worker count of `cms serve`, measured at the start and before and after each case; a case's \
+         share is of the mean of the two beside it. Same-server reads, no key; `cms serve` with RUST_LOG=warn. \
          \"Stolen\": the share of the CPU the hypervisor gave to other guests during the run; a run \
          over {:.0}% is measured again (twice at most) and the least disturbed one kept.",
         wrk.describe(),

@@ -16,7 +16,7 @@ use super::cases::{Case, items_path};
 use super::client::Client;
 use super::process::Server;
 use super::sitegen::{self, BenchSite};
-use super::{STARTUP_DEADLINE, measure_ceiling, run_case, settle, wait_for_first_list, writes, wrk};
+use super::{Ceiling, STARTUP_DEADLINE, run_case, settle, wait_for_first_list, writes, wrk};
 
 const ITEMS: usize = 10_000;
 /// Writes through node A whose arrival on node B is timed.
@@ -64,7 +64,7 @@ pub fn run(root: &Path, duration: Duration) -> anyhow::Result<()> {
         fs::write(dir.join("cms.yaml"), format!("{config}{section}"))?;
     }
 
-    let (ceiling, _) = measure_ceiling(&hello, &wrk, &logs)?;
+    let ceiling = Ceiling::start(&hello, &logs)?.measure(&wrk).context("measuring the ceiling")?;
     eprintln!("ceiling: {:.0} req/s", ceiling.requests_per_sec);
     let node_a = start_node(&cms, &node_dirs[0], &logs.join("cms-s3-a.log"))?;
     let first_start = wait_for_first_list(&node_a).map_err(anyhow::Error::msg)?;

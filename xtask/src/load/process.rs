@@ -132,13 +132,11 @@ impl Server {
         const SAMPLE: Duration = Duration::from_millis(250);
         // Busy if it used more than 2 clock ticks (at Linux's 100 per second) in a sample.
         const IDLE_TICKS: u64 = 2;
-        let stat = format!("/proc/{}/stat", self.child.pid());
-        let cpu_ticks = || std::fs::read_to_string(&stat).ok().as_deref().and_then(parse_cpu_ticks);
         let started = Instant::now();
-        let mut before = cpu_ticks();
+        let mut before = self.cpu_ticks();
         while started.elapsed() < limit {
             std::thread::sleep(SAMPLE);
-            let now = cpu_ticks();
+            let now = self.cpu_ticks();
             match (before, now) {
                 (Some(before), Some(now)) if now.saturating_sub(before) <= IDLE_TICKS => return true,
                 (_, None) => return false,
@@ -146,6 +144,12 @@ impl Server {
             }
         }
         false
+    }
+
+    /// The CPU time the server has used so far, in clock ticks (100 a second on Linux).
+    pub fn cpu_ticks(&self) -> Option<u64> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.pid())).ok()?;
+        parse_cpu_ticks(&stat)
     }
 
     /// The server's peak resident memory so far (`VmHWM`), in KiB.

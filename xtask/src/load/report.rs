@@ -31,6 +31,9 @@ pub struct SiteFigures {
     pub cold_peak_rss_kib: Option<u64>,
     pub cases: Vec<CaseFigures>,
     pub writes: Option<Result<WriteFigures, String>>,
+    /// The ceiling measured just before the writes (their target is absolute; this says
+    /// how fast the machine was at the time).
+    pub ceiling_before_writes: Option<f64>,
 }
 
 impl SiteFigures {
@@ -44,6 +47,7 @@ impl SiteFigures {
             cold_peak_rss_kib: None,
             cases: Vec::new(),
             writes: None,
+            ceiling_before_writes: None,
         }
     }
 }
@@ -80,9 +84,16 @@ impl Report {
         out += &self.reads_table();
         out += "\n## Start-up and memory\n\n";
         out += &self.startup_table();
-        if let Some(writes) = self.sites.iter().find_map(|site| site.writes.as_ref()) {
+        if let Some(site) = self.sites.iter().find(|site| site.writes.is_some()) {
             out += &format!("\n## Writes at {} items\n\n", thousands(WRITE_SIZE));
-            out += &writes_section(writes);
+            out += &writes_section(site.writes.as_ref().expect("found by its writes"));
+            if let Some(ceiling) = site.ceiling_before_writes {
+                out += &format!(
+                    "\nThe ceiling just before the writes: {} req/s (at the start of the run: {}).\n",
+                    rate(ceiling),
+                    rate(self.ceiling.requests_per_sec)
+                );
+            }
         }
         out += "\n## Targets\n\n";
         let rows = verdicts

@@ -76,15 +76,48 @@ impl IndexedItem {
         file: &StoredFile,
         zone: &SiteZone,
     ) -> (Self, String) {
-        let meta = ItemMeta::derive(name, doc, file.stamp.modified, file.stamp.size, zone);
         let body_text = render::to_plain_text(&doc.body);
+        let plain_excerpt = plain_excerpt_with(doc, &body_text);
+        let excerpt = excerpt_with(doc, &body_text);
+        (Self::assemble(name, doc, file, zone, plain_excerpt, excerpt), body_text)
+    }
+
+    /// [`Self::from_document_with_text`] for a new version of `previous`'s file with the same
+    /// body (a change of frontmatter alone, such as publishing): the body's excerpt is taken
+    /// from `previous` rather than rendering the Markdown again. `previous_wrote_excerpt`
+    /// says whether the document `previous` was made from had a written excerpt. `None`
+    /// when the body's excerpt is needed and `previous` does not hold it (its excerpt was
+    /// written).
+    pub fn with_body_of(
+        name: &ItemFilename,
+        doc: &ItemDocument,
+        file: &StoredFile,
+        zone: &SiteZone,
+        previous: &IndexedItem,
+        previous_wrote_excerpt: bool,
+    ) -> Option<Self> {
+        let (plain_excerpt, excerpt) = match written_excerpt(doc) {
+            Some(written) => (plain_written_excerpt(written), written.to_owned()),
+            None if previous_wrote_excerpt => return None,
+            None => (previous.plain_excerpt.to_string(), previous.plain_excerpt.to_string()),
+        };
+        Some(Self::assemble(name, doc, file, zone, plain_excerpt, excerpt))
+    }
+
+    fn assemble(
+        name: &ItemFilename,
+        doc: &ItemDocument,
+        file: &StoredFile,
+        zone: &SiteZone,
+        plain_excerpt: String,
+        excerpt: String,
+    ) -> Self {
+        let meta = ItemMeta::derive(name, doc, file.stamp.modified, file.stamp.size, zone);
         let slugs: Vec<String> = meta.tags.iter().map(|t| slugify(t)).collect();
         let tag_slugs = (!slugs.iter().map(String::as_str).eq(meta.tags.iter().map(|t| &**t)))
             .then(|| slugs.into_iter().map(String::into_boxed_str).collect());
-        let plain_excerpt = plain_excerpt_with(doc, &body_text);
-        let excerpt = excerpt_with(doc, &body_text);
         let etag = crate::service::etag_of(&file.bytes);
-        let item = Self {
+        Self {
             written_excerpt: (excerpt != plain_excerpt).then(|| excerpt.into_boxed_str()),
             plain_excerpt: plain_excerpt.into_boxed_str(),
             file_version: crate::service::file_version(&meta, &etag),
@@ -92,8 +125,13 @@ impl IndexedItem {
             tag_slugs,
             image: doc.fm.get("image").and_then(|v| v.as_str()).map(Box::from),
             meta: meta.compacted(),
-        };
-        (item, body_text)
+        }
+    }
+
+    /// Whether the document has a written excerpt (`fm.excerpt` or `fm.description`):
+    /// then the index's excerpts come from it, not from the body.
+    pub fn writes_excerpt(doc: &ItemDocument) -> bool {
+        written_excerpt(doc).is_some()
     }
 
     /// The excerpt as lists and single reads show it: `fm.excerpt` or `fm.description` as
@@ -1020,9 +1058,13 @@ pub fn plain_excerpt_of(doc: &ItemDocument) -> String {
 
 fn plain_excerpt_with(doc: &ItemDocument, body_text: &str) -> String {
     match written_excerpt(doc) {
-        Some(text) => render::excerpt(&render::to_plain_text(&strip_tags(text)), EXCERPT_CHARS),
+        Some(text) => plain_written_excerpt(text),
         None => render::excerpt(body_text, EXCERPT_CHARS),
     }
+}
+
+fn plain_written_excerpt(text: &str) -> String {
+    render::excerpt(&render::to_plain_text(&strip_tags(text)), EXCERPT_CHARS)
 }
 
 /// Removes HTML tags (`<p>`, `</b>`, `<!-- -->`) from a written excerpt, keeping their
@@ -1098,6 +1140,45 @@ mod tests {
         let (from_bytes, bytes_text) = IndexedItem::from_file_with_text(&name, &file, &zone).unwrap();
         assert_eq!(from_doc, from_bytes);
         assert_eq!(doc_text, bytes_text);
+    }
+
+    #[test]
+    fn a_new_version_with_the_same_body_is_the_item_made_from_scratch() {
+        let name = ItemFilename::parse("2024-05-01-hello.md").unwrap();
+        let zone = SiteZone::utc();
+        let version = |fm: &str| {
+            let text = format!("---\n{fm}\n---\n# Hi\n\nSome *body* text, <b>bold</b>.\n");
+            let stamp = FileStamp {
+                name: name.as_str().into(),
+                size: text.len() as u64,
+                modified: 7,
+                change_token: 7,
+            };
+            let file = StoredFile { bytes: text.into_bytes(), stamp };
+            let doc = ItemDocument::parse(std::str::from_utf8(&file.bytes).unwrap()).unwrap();
+            let (item, _) = IndexedItem::from_document_with_text(&name, &doc, &file, &zone);
+            (doc, file, item)
+        };
+        let plain = "title: Hello\nstatus: draft";
+        let written = "title: Hello\nexcerpt: '*Short*, <i>written</i>'";
+        // (before, after, whether the body's excerpt must be rendered again)
+        let cases = [
+            (plain, "title: Hello\nstatus: published\nn: 2", false),
+            (plain, "title: Renamed\ntags: [Rust]", false),
+            (plain, written, false),
+            (written, "title: Hello\ndescription: Other", false),
+            (written, plain, true),
+        ];
+        for (before, after, renders) in cases {
+            let (before_doc, _, previous) = version(before);
+            let (doc, file, expected) = version(after);
+            let wrote = IndexedItem::writes_excerpt(&before_doc);
+            let kept = IndexedItem::with_body_of(&name, &doc, &file, &zone, &previous, wrote);
+            match kept {
+                Some(item) => assert!(!renders && item == expected, "{before:?} -> {after:?}"),
+                None => assert!(renders, "{before:?} -> {after:?} should not need the body"),
+            }
+        }
     }
 
     fn query(pairs: &[(&str, &str)]) -> ListQuery {

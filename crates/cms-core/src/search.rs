@@ -317,10 +317,14 @@ impl SearchIndex {
     }
 
     /// Shows an indexed item to public searches or hides it (a scheduled item's window
-    /// opened or closed); nothing happens when it is not indexed.
-    pub fn set_published(&mut self, name: &str, published: bool) {
-        if let Some(doc) = self.by_name.get(name).and_then(|id| self.docs[*id as usize].as_mut()) {
-            doc.published = published;
+    /// opened or closed); false, and nothing happens, when it is not indexed.
+    pub fn set_published(&mut self, name: &str, published: bool) -> bool {
+        match self.by_name.get(name).and_then(|id| self.docs[*id as usize].as_mut()) {
+            Some(doc) => {
+                doc.published = published;
+                true
+            }
+            None => false,
         }
     }
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use ring::digest;
 use time::OffsetDateTime;
 
+use super::index::KeptBody;
 use super::rendered::{Rendered, Version};
 use super::{
     ItemSummary, ItemUpdate, ItemVersion, ItemView, NewItem, RawItem, UpdateMode, Viewer, WriteOutcome,
@@ -303,7 +304,13 @@ impl Cms {
             let (name, file) = self.load(collection, &item_ref).await?;
             check_precondition(if_match, &file.bytes)?;
             let mut doc = parse_stored(&name, &file)?;
+            let wrote_excerpt = IndexedItem::writes_excerpt(&doc);
             doc.merge_frontmatter(update.fm.clone());
+            let body_kept = match (&update.body, update.mode) {
+                (Some(body), _) => *body == doc.body,
+                (None, UpdateMode::Put) => doc.body.is_empty(),
+                (None, UpdateMode::Patch) => true,
+            };
             doc.body = match (&update.body, update.mode) {
                 (Some(body), _) => body.clone(),
                 (None, UpdateMode::Put) => String::new(),
@@ -320,7 +327,8 @@ impl Cms {
             };
             self.publish(EventKind::FileUpdated, file_event(collection, &name));
             let outcome = outcome(collection, &name, Some(&bytes));
-            self.index_encoded(collection, &name, &StoredFile { bytes, stamp }, &doc);
+            let kept = body_kept.then(|| KeptBody { read_etag: etag_of(&file.bytes), wrote_excerpt });
+            self.index_rewritten(collection, &name, &StoredFile { bytes, stamp }, &doc, kept);
             return Ok(outcome);
         }
         Err(CoreError::Stale(format!(

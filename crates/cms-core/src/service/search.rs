@@ -254,6 +254,28 @@ impl Cms {
         }
     }
 
+    /// [`Self::search_written`] for a version with the search terms of the one it replaces:
+    /// only whether it is public is updated. An item the search index does not hold yet
+    /// (its build has not reached it) is added from `markdown`.
+    pub(super) fn search_republished(
+        &self,
+        collection: &Collection,
+        item: &IndexedItem,
+        markdown: &str,
+        live: bool,
+    ) {
+        let cell = &self.search[collection.index];
+        if read(&cell.index).is_none() {
+            return;
+        }
+        let mut search = write(&cell.index);
+        let Some(search) = search.as_mut() else { return };
+        if !search.set_published(&item.meta.filename, live) {
+            let body = render::to_plain_text(markdown);
+            search.upsert(Arc::clone(&item.meta.filename), live, &search_text(item, &body));
+        }
+    }
+
     pub(super) fn search_removed(&self, collection: &Collection, name: &ItemFilename) {
         if let Some(search) = write(&self.search[collection.index].index).as_mut() {
             search.remove(name.as_str());

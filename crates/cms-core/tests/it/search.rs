@@ -24,6 +24,12 @@ async fn found(cms: &Cms, q: &str, viewer: &Viewer) -> Vec<String> {
     page.items.iter().map(|hit| hit.item.meta.slug.clone()).collect()
 }
 
+/// The excerpt of the first public hit.
+async fn public_excerpt(cms: &Cms, q: &str) -> String {
+    let page = cms.search(&params(q), &Viewer::Anonymous).await.unwrap();
+    page.items[0].item.excerpt().to_owned()
+}
+
 fn new_item(title: &str, status: &str, body: &str) -> NewItem {
     NewItem {
         fm: json!({ "title": title, "status": status }).as_object().unwrap().clone(),
@@ -64,6 +70,42 @@ async fn search_follows_the_facades_writes_at_once() {
     let hit = cms.search(&params("penguins"), &key).await.unwrap();
     assert_eq!(hit.items[0].snippet, "<mark>Penguins</mark>.");
     assert_eq!(hit.items[0].url, "/blog/old");
+}
+
+/// A change of frontmatter alone keeps what the index and the search index took from the
+/// body (it is not rendered again): the item is still found by its body's words, shown to
+/// the public once published and hidden again, with the body's excerpt or a written one.
+#[tokio::test]
+async fn a_change_of_frontmatter_alone_keeps_the_items_search_terms() {
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    let key = key_viewer(&cms).await;
+    let posts = cms.collection("posts").unwrap();
+    cms.create_item(posts, new_item("Seal", "draft", "Ice *floes* drift.")).await.unwrap();
+    assert!(found(&cms, "floe", &Viewer::Anonymous).await.is_empty(), "built: the draft is hidden");
+    let patch = |fm: serde_json::Value| ItemUpdate {
+        mode: UpdateMode::Patch,
+        fm: fm.as_object().unwrap().clone(),
+        body: None,
+    };
+
+    cms.update_item(posts, "seal", patch(json!({ "status": "published", "n": 1 })), None).await.unwrap();
+    assert_eq!(found(&cms, "floe", &Viewer::Anonymous).await, ["seal"], "published: shown");
+    assert_eq!(public_excerpt(&cms, "floes").await, "Ice floes drift.");
+
+    cms.update_item(posts, "seal", patch(json!({ "excerpt": "A *written* one" })), None).await.unwrap();
+    assert_eq!(public_excerpt(&cms, "floes").await, "A *written* one");
+    cms.update_item(posts, "seal", patch(json!({ "excerpt": null })), None).await.unwrap();
+    assert_eq!(public_excerpt(&cms, "floes").await, "Ice floes drift.", "the body's excerpt again");
+
+    let put = ItemUpdate {
+        mode: UpdateMode::Put,
+        fm: json!({ "title": "Seal", "status": "draft" }).as_object().unwrap().clone(),
+        body: Some("Ice *floes* drift.".into()),
+    };
+    cms.update_item(posts, "seal", put, None).await.unwrap();
+    assert!(found(&cms, "floe", &Viewer::Anonymous).await.is_empty(), "a draft again: hidden");
+    assert_eq!(found(&cms, "floe", &key).await, ["seal"], "and still found with a key");
 }
 
 #[tokio::test]

@@ -21,7 +21,7 @@ use anyhow::{Context, bail};
 use cases::Case;
 use client::Client;
 use process::Server;
-use report::{CaseFigures, Report, SiteFigures};
+use report::{CaseFigures, Report, Round, SiteFigures};
 use sitegen::BenchSite;
 
 pub const USAGE: &str =
@@ -29,8 +29,9 @@ pub const USAGE: &str =
 
 First the HTTP load benchmark: release `cms serve` on generated sites (target/bench-sites/N,
 reused while current) under `wrk -t2 -c32 --latency --timeout 5s`, beside an actix-web
-hello-JSON server (the ceiling, measured before and after each case; a case's share is
-of the mean of the two). Cases: list (default order), list by title page 50, list
+hello-JSON server (the ceiling, measured before and after each run of a case; a run's
+share is of the mean of the two, and each case runs three times, reported by its median
+run). Cases: list (default order), list by title page 50, list
 tagged rust, a random single item, /status; start-up time and peak RSS per size; writes
 and outside-edit visibility at 10,000 items. Prints the figures with PASS/MISS against the
 targets and writes them to target/bench-report.md.
@@ -129,7 +130,7 @@ pub fn run(root: &Path, options: &Options) -> anyhow::Result<usize> {
     let mut sites = Vec::new();
     for &items in &options.sizes {
         let site = sitegen::ensure(root, &cms, items)?;
-        sites.push(measure_site(&cms, &site, &wrk, &hello, &logs));
+        sites.push(measure_site(&cms, &site, &wrk, &hello, ceiling.requests_per_sec, &logs));
     }
     let report = Report { setting: setting(root, &wrk, load_before), ceiling, sized_reference, sites };
     let text = report.render();
@@ -194,6 +195,9 @@ impl Ceiling {
     }
 }
 
+/// Runs of each read case (each beside its own ceilings); the median is reported.
+const ROUNDS: usize = 3;
+
 /// CPU ticks (10 ms each) that `cms` may use during a ceiling run beside it: the odd
 /// timer or watcher wake-up, not work that competes with the ceiling server.
 const BUSY_BESIDE_TICKS: u64 = 5;
@@ -210,6 +214,7 @@ fn measure_site(
     site: &BenchSite,
     wrk: &wrk::Settings,
     ceiling: &Ceiling,
+    first_ceiling: f64,
     logs: &Path,
 ) -> SiteFigures {
     let mut figures = SiteFigures::new(site.items);
@@ -242,20 +247,29 @@ fn measure_site(
         Err(error) => eprintln!("{} items: {error}; skipping its cases", site.items),
     }
     if figures.startup.is_ok() {
-        // Ceiling, case, ceiling, case, ..., ceiling: each case is held to the mean of the
-        // ceilings just before and just after it.
+        // Ceiling, case, ceiling, case, ..., ceiling, each case ROUNDS times: each run is
+        // held to the mean of the ceilings just before and just after it, and each case is
+        // reported by its median round.
         let mut before = ceiling.measure_beside(&server, wrk);
         for case in Case::ALL {
-            settle(&server);
-            eprintln!("{} items: {}", site.items, case.label());
-            let result = run_case(case, &server, site, wrk);
-            let after = ceiling.measure_beside(&server, wrk);
-            let ceiling_beside = match (before, after) {
-                (Some(before), Some(after)) => Some((before + after) / 2.0),
-                (one, other) => one.or(other),
-            };
-            figures.cases.push(CaseFigures { case, result, ceiling_beside });
-            before = after;
+            let mut rounds = Vec::with_capacity(ROUNDS);
+            for round in 1..=ROUNDS {
+                settle(&server);
+                eprintln!("{} items: {} (round {round} of {ROUNDS})", site.items, case.label());
+                let result = run_case(case, &server, site, wrk);
+                let after = ceiling.measure_beside(&server, wrk);
+                let ceiling_beside = match (before, after) {
+                    (Some(before), Some(after)) => Some((before + after) / 2.0),
+                    (one, other) => one.or(other),
+                };
+                let failed = result.is_err();
+                rounds.push(Round { result, ceiling_beside });
+                before = after;
+                if failed {
+                    break;
+                }
+            }
+            figures.cases.push(CaseFigures::of_rounds(case, rounds, first_ceiling));
         }
         if site.items == writes::WRITE_SIZE {
             settle(&server);
@@ -361,8 +375,9 @@ fn setting(root: &Path, wrk: &wrk::Settings, load_before: Option<String>) -> Str
     let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZeroUsize::get);
     format!(
         "`{}` per case; commit {commit}; {cpus} CPUs{}. Ceiling: actix-web hello JSON (`xtask hello`) with \
-         the worker count of `cms serve`, measured at the start and before and after each case; a case's \
-         share is of the mean of the two beside it. Same-server reads, no key; `cms serve` with RUST_LOG=warn. \
+         the worker count of `cms serve`, measured at the start and before and after each run of a case; \
+         a run's share is of the mean of the two beside it, and each case is its median of {ROUNDS} runs \
+         (\"rounds\"). Same-server reads, no key; `cms serve` with RUST_LOG=warn. \
          \"Stolen\": the share of the CPU the hypervisor gave to other guests during the run; a run \
          over {:.0}% is measured again (twice at most) and the least disturbed one kept.",
         wrk.describe(),

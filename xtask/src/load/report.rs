@@ -52,14 +52,51 @@ impl SiteFigures {
     }
 }
 
-/// One read case under wrk, and the ceiling it is held to.
+/// One read case under wrk, and the ceiling it is held to: the median of its rounds.
 pub struct CaseFigures {
     pub case: Case,
+    /// The round reported (see [`CaseFigures::of_rounds`]).
     pub result: Result<Figures, String>,
-    /// The ceiling's requests per second beside this case: the mean of the runs just
+    /// The ceiling's requests per second beside that round: the mean of the runs just
     /// before and just after it. `None` when neither could be measured; the case is then
     /// held to the run's first ceiling.
     pub ceiling_beside: Option<f64>,
+    /// Every round's share (%) of the ceiling beside it, in the order measured.
+    pub round_shares: Vec<f64>,
+}
+
+/// One wrk run of a case and the ceiling beside it.
+pub struct Round {
+    pub result: Result<Figures, String>,
+    pub ceiling_beside: Option<f64>,
+}
+
+impl CaseFigures {
+    /// The round with the median share of the ceiling beside it (the lower middle of an
+    /// even count): a moment when the machine's neighbours took the CPU from one run, or
+    /// from a ceiling run beside it, moves the median no more than the next round. A
+    /// round that failed or answered an error is reported instead, whatever its share: a
+    /// case that fails once is not met.
+    pub fn of_rounds(case: Case, rounds: Vec<Round>, first_ceiling: f64) -> Self {
+        let share = |round: &Round| match &round.result {
+            Ok(figures) => {
+                100.0 * figures.requests_per_sec / round.ceiling_beside.unwrap_or(first_ceiling).max(1e-9)
+            }
+            Err(_) => 0.0,
+        };
+        let round_shares: Vec<f64> = rounds.iter().map(share).collect();
+        let bad = rounds.iter().position(|round| round.result.as_ref().map_or(true, |f| f.non_2xx > 0));
+        let chosen = bad.unwrap_or_else(|| {
+            let mut order: Vec<usize> = (0..rounds.len()).collect();
+            order.sort_by(|a, b| round_shares[*a].total_cmp(&round_shares[*b]));
+            order[(order.len().max(1) - 1) / 2]
+        });
+        let Round { result, ceiling_beside } = rounds
+            .into_iter()
+            .nth(chosen)
+            .unwrap_or(Round { result: Err("not measured".into()), ceiling_beside: None });
+        Self { case, result, ceiling_beside, round_shares }
+    }
 }
 
 /// One target, met or not.
@@ -113,6 +150,7 @@ impl Report {
             rate(self.ceiling.requests_per_sec),
             String::new(),
             String::new(),
+            String::new(),
             "100%".into(),
             latency(self.ceiling.p50),
             latency(self.ceiling.p99),
@@ -126,6 +164,7 @@ impl Report {
             rate(self.sized_reference.requests_per_sec),
             String::new(),
             String::new(),
+            String::new(),
             percent(self.share_of_first_ceiling(&self.sized_reference)),
             latency(self.sized_reference.p50),
             latency(self.sized_reference.p99),
@@ -133,6 +172,7 @@ impl Report {
             stolen(&self.sized_reference),
             String::new(),
         ]);
+        // A case's row is its median round (see `CaseFigures::of_rounds`).
         for site in &self.sites {
             for measured in &site.cases {
                 let case = measured.case;
@@ -146,6 +186,12 @@ impl Report {
                         rate(figures.requests_per_sec),
                         measured.ceiling_beside.map_or_else(String::new, rate),
                         percent(self.share_of_ceiling(measured, figures)),
+                        measured
+                            .round_shares
+                            .iter()
+                            .map(|share| format!("{share:.0}"))
+                            .collect::<Vec<_>>()
+                            .join(" "),
                         percent(self.share_of_first_ceiling(figures)),
                         completed_latency(figures, figures.p50),
                         completed_latency(figures, figures.p99),
@@ -154,6 +200,7 @@ impl Report {
                     ]),
                     Err(error) => row.extend([
                         "failed".into(),
+                        "".into(),
                         "".into(),
                         "".into(),
                         "".into(),
@@ -173,6 +220,7 @@ impl Report {
             "req/s",
             "ceiling beside",
             "% of it",
+            "rounds (%)",
             "% of first ceiling",
             "p50",
             "p99",
@@ -180,7 +228,7 @@ impl Report {
             "stolen",
             "target",
         ];
-        table(&headers, &[false, true, true, true, true, true, true, true, false, true, false], rows)
+        table(&headers, &[false, true, true, true, true, true, true, true, true, false, true, false], rows)
     }
 
     fn startup_table(&self) -> String {
@@ -540,10 +588,9 @@ mod tests {
 
     #[test]
     fn holds_each_case_to_the_ceiling_beside_it() {
-        let case = |requests_per_sec, ceiling_beside| CaseFigures {
-            case: Case::SingleItem,
-            result: Ok(served(requests_per_sec)),
-            ceiling_beside,
+        let case = |requests_per_sec, ceiling_beside| {
+            let round = Round { result: Ok(served(requests_per_sec)), ceiling_beside };
+            CaseFigures::of_rounds(Case::SingleItem, vec![round], 100_000.0)
         };
         let mut site = SiteFigures::new(1_000);
         // 45k of a ceiling that stood at 80k beside it: 56%, met, though 45% of the first.
@@ -560,8 +607,42 @@ mod tests {
         let measured: Vec<(&str, bool)> = verdicts.iter().map(|v| (v.measured.as_str(), v.met)).collect();
         assert_eq!(measured, [("56.2%", true), ("45.0%", false)]);
         let text = report.render();
-        assert!(text.contains("45,000 |         80,000 |   56.2% |              45.0% |"), "{text}");
+        assert!(
+            text.contains("45,000 |         80,000 |   56.2% |         56 |              45.0% |"),
+            "{text}"
+        );
         assert!(text.contains("1 of 2 targets met, 1 missed."), "{text}");
+    }
+
+    #[test]
+    fn reports_the_median_round_unless_one_went_wrong() {
+        let round = |requests_per_sec, ceiling| Round {
+            result: Ok(served(requests_per_sec)),
+            ceiling_beside: Some(ceiling),
+        };
+        let rounds = vec![round(40_000.0, 100_000.0), round(30_000.0, 50_000.0), round(45_000.0, 90_000.0)];
+        let median = CaseFigures::of_rounds(Case::Status, rounds, 100_000.0);
+        assert_eq!(median.round_shares, [40.0, 60.0, 50.0]);
+        assert_eq!(median.ceiling_beside, Some(90_000.0), "the 50% round");
+        assert_eq!(median.result.unwrap().requests_per_sec, 45_000.0);
+
+        let even = vec![round(40_000.0, 100_000.0), round(30_000.0, 50_000.0)];
+        assert_eq!(
+            CaseFigures::of_rounds(Case::Status, even, 1.0).ceiling_beside,
+            Some(100_000.0),
+            "the lower middle"
+        );
+
+        let mut erred = served(90_000.0);
+        erred.non_2xx = 3;
+        let rounds =
+            vec![round(40_000.0, 100_000.0), Round { result: Ok(erred), ceiling_beside: Some(100_000.0) }];
+        assert_eq!(CaseFigures::of_rounds(Case::Status, rounds, 1.0).result.unwrap().non_2xx, 3);
+        let rounds =
+            vec![round(40_000.0, 100_000.0), Round { result: Err("refused".into()), ceiling_beside: None }];
+        let failed = CaseFigures::of_rounds(Case::Status, rounds, 1.0);
+        assert_eq!(failed.result.unwrap_err(), "refused");
+        assert_eq!(failed.round_shares, [40.0, 0.0]);
     }
 
     #[test]

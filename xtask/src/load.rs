@@ -185,12 +185,12 @@ impl Ceiling {
                 }
                 Ok(_) => eprintln!("  cms used {busy} ticks of CPU during the ceiling run; measuring again"),
                 Err(error) => {
-                    eprintln!("warning: the ceiling beside the case was not measured: {error:#}");
+                    eprintln!("warning: the ceiling beside the case was not measured (this side): {error:#}");
                     return None;
                 }
             }
         }
-        eprintln!("warning: cms was never idle during a ceiling run; the case is held to the first ceiling");
+        eprintln!("warning: cms was never idle during a ceiling run; this side of the case has no ceiling");
         None
     }
 }

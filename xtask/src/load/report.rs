@@ -75,8 +75,9 @@ impl CaseFigures {
     /// The round with the median share of the ceiling beside it (the lower middle of an
     /// even count): a moment when the machine's neighbours took the CPU from one run, or
     /// from a ceiling run beside it, moves the median no more than the next round. A
-    /// round that failed or answered an error is reported instead, whatever its share: a
-    /// case that fails once is not met.
+    /// round that failed, answered an error, timed out, lost a connection or completed
+    /// nothing is reported instead, whatever its share: a case is shown by its worst such
+    /// run (and one with non-2xx answers is not met).
     pub fn of_rounds(case: Case, rounds: Vec<Round>, first_ceiling: f64) -> Self {
         let share = |round: &Round| match &round.result {
             Ok(figures) => {
@@ -85,16 +86,20 @@ impl CaseFigures {
             Err(_) => 0.0,
         };
         let round_shares: Vec<f64> = rounds.iter().map(share).collect();
-        let bad = rounds.iter().position(|round| round.result.as_ref().map_or(true, |f| f.non_2xx > 0));
+        if rounds.is_empty() {
+            return Self { case, result: Err("not measured".into()), ceiling_beside: None, round_shares };
+        }
+        let went_wrong = |figures: &Figures| {
+            figures.non_2xx > 0 || figures.timeouts > 0 || figures.socket_errors > 0 || figures.requests == 0
+        };
+        let bad = rounds.iter().position(|round| round.result.as_ref().map_or(true, went_wrong));
         let chosen = bad.unwrap_or_else(|| {
             let mut order: Vec<usize> = (0..rounds.len()).collect();
             order.sort_by(|a, b| round_shares[*a].total_cmp(&round_shares[*b]));
-            order[(order.len().max(1) - 1) / 2]
+            order[(order.len() - 1) / 2]
         });
-        let Round { result, ceiling_beside } = rounds
-            .into_iter()
-            .nth(chosen)
-            .unwrap_or(Round { result: Err("not measured".into()), ceiling_beside: None });
+        let Round { result, ceiling_beside } =
+            rounds.into_iter().nth(chosen).expect("chosen among the rounds");
         Self { case, result, ceiling_beside, round_shares }
     }
 }
@@ -186,12 +191,7 @@ impl Report {
                         rate(figures.requests_per_sec),
                         measured.ceiling_beside.map_or_else(String::new, rate),
                         percent(self.share_of_ceiling(measured, figures)),
-                        measured
-                            .round_shares
-                            .iter()
-                            .map(|share| format!("{share:.0}"))
-                            .collect::<Vec<_>>()
-                            .join(" "),
+                        round_shares(measured),
                         percent(self.share_of_first_ceiling(figures)),
                         completed_latency(figures, figures.p50),
                         completed_latency(figures, figures.p99),
@@ -202,7 +202,7 @@ impl Report {
                         "failed".into(),
                         "".into(),
                         "".into(),
-                        "".into(),
+                        round_shares(measured),
                         "".into(),
                         "".into(),
                         "".into(),
@@ -491,6 +491,11 @@ fn completed_latency(figures: &Figures, time: Duration) -> String {
     if figures.requests == 0 { "-".into() } else { latency(time) }
 }
 
+/// Every round's share of its ceiling, in the order measured.
+fn round_shares(measured: &CaseFigures) -> String {
+    measured.round_shares.iter().map(|share| format!("{share:.0}")).collect::<Vec<_>>().join(" ")
+}
+
 fn pass_or_miss(met: bool) -> &'static str {
     if met { "PASS" } else { "MISS" }
 }
@@ -638,6 +643,15 @@ mod tests {
         let rounds =
             vec![round(40_000.0, 100_000.0), Round { result: Ok(erred), ceiling_beside: Some(100_000.0) }];
         assert_eq!(CaseFigures::of_rounds(Case::Status, rounds, 1.0).result.unwrap().non_2xx, 3);
+        let mut timed_out = served(90_000.0);
+        timed_out.timeouts = 1;
+        let timed_out = Round { result: Ok(timed_out), ceiling_beside: Some(100_000.0) };
+        let rounds = vec![round(40_000.0, 100_000.0), timed_out, round(45_000.0, 90_000.0)];
+        assert_eq!(CaseFigures::of_rounds(Case::Status, rounds, 1.0).result.unwrap().timeouts, 1);
+        assert!(
+            CaseFigures::of_rounds(Case::Status, Vec::new(), 1.0).result.is_err(),
+            "no round: not measured"
+        );
         let rounds =
             vec![round(40_000.0, 100_000.0), Round { result: Err("refused".into()), ceiling_beside: None }];
         let failed = CaseFigures::of_rounds(Case::Status, rounds, 1.0);

@@ -2,7 +2,7 @@
 //! by the facade's own writes (read-your-writes) and by the store's change feed (edits by
 //! other programs), with a rescan whenever the feed cannot say exactly what changed.
 
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use futures_util::lock::Mutex as AsyncMutex;
 
@@ -277,12 +277,14 @@ impl Cms {
         doc: &ItemDocument,
         kept: &KeptBody,
     ) -> Option<IndexedItem> {
-        let index = super::read(&self.indexes[collection.index].index);
-        let previous = index.as_ref()?.get(name.as_str()).and_then(Result::ok)?;
+        let previous = {
+            let index = super::read(&self.indexes[collection.index].index);
+            Arc::clone(index.as_ref()?.get(name.as_str()).and_then(Result::ok)?)
+        };
         if *previous.etag != *kept.read_etag {
             return None;
         }
-        let item = IndexedItem::with_body_of(name, doc, file, &self.zone, previous, kept.wrote_excerpt)?;
+        let item = IndexedItem::with_body_of(name, doc, file, &self.zone, &previous, kept.wrote_excerpt)?;
         (item.meta.title == previous.meta.title && item.meta.tags == previous.meta.tags).then_some(item)
     }
 

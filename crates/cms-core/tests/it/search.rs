@@ -72,9 +72,9 @@ async fn search_follows_the_facades_writes_at_once() {
     assert_eq!(hit.items[0].url, "/blog/old");
 }
 
-/// A change of frontmatter alone keeps what the index and the search index took from the
-/// body (it is not rendered again): the item is still found by its body's words, shown to
-/// the public once published and hidden again, with the body's excerpt or a written one.
+/// A change of frontmatter alone, where the index keeps what it took from the body: the
+/// item is still found by its body's words, shown to the public once published and hidden
+/// again, with the body's excerpt or a written one.
 #[tokio::test]
 async fn a_change_of_frontmatter_alone_keeps_the_items_search_terms() {
     let world = MemoryWorld::new();
@@ -106,6 +106,27 @@ async fn a_change_of_frontmatter_alone_keeps_the_items_search_terms() {
     cms.update_item(posts, "seal", put, None).await.unwrap();
     assert!(found(&cms, "floe", &Viewer::Anonymous).await.is_empty(), "a draft again: hidden");
     assert_eq!(found(&cms, "floe", &key).await, ["seal"], "and still found with a key");
+}
+
+/// The kept body is the body of the file the write read: an outside edit the server has not
+/// been told of yet is not hidden behind the index's older item.
+#[tokio::test]
+async fn a_change_of_frontmatter_over_an_unreported_edit_takes_the_new_body() {
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    let posts = cms.collection("posts").unwrap();
+    world.content.put_raw(POSTS, "a.md", b"---\ntitle: A\nstatus: published\n---\nOtters swim.\n");
+    assert_eq!(found(&cms, "otter", &Viewer::Anonymous).await, ["a"]);
+    world.content.put_raw(POSTS, "a.md", b"---\ntitle: A\nstatus: published\n---\nBeavers build.\n");
+    let update = ItemUpdate {
+        mode: UpdateMode::Patch,
+        fm: json!({ "n": 1 }).as_object().unwrap().clone(),
+        body: None,
+    };
+    cms.update_item(posts, "a", update, None).await.unwrap();
+    assert_eq!(found(&cms, "beaver", &Viewer::Anonymous).await, ["a"]);
+    assert!(found(&cms, "otter", &Viewer::Anonymous).await.is_empty());
+    assert_eq!(public_excerpt(&cms, "beavers").await, "Beavers build.");
 }
 
 #[tokio::test]

@@ -21,7 +21,9 @@ use anyhow::{Context, bail};
 use cases::Case;
 use client::Client;
 use process::Server;
-use report::{CaseFigures, Report, Round, SiteFigures};
+use report::{
+    CLOSE_CALL_POINTS, CLOSE_CALL_ROUNDS, CaseFigures, ROUNDS, Report, Round, SiteFigures, rounds_wanted,
+};
 use sitegen::BenchSite;
 
 pub const USAGE: &str =
@@ -195,9 +197,6 @@ impl Ceiling {
     }
 }
 
-/// Runs of each read case (each beside its own ceilings); the median is reported.
-const ROUNDS: usize = 3;
-
 /// CPU ticks (10 ms each) that `cms` may use during a ceiling run beside it: the odd
 /// timer or watcher wake-up, not work that competes with the ceiling server.
 const BUSY_BESIDE_TICKS: u64 = 5;
@@ -247,15 +246,18 @@ fn measure_site(
         Err(error) => eprintln!("{} items: {error}; skipping its cases", site.items),
     }
     if figures.startup.is_ok() {
-        // Ceiling, case, ceiling, case, ..., ceiling, each case ROUNDS times: each run is
-        // held to the mean of the ceilings just before and just after it, and each case is
-        // reported by its median round.
+        // Ceiling, case, ceiling, case, ..., ceiling, each case three times (five when
+        // close to its target, see `rounds_wanted`): each run is held to the mean of the
+        // ceilings just before and just after it, and each case is reported by its median
+        // round.
         let mut before = ceiling.measure_beside(&server, wrk);
         for case in Case::ALL {
-            let mut rounds = Vec::with_capacity(ROUNDS);
-            for round in 1..=ROUNDS {
+            let mut rounds: Vec<Round> = Vec::with_capacity(CLOSE_CALL_ROUNDS);
+            let mut wanted = ROUNDS;
+            while rounds.len() < wanted {
+                let round = rounds.len() + 1;
                 settle(&server);
-                eprintln!("{} items: {} (round {round} of {ROUNDS})", site.items, case.label());
+                eprintln!("{} items: {} (round {round} of {wanted})", site.items, case.label());
                 let result = run_case(case, &server, site, wrk);
                 let after = ceiling.measure_beside(&server, wrk);
                 let ceiling_beside = match (before, after) {
@@ -268,6 +270,8 @@ fn measure_site(
                 if failed {
                     break;
                 }
+                let shares: Vec<f64> = rounds.iter().map(|round| round.share(first_ceiling)).collect();
+                wanted = rounds_wanted(case, site.items, &shares);
             }
             figures.cases.push(CaseFigures::of_rounds(case, rounds, first_ceiling));
         }
@@ -377,7 +381,8 @@ fn setting(root: &Path, wrk: &wrk::Settings, load_before: Option<String>) -> Str
         "`{}` per case; commit {commit}; {cpus} CPUs{}. Ceiling: actix-web hello JSON (`xtask hello`) with \
          the worker count of `cms serve`, measured at the start and before and after each run of a case; \
          a run's share is of the mean of the two beside it, and each case is its median of {ROUNDS} runs \
-         (\"rounds\"). Same-server reads, no key; `cms serve` with RUST_LOG=warn. \
+         (\"rounds\"; {CLOSE_CALL_ROUNDS} when the median of {ROUNDS} is within {CLOSE_CALL_POINTS:.0} points \
+         of the target). Same-server reads, no key; `cms serve` with RUST_LOG=warn. \
          \"Stolen\": the share of the CPU the hypervisor gave to other guests during the run; a run \
          over {:.0}% is measured again (twice at most) and the least disturbed one kept.",
         wrk.describe(),

@@ -79,13 +79,7 @@ impl CaseFigures {
     /// nothing is reported instead, whatever its share: a case is shown by its worst such
     /// run (and one with non-2xx answers is not met).
     pub fn of_rounds(case: Case, rounds: Vec<Round>, first_ceiling: f64) -> Self {
-        let share = |round: &Round| match &round.result {
-            Ok(figures) => {
-                100.0 * figures.requests_per_sec / round.ceiling_beside.unwrap_or(first_ceiling).max(1e-9)
-            }
-            Err(_) => 0.0,
-        };
-        let round_shares: Vec<f64> = rounds.iter().map(share).collect();
+        let round_shares: Vec<f64> = rounds.iter().map(|round| round.share(first_ceiling)).collect();
         if rounds.is_empty() {
             return Self { case, result: Err("not measured".into()), ceiling_beside: None, round_shares };
         }
@@ -93,16 +87,54 @@ impl CaseFigures {
             figures.non_2xx > 0 || figures.timeouts > 0 || figures.socket_errors > 0 || figures.requests == 0
         };
         let bad = rounds.iter().position(|round| round.result.as_ref().map_or(true, went_wrong));
-        let chosen = bad.unwrap_or_else(|| {
-            let mut order: Vec<usize> = (0..rounds.len()).collect();
-            order.sort_by(|a, b| round_shares[*a].total_cmp(&round_shares[*b]));
-            order[(order.len() - 1) / 2]
-        });
+        let chosen = bad.unwrap_or_else(|| median_position(&round_shares));
         let Round { result, ceiling_beside } =
             rounds.into_iter().nth(chosen).expect("chosen among the rounds");
         Self { case, result, ceiling_beside, round_shares }
     }
 }
+
+impl Round {
+    /// This round's share (%) of the ceiling beside it (of `first_ceiling` when none was
+    /// measured); 0 for a failed round.
+    pub fn share(&self, first_ceiling: f64) -> f64 {
+        match &self.result {
+            Ok(figures) => {
+                100.0 * figures.requests_per_sec / self.ceiling_beside.unwrap_or(first_ceiling).max(1e-9)
+            }
+            Err(_) => 0.0,
+        }
+    }
+}
+
+/// Where the median of `shares` is (the lower middle of an even count). `shares` is not
+/// empty.
+fn median_position(shares: &[f64]) -> usize {
+    let mut order: Vec<usize> = (0..shares.len()).collect();
+    order.sort_by(|a, b| shares[*a].total_cmp(&shares[*b]));
+    order[(order.len() - 1) / 2]
+}
+
+/// Rounds a read case gets: [`ROUNDS`], or [`CLOSE_CALL_ROUNDS`] when the median of the
+/// first ones lies within [`CLOSE_CALL_POINTS`] of the case's target, either side. The
+/// machine's noise moves a single round by ten points and more; near the line, the median
+/// of five decides instead of the median of three. Whether more rounds are run does not
+/// depend on which side of the line the median is, so it favours neither verdict.
+pub fn rounds_wanted(case: Case, items: usize, shares: &[f64]) -> usize {
+    if shares.len() < ROUNDS {
+        return ROUNDS;
+    }
+    let Some(target) = case.min_share_of_ceiling(items) else { return ROUNDS };
+    let median = shares[median_position(shares)];
+    if (median - target).abs() < CLOSE_CALL_POINTS { CLOSE_CALL_ROUNDS } else { ROUNDS }
+}
+
+/// Runs of each read case, each beside its own ceilings; the median is reported.
+pub const ROUNDS: usize = 3;
+/// Runs of a case whose first [`ROUNDS`] put it close to its target.
+pub const CLOSE_CALL_ROUNDS: usize = 5;
+/// How close (percentage points of the ceiling) counts as close.
+pub const CLOSE_CALL_POINTS: f64 = 8.0;
 
 /// One target, met or not.
 struct Verdict {
@@ -657,6 +689,38 @@ mod tests {
         let failed = CaseFigures::of_rounds(Case::Status, rounds, 1.0);
         assert_eq!(failed.result.unwrap_err(), "refused");
         assert_eq!(failed.round_shares, [40.0, 0.0]);
+    }
+
+    #[test]
+    fn runs_five_rounds_only_when_the_median_of_three_is_close_to_the_target() {
+        // Single item: target 50% at every size.
+        assert_eq!(rounds_wanted(Case::SingleItem, 10_000, &[]), ROUNDS);
+        assert_eq!(rounds_wanted(Case::SingleItem, 10_000, &[48.0, 90.0]), ROUNDS, "three first");
+        assert_eq!(
+            rounds_wanted(Case::SingleItem, 10_000, &[62.0, 47.0, 55.0]),
+            CLOSE_CALL_ROUNDS,
+            "55: close"
+        );
+        assert_eq!(
+            rounds_wanted(Case::SingleItem, 10_000, &[44.0, 47.0, 60.0]),
+            CLOSE_CALL_ROUNDS,
+            "47: close"
+        );
+        assert_eq!(rounds_wanted(Case::SingleItem, 10_000, &[62.0, 58.0, 64.0]), ROUNDS, "62: clear");
+        assert_eq!(
+            rounds_wanted(Case::SingleItem, 10_000, &[30.0, 40.0, 41.0]),
+            ROUNDS,
+            "40: clearly missed"
+        );
+        assert_eq!(
+            rounds_wanted(Case::SingleItem, 10_000, &[62.0, 47.0, 55.0, 50.0, 51.0]),
+            CLOSE_CALL_ROUNDS,
+            "no more than five"
+        );
+        // The default list has no target at 1,000 items; search none anywhere.
+        assert_eq!(rounds_wanted(Case::ListDefault, 1_000, &[50.0, 50.0, 50.0]), ROUNDS);
+        assert_eq!(rounds_wanted(Case::ListDefault, 10_000, &[50.0, 50.0, 50.0]), CLOSE_CALL_ROUNDS);
+        assert_eq!(rounds_wanted(Case::Search, 10_000, &[0.3, 0.3, 0.3]), ROUNDS);
     }
 
     #[test]

@@ -1,10 +1,13 @@
+use std::collections::HashMap;
 use std::fs;
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use cms_core::collection::Collection;
-use cms_core::ports::{KeepSnapshot, VersionStamp, VersionStore};
+use cms_core::ports::{KeepSnapshot, SnapshotPlan, VersionStamp, VersionStore};
 use cms_core::slug::ItemFilename;
 use cms_core::{CoreError, CoreResult};
 
@@ -17,11 +20,83 @@ use crate::error::io_error;
 #[derive(Debug, Clone)]
 pub struct FsVersionStore {
     root: PathBuf,
+    known: Arc<KnownHistories>,
+}
+
+/// What this process last saw of items' history folders, so that keeping a snapshot
+/// (every write) neither lists the item's folder (up to `versions.keep` entries) nor reads
+/// its newest snapshot back: together about a third of what the history cost a write.
+///
+/// An entry holds only while the folder's stamp (its modification and change times and
+/// inode) is the one recorded after this process last changed it. Another process
+/// changing the folder within the same clock tick can go unseen: then a snapshot's
+/// timestamp may already be taken, which the create refuses and the snapshot is kept
+/// again from the folder itself; and a repeat of content the history already holds may
+/// be left out, or one snapshot too many kept until the next write.
+#[derive(Debug, Default)]
+struct KnownHistories {
+    folders: Mutex<HashMap<PathBuf, KnownHistory>>,
+}
+
+#[derive(Debug, Clone)]
+struct KnownHistory {
+    folder: u64,
+    timestamps: Vec<i64>,
+    /// SHA-256 of the newest snapshot's bytes.
+    newest: Option<[u8; 32]>,
+}
+
+/// Item folders remembered at most; beyond it all are forgotten (each is listed again on
+/// its item's next write). About 2 MB at `versions.keep: 50`.
+const KNOWN_FOLDERS: usize = 4096;
+
+impl KnownHistories {
+    fn lock(&self) -> MutexGuard<'_, HashMap<PathBuf, KnownHistory>> {
+        // Entries are whole values: a panic elsewhere cannot leave one half-written.
+        self.folders.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The history of `dir` if it is still what this process recorded.
+    fn get(&self, dir: &Path, folder: u64) -> Option<KnownHistory> {
+        self.lock().get(dir).filter(|known| known.folder == folder).cloned()
+    }
+
+    fn record(&self, dir: &Path, known: KnownHistory) {
+        let mut folders = self.lock();
+        if folders.len() >= KNOWN_FOLDERS && !folders.contains_key(dir) {
+            folders.clear();
+        }
+        folders.insert(dir.to_owned(), known);
+    }
+
+    fn forget(&self, dir: &Path) {
+        self.lock().remove(dir);
+    }
+}
+
+/// The stamp of a history folder; `None` when it does not exist (yet).
+fn folder_stamp(dir: &Path) -> CoreResult<Option<u64>> {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    match fs::symlink_metadata(dir) {
+        Ok(meta) => {
+            let mut hasher = DefaultHasher::new();
+            (meta.mtime(), meta.mtime_nsec(), meta.ctime(), meta.ctime_nsec(), meta.ino(), meta.dev())
+                .hash(&mut hasher);
+            Ok(Some(hasher.finish()))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_error(dir)(e)),
+    }
+}
+
+fn digest(bytes: &[u8]) -> [u8; 32] {
+    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
+    digest.as_ref().try_into().expect("SHA-256 is 32 bytes")
 }
 
 impl FsVersionStore {
     pub fn new(state_dir: &Path) -> Self {
-        Self { root: state_dir.join("versions") }
+        Self { root: state_dir.join("versions"), known: Arc::default() }
     }
 
     fn item_dir(&self, collection: &Collection, name: &ItemFilename) -> PathBuf {
@@ -123,24 +198,83 @@ impl FsVersionStore {
         }
     }
 
-    /// [`VersionStore::keep_snapshot`]'s steps, in one trip to the blocking pool.
+    /// [`VersionStore::keep_snapshot`]'s steps, in one trip to the blocking pool: from what
+    /// this process knows of the item's history when the folder is as it left it, else
+    /// from the folder.
     fn keep_snapshot_blocking(
         &self,
         collection: &Collection,
         name: &ItemFilename,
         snapshot: KeepSnapshot<'_>,
     ) -> CoreResult<()> {
-        let plan = snapshot.plan(self.version_timestamps_blocking(collection, name)?);
-        if let Some(newest) = plan.newest
-            && self.read_version_blocking(collection, name, newest)?.as_deref() == Some(snapshot.bytes)
-        {
-            return Ok(());
+        let dir = self.item_dir(collection, name);
+        let remembered = folder_stamp(&dir)?.and_then(|folder| self.known.get(&dir, folder));
+        let from_memory = remembered.is_some();
+        let (timestamps, newest) = match remembered {
+            Some(known) => (known.timestamps, known.newest),
+            None => self.history_on_disk(collection, name)?,
+        };
+        let bytes_digest = digest(snapshot.bytes);
+        let plan = snapshot.plan(timestamps.clone());
+        let changed = if plan.newest.is_some() && newest == Some(bytes_digest) {
+            Ok(timestamps)
+        } else {
+            self.store_snapshot(collection, name, snapshot.bytes, &plan, timestamps)
+        };
+        match changed {
+            Ok(timestamps) => {
+                if let Some(folder) = folder_stamp(&dir)? {
+                    self.known.record(&dir, KnownHistory { folder, timestamps, newest: Some(bytes_digest) });
+                }
+                Ok(())
+            }
+            // The timestamp was taken meanwhile by another process: decide again from the
+            // folder.
+            Err(CoreError::Conflict(_)) if from_memory => {
+                self.known.forget(&dir);
+                self.keep_snapshot_blocking(collection, name, snapshot)
+            }
+            Err(error) => {
+                self.known.forget(&dir);
+                Err(error)
+            }
         }
-        self.save_version_blocking(collection, name, plan.timestamp, snapshot.bytes)?;
-        for old in plan.drop {
-            self.remove_version_blocking(collection, name, old)?;
+    }
+
+    /// Saves the new snapshot and drops the old ones `plan` names; the history's timestamps
+    /// after that.
+    fn store_snapshot(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        bytes: &[u8],
+        plan: &SnapshotPlan,
+        mut timestamps: Vec<i64>,
+    ) -> CoreResult<Vec<i64>> {
+        self.save_version_blocking(collection, name, plan.timestamp, bytes)?;
+        for old in &plan.drop {
+            self.remove_version_blocking(collection, name, *old)?;
         }
-        Ok(())
+        timestamps.push(plan.timestamp);
+        timestamps.retain(|timestamp| !plan.drop.contains(timestamp));
+        Ok(timestamps)
+    }
+
+    /// An item's history as its folder holds it: the snapshots' timestamps, and the digest
+    /// of the newest one.
+    fn history_on_disk(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+    ) -> CoreResult<(Vec<i64>, Option<[u8; 32]>)> {
+        let timestamps = self.version_timestamps_blocking(collection, name)?;
+        let newest = match timestamps.iter().max() {
+            Some(&newest) => {
+                self.read_version_blocking(collection, name, newest)?.map(|bytes| digest(&bytes))
+            }
+            None => None,
+        };
+        Ok((timestamps, newest))
     }
 
     fn items_with_history_blocking(&self, collection: &Collection) -> CoreResult<Vec<String>> {
@@ -191,7 +325,11 @@ impl VersionStore for FsVersionStore {
     ) -> CoreResult<()> {
         let (store, collection, name, bytes) =
             (self.clone(), collection.clone(), name.clone(), bytes.to_vec());
-        blocking::run(move || store.save_version_blocking(&collection, &name, timestamp, &bytes)).await
+        blocking::run(move || {
+            store.known.forget(&store.item_dir(&collection, &name));
+            store.save_version_blocking(&collection, &name, timestamp, &bytes)
+        })
+        .await
     }
 
     async fn remove_version(
@@ -201,7 +339,11 @@ impl VersionStore for FsVersionStore {
         timestamp: i64,
     ) -> CoreResult<()> {
         let (store, collection, name) = (self.clone(), collection.clone(), name.clone());
-        blocking::run(move || store.remove_version_blocking(&collection, &name, timestamp)).await
+        blocking::run(move || {
+            store.known.forget(&store.item_dir(&collection, &name));
+            store.remove_version_blocking(&collection, &name, timestamp)
+        })
+        .await
     }
 
     async fn items_with_history(&self, collection: &Collection) -> CoreResult<Vec<String>> {
@@ -221,5 +363,103 @@ impl VersionStore for FsVersionStore {
             store.keep_snapshot_blocking(&collection, &name, KeepSnapshot { bytes: &bytes, ..snapshot })
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cms_core::config::CollectionConfig;
+
+    use super::*;
+
+    fn posts() -> Collection {
+        let config = CollectionConfig {
+            label: "Posts".into(),
+            path: "content/posts".into(),
+            page_path: None,
+            date_prefix: false,
+        };
+        Collection::from_config(0, &config)
+    }
+
+    fn keep(store: &FsVersionStore, bytes: &[u8], now: i64) {
+        let item = ItemFilename::parse("hello.md").unwrap();
+        store.keep_snapshot_blocking(&posts(), &item, KeepSnapshot { bytes, now, keep: 3 }).unwrap();
+    }
+
+    fn history(store: &FsVersionStore) -> Vec<(i64, String)> {
+        let item = ItemFilename::parse("hello.md").unwrap();
+        let mut timestamps = store.version_timestamps_blocking(&posts(), &item).unwrap();
+        timestamps.sort_unstable();
+        let read = |timestamp| store.read_version_blocking(&posts(), &item, timestamp).unwrap().unwrap();
+        timestamps
+            .into_iter()
+            .map(|timestamp| (timestamp, String::from_utf8(read(timestamp)).unwrap()))
+            .collect()
+    }
+
+    fn folder(state: &Path) -> PathBuf {
+        state.join("versions/content/posts/hello.md")
+    }
+
+    #[test]
+    fn a_snapshot_reads_neither_the_folder_nor_the_newest_file_while_the_folder_is_as_it_was_left() {
+        let state = tempfile::tempdir().unwrap();
+        let store = FsVersionStore::new(state.path());
+        keep(&store, b"one", 200);
+        // Rewritten in place, which leaves the folder's stamp alone: the store goes by what
+        // it wrote, so the repeat of "one" is still a repeat.
+        fs::write(folder(state.path()).join("200.md"), "edited").unwrap();
+        keep(&store, b"one", 300);
+        assert_eq!(history(&store), [(200, "edited".into())]);
+        // A fresh store (another process, a restart) reads the folder.
+        keep(&FsVersionStore::new(state.path()), b"one", 300);
+        assert_eq!(history(&store), [(200, "edited".into()), (300, "one".into())]);
+    }
+
+    #[test]
+    fn snapshots_another_process_added_or_removed_are_neither_overwritten_nor_miscounted() {
+        let state = tempfile::tempdir().unwrap();
+        let store = FsVersionStore::new(state.path());
+        keep(&store, b"one", 200);
+        keep(&store, b"two", 200);
+        // Another process adds the next timestamp, then removes the oldest.
+        fs::write(folder(state.path()).join("202.md"), "theirs").unwrap();
+        keep(&store, b"three", 200);
+        assert_eq!(history(&store), [(201, "two".into()), (202, "theirs".into()), (203, "three".into())]);
+        fs::remove_file(folder(state.path()).join("201.md")).unwrap();
+        keep(&store, b"theirs", 200);
+        keep(&store, b"four", 200);
+        assert_eq!(history(&store), [(203, "three".into()), (204, "theirs".into()), (205, "four".into())]);
+    }
+
+    #[test]
+    fn a_timestamp_taken_unseen_is_kept_and_the_snapshot_decided_again_from_the_folder() {
+        let state = tempfile::tempdir().unwrap();
+        let store = FsVersionStore::new(state.path());
+        keep(&store, b"one", 200);
+        let dir = folder(state.path());
+        fs::write(dir.join("201.md"), "theirs").unwrap();
+        // As if the change had come within the clock tick of the store's own.
+        let folder = folder_stamp(&dir).unwrap().unwrap();
+        store
+            .known
+            .record(&dir, KnownHistory { folder, timestamps: vec![200], newest: Some(digest(b"one")) });
+        keep(&store, b"two", 200);
+        assert_eq!(history(&store), [(200, "one".into()), (201, "theirs".into()), (202, "two".into())]);
+    }
+
+    #[test]
+    fn forgets_every_folder_beyond_its_bound() {
+        let known = KnownHistories::default();
+        let entry = || KnownHistory { folder: 1, timestamps: vec![1], newest: None };
+        for n in 0..KNOWN_FOLDERS {
+            known.record(Path::new(&n.to_string()), entry());
+        }
+        assert!(known.get(Path::new("0"), 1).is_some());
+        assert!(known.get(Path::new("0"), 2).is_none(), "another stamp: not the folder it knew");
+        known.record(Path::new("one more"), entry());
+        assert!(known.get(Path::new("0"), 1).is_none());
+        assert_eq!(known.lock().len(), 1);
     }
 }

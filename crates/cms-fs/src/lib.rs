@@ -25,6 +25,7 @@ mod changes;
 mod config;
 mod content;
 mod error;
+mod history_memo;
 mod license;
 mod previews;
 mod render_cache;

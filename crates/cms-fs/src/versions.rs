@@ -1,9 +1,7 @@
-use std::collections::HashMap;
 use std::fs;
 use std::io;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use cms_core::collection::Collection;
@@ -14,6 +12,7 @@ use cms_core::{CoreError, CoreResult};
 use crate::atomic;
 use crate::blocking;
 use crate::error::io_error;
+use crate::history_memo::{KnownHistories, KnownHistory, digest, folder_stamp};
 
 /// History under `.cms/versions/<collection path>/<item filename>/<timestamp>.md`: inside
 /// the private state folder, so snapshots are never listed or served as items.
@@ -21,77 +20,6 @@ use crate::error::io_error;
 pub struct FsVersionStore {
     root: PathBuf,
     known: Arc<KnownHistories>,
-}
-
-/// What this process last saw of items' history folders, so that keeping a snapshot
-/// (every write) neither lists the item's folder (up to `versions.keep` entries) nor reads
-/// its newest snapshot back: together about a third of what the history cost a write.
-///
-/// An entry holds only while the folder's stamp (its modification and change times and
-/// inode) is the one recorded after this process last changed it. Another process
-/// changing the folder within the same clock tick can go unseen: then a snapshot's
-/// timestamp may already be taken, which the create refuses and the snapshot is kept
-/// again from the folder itself; and a repeat of content the history already holds may
-/// be left out, or one snapshot too many kept until the next write.
-#[derive(Debug, Default)]
-struct KnownHistories {
-    folders: Mutex<HashMap<PathBuf, KnownHistory>>,
-}
-
-#[derive(Debug, Clone)]
-struct KnownHistory {
-    folder: u64,
-    timestamps: Vec<i64>,
-    /// SHA-256 of the newest snapshot's bytes.
-    newest: Option<[u8; 32]>,
-}
-
-/// Item folders remembered at most; beyond it all are forgotten (each is listed again on
-/// its item's next write). About 2 MB at `versions.keep: 50`.
-const KNOWN_FOLDERS: usize = 4096;
-
-impl KnownHistories {
-    fn lock(&self) -> MutexGuard<'_, HashMap<PathBuf, KnownHistory>> {
-        // Entries are whole values: a panic elsewhere cannot leave one half-written.
-        self.folders.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// The history of `dir` if it is still what this process recorded.
-    fn get(&self, dir: &Path, folder: u64) -> Option<KnownHistory> {
-        self.lock().get(dir).filter(|known| known.folder == folder).cloned()
-    }
-
-    fn record(&self, dir: &Path, known: KnownHistory) {
-        let mut folders = self.lock();
-        if folders.len() >= KNOWN_FOLDERS && !folders.contains_key(dir) {
-            folders.clear();
-        }
-        folders.insert(dir.to_owned(), known);
-    }
-
-    fn forget(&self, dir: &Path) {
-        self.lock().remove(dir);
-    }
-}
-
-/// The stamp of a history folder; `None` when it does not exist (yet).
-fn folder_stamp(dir: &Path) -> CoreResult<Option<u64>> {
-    use std::hash::{DefaultHasher, Hash, Hasher};
-    match fs::symlink_metadata(dir) {
-        Ok(meta) => {
-            let mut hasher = DefaultHasher::new();
-            (meta.mtime(), meta.mtime_nsec(), meta.ctime(), meta.ctime_nsec(), meta.ino(), meta.dev())
-                .hash(&mut hasher);
-            Ok(Some(hasher.finish()))
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io_error(dir)(e)),
-    }
-}
-
-fn digest(bytes: &[u8]) -> [u8; 32] {
-    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
-    digest.as_ref().try_into().expect("SHA-256 is 32 bytes")
 }
 
 impl FsVersionStore {
@@ -199,8 +127,8 @@ impl FsVersionStore {
     }
 
     /// [`VersionStore::keep_snapshot`]'s steps, in one trip to the blocking pool: from what
-    /// this process knows of the item's history when the folder is as it left it, else
-    /// from the folder.
+    /// this process knows of the item's history folder while the folder is as it left it
+    /// (see [`crate::history_memo`]), else from the folder.
     fn keep_snapshot_blocking(
         &self,
         collection: &Collection,
@@ -208,36 +136,48 @@ impl FsVersionStore {
         snapshot: KeepSnapshot<'_>,
     ) -> CoreResult<()> {
         let dir = self.item_dir(collection, name);
-        let remembered = folder_stamp(&dir)?.and_then(|folder| self.known.get(&dir, folder));
-        let from_memory = remembered.is_some();
-        let (timestamps, newest) = match remembered {
+        let keeping = self.known.begin(&dir, folder_stamp(&dir)?);
+        let kept = self.keep_snapshot_from(collection, name, snapshot, keeping.known.clone());
+        // A stamp that cannot be taken now only means nothing is known next time.
+        let now = match &kept {
+            Ok((timestamps, newest)) => folder_stamp(&dir).ok().flatten().map(|folder| KnownHistory {
+                folder,
+                timestamps: timestamps.clone(),
+                newest: Some(*newest),
+            }),
+            Err(_) => None,
+        };
+        self.known.end(&dir, keeping, now);
+        kept.map(drop)
+    }
+
+    /// Keeps the snapshot given the history as `known` (read from the folder when `None`);
+    /// the history's timestamps and newest digest after that.
+    fn keep_snapshot_from(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        snapshot: KeepSnapshot<'_>,
+        known: Option<KnownHistory>,
+    ) -> CoreResult<(Vec<i64>, [u8; 32])> {
+        let from_memory = known.is_some();
+        let (timestamps, newest) = match known {
             Some(known) => (known.timestamps, known.newest),
             None => self.history_on_disk(collection, name)?,
         };
         let bytes_digest = digest(snapshot.bytes);
         let plan = snapshot.plan(timestamps.clone());
-        let changed = if plan.newest.is_some() && newest == Some(bytes_digest) {
-            Ok(timestamps)
-        } else {
-            self.store_snapshot(collection, name, snapshot.bytes, &plan, timestamps)
-        };
-        match changed {
-            Ok(timestamps) => {
-                if let Some(folder) = folder_stamp(&dir)? {
-                    self.known.record(&dir, KnownHistory { folder, timestamps, newest: Some(bytes_digest) });
-                }
-                Ok(())
-            }
-            // The timestamp was taken meanwhile by another process: decide again from the
-            // folder.
+        if plan.newest.is_some() && newest == Some(bytes_digest) {
+            return Ok((timestamps, bytes_digest));
+        }
+        match self.store_snapshot(collection, name, snapshot.bytes, &plan, timestamps) {
+            Ok(timestamps) => Ok((timestamps, bytes_digest)),
+            // The timestamp was taken unseen by another process: decide again, once, from
+            // the folder.
             Err(CoreError::Conflict(_)) if from_memory => {
-                self.known.forget(&dir);
-                self.keep_snapshot_blocking(collection, name, snapshot)
+                self.keep_snapshot_from(collection, name, snapshot, None)
             }
-            Err(error) => {
-                self.known.forget(&dir);
-                Err(error)
-            }
+            Err(error) => Err(error),
         }
     }
 
@@ -403,7 +343,7 @@ mod tests {
     }
 
     #[test]
-    fn a_snapshot_reads_neither_the_folder_nor_the_newest_file_while_the_folder_is_as_it_was_left() {
+    fn a_snapshot_goes_by_what_the_store_wrote_while_the_folder_is_as_it_left_it() {
         let state = tempfile::tempdir().unwrap();
         let store = FsVersionStore::new(state.path());
         keep(&store, b"one", 200);
@@ -434,6 +374,23 @@ mod tests {
     }
 
     #[test]
+    fn a_changed_folder_stamp_makes_the_store_read_the_folder_again() {
+        let state = tempfile::tempdir().unwrap();
+        let store = FsVersionStore::new(state.path());
+        for (bytes, now) in [(&b"a"[..], 200), (b"b", 201), (b"c", 202)] {
+            keep(&store, bytes, now);
+        }
+        // Another process removes a snapshot in the middle; the folder's times say so (set
+        // here, so that the test does not hang on the clock's granularity).
+        let dir = folder(state.path());
+        fs::remove_file(dir.join("201.md")).unwrap();
+        fs::File::open(&dir).unwrap().set_modified(std::time::UNIX_EPOCH).unwrap();
+        keep(&store, b"d", 203);
+        // Going by what it wrote, the store would have dropped 200 as the fourth.
+        assert_eq!(history(&store), [(200, "a".into()), (202, "c".into()), (203, "d".into())]);
+    }
+
+    #[test]
     fn a_timestamp_taken_unseen_is_kept_and_the_snapshot_decided_again_from_the_folder() {
         let state = tempfile::tempdir().unwrap();
         let store = FsVersionStore::new(state.path());
@@ -441,25 +398,12 @@ mod tests {
         let dir = folder(state.path());
         fs::write(dir.join("201.md"), "theirs").unwrap();
         // As if the change had come within the clock tick of the store's own.
-        let folder = folder_stamp(&dir).unwrap().unwrap();
-        store
-            .known
-            .record(&dir, KnownHistory { folder, timestamps: vec![200], newest: Some(digest(b"one")) });
+        let folder = folder_stamp(&dir).unwrap();
+        let keeping = store.known.begin(&dir, folder);
+        let unseen =
+            KnownHistory { folder: folder.unwrap(), timestamps: vec![200], newest: Some(digest(b"one")) };
+        store.known.end(&dir, keeping, Some(unseen));
         keep(&store, b"two", 200);
         assert_eq!(history(&store), [(200, "one".into()), (201, "theirs".into()), (202, "two".into())]);
-    }
-
-    #[test]
-    fn forgets_every_folder_beyond_its_bound() {
-        let known = KnownHistories::default();
-        let entry = || KnownHistory { folder: 1, timestamps: vec![1], newest: None };
-        for n in 0..KNOWN_FOLDERS {
-            known.record(Path::new(&n.to_string()), entry());
-        }
-        assert!(known.get(Path::new("0"), 1).is_some());
-        assert!(known.get(Path::new("0"), 2).is_none(), "another stamp: not the folder it knew");
-        known.record(Path::new("one more"), entry());
-        assert!(known.get(Path::new("0"), 1).is_none());
-        assert_eq!(known.lock().len(), 1);
     }
 }

@@ -121,12 +121,13 @@ fn median_position(shares: &[f64]) -> usize {
 /// of five decides instead of the median of three. Whether more rounds are run does not
 /// depend on which side of the line the median is, so it favours neither verdict.
 pub fn rounds_wanted(case: Case, items: usize, shares: &[f64]) -> usize {
-    if shares.len() < ROUNDS {
-        return ROUNDS;
+    // Decided once, on the first three: the lower middle of four is no median to stop on.
+    if shares.len() != ROUNDS {
+        return if shares.len() < ROUNDS { ROUNDS } else { CLOSE_CALL_ROUNDS };
     }
     let Some(target) = case.min_share_of_ceiling(items) else { return ROUNDS };
     let median = shares[median_position(shares)];
-    if (median - target).abs() < CLOSE_CALL_POINTS { CLOSE_CALL_ROUNDS } else { ROUNDS }
+    if (median - target).abs() <= CLOSE_CALL_POINTS { CLOSE_CALL_ROUNDS } else { ROUNDS }
 }
 
 /// Runs of each read case, each beside its own ceilings; the median is reported.
@@ -706,7 +707,17 @@ mod tests {
             CLOSE_CALL_ROUNDS,
             "47: close"
         );
-        assert_eq!(rounds_wanted(Case::SingleItem, 10_000, &[62.0, 58.0, 64.0]), ROUNDS, "62: clear");
+        assert_eq!(
+            rounds_wanted(Case::SingleItem, 10_000, &[58.0, 57.0, 64.0]),
+            CLOSE_CALL_ROUNDS,
+            "58: 8 points, within"
+        );
+        assert_eq!(rounds_wanted(Case::SingleItem, 10_000, &[62.0, 59.0, 64.0]), ROUNDS, "62: clear");
+        assert_eq!(
+            rounds_wanted(Case::SingleItem, 10_000, &[40.0, 50.0, 60.0, 35.0]),
+            CLOSE_CALL_ROUNDS,
+            "a fourth round that leaves the band does not stop the fifth"
+        );
         assert_eq!(
             rounds_wanted(Case::SingleItem, 10_000, &[30.0, 40.0, 41.0]),
             ROUNDS,

@@ -377,23 +377,29 @@ pub trait VersionStore: Send + Sync {
     /// [`KeepSnapshot::plan`] decides. Every write of an item does this, so a store that
     /// can do it in one step (one trip to a blocking pool) should; the default takes one
     /// call of the methods above per step.
+    ///
+    /// `Some(stamp)` when the store kept the snapshot through the item's own file: the file
+    /// adapter gives that file a second name in the history when it holds `snapshot.bytes`
+    /// (no copy; the write that follows renames a new file over the item's name and leaves
+    /// the old one to the history). That changes the file's stamp, not its bytes: the
+    /// write's conditional replace expects the stamp answered here.
     async fn keep_snapshot(
         &self,
         collection: &Collection,
         name: &ItemFilename,
         snapshot: KeepSnapshot<'_>,
-    ) -> CoreResult<()> {
+    ) -> CoreResult<Option<FileStamp>> {
         let plan = snapshot.plan(self.version_timestamps(collection, name).await?);
         if let Some(newest) = plan.newest
             && self.read_version(collection, name, newest).await?.as_deref() == Some(snapshot.bytes)
         {
-            return Ok(());
+            return Ok(None);
         }
         self.save_version(collection, name, plan.timestamp, snapshot.bytes).await?;
         for old in plan.drop {
             self.remove_version(collection, name, old).await?;
         }
-        Ok(())
+        Ok(None)
     }
 }
 

@@ -141,6 +141,54 @@ fn persist(temp: NamedTempFile, path: &Path, existing: Existing) -> io::Result<(
     result.map_err(|e| e.error)
 }
 
+/// Gives the file at `existing` the second name `new` (a hard link: the same file, no
+/// copy) when it holds exactly `bytes`, made durable: missing folders made durably, the
+/// file and `new`'s folder fsynced. Answers the file's metadata after the link (a link
+/// changes the file's change time), or `None`, with nothing left behind, when the file is
+/// missing, holds other bytes, is no regular file (a symlink is linked as itself, then
+/// refused) or cannot be linked (another file system, one without hard links, a file not
+/// ours to link). `AlreadyExists` when `new` exists.
+pub fn link_if_holds(existing: &Path, new: &Path, bytes: &[u8]) -> io::Result<Option<fs::Metadata>> {
+    let dir = new.parent().ok_or_else(|| io::Error::other("a file path needs a parent folder"))?;
+    create_dirs_durably(dir)?;
+    match fs::hard_link(existing, new) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Err(e),
+        Err(_) => return Ok(None),
+    }
+    // Checked through the new name, after the link: these are the bytes it keeps.
+    match holding(new, bytes) {
+        Ok(Some(file)) => {
+            let meta = file.metadata()?;
+            file.sync_all()?;
+            sync_dir(dir)?;
+            Ok(Some(meta))
+        }
+        Ok(None) => fs::remove_file(new).map(|()| None),
+        Err(e) => {
+            fs::remove_file(new)?;
+            Err(e)
+        }
+    }
+}
+
+/// The regular file at `path` (never through a symlink), open, when it holds exactly `bytes`.
+fn holding(path: &Path, bytes: &[u8]) -> io::Result<Option<File>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = match fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path) {
+        Ok(file) => file,
+        Err(_) => return Ok(None),
+    };
+    let meta = file.metadata()?;
+    if !meta.is_file() || meta.len() != bytes.len() as u64 {
+        return Ok(None);
+    }
+    let mut held = Vec::with_capacity(bytes.len());
+    (&mut file).take(bytes.len() as u64 + 1).read_to_end(&mut held)?;
+    Ok((held == bytes).then_some(file))
+}
+
 /// Makes a rename durable: fsync of the folder that holds the entry. Each writer makes its
 /// own: concurrent fsyncs of one folder already overlap in the kernel and share the disk's
 /// cache flushes, and a user-space group commit (one sync at a time per folder, commit
@@ -202,6 +250,31 @@ mod tests {
             );
         }
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 16, "no temporary files are left behind");
+    }
+
+    #[test]
+    fn a_file_holding_the_bytes_is_linked_and_nothing_else_is() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let item = dir.path().join("item.md");
+        fs::write(&item, b"current").unwrap();
+        let kept = dir.path().join("history/item.md/1.md");
+
+        let meta = link_if_holds(&item, &kept, b"current").unwrap().expect("linked");
+        assert_eq!(meta.ino(), fs::metadata(&item).unwrap().ino(), "the same file, under a second name");
+        assert_eq!(meta.nlink(), 2);
+        assert_eq!(meta.ctime_nsec(), fs::metadata(&item).unwrap().ctime_nsec(), "the stamp after the link");
+        let again = link_if_holds(&item, &kept, b"current").unwrap_err();
+        assert_eq!(again.kind(), io::ErrorKind::AlreadyExists, "an existing snapshot is never replaced");
+
+        let other = dir.path().join("history/item.md/2.md");
+        assert!(link_if_holds(&item, &other, b"what the caller read before").unwrap().is_none());
+        assert!(link_if_holds(&item, &other, b"curren").unwrap().is_none(), "a prefix is not the bytes");
+        assert!(link_if_holds(&dir.path().join("gone.md"), &other, b"current").unwrap().is_none());
+        std::os::unix::fs::symlink(&item, dir.path().join("link.md")).unwrap();
+        assert!(link_if_holds(&dir.path().join("link.md"), &other, b"current").unwrap().is_none());
+        assert!(!other.exists() && fs::symlink_metadata(&other).is_err(), "nothing is left behind");
+        assert_eq!(fs::read(&kept).unwrap(), b"current");
     }
 
     #[test]

@@ -38,7 +38,7 @@ impl FsContentStore {
     /// The collection's folder, refused if it (or, while it does not exist yet, its nearest
     /// existing ancestor) resolves outside the site: a symlinked folder pointing elsewhere
     /// is never read or written through.
-    fn folder(&self, collection: &Collection) -> CoreResult<PathBuf> {
+    pub(crate) fn folder(&self, collection: &Collection) -> CoreResult<PathBuf> {
         self.site.contained(&collection.path)?.ok_or_else(|| {
             CoreError::Forbidden(format!(
                 "collection folder {} resolves outside the site folder",

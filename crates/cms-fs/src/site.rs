@@ -19,14 +19,15 @@ pub fn site_ports(
 ) -> Ports {
     let state = site.join(STATE_DIR);
     let accounts = Arc::new(FsAccounts::new(&state));
+    let content = FsContentStore::new(site);
     Ports {
-        content: Arc::new(FsContentStore::new(site)),
+        content: Arc::new(content.clone()),
         users: accounts.clone(),
         keys: accounts,
         license: Arc::new(FsLicense::new(&state)),
         events,
         clock,
-        versions: Arc::new(FsVersionStore::new(&state)),
+        versions: Arc::new(FsVersionStore::new(&state).linking_items_of(content)),
         resources: Arc::new(FsResourceStore::new(site, &state)),
         settings: Arc::new(FsSettings::new(&state)),
         webhooks,

@@ -5,26 +5,52 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use cms_core::collection::Collection;
-use cms_core::ports::{KeepSnapshot, SnapshotPlan, VersionStamp, VersionStore};
+use cms_core::ports::{FileStamp, KeepSnapshot, SnapshotPlan, VersionStamp, VersionStore};
 use cms_core::slug::ItemFilename;
 use cms_core::{CoreError, CoreResult};
 
 use crate::atomic;
 use crate::blocking;
+use crate::content::FsContentStore;
 use crate::error::io_error;
 use crate::history_memo::{KnownHistories, KnownHistory, digest, folder_stamp};
+use crate::stamp;
 
 /// History under `.cms/versions/<collection path>/<item filename>/<timestamp>.md`: inside
 /// the private state folder, so snapshots are never listed or served as items.
+///
+/// With the site's item files at hand ([`FsVersionStore::linking_items_of`]), the snapshot
+/// a write keeps is the item's own file under a second name (a hard link) whenever that
+/// file holds the bytes to keep: no copy, no new file, no fsync of data; the write then
+/// renames its new file over the item's name, which leaves the old one to the history
+/// alone. Such a snapshot keeps the item file's mode and owner (a copy is 0600); its bytes
+/// are the same either way. Where a link cannot be made (another file system, a file
+/// changed meanwhile), the bytes are copied as before.
 #[derive(Debug, Clone)]
 pub struct FsVersionStore {
     root: PathBuf,
     known: Arc<KnownHistories>,
+    items: Option<FsContentStore>,
+}
+
+/// What keeping a snapshot left: the history's timestamps and newest digest (for the
+/// memo), and the item file's stamp when the snapshot is that file.
+struct Kept {
+    timestamps: Vec<i64>,
+    newest: [u8; 32],
+    linked: Option<FileStamp>,
 }
 
 impl FsVersionStore {
+    /// A history that copies the bytes it keeps.
     pub fn new(state_dir: &Path) -> Self {
-        Self { root: state_dir.join("versions"), known: Arc::default() }
+        Self { root: state_dir.join("versions"), known: Arc::default(), items: None }
+    }
+
+    /// A history that keeps a snapshot by linking the item's file in `items` when the file
+    /// holds the snapshot's bytes (see the type's documentation).
+    pub fn linking_items_of(self, items: FsContentStore) -> Self {
+        Self { items: Some(items), ..self }
     }
 
     fn item_dir(&self, collection: &Collection, name: &ItemFilename) -> PathBuf {
@@ -134,32 +160,31 @@ impl FsVersionStore {
         collection: &Collection,
         name: &ItemFilename,
         snapshot: KeepSnapshot<'_>,
-    ) -> CoreResult<()> {
+    ) -> CoreResult<Option<FileStamp>> {
         let dir = self.item_dir(collection, name);
         let keeping = self.known.begin(&dir, folder_stamp(&dir)?);
         let kept = self.keep_snapshot_from(collection, name, snapshot, keeping.known.clone());
         // A stamp that cannot be taken now only means nothing is known next time.
         let now = match &kept {
-            Ok((timestamps, newest)) => folder_stamp(&dir).ok().flatten().map(|folder| KnownHistory {
+            Ok(kept) => folder_stamp(&dir).ok().flatten().map(|folder| KnownHistory {
                 folder,
-                timestamps: timestamps.clone(),
-                newest: Some(*newest),
+                timestamps: kept.timestamps.clone(),
+                newest: Some(kept.newest),
             }),
             Err(_) => None,
         };
         self.known.end(&dir, keeping, now);
-        kept.map(drop)
+        kept.map(|kept| kept.linked)
     }
 
-    /// Keeps the snapshot given the history as `known` (read from the folder when `None`);
-    /// the history's timestamps and newest digest after that.
+    /// Keeps the snapshot given the history as `known` (read from the folder when `None`).
     fn keep_snapshot_from(
         &self,
         collection: &Collection,
         name: &ItemFilename,
         snapshot: KeepSnapshot<'_>,
         known: Option<KnownHistory>,
-    ) -> CoreResult<(Vec<i64>, [u8; 32])> {
+    ) -> CoreResult<Kept> {
         let from_memory = known.is_some();
         let (timestamps, newest) = match known {
             Some(known) => (known.timestamps, known.newest),
@@ -168,10 +193,10 @@ impl FsVersionStore {
         let bytes_digest = digest(snapshot.bytes);
         let plan = snapshot.plan(timestamps.clone());
         if plan.newest.is_some() && newest == Some(bytes_digest) {
-            return Ok((timestamps, bytes_digest));
+            return Ok(Kept { timestamps, newest: bytes_digest, linked: None });
         }
         match self.store_snapshot(collection, name, snapshot.bytes, &plan, timestamps) {
-            Ok(timestamps) => Ok((timestamps, bytes_digest)),
+            Ok((timestamps, linked)) => Ok(Kept { timestamps, newest: bytes_digest, linked }),
             // The timestamp was taken unseen by another process: decide again, once, from
             // the folder.
             Err(CoreError::Conflict(_)) if from_memory => {
@@ -182,7 +207,7 @@ impl FsVersionStore {
     }
 
     /// Saves the new snapshot and drops the old ones `plan` names; the history's timestamps
-    /// after that.
+    /// after that, and the item file's stamp when the snapshot is that file.
     fn store_snapshot(
         &self,
         collection: &Collection,
@@ -190,14 +215,44 @@ impl FsVersionStore {
         bytes: &[u8],
         plan: &SnapshotPlan,
         mut timestamps: Vec<i64>,
-    ) -> CoreResult<Vec<i64>> {
-        self.save_version_blocking(collection, name, plan.timestamp, bytes)?;
+    ) -> CoreResult<(Vec<i64>, Option<FileStamp>)> {
+        let linked = match self.link_item_blocking(collection, name, plan.timestamp, bytes)? {
+            Some(stamp) => Some(stamp),
+            None => {
+                self.save_version_blocking(collection, name, plan.timestamp, bytes)?;
+                None
+            }
+        };
         for old in &plan.drop {
             self.remove_version_blocking(collection, name, *old)?;
         }
         timestamps.push(plan.timestamp);
         timestamps.retain(|timestamp| !plan.drop.contains(timestamp));
-        Ok(timestamps)
+        Ok((timestamps, linked))
+    }
+
+    /// The snapshot at `timestamp` as a second name of the item's file, when the file holds
+    /// `bytes`; its stamp after that (the link changed it). `None` when there is no linking
+    /// or no link: the caller copies the bytes.
+    fn link_item_blocking(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+        bytes: &[u8],
+    ) -> CoreResult<Option<FileStamp>> {
+        let Some(items) = &self.items else { return Ok(None) };
+        // A collection folder outside the site is refused here as everywhere: copy, and let
+        // the write that follows refuse it.
+        let Ok(folder) = items.folder(collection) else { return Ok(None) };
+        let path = self.version_path(collection, name, timestamp);
+        match atomic::link_if_holds(&folder.join(name.as_str()), &path, bytes) {
+            Ok(linked) => Ok(linked.map(|meta| stamp::from_metadata(name.as_str(), &meta))),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                Err(CoreError::Conflict(format!("version {timestamp} of {} exists", name.as_str())))
+            }
+            Err(e) => Err(io_error(&path)(e)),
+        }
     }
 
     /// An item's history as its folder holds it: the snapshots' timestamps, and the digest
@@ -296,7 +351,7 @@ impl VersionStore for FsVersionStore {
         collection: &Collection,
         name: &ItemFilename,
         snapshot: KeepSnapshot<'_>,
-    ) -> CoreResult<()> {
+    ) -> CoreResult<Option<FileStamp>> {
         let (store, collection, name, bytes) =
             (self.clone(), collection.clone(), name.clone(), snapshot.bytes.to_vec());
         blocking::run(move || {
@@ -340,6 +395,36 @@ mod tests {
 
     fn folder(state: &Path) -> PathBuf {
         state.join("versions/content/posts/hello.md")
+    }
+
+    #[test]
+    fn the_item_file_holding_the_bytes_becomes_the_snapshot_and_its_new_stamp_is_answered() {
+        use std::os::unix::fs::MetadataExt;
+        let site = tempfile::tempdir().unwrap();
+        let item_path = site.path().join("content/posts/hello.md");
+        fs::create_dir_all(item_path.parent().unwrap()).unwrap();
+        fs::write(&item_path, "one").unwrap();
+        let items = FsContentStore::new(site.path());
+        let store = FsVersionStore::new(&site.path().join(".cms")).linking_items_of(items);
+        let item = ItemFilename::parse("hello.md").unwrap();
+        let keep = |bytes: &[u8], now| {
+            store.keep_snapshot_blocking(&posts(), &item, KeepSnapshot { bytes, now, keep: 3 }).unwrap()
+        };
+
+        let stamp = keep(b"one", 200).expect("kept through the item's file");
+        let item_meta = fs::symlink_metadata(&item_path).unwrap();
+        assert_eq!(stamp, stamp::from_metadata("hello.md", &item_meta), "the stamp the file has now");
+        let snapshot = folder(&site.path().join(".cms")).join("200.md");
+        assert_eq!(fs::metadata(&snapshot).unwrap().ino(), item_meta.ino());
+        assert_eq!(keep(b"one", 201), None, "a repeat keeps nothing");
+
+        // The file holds other bytes than the caller read (an outside edit meanwhile, which
+        // the caller's conditional replace refuses anyway): the caller's bytes are copied.
+        assert_eq!(keep(b"two", 202), None);
+        assert_eq!(history(&store), [(200, "one".into()), (202, "two".into())]);
+        let copy = fs::metadata(folder(&site.path().join(".cms")).join("202.md")).unwrap();
+        assert_ne!(copy.ino(), item_meta.ino());
+        assert_eq!(fs::read(&item_path).unwrap(), b"one");
     }
 
     #[test]

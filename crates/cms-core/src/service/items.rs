@@ -319,8 +319,8 @@ impl Cms {
             let bytes = encode(&doc)?;
             // A stale attempt's snapshot is still right: those bytes were current, and a
             // retry over the same bytes adds no second entry (`snapshot` skips a repeat).
-            self.snapshot(collection, &name, &file.bytes).await?;
-            let stamp = match self.ports.content.replace(collection, &name, &bytes, &file.stamp).await {
+            let expected = self.snapshot(collection, &name, &file).await?;
+            let stamp = match self.ports.content.replace(collection, &name, &bytes, &expected).await {
                 Ok(stamp) => stamp,
                 Err(CoreError::Stale(_)) => continue,
                 Err(other) => return Err(other),
@@ -349,7 +349,7 @@ impl Cms {
         let _guard = self.item_locks.lock(collection.index, item_ref.slug()).await;
         let (name, file) = self.load(collection, &item_ref).await?;
         check_precondition(if_match, &file.bytes)?;
-        self.snapshot(collection, &name, &file.bytes).await?;
+        self.snapshot(collection, &name, &file).await?;
         self.ports.content.delete(collection, &name).await?;
         self.index_removed(collection, &name);
         self.publish(EventKind::FileDeleted, file_event(collection, &name));

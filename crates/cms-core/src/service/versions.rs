@@ -5,7 +5,7 @@ use crate::collection::Collection;
 use crate::document::ItemDocument;
 use crate::error::{CoreError, CoreResult};
 use crate::events::EventKind;
-use crate::ports::{KeepSnapshot, StoredFile, VersionStamp};
+use crate::ports::{FileStamp, KeepSnapshot, StoredFile, VersionStamp};
 use crate::service::Cms;
 use crate::service::items::{check_precondition, file_event, item_not_found, outcome, parse_bytes};
 use crate::slug::{ItemFilename, ItemRef};
@@ -76,8 +76,8 @@ impl Cms {
         match current {
             Some(file) => {
                 check_precondition(if_match, &file.bytes)?;
-                self.snapshot(collection, &name, &file.bytes).await?;
-                let stamp = self.ports.content.replace(collection, &name, &bytes, &file.stamp).await?;
+                let expected = self.snapshot(collection, &name, &file).await?;
+                let stamp = self.ports.content.replace(collection, &name, &bytes, &expected).await?;
                 self.index_written(collection, &name, &StoredFile { bytes: bytes.clone(), stamp });
             }
             None => {
@@ -105,16 +105,21 @@ impl Cms {
         Ok((outcome(collection, &name, Some(&bytes)), timestamp))
     }
 
-    /// Stores `bytes` as the newest snapshot of an item unless the newest one is identical,
-    /// then drops the oldest beyond `versions.keep`. Callers hold the item's write lock.
+    /// Stores the file's bytes as the newest snapshot of an item unless the newest one is
+    /// identical, then drops the oldest beyond `versions.keep`. Callers hold the item's
+    /// write lock. Answers the stamp the item's file has now, which a replace that follows
+    /// expects (keeping the snapshot through the file itself changes it: see
+    /// [`crate::ports::VersionStore::keep_snapshot`]).
     pub(super) async fn snapshot(
         &self,
         collection: &Collection,
         name: &ItemFilename,
-        bytes: &[u8],
-    ) -> CoreResult<()> {
-        let snapshot = KeepSnapshot { bytes, now: self.now().unix_timestamp(), keep: self.keep_versions };
-        self.ports.versions.keep_snapshot(collection, name, snapshot).await
+        file: &StoredFile,
+    ) -> CoreResult<FileStamp> {
+        let snapshot =
+            KeepSnapshot { bytes: &file.bytes, now: self.now().unix_timestamp(), keep: self.keep_versions };
+        let linked = self.ports.versions.keep_snapshot(collection, name, snapshot).await?;
+        Ok(linked.unwrap_or_else(|| file.stamp.clone()))
     }
 
     async fn versions_newest_first(

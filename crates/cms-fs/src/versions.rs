@@ -25,7 +25,10 @@ use crate::stamp;
 /// renames its new file over the item's name, which leaves the old one to the history
 /// alone. Such a snapshot keeps the item file's mode and owner (a copy is 0600); its bytes
 /// are the same either way. Where a link cannot be made (another file system, a file
-/// changed meanwhile), the bytes are copied as before.
+/// changed meanwhile), the bytes are copied as before. Between the link and the write's
+/// rename (or until the next write, if that write fails) the item's file and its newest
+/// snapshot are one file: a program that rewrites the item in place (not by rename) in
+/// that moment changes both, and the write, finding the file changed, starts again.
 #[derive(Debug, Clone)]
 pub struct FsVersionStore {
     root: PathBuf,

@@ -309,6 +309,15 @@ pub struct KeepSnapshot<'a> {
     pub keep: usize,
 }
 
+/// A snapshot kept through the item's own file (see [`VersionStore::keep_snapshot`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedSnapshot {
+    /// The snapshot's timestamp.
+    pub timestamp: i64,
+    /// The item file's stamp after that: what a replace that follows expects.
+    pub stamp: FileStamp,
+}
+
 /// What keeping a snapshot does, decided from the item's snapshot timestamps alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SnapshotPlan {
@@ -378,17 +387,18 @@ pub trait VersionStore: Send + Sync {
     /// can do it in one step (one trip to a blocking pool) should; the default takes one
     /// call of the methods above per step.
     ///
-    /// `Some(stamp)` when the store kept the snapshot through the item's own file: the file
+    /// `Some` when the store kept the snapshot through the item's own file: the file
     /// adapter gives that file a second name in the history when it holds `snapshot.bytes`
     /// (no copy; the write that follows renames a new file over the item's name and leaves
     /// the old one to the history). That changes the file's stamp, not its bytes: the
-    /// write's conditional replace expects the stamp answered here.
+    /// write's conditional replace expects the stamp answered here, and a write that does
+    /// not happen after all calls [`Self::unshare_snapshot`].
     async fn keep_snapshot(
         &self,
         collection: &Collection,
         name: &ItemFilename,
         snapshot: KeepSnapshot<'_>,
-    ) -> CoreResult<Option<FileStamp>> {
+    ) -> CoreResult<Option<SharedSnapshot>> {
         let plan = snapshot.plan(self.version_timestamps(collection, name).await?);
         if let Some(newest) = plan.newest
             && self.read_version(collection, name, newest).await?.as_deref() == Some(snapshot.bytes)
@@ -400,6 +410,20 @@ pub trait VersionStore: Send + Sync {
             self.remove_version(collection, name, old).await?;
         }
         Ok(None)
+    }
+
+    /// Makes a snapshot that [`Self::keep_snapshot`] kept through the item's file (it
+    /// answered `Some`) a file of its own holding `bytes`, when the write it was kept for
+    /// did not happen: the item's file stays, and a later change to it must not reach the
+    /// history. Only a store that answers `Some` there has anything to do.
+    async fn unshare_snapshot(
+        &self,
+        _collection: &Collection,
+        _name: &ItemFilename,
+        _timestamp: i64,
+        _bytes: &[u8],
+    ) -> CoreResult<()> {
+        Ok(())
     }
 }
 

@@ -158,35 +158,39 @@ pub fn link_if_holds(existing: &Path, new: &Path, bytes: &[u8]) -> io::Result<Op
     }
     // Checked through the new name, after the link: these are the bytes it keeps.
     match holding(new, bytes) {
-        Ok(Some(file)) => {
-            let meta = file.metadata()?;
+        Ok(Some((file, meta))) => {
             file.sync_all()?;
             sync_dir(dir)?;
             Ok(Some(meta))
         }
         Ok(None) => fs::remove_file(new).map(|()| None),
         Err(e) => {
-            fs::remove_file(new)?;
+            // The error that stopped the check is the one to report.
+            let _ = fs::remove_file(new);
             Err(e)
         }
     }
 }
 
-/// The regular file at `path` (never through a symlink), open, when it holds exactly `bytes`.
-fn holding(path: &Path, bytes: &[u8]) -> io::Result<Option<File>> {
+/// The regular file at `path` (never through a symlink), open, with its metadata, when it
+/// holds exactly `bytes`. The metadata is taken before the bytes are read and must be the
+/// same after: a change in between (an in-place write) is a file that may not hold them.
+fn holding(path: &Path, bytes: &[u8]) -> io::Result<Option<(File, fs::Metadata)>> {
     use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let mut file = match fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path) {
         Ok(file) => file,
         Err(_) => return Ok(None),
     };
-    let meta = file.metadata()?;
-    if !meta.is_file() || meta.len() != bytes.len() as u64 {
+    let before = file.metadata()?;
+    if !before.is_file() || before.len() != bytes.len() as u64 {
         return Ok(None);
     }
     let mut held = Vec::with_capacity(bytes.len());
     (&mut file).take(bytes.len() as u64 + 1).read_to_end(&mut held)?;
-    Ok((held == bytes).then_some(file))
+    let after = file.metadata()?;
+    let times = |m: &fs::Metadata| (m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec(), m.size());
+    Ok((held == bytes && times(&before) == times(&after)).then_some((file, before)))
 }
 
 /// Makes a rename durable: fsync of the folder that holds the entry. Each writer makes its

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use cms_core::collection::Collection;
-use cms_core::ports::{FileStamp, KeepSnapshot, SnapshotPlan, VersionStamp, VersionStore};
+use cms_core::ports::{FileStamp, KeepSnapshot, SharedSnapshot, SnapshotPlan, VersionStamp, VersionStore};
 use cms_core::slug::ItemFilename;
 use cms_core::{CoreError, CoreResult};
 
@@ -26,9 +26,13 @@ use crate::stamp;
 /// alone. Such a snapshot keeps the item file's mode and owner (a copy is 0600); its bytes
 /// are the same either way. Where a link cannot be made (another file system, a file
 /// changed meanwhile), the bytes are copied as before. Between the link and the write's
-/// rename (or until the next write, if that write fails) the item's file and its newest
-/// snapshot are one file: a program that rewrites the item in place (not by rename) in
-/// that moment changes both, and the write, finding the file changed, starts again.
+/// rename the item's file and its newest snapshot are one file. A program that rewrites
+/// the item in place (not by rename) in that moment changes both; the write then finds
+/// the file changed, puts a private copy of the bytes it read over the snapshot's name
+/// ([`VersionStore::unshare_snapshot`], as after any failed write) and starts again. What
+/// is left: a crash in that moment leaves the two one file until the item's next write,
+/// and a program that still holds the old file open and writes to it after the rename
+/// writes into the history.
 #[derive(Debug, Clone)]
 pub struct FsVersionStore {
     root: PathBuf,
@@ -41,7 +45,7 @@ pub struct FsVersionStore {
 struct Kept {
     timestamps: Vec<i64>,
     newest: [u8; 32],
-    linked: Option<FileStamp>,
+    linked: Option<SharedSnapshot>,
 }
 
 impl FsVersionStore {
@@ -163,7 +167,7 @@ impl FsVersionStore {
         collection: &Collection,
         name: &ItemFilename,
         snapshot: KeepSnapshot<'_>,
-    ) -> CoreResult<Option<FileStamp>> {
+    ) -> CoreResult<Option<SharedSnapshot>> {
         let dir = self.item_dir(collection, name);
         let keeping = self.known.begin(&dir, folder_stamp(&dir)?);
         let kept = self.keep_snapshot_from(collection, name, snapshot, keeping.known.clone());
@@ -218,9 +222,9 @@ impl FsVersionStore {
         bytes: &[u8],
         plan: &SnapshotPlan,
         mut timestamps: Vec<i64>,
-    ) -> CoreResult<(Vec<i64>, Option<FileStamp>)> {
+    ) -> CoreResult<(Vec<i64>, Option<SharedSnapshot>)> {
         let linked = match self.link_item_blocking(collection, name, plan.timestamp, bytes)? {
-            Some(stamp) => Some(stamp),
+            Some(stamp) => Some(SharedSnapshot { timestamp: plan.timestamp, stamp }),
             None => {
                 self.save_version_blocking(collection, name, plan.timestamp, bytes)?;
                 None
@@ -354,11 +358,30 @@ impl VersionStore for FsVersionStore {
         collection: &Collection,
         name: &ItemFilename,
         snapshot: KeepSnapshot<'_>,
-    ) -> CoreResult<Option<FileStamp>> {
+    ) -> CoreResult<Option<SharedSnapshot>> {
         let (store, collection, name, bytes) =
             (self.clone(), collection.clone(), name.clone(), snapshot.bytes.to_vec());
         blocking::run(move || {
             store.keep_snapshot_blocking(&collection, &name, KeepSnapshot { bytes: &bytes, ..snapshot })
+        })
+        .await
+    }
+
+    /// A private copy of `bytes` renamed over the snapshot's name: the item's file keeps
+    /// its one name, the snapshot becomes a file of its own.
+    async fn unshare_snapshot(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+        bytes: &[u8],
+    ) -> CoreResult<()> {
+        let (store, collection, name, bytes) =
+            (self.clone(), collection.clone(), name.clone(), bytes.to_vec());
+        blocking::run(move || {
+            store.known.forget(&store.item_dir(&collection, &name));
+            let path = store.version_path(&collection, &name, timestamp);
+            atomic::write_private(&path, &bytes).map_err(io_error(&path))
         })
         .await
     }
@@ -414,9 +437,10 @@ mod tests {
             store.keep_snapshot_blocking(&posts(), &item, KeepSnapshot { bytes, now, keep: 3 }).unwrap()
         };
 
-        let stamp = keep(b"one", 200).expect("kept through the item's file");
+        let shared = keep(b"one", 200).expect("kept through the item's file");
         let item_meta = fs::symlink_metadata(&item_path).unwrap();
-        assert_eq!(stamp, stamp::from_metadata("hello.md", &item_meta), "the stamp the file has now");
+        assert_eq!(shared.timestamp, 200);
+        assert_eq!(shared.stamp, stamp::from_metadata("hello.md", &item_meta), "the stamp the file has now");
         let snapshot = folder(&site.path().join(".cms")).join("200.md");
         assert_eq!(fs::metadata(&snapshot).unwrap().ino(), item_meta.ino());
         assert_eq!(keep(b"one", 201), None, "a repeat keeps nothing");
@@ -428,6 +452,28 @@ mod tests {
         let copy = fs::metadata(folder(&site.path().join(".cms")).join("202.md")).unwrap();
         assert_ne!(copy.ino(), item_meta.ino());
         assert_eq!(fs::read(&item_path).unwrap(), b"one");
+    }
+
+    #[tokio::test]
+    async fn an_unshared_snapshot_is_a_private_file_of_its_own_holding_the_bytes_read() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let site = tempfile::tempdir().unwrap();
+        let item_path = site.path().join("content/posts/hello.md");
+        fs::create_dir_all(item_path.parent().unwrap()).unwrap();
+        fs::write(&item_path, "one").unwrap();
+        let store =
+            FsVersionStore::new(&site.path().join(".cms")).linking_items_of(FsContentStore::new(site.path()));
+        let item = ItemFilename::parse("hello.md").unwrap();
+        let snapshot = KeepSnapshot { bytes: b"one", now: 200, keep: 3 };
+        let shared = store.keep_snapshot(&posts(), &item, snapshot).await.unwrap().expect("linked");
+
+        // The write did not happen, and a program rewrites the item in place.
+        store.unshare_snapshot(&posts(), &item, shared.timestamp, b"one").await.unwrap();
+        fs::write(&item_path, "edited in place").unwrap();
+        assert_eq!(history(&store), [(200, "one".into())]);
+        let kept = fs::metadata(folder(&site.path().join(".cms")).join("200.md")).unwrap();
+        assert_ne!(kept.ino(), fs::metadata(&item_path).unwrap().ino());
+        assert_eq!(kept.permissions().mode() & 0o777, 0o600);
     }
 
     #[test]

@@ -317,10 +317,10 @@ impl Cms {
                 (None, UpdateMode::Patch) => doc.body,
             };
             let bytes = encode(&doc)?;
-            // A stale attempt's snapshot is still right: those bytes were current, and a
-            // retry over the same bytes adds no second entry (`snapshot` skips a repeat).
-            let expected = self.snapshot(collection, &name, &file).await?;
-            let stamp = match self.ports.content.replace(collection, &name, &bytes, &expected).await {
+            // A stale attempt's snapshot is still right: those bytes were current (one kept
+            // through the item's file is made a copy of its own again), and a retry over the
+            // same bytes adds no second entry (the snapshot skips a repeat).
+            let stamp = match self.snapshot_and_replace(collection, &name, &file, &bytes).await {
                 Ok(stamp) => stamp,
                 Err(CoreError::Stale(_)) => continue,
                 Err(other) => return Err(other),
@@ -349,8 +349,7 @@ impl Cms {
         let _guard = self.item_locks.lock(collection.index, item_ref.slug()).await;
         let (name, file) = self.load(collection, &item_ref).await?;
         check_precondition(if_match, &file.bytes)?;
-        self.snapshot(collection, &name, &file).await?;
-        self.ports.content.delete(collection, &name).await?;
+        self.snapshot_and_delete(collection, &name, &file).await?;
         self.index_removed(collection, &name);
         self.publish(EventKind::FileDeleted, file_event(collection, &name));
         Ok(outcome(collection, &name, None))

@@ -5,7 +5,7 @@ use crate::collection::Collection;
 use crate::document::ItemDocument;
 use crate::error::{CoreError, CoreResult};
 use crate::events::EventKind;
-use crate::ports::{FileStamp, KeepSnapshot, StoredFile, VersionStamp};
+use crate::ports::{FileStamp, KeepSnapshot, SharedSnapshot, StoredFile, VersionStamp};
 use crate::service::Cms;
 use crate::service::items::{check_precondition, file_event, item_not_found, outcome, parse_bytes};
 use crate::slug::{ItemFilename, ItemRef};
@@ -76,8 +76,7 @@ impl Cms {
         match current {
             Some(file) => {
                 check_precondition(if_match, &file.bytes)?;
-                let expected = self.snapshot(collection, &name, &file).await?;
-                let stamp = self.ports.content.replace(collection, &name, &bytes, &expected).await?;
+                let stamp = self.snapshot_and_replace(collection, &name, &file, &bytes).await?;
                 self.index_written(collection, &name, &StoredFile { bytes: bytes.clone(), stamp });
             }
             None => {
@@ -106,20 +105,66 @@ impl Cms {
     }
 
     /// Stores the file's bytes as the newest snapshot of an item unless the newest one is
-    /// identical, then drops the oldest beyond `versions.keep`. Callers hold the item's
-    /// write lock. Answers the stamp the item's file has now, which a replace that follows
-    /// expects (keeping the snapshot through the file itself changes it: see
+    /// identical, then drops the oldest beyond `versions.keep`, and replaces the file with
+    /// `bytes` if it is still the one read. Callers hold the item's write lock. A snapshot
+    /// kept through the item's file changes the file's stamp, which the replace then
+    /// expects, and is made a file of its own again when the replace fails (see
     /// [`crate::ports::VersionStore::keep_snapshot`]).
-    pub(super) async fn snapshot(
+    pub(super) async fn snapshot_and_replace(
         &self,
         collection: &Collection,
         name: &ItemFilename,
         file: &StoredFile,
+        bytes: &[u8],
     ) -> CoreResult<FileStamp> {
+        let shared = self.snapshot(collection, name, file).await?;
+        let expected = shared.as_ref().map_or(&file.stamp, |shared| &shared.stamp);
+        let replaced = self.ports.content.replace(collection, name, bytes, expected).await;
+        if replaced.is_err() {
+            self.unshare(collection, name, shared, file).await?;
+        }
+        replaced
+    }
+
+    /// [`Self::snapshot_and_replace`] for a delete.
+    pub(super) async fn snapshot_and_delete(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        file: &StoredFile,
+    ) -> CoreResult<()> {
+        let shared = self.snapshot(collection, name, file).await?;
+        let deleted = self.ports.content.delete(collection, name).await;
+        if deleted.is_err() {
+            self.unshare(collection, name, shared, file).await?;
+        }
+        deleted
+    }
+
+    async fn snapshot(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        file: &StoredFile,
+    ) -> CoreResult<Option<SharedSnapshot>> {
         let snapshot =
             KeepSnapshot { bytes: &file.bytes, now: self.now().unix_timestamp(), keep: self.keep_versions };
-        let linked = self.ports.versions.keep_snapshot(collection, name, snapshot).await?;
-        Ok(linked.unwrap_or_else(|| file.stamp.clone()))
+        self.ports.versions.keep_snapshot(collection, name, snapshot).await
+    }
+
+    async fn unshare(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        shared: Option<SharedSnapshot>,
+        file: &StoredFile,
+    ) -> CoreResult<()> {
+        match shared {
+            Some(shared) => {
+                self.ports.versions.unshare_snapshot(collection, name, shared.timestamp, &file.bytes).await
+            }
+            None => Ok(()),
+        }
     }
 
     async fn versions_newest_first(

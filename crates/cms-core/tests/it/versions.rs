@@ -1,8 +1,11 @@
-use cms_core::CoreError;
+use cms_core::collection::Collection;
 use cms_core::document::Frontmatter;
 use cms_core::events::EventKind;
+use cms_core::ports::{FileStamp, KeepSnapshot, SharedSnapshot, VersionStamp, VersionStore};
 use cms_core::service::{Cms, ItemUpdate, NewItem, UpdateMode};
+use cms_core::slug::ItemFilename;
 use cms_core::testing::MemoryWorld;
+use cms_core::{CoreError, CoreResult};
 use serde_json::{Value, json};
 
 fn fm(value: Value) -> Frontmatter {
@@ -155,4 +158,84 @@ async fn restoring_a_deleted_item_refuses_a_slug_that_another_file_now_uses() {
     assert_ne!(live.filename, "about.md");
     let clash = cms.restore_version(&pages, "about.md", &version, None).await;
     assert!(matches!(clash, Err(CoreError::Conflict(_))), "{clash:?}");
+}
+
+/// A version store that keeps the first snapshot "through the item's file" and answers a
+/// stamp the file does not have (as if a program rewrote it right after), then behaves
+/// like the memory store; it records what it is asked to unshare.
+struct SharingOnce {
+    inner: std::sync::Arc<cms_core::testing::MemoryVersions>,
+    shared: std::sync::atomic::AtomicBool,
+    unshared: std::sync::Mutex<Vec<(i64, Vec<u8>)>>,
+}
+
+#[async_trait::async_trait]
+impl VersionStore for SharingOnce {
+    async fn list_versions(&self, c: &Collection, n: &ItemFilename) -> CoreResult<Vec<VersionStamp>> {
+        self.inner.list_versions(c, n).await
+    }
+    async fn read_version(&self, c: &Collection, n: &ItemFilename, t: i64) -> CoreResult<Option<Vec<u8>>> {
+        self.inner.read_version(c, n, t).await
+    }
+    async fn save_version(&self, c: &Collection, n: &ItemFilename, t: i64, bytes: &[u8]) -> CoreResult<()> {
+        self.inner.save_version(c, n, t, bytes).await
+    }
+    async fn remove_version(&self, c: &Collection, n: &ItemFilename, t: i64) -> CoreResult<()> {
+        self.inner.remove_version(c, n, t).await
+    }
+    async fn items_with_history(&self, c: &Collection) -> CoreResult<Vec<String>> {
+        self.inner.items_with_history(c).await
+    }
+    async fn keep_snapshot(
+        &self,
+        c: &Collection,
+        n: &ItemFilename,
+        snapshot: KeepSnapshot<'_>,
+    ) -> CoreResult<Option<SharedSnapshot>> {
+        self.inner.keep_snapshot(c, n, snapshot).await?;
+        if self.shared.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            let stamp = FileStamp { name: n.as_str().into(), size: 0, modified: 0, change_token: 7 };
+            return Ok(Some(SharedSnapshot { timestamp: snapshot.now, stamp }));
+        }
+        Ok(None)
+    }
+    async fn unshare_snapshot(
+        &self,
+        _: &Collection,
+        _: &ItemFilename,
+        t: i64,
+        bytes: &[u8],
+    ) -> CoreResult<()> {
+        self.unshared.lock().unwrap().push((t, bytes.to_vec()));
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_write_expects_the_stamp_its_snapshot_answered_and_unshares_it_when_the_write_fails() {
+    let world = MemoryWorld::new();
+    let versions = std::sync::Arc::new(SharingOnce {
+        inner: world.versions.clone(),
+        shared: false.into(),
+        unshared: Default::default(),
+    });
+    let mut ports = world.ports();
+    ports.versions = versions.clone();
+    let config = cms_core::config::SiteConfig::from_yaml(cms_core::testing::SITE_YAML).unwrap();
+    let cms = Cms::new(&config, ports);
+    let pages = cms.collection("pages").unwrap().clone();
+    let new = NewItem { slug: Some("about".into()), body: "v1".into(), ..Default::default() };
+    cms.create_item(&pages, new).await.unwrap();
+    let v1 = world.content.get_raw("content/pages", "about.md").unwrap();
+
+    // The first attempt's replace expects the answered stamp, which the file does not
+    // have: stale, so the snapshot is unshared (holding what the attempt read) and the
+    // write runs again.
+    versions.shared.store(true, std::sync::atomic::Ordering::SeqCst);
+    patch(&cms, "v2").await;
+    let now = world.clock.now_unix();
+    assert_eq!(*versions.unshared.lock().unwrap(), [(now, v1)]);
+    assert_eq!(bodies(&cms).await, ["v1"], "one snapshot: the retry's is a repeat");
+    let read = cms.read_raw(&pages, "about").await.unwrap();
+    assert_eq!(read.doc.body, "v2");
 }

@@ -158,11 +158,13 @@ pub fn link_if_holds(existing: &Path, new: &Path, bytes: &[u8]) -> io::Result<Op
     }
     // Checked through the new name, after the link: these are the bytes it keeps.
     match holding(new, bytes) {
-        Ok(Some((file, meta))) => {
-            file.sync_all()?;
-            sync_dir(dir)?;
-            Ok(Some(meta))
-        }
+        Ok(Some((file, meta))) => match file.sync_all().and_then(|()| sync_dir(dir)) {
+            Ok(()) => Ok(Some(meta)),
+            Err(e) => {
+                let _ = fs::remove_file(new);
+                Err(e)
+            }
+        },
         Ok(None) => fs::remove_file(new).map(|()| None),
         Err(e) => {
             // The error that stopped the check is the one to report.

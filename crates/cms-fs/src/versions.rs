@@ -29,10 +29,13 @@ use crate::stamp;
 /// rename the item's file and its newest snapshot are one file. A program that rewrites
 /// the item in place (not by rename) in that moment changes both; the write then finds
 /// the file changed, puts a private copy of the bytes it read over the snapshot's name
-/// ([`VersionStore::unshare_snapshot`], as after any failed write) and starts again. What
-/// is left: a crash in that moment leaves the two one file until the item's next write,
-/// and a program that still holds the old file open and writes to it after the rename
-/// writes into the history.
+/// ([`VersionStore::unshare_snapshot`], as after any failed write; without room for the
+/// copy the snapshot's name is removed) and starts again (a restore answers that the item
+/// changed). What is left: a crash in that moment, or a request dropped in it, leaves the
+/// two one file until the item's next write; a delete removes the item's name without
+/// comparing, so an in-place edit in that moment goes to the history in place of the bytes
+/// read; and a program that still holds the old file open and writes to it after the
+/// rename writes into the history.
 #[derive(Debug, Clone)]
 pub struct FsVersionStore {
     root: PathBuf,
@@ -231,11 +234,38 @@ impl FsVersionStore {
             }
         };
         for old in &plan.drop {
-            self.remove_version_blocking(collection, name, *old)?;
+            if let Err(error) = self.remove_version_blocking(collection, name, *old) {
+                // The write stops here, so the item's file and its snapshot part again; the
+                // removal's error is the one to answer.
+                if linked.is_some()
+                    && let Err(unshared) = self.unshare_blocking(collection, name, plan.timestamp, bytes)
+                {
+                    tracing::error!(item = name.as_str(), error = %unshared, "a snapshot still shares the item's file");
+                }
+                return Err(error);
+            }
         }
         timestamps.push(plan.timestamp);
         timestamps.retain(|timestamp| !plan.drop.contains(timestamp));
         Ok((timestamps, linked))
+    }
+
+    /// [`VersionStore::unshare_snapshot`]'s step.
+    fn unshare_blocking(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+        bytes: &[u8],
+    ) -> CoreResult<()> {
+        self.known.forget(&self.item_dir(collection, name));
+        let path = self.version_path(collection, name, timestamp);
+        match atomic::write_private(&path, bytes) {
+            Ok(()) => Ok(()),
+            // No room for a copy (a full disk): the snapshot's name goes, which needs none;
+            // the history then lacks this version rather than sharing the item's file.
+            Err(_) => fs::remove_file(&path).map_err(io_error(&path)),
+        }
     }
 
     /// The snapshot at `timestamp` as a second name of the item's file, when the file holds
@@ -378,12 +408,7 @@ impl VersionStore for FsVersionStore {
     ) -> CoreResult<()> {
         let (store, collection, name, bytes) =
             (self.clone(), collection.clone(), name.clone(), bytes.to_vec());
-        blocking::run(move || {
-            store.known.forget(&store.item_dir(&collection, &name));
-            let path = store.version_path(&collection, &name, timestamp);
-            atomic::write_private(&path, &bytes).map_err(io_error(&path))
-        })
-        .await
+        blocking::run(move || store.unshare_blocking(&collection, &name, timestamp, &bytes)).await
     }
 }
 
@@ -467,9 +492,11 @@ mod tests {
         let snapshot = KeepSnapshot { bytes: b"one", now: 200, keep: 3 };
         let shared = store.keep_snapshot(&posts(), &item, snapshot).await.unwrap().expect("linked");
 
-        // The write did not happen, and a program rewrites the item in place.
-        store.unshare_snapshot(&posts(), &item, shared.timestamp, b"one").await.unwrap();
+        // A program rewrites the item in place (which reaches the shared snapshot too), so
+        // the write does not happen; then the item is rewritten in place again.
         fs::write(&item_path, "edited in place").unwrap();
+        store.unshare_snapshot(&posts(), &item, shared.timestamp, b"one").await.unwrap();
+        fs::write(&item_path, "edited in place again").unwrap();
         assert_eq!(history(&store), [(200, "one".into())]);
         let kept = fs::metadata(folder(&site.path().join(".cms")).join("200.md")).unwrap();
         assert_ne!(kept.ino(), fs::metadata(&item_path).unwrap().ino());

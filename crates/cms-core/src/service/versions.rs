@@ -121,7 +121,7 @@ impl Cms {
         let expected = shared.as_ref().map_or(&file.stamp, |shared| &shared.stamp);
         let replaced = self.ports.content.replace(collection, name, bytes, expected).await;
         if replaced.is_err() {
-            self.unshare(collection, name, shared, file).await?;
+            self.unshare(collection, name, shared, file).await;
         }
         replaced
     }
@@ -136,7 +136,7 @@ impl Cms {
         let shared = self.snapshot(collection, name, file).await?;
         let deleted = self.ports.content.delete(collection, name).await;
         if deleted.is_err() {
-            self.unshare(collection, name, shared, file).await?;
+            self.unshare(collection, name, shared, file).await;
         }
         deleted
     }
@@ -158,12 +158,14 @@ impl Cms {
         name: &ItemFilename,
         shared: Option<SharedSnapshot>,
         file: &StoredFile,
-    ) -> CoreResult<()> {
-        match shared {
-            Some(shared) => {
-                self.ports.versions.unshare_snapshot(collection, name, shared.timestamp, &file.bytes).await
-            }
-            None => Ok(()),
+    ) {
+        let Some(shared) = shared else { return };
+        // The write's own error is the one to answer (a stale one is retried, and the
+        // retry's snapshot, a repeat of the shared one, parts the two by its rename).
+        if let Err(error) =
+            self.ports.versions.unshare_snapshot(collection, name, shared.timestamp, &file.bytes).await
+        {
+            tracing::error!(item = name.as_str(), %error, "a snapshot still shares the item's file");
         }
     }
 

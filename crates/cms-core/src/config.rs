@@ -33,6 +33,139 @@ pub struct SiteConfig {
     /// bucket.
     #[serde(default)]
     pub storage: StorageConfig,
+    /// Which host names are this server, which proxies are believed, and how long a
+    /// client may take (see `docs/security.md`).
+    #[serde(default)]
+    pub server: ServerConfig,
+    /// Bounds on the web editor's sign-in attempts.
+    #[serde(default)]
+    pub signin: SigninConfig,
+    /// Bounds on the AI-agent endpoint's sessions.
+    #[serde(default)]
+    pub mcp: McpConfig,
+}
+
+/// `server:` in `cms.yaml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Host names (optionally `host:port`) that count as this server, beside the listen
+    /// address, the loopback names and the host of `site.url`. A request's own `Host`
+    /// header never decides it (DNS rebinding).
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    /// Addresses (or CIDR ranges) of reverse proxies whose `Forwarded` and
+    /// `X-Forwarded-*` headers are believed; from anyone else they are ignored.
+    #[serde(default)]
+    pub trusted_proxies: Vec<String>,
+    /// Seconds a client has to send a request's headers.
+    #[serde(default = "default_header_timeout_secs")]
+    pub header_timeout_secs: u64,
+    /// Seconds a client has to send a request's whole body.
+    #[serde(default = "default_body_timeout_secs")]
+    pub body_timeout_secs: u64,
+    /// Connections served at once by each worker; more wait in the listen queue.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            allowed_hosts: Vec::new(),
+            trusted_proxies: Vec::new(),
+            header_timeout_secs: default_header_timeout_secs(),
+            body_timeout_secs: default_body_timeout_secs(),
+            max_connections: default_max_connections(),
+        }
+    }
+}
+
+fn default_header_timeout_secs() -> u64 {
+    10
+}
+fn default_body_timeout_secs() -> u64 {
+    30
+}
+fn default_max_connections() -> usize {
+    1024
+}
+
+/// `signin:` in `cms.yaml`: how many wrong passwords an account or an address may send.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SigninConfig {
+    /// Failed sign-ins an account may have before it is locked.
+    #[serde(default = "default_failures_per_account")]
+    pub failures_per_account: u32,
+    /// Failed sign-ins an address may have before it is locked (higher: an office shares
+    /// one address).
+    #[serde(default = "default_failures_per_address")]
+    pub failures_per_address: u32,
+    /// The first lock (seconds); each further failure doubles it up to `max_lock_secs`.
+    #[serde(default = "default_lock_secs")]
+    pub lock_secs: u64,
+    #[serde(default = "default_max_lock_secs")]
+    pub max_lock_secs: u64,
+}
+
+impl Default for SigninConfig {
+    fn default() -> Self {
+        Self {
+            failures_per_account: default_failures_per_account(),
+            failures_per_address: default_failures_per_address(),
+            lock_secs: default_lock_secs(),
+            max_lock_secs: default_max_lock_secs(),
+        }
+    }
+}
+
+fn default_failures_per_account() -> u32 {
+    5
+}
+fn default_failures_per_address() -> u32 {
+    20
+}
+fn default_lock_secs() -> u64 {
+    30
+}
+fn default_max_lock_secs() -> u64 {
+    15 * 60
+}
+
+/// `mcp:` in `cms.yaml`: the AI-agent endpoint's sessions.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    /// Sessions open at once, all keys together.
+    #[serde(default = "default_max_sessions")]
+    pub max_sessions: usize,
+    /// Sessions one key may hold open at once.
+    #[serde(default = "default_max_sessions_per_key")]
+    pub max_sessions_per_key: usize,
+    /// Seconds after which a session with no request ends.
+    #[serde(default = "default_session_idle_secs")]
+    pub session_idle_secs: u64,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self {
+            max_sessions: default_max_sessions(),
+            max_sessions_per_key: default_max_sessions_per_key(),
+            session_idle_secs: default_session_idle_secs(),
+        }
+    }
+}
+
+fn default_max_sessions() -> usize {
+    1000
+}
+fn default_max_sessions_per_key() -> usize {
+    8
+}
+fn default_session_idle_secs() -> u64 {
+    120
 }
 
 /// `storage:` in `cms.yaml`.
@@ -221,6 +354,10 @@ pub struct WebhooksConfig {
     /// off).
     #[serde(default)]
     pub disable_after: Option<u32>,
+    /// Deliver to loopback, private, link-local, multicast and unspecified addresses too
+    /// (off by default: an owner could otherwise probe the server's own network).
+    #[serde(default)]
+    pub allow_private_addresses: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -266,6 +403,7 @@ impl Default for WebhooksConfig {
             ca_file: None,
             retry_delays_secs: Vec::new(),
             disable_after: None,
+            allow_private_addresses: false,
         }
     }
 }
@@ -405,7 +543,58 @@ impl SiteConfig {
             return invalid("limits.* and versions.keep must be greater than 0".into());
         }
         self.images.validate().map_err(ConfigError::Invalid)?;
+        self.server.validate()?;
+        self.signin.validate()?;
+        self.mcp.validate()?;
         Ok(())
+    }
+}
+
+/// `Err` naming `key` unless `value` lies in `range`.
+fn check_range<T>(key: &str, value: T, range: std::ops::RangeInclusive<T>) -> Result<(), ConfigError>
+where
+    T: PartialOrd + std::fmt::Display,
+{
+    if range.contains(&value) {
+        return Ok(());
+    }
+    Err(ConfigError::Invalid(format!(
+        "{key} must be between {} and {}, got {value}",
+        range.start(),
+        range.end()
+    )))
+}
+
+impl ServerConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        check_range("server.header_timeout_secs", self.header_timeout_secs, 1..=600)?;
+        check_range("server.body_timeout_secs", self.body_timeout_secs, 1..=3600)?;
+        check_range("server.max_connections", self.max_connections, 1..=100_000)?;
+        for (i, host) in self.allowed_hosts.iter().enumerate() {
+            if host.is_empty() || host.contains(['/', ' ', '@', '?', '#']) {
+                return Err(ConfigError::Invalid(format!(
+                    "server.allowed_hosts[{i}] must be a host name like cms.example.com or cms.example.com:8080, got {host:?}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl SigninConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        check_range("signin.failures_per_account", self.failures_per_account, 1..=1000)?;
+        check_range("signin.failures_per_address", self.failures_per_address, 1..=100_000)?;
+        check_range("signin.lock_secs", self.lock_secs, 1..=86_400)?;
+        check_range("signin.max_lock_secs", self.max_lock_secs, self.lock_secs..=86_400)
+    }
+}
+
+impl McpConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        check_range("mcp.max_sessions", self.max_sessions, 1..=1_000_000)?;
+        check_range("mcp.max_sessions_per_key", self.max_sessions_per_key, 1..=self.max_sessions)?;
+        check_range("mcp.session_idle_secs", self.session_idle_secs, 10..=86_400)
     }
 }
 
@@ -515,6 +704,23 @@ mod tests {
             "{MINIMAL}collections:\n  - {{label: A, path: content/post}}\n  - {{label: B, path: content/posts}}\n"
         );
         assert!(SiteConfig::from_yaml(&fine).is_ok());
+    }
+
+    #[test]
+    fn hardening_bounds_have_defaults_and_are_checked() {
+        let c = SiteConfig::from_yaml(MINIMAL).unwrap();
+        assert_eq!((c.server.header_timeout_secs, c.server.body_timeout_secs), (10, 30));
+        assert_eq!((c.signin.failures_per_account, c.mcp.max_sessions_per_key), (5, 8));
+        assert!(!c.webhooks.allow_private_addresses);
+        for (case, named) in [
+            ("server:\n  body_timeout_secs: 0\n", "server.body_timeout_secs"),
+            ("server:\n  allowed_hosts: ['http://x']\n", "server.allowed_hosts[0]"),
+            ("signin:\n  lock_secs: 60\n  max_lock_secs: 10\n", "signin.max_lock_secs"),
+            ("mcp:\n  max_sessions: 4\n  max_sessions_per_key: 8\n", "mcp.max_sessions_per_key"),
+        ] {
+            let message = SiteConfig::from_yaml(&format!("{MINIMAL}{case}")).unwrap_err().to_string();
+            assert!(message.contains(named), "{case}: {message}");
+        }
     }
 
     #[test]

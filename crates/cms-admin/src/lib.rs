@@ -35,6 +35,7 @@ use std::sync::Arc;
 use actix_web::middleware::from_fn;
 use actix_web::{HttpResponse, web};
 use cms_core::Cms;
+use cms_core::config::SigninConfig;
 use cms_core::session::{SessionPolicy, Sessions};
 
 pub use error::AdminError;
@@ -51,11 +52,12 @@ pub struct AdminState {
 }
 
 impl AdminState {
-    pub fn new(cms: Arc<Cms>, upload_limit: u64, form_limit: usize) -> Self {
+    /// The editor of `cms`'s site; `signin` bounds its sign-in attempts.
+    pub fn new(cms: Arc<Cms>, signin: &SigninConfig, upload_limit: u64, form_limit: usize) -> Self {
         Self {
             cms,
             sessions: Sessions::new(SessionPolicy::default()),
-            throttle: throttle::Throttle::new(throttle::ThrottlePolicy::default()),
+            throttle: throttle::Throttle::new(throttle::ThrottlePolicy::from(signin)),
             upload_limit,
             form_limit,
         }

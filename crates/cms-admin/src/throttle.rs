@@ -1,14 +1,19 @@
-//! Failed sign-ins slow down further tries, per account and per address.
+//! Sign-in attempts slow down further tries, per account and per address.
 //!
-//! Each account (email) and each client address counts its recent failures. After a few
-//! free tries, every further failure locks the account or address for a while, doubling
-//! each time up to a cap; while locked, sign-ins are refused before the password is even
-//! checked (so a locked account costs no hashing). Counts are forgotten after a quiet
-//! spell. Kept in memory, bounded.
+//! Each account (email) and each client address counts its recent attempts that did not
+//! succeed. An attempt is counted when it starts, before the password is hashed, and an
+//! account has at most one password check in flight: a burst of parallel posts cannot all
+//! pass the check before the first failure is recorded. After a few free tries, every
+//! further one locks the account or address for a while, doubling each time up to a cap;
+//! while locked, sign-ins are refused before the password is even checked (so a locked
+//! account costs no hashing). A success takes its own attempt off the account's count (not
+//! the address's). Counts are forgotten after a quiet spell. Kept in memory, bounded.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use cms_core::config::SigninConfig;
 
 #[derive(Debug, Clone)]
 pub struct ThrottlePolicy {
@@ -27,16 +32,27 @@ pub struct ThrottlePolicy {
 
 impl Default for ThrottlePolicy {
     fn default() -> Self {
+        Self::from(&SigninConfig::default())
+    }
+}
+
+impl From<&SigninConfig> for ThrottlePolicy {
+    fn from(config: &SigninConfig) -> Self {
+        let max_lock = Duration::from_secs(config.max_lock_secs);
         Self {
-            free_per_account: 5,
-            free_per_address: 20,
-            first_lock: Duration::from_secs(30),
-            max_lock: Duration::from_secs(15 * 60),
-            forget_after: Duration::from_secs(15 * 60),
+            free_per_account: config.failures_per_account,
+            free_per_address: config.failures_per_address,
+            first_lock: Duration::from_secs(config.lock_secs),
+            max_lock,
+            forget_after: max_lock.max(Duration::from_secs(15 * 60)),
             max_entries: 10_000,
         }
     }
 }
+
+/// How long a sign-in waits for another check of the same account to end: it is refused
+/// at once, with this as its `Retry-After`.
+const IN_FLIGHT_WAIT: Duration = Duration::from_secs(1);
 
 /// What a sign-in is counted against.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -51,37 +67,90 @@ struct Failures {
     last: Instant,
 }
 
+#[derive(Debug, Default)]
+struct Counts {
+    failures: HashMap<Subject, Failures>,
+    /// Accounts whose password is being checked now.
+    in_flight: HashSet<Subject>,
+}
+
 #[derive(Debug)]
 pub struct Throttle {
     policy: ThrottlePolicy,
-    failures: Mutex<HashMap<Subject, Failures>>,
+    counts: Mutex<Counts>,
+}
+
+/// A sign-in allowed to check its password, already counted as a failure; dropping it
+/// ends its account's check in flight. [`Attempt::succeeded`] takes the count back.
+#[must_use = "the attempt holds its account's only check in flight until dropped"]
+#[derive(Debug)]
+pub struct Attempt<'a> {
+    throttle: &'a Throttle,
+    account: Subject,
+}
+
+impl Attempt<'_> {
+    /// The password was right: the account's count is cleared (not its address's: one
+    /// good password must not reset the count of guesses at other accounts).
+    pub fn succeeded(self) {
+        self.throttle.lock().failures.remove(&self.account);
+    }
+}
+
+impl Drop for Attempt<'_> {
+    fn drop(&mut self) {
+        self.throttle.lock().in_flight.remove(&self.account);
+    }
 }
 
 impl Throttle {
     pub fn new(policy: ThrottlePolicy) -> Self {
-        Self { policy, failures: Mutex::default() }
+        Self { policy, counts: Mutex::default() }
+    }
+
+    /// Starts a sign-in of `account` from `address`: `Err(wait)` while either is locked or
+    /// another check of the account is in flight; otherwise the attempt is counted against
+    /// both now, before any password is hashed.
+    pub fn begin(&self, account: Subject, address: Subject, now: Instant) -> Result<Attempt<'_>, Duration> {
+        let mut counts = self.lock();
+        let subjects = [account.clone(), address];
+        if let Some(wait) = self.locked_for(&counts, &subjects, now) {
+            return Err(wait);
+        }
+        if !counts.in_flight.insert(account.clone()) {
+            return Err(IN_FLIGHT_WAIT);
+        }
+        self.count(&mut counts, &subjects, now);
+        Ok(Attempt { throttle: self, account })
     }
 
     /// `Err(wait)` while any of the subjects is locked.
     pub fn check(&self, subjects: &[Subject], now: Instant) -> Result<(), Duration> {
-        let failures = self.lock();
-        let wait = subjects
-            .iter()
-            .filter_map(|subject| {
-                let entry = failures.get(subject)?;
-                let until = entry.last + self.lock_for(subject, entry.count)?;
-                (until > now).then(|| until - now)
-            })
-            .max();
-        match wait {
+        match self.locked_for(&self.lock(), subjects, now) {
             Some(wait) => Err(wait),
             None => Ok(()),
         }
     }
 
+    fn locked_for(&self, counts: &Counts, subjects: &[Subject], now: Instant) -> Option<Duration> {
+        subjects
+            .iter()
+            .filter_map(|subject| {
+                let entry = counts.failures.get(subject)?;
+                let until = entry.last + self.lock_for(subject, entry.count)?;
+                (until > now).then(|| until - now)
+            })
+            .max()
+    }
+
     /// Counts a failed sign-in against each subject.
-    pub fn failed(&self, subjects: &[Subject], now: Instant) {
-        let mut failures = self.lock();
+    #[cfg(test)]
+    fn failed(&self, subjects: &[Subject], now: Instant) {
+        self.count(&mut self.lock(), subjects, now);
+    }
+
+    fn count(&self, counts: &mut Counts, subjects: &[Subject], now: Instant) {
+        let failures = &mut counts.failures;
         failures.retain(|_, f| now.duration_since(f.last) < self.policy.forget_after);
         for subject in subjects {
             if failures.len() >= self.policy.max_entries && !failures.contains_key(subject) {
@@ -99,12 +168,6 @@ impl Throttle {
         }
     }
 
-    /// A successful sign-in clears its account's count (not its address's: one good
-    /// password must not reset the count of guesses at other accounts).
-    pub fn succeeded(&self, account: &Subject) {
-        self.lock().remove(account);
-    }
-
     /// How long a subject with `count` failures is locked after its last one.
     fn lock_for(&self, subject: &Subject, count: u32) -> Option<Duration> {
         let free = match subject {
@@ -116,8 +179,8 @@ impl Throttle {
         Some(lock.min(self.policy.max_lock))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Subject, Failures>> {
-        self.failures.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Counts> {
+        self.counts.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -153,8 +216,10 @@ mod tests {
         }
         assert_eq!(t.check(&ann, start + Duration::from_secs(10)), Err(Duration::from_secs(40)), "capped");
         assert!(t.check(&[Subject::Account("bob".into())], start).is_ok(), "other accounts are not locked");
-        t.succeeded(&ann[0]);
-        assert!(t.check(&ann, start + Duration::from_secs(10)).is_ok());
+        t.begin(ann[0].clone(), Subject::Address("10.0.0.9".into()), start + Duration::from_secs(60))
+            .unwrap()
+            .succeeded();
+        assert!(t.check(&ann, start + Duration::from_secs(60)).is_ok());
     }
 
     #[test]
@@ -169,5 +234,24 @@ mod tests {
         let later = start + Duration::from_secs(100);
         t.failed(std::slice::from_ref(&address), later);
         assert!(t.check(&[address], later).is_ok(), "the old failures were forgotten");
+    }
+
+    #[test]
+    fn attempts_count_before_the_check_and_one_account_has_one_check_in_flight() {
+        let t = throttle();
+        let now = Instant::now();
+        let (ann, here) = (Subject::Account("ann".into()), Subject::Address("10.0.0.1".into()));
+        let first = t.begin(ann.clone(), here.clone(), now).unwrap();
+        assert_eq!(t.begin(ann.clone(), here.clone(), now).unwrap_err(), IN_FLIGHT_WAIT);
+        assert!(t.begin(Subject::Account("bob".into()), here.clone(), now).is_ok(), "other accounts go on");
+        drop(first);
+        // Counted already: the second attempt's start locks the account (2 free).
+        drop(t.begin(ann.clone(), here.clone(), now).unwrap());
+        assert_eq!(t.begin(ann.clone(), here.clone(), now).unwrap_err(), Duration::from_secs(10));
+        // A success clears the account only.
+        let later = now + Duration::from_secs(10);
+        t.begin(ann.clone(), here.clone(), later).unwrap().succeeded();
+        assert!(t.check(std::slice::from_ref(&ann), later).is_ok());
+        assert!(t.check(&[here], later).is_err(), "the address keeps its count (4 attempts, 3 free)");
     }
 }

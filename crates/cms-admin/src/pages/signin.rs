@@ -84,12 +84,12 @@ pub async fn submit(
     let email = fields.text("email").trim().to_ascii_lowercase();
     let password = fields.text("password").to_owned();
 
-    let account = Subject::Account(email.clone());
     let address = Subject::Address(req.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default());
-    let subjects = [account.clone(), address];
-    if let Err(wait) = state.throttle.check(&subjects, Instant::now()) {
-        return Err(AdminError::Throttled(wait.as_secs().max(1)));
-    }
+    // Counted now, before the password is hashed; the account's only check in flight.
+    let attempt = match state.throttle.begin(Subject::Account(email.clone()), address, Instant::now()) {
+        Ok(attempt) => attempt,
+        Err(wait) => return Err(AdminError::Throttled(wait.as_secs().max(1))),
+    };
 
     let credentials = state.cms.user_credentials(&email).await?;
     let stored = credentials.as_ref().and_then(|(_, hash)| hash.clone());
@@ -101,13 +101,13 @@ pub async fn submit(
     let user = match credentials {
         Some((user, hash)) if matches => (user, hash),
         _ => {
-            state.throttle.failed(&subjects, Instant::now());
+            drop(attempt);
             tracing::info!(email, "a sign-in to the editor failed");
             let error = "Wrong email or password (or no password is set: `cms users passwd`).".to_owned();
             return render(&req, &state, StatusCode::UNAUTHORIZED, next, email, Some(error), false);
         }
     };
-    state.throttle.succeeded(&account);
+    attempt.succeeded();
     let (user, hash) = user;
     let started = state.cms.start_session(
         &state.sessions,

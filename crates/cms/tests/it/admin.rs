@@ -257,6 +257,65 @@ fn wrong_passwords_are_refused_and_slowed_per_account() {
     assert_eq!(tab.sign_in("ed@example.com", PASSWORD).status, 303, "other accounts are not locked");
 }
 
+/// Bursts of sign-ins sent at once (each with its own form token) get no more password
+/// checks than a patient guesser: attempts are counted before the password is hashed, and
+/// one account has one check in flight at a time.
+#[test]
+fn bursts_of_parallel_sign_ins_get_no_more_than_the_free_tries() {
+    let site = demo_site();
+    user_with_password(site.path(), "owner@example.com", "owner");
+    let server = Server::start(site.path());
+    let burst = |right_one: Option<usize>| -> Vec<u16> {
+        let forms: Vec<(String, String)> = (0..40)
+            .map(|_| {
+                let mut tab = Tab::new(&server);
+                let form = tab.get("/admin/signin");
+                (tab.cookie_header(), form.input("csrf"))
+            })
+            .collect();
+        let barrier = std::sync::Barrier::new(forms.len());
+        std::thread::scope(|scope| {
+            let attempts: Vec<_> = forms
+                .iter()
+                .enumerate()
+                .map(|(i, (cookies, csrf))| {
+                    let (server, barrier) = (&server, &barrier);
+                    scope.spawn(move || {
+                        let password = if Some(i) == right_one { PASSWORD } else { "wrong password" };
+                        let agent: ureq::Agent = ureq::Agent::config_builder()
+                            .http_status_as_error(false)
+                            .max_redirects(0)
+                            .build()
+                            .into();
+                        barrier.wait();
+                        let fields =
+                            [("csrf", csrf.as_str()), ("email", "owner@example.com"), ("password", password)];
+                        let response = agent
+                            .post(format!("{}/admin/signin", server.base))
+                            .header("Cookie", cookies)
+                            .send_form(fields)
+                            .unwrap();
+                        response.status().as_u16()
+                    })
+                })
+                .collect();
+            attempts.into_iter().map(|a| a.join().unwrap()).collect()
+        })
+    };
+    let (mut checked, mut signed_in) = (0, false);
+    for round in 0..8 {
+        let statuses = burst((round == 0).then_some(33));
+        assert!(statuses.iter().all(|s| matches!(s, 401 | 303 | 429)), "{statuses:?}");
+        checked += statuses.iter().filter(|s| matches!(s, 401 | 303)).count();
+        signed_in |= statuses.contains(&303);
+        assert!(checked <= 5, "{checked} passwords were checked by round {round}: {statuses:?}");
+    }
+    if !signed_in {
+        let locked = Tab::new(&server).sign_in("owner@example.com", PASSWORD);
+        assert_eq!(locked.status, 429, "the account is locked after its free tries: {}", locked.body);
+    }
+}
+
 #[test]
 fn forms_without_the_csrf_token_or_from_another_site_are_refused() {
     let site = demo_site();

@@ -5,6 +5,7 @@ use actix_web::dev::Payload;
 use actix_web::http::{Method, header};
 use actix_web::{FromRequest, HttpRequest, web};
 use cms_core::account::Role;
+use cms_core::host_policy::RequestOrigin;
 use cms_core::service::Principal;
 use cms_core::session::{Session, same_secret};
 use futures_util::StreamExt;
@@ -27,12 +28,27 @@ pub fn session_cookie(name: &'static str, value: String) -> Cookie<'static> {
     Cookie::build(name, value).path(COOKIE_PATH).http_only(true).same_site(SameSite::Lax).finish()
 }
 
-/// Marks a cookie `Secure` when the page was served over HTTPS (directly, or behind a proxy
-/// that says so with `X-Forwarded-Proto` or `Forwarded`), so it is never sent in clear
-/// afterwards; over plain HTTP (a local server) a `Secure` cookie would not be stored.
+/// Marks a cookie `Secure` when the page was served over HTTPS (which only a proxy in
+/// `server.trusted_proxies` can say, with `X-Forwarded-Proto` or `Forwarded`), so it is
+/// never sent in clear afterwards; over plain HTTP (a local server) a `Secure` cookie would
+/// not be stored.
 pub fn for_request(req: &HttpRequest, mut cookie: Cookie<'static>) -> Cookie<'static> {
-    cookie.set_secure(req.connection_info().scheme() == "https");
+    let asked = request_origin(req);
+    cookie.set_secure(state_of(req).cms.hosts().is_https(asked.peer, asked.forwarded_proto));
     cookie
+}
+
+/// What the request says of where it came from, for `cms_core::host_policy`.
+pub fn request_origin(req: &HttpRequest) -> RequestOrigin<'_> {
+    RequestOrigin::read(req.peer_addr().map(|a| a.ip()), |name| {
+        req.headers().get(name).and_then(|v| v.to_str().ok())
+    })
+}
+
+/// The client's address (behind trusted proxies, the one they forwarded for).
+pub fn client_address(req: &HttpRequest) -> Option<std::net::IpAddr> {
+    let forwarded_for = req.headers().get("x-forwarded-for").and_then(|v| v.to_str().ok());
+    state_of(req).cms.hosts().client_address(req.peer_addr().map(|a| a.ip()), forwarded_for)
 }
 
 pub fn state_of(req: &HttpRequest) -> web::Data<AdminState> {
@@ -124,8 +140,8 @@ pub fn check_csrf(fields: &Fields, expected: &str) -> AdminResult<()> {
 
 /// Refuses requests a browser says come from another site (`Sec-Fetch-Site`), or whose
 /// `Origin` is not this server: a second line behind the CSRF token and `SameSite`. This
-/// server is the `Host` it was asked as, the `X-Forwarded-Host` of a proxy in front of it
-/// (a page of another site cannot set that header), or the configured `site.url`.
+/// server is the configured `site.url` or one of the names `cms_core::host_policy` knows
+/// (never the request's own `Host`, which DNS rebinding controls).
 pub fn require_same_origin(req: &HttpRequest) -> AdminResult<()> {
     let headers = req.headers();
     let text = |name| headers.get(name).and_then(|v: &header::HeaderValue| v.to_str().ok());
@@ -136,11 +152,9 @@ pub fn require_same_origin(req: &HttpRequest) -> AdminResult<()> {
     }
     let Some(origin) = text(header::ORIGIN) else { return Ok(()) };
     let origin = origin.trim_end_matches('/');
-    let authority = origin.split_once("://").map(|(_, rest)| rest);
-    let forwarded_host = text(header::HeaderName::from_static("x-forwarded-host"));
+    let cms = &state_of(req).cms;
     let this_server =
-        [text(header::HOST), forwarded_host].into_iter().flatten().any(|host| authority == Some(host))
-            || origin.eq_ignore_ascii_case(site_origin(&state_of(req).cms.site().url));
+        origin.eq_ignore_ascii_case(site_origin(&cms.site().url)) || cms.hosts().is_this_server(origin);
     if this_server { Ok(()) } else { Err(AdminError::Csrf) }
 }
 

@@ -571,11 +571,15 @@ impl ServerConfig {
         check_range("server.body_timeout_secs", self.body_timeout_secs, 1..=3600)?;
         check_range("server.max_connections", self.max_connections, 1..=100_000)?;
         for (i, host) in self.allowed_hosts.iter().enumerate() {
-            if host.is_empty() || host.contains(['/', ' ', '@', '?', '#']) {
+            if !crate::host_policy::is_authority(host) {
                 return Err(ConfigError::Invalid(format!(
                     "server.allowed_hosts[{i}] must be a host name like cms.example.com or cms.example.com:8080, got {host:?}"
                 )));
             }
+        }
+        for (i, proxy) in self.trusted_proxies.iter().enumerate() {
+            crate::host_policy::IpRange::parse(proxy)
+                .map_err(|e| ConfigError::Invalid(format!("server.trusted_proxies[{i}]: {e}")))?;
         }
         Ok(())
     }
@@ -715,6 +719,7 @@ mod tests {
         for (case, named) in [
             ("server:\n  body_timeout_secs: 0\n", "server.body_timeout_secs"),
             ("server:\n  allowed_hosts: ['http://x']\n", "server.allowed_hosts[0]"),
+            ("server:\n  trusted_proxies: [10.0.0.1, 10.0.0.0/40]\n", "server.trusted_proxies[1]"),
             ("signin:\n  lock_secs: 60\n  max_lock_secs: 10\n", "signin.max_lock_secs"),
             ("mcp:\n  max_sessions: 4\n  max_sessions_per_key: 8\n", "mcp.max_sessions_per_key"),
         ] {

@@ -12,6 +12,7 @@ pub mod document;
 pub mod error;
 pub mod events;
 pub mod feed;
+pub mod host_policy;
 pub mod images;
 pub mod index;
 pub mod item;

@@ -45,6 +45,13 @@ pub trait PreviewKeys: Send + Sync {
     async fn current(&self) -> CoreResult<Vec<u8>>;
     /// Replaces the key: every link made before stops working.
     async fn rotate(&self) -> CoreResult<()>;
+    /// Ends the links to one item made up to `at_ms` (Unix milliseconds): the item was
+    /// deleted, so a new item under its name is another item. `item` is a short hex name
+    /// (safe as a file or object name). Kept for at least the longest link lifetime
+    /// ([`crate::config::MAX_PREVIEW_TTL_SECS`]), then forgotten.
+    async fn end_item_links(&self, item: &str, at_ms: i64) -> CoreResult<()>;
+    /// When [`Self::end_item_links`] last ended the links to `item`, if it did.
+    async fn item_links_ended(&self, item: &str) -> CoreResult<Option<i64>>;
 }
 
 /// Item files of the collections.

@@ -16,15 +16,53 @@ use crate::blocking;
 use crate::error::io_error;
 
 pub const PREVIEW_KEY_FILE: &str = "preview-key";
+/// A file per deleted item (`PreviewKeys::end_item_links`), holding when its links ended.
+pub const PREVIEW_ENDED_DIR: &str = "preview-ended";
 
 #[derive(Debug, Clone)]
 pub struct FsPreviewKeys {
     path: PathBuf,
+    ended: PathBuf,
 }
 
 impl FsPreviewKeys {
     pub fn new(state_dir: &Path) -> Self {
-        Self { path: state_dir.join(PREVIEW_KEY_FILE) }
+        Self { path: state_dir.join(PREVIEW_KEY_FILE), ended: state_dir.join(PREVIEW_ENDED_DIR) }
+    }
+
+    /// Records when an item's links ended (never earlier than a record already there), and
+    /// forgets records older than the longest link lifetime.
+    fn end_item_links_blocking(&self, item: &str, at_ms: i64) -> CoreResult<()> {
+        let path = self.ended.join(item);
+        let earlier = self.item_links_ended_blocking(item)?;
+        fs::create_dir_all(&self.ended).map_err(io_error(&self.ended))?;
+        let at_ms = earlier.map_or(at_ms, |earlier| earlier.max(at_ms));
+        atomic::write_private(&path, format!("{at_ms}\n").as_bytes()).map_err(io_error(&path))?;
+        self.forget_old(at_ms);
+        Ok(())
+    }
+
+    fn item_links_ended_blocking(&self, item: &str) -> CoreResult<Option<i64>> {
+        let path = self.ended.join(item);
+        match fs::read_to_string(&path) {
+            // A damaged record counts as "ended now": refusing a link is the safe side.
+            Ok(text) => Ok(Some(text.trim().parse().unwrap_or(i64::MAX))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_error(&path)(e)),
+        }
+    }
+
+    /// Removes the records no live link can predate (best effort: a record left behind
+    /// only refuses links that have expired anyway).
+    fn forget_old(&self, now_ms: i64) {
+        let oldest_ms = now_ms - (cms_core::config::MAX_PREVIEW_TTL_SECS as i64 + 60) * 1000;
+        let Ok(entries) = fs::read_dir(&self.ended) else { return };
+        for entry in entries.flatten() {
+            let ended = fs::read_to_string(entry.path()).ok().and_then(|t| t.trim().parse::<i64>().ok());
+            if ended.is_some_and(|ended| ended < oldest_ms) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
     }
 
     fn fresh() -> CoreResult<String> {
@@ -84,6 +122,16 @@ impl PreviewKeys for FsPreviewKeys {
         let keys = self.clone();
         blocking::run(move || keys.rotate_blocking()).await
     }
+
+    async fn end_item_links(&self, item: &str, at_ms: i64) -> CoreResult<()> {
+        let (keys, item) = (self.clone(), item.to_owned());
+        blocking::run(move || keys.end_item_links_blocking(&item, at_ms)).await
+    }
+
+    async fn item_links_ended(&self, item: &str) -> CoreResult<Option<i64>> {
+        let (keys, item) = (self.clone(), item.to_owned());
+        blocking::run(move || keys.item_links_ended_blocking(&item)).await
+    }
 }
 
 #[cfg(test)]
@@ -104,5 +152,19 @@ mod tests {
         }
         keys.rotate_blocking().unwrap();
         assert_ne!(keys.current_blocking().unwrap(), first);
+    }
+
+    #[test]
+    fn ended_links_are_recorded_never_moved_back_and_forgotten_after_a_week() {
+        let state = tempfile::tempdir().unwrap();
+        let keys = FsPreviewKeys::new(state.path());
+        assert_eq!(keys.item_links_ended_blocking("ab12").unwrap(), None);
+        keys.end_item_links_blocking("ab12", 5_000).unwrap();
+        keys.end_item_links_blocking("ab12", 4_000).unwrap();
+        assert_eq!(keys.item_links_ended_blocking("ab12").unwrap(), Some(5_000));
+        let week_ms = (cms_core::config::MAX_PREVIEW_TTL_SECS as i64 + 61) * 1000;
+        keys.end_item_links_blocking("cd34", 5_000 + week_ms).unwrap();
+        assert_eq!(keys.item_links_ended_blocking("ab12").unwrap(), None, "forgotten");
+        assert_eq!(keys.item_links_ended_blocking("cd34").unwrap(), Some(5_000 + week_ms));
     }
 }

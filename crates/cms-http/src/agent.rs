@@ -26,7 +26,8 @@ pub fn mount<F: HttpServiceFactory + 'static>(endpoint: F) -> impl FnOnce(&mut w
 }
 
 /// In this order: the license must have `mcp` (`402`); a browser `Origin` must be an
-/// allowed one (`403`: DNS rebinding and cross-site pages); the request must carry an
+/// allowed one (`403`: cross-site pages); the `Host` must be one of this server's names
+/// (`403`: DNS rebinding); the request must carry an
 /// `mcp_` key in `Authorization: Bearer` (`401` with `WWW-Authenticate: Bearer`; an
 /// `api_` key is told that it belongs to the REST API). Keys are checked on every
 /// request, so a revoked key stops working at once, even inside a session.
@@ -39,10 +40,26 @@ pub async fn gate(
     if let Err(error) = state.run(Shape::Envelope, state.cms.require_feature(Feature::Mcp)).await {
         return refuse(req, error);
     }
-    if let Some((origin, host)) = state::origin_and_host(req.request())
-        && !state.origin_allowed(origin, host)
+    if let Some(origin) = state::origin(req.request())
+        && !state.origin_allowed(origin)
     {
-        let message = format!("origin {origin} is not allowed to call /mcp");
+        let message = format!(
+            "origin {origin} is not allowed to call /mcp; add it to cors.allowed_origins in cms.yaml \
+             (its host to server.allowed_hosts if it is this server's own name)"
+        );
+        return refuse(req, ApiError::new(StatusCode::FORBIDDEN, Shape::Envelope, message));
+    }
+    // DNS rebinding: a name that resolves here but that the site does not name is refused,
+    // with or without an `Origin` (a trusted proxy answers for the name it was asked by).
+    let asked = state::request_origin(req.request());
+    if !state.cms.hosts().trusts(asked.peer)
+        && let Some(host) = asked.host
+        && !state.cms.hosts().is_this_server(&format!("http://{host}"))
+    {
+        let message = format!(
+            "/mcp was asked for as {host}, which is not one of this server's names; \
+             add it to server.allowed_hosts in cms.yaml"
+        );
         return refuse(req, ApiError::new(StatusCode::FORBIDDEN, Shape::Envelope, message));
     }
     // Only the header: MCP clients never put tokens in the URL.

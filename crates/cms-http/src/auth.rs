@@ -97,11 +97,15 @@ impl FromRequest for Caller {
             }));
         }
         // No key: decided here, without a future to wait on (the busiest case).
-        Either::Left(ready(match state::origin_and_host(req) {
-            Some((origin, host)) if !state::of(req).origin_allowed(origin, host) => Err(ApiError::new(
+        Either::Left(ready(match state::origin(req) {
+            Some(origin) if !state::of(req).origin_allowed(origin) => Err(ApiError::new(
                 StatusCode::FORBIDDEN,
                 Shape::Envelope,
-                format!("origin {origin} is not allowed to call this route without a key; send an API key"),
+                format!(
+                    "origin {origin} is not allowed to call this route without a key; send an API key, \
+                     or add the origin to cors.allowed_origins in cms.yaml (its host to \
+                     server.allowed_hosts if it is this server's own name)"
+                ),
             )),
             _ => Ok(Self { viewer: Viewer::Anonymous }),
         }))

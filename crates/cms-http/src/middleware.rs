@@ -46,6 +46,11 @@ pub async fn log_request(
     let started = Instant::now();
     let (method, path) = (req.method().clone(), logged_path(req.path()));
     let response = next.call(req).await?.map_into_boxed_body();
+    // The route that answered, not the path as sent: `/cms/%70review/TOKEN` is a preview.
+    let path = match response.request().match_pattern() {
+        Some(pattern) if pattern == crate::routes::PREVIEW => logged_path("/cms/preview/token"),
+        _ => path,
+    };
     tracing::info!(
         %method,
         path,
@@ -90,10 +95,9 @@ pub async fn cors_and_license(
 /// The request's origin when it is allowed (its answer then carries the CORS headers);
 /// `Err` with the whole answer to a preflight: `204` for allowed origins, `403` otherwise.
 fn cors_origin(req: &ServiceRequest) -> Result<Option<String>, Box<HttpResponse>> {
-    let origin = state::origin_and_host(req.request());
-    let allowed = origin
-        .filter(|(origin, host)| state::of(req.request()).origin_allowed(origin, *host))
-        .map(|(origin, _)| origin.to_owned());
+    let allowed = state::origin(req.request())
+        .filter(|origin| state::of(req.request()).origin_allowed(origin))
+        .map(str::to_owned);
     if !is_preflight(req) {
         return Ok(allowed);
     }
@@ -108,7 +112,10 @@ fn cors_origin(req: &ServiceRequest) -> Result<Option<String>, Box<HttpResponse>
         None => ApiError::new(
             StatusCode::FORBIDDEN,
             Shape::Envelope,
-            format!("origin {} is not allowed", origin.map_or("", |(origin, _)| origin)),
+            format!(
+                "origin {} is not allowed; add it to cors.allowed_origins in cms.yaml",
+                state::origin(req.request()).unwrap_or("")
+            ),
         )
         .error_response(),
     }))

@@ -5,6 +5,7 @@ use actix_web::http::header;
 
 use cms_core::Cms;
 use cms_core::error::CoreResult;
+use cms_core::host_policy::RequestOrigin;
 use cms_core::ports::RenderCache;
 
 use crate::error::{ApiError, Shape};
@@ -70,22 +71,27 @@ impl AppState {
         call.await.map_err(|e| ApiError::from_core(e, shape))
     }
 
-    /// Whether a browser origin may call key-less `Opt` routes and read CORS responses.
-    pub fn origin_allowed(&self, origin: &str, host: Option<&str>) -> bool {
+    /// Whether a browser origin may call key-less `Opt` routes and read CORS responses:
+    /// the site's own, one of `cors.allowed_origins`, or one of this server's names (never
+    /// decided by the request's `Host`: see `cms_core::host_policy`).
+    pub fn origin_allowed(&self, origin: &str) -> bool {
         let origin = origin.trim_end_matches('/');
         origin == self.site_origin
             || self.allowed_origins.iter().any(|o| o == origin)
-            // Same-server: the page was served by this very host.
-            || host.is_some_and(|host| origin.split_once("://").is_some_and(|(_, rest)| rest == host))
+            || self.cms.hosts().is_this_server(origin)
     }
 }
 
-/// The request's `Origin` with its `Host` header, when it has an `Origin` (a browser's
-/// cross-origin or same-server call). `Host` is read directly: the connection info would
-/// honour `Forwarded`/`X-Forwarded-Host`, which any client can set.
-pub fn origin_and_host(req: &HttpRequest) -> Option<(&str, Option<&str>)> {
-    let get = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
-    Some((get(header::ORIGIN)?, get(header::HOST)))
+/// The request's `Origin`, when it has one (a browser's cross-origin or same-server call).
+pub fn origin(req: &HttpRequest) -> Option<&str> {
+    req.headers().get(header::ORIGIN).and_then(|v| v.to_str().ok())
+}
+
+/// What the request says of where it came from, for `cms_core::host_policy`.
+pub fn request_origin(req: &HttpRequest) -> RequestOrigin<'_> {
+    RequestOrigin::read(req.peer_addr().map(|a| a.ip()), |name| {
+        req.headers().get(name).and_then(|v| v.to_str().ok())
+    })
 }
 
 /// The application state (always registered by [`crate::app`]), borrowed: both workers

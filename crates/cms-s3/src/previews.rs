@@ -70,4 +70,31 @@ impl PreviewKeys for S3PreviewKeys {
         self.object.expire();
         Ok(())
     }
+
+    /// `.cms/preview-ended/<item>` holds when the item's links ended (never moved back);
+    /// records older than the longest link lifetime are removed on the way.
+    async fn end_item_links(&self, item: &str, at_ms: i64) -> CoreResult<()> {
+        let at_ms = self.item_links_ended(item).await?.map_or(at_ms, |earlier| earlier.max(at_ms));
+        self.bucket.put(&format!("{ENDED_DIR}/{item}"), format!("{at_ms}\n").into_bytes()).await?;
+        let oldest_ms = at_ms - (cms_core::config::MAX_PREVIEW_TTL_SECS as i64 + 60) * 1000;
+        let (objects, _) = self.bucket.list_dir(ENDED_DIR).await?;
+        for old in objects.iter().filter(|meta| meta.last_modified.timestamp_millis() < oldest_ms) {
+            if let Some(name) = old.location.filename() {
+                // Best effort: a record left behind only refuses links that expired anyway.
+                let _ = self.bucket.delete(&format!("{ENDED_DIR}/{name}")).await;
+            }
+        }
+        Ok(())
+    }
+
+    async fn item_links_ended(&self, item: &str) -> CoreResult<Option<i64>> {
+        let Some((bytes, _)) = self.bucket.get(&format!("{ENDED_DIR}/{item}")).await? else {
+            return Ok(None);
+        };
+        // A damaged record counts as "ended now": refusing a link is the safe side.
+        Ok(Some(String::from_utf8_lossy(&bytes).trim().parse().unwrap_or(i64::MAX)))
+    }
 }
+
+/// A record per deleted item (see `PreviewKeys::end_item_links`).
+const ENDED_DIR: &str = ".cms/preview-ended";

@@ -83,6 +83,8 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         .worker_max_blocking_threads(BLOCKING_THREADS_PER_WORKER)
         .bind(listen)
         .with_context(|| format!("cannot listen on {listen}"))?;
+        // The loopback names on these ports, and a specific address, are this server's.
+        cms.hosts().bind(&server.addrs());
         for address in server.addrs() {
             // Standard output, so that scripts and tests can read the bound address.
             say(format_args!("listening on http://{address}"));

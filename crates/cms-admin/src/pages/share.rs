@@ -55,11 +55,11 @@ pub async fn create(
     let collection = state.cms.collection(&collection)?;
     let raw = state.cms.read_raw(collection, &item).await?;
     let link = state.cms.create_preview(&posted.user.principal, collection, &item, None).await?;
-    let origin = req.connection_info();
+    let origin = state.cms.hosts().public_origin(&crate::auth::request_origin(&req), &state.cms.site().url);
     view::ok(&SharePage {
         l: Layout::new(&state, &posted.user, Section::Collection(collection.index)),
         title: raw.meta.title,
-        url: format!("{}://{}/cms/preview/{}", origin.scheme(), origin.host(), link.token),
+        url: format!("{origin}/cms/preview/{}", link.token),
         expires: link.expires.format(&Rfc3339).unwrap_or_default(),
         back: item_href(collection, &raw.meta.filename),
     })

@@ -460,7 +460,13 @@ impl Cms {
         }
         match self.ports.content.read(collection, name).await {
             Ok(Some(file)) => self.index_written(collection, name, &file),
-            Ok(None) => self.index_removed(collection, name),
+            Ok(None) => {
+                self.index_removed(collection, name);
+                // Deleted behind the facade's back: its links end as for a delete here.
+                if indexed.is_some() {
+                    self.end_preview_links(collection, name.slug()).await;
+                }
+            }
             Err(error) => {
                 // Unreadable (too large, no permission): known, but not listed.
                 let reason = error.to_string();

@@ -351,6 +351,7 @@ impl Cms {
         check_precondition(if_match, &file.bytes)?;
         self.snapshot_and_delete(collection, &name, &file).await?;
         self.index_removed(collection, &name);
+        self.end_preview_links(collection, name.slug()).await;
         self.publish(EventKind::FileDeleted, file_event(collection, &name));
         Ok(outcome(collection, &name, None))
     }

@@ -277,6 +277,8 @@ pub struct Cms {
     source_hashes: variants::SourceHashes,
     /// The largest source read whole for a transform (`limits.upload_bytes`).
     upload_limit: u64,
+    /// Which names are this server and which proxies are believed (`server:`).
+    hosts: crate::host_policy::HostPolicy,
 }
 
 impl Cms {
@@ -308,6 +310,7 @@ impl Cms {
             images: config.images.clone(),
             source_hashes: variants::SourceHashes::default(),
             upload_limit: config.limits.upload_bytes,
+            hosts: crate::host_policy::HostPolicy::new(&config.site.url, &config.server),
             resource_folders: config
                 .resources
                 .iter()
@@ -340,6 +343,12 @@ impl Cms {
 
     pub fn site(&self) -> &SiteInfo {
         &self.site
+    }
+
+    /// Which names are this server (same-server origins) and whose forwarded headers are
+    /// believed; the composition root tells it the bound addresses.
+    pub fn hosts(&self) -> &crate::host_policy::HostPolicy {
+        &self.hosts
     }
 
     pub fn collections(&self) -> &[Collection] {

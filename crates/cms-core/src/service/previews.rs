@@ -1,10 +1,12 @@
 //! Shareable preview links: a token that lets anyone holding it read one item (whatever
 //! its status or schedule) until it expires. Nothing is stored per link: the token is
-//! `{collection slug}.{expires}.{slug}.{mac}`, the MAC an HMAC-SHA256 (ring) of the first three
-//! with the site's preview key. Rotating the key ends every link; renaming or deleting the
-//! item ends its links (the slug no longer names it).
+//! `{collection slug}.{issued ms}.{expires}.{slug}.{mac}`, the MAC an HMAC-SHA256 (ring) of
+//! [`MAC_CONTEXT`] and the first four with the site's preview key. Rotating the key ends
+//! every link. Deleting the item ends its links: the delete is recorded (per item, for as
+//! long as a link may live) and a link issued before it opens nothing, so a new item under
+//! the same name needs a new link.
 
-use ring::hmac;
+use ring::{digest, hmac};
 use time::OffsetDateTime;
 
 use super::{Cms, ItemView, Principal, Viewer};
@@ -13,6 +15,10 @@ use crate::collection::Collection;
 use crate::config::MAX_PREVIEW_TTL_SECS;
 use crate::error::{CoreError, CoreResult};
 use crate::slug::ItemRef;
+
+/// What the MAC covers before the token's fields: links of an earlier format (which carried
+/// no issue time) never verify.
+const MAC_CONTEXT: &[u8] = b"cms preview link 2\n";
 
 /// A new preview link's token and when it stops working.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,13 +49,13 @@ impl Cms {
         let name = self.index(collection).await?.locate(&item_ref).ok_or_else(|| {
             CoreError::not_found(format!("no item {item:?} in collection {:?}", collection.slug))
         })?;
-        let expires =
-            self.now().replace_nanosecond(0).unwrap_or(self.now()) + time::Duration::seconds(ttl as i64);
+        let now = self.now();
+        let expires = now.replace_nanosecond(0).unwrap_or(now) + time::Duration::seconds(ttl as i64);
         // The collection by its slug, not its position: reordering `cms.yaml` must not
         // point a link at another collection's item.
-        let signed = format!("{}.{}.{}", collection.slug, expires.unix_timestamp(), name.slug());
-        let key = hmac::Key::new(hmac::HMAC_SHA256, &keys.current().await?);
-        let mac = hex::encode(hmac::sign(&key, signed.as_bytes()).as_ref());
+        let signed =
+            format!("{}.{}.{}.{}", collection.slug, unix_ms(now), expires.unix_timestamp(), name.slug());
+        let mac = hex::encode(sign(&keys.current().await?, &signed).as_ref());
         Ok(PreviewLink { token: format!("{signed}.{mac}"), expires })
     }
 
@@ -63,21 +69,41 @@ impl Cms {
         let mac = hex::decode(mac).map_err(|_| refused())?;
         let (keys, _) = self.preview_keys()?;
         let key = hmac::Key::new(hmac::HMAC_SHA256, &keys.current().await?);
-        hmac::verify(&key, signed.as_bytes(), &mac).map_err(|_| refused())?;
-        let mut parts = signed.splitn(3, '.');
-        let (Some(collection), Some(expires), Some(slug)) = (parts.next(), parts.next(), parts.next()) else {
+        let message = [MAC_CONTEXT, signed.as_bytes()].concat();
+        hmac::verify(&key, &message, &mac).map_err(|_| refused())?;
+        let mut parts = signed.splitn(4, '.');
+        let (Some(collection), Some(issued), Some(expires), Some(slug)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
             return Err(refused());
         };
-        let expires: i64 = expires.parse().map_err(|_| refused())?;
+        let (issued, expires): (i64, i64) =
+            (issued.parse().map_err(|_| refused())?, expires.parse().map_err(|_| refused())?);
         if self.now().unix_timestamp() >= expires {
             return Err(CoreError::Unauthorized("this preview link has expired; ask for a new one".into()));
         }
         let collection = self.collections.iter().find(|c| c.slug == collection).ok_or_else(refused)?;
+        let gone = || {
+            CoreError::Unauthorized(
+                "this preview link's item was renamed or deleted; ask for a new link".into(),
+            )
+        };
+        if keys.item_links_ended(&item_record(collection, slug)).await?.is_some_and(|ended| ended >= issued) {
+            return Err(gone());
+        }
         match self.read_item(collection, slug, &Viewer::Preview).await {
-            Err(CoreError::NotFound(_)) => {
-                Err(CoreError::Unauthorized("this preview link's item was renamed or deleted".into()))
-            }
+            Err(CoreError::NotFound(_)) => Err(gone()),
             other => other,
+        }
+    }
+
+    /// Ends the preview links to an item that is gone (deleted through the facade, or
+    /// seen gone from the store): a later item of the same name is another item. A
+    /// failure is logged, not returned: the item is gone already.
+    pub(super) async fn end_preview_links(&self, collection: &Collection, slug: &str) {
+        let Some((keys, _)) = &self.previews else { return };
+        if let Err(error) = keys.end_item_links(&item_record(collection, slug), unix_ms(self.now())).await {
+            tracing::warn!(%error, collection = collection.slug, slug, "cannot record that an item's preview links ended");
         }
     }
 
@@ -91,4 +117,22 @@ impl Cms {
             .as_ref()
             .ok_or_else(|| CoreError::NotFound("preview links are not set up on this server".into()))
     }
+}
+
+fn sign(key: &[u8], signed: &str) -> hmac::Tag {
+    let key = hmac::Key::new(hmac::HMAC_SHA256, key);
+    let mut context = hmac::Context::with_key(&key);
+    context.update(MAC_CONTEXT);
+    context.update(signed.as_bytes());
+    context.sign()
+}
+
+fn unix_ms(at: time::OffsetDateTime) -> i64 {
+    (at.unix_timestamp_nanos() / 1_000_000) as i64
+}
+
+/// The name an item's ended links are recorded under: short, and safe in any store.
+fn item_record(collection: &Collection, slug: &str) -> String {
+    let item = format!("{}/{slug}", collection.slug);
+    hex::encode(&digest::digest(&digest::SHA256, item.as_bytes()).as_ref()[..16])
 }

@@ -1,5 +1,5 @@
 use async_trait::async_trait;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
@@ -461,6 +461,7 @@ impl IndexSnapshots for MemorySnapshots {
 #[derive(Default)]
 pub struct MemoryPreviewKeys {
     generation: AtomicI64,
+    ended: Mutex<HashMap<String, i64>>,
 }
 
 #[async_trait]
@@ -472,5 +473,16 @@ impl crate::ports::PreviewKeys for MemoryPreviewKeys {
     async fn rotate(&self) -> CoreResult<()> {
         self.generation.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    async fn end_item_links(&self, item: &str, at_ms: i64) -> CoreResult<()> {
+        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = ended.entry(item.to_owned()).or_insert(at_ms);
+        *entry = (*entry).max(at_ms);
+        Ok(())
+    }
+
+    async fn item_links_ended(&self, item: &str) -> CoreResult<Option<i64>> {
+        Ok(self.ended.lock().unwrap_or_else(|p| p.into_inner()).get(item).copied())
     }
 }

@@ -39,8 +39,8 @@ pub async fn create(
             cms.create_preview(&user.principal, cms.collection(&collection)?, &slug, ttl_secs).await
         })
         .await?;
-    let origin = req.connection_info();
-    let url = format!("{}://{}/cms/preview/{}", origin.scheme(), origin.host(), link.token);
+    let origin = state.cms.hosts().public_origin(&crate::state::request_origin(&req), &state.cms.site().url);
+    let url = format!("{origin}/cms/preview/{}", link.token);
     Ok(HttpResponse::Ok().insert_header((header::CACHE_CONTROL, "no-store")).json(json!({
         "url": url,
         "token": link.token,

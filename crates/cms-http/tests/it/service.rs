@@ -221,6 +221,9 @@ async fn head_works_wherever_get_does() {
     assert_eq!(reply.status, 200);
 }
 
+/// Same-server is decided by the names the site gives (loopback names on the bound port,
+/// `site.url`, `server.allowed_hosts`), never by `Host` or forwarded headers, which a DNS
+/// rebinding page controls.
 #[actix_web::test]
 async fn forwarded_host_headers_do_not_make_an_origin_same_server() {
     let h = Harness::setup().await;
@@ -230,9 +233,16 @@ async fn forwarded_host_headers_do_not_make_an_origin_same_server() {
         .insert_header(("X-Forwarded-Host", "evil.example"))
         .insert_header(("Forwarded", "host=evil.example;proto=https"));
     h.send(req).await.assert_envelope_error(403, "not allowed");
-    let same_host = TestRequest::get()
-        .uri("/cms/collections")
-        .insert_header(("Host", "cms.internal:8080"))
-        .insert_header(("Origin", "http://cms.internal:8080"));
-    assert_eq!(h.send(same_host).await.status, 200, "a page served by this host is same-server");
+    let rebinding = || {
+        TestRequest::get()
+            .uri("/cms/collections")
+            .insert_header(("Host", "rebind.example:8080"))
+            .insert_header(("Origin", "http://rebind.example:8080"))
+    };
+    h.send(rebinding()).await.assert_envelope_error(403, "server.allowed_hosts");
+    h.cms().hosts().bind(&["0.0.0.0:8080".parse().unwrap()]);
+    h.send(rebinding()).await.assert_envelope_error(403, "not allowed");
+    let loopback =
+        TestRequest::get().uri("/cms/collections").insert_header(("Origin", "http://localhost:8080"));
+    assert_eq!(h.send(loopback).await.status, 200, "a loopback name on the bound port is same-server");
 }

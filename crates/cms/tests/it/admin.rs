@@ -220,15 +220,32 @@ fn sign_in_sets_a_session_cookie_and_every_page_has_a_strict_csp() {
     let script = tab.get("/admin/assets/admin.js");
     assert_eq!((script.status, script.header("content-type")), (200, Some("text/javascript; charset=utf-8")));
 
-    // Behind an HTTPS proxy the cookie is Secure.
-    let mut secure_tab = Tab::new(&server);
-    let form = secure_tab.get("/admin/signin");
-    let csrf = form.input("csrf");
-    let signed = secure_tab.post(
+    // A client cannot say it came over HTTPS: only a trusted proxy can.
+    let signed = sign_in_saying_https(&server);
+    assert_eq!(signed.status, 303);
+    assert!(!signed.set_cookie("cms_session").unwrap().contains("Secure"));
+}
+
+/// Signs in as the owner with `X-Forwarded-Proto: https`.
+fn sign_in_saying_https(server: &Server) -> Answer {
+    let mut tab = Tab::new(server);
+    let csrf = tab.get("/admin/signin").input("csrf");
+    tab.post(
         "/admin/signin",
         &[("csrf", &csrf), ("email", "owner@example.com"), ("password", PASSWORD)],
         &[("X-Forwarded-Proto", "https")],
-    );
+    )
+}
+
+#[test]
+fn behind_a_trusted_https_proxy_the_session_cookie_is_secure() {
+    let site = demo_site();
+    user_with_password(site.path(), "owner@example.com", "owner");
+    let config = site.path().join("cms.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{text}\nserver:\n  trusted_proxies: [127.0.0.1]\n")).unwrap();
+    let server = Server::start(site.path());
+    let signed = sign_in_saying_https(&server);
     assert_eq!(signed.status, 303);
     assert!(signed.set_cookie("cms_session").unwrap().contains("Secure"));
 }
@@ -342,9 +359,19 @@ fn forms_without_the_csrf_token_or_from_another_site_are_refused() {
     assert_eq!(tab.post(new, &wrong, &[]).status, 403);
     assert_eq!(tab.post(new, &right, &[("Origin", "https://evil.example")]).status, 403);
     assert_eq!(tab.post(new, &right, &[("Sec-Fetch-Site", "cross-site")]).status, 403);
-    let proxied = [("Origin", "https://cms.example.org"), ("X-Forwarded-Host", "cms.example.org")];
-    let behind_a_proxy = tab.post("/admin/preview", &[("csrf", csrf.as_str()), ("body", "*x*")], &proxied);
-    assert_eq!(behind_a_proxy.status, 200, "a proxy's X-Forwarded-Host is this server");
+    let port = server.base.rsplit(':').next().unwrap();
+    let rebound = format!("http://rebind.example:{port}");
+    let rebinding =
+        [("Origin", rebound.as_str()), ("Host", &rebound[7..]), ("X-Forwarded-Host", &rebound[7..])];
+    let refused = tab.post("/admin/preview", &[("csrf", csrf.as_str()), ("body", "*x*")], &rebinding);
+    assert_eq!(refused.status, 403, "a name the site does not give is not this server, whatever Host says");
+    let loopback = format!("http://localhost:{port}");
+    assert_eq!(
+        tab.post("/admin/preview", &[("csrf", csrf.as_str()), ("body", "x")], &[("Origin", &loopback)])
+            .status,
+        200,
+        "a loopback name on the port the server listens on"
+    );
     let demo_site_url = [("Origin", "https://example.com")];
     assert_eq!(
         tab.post("/admin/preview", &[("csrf", csrf.as_str()), ("body", "x")], &demo_site_url).status,

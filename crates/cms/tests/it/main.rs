@@ -99,10 +99,21 @@ impl Server {
         Self::spawn(command)
     }
 
+    /// Starts a server on `site` whose log, at `info`, goes to the file `log`.
+    pub fn start_logging_to(site: &Path, log: &Path) -> Self {
+        let mut command = Command::new(BIN);
+        command.args(["serve", "--listen", "127.0.0.1:0", "--site"]).arg(site);
+        Self::spawn_with(command, "info", fs::File::create(log).unwrap().into())
+    }
+
     /// Starts `command` and reads its banner up to the `ready` line.
-    pub fn spawn(mut command: Command) -> Self {
-        let mut child =
-            command.env("RUST_LOG", "warn").stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
+    pub fn spawn(command: Command) -> Self {
+        Self::spawn_with(command, "warn", Stdio::inherit())
+    }
+
+    /// [`Self::spawn`] with a log level and where the log goes.
+    pub fn spawn_with(mut command: Command, level: &str, log: Stdio) -> Self {
+        let mut child = command.env("RUST_LOG", level).stdout(Stdio::piped()).stderr(log).spawn().unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap());
         let mut banner = Vec::new();
         loop {

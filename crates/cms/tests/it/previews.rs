@@ -124,4 +124,63 @@ fn preview_links_open_one_draft_until_they_expire_or_are_revoked() {
     assert_eq!(deleted.status().as_u16(), 200);
     let (status, body, _, _) = open(&server, &fresh);
     assert_eq!(status, 401, "{body}");
+
+    // A new item under the same name is another item: the old link stays closed.
+    let again = json!({"slug": "secret-plan", "date_prefix": false, "fm": {"title": "Another plan"}});
+    assert_eq!(post(&server, items, Some(&key), Some(again)).0, 200);
+    let (status, body, _, _) = open(&server, &fresh);
+    assert_eq!(status, 401, "a link made before the delete opens nothing after it: {body}");
+    assert!(body["error"].as_str().unwrap().contains("deleted"), "{body}");
+    let (_, newer) = post(&server, &preview, Some(&key), None);
+    let (status, body, _, _) = open(&server, newer["url"].as_str().unwrap());
+    assert_eq!((status, body["data"]["title"].as_str()), (200, Some("Another plan")));
+}
+
+/// The link's host is the one the client asked by when it names this server, a trusted
+/// proxy's forwarded host, or the site's URL: never a host a client made up.
+#[test]
+fn preview_urls_do_not_follow_a_client_sent_forwarded_host() {
+    let site = demo_site();
+    let key = user_with_key(site.path(), "ed@example.com", "editor");
+    let server = Server::start(site.path());
+    let link = |headers: &[(&str, &str)]| {
+        let mut req =
+            server.agent.post(format!("{}/cms/collections/posts/items/hello-world/preview", server.base));
+        req = req.header("Authorization", format!("Bearer {key}"));
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
+        let mut response = req.send_empty().unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        let body: Value = response.body_mut().read_json().unwrap();
+        body["url"].as_str().unwrap().to_owned()
+    };
+    assert!(link(&[]).starts_with(&format!("{}/cms/preview/", server.base)));
+    let forged = link(&[("X-Forwarded-Host", "evil.example"), ("X-Forwarded-Proto", "https")]);
+    assert!(forged.starts_with(&format!("{}/cms/preview/", server.base)), "{forged}");
+    let port = server.base.rsplit(':').next().unwrap();
+    let by_other_name = link(&[("Host", &format!("rebind.example:{port}"))]);
+    let site_url = "https://example.com/cms/preview/";
+    assert!(by_other_name.starts_with(site_url), "a Host the site does not name: {by_other_name}");
+}
+
+/// A preview token is a credential: the request log names the route, not the token, however
+/// the path was spelled.
+#[test]
+fn preview_tokens_stay_out_of_the_request_log() {
+    let site = demo_site();
+    let key = user_with_key(site.path(), "ed@example.com", "editor");
+    let log = site.path().join("server.log");
+    let server = Server::start_logging_to(site.path(), &log);
+    let (status, link) = post(&server, "/cms/collections/posts/items/hello-world/preview", Some(&key), None);
+    assert_eq!(status, 200);
+    let token = link["token"].as_str().unwrap().to_owned();
+    for spelled in [format!("/cms/preview/{token}"), format!("/cms/%70review/{token}")] {
+        assert_eq!(open(&server, &format!("{}{spelled}", server.base)).0, 200, "{spelled}");
+    }
+    let mac = token.rsplit('.').next().unwrap();
+    // Both requests were logged (the log is written as each request ends).
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.matches("/cms/preview/…").count() >= 2, "{logged}");
+    assert!(!logged.contains(mac), "{logged}");
 }

@@ -304,3 +304,49 @@ fn a_restart_uses_the_index_snapshot_and_sees_edits_made_while_stopped() {
     let (_, list) = server.get("/cms/collections/posts/items?per_page=50", None);
     assert_eq!(list["meta"]["totalItems"], 4, "{list}");
 }
+
+/// DNS rebinding: a hostile page whose name has come to resolve to this server sends its
+/// own name as both `Origin` and `Host`. Neither makes it this server: REST refuses the
+/// key-less call and `/mcp` refuses the name, with the setting that would allow it.
+#[test]
+fn a_name_the_site_does_not_give_is_refused_whatever_host_says() {
+    let site = demo_site();
+    let output = cms(site.path(), &["users", "add", "--email", "a@example.com", "--role", "editor"]);
+    assert!(output.status.success());
+    let output = cms(site.path(), &["keys", "create", "--user", "a@example.com", "--mcp"]);
+    let agent = String::from_utf8_lossy(&output.stdout).lines().last().unwrap().to_owned();
+    let server = Server::start(site.path());
+    let port = server.base.rsplit(':').next().unwrap();
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"it","version":"0"}}}"#;
+    let post_mcp = |host: &str, origin: Option<&str>| {
+        let mut req = server
+            .agent
+            .post(format!("{}/mcp", server.base))
+            .header("Host", host)
+            .header("Authorization", format!("Bearer {agent}"))
+            .header("Accept", "application/json, text/event-stream")
+            .header("Content-Type", "application/json");
+        if let Some(origin) = origin {
+            req = req.header("Origin", origin);
+        }
+        let mut response = req.send(initialize).unwrap();
+        (response.status().as_u16(), response.body_mut().read_to_string().unwrap_or_default())
+    };
+    let rebound = format!("rebind.example:{port}");
+    let (status, body) = post_mcp(&rebound, None);
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("server.allowed_hosts"), "{body}");
+    let (status, body) = post_mcp(&rebound, Some(&format!("http://{rebound}")));
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = post_mcp(&format!("localhost:{port}"), Some(&format!("http://localhost:{port}")));
+    assert_eq!(status, 200, "a loopback name on the bound port: {body}");
+
+    let rest = server
+        .agent
+        .get(format!("{}/cms/collections", server.base))
+        .header("Host", &rebound)
+        .header("Origin", &format!("http://{rebound}"))
+        .call()
+        .unwrap();
+    assert_eq!(rest.status().as_u16(), 403);
+}

@@ -67,6 +67,11 @@ pub struct ServerConfig {
     /// Connections served at once by each worker; more wait in the listen queue.
     #[serde(default = "default_max_connections")]
     pub max_connections: usize,
+    /// How long a cache may keep a public answer (no key) without asking again: 0 (the
+    /// default) sends `Cache-Control: public, no-cache` (always revalidate, cheap with the
+    /// ETag); more sends `public, max-age=N, must-revalidate`.
+    #[serde(default)]
+    pub public_max_age_secs: u32,
 }
 
 impl Default for ServerConfig {
@@ -77,6 +82,7 @@ impl Default for ServerConfig {
             header_timeout_secs: default_header_timeout_secs(),
             body_timeout_secs: default_body_timeout_secs(),
             max_connections: default_max_connections(),
+            public_max_age_secs: 0,
         }
     }
 }
@@ -570,6 +576,7 @@ impl ServerConfig {
         check_range("server.header_timeout_secs", self.header_timeout_secs, 1..=600)?;
         check_range("server.body_timeout_secs", self.body_timeout_secs, 1..=3600)?;
         check_range("server.max_connections", self.max_connections, 1..=100_000)?;
+        check_range("server.public_max_age_secs", self.public_max_age_secs, 0..=86_400)?;
         for (i, host) in self.allowed_hosts.iter().enumerate() {
             if !crate::host_policy::is_authority(host) {
                 return Err(ConfigError::Invalid(format!(

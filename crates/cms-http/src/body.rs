@@ -21,10 +21,11 @@ pub async fn json_object(
     let content_type = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     let mime = content_type.split(';').next().unwrap_or("").trim();
     if !mime.eq_ignore_ascii_case("application/json") {
-        return Err(ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        return Err(ApiError::unsupported_media_type(
             shape,
             format!("send the body as JSON with Content-Type: application/json (got {content_type:?})"),
+            "application/json",
+            req.method() == actix_web::http::Method::PATCH,
         ));
     }
     let bytes = read_limited(req, payload, limit, shape).await?;
@@ -143,12 +144,13 @@ fn whole_number(n: &serde_json::Number) -> Option<i128> {
 }
 
 fn unsupported(shape: Shape, content_type: &str) -> ApiError {
-    ApiError::new(
-        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+    ApiError::unsupported_media_type(
         shape,
         format!(
             "send the parameters as JSON (Content-Type: application/json) or as a form (application/x-www-form-urlencoded), got {content_type:?}"
         ),
+        "application/json, application/x-www-form-urlencoded",
+        false,
     )
 }
 

@@ -24,11 +24,28 @@ pub struct ApiError {
     pub status: StatusCode,
     pub message: String,
     pub shape: Shape,
+    /// For a `415`: the media types the route takes, sent as `Accept` (and as
+    /// `Accept-Patch` too when the request was a `PATCH`).
+    pub accepts: Option<(&'static str, bool)>,
 }
 
 impl ApiError {
     pub fn new(status: StatusCode, shape: Shape, message: impl Into<String>) -> Self {
-        Self { status, message: message.into(), shape }
+        Self { status, message: message.into(), shape, accepts: None }
+    }
+
+    /// `415`: the body's media type is not one the route takes (`accepts`, a list for
+    /// `Accept`); `patch` when the request was a `PATCH` (RFC 5789's `Accept-Patch`).
+    pub fn unsupported_media_type(
+        shape: Shape,
+        message: impl Into<String>,
+        accepts: &'static str,
+        patch: bool,
+    ) -> Self {
+        Self {
+            accepts: Some((accepts, patch)),
+            ..Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, shape, message)
+        }
     }
 
     /// Maps a domain error to its status; internal causes are logged, not sent.
@@ -57,7 +74,7 @@ impl ApiError {
             }
             _ => error.to_string(),
         };
-        Self { status, message, shape }
+        Self { status, message, shape, accepts: None }
     }
 }
 
@@ -70,6 +87,15 @@ impl ResponseError for ApiError {
         let mut response = HttpResponse::build(self.status);
         if self.status == StatusCode::UNAUTHORIZED {
             response.insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
+        }
+        if let Some((accepts, patch)) = self.accepts {
+            response.insert_header((header::ACCEPT, HeaderValue::from_static(accepts)));
+            if patch {
+                response.insert_header((
+                    header::HeaderName::from_static("accept-patch"),
+                    HeaderValue::from_static(accepts),
+                ));
+            }
         }
         match self.shape {
             Shape::Envelope => response.json(json!({

@@ -11,8 +11,9 @@ use actix_web::middleware::Next;
 use actix_web::{HttpResponse, ResponseError};
 use cms_core::license::Feature;
 
+use crate::encoding::{self, Effort};
 use crate::error::{ApiError, Shape};
-use crate::state;
+use crate::{reply, state};
 
 const ALLOW_METHODS: &str = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 // The `Mcp-*` and `Last-Event-ID` headers are the MCP transport's (`/mcp`).
@@ -68,7 +69,8 @@ fn is_preflight(req: &ServiceRequest) -> bool {
 }
 
 /// CORS, then the license gate, in one layer (each layer costs every request a boxed
-/// future): see [`cors_origin`] and [`require_license`].
+/// future): see [`cors_origin`] and [`require_license`]; then what every answer gets on
+/// its way out ([`finish`]).
 pub async fn cors_and_license(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -87,9 +89,78 @@ pub async fn cors_and_license(
         let headers = response.headers_mut();
         headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, value);
         headers.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static(EXPOSE_HEADERS));
-        headers.append(header::VARY, HeaderValue::from_static("Origin"));
     }
-    Ok(response)
+    Ok(finish(response))
+}
+
+/// Bodies at least this long are compressed when the client accepts a coding (below it,
+/// the coding's own framing eats most of the gain).
+const MIN_COMPRESSED_BYTES: usize = 1024;
+
+/// What every answer gets on its way out:
+/// - `Vary: Origin`: whether CORS headers are sent depends on it, for every answer (a
+///   cached copy must not reach another origin without its own);
+/// - `Cache-Control` ([`cache_control`]);
+/// - a text body held in memory (not a kept answer, which is sent in its coding already,
+///   nor a stream) in the coding the request accepts, with `Vary: Accept-Encoding`.
+fn finish(mut response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
+    let cache_control = cache_control(&response);
+    let coding = reply::accepted_coding(response.request());
+    let success = response.status().is_success();
+    let headers = response.headers_mut();
+    headers.append(header::VARY, HeaderValue::from_static("Origin"));
+    if let Some(value) = cache_control {
+        headers.insert(header::CACHE_CONTROL, value);
+    }
+    let compressible = success
+        && !headers.contains_key(header::CONTENT_ENCODING)
+        && !headers.contains_key(header::CONTENT_RANGE)
+        && headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(encoding::is_compressible);
+    if !compressible {
+        return response;
+    }
+    let already_varies =
+        headers.get_all(header::VARY).any(|v| v.as_bytes().eq_ignore_ascii_case(b"Accept-Encoding"));
+    response.map_body(|head, body| {
+        let body = match body.try_into_bytes() {
+            Ok(bytes) => bytes,
+            // A stream (server-sent events) or a kept answer, sent as it comes.
+            Err(body) => return body,
+        };
+        if !already_varies {
+            head.headers.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+        }
+        let Some(coding) = coding.filter(|_| body.len() >= MIN_COMPRESSED_BYTES) else {
+            return BoxBody::new(body);
+        };
+        let compressed = encoding::compress(coding, &body, Effort::Dynamic);
+        head.headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding.token()));
+        head.headers.remove(header::CONTENT_LENGTH);
+        BoxBody::new(compressed)
+    })
+}
+
+/// The caching policy (docs/api-conventions.md): answers to a request made with a key
+/// (header or `?token=`) are `private, no-store`, whatever the handler said; errors are
+/// `no-store`; other answers keep what their handler set (media, variants, the editor),
+/// or get the site's public policy (`public, no-cache` by default).
+fn cache_control(response: &ServiceResponse<BoxBody>) -> Option<HeaderValue> {
+    let req = response.request();
+    let keyed = req.headers().contains_key(header::AUTHORIZATION)
+        || req.query_string().split('&').any(|pair| pair.starts_with("token="));
+    if keyed {
+        return Some(HeaderValue::from_static("private, no-store"));
+    }
+    if response.status().is_client_error() || response.status().is_server_error() {
+        return Some(HeaderValue::from_static("no-store"));
+    }
+    if response.headers().contains_key(header::CACHE_CONTROL) {
+        return None;
+    }
+    Some(state::of(req).public_cache_control.clone())
 }
 
 /// The request's origin when it is allowed (its answer then carries the CORS headers);

@@ -16,7 +16,10 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
+use cms_core::ports::RenderCache;
+
 use crate::dto::{ItemDto, ItemEntryDto, PageMetaDto};
+use crate::encoding::{self, Coding, Effort};
 use crate::error::{ApiError, Shape};
 
 /// The current time as ISO 8601 (RFC 3339, UTC).
@@ -88,18 +91,14 @@ pub fn item_page(req: &HttpRequest, page: Page<ItemSummary>) -> HttpResponse {
     if let Some(response) = not_modified(req, &etag, Shape::Envelope) {
         return response;
     }
-    let body = match state.bodies.get(version) {
-        Some(body) => body,
-        None => match page_body(&page) {
-            Ok(body) => {
-                let body = kept_bytes(body);
-                state.bodies.put(version, body.clone());
-                body
-            }
-            Err(e) => return serialization_failed(e),
-        },
-    };
-    timestamped_shared(body, &etag)
+    let store = Store::Memory(&state.bodies);
+    if let Some(kept) = kept_answer(req, store, version, &etag) {
+        return kept;
+    }
+    match page_body(&page) {
+        Ok(body) => new_answer(req, store, version, &etag, body),
+        Err(e) => serialization_failed(e),
+    }
 }
 
 /// The answer to a list page of `version` (see `Cms::list_items_version`) from the
@@ -110,7 +109,7 @@ pub fn kept_page(req: &HttpRequest, version: u64) -> Option<HttpResponse> {
     if let Some(response) = not_modified(req, &etag, Shape::Envelope) {
         return Some(response);
     }
-    state.bodies.get(version).map(|body| timestamped_shared(body, &etag))
+    kept_answer(req, Store::Memory(&state.bodies), version, &etag)
 }
 
 fn page_etag(state: &crate::state::AppState, version: u64) -> String {
@@ -125,26 +124,103 @@ fn page_body(page: &Page<ItemSummary>) -> serde_json::Result<Vec<u8>> {
 }
 
 /// `200` with `body` (a JSON object) and `"timestamp"` added as its last field, and the
-/// ETag, which was taken of the body without it. The timestamp is added in place (a body
-/// read from the answer store comes with room for it).
+/// ETag, which was taken of the body without it. The timestamp is added in place.
 fn timestamped_owned(mut body: Vec<u8>, etag: &str) -> HttpResponse {
     if body.last() == Some(&b'}') {
         body.pop();
     }
     body.extend_from_slice(&timestamp_trailer());
-    HttpResponse::Ok().content_type("application/json").insert_header((header::ETAG, etag)).body(body)
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .insert_header((header::ETAG, etag))
+        .insert_header((header::VARY, "Accept-Encoding"))
+        .body(body)
+}
+
+/// Where a kept answer lives: single items in the server's answer store on disk when it
+/// has one, everything else in the memory cache.
+#[derive(Clone, Copy)]
+enum Store<'a> {
+    Disk(&'a dyn RenderCache),
+    Memory(&'a crate::body_cache::BodyCache),
+}
+
+impl Store<'_> {
+    fn get(self, key: u64) -> Option<Bytes> {
+        match self {
+            Self::Disk(answers) => answers.get(key).map(Bytes::from),
+            Self::Memory(bodies) => bodies.get(key),
+        }
+    }
+
+    fn put(self, key: u64, body: Bytes) {
+        match self {
+            Self::Disk(answers) => answers.put(key, &body),
+            Self::Memory(bodies) => bodies.put(key, body),
+        }
+    }
+}
+
+/// The coding a request accepts, from its `Accept-Encoding`.
+pub fn accepted_coding(req: &HttpRequest) -> Option<Coding> {
+    encoding::negotiate(req.headers().get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok()))
+}
+
+/// The answer kept under `key` (the body without its timestamp), in the coding the request
+/// accepts: that coding's kept form, or the plain body (whose coded form is then made and
+/// kept); `None` when nothing is kept under `key`.
+fn kept_answer(req: &HttpRequest, store: Store<'_>, key: u64, etag: &str) -> Option<HttpResponse> {
+    let coding = accepted_coding(req);
+    if let Some(coding) = coding
+        && let Some(open) = store.get(coding.key_of(key))
+    {
+        return Some(coded_answer(coding, &open, etag));
+    }
+    let plain = store.get(key)?;
+    Some(answer(store, key, etag, plain, coding))
+}
+
+/// Keeps a body just made under `key` and answers it as [`kept_answer`] would.
+fn new_answer(req: &HttpRequest, store: Store<'_>, key: u64, etag: &str, body: Vec<u8>) -> HttpResponse {
+    let plain = kept_bytes(body);
+    store.put(key, plain.clone());
+    answer(store, key, etag, plain, accepted_coding(req))
+}
+
+fn answer(store: Store<'_>, key: u64, etag: &str, plain: Bytes, coding: Option<Coding>) -> HttpResponse {
+    let Some(coding) = coding else { return timestamped_shared(plain, etag) };
+    // Made once per version and coding: the body up to its closing brace, left open.
+    let open = Bytes::from(encoding::open_stream(coding, without_last_brace(&plain), Effort::Kept));
+    store.put(coding.key_of(key), open.clone());
+    coded_answer(coding, &open, etag)
+}
+
+/// A kept form closed with the timestamp and its `}`.
+fn coded_answer(coding: Coding, open: &Bytes, etag: &str) -> HttpResponse {
+    let (sent, tail) = encoding::close_shared(coding, open, &timestamp_trailer());
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .insert_header((header::ETAG, etag))
+        .insert_header((header::VARY, "Accept-Encoding"))
+        .insert_header((header::CONTENT_ENCODING, coding.token()))
+        .body(Concatenated { parts: [sent, tail], next: 0 })
+}
+
+fn without_last_brace(body: &[u8]) -> &[u8] {
+    body.strip_suffix(b"}").unwrap_or(body)
 }
 
 /// [`timestamped_owned`] on a kept body that other answers share: it is sent as it is kept,
 /// followed by the timestamp, so it is not copied (the response writer copies each part
 /// into its buffer anyway).
 fn timestamped_shared(body: Bytes, etag: &str) -> HttpResponse {
-    let kept = match body.last() {
-        Some(b'}') => body.slice(..body.len() - 1),
-        _ => body,
-    };
+    let kept = body.slice(..without_last_brace(&body).len());
     let body = Concatenated { parts: [kept, Bytes::from(timestamp_trailer())], next: 0 };
-    HttpResponse::Ok().content_type("application/json").insert_header((header::ETAG, etag)).body(body)
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .insert_header((header::ETAG, etag))
+        .insert_header((header::VARY, "Accept-Encoding"))
+        .body(body)
 }
 
 /// A body to keep: exactly its bytes (`serde_json` leaves spare capacity, which `Bytes`
@@ -154,7 +230,7 @@ fn kept_bytes(body: Vec<u8>) -> Bytes {
 }
 
 /// `,"timestamp":"<now>"}`: what ends every kept answer.
-fn timestamp_trailer() -> Vec<u8> {
+pub(crate) fn timestamp_trailer() -> Vec<u8> {
     let stamp = timestamp_now(); // RFC 3339: nothing to escape
     let mut trailer = Vec::with_capacity(stamp.len() + 16);
     trailer.extend_from_slice(b",\"timestamp\":\"");
@@ -164,9 +240,15 @@ fn timestamp_trailer() -> Vec<u8> {
 }
 
 /// A body sent as its parts, one after the other, with their sum as its length.
-struct Concatenated {
+pub(crate) struct Concatenated {
     parts: [Bytes; 2],
     next: usize,
+}
+
+impl Concatenated {
+    pub(crate) fn new((first, second): (Bytes, Bytes)) -> Self {
+        Self { parts: [first, second], next: 0 }
+    }
 }
 
 impl MessageBody for Concatenated {
@@ -193,32 +275,23 @@ pub fn single_item(req: &HttpRequest, view: ItemView) -> HttpResponse {
         return response;
     }
     let state = crate::state::of(req);
-    let key = view.version;
-    let etag = view.etag.clone();
+    let (key, etag) = (view.version, view.etag.clone());
     // Routes that do not ask for the kept answer first (`/cms/items/{slug}`, the legacy
     // read) find it here: an answer is serialized and kept once per version.
+    let store = item_store(state);
+    if let Some(kept) = kept_answer(req, store, key, &etag) {
+        return kept;
+    }
+    match item_body(view) {
+        Ok(body) => new_answer(req, store, key, &etag, body),
+        Err(e) => serialization_failed(e),
+    }
+}
+
+fn item_store(state: &crate::state::AppState) -> Store<'_> {
     match &state.answers {
-        Some(answers) => match answers.get(key) {
-            Some(body) => timestamped_owned(body, &etag),
-            None => match item_body(view) {
-                Ok(body) => {
-                    answers.put(key, &body);
-                    timestamped_owned(body, &etag)
-                }
-                Err(e) => serialization_failed(e),
-            },
-        },
-        None => match state.bodies.get(key) {
-            Some(body) => timestamped_shared(body, &etag),
-            None => match item_body(view) {
-                Ok(body) => {
-                    let body = kept_bytes(body);
-                    state.bodies.put(key, body.clone());
-                    timestamped_shared(body, &etag)
-                }
-                Err(e) => serialization_failed(e),
-            },
-        },
+        Some(answers) => Store::Disk(answers.as_ref()),
+        None => Store::Memory(&state.bodies),
     }
 }
 
@@ -238,22 +311,25 @@ pub fn kept_item(req: &HttpRequest, version: &ItemVersion) -> Option<HttpRespons
     if let Some(response) = not_modified(req, &version.etag, Shape::Envelope) {
         return Some(response);
     }
-    let state = crate::state::of(req);
-    match &state.answers {
-        Some(answers) => answers.get(version.version).map(|body| timestamped_owned(body, &version.etag)),
-        None => state.bodies.get(version.version).map(|body| timestamped_shared(body, &version.etag)),
-    }
+    kept_answer(req, item_store(crate::state::of(req)), version.version, &version.etag)
 }
 
-/// When the request's `If-None-Match` names `etag` (or is `*`): `304` with the ETag for
-/// `GET`/`HEAD`, and `412` in `shape` for any other method (RFC 9110, 13.1.2).
+/// When the request's `If-None-Match` names `etag` (or is `*`): `304` with the ETag (and
+/// the `Vary` of the answer it stands for) for `GET`/`HEAD`, and `412` in `shape` for any
+/// other method (RFC 9110, 13.1.2). The comparison is weak, as the RFC asks: `W/"x"`
+/// matches `"x"` (a proxy that compressed our answer weakened its tag).
 pub fn not_modified(req: &HttpRequest, etag: &str, shape: Shape) -> Option<HttpResponse> {
     let header = req.headers().get(header::IF_NONE_MATCH)?.to_str().ok()?;
-    if !header.split(',').any(|tag| tag.trim() == etag || tag.trim() == "*") {
+    if !none_match_names(header, etag) {
         return None;
     }
     if req.method() == Method::GET || req.method() == Method::HEAD {
-        return Some(HttpResponse::NotModified().insert_header((header::ETAG, etag)).finish());
+        return Some(
+            HttpResponse::NotModified()
+                .insert_header((header::ETAG, etag))
+                .insert_header((header::VARY, "Accept-Encoding"))
+                .finish(),
+        );
     }
     let error = ApiError::new(
         StatusCode::PRECONDITION_FAILED,
@@ -261,6 +337,16 @@ pub fn not_modified(req: &HttpRequest, etag: &str, shape: Shape) -> Option<HttpR
         format!("If-None-Match {header} matches the current ETag {etag}"),
     );
     Some(error.error_response())
+}
+
+/// Whether an `If-None-Match` list names `etag` by weak comparison, or is `*`.
+pub fn none_match_names(header: &str, etag: &str) -> bool {
+    let opaque = |tag: &str| {
+        let tag = tag.trim();
+        tag.strip_prefix("W/").unwrap_or(tag).to_owned()
+    };
+    let ours = opaque(etag);
+    header.split(',').any(|tag| tag.trim() == "*" || opaque(tag) == ours)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use actix_web::HttpRequest;
-use actix_web::http::header;
+use actix_web::http::header::{self, HeaderValue};
 
 use cms_core::Cms;
 use cms_core::error::CoreResult;
@@ -14,6 +14,10 @@ use crate::error::{ApiError, Shape};
 /// server keeps no answers on disk). Kept answers are found before anything else is done
 /// (`reply::kept_page`, `kept_item`).
 const BODY_CACHE_BYTES: usize = 32 * 1024 * 1024;
+
+/// Public answers may be stored by any cache, which asks again (cheaply, with the ETag)
+/// before each use.
+const PUBLIC_NO_CACHE: &str = "public, no-cache";
 
 /// What every handler can reach: the facade and the web-only settings.
 pub struct AppState {
@@ -35,23 +39,52 @@ pub struct AppState {
     /// Serialized single items by version, outside memory (a server's local file, see
     /// [`AppState::with_answers`]); rendered ahead by [`crate::ahead::render_ahead`].
     pub answers: Option<Arc<dyn RenderCache>>,
+    /// `Cache-Control` of public answers (see [`AppState::with_public_max_age`]).
+    pub public_cache_control: HeaderValue,
+    /// The validators of `/status`, whose answer does not change while the process runs:
+    /// an ETag of this process, and when it started.
+    pub status_etag: HeaderValue,
+    pub started: std::time::SystemTime,
+    pub started_header: HeaderValue,
 }
 
 impl AppState {
     pub fn new(cms: Arc<Cms>, allowed_origins: Vec<String>, json_limit: usize, upload_limit: u64) -> Self {
         let site_origin = origin_of(&cms.site().url);
+        let etag_seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        // Whole seconds: what `Last-Modified` can say.
+        let started = std::time::UNIX_EPOCH
+            + std::time::Duration::from_secs(
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+            );
         Self {
             cms,
             allowed_origins: allowed_origins.iter().map(|o| o.trim_end_matches('/').to_owned()).collect(),
             site_origin,
             json_limit,
             upload_limit,
-            etag_seed: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64),
+            etag_seed,
+            status_etag: HeaderValue::from_str(&format!("\"{etag_seed:016x}-status\"")).expect("hex digits"),
+            started,
+            started_header: HeaderValue::from_str(&header::HttpDate::from(started).to_string())
+                .expect("an HTTP date"),
             bodies: crate::body_cache::BodyCache::new(BODY_CACHE_BYTES),
             answers: None,
+            public_cache_control: HeaderValue::from_static(PUBLIC_NO_CACHE),
         }
+    }
+
+    /// How long caches may keep public answers without revalidating
+    /// (`server.public_max_age_secs`): 0 means revalidate every time.
+    pub fn with_public_max_age(mut self, secs: u32) -> Self {
+        self.public_cache_control = match secs {
+            0 => HeaderValue::from_static(PUBLIC_NO_CACHE),
+            secs => HeaderValue::from_str(&format!("public, max-age={secs}, must-revalidate"))
+                .expect("digits and ASCII"),
+        };
+        self
     }
 
     /// Keeps single items' answers in `answers` (e.g. `cms_fs::FsRenderCache`, on disk)

@@ -61,6 +61,20 @@ impl Cms {
         Ok(list_version(collection, query, per_page, fingerprint))
     }
 
+    /// A number that changes whenever an item of `collection` (of every collection, for
+    /// `None`) is added, changed, removed, published or unpublished: a version of all that
+    /// the discovery routes can show of it. Builds no index: one not built yet counts as
+    /// such (the answer made then builds it, and the next version names what it holds).
+    pub fn content_version(&self, collection: Option<&Collection>) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::hash::DefaultHasher::new();
+        for collection in collection.map_or(&self.collections[..], std::slice::from_ref) {
+            let index = super::read(&self.indexes[collection.index].index);
+            (collection.index, index.as_ref().map(|index| index.fingerprint())).hash(&mut hasher);
+        }
+        hasher.finish()
+    }
+
     fn list_page_size(&self, query: &ListQuery, viewer: &Viewer) -> CoreResult<usize> {
         if query.status != StatusFilter::Published && !viewer.has_key() {
             return Err(CoreError::Unauthorized(

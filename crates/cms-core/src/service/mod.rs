@@ -99,7 +99,8 @@ pub enum Viewer {
 }
 
 impl Viewer {
-    fn has_key(&self) -> bool {
+    /// Whether drafts and scheduled items are visible to this viewer.
+    pub fn has_key(&self) -> bool {
         matches!(self, Self::Key(_) | Self::Preview)
     }
 }

@@ -3,23 +3,19 @@
 
 use std::collections::HashMap;
 
-use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use cms_core::service::{
     RelatedParams, RssParams, SearchIndexParams, SitemapParams, TagItemsParams, TagsParams,
 };
-use serde_json::json;
 
 use crate::auth::Caller;
 use crate::body::form_or_json_params;
+use crate::documents::{self, site_version};
 use crate::dto::{RelatedDto, SearchEntryDto, TagDto};
 use crate::error::{ApiError, Shape};
 use crate::handlers::items::{list_params, query_map};
-use crate::reply::{envelope, item_page, single_item};
+use crate::reply::{item_page, single_item};
 use crate::state::AppState;
-
-const RSS: &str = "application/rss+xml; charset=utf-8";
-const XML: &str = "application/xml; charset=utf-8";
 
 fn query(req: &HttpRequest) -> Result<HashMap<String, String>, ApiError> {
     query_map(req, Shape::Envelope)
@@ -31,6 +27,7 @@ pub async fn search_index(
     _caller: Caller,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
+    let version = || documents::version_of("search-index", site_version(&state), req.query_string());
     let mut q = query(&req)?;
     let params = SearchIndexParams {
         collection_path: q.remove("collectionPath"),
@@ -41,9 +38,30 @@ pub async fn search_index(
         site_url: q.remove("site_url"),
         pretty_urls: q.remove("pretty_urls"),
     };
-    let entries = state.run(Shape::Envelope, state.cms.search_index(&params)).await?;
-    let data: Vec<SearchEntryDto> = entries.into_iter().map(SearchEntryDto::from).collect();
-    Ok(HttpResponse::Ok().json(data))
+    documents::answer(&req, version, documents::JSON, || async {
+        let entries = state.run(Shape::Envelope, state.cms.search_index(&params)).await?;
+        let data: Vec<SearchEntryDto> = entries.into_iter().map(SearchEntryDto::from).collect();
+        to_json(&data)
+    })
+    .await
+}
+
+/// `value` as JSON bytes, or a `500`.
+fn to_json(value: &impl serde::Serialize) -> Result<Vec<u8>, ApiError> {
+    serde_json::to_vec(value).map_err(|e| {
+        ApiError::from_core(cms_core::CoreError::internal("response serialization", e), Shape::Envelope)
+    })
+}
+
+/// An envelope without its `timestamp` (the document's kept form): `data` and `count`.
+fn counted_envelope<T: serde::Serialize>(data: &[T]) -> Result<Vec<u8>, ApiError> {
+    #[derive(serde::Serialize)]
+    struct Counted<'a, T> {
+        success: bool,
+        data: &'a [T],
+        count: usize,
+    }
+    to_json(&Counted { success: true, data, count: data.len() })
 }
 
 /// `GET /cms/tags`
@@ -52,16 +70,18 @@ pub async fn tags(
     _caller: Caller,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
+    let version = || documents::version_of("tags", site_version(&state), req.query_string());
     let mut q = query(&req)?;
     let params = TagsParams {
         content_path: q.remove("content_path"),
         tag_page_path: q.remove("tag_page_path"),
         pretty_urls: q.remove("pretty_urls"),
     };
-    let tags = state.run(Shape::Envelope, state.cms.tags(&params)).await?;
-    let count = tags.len();
-    let data: Vec<TagDto> = tags.into_iter().map(TagDto::from).collect();
-    Ok(envelope(data, json!({ "count": count })))
+    documents::answer(&req, version, documents::ENVELOPE, || async {
+        let tags = state.run(Shape::Envelope, state.cms.tags(&params)).await?;
+        counted_envelope(&tags.into_iter().map(TagDto::from).collect::<Vec<_>>())
+    })
+    .await
 }
 
 /// `GET /cms/tags/{tag}/items`
@@ -88,6 +108,12 @@ pub async fn rss(
     collection: web::Path<String>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
+    let collection =
+        state.cms.collection(&collection).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
+    let version = || {
+        let content = state.cms.content_version(Some(collection));
+        documents::version_of("rss", content, (collection.index, req.query_string()))
+    };
     let mut q = query(&req)?;
     let params = RssParams {
         title: q.remove("title"),
@@ -95,13 +121,10 @@ pub async fn rss(
         link: q.remove("link"),
         limit: q.remove("limit"),
     };
-    let xml = state
-        .run(Shape::Envelope, async {
-            let cms = &state.cms;
-            cms.rss(cms.collection(&collection)?, &params).await
-        })
-        .await?;
-    Ok(HttpResponse::Ok().insert_header((header::CONTENT_TYPE, RSS)).body(xml))
+    documents::answer(&req, version, documents::RSS, || async {
+        Ok(state.run(Shape::Envelope, state.cms.rss(collection, &params)).await?.into_bytes())
+    })
+    .await
 }
 
 /// `GET /cms/collections/{collection}/sitemap`
@@ -111,15 +134,18 @@ pub async fn sitemap(
     collection: web::Path<String>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
+    let collection =
+        state.cms.collection(&collection).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
+    let version = || {
+        let content = state.cms.content_version(Some(collection));
+        documents::version_of("sitemap", content, (collection.index, req.query_string()))
+    };
     let mut q = query(&req)?;
     let params = SitemapParams { base_url: q.remove("baseUrl"), limit: q.remove("limit") };
-    let xml = state
-        .run(Shape::Envelope, async {
-            let cms = &state.cms;
-            cms.sitemap(cms.collection(&collection)?, &params).await
-        })
-        .await?;
-    Ok(HttpResponse::Ok().insert_header((header::CONTENT_TYPE, XML)).body(xml))
+    documents::answer(&req, version, documents::XML, || async {
+        Ok(state.run(Shape::Envelope, state.cms.sitemap(collection, &params)).await?.into_bytes())
+    })
+    .await
 }
 
 /// `GET /cms/items/related`
@@ -128,6 +154,7 @@ pub async fn related(
     _caller: Caller,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
+    let version = || documents::version_of("related", site_version(&state), req.query_string());
     let mut q = query(&req)?;
     let params = RelatedParams {
         content_path: q.remove("contentPath"),
@@ -137,10 +164,11 @@ pub async fn related(
         site_url: q.remove("site_url"),
         pretty_urls: q.remove("pretty_urls"),
     };
-    let related = state.run(Shape::Envelope, state.cms.related(&params)).await?;
-    let count = related.len();
-    let data: Vec<RelatedDto> = related.into_iter().map(RelatedDto::from).collect();
-    Ok(envelope(data, json!({ "count": count })))
+    documents::answer(&req, version, documents::ENVELOPE, || async {
+        let related = state.run(Shape::Envelope, state.cms.related(&params)).await?;
+        counted_envelope(&related.into_iter().map(RelatedDto::from).collect::<Vec<_>>())
+    })
+    .await
 }
 
 async fn legacy_list(

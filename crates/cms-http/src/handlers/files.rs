@@ -110,7 +110,7 @@ pub async fn serve(
     let headers = req.headers();
     let if_none_match = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok());
     let unchanged = match if_none_match {
-        Some(tags) => tags.split(',').any(|t| t.trim() == etag || t.trim() == "*"),
+        Some(tags) => crate::reply::none_match_names(tags, &etag),
         None => headers
             .get(header::IF_MODIFIED_SINCE)
             .and_then(|v| v.to_str().ok()?.parse::<HttpDate>().ok())
@@ -121,9 +121,12 @@ pub async fn serve(
     }
 
     let range_header = headers.get(header::RANGE).and_then(|v| v.to_str().ok());
-    // If-Range: serve the range only if the client's copy is still current.
-    let if_range_ok =
-        headers.get(header::IF_RANGE).and_then(|v| v.to_str().ok()).is_none_or(|v| v.trim() == etag);
+    // If-Range: serve the range only if the client's copy is still current, named by its
+    // strong ETag or by exactly the Last-Modified date sent (RFC 9110, 13.1.5).
+    let if_range_ok = headers
+        .get(header::IF_RANGE)
+        .and_then(|v| v.to_str().ok())
+        .is_none_or(|v| if_range_holds(v.trim(), &etag, &last_modified));
     let range = if if_range_ok { parse_range(range_header, size) } else { RangeRequest::Full };
     let (start, length) = match range {
         RangeRequest::Full => (0, size),
@@ -150,6 +153,15 @@ pub async fn serve(
         }
     }
     Ok(response.body(SizedStream::new(length, read_chunks(file.reader, start, length))))
+}
+
+/// Whether an `If-Range` value names the current file: its ETag (compared strongly: a weak
+/// tag never holds), or an HTTP date equal to its `Last-Modified`.
+pub(super) fn if_range_holds(value: &str, etag: &str, last_modified: &HttpDate) -> bool {
+    if value.starts_with('"') || value.starts_with("W/") {
+        return value == etag;
+    }
+    value.parse::<HttpDate>().is_ok_and(|date| date == *last_modified)
 }
 
 /// `attachment` with the file's name: as UTF-8 (`filename*`), and in ASCII for old clients.
@@ -205,6 +217,20 @@ pub(super) fn read_chunks(
 #[cfg(test)]
 mod tests {
     use super::{RangeRequest::*, parse_range};
+
+    #[test]
+    fn if_range_by_tag_or_exact_date() {
+        use actix_web::http::header::HttpDate;
+        let modified: HttpDate = "Wed, 21 Oct 2026 07:28:00 GMT".parse().unwrap();
+        let holds = |value| super::if_range_holds(value, "\"a-1\"", &modified);
+        assert!(holds("\"a-1\""));
+        assert!(holds("Wed, 21 Oct 2026 07:28:00 GMT"));
+        for stale in
+            ["W/\"a-1\"", "\"a-2\"", "Wed, 21 Oct 2026 07:28:01 GMT", "Tue, 20 Oct 2026 07:28:00 GMT", "soon"]
+        {
+            assert!(!holds(stale), "{stale}");
+        }
+    }
 
     #[test]
     fn ranges() {

@@ -46,10 +46,11 @@ pub async fn upload(
 ) -> Result<HttpResponse, ApiError> {
     let content_type = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     if !content_type.to_ascii_lowercase().starts_with("multipart/form-data") {
-        return Err(ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        return Err(ApiError::unsupported_media_type(
             SHAPE,
             "send uploads as multipart/form-data with a file part named \"file\"; base64 uploads are not accepted",
+            "multipart/form-data",
+            false,
         ));
     }
     let limit = state.upload_limit;

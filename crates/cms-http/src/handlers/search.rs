@@ -2,13 +2,12 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use cms_core::service::SearchParams;
-use serde_json::json;
 
 use crate::auth::Caller;
+use crate::documents;
 use crate::dto::{PageMetaDto, SearchHitDto};
 use crate::error::{ApiError, Shape};
 use crate::handlers::items::query_map;
-use crate::reply::envelope;
 use crate::state::AppState;
 
 /// `GET /cms/search?q=...&collection=...&page=&per_page=`: published items only without
@@ -18,6 +17,9 @@ pub async fn search(
     caller: Caller,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
+    let has_key = caller.viewer.has_key();
+    let version =
+        || documents::version_of("search", documents::site_version(&state), (has_key, req.query_string()));
     let mut q = query_map(&req, Shape::Envelope)?;
     let params = SearchParams {
         q: q.remove("q"),
@@ -25,8 +27,19 @@ pub async fn search(
         page: q.remove("page"),
         per_page: q.remove("per_page"),
     };
-    let page = state.run(Shape::Envelope, state.cms.search(&params, &caller.viewer)).await?;
-    let meta = PageMetaDto::from(&page);
-    let data: Vec<SearchHitDto> = page.items.into_iter().map(SearchHitDto::from).collect();
-    Ok(envelope(data, json!({ "meta": meta })))
+    documents::answer(&req, version, documents::ENVELOPE, || async {
+        #[derive(serde::Serialize)]
+        struct Results {
+            success: bool,
+            data: Vec<SearchHitDto>,
+            meta: PageMetaDto,
+        }
+        let page = state.run(Shape::Envelope, state.cms.search(&params, &caller.viewer)).await?;
+        let meta = PageMetaDto::from(&page);
+        let data = page.items.into_iter().map(SearchHitDto::from).collect();
+        serde_json::to_vec(&Results { success: true, data, meta }).map_err(|e| {
+            ApiError::from_core(cms_core::CoreError::internal("response serialization", e), Shape::Envelope)
+        })
+    })
+    .await
 }

@@ -16,8 +16,9 @@ use crate::state::AppState;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// `GET /` and `GET /status`.
-pub async fn status(state: web::Data<AppState>) -> HttpResponse {
+/// `GET /` and `GET /status`, with validators: its answer (but the timestamp) is the same
+/// while the process runs.
+pub async fn status(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
     #[derive(Serialize)]
     struct Data<'a> {
         status: &'static str,
@@ -32,13 +33,30 @@ pub async fn status(state: web::Data<AppState>) -> HttpResponse {
         version: &'static str,
         timestamp: String,
     }
-    json_response(&Status {
-        success: true,
-        data: Data { status: "ok", version: VERSION, name: &state.cms.site().name },
-        message: "CMS API running",
-        version: VERSION,
-        timestamp: timestamp_now(),
-    })
+    let unchanged = match req.headers().get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
+        Some(tags) => crate::reply::none_match_names(tags, state.status_etag.to_str().unwrap_or_default()),
+        None => req
+            .headers()
+            .get(header::IF_MODIFIED_SINCE)
+            .and_then(|v| v.to_str().ok()?.parse::<header::HttpDate>().ok())
+            .is_some_and(|since| std::time::SystemTime::from(since) >= state.started),
+    };
+    let mut response = if unchanged {
+        HttpResponse::NotModified().finish()
+    } else {
+        json_response(&Status {
+            success: true,
+            data: Data { status: "ok", version: VERSION, name: &state.cms.site().name },
+            message: "CMS API running",
+            version: VERSION,
+            timestamp: timestamp_now(),
+        })
+    };
+    let headers = response.headers_mut();
+    headers.insert(header::ETAG, state.status_etag.clone());
+    headers.insert(header::LAST_MODIFIED, state.started_header.clone());
+    headers.insert(header::VARY, header::HeaderValue::from_static("Accept-Encoding"));
+    response
 }
 
 /// The OpenAPI document for this site: its resource folders' file URLs included.
@@ -79,9 +97,16 @@ pub async fn describe(state: web::Data<AppState>, _user: KeyUser<Envelope>) -> H
     envelope(data, json!({}))
 }
 
-/// `GET /cms/openapi.json`: the API reference, with this site's file URLs.
-pub async fn openapi_json(state: web::Data<AppState>) -> HttpResponse {
-    HttpResponse::Ok().json(site_document(&state))
+/// `GET /cms/openapi.json`: the API reference, with this site's file URLs; made once,
+/// then kept with its compressed forms like any document.
+pub async fn openapi_json(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    let version = || crate::documents::version_of("openapi.json", 0, ());
+    crate::documents::answer(&req, version, crate::documents::JSON, || async {
+        serde_json::to_vec(&site_document(&state)).map_err(|e| {
+            ApiError::from_core(cms_core::CoreError::internal("response serialization", e), Shape::Envelope)
+        })
+    })
+    .await
 }
 
 /// `GET /cms/collections`.

@@ -117,6 +117,11 @@ impl Reply {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
+    /// Every value of a header that may be sent several times (`Vary`), in order.
+    pub fn header_values(&self, name: &str) -> Vec<&str> {
+        self.headers.get_all(name).filter_map(|v| v.to_str().ok()).collect()
+    }
+
     /// Asserts an envelope failure with `status` and an error mentioning `needle`.
     pub fn assert_envelope_error(&self, status: u16, needle: &str) {
         let body = self.json();

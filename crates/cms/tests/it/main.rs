@@ -2,6 +2,7 @@
 
 mod admin;
 mod admin_browser;
+mod caching;
 mod changes;
 mod cli;
 mod discovery;

@@ -1,0 +1,135 @@
+//! Documents kept by version: feeds, sitemaps, search indexes and results, tag lists and
+//! the API description. Each is made once per version (a hash of the content it shows and
+//! of the request's query), kept with the time it was made, and answered with its
+//! validators (`ETag`, `Last-Modified`, `304` to `If-None-Match` or `If-Modified-Since`)
+//! and in the coding the request accepts, from a compressed form kept beside it (see
+//! [`crate::encoding`]).
+
+use std::hash::{Hash, Hasher};
+use std::time::{Duration, UNIX_EPOCH};
+
+use actix_web::http::header::{self, HttpDate};
+use actix_web::web::Bytes;
+use actix_web::{HttpRequest, HttpResponse};
+
+use crate::encoding::{self, Coding, Effort};
+use crate::error::ApiError;
+use crate::reply::{self, Concatenated};
+use crate::state::{self, AppState};
+
+/// What kind of document, which decides how it is sent.
+#[derive(Debug, Clone, Copy)]
+pub struct Kind {
+    pub content_type: &'static str,
+    /// An envelope (a JSON object) whose `timestamp` is added when sent, as the last field.
+    pub envelope: bool,
+}
+
+pub const RSS: Kind = Kind { content_type: "application/rss+xml; charset=utf-8", envelope: false };
+pub const XML: Kind = Kind { content_type: "application/xml; charset=utf-8", envelope: false };
+pub const JSON: Kind = Kind { content_type: "application/json", envelope: false };
+pub const ENVELOPE: Kind = Kind { content_type: "application/json", envelope: true };
+
+/// The version of a route's document: the content it shows (`Cms::content_version`) and
+/// everything of the request that shapes it.
+pub fn version_of(route: &str, content: u64, shape: impl Hash) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    (route, content, shape).hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The document of the version `version` gives now: kept, or made by `make` (its body; an
+/// envelope without its `timestamp`) and kept, unless the version moved while it was made
+/// (the body might show the newer content: it is sent, not kept).
+pub async fn answer<F, Fut>(
+    req: &HttpRequest,
+    version: impl Fn() -> u64,
+    kind: Kind,
+    make: F,
+) -> Result<HttpResponse, ApiError>
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<Vec<u8>, ApiError>>,
+{
+    let state = state::of(req);
+    let (version_fn, version) = (&version, version());
+    let etag = format!("\"{:016x}{version:016x}\"", state.etag_seed);
+    let coding = reply::accepted_coding(req);
+    if let Some(coding) = coding
+        && let Some(record) = state.bodies.get(coding.key_of(version))
+    {
+        return Ok(send(req, kind, &etag, Some(coding), &record));
+    }
+    let plain = match state.bodies.get(version) {
+        Some(record) => record,
+        None => {
+            let body = make().await?;
+            let made_at = time::OffsetDateTime::now_utc().unix_timestamp();
+            let record = Bytes::from([&made_at.to_le_bytes()[..], &body].concat());
+            if version_fn() != version {
+                return Ok(send(req, kind, &etag, None, &record));
+            }
+            state.bodies.put(version, record.clone());
+            record
+        }
+    };
+    let Some(coding) = coding else { return Ok(send(req, kind, &etag, None, &plain)) };
+    let (made_at, body) = plain.split_at(8);
+    let sent = if kind.envelope { body.strip_suffix(b"}").unwrap_or(body) } else { body };
+    let open = encoding::open_stream(coding, sent, Effort::Kept);
+    let record = Bytes::from([made_at, &open].concat());
+    state.bodies.put(coding.key_of(version), record.clone());
+    Ok(send(req, kind, &etag, Some(coding), &record))
+}
+
+/// A kept record (when it was made, then the body or its open compressed form) as the
+/// answer, or `304`.
+fn send(req: &HttpRequest, kind: Kind, etag: &str, coding: Option<Coding>, record: &Bytes) -> HttpResponse {
+    let made_at = i64::from_le_bytes(record[..8].try_into().expect("eight bytes"));
+    let last_modified = HttpDate::from(UNIX_EPOCH + Duration::from_secs(made_at.max(0) as u64));
+    if is_unchanged(req, etag, made_at) {
+        return HttpResponse::NotModified()
+            .insert_header((header::ETAG, etag))
+            .insert_header((header::LAST_MODIFIED, last_modified.to_string()))
+            .insert_header((header::VARY, "Accept-Encoding"))
+            .finish();
+    }
+    let body = record.slice(8..);
+    let trailer = if kind.envelope { reply::timestamp_trailer() } else { Vec::new() };
+    let mut response = HttpResponse::Ok();
+    response
+        .content_type(kind.content_type)
+        .insert_header((header::ETAG, etag))
+        .insert_header((header::LAST_MODIFIED, last_modified.to_string()))
+        .insert_header((header::VARY, "Accept-Encoding"));
+    let parts = match coding {
+        Some(coding) => {
+            response.insert_header((header::CONTENT_ENCODING, coding.token()));
+            encoding::close_shared(coding, &body, &trailer)
+        }
+        None if kind.envelope => {
+            (body.slice(..body.len() - usize::from(body.ends_with(b"}"))), Bytes::from(trailer))
+        }
+        None => (body, Bytes::new()),
+    };
+    response.body(Concatenated::new(parts))
+}
+
+/// `If-None-Match` naming the ETag (weakly), or, without one, `If-Modified-Since` at or
+/// after when the document was made.
+fn is_unchanged(req: &HttpRequest, etag: &str, made_at: i64) -> bool {
+    let headers = req.headers();
+    if let Some(tags) = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
+        return reply::none_match_names(tags, etag);
+    }
+    headers
+        .get(header::IF_MODIFIED_SINCE)
+        .and_then(|v| v.to_str().ok()?.parse::<HttpDate>().ok())
+        .and_then(|since| std::time::SystemTime::from(since).duration_since(UNIX_EPOCH).ok())
+        .is_some_and(|since| since.as_secs() as i64 >= made_at)
+}
+
+/// The content version of `state`'s whole site.
+pub fn site_version(state: &AppState) -> u64 {
+    state.cms.content_version(None)
+}

@@ -503,11 +503,23 @@ fn owner_pages_media_and_deletes_act_through_the_facade() {
         bad.body.contains("https") && bad.body.contains("http://plain.example/h"),
         "the error and the input are shown"
     );
+    // An internal address is refused unless the site allows them (the demo does not).
+    let internal = tab.post(
+        "/admin/webhooks",
+        &[("csrf", csrf), ("url", "https://127.0.0.1:9/hook"), ("events", "file.created")],
+        &[],
+    );
+    assert_eq!(internal.status, 422, "{}", internal.body);
+    assert!(
+        internal.body.contains("webhooks.allow_private_addresses"),
+        "the setting is named: {}",
+        internal.body
+    );
     let added = tab.post(
         "/admin/webhooks",
         &[
             ("csrf", csrf),
-            ("url", "https://127.0.0.1:9/hook"),
+            ("url", "https://hooks.example.com/hook"),
             ("events", "file.created"),
             ("events", "user.deleted"),
         ],
@@ -516,7 +528,7 @@ fn owner_pages_media_and_deletes_act_through_the_facade() {
     assert_eq!(added.status, 200, "{}", added.body);
     assert!(added.body.contains("whsec_"), "the secret is shown once");
     let listed = stdout(&cms(root, &["webhooks", "list"]));
-    assert!(listed.contains("enabled https://127.0.0.1:9/hook file.created,user.deleted"), "{listed}");
+    assert!(listed.contains("enabled https://hooks.example.com/hook file.created,user.deleted"), "{listed}");
     let id = listed.split_whitespace().next().unwrap().to_owned();
     assert!(!tab.get("/admin/webhooks").body.contains("whsec_"), "and never again");
     let off = tab.post("/admin/webhooks/state", &[("csrf", csrf), ("id", &id), ("enabled", "false")], &[]);

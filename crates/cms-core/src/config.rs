@@ -67,6 +67,11 @@ pub struct ServerConfig {
     /// Connections served at once by each worker; more wait in the listen queue.
     #[serde(default = "default_max_connections")]
     pub max_connections: usize,
+    /// Seconds an idle kept-alive connection waits for its next request before it is
+    /// closed. Behind a reverse proxy that keeps connections to the server open, set it
+    /// longer than the proxy's idle time-out.
+    #[serde(default = "default_keep_alive_secs")]
+    pub keep_alive_secs: u64,
 }
 
 impl Default for ServerConfig {
@@ -77,6 +82,7 @@ impl Default for ServerConfig {
             header_timeout_secs: default_header_timeout_secs(),
             body_timeout_secs: default_body_timeout_secs(),
             max_connections: default_max_connections(),
+            keep_alive_secs: default_keep_alive_secs(),
         }
     }
 }
@@ -89,6 +95,9 @@ fn default_body_timeout_secs() -> u64 {
 }
 fn default_max_connections() -> usize {
     1024
+}
+fn default_keep_alive_secs() -> u64 {
+    5
 }
 
 /// `signin:` in `cms.yaml`: how many wrong passwords an account or an address may send.
@@ -570,6 +579,7 @@ impl ServerConfig {
         check_range("server.header_timeout_secs", self.header_timeout_secs, 1..=600)?;
         check_range("server.body_timeout_secs", self.body_timeout_secs, 1..=3600)?;
         check_range("server.max_connections", self.max_connections, 1..=100_000)?;
+        check_range("server.keep_alive_secs", self.keep_alive_secs, 1..=3600)?;
         for (i, host) in self.allowed_hosts.iter().enumerate() {
             if host.is_empty() || host.contains(['/', ' ', '@', '?', '#']) {
                 return Err(ConfigError::Invalid(format!(
@@ -720,6 +730,18 @@ mod tests {
         ] {
             let message = SiteConfig::from_yaml(&format!("{MINIMAL}{case}")).unwrap_err().to_string();
             assert!(message.contains(named), "{case}: {message}");
+        }
+    }
+
+    #[test]
+    fn keep_alive_has_a_default_and_a_range() {
+        assert_eq!(SiteConfig::from_yaml(MINIMAL).unwrap().server.keep_alive_secs, 5);
+        let set = SiteConfig::from_yaml(&format!("{MINIMAL}server:\n  keep_alive_secs: 75\n")).unwrap();
+        assert_eq!(set.server.keep_alive_secs, 75);
+        for bad in ["0", "3601"] {
+            let text = format!("{MINIMAL}server:\n  keep_alive_secs: {bad}\n");
+            let message = SiteConfig::from_yaml(&text).unwrap_err().to_string();
+            assert!(message.contains("server.keep_alive_secs"), "{message}");
         }
     }
 

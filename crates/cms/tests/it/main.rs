@@ -14,6 +14,7 @@ mod resources;
 mod retries;
 mod schedule;
 mod server;
+mod slow_clients;
 mod storage;
 mod webhooks;
 

@@ -72,6 +72,11 @@ pub struct ServerConfig {
     /// ETag); more sends `public, max-age=N, must-revalidate`.
     #[serde(default)]
     pub public_max_age_secs: u32,
+    /// Seconds an idle kept-alive connection waits for its next request before it is
+    /// closed. Behind a reverse proxy that keeps connections to the server open, set it
+    /// longer than the proxy's idle time-out.
+    #[serde(default = "default_keep_alive_secs")]
+    pub keep_alive_secs: u64,
 }
 
 impl Default for ServerConfig {
@@ -83,6 +88,7 @@ impl Default for ServerConfig {
             body_timeout_secs: default_body_timeout_secs(),
             max_connections: default_max_connections(),
             public_max_age_secs: 0,
+            keep_alive_secs: default_keep_alive_secs(),
         }
     }
 }
@@ -95,6 +101,9 @@ fn default_body_timeout_secs() -> u64 {
 }
 fn default_max_connections() -> usize {
     1024
+}
+fn default_keep_alive_secs() -> u64 {
+    5
 }
 
 /// `signin:` in `cms.yaml`: how many wrong passwords an account or an address may send.
@@ -577,6 +586,7 @@ impl ServerConfig {
         check_range("server.body_timeout_secs", self.body_timeout_secs, 1..=3600)?;
         check_range("server.max_connections", self.max_connections, 1..=100_000)?;
         check_range("server.public_max_age_secs", self.public_max_age_secs, 0..=86_400)?;
+        check_range("server.keep_alive_secs", self.keep_alive_secs, 1..=3600)?;
         for (i, host) in self.allowed_hosts.iter().enumerate() {
             if !crate::host_policy::is_authority(host) {
                 return Err(ConfigError::Invalid(format!(
@@ -732,6 +742,18 @@ mod tests {
         ] {
             let message = SiteConfig::from_yaml(&format!("{MINIMAL}{case}")).unwrap_err().to_string();
             assert!(message.contains(named), "{case}: {message}");
+        }
+    }
+
+    #[test]
+    fn keep_alive_has_a_default_and_a_range() {
+        assert_eq!(SiteConfig::from_yaml(MINIMAL).unwrap().server.keep_alive_secs, 5);
+        let set = SiteConfig::from_yaml(&format!("{MINIMAL}server:\n  keep_alive_secs: 75\n")).unwrap();
+        assert_eq!(set.server.keep_alive_secs, 75);
+        for bad in ["0", "3601"] {
+            let text = format!("{MINIMAL}server:\n  keep_alive_secs: {bad}\n");
+            let message = SiteConfig::from_yaml(&text).unwrap_err().to_string();
+            assert!(message.contains("server.keep_alive_secs"), "{message}");
         }
     }
 

@@ -21,7 +21,8 @@ pub enum Existing {
 const PUBLIC_MODE: u32 = 0o644;
 
 /// Names of the temporary files writes stage in the target's folder (hidden, so that
-/// scans and the change feed skip them); a crash can leave them behind.
+/// scans and the change feed skip them); a crash can leave them behind. A write holds a
+/// shared `flock` on its staging file while it lives, so that the sweep knows it is live.
 pub(crate) const STAGING_PREFIX: &str = ".cms-tmp-";
 
 /// Writes a content file: `bytes` go to `path` through a temporary file in the same
@@ -100,6 +101,10 @@ fn stage<'p>(path: &'p Path, parts: &[&[u8]], mode: Mode) -> io::Result<(&'p Pat
         builder.permissions(fs::Permissions::from_mode(bits));
     }
     let mut temp = builder.tempfile_in(dir)?;
+    // Held until the file is renamed and closed: the staging sweep leaves a locked file
+    // alone, however long an fsync stalls (see `sweep.rs`). Best effort: on a file system
+    // without `flock` the write goes on, guarded by the sweep's grace period alone.
+    let _ = temp.as_file().try_lock_shared();
     if let Mode::Exactly(permissions) = mode {
         temp.as_file().set_permissions(permissions)?;
     }

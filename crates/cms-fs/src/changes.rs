@@ -10,9 +10,10 @@ use cms_core::ports::{ChangeFeed, ChangeSource, StorageChange};
 use cms_core::{CoreError, CoreResult};
 use tokio::sync::mpsc::UnboundedReceiver;
 
+use crate::STATE_DIR;
 use crate::license::LICENSE_FILE;
+use crate::sweep::{StagingSweep, StagingSweeper};
 use crate::watch::{FolderWatcher, WatchEvent};
-use crate::{STATE_DIR, sweep_staging};
 
 /// A batch goes out this long after the last event of a burst...
 const QUIET: Duration = Duration::from_millis(50);
@@ -37,36 +38,32 @@ impl ChangeSource for FsChangeSource {
         let site = std::path::absolute(&self.site).map_err(|e| CoreError::internal("the site folder", e))?;
         let mut folders: Vec<PathBuf> = collections.iter().map(|c| site.join(&c.path)).collect();
         folders.push(site.join(STATE_DIR));
-        // The collections and the snapshot folder: a snapshot is as large as an index.
+        // A crash during a write leaves a staging file beside its target. Swept: the
+        // collections, the snapshot folder (a snapshot is as large as an index) and `.cms/`
+        // itself (accounts, webhook log): now, once the grace period has passed for what
+        // is found now, and every few minutes while the feed lives (see `sweep.rs`).
         let swept: Vec<PathBuf> = folders[..collections.len()]
             .iter()
             .cloned()
-            .chain([site.join(STATE_DIR).join(crate::snapshots::SNAPSHOT_DIR)])
+            .chain([site.join(STATE_DIR), site.join(STATE_DIR).join(crate::snapshots::SNAPSHOT_DIR)])
             .collect();
-        sweep_leftovers(&swept);
+        let sweeper = StagingSweep::new(swept).start();
         let (watcher, batches) = FolderWatcher::start(folders, QUIET, MAX_DELAY)
             .map_err(|e| CoreError::internal("watching the site folder for changes", e))?;
-        Ok(Some(Box::new(FsChangeFeed { _watcher: watcher, batches, collections: collections.len() })))
-    }
-}
-
-/// A crash during a write leaves a staging file beside its target; the first subscription
-/// (at start-up) removes them.
-fn sweep_leftovers(folders: &[PathBuf]) {
-    for folder in folders {
-        match sweep_staging(folder) {
-            Ok(0) => {}
-            Ok(removed) => {
-                tracing::info!(folder = %folder.display(), removed, "removed staging files a crash left")
-            }
-            Err(error) => tracing::warn!(folder = %folder.display(), %error, "cannot sweep staging files"),
-        }
+        Ok(Some(Box::new(FsChangeFeed {
+            _watcher: watcher,
+            _sweeper: sweeper,
+            batches,
+            collections: collections.len(),
+        })))
     }
 }
 
 struct FsChangeFeed {
     /// Watching stops when the feed is dropped.
     _watcher: FolderWatcher,
+    /// So do the sweeps after the first.
+    _sweeper: StagingSweeper,
     batches: UnboundedReceiver<Vec<WatchEvent>>,
     /// Folders `0..collections` are the collections; the next one is `.cms/`.
     collections: usize,

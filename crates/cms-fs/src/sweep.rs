@@ -1,32 +1,63 @@
-//! Removal of the staging files a crash left behind.
+//! Removal of the staging files a crash left behind: at start-up, again once the grace
+//! period has passed for everything found then, and every few minutes after.
+//!
+//! A staging file (`.cms-tmp-*`, see [`crate::atomic`]) lives from the moment a write
+//! creates it until it is renamed into place, milliseconds usually. One that a crash cut
+//! short stays. Two guards keep the sweep off the staging files of live writes, of this
+//! process or another (the CLI, a second server on the same folder):
+//!
+//! - **The grace period** ([`MIN_AGE`]): a file modified less than 10 s ago is left alone.
+//!   A write stages for milliseconds (write, fsync, rename), but fsync on a busy disk can
+//!   take seconds, so the margin is generous, while a crash's leftovers are soon older.
+//! - **The writer's lock**: a write holds a shared `flock` on its staging file from just
+//!   after creating it until the file is renamed and closed, and the sweep removes a file
+//!   only while it holds the exclusive lock itself. A crash releases the lock with the
+//!   process; a write stalled in fsync for longer than the grace keeps it. (A writer of an
+//!   older build, which takes no lock, is still covered by the grace period.)
+//!
+//! A server restarted at once by its supervisor finds its crash's staging files younger
+//! than the grace period: the pass at [`AFTER_START`] removes them, within the first
+//! minute; later passes, every [`SWEEP_EVERY`], remove what other processes' crashes
+//! leave while it runs.
 
-use std::fs;
+use std::fs::{self, File, TryLockError};
 use std::io;
-use std::path::Path;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::thread;
 use std::time::{Duration, SystemTime};
 
 use crate::atomic::STAGING_PREFIX;
 
-/// Staging files younger than this are left alone. Another process (the CLI, a second
-/// server) may be writing one right now: a write stages for milliseconds (write, fsync,
-/// rename), but fsync on a busy disk can take seconds, so the margin is generous, while a
-/// crash's leftovers found at start-up are long older.
-const MIN_AGE: Duration = Duration::from_secs(10);
+/// Staging files modified less than this long ago are left alone (see the module).
+pub const MIN_AGE: Duration = Duration::from_secs(10);
+
+/// The second pass, after the one at start-up: by then every staging file found at the
+/// start is past the grace period (with a second of margin for coarse file times).
+pub const AFTER_START: Duration = Duration::from_secs(MIN_AGE.as_secs() + 1);
+
+/// The passes after that.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(5 * 60);
 
 /// Removes the staging files (`.cms-tmp-*`, regular files only: never symlinks or folders)
-/// left in `folder` by a crash, if their modification time is at least 10 s old (see
-/// [`MIN_AGE`]). Returns how many went; a missing folder is `Ok(0)`.
+/// left in `folder` by a crash: those at least [`MIN_AGE`] old that no live write holds.
+/// Returns how many went; a missing folder is `Ok(0)`.
 pub fn sweep_staging(folder: &Path) -> io::Result<usize> {
-    sweep(folder, MIN_AGE)
+    sweep_staging_at(folder, SystemTime::now())
 }
 
-fn sweep(folder: &Path, min_age: Duration) -> io::Result<usize> {
+/// [`sweep_staging`] as at `now` (ages are counted from it).
+pub fn sweep_staging_at(folder: &Path, now: SystemTime) -> io::Result<usize> {
+    sweep(folder, now, MIN_AGE)
+}
+
+fn sweep(folder: &Path, now: SystemTime, min_age: Duration) -> io::Result<usize> {
     let entries = match fs::read_dir(folder) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
         Err(e) => return Err(e),
     };
-    let now = SystemTime::now();
     let mut removed = 0;
     for entry in entries {
         let entry = entry?;
@@ -44,6 +75,8 @@ fn sweep(folder: &Path, min_age: Duration) -> io::Result<usize> {
         if !meta.is_file() || !old_enough {
             continue;
         }
+        // Held while the name goes, so that no write can take the file up in between.
+        let Some(_unused) = unused(&entry.path(), &meta)? else { continue };
         match fs::remove_file(entry.path()) {
             Ok(()) => removed += 1,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -51,6 +84,96 @@ fn sweep(folder: &Path, min_age: Duration) -> io::Result<usize> {
         }
     }
     Ok(removed)
+}
+
+/// The file at `path`, locked exclusively, when it is still the one `meta` describes and
+/// no live write holds it; `None` otherwise (held, gone, or replaced meanwhile).
+fn unused(path: &Path, meta: &fs::Metadata) -> io::Result<Option<File>> {
+    let file = match fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(file) => file,
+        // Gone meanwhile, or not ours to read (left alone, as it always was).
+        Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied) => {
+            return Ok(None);
+        }
+        // A symlink swapped in meanwhile (ELOOP): not ours to judge.
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => return Ok(None), // A live write holds it.
+        Err(TryLockError::Error(e)) => return Err(e),
+    }
+    let now = file.metadata()?;
+    let same = now.is_file() && (now.dev(), now.ino()) == (meta.dev(), meta.ino());
+    Ok(same.then_some(file))
+}
+
+/// The folders whose staging files are swept, and the log lines of each pass.
+#[derive(Debug, Clone)]
+pub struct StagingSweep {
+    folders: Vec<PathBuf>,
+}
+
+impl StagingSweep {
+    pub fn new(folders: Vec<PathBuf>) -> Self {
+        Self { folders }
+    }
+
+    /// One pass over every folder as at `now`; returns how many files went. Problems are
+    /// logged, not returned: a folder that cannot be swept now may be next time.
+    pub fn sweep_at(&self, now: SystemTime) -> usize {
+        let mut total = 0;
+        for folder in &self.folders {
+            match sweep_staging_at(folder, now) {
+                Ok(0) => {}
+                Ok(removed) => {
+                    total += removed;
+                    tracing::info!(folder = %folder.display(), removed, "removed staging files a crash left");
+                }
+                Err(error) => {
+                    tracing::warn!(folder = %folder.display(), %error, "cannot sweep staging files")
+                }
+            }
+        }
+        total
+    }
+
+    /// The passes after the one at start-up: after [`AFTER_START`], then every
+    /// [`SWEEP_EVERY`]. `wait` waits the given time and answers whether to go on; `now`
+    /// is the clock the ages are counted by.
+    pub fn run(&self, mut wait: impl FnMut(Duration) -> bool, now: impl Fn() -> SystemTime) {
+        let mut delay = AFTER_START;
+        while wait(delay) {
+            self.sweep_at(now());
+            delay = SWEEP_EVERY;
+        }
+    }
+
+    /// A pass now, then [`StagingSweep::run`] on a thread of its own until the answer is
+    /// dropped.
+    pub fn start(self) -> StagingSweeper {
+        self.sweep_at(SystemTime::now());
+        let (stop, stopped) = mpsc::channel::<()>();
+        let spawned = thread::Builder::new().name("cms-sweep".into()).spawn(move || {
+            let wait = |delay| matches!(stopped.recv_timeout(delay), Err(RecvTimeoutError::Timeout));
+            self.run(wait, SystemTime::now);
+        });
+        if let Err(error) = spawned {
+            tracing::warn!(%error, "cannot start the staging sweep; leftovers wait for the next start");
+        }
+        StagingSweeper { _stop: stop }
+    }
+}
+
+/// The sweep's thread, which stops when this is dropped.
+#[derive(Debug)]
+pub struct StagingSweeper {
+    _stop: Sender<()>,
 }
 
 #[cfg(test)]
@@ -66,7 +189,7 @@ mod tests {
         std::os::unix::fs::symlink(&target, dir.path().join(".cms-tmp-link")).unwrap();
         fs::create_dir(dir.path().join(".cms-tmp-folder")).unwrap();
         fs::write(dir.path().join(".cms-tmp-file"), "x").unwrap();
-        assert_eq!(sweep(dir.path(), Duration::ZERO).unwrap(), 1);
+        assert_eq!(sweep(dir.path(), SystemTime::now(), Duration::ZERO).unwrap(), 1);
         assert!(fs::symlink_metadata(dir.path().join(".cms-tmp-link")).is_ok());
         assert!(target.exists(), "nor what they point to");
         assert!(dir.path().join(".cms-tmp-folder").is_dir());

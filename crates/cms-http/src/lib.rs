@@ -8,6 +8,7 @@ pub mod ahead;
 pub mod auth;
 pub mod body;
 pub mod body_cache;
+pub mod deadlines;
 pub mod documents;
 pub mod dto;
 pub mod encoding;

@@ -1,4 +1,5 @@
-//! One delivery: a signed JSON `POST` over HTTPS with ureq, attempted once.
+//! One delivery: a signed JSON `POST` over HTTPS with ureq, attempted once, to a public
+//! address unless the site allows others (see [`crate::address`]).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -6,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use cms_core::events::EventKind;
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
+use ureq::unversioned::transport::DefaultConnector;
 
+use crate::address::{self, AddressRefused, PolicyResolver};
 use crate::model::{LogEntry, Subscription};
 use crate::payload;
 
@@ -19,6 +22,10 @@ pub struct DeliveryConfig {
     pub ca_file: Option<PathBuf>,
     /// `User-Agent` of every request.
     pub user_agent: String,
+    /// `webhooks.allow_private_addresses`: deliver to loopback, private, link-local and
+    /// other non-public addresses too. Off, such deliveries are refused after the host
+    /// is resolved.
+    pub allow_private_addresses: bool,
 }
 
 /// Why deliveries cannot be set up (at start-up, not per delivery).
@@ -42,11 +49,14 @@ impl Attempt {
     }
 }
 
-/// Sends deliveries: an agent that speaks HTTPS only, follows no redirects and gives up
-/// after the time-out.
+/// Sends deliveries: an agent that speaks HTTPS only, follows no redirects, gives up
+/// after the time-out and (unless allowed otherwise) connects to public addresses only.
 pub struct Deliverer {
     agent: ureq::Agent,
     user_agent: String,
+    /// Whether the address policy applies (`webhooks.allow_private_addresses` is false).
+    public_only: bool,
+    timeout: Duration,
     /// Set when the configuration could not be used (e.g. an unreadable `ca_file`):
     /// every delivery is then logged as not sent, with this reason.
     unusable: Option<String>,
@@ -58,7 +68,7 @@ impl Deliverer {
         if let Some(path) = &config.ca_file {
             tls = tls.root_certs(roots_with(path)?);
         }
-        let agent = ureq::Agent::config_builder()
+        let agent_config = ureq::Agent::config_builder()
             .https_only(true)
             .timeout_global(Some(config.timeout))
             // A 3xx is not a success and is not followed: a redirect would turn the POST
@@ -67,9 +77,32 @@ impl Deliverer {
             .http_status_as_error(false)
             .user_agent(config.user_agent.as_str())
             .tls_config(tls.build())
-            .build()
-            .new_agent();
-        Ok(Self { agent, user_agent: config.user_agent.clone(), unusable: None })
+            .build();
+        let public_only = !config.allow_private_addresses;
+        let agent = if public_only {
+            // The resolver checks every address and ureq connects only to those.
+            ureq::Agent::with_parts(agent_config, DefaultConnector::default(), PolicyResolver::default())
+        } else {
+            agent_config.new_agent()
+        };
+        Ok(Self {
+            agent,
+            user_agent: config.user_agent.clone(),
+            public_only,
+            timeout: config.timeout,
+            unusable: None,
+        })
+    }
+
+    /// A delivery through a proxy that resolves the target itself never reaches the
+    /// resolver with the target's name: its addresses are checked here first.
+    fn check_proxied(&self, url: &str) -> Result<(), ureq::Error> {
+        let Some(proxy) = self.agent.config().proxy().filter(|_| self.public_only) else { return Ok(()) };
+        let Ok(uri) = url.parse::<ureq::http::Uri>() else { return Ok(()) }; // ureq reports it.
+        if proxy.resolve_target() || proxy.is_no_proxy(&uri) {
+            return Ok(()); // The resolver sees the target.
+        }
+        address::check_proxied_target(&uri, self.timeout)
     }
 
     /// One `POST` of `body` to the subscription, signed with its secret.
@@ -84,21 +117,22 @@ impl Deliverer {
         // Standard Webhooks: the id is the delivery id (the same on every attempt, so
         // receivers drop duplicates); the timestamp is this attempt's (replays refused).
         let timestamp = time::OffsetDateTime::now_utc().unix_timestamp();
-        let result = self
-            .agent
-            .post(&subscription.url)
-            .header("Content-Type", "application/json")
-            .header("User-Agent", &self.user_agent)
-            .header("X-Webhook-Event", event.as_str())
-            .header("X-Webhook-Delivery", delivery)
-            .header("X-Webhook-Signature", payload::signature(&subscription.secret, body))
-            .header("webhook-id", delivery)
-            .header("webhook-timestamp", timestamp.to_string())
-            .header(
-                "webhook-signature",
-                payload::standard_signature(&subscription.secret, delivery, timestamp, body),
-            )
-            .send(body);
+        let result = self.check_proxied(&subscription.url).and_then(|()| {
+            self.agent
+                .post(&subscription.url)
+                .header("Content-Type", "application/json")
+                .header("User-Agent", &self.user_agent)
+                .header("X-Webhook-Event", event.as_str())
+                .header("X-Webhook-Delivery", delivery)
+                .header("X-Webhook-Signature", payload::signature(&subscription.secret, body))
+                .header("webhook-id", delivery)
+                .header("webhook-timestamp", timestamp.to_string())
+                .header(
+                    "webhook-signature",
+                    payload::standard_signature(&subscription.secret, delivery, timestamp, body),
+                )
+                .send(body)
+        });
         let duration = started.elapsed();
         match result {
             Ok(response) => {
@@ -116,7 +150,13 @@ impl Deliverer {
     pub fn unusable(config: &DeliveryConfig, error: &SetupError) -> Self {
         let agent = ureq::Agent::config_builder().https_only(true).build().into();
         let reason = format!("the webhook settings cannot be used ({error})");
-        Self { agent, user_agent: config.user_agent.clone(), unusable: Some(reason) }
+        Self {
+            agent,
+            user_agent: config.user_agent.clone(),
+            public_only: !config.allow_private_addresses,
+            timeout: config.timeout,
+            unusable: Some(reason),
+        }
     }
 
     pub fn deliver(
@@ -147,8 +187,12 @@ impl Deliverer {
     }
 }
 
-/// A ureq error in words an operator can act on.
+/// A ureq error in words an operator can act on. A refusal by the address policy says
+/// only that: which address, and whether something listens there, is what it hides.
 fn describe(error: &ureq::Error) -> String {
+    if AddressRefused::is(error) {
+        return address::REFUSED.to_owned();
+    }
     match error {
         ureq::Error::Timeout(_) => "timed out (webhooks.timeout_secs)".to_owned(),
         ureq::Error::RequireHttpsOnly(_) => "refused: the URL is not HTTPS".to_owned(),
@@ -187,6 +231,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             ca_file: Some(ca.to_owned()),
             user_agent: "t".into(),
+            allow_private_addresses: false,
         };
         let missing = dir.path().join("missing.pem");
         let message = Deliverer::new(&config(&missing)).err().unwrap().to_string();

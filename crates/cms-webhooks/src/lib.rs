@@ -15,11 +15,15 @@
 //! - [`payload`]: the JSON body of an event and its `X-Webhook-Signature`.
 //! - [`deliver`]: one HTTPS `POST` with ureq ([`Deliverer`]): time-out, HTTPS only,
 //!   `webhooks.ca_file` trusted beside the bundled roots, no redirects, no retries.
+//! - [`address`]: the address policy: public receivers only, checked on the resolved
+//!   addresses at delivery (and on literal addresses when a subscription is added),
+//!   unless `webhooks.allow_private_addresses` is true.
 //! - [`sink`]: [`WebhookSink`], the `EventSink`: `publish` only enqueues (bounded); worker
 //!   threads deliver and log; [`WebhookSink::shutdown`] finishes or logs what is pending.
 //! - [`gate`]: [`DeliveryGate`], asked when an event's deliveries are due; [`LicenseGate`]
 //!   holds them back (logged as not sent) unless the license has the `webhooks` feature.
 
+pub mod address;
 pub mod deliver;
 pub mod gate;
 pub mod model;

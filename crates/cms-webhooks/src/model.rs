@@ -29,9 +29,15 @@ pub struct Subscription {
 
 impl Subscription {
     /// A new, enabled subscription with a fresh id and secret from the system random source.
-    /// Refuses a URL that is not HTTPS and an unknown or empty event selection.
-    pub fn create(url: &str, events: &str, now: OffsetDateTime) -> CoreResult<Self> {
-        let url = check_url(url)?;
+    /// Refuses a URL that is not HTTPS, one whose host is an internal address unless
+    /// `allow_private_addresses`, and an unknown or empty event selection.
+    pub fn create(
+        url: &str,
+        events: &str,
+        allow_private_addresses: bool,
+        now: OffsetDateTime,
+    ) -> CoreResult<Self> {
+        let url = check_url(url, allow_private_addresses)?;
         let events = EventKind::parse_list(events)?;
         Ok(Self {
             id: format!("{ID_PREFIX}{}", hex::encode(random::<8>()?)),
@@ -61,8 +67,10 @@ impl Subscription {
 }
 
 /// Checks an endpoint URL: absolute, `https`, with a host, no spaces or control
-/// characters. Returns it with surrounding spaces trimmed.
-pub fn check_url(raw: &str) -> CoreResult<String> {
+/// characters, and (unless `allow_private_addresses`) a host that is not an internal
+/// address written literally nor `localhost` (names are judged when a delivery resolves
+/// them, see [`crate::address`]). Returns it with surrounding spaces trimmed.
+pub fn check_url(raw: &str, allow_private_addresses: bool) -> CoreResult<String> {
     let url = raw.trim();
     let refuse = |why: &str| Err(CoreError::invalid(format!("webhook URL {raw:?} {why}")));
     if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
@@ -82,6 +90,13 @@ pub fn check_url(raw: &str) -> CoreResult<String> {
     }
     if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
         return refuse("must not carry a user name or password");
+    }
+    if !allow_private_addresses && uri.host().is_some_and(crate::address::literal_host_is_internal) {
+        return refuse(&format!(
+            "names an internal address (loopback, private, link-local or otherwise not public); \
+             deliveries go to public addresses only unless {} is true in cms.yaml",
+            crate::address::ALLOW_SETTING
+        ));
     }
     Ok(url.to_owned())
 }
@@ -200,8 +215,8 @@ mod tests {
 
     #[test]
     fn only_https_urls_with_a_host_are_accepted() {
-        for good in ["https://hooks.example.com/cms", " https://127.0.0.1:8443/x?y=1 ", "HTTPS://e.com"] {
-            assert!(check_url(good).is_ok(), "{good}");
+        for good in ["https://hooks.example.com/cms", " https://8.8.8.8:8443/x?y=1 ", "HTTPS://e.com"] {
+            assert!(check_url(good, false).is_ok(), "{good}");
         }
         for (bad, why) in [
             ("http://hooks.example.com/cms", "HTTPS"),
@@ -212,23 +227,48 @@ mod tests {
             ("https://user:pw@e.com/", "password"),
             ("", "absolute"),
         ] {
-            let message = check_url(bad).unwrap_err().to_string();
+            let message = check_url(bad, false).unwrap_err().to_string();
             assert!(message.contains(why), "{bad}: {message}");
+        }
+    }
+
+    #[test]
+    fn internal_addresses_are_refused_unless_the_site_allows_them() {
+        // Every spelling of finding 10 of the review; `address.rs` tests the parsing.
+        for internal in [
+            "https://127.0.0.1/h",
+            "https://[::1]/h",
+            "https://0.0.0.0/h",
+            "https://localhost:8443/h",
+            "https://169.254.169.254/latest/meta-data/",
+            "https://2130706433/h",
+            "https://0x7f000001/h",
+            "https://127.1/h",
+            "https://[::ffff:127.0.0.1]/h",
+            "https://10.1.2.3/h",
+            "https://[fd00::1]/h",
+        ] {
+            let message = check_url(internal, false).unwrap_err().to_string();
+            assert!(
+                message.contains("internal address") && message.contains("webhooks.allow_private_addresses"),
+                "{internal}: {message}"
+            );
+            assert_eq!(check_url(internal, true).unwrap(), internal, "allowed by the setting");
         }
     }
 
     #[test]
     fn new_subscriptions_have_fresh_ids_and_secrets() {
         let now = OffsetDateTime::UNIX_EPOCH;
-        let a = Subscription::create("https://e.com/h", "user.deleted,file.created", now).unwrap();
-        let b = Subscription::create("https://e.com/h", "file.created", now).unwrap();
+        let a = Subscription::create("https://e.com/h", "user.deleted,file.created", false, now).unwrap();
+        let b = Subscription::create("https://e.com/h", "file.created", false, now).unwrap();
         assert!(a.id.starts_with("wh_") && a.id.len() == 3 + 16, "{}", a.id);
         assert!(a.secret.starts_with("whsec_") && a.secret.len() == 6 + 64, "{}", a.secret);
         assert_ne!((&a.id, &a.secret), (&b.id, &b.secret));
         assert_eq!(a.events, [EventKind::FileCreated, EventKind::UserDeleted]);
         assert!(a.wants(EventKind::UserDeleted) && !a.wants(EventKind::FileUpdated));
         assert!(!Subscription { enabled: false, ..a }.wants(EventKind::FileCreated));
-        assert!(Subscription::create("https://e.com/h", "file.moved", now).is_err());
+        assert!(Subscription::create("https://e.com/h", "file.moved", false, now).is_err());
     }
 
     #[test]

@@ -69,6 +69,7 @@ impl SinkConfig {
                 timeout: Duration::from_secs(config.timeout_secs.max(1)),
                 ca_file: config.ca_file.as_ref().map(|f| site.join(f)),
                 user_agent: crate::USER_AGENT.to_owned(),
+                allow_private_addresses: config.allow_private_addresses,
             },
             workers: Self::DEFAULT_WORKERS,
             queue: Self::DEFAULT_QUEUE,

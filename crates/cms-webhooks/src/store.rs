@@ -108,6 +108,9 @@ impl StateFiles for FolderFiles {
 #[derive(Clone)]
 pub struct WebhookStore {
     files: Arc<dyn StateFiles>,
+    /// `webhooks.allow_private_addresses`: off, a URL whose host is an internal address
+    /// written literally (or `localhost`) is refused when added.
+    allow_private_addresses: bool,
 }
 
 impl fmt::Debug for WebhookStore {
@@ -162,7 +165,14 @@ impl WebhookStore {
 
     /// The store wherever `files` keeps the two files (a bucket several servers share).
     pub fn with_files(files: Arc<dyn StateFiles>) -> Self {
-        Self { files }
+        Self { files, allow_private_addresses: false }
+    }
+
+    /// The store with `webhooks.allow_private_addresses` as the site sets it (off by
+    /// default): whether `add` accepts internal addresses.
+    pub fn allowing_private_addresses(mut self, allow: bool) -> Self {
+        self.allow_private_addresses = allow;
+        self
     }
 
     // ---- subscriptions -----------------------------------------------------------------
@@ -176,7 +186,8 @@ impl WebhookStore {
     /// Adds a new subscription (see [`Subscription::create`] for the rules); nothing is
     /// written when it is refused. The result carries the secret, to be shown once.
     pub fn add(&self, url: &str, events: &str) -> CoreResult<Subscription> {
-        let subscription = Subscription::create(url, events, OffsetDateTime::now_utc())?;
+        let subscription =
+            Subscription::create(url, events, self.allow_private_addresses, OffsetDateTime::now_utc())?;
         let added = subscription.clone();
         self.change_subscriptions(move |subscriptions| {
             subscriptions.push(added.clone());

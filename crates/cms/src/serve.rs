@@ -2,6 +2,7 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use actix_web::http::KeepAlive;
 use actix_web::{HttpServer, web};
 use anyhow::Context;
 use cms_core::Cms;
@@ -19,6 +20,10 @@ const RESCAN_EVERY: Duration = Duration::from_secs(1);
 /// thread keeps a stack and allocator state: at 100,000 items under load the default grew
 /// the server by tens of MB (docs/performance.md).
 const BLOCKING_THREADS_PER_WORKER: usize = 16;
+
+/// How long a connection being closed may take to say goodbye (actix's default): the
+/// lingering read after an answer to a body that was not read, the final flush.
+const CLIENT_DISCONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Disk a server may fill with single items' answers (an unnamed file under `.cms/`,
 /// gone when it stops): about 250,000 items of 2 KB of Markdown.
@@ -76,10 +81,20 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         keep_snapshots(cms.clone());
         prepare_in_background(state.clone());
 
+        // Slow clients: heads, bodies and idle connections are timed, and each worker
+        // serves a bounded number of connections (cms_http::deadlines says what actix
+        // enforces by itself and what is added).
+        let deadlines = cms_http::deadlines::ClientDeadlines::new(&open.config.server);
         let server = HttpServer::new(move || {
             cms_http::app_with(state.clone(), cms_http::agent::mount(agent.clone().scope()))
                 .configure(|cfg| cms_admin::mount(cfg, admin.clone()))
+                .wrap(deadlines.middleware())
         })
+        .client_request_timeout(deadlines.header)
+        .keep_alive(KeepAlive::Timeout(deadlines.keep_alive))
+        .client_disconnect_timeout(CLIENT_DISCONNECT_TIMEOUT)
+        .on_connect(deadlines.watch_connections())
+        .max_connections(open.config.server.max_connections)
         .worker_max_blocking_threads(BLOCKING_THREADS_PER_WORKER)
         .bind(listen)
         .with_context(|| format!("cannot listen on {listen}"))?;

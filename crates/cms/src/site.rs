@@ -126,6 +126,8 @@ impl Site {
             ),
             None => (WebhookStore::new(&state), ScheduleMark::folder(&self.root)),
         };
+        // The CLI's `webhooks add` and the editor's form both add through this store.
+        let webhook_store = webhook_store.allowing_private_addresses(config.webhooks.allow_private_addresses);
         let webhooks = match purpose {
             Purpose::Command { emits_events: false } => None,
             Purpose::Serve | Purpose::Command { emits_events: true } => {

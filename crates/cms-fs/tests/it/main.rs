@@ -5,4 +5,5 @@ mod contract;
 mod disk;
 mod model;
 mod resources;
+mod sweep;
 mod watch;

@@ -194,3 +194,61 @@ fn a_sink_without_a_usable_ca_file_does_not_start() {
     assert!(message.contains("webhooks.ca_file") && message.contains("nope.pem"), "{message}");
     let _ = Value::Null;
 }
+
+/// Subscriptions written straight into `.cms/webhooks.yaml` (as a hand edit would, past
+/// the check `webhooks add` makes), one per URL, each selecting `file.created`.
+fn hand_written_subscriptions(f: &Fixture, urls: &[String]) {
+    let mut yaml = String::new();
+    for (i, url) in urls.iter().enumerate() {
+        yaml.push_str(&format!(
+            "- id: wh_{i:016x}\n  url: {url}\n  events: [file.created]\n  enabled: true\n  secret: whsec_x\n  created_at: 2026-01-01T00:00:00Z\n"
+        ));
+    }
+    fs::create_dir_all(f.dir.path().join(".cms")).unwrap();
+    fs::write(f.dir.path().join(".cms/webhooks.yaml"), yaml).unwrap();
+}
+
+/// Finding 10 of the review: every spelling of an internal address is refused when the
+/// delivery is due, after the name is resolved (so a name that resolves to loopback, as a
+/// rebinding name would, is caught too), and the log says only that.
+#[test]
+fn internal_receivers_are_refused_at_delivery_in_every_spelling() {
+    let f = Fixture::new();
+    let receiver = Receiver::start(&f.ca, Answer::Status(200));
+    let port = receiver.port();
+    let urls: Vec<String> = [
+        "127.0.0.1",
+        "localhost",
+        "2130706433",
+        "0x7f000001",
+        "127.1",
+        "0177.0.0.1",
+        "[::1]",
+        "[::ffff:127.0.0.1]",
+        "[::ffff:7f00:1]",
+        "0.0.0.0",
+        "169.254.169.254",
+        "10.0.0.1",
+        "[fe80::1]",
+    ]
+    .iter()
+    .map(|host| format!("https://{host}:{port}/hook"))
+    .collect();
+    hand_written_subscriptions(&f, &urls);
+    let mut config = f.config(Duration::from_secs(1));
+    config.delivery.allow_private_addresses = false;
+    let sink = WebhookSink::start(config, allowed()).unwrap();
+    sink.publish(file_event(EventKind::FileCreated));
+    assert!(sink.shutdown(SETTLE).finished);
+
+    assert_eq!(receiver.received().len(), 0, "no request reached the receiver");
+    let log = f.store.log().unwrap();
+    assert_eq!(log.len(), urls.len(), "{log:?}");
+    for entry in &log {
+        assert_eq!(
+            (entry.success, entry.status, entry.error.as_deref()),
+            (false, None, Some("refused by the address policy")),
+            "{entry:?}"
+        );
+    }
+}

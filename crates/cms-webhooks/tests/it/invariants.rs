@@ -5,7 +5,19 @@ use std::fs;
 use std::path::Path;
 
 /// Crate names, or prefixes ending in `-`, that cms-webhooks must not depend on.
-const FORBIDDEN: &[&str] = &["cms", "cms-http", "actix-", "tokio", "hyper", "reqwest", "async-std"];
+const FORBIDDEN: &[&str] = &[
+    "cms",
+    "cms-http",
+    "cms-admin",
+    "cms-mcp",
+    "cms-s3",
+    "cms-images",
+    "actix-",
+    "tokio",
+    "hyper",
+    "reqwest",
+    "async-std",
+];
 
 #[test]
 fn cms_webhooks_depends_on_no_web_layer_or_runtime() {

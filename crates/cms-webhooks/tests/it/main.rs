@@ -20,7 +20,9 @@ use cms_webhooks::{DeliveryConfig, DeliveryGate, SinkConfig, Subscription, Webho
 use tempfile::TempDir;
 use time::OffsetDateTime;
 
-/// A site state folder, a test CA written to `ca.pem`, and the store.
+/// A site state folder, a test CA written to `ca.pem`, and the store. The receivers are on
+/// loopback, so the store and the deliveries allow private addresses (as
+/// `webhooks.allow_private_addresses: true` does); the address policy's tests turn it off.
 pub struct Fixture {
     pub dir: TempDir,
     pub ca: TestCa,
@@ -34,7 +36,7 @@ impl Default for Fixture {
         let ca = TestCa::new();
         let ca_file = dir.path().join("ca.pem");
         ca.write_ca(&ca_file);
-        let store = WebhookStore::new(&dir.path().join(".cms"));
+        let store = WebhookStore::new(&dir.path().join(".cms")).allowing_private_addresses(true);
         Self { dir, ca, ca_file, store }
     }
 }
@@ -56,6 +58,7 @@ impl Fixture {
                 timeout,
                 ca_file: Some(self.ca_file.clone()),
                 user_agent: cms_webhooks::USER_AGENT.into(),
+                allow_private_addresses: true,
             },
             workers: 2,
             queue: 64,

@@ -4,7 +4,7 @@ use std::os::unix::fs::PermissionsExt;
 use cms_core::CoreError;
 use cms_core::events::EventKind;
 use cms_core::ports::WebhookDirectory;
-use cms_webhooks::{LOG_KEEP, LogEntry};
+use cms_webhooks::{LOG_KEEP, LogEntry, WebhookStore};
 use time::OffsetDateTime;
 
 use crate::Fixture;
@@ -46,6 +46,30 @@ fn refused_subscriptions_write_nothing() {
         assert!(matches!(f.store.add(url, events), Err(CoreError::Invalid(_))), "{url} {events}");
     }
     assert!(!f.dir.path().join(".cms/webhooks.yaml").exists());
+}
+
+/// The editor's form and `cms webhooks add` both add through the store: unless the site
+/// allows private addresses, an internal literal is refused there, naming the setting.
+#[tokio::test]
+async fn a_store_refuses_internal_receivers_unless_the_site_allows_them() {
+    let f = Fixture::new();
+    let strict = WebhookStore::new(&f.dir.path().join(".cms"));
+    for url in [
+        "https://127.0.0.1:8443/hook",
+        "https://2130706433/hook",
+        "https://[::1]/hook",
+        "https://localhost/hook",
+    ] {
+        let refused = strict.add_webhook(url, "file.created").await.unwrap_err();
+        assert!(matches!(refused, CoreError::Invalid(_)), "{url}: {refused:?}");
+        let message = refused.to_string();
+        assert!(message.contains("webhooks.allow_private_addresses"), "{message}");
+    }
+    assert!(!f.dir.path().join(".cms/webhooks.yaml").exists(), "nothing was written");
+    strict.add("https://hooks.example.com/hook", "file.created").unwrap();
+    let allowing = strict.allowing_private_addresses(true);
+    allowing.add("https://127.0.0.1:8443/hook", "file.created").unwrap();
+    assert_eq!(f.store.list().unwrap().len(), 2);
 }
 
 #[test]

@@ -589,11 +589,23 @@ fn owner_pages_media_and_deletes_act_through_the_facade() {
         bad.body.contains("https") && bad.body.contains("http://plain.example/h"),
         "the error and the input are shown"
     );
+    // An internal address is refused unless the site allows them (the demo does not).
+    let internal = tab.post(
+        "/admin/webhooks",
+        &[("csrf", csrf), ("url", "https://127.0.0.1:9/hook"), ("events", "file.created")],
+        &[],
+    );
+    assert_eq!(internal.status, 422, "{}", internal.body);
+    assert!(
+        internal.body.contains("webhooks.allow_private_addresses"),
+        "the setting is named: {}",
+        internal.body
+    );
     let added = tab.post(
         "/admin/webhooks",
         &[
             ("csrf", csrf),
-            ("url", "https://127.0.0.1:9/hook"),
+            ("url", "https://hooks.example.com/hook"),
             ("events", "file.created"),
             ("events", "user.deleted"),
         ],
@@ -602,7 +614,7 @@ fn owner_pages_media_and_deletes_act_through_the_facade() {
     assert_eq!(added.status, 200, "{}", added.body);
     assert!(added.body.contains("whsec_"), "the secret is shown once");
     let listed = stdout(&cms(root, &["webhooks", "list"]));
-    assert!(listed.contains("enabled https://127.0.0.1:9/hook file.created,user.deleted"), "{listed}");
+    assert!(listed.contains("enabled https://hooks.example.com/hook file.created,user.deleted"), "{listed}");
     let id = listed.split_whitespace().next().unwrap().to_owned();
     assert!(!tab.get("/admin/webhooks").body.contains("whsec_"), "and never again");
     let off = tab.post("/admin/webhooks/state", &[("csrf", csrf), ("id", &id), ("enabled", "false")], &[]);
@@ -753,4 +765,52 @@ fn share_preview_shows_a_link_that_opens_the_draft_without_signing_in() {
     assert!(url.starts_with(&format!("{}/cms/preview/", server.base)), "{url}");
     let (status, body) = server.get(url.strip_prefix(&server.base).unwrap(), None);
     assert_eq!((status, body["data"]["slug"].as_str()), (200, Some("upcoming-release")));
+}
+
+/// The body time-out covers the editor's forms and uploads too (review finding 8): a
+/// signed-in form or multipart upload whose body trickles in is answered `408` within a
+/// bound, and the upload leaves nothing behind.
+#[test]
+fn slow_form_and_upload_bodies_are_cut_off() {
+    use crate::slow_clients::{assert_ended, connect, read_until_closed, site_with_short_timeouts, trickle};
+    let site = site_with_short_timeouts();
+    let root = site.path();
+    user_with_password(root, "owner@example.com", "owner");
+    let server = Server::start(root);
+    let mut tab = Tab::new(&server);
+    assert_eq!(tab.sign_in("owner@example.com", PASSWORD).status, 303);
+    let csrf = tab.csrf();
+    let host = server.base.strip_prefix("http://").unwrap();
+
+    let (upload_type, upload) = upload_body(Some(&csrf), "", "slow.png", &[0x89, b'P', b'N', b'G']);
+    let form = format!("csrf={csrf}&accent_color=%23123456").into_bytes();
+    let cases = [
+        ("an upload", "/admin/media/upload", upload_type.as_str(), upload),
+        ("a form", "/admin/theme", "application/x-www-form-urlencoded", form),
+    ];
+    let ended: Vec<_> = cases
+        .into_iter()
+        .map(|(case, path, content_type, body)| {
+            let mut stream = connect(&server);
+            let head = format!(
+                "POST {path} HTTP/1.1\r\nHost: {host}\r\nCookie: {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+                tab.cookie_header(),
+                body.len()
+            );
+            stream.write_all(head.as_bytes()).unwrap();
+            let started = std::time::Instant::now();
+            trickle(&stream, body);
+            (case, std::thread::spawn(move || read_until_closed(&mut stream, started)))
+        })
+        .collect();
+    for (case, ended) in ended {
+        let ended = ended.join().unwrap();
+        assert!(ended.0.starts_with("HTTP/1.1 408"), "{case}: answered 408, got {:?}", ended.0);
+        assert_ended(case, ended, std::time::Duration::from_secs(5));
+    }
+    assert!(!root.join("media/uploads/slow.png").exists());
+    let staged = std::fs::read_dir(root.join(".cms/uploads")).map_or(0, |dir| dir.count());
+    assert_eq!(staged, 0, "the staged upload is gone");
+    let theme = tab.get("/admin/theme").body;
+    assert!(!theme.contains("value=\"#123456\""), "the slow form changed nothing");
 }

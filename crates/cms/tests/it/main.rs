@@ -15,6 +15,7 @@ mod resources;
 mod retries;
 mod schedule;
 mod server;
+mod slow_clients;
 mod storage;
 mod webhooks;
 

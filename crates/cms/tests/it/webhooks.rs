@@ -13,16 +13,29 @@ use tempfile::TempDir;
 
 use crate::{Server, cms, demo_site, stdout, user_with_key};
 
-/// A demo site whose `cms.yaml` trusts `ca` through `webhooks.ca_file`.
+/// A demo site whose `cms.yaml` trusts `ca` through `webhooks.ca_file` and allows
+/// deliveries to private addresses (the test receivers are on loopback).
 pub(crate) fn site_trusting(ca: &TestCa) -> TempDir {
     let site = demo_site();
     ca.write_ca(&site.path().join("test-ca.pem"));
     let config = site.path().join("cms.yaml");
     let text = fs::read_to_string(&config).unwrap();
-    let text = text.replace("  timeout_secs: 10\n", "  timeout_secs: 10\n  ca_file: test-ca.pem\n");
+    let text = text.replace(
+        "  timeout_secs: 10\n",
+        "  timeout_secs: 10\n  ca_file: test-ca.pem\n  allow_private_addresses: true\n",
+    );
     assert!(text.contains("ca_file"), "the demo config has a webhooks section");
     fs::write(config, text).unwrap();
     site
+}
+
+/// Turns `webhooks.allow_private_addresses` of a [`site_trusting`] off.
+fn forbid_private_addresses(site: &Path) {
+    let config = site.join("cms.yaml");
+    let text = fs::read_to_string(&config).unwrap();
+    let text = text.replace("  allow_private_addresses: true\n", "");
+    assert!(!text.contains("allow_private_addresses"));
+    fs::write(config, text).unwrap();
 }
 
 /// `cms webhooks add`; returns the id and the secret (the last line).
@@ -236,4 +249,49 @@ fn api_writes_never_wait_for_receivers_and_a_graceful_stop_finishes_deliveries()
     assert_eq!(count("slow", " 200 success"), 3, "the stop waited for the slow deliveries: {log}");
     assert_eq!(count("down", " - error: connection error"), 3, "{log}");
     assert_eq!(log.lines().count(), 9, "{log}");
+}
+
+/// Finding 10 of the review, end to end: a site that does not allow private addresses
+/// refuses a loopback receiver when it is added (the message names the setting) and, for
+/// a subscription that exists already (added while the setting was on, or by hand), when
+/// the delivery is due: by the CLI and by the server alike, the log says only that the
+/// address policy refused it, and no request reaches the receiver.
+#[test]
+fn without_allow_private_addresses_a_loopback_receiver_is_refused() {
+    let ca = TestCa::new();
+    let receiver = Receiver::start(&ca, Answer::Status(200));
+    let site = site_trusting(&ca);
+    let site = site.path();
+    let (id, _) = add_hook(site, &receiver.url(), "file.created,user.created");
+    forbid_private_addresses(site);
+
+    for url in [receiver.url(), format!("https://2130706433:{}/hook", receiver.port())] {
+        let output = cms(site, &["webhooks", "add", "--url", &url, "--events", "file.created"]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{url} is refused when added");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains("internal address") && stderr.contains("webhooks.allow_private_addresses"),
+            "{stderr}"
+        );
+    }
+
+    ok(site, &["users", "add", "--email", "ann@example.com", "--role", "editor"]);
+    let key = user_with_key(site, "ed@example.com", "editor");
+    let server = Server::start(site);
+    let created = server
+        .agent
+        .post(format!("{}/cms/collections/posts/items", server.base))
+        .header("Authorization", format!("Bearer {key}"))
+        .send_json(json!({"slug": "refused", "date_prefix": false, "fm": {"title": "R"}}))
+        .unwrap();
+    assert_eq!(created.status().as_u16(), 200);
+    let log = crate::poll(|| ok(site, &["webhooks", "log"]), |log| log.contains(" file.created "));
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains(&id)).collect();
+    assert!(lines.iter().any(|l| l.contains(" user.created ")), "the CLI's delivery: {log}");
+    assert!(lines.iter().any(|l| l.contains(" file.created ")), "the server's delivery: {log}");
+    for line in &lines {
+        assert!(line.ends_with(" - error: refused by the address policy"), "{line}");
+    }
+    assert!(receiver.received().is_empty(), "no request reached the receiver");
 }

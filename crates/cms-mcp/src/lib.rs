@@ -80,11 +80,6 @@ impl Endpoint {
             transport::door(Arc::clone(&door), req, next)
         }))
     }
-
-    /// The sessions (for tests).
-    pub fn sessions(&self) -> &Arc<Sessions> {
-        &self.door.sessions
-    }
 }
 
 /// The facade's clock (the server's `Clock` port), for the sessions' idle times.

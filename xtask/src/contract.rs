@@ -124,13 +124,14 @@ fn owner_key(cms: &Path, site: &Path) -> anyhow::Result<String> {
     stdout.lines().last().map(str::to_owned).context("cms keys create printed no key")
 }
 
-struct Server {
+/// A debug `cms serve` on a free port of 127.0.0.1, killed on drop.
+pub(crate) struct Server {
     child: Child,
-    base: String,
+    pub(crate) base: String,
 }
 
 impl Server {
-    fn start(cms: &Path, site: &Path) -> anyhow::Result<Self> {
+    pub(crate) fn start(cms: &Path, site: &Path) -> anyhow::Result<Self> {
         let mut child = Command::new(cms)
             .arg("serve")
             .arg("--site")
@@ -161,7 +162,7 @@ impl Drop for Server {
     }
 }
 
-fn run_checked(command: &mut Command) -> anyhow::Result<()> {
+pub(crate) fn run_checked(command: &mut Command) -> anyhow::Result<()> {
     let status = command.status().with_context(|| format!("cannot run {command:?}"))?;
     if !status.success() {
         bail!("{command:?} failed ({status})");
@@ -169,7 +170,7 @@ fn run_checked(command: &mut Command) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
+pub(crate) fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
     fs::create_dir_all(to)?;
     for entry in fs::read_dir(from)? {
         let entry = entry?;

@@ -7,15 +7,18 @@ use std::sync::Arc;
 use cms_core::service::{ItemUpdate, NewItem, Principal, SearchParams, TagsParams, UpdateMode, Viewer};
 use cms_core::{Cms, CoreError, query::ListParams, query::ListQuery};
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    Implementation, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResourceContents,
-    ServerCapabilities, ServerConfig,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResourceContents,
+    ResultType, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, Json, RoleServer, ServerHandler, tool, tool_handler, tool_router};
 
+use crate::arguments;
 use crate::resources::{self, Target};
 use crate::shapes::*;
 
@@ -48,6 +51,18 @@ fn fail(error: CoreError) -> String {
             error.to_string()
         }
         _ => error.to_string(),
+    }
+}
+
+/// Every list of this server is answered whole (no `nextCursor`), so no cursor is one the
+/// server gave: a client that sends one is told, as the MCP spec asks (`-32602`).
+fn no_cursor(request: Option<&PaginatedRequestParams>) -> Result<(), ErrorData> {
+    match request.and_then(|r| r.cursor.as_deref()) {
+        None => Ok(()),
+        Some(cursor) => Err(ErrorData::invalid_params(
+            format!("invalid cursor {cursor:?}: this server answers every list whole, without a nextCursor"),
+            None,
+        )),
     }
 }
 
@@ -336,6 +351,43 @@ impl CmsServer {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for CmsServer {
+    /// The router's call, after the arguments are checked against the tool's input schema
+    /// (a mistake is a tool error in plain words, which the agent can act on).
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(tool) = self.tool_router.get(&request.name) else {
+            let names: Vec<String> =
+                self.tool_router.list_all().into_iter().map(|t| t.name.into_owned()).collect();
+            let message = format!("unknown tool {:?}; the tools are {}", request.name, names.join(", "));
+            return Err(ErrorData::invalid_params(message, None));
+        };
+        if let Err(message) = arguments::check(tool, request.arguments.as_ref()) {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
+        }
+        self.tool_router.call(ToolCallContext::new(self, request, context)).await
+    }
+
+    /// As `#[tool_handler]` would list them, after refusing a cursor.
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        no_cursor(request.as_ref())?;
+        let cache_hints = context.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        Ok(ListToolsResult {
+            result_type: Some(ResultType::COMPLETE),
+            tools: self.tool_router.list_all(),
+            meta: None,
+            next_cursor: None,
+            ttl_ms: cache_hints.then_some(0),
+            cache_scope: cache_hints.then_some(CacheScope::Public),
+        })
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
             .with_server_info(Implementation::new("cms", env!("CARGO_PKG_VERSION")))
@@ -352,17 +404,19 @@ impl ServerHandler for CmsServer {
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        no_cursor(request.as_ref())?;
         Ok(ListResourcesResult::with_all_items(resources::collection_resources(&self.cms)))
     }
 
     async fn list_resource_templates(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        no_cursor(request.as_ref())?;
         Ok(ListResourceTemplatesResult::with_all_items(resources::templates()))
     }
 

@@ -24,8 +24,10 @@ pub struct ListItemsArgs {
     /// The collection: its index (`0`) or its label slug (`blog-posts`).
     pub collection: String,
     /// Page number, from 1.
+    #[schemars(range(min = 1))]
     pub page: Option<u64>,
     /// Items per page (clamped to the site's maximum).
+    #[schemars(range(min = 1))]
     pub per_page: Option<u64>,
     /// `published` (default), `draft` or `all`.
     pub status: Option<String>,
@@ -125,8 +127,10 @@ pub struct SearchArgs {
     /// One collection (index or label slug); every collection when absent.
     pub collection: Option<String>,
     /// Page number, from 1.
+    #[schemars(range(min = 1))]
     pub page: Option<u64>,
     /// Results per page.
+    #[schemars(range(min = 1))]
     pub per_page: Option<u64>,
 }
 

@@ -67,7 +67,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
     let cms = open.cms.clone();
     // The AI-agent endpoint's transport: made once, so that its sessions are shared by
     // every worker.
-    let agent = cms_mcp::endpoint(cms.clone(), open.config.limits.json_bytes);
+    let agent = cms_mcp::endpoint(cms.clone(), open.config.limits.json_bytes, &open.config.mcp);
     // The file adapters run their blocking I/O on tokio's blocking pool: every facade call
     // below happens on this runtime (the workers of `HttpServer` have their own).
     actix_web::rt::System::new().block_on(async move {

@@ -264,3 +264,323 @@ fn python_with_sdk() -> Option<PathBuf> {
             .is_ok_and(|s| s.success())
     })
 }
+
+// ---- sessions, errors and the wire, over plain HTTP -----------------------------------
+
+/// One answer of `/mcp`: status, the headers of interest, the body as text.
+struct Answer {
+    status: u16,
+    session: Option<String>,
+    content_type: String,
+    body: String,
+}
+
+impl Answer {
+    /// The body as JSON (a plain JSON answer).
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+
+    /// The SSE events of the body, each as its `(id, retry, data)` fields.
+    fn events(&self) -> Vec<(Option<String>, Option<String>, String)> {
+        self.body
+            .split("\n\n")
+            .filter(|block| block.lines().any(|l| !l.starts_with(':') && !l.is_empty()))
+            .map(|block| {
+                let field = |name: &str| {
+                    block.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim_start().to_owned())
+                };
+                let data: Vec<&str> = block
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .map(|v| v.strip_prefix(' ').unwrap_or(v))
+                    .collect();
+                (field("id:"), field("retry:"), data.join("\n"))
+            })
+            .collect()
+    }
+
+    /// The one JSON-RPC message of an SSE answer (every event's data must be JSON).
+    fn message(&self) -> Value {
+        let messages: Vec<Value> = self
+            .events()
+            .into_iter()
+            .map(|(_, _, data)| {
+                serde_json::from_str(&data).unwrap_or_else(|e| panic!("{e}: {:?}", self.body))
+            })
+            .collect();
+        assert_eq!(messages.len(), 1, "{}", self.body);
+        messages.into_iter().next().unwrap()
+    }
+}
+
+/// A raw client of `/mcp` with one key.
+struct Raw<'a> {
+    server: &'a Server,
+    key: String,
+}
+
+impl Raw<'_> {
+    fn request(
+        &self,
+        method: &str,
+        session: Option<&str>,
+        protocol: Option<&str>,
+    ) -> ureq::RequestBuilder<ureq::typestate::WithoutBody> {
+        let url = format!("{}/mcp", self.server.base);
+        let mut req = match method {
+            "GET" => self.server.agent.get(url),
+            "DELETE" => self.server.agent.delete(url),
+            _ => unreachable!(),
+        };
+        req = req
+            .header("Authorization", format!("Bearer {}", self.key))
+            .header("Accept", "application/json, text/event-stream");
+        if let Some(session) = session {
+            req = req.header("Mcp-Session-Id", session);
+        }
+        if let Some(protocol) = protocol {
+            req = req.header("MCP-Protocol-Version", protocol);
+        }
+        req
+    }
+
+    fn post(&self, session: Option<&str>, protocol: Option<&str>, body: &str) -> Answer {
+        let mut req = self
+            .server
+            .agent
+            .post(format!("{}/mcp", self.server.base))
+            .header("Authorization", format!("Bearer {}", self.key))
+            .header("Accept", "application/json, text/event-stream")
+            .header("Content-Type", "application/json");
+        if let Some(session) = session {
+            req = req.header("Mcp-Session-Id", session);
+        }
+        if let Some(protocol) = protocol {
+            req = req.header("MCP-Protocol-Version", protocol);
+        }
+        answer(req.send(body).unwrap())
+    }
+
+    /// `initialize` then `notifications/initialized`: the answer to `initialize`.
+    fn initialize(&self, protocol: &str) -> Answer {
+        let init = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"{protocol}","capabilities":{{}},"clientInfo":{{"name":"it","version":"0"}}}}}}"#
+        );
+        let answer = self.post(None, None, &init);
+        if let Some(session) = &answer.session {
+            let done = self.post(
+                Some(session),
+                Some(protocol),
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            );
+            assert_eq!(done.status, 202, "{}", done.body);
+        }
+        answer
+    }
+
+    /// A new session's id (2025-06-18).
+    fn open(&self) -> String {
+        let answer = self.initialize("2025-06-18");
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        answer.session.expect("a session id")
+    }
+
+    /// `ping` in `session`.
+    fn ping(&self, session: &str) -> Answer {
+        self.post(Some(session), None, r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#)
+    }
+
+    /// The server's event stream of `session`, held open while the answer lives.
+    fn listen(&self, session: &str) -> ureq::http::Response<ureq::Body> {
+        let response = self.request("GET", Some(session), None).call().unwrap();
+        assert_eq!(response.status().as_u16(), 200, "GET opens the stream");
+        response
+    }
+
+    fn delete(&self, session: &str) -> Answer {
+        answer(self.request("DELETE", Some(session), None).call().unwrap())
+    }
+}
+
+fn answer(mut response: ureq::http::Response<ureq::Body>) -> Answer {
+    let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let (session, content_type) = (header("mcp-session-id"), header("content-type").unwrap_or_default());
+    let body = response.body_mut().read_to_string().unwrap_or_default();
+    Answer { status: response.status().as_u16(), session, content_type, body }
+}
+
+fn with_mcp_settings(site: &Path, settings: &str) {
+    let config = site.join("cms.yaml");
+    let mut text = fs::read_to_string(&config).unwrap();
+    text.push_str(settings);
+    fs::write(config, text).unwrap();
+}
+
+#[test]
+fn one_key_holds_at_most_eight_sessions_and_the_oldest_idle_one_goes_first() {
+    let site = demo_site();
+    user_with_key(site.path(), "owner@example.com", "owner");
+    let server = Server::start(site.path());
+    let raw = Raw { server: &server, key: mcp_key(site.path(), "owner@example.com") };
+    let sessions: Vec<String> = (0..20).map(|_| raw.open()).collect();
+    for (n, session) in sessions.iter().enumerate() {
+        let status = raw.ping(session).status;
+        let expected = if n < 12 { 404 } else { 200 };
+        assert_eq!(
+            status, expected,
+            "session {n} of 20: the 12 oldest made room (mcp.max_sessions_per_key 8)"
+        );
+    }
+}
+
+#[test]
+fn busy_sessions_are_kept_and_a_new_one_is_refused_naming_the_setting() {
+    let site = demo_site();
+    with_mcp_settings(site.path(), "mcp:\n  max_sessions: 3\n  max_sessions_per_key: 2\n");
+    user_with_key(site.path(), "owner@example.com", "owner");
+    user_with_key(site.path(), "ed@example.com", "editor");
+    let server = Server::start(site.path());
+    let a = Raw { server: &server, key: mcp_key(site.path(), "owner@example.com") };
+    let b = Raw { server: &server, key: mcp_key(site.path(), "ed@example.com") };
+
+    let idle = a.open();
+    let busy = a.open();
+    let _busy_stream = a.listen(&busy);
+    let third = a.open();
+    assert_eq!(a.ping(&idle).status, 404, "the idle session made room");
+    assert_eq!(a.ping(&busy).status, 200, "the busy one is kept");
+    let _third_stream = a.listen(&third);
+
+    let refused = a.initialize("2025-06-18");
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    let error = &refused.json()["error"];
+    assert_eq!(refused.json()["id"], 1, "{}", refused.body);
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("mcp.max_sessions_per_key") && message.contains('2'), "{message}");
+    assert!(refused.session.is_none());
+
+    let other = b.open();
+    let _other_stream = b.listen(&other);
+    let full = b.initialize("2025-06-18");
+    assert_eq!(full.status, 503, "{}", full.body);
+    let message = full.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("mcp.max_sessions") && message.contains('3'), "{message}");
+
+    // Ending one makes room at once.
+    let ended = a.delete(&busy);
+    assert!(matches!(ended.status, 200 | 204), "DELETE answers 200 or 204: {} {}", ended.status, ended.body);
+    assert_eq!(b.initialize("2025-06-18").status, 200, "room again after a DELETE");
+}
+
+#[test]
+fn a_session_answers_only_the_key_that_opened_it() {
+    let site = demo_site();
+    user_with_key(site.path(), "owner@example.com", "owner");
+    user_with_key(site.path(), "ed@example.com", "editor");
+    let server = Server::start(site.path());
+    let owner = Raw { server: &server, key: mcp_key(site.path(), "owner@example.com") };
+    let same_user = Raw { server: &server, key: mcp_key(site.path(), "owner@example.com") };
+    let editor = Raw { server: &server, key: mcp_key(site.path(), "ed@example.com") };
+    let session = owner.open();
+
+    let call = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"delete_item","arguments":{"collection":"blog-posts","slug":"hello-world"}}}"#;
+    for other in [&editor, &same_user] {
+        let answer = other.post(Some(&session), None, call);
+        assert_eq!(answer.status, 404, "another key cannot call tools in the session: {}", answer.body);
+        assert!(answer.content_type.starts_with("application/json"), "{}", answer.content_type);
+        assert!(answer.json()["error"]["message"].as_str().unwrap().contains("session"), "{}", answer.body);
+        let stream = other.request("GET", Some(&session), None).call().unwrap();
+        assert_eq!(stream.status().as_u16(), 404, "nor listen to it");
+        assert_eq!(other.delete(&session).status, 404, "nor end it");
+    }
+    assert_eq!(
+        server.get("/cms/collections/blog-posts/items/hello-world", None).0,
+        200,
+        "nothing was deleted"
+    );
+    assert_eq!(owner.ping(&session).status, 200, "the session lives on for its key");
+    assert!(matches!(owner.delete(&session).status, 200 | 204));
+    assert_eq!(owner.ping(&session).status, 404, "ended");
+}
+
+#[test]
+fn the_priming_event_goes_only_to_clients_of_2025_11_25() {
+    let site = demo_site();
+    user_with_key(site.path(), "owner@example.com", "owner");
+    let server = Server::start(site.path());
+    let raw = Raw { server: &server, key: mcp_key(site.path(), "owner@example.com") };
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    for old in ["2025-03-26", "2025-06-18"] {
+        let opened = raw.initialize(old);
+        assert_eq!(opened.status, 200, "{}", opened.body);
+        assert_eq!(opened.message()["result"]["protocolVersion"], old, "{}", opened.body);
+        let session = opened.session.unwrap();
+        let answer = raw.post(Some(&session), Some(old), list);
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        assert!(!answer.body.contains("retry:"), "{old}: no priming event: {:?}", answer.body);
+        assert!(answer.message()["result"]["tools"].is_array(), "{old}: every event is a message");
+    }
+    let opened = raw.initialize("2025-11-25");
+    let session = opened.session.unwrap();
+    let answer = raw.post(Some(&session), Some("2025-11-25"), list);
+    let events = answer.events();
+    let (id, retry, data) = &events[0];
+    assert!(
+        id.is_some() && retry.is_some() && data.is_empty(),
+        "2025-11-25: primed first: {:?}",
+        answer.body
+    );
+    assert!(events[1].2.contains("\"tools\""), "{:?}", answer.body);
+}
+
+#[test]
+fn protocol_errors_are_json_rpc_and_name_what_is_wrong() {
+    let site = demo_site();
+    user_with_key(site.path(), "owner@example.com", "owner");
+    let server = Server::start(site.path());
+    let raw = Raw { server: &server, key: mcp_key(site.path(), "owner@example.com") };
+
+    let malformed = raw.post(None, None, r#"{"jsonrpc":"2.0","id":1,"method":"#);
+    assert_eq!(malformed.status, 400, "{}", malformed.body);
+    assert!(malformed.content_type.starts_with("application/json"), "{}", malformed.content_type);
+    assert_eq!(malformed.json()["error"]["code"], -32700, "{}", malformed.body);
+    assert_eq!(malformed.json()["jsonrpc"], "2.0");
+
+    let unknown = raw.ping("no-such-session");
+    assert_eq!(unknown.status, 404, "{}", unknown.body);
+    assert!(unknown.content_type.starts_with("application/json"), "{}", unknown.content_type);
+    assert!(unknown.json()["error"]["message"].as_str().unwrap().contains("session"), "{}", unknown.body);
+
+    let session = raw.open();
+    for method in ["tools/list", "resources/list", "resources/templates/list"] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":5,"method":"{method}","params":{{"cursor":"bogus"}}}}"#);
+        let answer = raw.post(Some(&session), None, &body).message();
+        assert_eq!(answer["error"]["code"], -32602, "{method} with a bogus cursor: {answer}");
+    }
+
+    let call = |arguments: &str| {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{{"name":"list_items","arguments":{arguments}}}}}"#
+        );
+        let answer = raw.post(Some(&session), None, &body).message();
+        assert_eq!(answer["result"]["isError"], true, "{arguments}: {answer}");
+        answer["result"]["content"][0]["text"].as_str().unwrap().to_owned()
+    };
+    let text = call(r#"{"collection":"blog-posts","per_page":"two"}"#);
+    assert_eq!(text, "argument `per_page` must be a whole number of 1 or more, got \"two\"");
+    let text = call(r#"{"collection":"blog-posts","page":-1}"#);
+    assert_eq!(text, "argument `page` must be a whole number of 1 or more, got -1");
+    let text = call(r#"{"collection":7}"#);
+    assert_eq!(text, "argument `collection` must be a string, got 7");
+    let text = call(r#"{"per_page":2}"#);
+    assert_eq!(text, "missing argument `collection` (a string)");
+    let text = call(r#"{"collection":"blog-posts","colour":"red"}"#);
+    assert!(
+        text.starts_with("unknown argument `colour`; list_items takes collection, page, per_page"),
+        "{text}"
+    );
+
+    let ended = raw.delete(&session);
+    assert!(matches!(ended.status, 200 | 204), "{} {}", ended.status, ended.body);
+}

@@ -26,8 +26,10 @@ use image::{
 use crate::error::ImageError;
 use crate::pool::Budget;
 
-/// rav1e's speed (0 slowest to 10 fastest): 8 keeps an 800 px AVIF well under a second.
-const AVIF_SPEED: u8 = 8;
+/// rav1e's speed (0 slowest to 10 fastest). 10: a server answers while the visitor waits,
+/// and rav1e here is pure Rust without assembly; 10 takes about a third of the time of 8
+/// for files a few per cent larger (figures in docs/images.md).
+const AVIF_SPEED: u8 = 10;
 /// Room the decoder may allocate beyond the pixels themselves (tables, one row buffer).
 const DECODER_SLACK: u64 = 64 * 1024 * 1024;
 /// How much larger than the variant (per side) the box reduction leaves the source for the

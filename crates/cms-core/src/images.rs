@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -31,6 +32,18 @@ pub struct ImagesConfig {
     /// Named transforms, made at upload time and served at `?preset=<name>`.
     #[serde(default)]
     pub presets: BTreeMap<String, PresetConfig>,
+    /// Whether a variant may keep the source's size when `w` or `h` is absent. Off, every
+    /// side of a variant is at most the largest of `sizes` (the aspect ratio kept), so
+    /// that `?format=avif` of a 50 MP photo does not encode 50 MP.
+    #[serde(default)]
+    pub render_source_size: bool,
+    /// The time one render may take (decode, resize, encode); past it the request is
+    /// answered `503` and the render abandoned.
+    #[serde(default = "default_render_timeout_secs")]
+    pub render_timeout_secs: u64,
+    /// How long a request waits for a free image worker before it is answered `503`.
+    #[serde(default = "default_queue_timeout_secs")]
+    pub queue_timeout_secs: u64,
 }
 
 /// One named transform.
@@ -58,6 +71,17 @@ fn default_qualities() -> Vec<u8> {
 fn default_quality() -> u8 {
     75
 }
+fn default_render_timeout_secs() -> u64 {
+    15
+}
+fn default_queue_timeout_secs() -> u64 {
+    5
+}
+
+/// The range of `images.render_timeout_secs`.
+const RENDER_TIMEOUT_SECS: std::ops::RangeInclusive<u64> = 1..=600;
+/// The range of `images.queue_timeout_secs`.
+const QUEUE_TIMEOUT_SECS: std::ops::RangeInclusive<u64> = 1..=300;
 
 impl Default for ImagesConfig {
     fn default() -> Self {
@@ -67,6 +91,9 @@ impl Default for ImagesConfig {
             qualities: default_qualities(),
             quality: default_quality(),
             presets: BTreeMap::new(),
+            render_source_size: false,
+            render_timeout_secs: default_render_timeout_secs(),
+            queue_timeout_secs: default_queue_timeout_secs(),
         }
     }
 }
@@ -114,6 +141,16 @@ impl OutputFormat {
             Self::Avif => "avif",
             Self::Jpeg => "jpg",
             Self::Png => "png",
+        }
+    }
+
+    /// The format's name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Webp => "WebP",
+            Self::Avif => "AVIF",
+            Self::Jpeg => "JPEG",
+            Self::Png => "PNG",
         }
     }
 
@@ -190,22 +227,48 @@ pub struct RenderSpec {
     pub fit: Fit,
     pub format: OutputFormat,
     pub quality: u8,
+    /// The longest side of the output where `width` or `height` is absent (the largest of
+    /// `images.sizes`); `None` with `images.render_source_size`.
+    pub max_side: Option<u32>,
+    /// What the render may cost.
+    pub limits: RenderLimits,
+}
+
+/// The bounds of one render, from `images:`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RenderLimits {
     /// The largest source (width × height) the codec may decode.
     pub max_pixels: u64,
+    /// How long the render may take once a worker has it.
+    pub render_timeout: Duration,
+    /// How long the request may wait for a worker.
+    pub queue_timeout: Duration,
 }
 
 impl RenderSpec {
-    /// The part of the cache key that names the parameters: `w800-h_-inside-q75.webp`.
+    /// The part of the cache key that names the parameters: `w800-h_-inside-q75-max2560.webp`
+    /// (the bound of an absent side is part of the key, so that changing `images.sizes`
+    /// never serves a variant made under the old bound).
     pub fn key_suffix(&self) -> String {
         let side = |v: Option<u32>| v.map_or_else(|| "_".to_owned(), |v| v.to_string());
+        let bound = match self.max_side {
+            Some(max) if self.width.is_none() || self.height.is_none() => format!("-max{max}"),
+            _ => String::new(),
+        };
         format!(
-            "w{}-h{}-{}-q{}.{}",
+            "w{}-h{}-{}-q{}{bound}.{}",
             side(self.width),
             side(self.height),
             self.fit.as_str(),
             self.quality,
             self.format.extension()
         )
+    }
+
+    /// The geometry of this variant of a `source_width` × `source_height` image
+    /// (orientation applied).
+    pub fn geometry(&self, source_width: u32, source_height: u32) -> Geometry {
+        geometry(source_width, source_height, self.width, self.height, self.fit, self.max_side)
     }
 }
 
@@ -233,6 +296,20 @@ impl ImagesConfig {
         }
         if self.qualities.is_empty() || self.qualities.iter().any(|q| !(1..=100).contains(q)) {
             return Err("images.qualities must list qualities from 1 to 100".into());
+        }
+        if !RENDER_TIMEOUT_SECS.contains(&self.render_timeout_secs) {
+            return Err(format!(
+                "images.render_timeout_secs must be from {} to {} (seconds)",
+                RENDER_TIMEOUT_SECS.start(),
+                RENDER_TIMEOUT_SECS.end()
+            ));
+        }
+        if !QUEUE_TIMEOUT_SECS.contains(&self.queue_timeout_secs) {
+            return Err(format!(
+                "images.queue_timeout_secs must be from {} to {} (seconds)",
+                QUEUE_TIMEOUT_SECS.start(),
+                QUEUE_TIMEOUT_SECS.end()
+            ));
         }
         if !self.qualities.contains(&self.quality) {
             return Err(format!(
@@ -367,7 +444,23 @@ impl ImagesConfig {
             fit: transform.fit,
             format,
             quality: transform.quality,
+            max_side: self.max_side(),
+            limits: self.limits(),
+        }
+    }
+
+    /// The bound of a side the request leaves open: the largest allowed size, unless
+    /// `images.render_source_size` lets it keep the source's.
+    pub fn max_side(&self) -> Option<u32> {
+        if self.render_source_size { None } else { self.sizes.iter().copied().max() }
+    }
+
+    /// What one render may cost.
+    pub fn limits(&self) -> RenderLimits {
+        RenderLimits {
             max_pixels: self.max_pixels,
+            render_timeout: Duration::from_secs(self.render_timeout_secs),
+            queue_timeout: Duration::from_secs(self.queue_timeout_secs),
         }
     }
 }
@@ -391,13 +484,16 @@ pub struct Geometry {
 }
 
 /// The geometry of a variant of a `source_width` × `source_height` image (orientation
-/// applied). With only one side given, every fit keeps the aspect ratio.
+/// applied). With only one side given, every fit keeps the aspect ratio; a side not given
+/// is at most `max_side` (when there is one). The crop is always centred, so it is the
+/// same rectangle, turned, in the source as stored (which is how the codec uses it).
 pub fn geometry(
     source_width: u32,
     source_height: u32,
     spec_width: Option<u32>,
     spec_height: Option<u32>,
     fit: Fit,
+    max_side: Option<u32>,
 ) -> Geometry {
     let (sw, sh) = (f64::from(source_width.max(1)), f64::from(source_height.max(1)));
     let round = |v: f64| (v.round() as u32).max(1);
@@ -419,8 +515,8 @@ pub fn geometry(
             Geometry { width: w, height: h, crop: full, placed: ((w - pw) / 2, (h - ph) / 2, pw, ph) }
         }
         (w, h, _) => {
-            let scale_w = w.map_or(f64::INFINITY, |w| f64::from(w) / sw);
-            let scale_h = h.map_or(f64::INFINITY, |h| f64::from(h) / sh);
+            let scale_w = w.or(max_side).map_or(f64::INFINITY, |w| f64::from(w) / sw);
+            let scale_h = h.or(max_side).map_or(f64::INFINITY, |h| f64::from(h) / sh);
             let scale = scale_w.min(scale_h).min(1.0);
             let (ow, oh) = (round(sw * scale), round(sh * scale));
             Geometry { width: ow, height: oh, crop: full, placed: (0, 0, ow, oh) }
@@ -549,15 +645,72 @@ mod tests {
 
     #[test]
     fn geometry_of_each_fit() {
-        let inside = geometry(4000, 3000, Some(800), None, Fit::Inside);
+        let inside = geometry(4000, 3000, Some(800), None, Fit::Inside, None);
         assert_eq!((inside.width, inside.height), (800, 600));
-        let small = geometry(100, 50, Some(800), Some(800), Fit::Inside);
+        let small = geometry(100, 50, Some(800), Some(800), Fit::Inside, None);
         assert_eq!((small.width, small.height), (100, 50), "never enlarged");
-        let cover = geometry(4000, 3000, Some(320), Some(320), Fit::Cover);
+        let cover = geometry(4000, 3000, Some(320), Some(320), Fit::Cover, None);
         assert_eq!((cover.width, cover.height), (320, 320));
         assert_eq!(cover.crop, (500.0, 0.0, 3000.0, 3000.0));
-        let contain = geometry(4000, 2000, Some(320), Some(320), Fit::Contain);
+        let contain = geometry(4000, 2000, Some(320), Some(320), Fit::Contain, None);
         assert_eq!(contain.placed, (0, 80, 320, 160));
+    }
+
+    #[test]
+    fn an_open_side_is_bounded_by_the_largest_size_unless_the_site_allows_the_source_size() {
+        let c = config();
+        let spec = |query: &str, c: &ImagesConfig| {
+            c.render_spec(&c.parse_transform(&pairs(query)).unwrap().unwrap(), "image/png", None)
+        };
+        // Without w or h: within 2560 × 2560, the aspect ratio kept (the 7000 × 7000
+        // PNG asked as `?format=avif&q=90` was encoded at 49 MP).
+        let whole = spec("format=avif&q=90", &c);
+        let g = whole.geometry(7000, 7000);
+        assert_eq!((g.width, g.height), (2560, 2560));
+        let g = whole.geometry(4000, 3000);
+        assert_eq!((g.width, g.height), (2560, 1920));
+        assert_eq!(whole.geometry(640, 480).width, 640, "never enlarged");
+        // One side given: the other is bounded too (1 × 40,000,000 at w=160 was 40 MP tall).
+        let narrow = spec("w=160&format=avif", &c).geometry(1, 40_000_000);
+        assert_eq!((narrow.width, narrow.height), (1, 2560));
+        let flat = spec("h=160", &c).geometry(40_000_000, 1);
+        assert_eq!((flat.width, flat.height), (2560, 1));
+        // Both sides given: the box is the request's.
+        let boxed = spec("w=160&h=160&fit=contain", &c).geometry(40_000_000, 1);
+        assert_eq!((boxed.width, boxed.height, boxed.placed), (160, 160, (0, 79, 160, 1)));
+        // The bound is part of the key, so a change of images.sizes renders anew.
+        assert_eq!(whole.key_suffix(), "w_-h_-inside-q90-max2560.avif");
+        assert_eq!(spec("w=160&h=160", &c).key_suffix(), "w160-h160-inside-q75.png");
+        let mut source_size = config();
+        source_size.render_source_size = true;
+        let whole = spec("format=avif&q=90", &source_size);
+        let g = whole.geometry(7000, 7000);
+        assert_eq!((g.width, g.height), (7000, 7000));
+        assert_eq!(whole.key_suffix(), "w_-h_-inside-q90.avif");
+    }
+
+    #[test]
+    fn render_bounds_are_settings_with_checked_ranges() {
+        let minimal = "site:\n  name: S\n  url: https://example.com\n";
+        let parsed = crate::config::SiteConfig::from_yaml(minimal).unwrap().images;
+        assert_eq!((parsed.render_timeout_secs, parsed.queue_timeout_secs), (15, 5));
+        assert!(!parsed.render_source_size);
+        let limits = parsed.limits();
+        assert_eq!(limits.render_timeout, Duration::from_secs(15));
+        assert_eq!(limits.queue_timeout, Duration::from_secs(5));
+        let set = "images:\n  render_timeout_secs: 30\n  queue_timeout_secs: 2\n  render_source_size: true\n";
+        let c = crate::config::SiteConfig::from_yaml(&format!("{minimal}{set}")).unwrap().images;
+        assert_eq!((c.render_timeout_secs, c.queue_timeout_secs, c.max_side()), (30, 2, None));
+        for (case, named) in [
+            ("render_timeout_secs: 0", "images.render_timeout_secs"),
+            ("render_timeout_secs: 601", "images.render_timeout_secs"),
+            ("queue_timeout_secs: 0", "images.queue_timeout_secs"),
+            ("queue_timeout_secs: 301", "images.queue_timeout_secs"),
+        ] {
+            let text = format!("{minimal}images:\n  {case}\n");
+            let message = crate::config::SiteConfig::from_yaml(&text).unwrap_err().to_string();
+            assert!(message.contains(named), "{case}: {message}");
+        }
     }
 
     #[test]

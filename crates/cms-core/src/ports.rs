@@ -529,8 +529,10 @@ pub trait ImageCodec: Send + Sync {
     /// Width and height as shown (EXIF orientation applied), from a file's first bytes;
     /// `None` when the header cannot be read from them.
     fn probe(&self, head: &[u8]) -> Option<(u32, u32)>;
-    /// Renders a variant of an image file's bytes. A source over `spec.max_pixels`,
-    /// corrupt, or animated is `Unprocessable`.
+    /// Renders a variant of an image file's bytes. A source over `spec.limits.max_pixels`,
+    /// corrupt, animated, or that its output format cannot hold is `Unprocessable`; a
+    /// render that finds no worker within `spec.limits.queue_timeout` or runs past
+    /// `spec.limits.render_timeout` is `Busy`.
     async fn render(&self, source: Vec<u8>, spec: RenderSpec) -> CoreResult<Vec<u8>>;
 }
 

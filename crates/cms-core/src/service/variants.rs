@@ -219,7 +219,7 @@ impl Cms {
             self.images.presets.keys().filter_map(|p| Some((p, self.images.preset(p).ok()?)))
         {
             let spec = self.images.render_spec(&transform, content_type, None);
-            let geometry = dimensions.map(|(w, h)| images::geometry(w, h, spec.width, spec.height, spec.fit));
+            let geometry = dimensions.map(|(w, h)| spec.geometry(w, h));
             let suffix = spec.key_suffix();
             variants.push(VariantInfo {
                 name: preset.clone(),

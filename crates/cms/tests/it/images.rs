@@ -20,6 +20,11 @@ const IMAGES: &str = "images:
 
 /// The demo site with small sizes allowed and one preset.
 fn site() -> tempfile::TempDir {
+    site_with("")
+}
+
+/// [`site`] with more lines of `images:` (indented by two spaces).
+fn site_with(more_images: &str) -> tempfile::TempDir {
     let site = demo_site();
     let config = site.path().join("cms.yaml");
     let text = fs::read_to_string(&config).unwrap();
@@ -29,8 +34,22 @@ fn site() -> tempfile::TempDir {
         .filter(|l| !l.starts_with("# Responsive") && !l.starts_with("# each preset"))
         .collect::<Vec<_>>()
         .join("\n");
-    fs::write(&config, format!("{without}\n{IMAGES}")).unwrap();
+    fs::write(&config, format!("{without}\n{IMAGES}{more_images}")).unwrap();
     site
+}
+
+/// A PNG of one colour, made here: 2,000,000 × 1 pixels compress to a few KiB.
+fn flat_png(width: u32, height: u32) -> Vec<u8> {
+    let pixels = [90u8, 40, 200].repeat(width as usize * height as usize);
+    let mut out = Vec::new();
+    image::codecs::png::PngEncoder::new_with_quality(
+        &mut out,
+        image::codecs::png::CompressionType::Best,
+        image::codecs::png::FilterType::NoFilter,
+    )
+    .write_image(&pixels, width, height, image::ExtendedColorType::Rgb8)
+    .unwrap();
+    out
 }
 
 /// 40 × 20 pixels, red on the left and blue on the right, as a JPEG whose EXIF says
@@ -258,7 +277,7 @@ fn transforms_orient_strip_cache_and_follow_their_source() {
 
     // Kept under .cms/variants/, never in the folder's listing.
     let kept = variant_files(site.path(), "photo.jpg");
-    assert!(kept.iter().any(|n| n.ends_with("-w16-h_-inside-q75.webp")), "{kept:?}");
+    assert!(kept.iter().any(|n| n.ends_with("-w16-h_-inside-q75-max64.webp")), "{kept:?}");
     let (_, listing) = server.get("/cms/resources", Some(&key));
     let names: Vec<&str> =
         listing["files"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
@@ -384,4 +403,69 @@ fn presets_are_made_after_an_upload_and_listed() {
     // A file that is not an image has no variants.
     let (_, text) = upload(&server, &key, "notes.txt", b"hello");
     assert_eq!(text["variants"], serde_json::json!([]));
+}
+
+#[test]
+fn a_variant_without_a_size_stays_within_the_largest_size() {
+    // The issue: `?format=avif&q=90` of a 7000 × 7000 PNG encoded all 49 MP (174 s). Here
+    // the largest of images.sizes is 64.
+    let site = site();
+    let uploads = site.path().join("media/uploads");
+    fs::write(uploads.join("wide.png"), flat_png(100, 50)).unwrap();
+    fs::write(uploads.join("strip.png"), flat_png(400, 10)).unwrap();
+    let server = Server::start(site.path());
+    for query in ["format=png", "format=webp&q=50", "q=50"] {
+        let answer = fetch(&server, &format!("/media/uploads/wide.png?{query}"), &[]);
+        assert_eq!(answer.status, 200, "{query}: {}", answer.text());
+        let shown = decoded(&answer);
+        assert_eq!((shown.width(), shown.height()), (64, 32), "{query}");
+    }
+    // One side given: the other one is bounded too.
+    let strip = decoded(&fetch(&server, "/media/uploads/strip.png?h=16", &[]));
+    assert_eq!((strip.width(), strip.height()), (64, 2));
+    drop(server);
+
+    // A site that wants the source's size says so.
+    let site = site_with("  render_source_size: true\n");
+    let uploads = site.path().join("media/uploads");
+    fs::write(uploads.join("wide.png"), flat_png(100, 50)).unwrap();
+    fs::write(uploads.join("tall.png"), flat_png(1, 70_000)).unwrap();
+    let server = Server::start(site.path());
+    let whole = decoded(&fetch(&server, "/media/uploads/wide.png?format=png", &[]));
+    assert_eq!((whole.width(), whole.height()), (100, 50));
+    // There, a variant over what its format holds is refused with the reason (AVIF's
+    // encoder said "Format error encoding Avif", answered 500).
+    let avif = fetch(&server, "/media/uploads/tall.png?format=avif&w=16", &[]);
+    assert_eq!(avif.status, 422, "{}", avif.text());
+    assert!(avif.text().contains("65535 pixels a side AVIF holds"), "{}", avif.text());
+}
+
+#[test]
+fn extreme_aspect_ratios_cost_their_pixels_not_their_length() {
+    // The issue: a 40,000,000 × 1 PNG at `?w=160` took 17 s and 2.4 GB (Lanczos3's weights
+    // are counted per source pixel of the long side). 2,000,000 × 1 here: 6 MB of pixels,
+    // and it was about 100 MB of weights.
+    let site = site();
+    let uploads = site.path().join("media/uploads");
+    fs::write(uploads.join("wide.png"), flat_png(2_000_000, 1)).unwrap();
+    fs::write(uploads.join("tall.png"), flat_png(1, 2_000_000)).unwrap();
+    let server = Server::start(site.path());
+    let peak_before = server.peak_rss_kib();
+
+    for (path, size) in
+        [("wide.png?w=16", (16, 1)), ("wide.png?w=16&h=16&fit=contain", (16, 16)), ("tall.png?w=16", (1, 64))]
+    {
+        let answer = fetch(&server, &format!("/media/uploads/{path}"), &[]);
+        assert_eq!(answer.status, 200, "{path}: {}", answer.text());
+        let shown = decoded(&answer);
+        assert_eq!((shown.width(), shown.height()), size, "{path}");
+        let colour = shown.to_rgba8().get_pixel(0, (shown.height() - 1) / 2).0;
+        assert!(colour[0].abs_diff(90) <= 2 && colour[2].abs_diff(200) <= 2, "{path}: {colour:?}");
+    }
+    // The issue's `?format=avif&w=160` of 1 × 40,000,000 answered 500.
+    let avif = fetch(&server, "/media/uploads/tall.png?format=avif&w=16", &[]);
+    assert_eq!((avif.status, avif.header("content-type")), (200, Some("image/avif")), "{}", avif.text());
+
+    let grown = server.peak_rss_kib().saturating_sub(peak_before);
+    assert!(grown < 48 * 1024, "the peak grew by {grown} KiB");
 }

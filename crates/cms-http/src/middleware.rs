@@ -154,10 +154,12 @@ fn cache_control(response: &ServiceResponse<BoxBody>) -> Option<HeaderValue> {
     if keyed {
         return Some(HeaderValue::from_static("private, no-store"));
     }
+    let set = response.headers().get(header::CACHE_CONTROL);
     if response.status().is_client_error() || response.status().is_server_error() {
-        return Some(HeaderValue::from_static("no-store"));
+        let stored = set.is_some_and(|v| v.to_str().is_ok_and(|v| v.contains("no-store")));
+        return (!stored).then(|| HeaderValue::from_static("no-store"));
     }
-    if response.headers().contains_key(header::CACHE_CONTROL) {
+    if set.is_some() {
         return None;
     }
     Some(state::of(req).public_cache_control.clone())

@@ -161,7 +161,7 @@ impl Drop for Server {
     }
 }
 
-fn run_checked(command: &mut Command) -> anyhow::Result<()> {
+pub(crate) fn run_checked(command: &mut Command) -> anyhow::Result<()> {
     let status = command.status().with_context(|| format!("cannot run {command:?}"))?;
     if !status.success() {
         bail!("{command:?} failed ({status})");

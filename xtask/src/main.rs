@@ -1,23 +1,27 @@
 //! Project tasks: `cargo xtask ci` runs exactly what CI runs; `cargo xtask bench` runs the
 //! benchmarks (release builds): the HTTP load benchmark, then the in-process ones;
-//! `cargo xtask contract` checks the running server against docs/openapi.yaml.
+//! `cargo xtask contract` checks the running server against docs/openapi.yaml;
+//! `cargo xtask openapi-lint` checks the document itself with the OpenAPI validators.
 
 mod contract;
 mod hello;
 mod load;
+mod openapi_lint;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, bail};
 
-const USAGE: &str = "usage: cargo xtask <ci|bench|contract>
-  ci        fmt check, clippy -D warnings, all tests, the OpenAPI contract check
+const USAGE: &str = "usage: cargo xtask <ci|bench|contract|openapi-lint>
+  ci        fmt check, clippy -D warnings, all tests, the OpenAPI lint and contract checks
   bench     benchmarks with their targets (`cargo xtask bench --help` for options)
   bench-images  the image variant figures (24 MP JPEG to WebP, PNG bomb, cache hits)
   bench-s3  the 10,000-item site in a bucket (SeaweedFS on loopback): reads, writes,
             and how soon a write through one node shows on another [--duration SECS]
-  contract  schemathesis against a server on a copy of the demo site";
+  contract  schemathesis against a server on a copy of the demo site
+  openapi-lint  docs/openapi.yaml through Redocly, Spectral, openapi-spec-validator and
+            PyYAML's pure-Python loader (tools installed under target/)";
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
@@ -29,6 +33,7 @@ fn main() -> anyhow::Result<()> {
         "bench-images" => bench_images(),
         "bench-s3" => bench_s3(&rest),
         "contract" => contract::run(&workspace_root(), &rest),
+        "openapi-lint" => openapi_lint::run(&workspace_root()),
         // Not in the usage: the ceiling server that `bench` starts as a child process.
         "hello" => hello::run(&rest),
         _ => bail!("{USAGE}"),
@@ -136,6 +141,7 @@ fn ci() -> anyhow::Result<()> {
     cargo(&["fmt", "--all", "--", "--check"])?;
     cargo(&["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"])?;
     cargo(&["test", "--workspace", "--locked"])?;
+    openapi_lint::run(&workspace_root())?;
     contract::run(&workspace_root(), &[])
 }
 

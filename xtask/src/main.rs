@@ -1,26 +1,30 @@
 //! Project tasks: `cargo xtask ci` runs exactly what CI runs; `cargo xtask bench` runs the
 //! benchmarks (release builds): the HTTP load benchmark, then the in-process ones;
 //! `cargo xtask contract` checks the running server against docs/openapi.yaml;
-//! `cargo xtask mcp-conformance` runs the official MCP conformance suite against its `/mcp`.
+//! `cargo xtask mcp-conformance` runs the official MCP conformance suite against its `/mcp`;
+//! `cargo xtask openapi-lint` checks the document itself with the OpenAPI validators.
 
 mod conformance;
 mod contract;
 mod hello;
 mod load;
+mod openapi_lint;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, bail};
 
-const USAGE: &str = "usage: cargo xtask <ci|bench|contract|mcp-conformance>
-  ci        fmt check, clippy -D warnings, all tests, the OpenAPI contract check and the
-            MCP conformance suite
+const USAGE: &str = "usage: cargo xtask <ci|bench|contract|openapi-lint|mcp-conformance>
+  ci        fmt check, clippy -D warnings, all tests, the OpenAPI lint and contract checks
+            and the MCP conformance suite
   bench     benchmarks with their targets (`cargo xtask bench --help` for options)
   bench-images  the image variant figures (24 MP JPEG to WebP, PNG bomb, cache hits)
   bench-s3  the 10,000-item site in a bucket (SeaweedFS on loopback): reads, writes,
             and how soon a write through one node shows on another [--duration SECS]
   contract  schemathesis against a server on a copy of the demo site
+  openapi-lint  docs/openapi.yaml through Redocly, Spectral, openapi-spec-validator and
+            PyYAML's pure-Python loader (tools installed under target/)
   mcp-conformance [SCENARIO...]  the official MCP conformance suite's server scenarios
             against /mcp of a server on a copy of the demo site";
 
@@ -35,6 +39,7 @@ fn main() -> anyhow::Result<()> {
         "bench-s3" => bench_s3(&rest),
         "contract" => contract::run(&workspace_root(), &rest),
         "mcp-conformance" => conformance::run(&workspace_root(), &rest),
+        "openapi-lint" => openapi_lint::run(&workspace_root()),
         // Not in the usage: the ceiling server that `bench` starts as a child process.
         "hello" => hello::run(&rest),
         _ => bail!("{USAGE}"),
@@ -142,6 +147,7 @@ fn ci() -> anyhow::Result<()> {
     cargo(&["fmt", "--all", "--", "--check"])?;
     cargo(&["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"])?;
     cargo(&["test", "--workspace", "--locked"])?;
+    openapi_lint::run(&workspace_root())?;
     contract::run(&workspace_root(), &[])?;
     conformance::run(&workspace_root(), &[])
 }

@@ -141,6 +141,102 @@ mod tests {
         assert_eq!(document_for(["/media/uploads"]), *document());
     }
 
+    /// Each operation of the document as written, with its path and method.
+    fn operation_objects() -> Vec<(String, &'static str, &'static Value)> {
+        let paths = document()["paths"].as_object().expect("the document has paths");
+        let mut found = Vec::new();
+        for (path, item) in paths {
+            for method in METHODS {
+                if let Some(operation) = item.get(method) {
+                    found.push((path.clone(), method, operation));
+                }
+            }
+        }
+        found
+    }
+
+    /// Code generators, gateways and rendered references group and name operations by
+    /// these: every operation has a tag the document defines, a unique `operationId` and a
+    /// `description`.
+    #[test]
+    fn every_operation_has_a_defined_tag_a_unique_operation_id_and_a_description() {
+        let defined: Vec<&str> = document()["tags"]
+            .as_array()
+            .map(|tags| tags.iter().filter_map(|t| t["name"].as_str()).collect())
+            .unwrap_or_default();
+        let mut ids = std::collections::BTreeSet::new();
+        for (path, method, operation) in operation_objects() {
+            let tags = operation["tags"].as_array().map(Vec::as_slice).unwrap_or_default();
+            assert!(!tags.is_empty(), "{method} {path} has no tag");
+            for tag in tags {
+                assert!(
+                    tag.as_str().is_some_and(|t| defined.contains(&t)),
+                    "{method} {path}: tag {tag} is not in the document's `tags`"
+                );
+            }
+            let id = operation["operationId"].as_str().unwrap_or_default();
+            assert!(!id.is_empty(), "{method} {path} has no operationId");
+            assert!(ids.insert(id), "operationId {id} is used twice");
+            let description = operation["description"].as_str().unwrap_or_default();
+            assert!(!description.trim().is_empty(), "{method} {path} has no description");
+        }
+    }
+
+    /// A member whose value is null is what an unquoted comma or `?` in a YAML flow map
+    /// leaves behind (`{ description: Results, best first }` is a description `Results`
+    /// and a key `best first`); the document never means a null member.
+    #[test]
+    fn no_member_of_the_document_is_null() {
+        fn walk(value: &Value, pointer: &str, found: &mut Vec<String>) {
+            match value {
+                Value::Object(members) => {
+                    for (key, member) in members {
+                        let pointer = format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"));
+                        if member.is_null() {
+                            found.push(pointer);
+                        } else {
+                            walk(member, &pointer, found);
+                        }
+                    }
+                }
+                Value::Array(elements) => {
+                    for (i, element) in elements.iter().enumerate() {
+                        walk(element, &format!("{pointer}/{i}"), found);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut found = Vec::new();
+        walk(document(), "", &mut found);
+        assert!(found.is_empty(), "null members (prose split by an unquoted comma?): {found:#?}");
+    }
+
+    /// The published OpenAPI 3.1 schema takes a link's `parameters` as strings only
+    /// (runtime expressions or constants): `folder: 0` makes the document invalid.
+    #[test]
+    fn link_parameters_are_strings() {
+        let mut found = Vec::new();
+        let mut check = |at: String, response: &Value| {
+            for (name, link) in response["links"].as_object().into_iter().flatten() {
+                for (parameter, value) in link["parameters"].as_object().into_iter().flatten() {
+                    if !value.is_string() {
+                        found.push(format!("{at} link {name}: {parameter} = {value}"));
+                    }
+                }
+            }
+        };
+        for (path, method, operation) in operation_objects() {
+            for (status, response) in operation["responses"].as_object().into_iter().flatten() {
+                check(format!("{method} {path} {status}"), response);
+            }
+        }
+        for (name, response) in document()["components"]["responses"].as_object().into_iter().flatten() {
+            check(format!("components/responses/{name}"), response);
+        }
+        assert!(found.is_empty(), "link parameters that are not strings: {found:#?}");
+    }
+
     /// Every operation says what a `402` (no license) looks like, and every operation
     /// that needs a key what a `401` looks like.
     #[test]

@@ -572,6 +572,15 @@ pub fn content_hash(bytes: &[u8]) -> String {
     hex::encode(ring::digest::digest(&ring::digest::SHA256, bytes))
 }
 
+/// Hex digits of a source's content hash that a variant URL carries as `v=`: enough that
+/// two contents of one file never share them by chance.
+pub const VERSION_DIGITS: usize = 12;
+
+/// The `v=` of variant URLs of a source with this content hash.
+pub fn content_version(hash: &str) -> &str {
+    &hash[..VERSION_DIGITS.min(hash.len())]
+}
+
 /// A codec for builds and tests without one: reads no header, renders nothing.
 pub struct NoImageCodec;
 

@@ -116,7 +116,7 @@ impl Cms {
             .read_head(folder, dir, &stat.name, resource::SNIFF_BYTES)
             .await
             .unwrap_or_default();
-        let variants = self.preset_variants(folder, dir, &stat.name, &head).await;
+        let variants = self.preset_variants(folder, dir, &stat.name, (stat.size, stat.modified), &head).await;
         ResourceFile {
             variants,
             url: folder.file_url(dir, &stat.name),

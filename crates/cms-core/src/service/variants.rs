@@ -53,7 +53,9 @@ impl SourceHashes {
 pub struct VariantInfo {
     /// The preset's name.
     pub name: String,
-    /// The file's URL with `?preset=<name>`.
+    /// The file's URL with `?preset=<name>&v=<content version>`: the URL names the
+    /// source's content, so it may be cached for good (a new upload under the same name
+    /// gets another URL).
     pub url: String,
     /// The variant's size in pixels, when the source's header could be read.
     pub width: Option<u32>,
@@ -79,6 +81,9 @@ pub struct ServedVariant {
     pub vary_accept: bool,
     /// The source's modification time (Unix seconds).
     pub modified: i64,
+    /// Whether the URL's `v=` names the source's current content: `None` without a `v=`
+    /// (then the URL may answer other bytes tomorrow), `Some(false)` for an outdated one.
+    pub names_current: Option<bool>,
 }
 
 fn source_of<'a>(folder: &'a ResourceFolder, dir: &'a Subpath, name: &'a FileName) -> VariantSource<'a> {
@@ -102,12 +107,14 @@ impl Cms {
 
     /// A variant of the file a public URL names (`tail` after the folder's prefix):
     /// from the store when it was made before, else rendered and stored.
+    /// `version` is the URL's `v=`, if any (see [`VariantInfo::url`]).
     pub async fn open_variant(
         &self,
         folder_index: usize,
         tail: &str,
         transform: &Transform,
         accept: Option<&str>,
+        version: Option<&str>,
     ) -> CoreResult<ServedVariant> {
         let (folder, dir, name) = self.locate_resource(folder_index, tail)?;
         let not_found = || CoreError::not_found(format!("no file at {tail:?}"));
@@ -126,16 +133,8 @@ impl Cms {
         }
         let spec = self.images.render_spec(transform, content_type, accept);
         let source = source_of(folder, &dir, &name);
-        let memo = memo_key(folder, &dir, &name);
-        let (hash, mut bytes) = match self.source_hashes.get(&memo, stat.size, stat.modified) {
-            Some(hash) => (hash, None),
-            None => {
-                let bytes = self.read_source(source).await?;
-                let hash = images::content_hash(&bytes);
-                self.source_hashes.put(memo, stat.size, stat.modified, hash.clone());
-                (hash, Some(bytes))
-            }
-        };
+        let (hash, mut bytes) = self.source_hash(source, stat.size, stat.modified).await?;
+        let names_current = version.map(|v| v == images::content_version(&hash));
         let key = VariantKey::new(&hash, &spec);
         let etag = format!("\"{key}\"");
         let (content_type, vary_accept) =
@@ -143,7 +142,7 @@ impl Cms {
         let modified = stat.modified;
         if let Some((reader, size)) = self.ports.variants.open(source, &key).await? {
             let body = VariantBody::Stored(reader);
-            return Ok(ServedVariant { body, size, content_type, etag, vary_accept, modified });
+            return Ok(ServedVariant { body, size, content_type, etag, vary_accept, modified, names_current });
         }
         let bytes = match bytes.take() {
             Some(bytes) => bytes,
@@ -157,7 +156,26 @@ impl Cms {
             etag,
             vary_accept,
             modified,
+            names_current,
         })
+    }
+
+    /// A source's content hash: remembered by its size and modification time, else read
+    /// and hashed (the bytes read come back too, so a render does not read them again).
+    async fn source_hash(
+        &self,
+        source: VariantSource<'_>,
+        size: u64,
+        modified: i64,
+    ) -> CoreResult<(String, Option<Vec<u8>>)> {
+        let memo = memo_key(source.folder, source.dir, source.name);
+        if let Some(hash) = self.source_hashes.get(&memo, size, modified) {
+            return Ok((hash, None));
+        }
+        let bytes = self.read_source(source).await?;
+        let hash = images::content_hash(&bytes);
+        self.source_hashes.put(memo, size, modified, hash.clone());
+        Ok((hash, Some(bytes)))
     }
 
     /// Makes the presets' variants of a file that was just uploaded (the caller runs this
@@ -194,12 +212,14 @@ impl Cms {
     }
 
     /// The presets' variants of a file, as listings show them (empty for files that are
-    /// not transformable images).
+    /// not transformable images); `size` and `modified` are the file's, to find its
+    /// content hash for the URLs' `v=` without reading it again.
     pub(super) async fn preset_variants(
         &self,
         folder: &ResourceFolder,
         dir: &Subpath,
         name: &FileName,
+        (size, modified): (u64, i64),
         head: &[u8],
     ) -> Vec<VariantInfo> {
         let content_type = resource::content_type(name);
@@ -212,7 +232,13 @@ impl Cms {
             let longer = self.ports.resources.read_head(folder, dir, name, PROBE_BYTES).await;
             dimensions = longer.ok().and_then(|head| self.ports.images.probe(&head));
         }
-        let stored = self.ports.variants.list(source_of(folder, dir, name)).await.unwrap_or_default();
+        let source = source_of(folder, dir, name);
+        let stored = self.ports.variants.list(source).await.unwrap_or_default();
+        // A file that cannot be read lists its variants without a version.
+        let version = match self.source_hash(source, size, modified).await {
+            Ok((hash, _)) => format!("&v={}", images::content_version(&hash)),
+            Err(_) => String::new(),
+        };
         let url = folder.file_url(dir, name);
         let mut variants = Vec::new();
         for (preset, transform) in
@@ -223,7 +249,7 @@ impl Cms {
             let suffix = spec.key_suffix();
             variants.push(VariantInfo {
                 name: preset.clone(),
-                url: format!("{url}?preset={preset}"),
+                url: format!("{url}?preset={preset}{version}"),
                 width: geometry.map(|g| g.width),
                 height: geometry.map(|g| g.height),
                 size: stored.iter().find(|(k, _)| k.suffix() == suffix).map(|(_, size)| *size),

@@ -78,7 +78,8 @@ pub async fn serve(
         let transform =
             state.cms.image_transform(&query).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
         if let Some(transform) = transform {
-            return Ok(super::variants::serve(&state, &req, &tail, folder, &transform).await);
+            let version = query.iter().find(|(k, _)| k == "v").map(|(_, v)| v.as_str());
+            return Ok(super::variants::serve(&state, &req, &tail, folder, &transform, version).await);
         }
     }
     let opened = state.run(Shape::Envelope, state.cms.open_resource(folder, &tail)).await;

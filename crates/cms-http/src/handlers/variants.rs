@@ -1,6 +1,8 @@
 //! Image variants at the public media URLs (`?w=&h=&fit=&format=&q=&preset=`): served
 //! like static files, with an `ETag` that names the source content and the parameters,
-//! a long-lived `Cache-Control`, and `Vary: Accept` when the format was chosen from it.
+//! and `Vary: Accept` when the format was chosen from it. A URL whose `v=` names the
+//! source's current content is immutable (cached for a year); any other revalidates, so
+//! that a file deleted and uploaded again under its name never shows old bytes for long.
 
 use actix_web::body::SizedStream;
 use actix_web::http::StatusCode;
@@ -13,20 +15,22 @@ use super::files::{not_found, read_chunks};
 use crate::error::{ApiError, Shape};
 use crate::state::AppState;
 
-/// A variant's URL names its source file, which uploads never overwrite (a clash gets a
-/// new name); a year, without `immutable`, since the file can still be replaced in place.
-const CACHE_CONTROL: &str = "public, max-age=31536000";
+/// A URL that names the source's content (`v=`) always answers the same bytes.
+const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+/// A URL without `v=`, or with an outdated one, answers whatever the file holds now.
+const REVALIDATE: &str = "public, no-cache";
 
-/// `GET`/`HEAD` `{folder url}/{tail}?<transform>`.
+/// `GET`/`HEAD` `{folder url}/{tail}?<transform>`; `version` is the query's `v=`.
 pub async fn serve(
     state: &AppState,
     req: &HttpRequest,
     tail: &str,
     folder: usize,
     transform: &Transform,
+    version: Option<&str>,
 ) -> HttpResponse {
     let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok());
-    let variant = match state.cms.open_variant(folder, tail, transform, accept).await {
+    let variant = match state.cms.open_variant(folder, tail, transform, accept, version).await {
         Ok(variant) => variant,
         Err(error) => {
             let error = ApiError::from_core(error, Shape::Envelope);
@@ -41,21 +45,26 @@ pub async fn serve(
             };
         }
     };
+    let cache_control = if variant.names_current == Some(true) { IMMUTABLE } else { REVALIDATE };
     let mut response = HttpResponse::build(StatusCode::OK);
     response
         .insert_header((header::ETAG, variant.etag.as_str()))
-        .insert_header((header::CACHE_CONTROL, CACHE_CONTROL))
+        .insert_header((header::CACHE_CONTROL, cache_control))
         .insert_header((header::LAST_MODIFIED, last_modified(variant.modified)))
         .insert_header((header::ACCEPT_RANGES, "none"))
         .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"));
     if variant.vary_accept {
         response.insert_header((header::VARY, "Accept"));
     }
-    let unchanged = req
-        .headers()
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|tags| tags.split(',').any(|t| t.trim() == variant.etag || t.trim() == "*"));
+    let headers = req.headers();
+    let unchanged = match headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
+        Some(tags) => crate::reply::none_match_names(tags, &variant.etag),
+        None => headers
+            .get(header::IF_MODIFIED_SINCE)
+            .and_then(|v| v.to_str().ok()?.parse::<header::HttpDate>().ok())
+            .and_then(|since| std::time::SystemTime::from(since).duration_since(std::time::UNIX_EPOCH).ok())
+            .is_some_and(|since| since.as_secs() as i64 >= variant.modified),
+    };
     if unchanged {
         return response.status(StatusCode::NOT_MODIFIED).finish();
     }

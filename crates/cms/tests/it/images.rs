@@ -228,7 +228,7 @@ fn transforms_orient_strip_cache_and_follow_their_source() {
     let png = fetch(&server, "/media/uploads/photo.jpg?w=16&format=png", &[]);
     assert_eq!(png.status, 200, "{}", png.text());
     assert_eq!(png.header("content-type"), Some("image/png"));
-    assert_eq!(png.header("cache-control"), Some("public, max-age=31536000"));
+    assert_eq!(png.header("cache-control"), Some("public, no-cache"), "no v=: revalidated");
     let image = decoded(&png).to_rgb8();
     assert_eq!(image.dimensions(), (16, 32));
     let (top, bottom) = (image.get_pixel(8, 4), image.get_pixel(8, 28));
@@ -380,7 +380,8 @@ fn presets_are_made_after_an_upload_and_listed() {
     let variants = stored["variants"].as_array().unwrap();
     assert_eq!(variants.len(), 1, "{stored}");
     assert_eq!(variants[0]["name"], "thumb");
-    assert_eq!(variants[0]["url"], "/media/uploads/Holiday-Photo.jpg?preset=thumb");
+    let version = &images_content_hash(&rotated_jpeg_with_gps())[..12];
+    assert_eq!(variants[0]["url"], format!("/media/uploads/Holiday-Photo.jpg?preset=thumb&v={version}"));
     assert_eq!((variants[0]["width"].as_u64(), variants[0]["height"].as_u64()), (Some(32), Some(32)));
 
     let listed = poll(
@@ -468,4 +469,53 @@ fn extreme_aspect_ratios_cost_their_pixels_not_their_length() {
 
     let grown = server.peak_rss_kib().saturating_sub(peak_before);
     assert!(grown < 48 * 1024, "the peak grew by {grown} KiB");
+}
+
+/// The hex SHA-256 of some bytes (what a variant URL's `v=` starts with).
+fn images_content_hash(bytes: &[u8]) -> String {
+    hex::encode(ring::digest::digest(&ring::digest::SHA256, bytes))
+}
+
+/// A variant URL cached for a year names its source's content: delete the file, upload
+/// other bytes under the same name, and the URLs handed out change; the old URL answers
+/// the new bytes only under a revalidating lifetime.
+#[test]
+fn variant_urls_are_immutable_and_name_their_source_content() {
+    let site = site();
+    let key = user_with_key(site.path(), "ed@example.com", "editor");
+    let server = Server::start(site.path());
+    let (status, first) = upload(&server, &key, "a.png", &flat_png(40, 20));
+    assert_eq!(status, 200, "{first}");
+    let old_url = first["variants"][0]["url"].as_str().unwrap().to_owned();
+    assert!(old_url.contains("&v="), "{old_url}");
+    let old = fetch(&server, &old_url, &[]);
+    assert_eq!((old.status, old.header("cache-control")), (200, Some("public, max-age=31536000, immutable")));
+
+    let deleted = server
+        .agent
+        .delete(format!("{}/cms/resources", server.base))
+        .header("Authorization", format!("Bearer {key}"))
+        .force_send_body()
+        .send_json(serde_json::json!({"folder": 0, "subpath": "", "file": "a.png"}))
+        .unwrap();
+    assert_eq!(deleted.status().as_u16(), 200);
+    let mut other = Vec::new();
+    RgbImage::from_pixel(20, 40, Rgb([10, 200, 30]))
+        .write_to(&mut std::io::Cursor::new(&mut other), ImageFormat::Png)
+        .unwrap();
+    let (status, second) = upload(&server, &key, "a.png", &other);
+    assert_eq!((status, second["name"].as_str()), (200, Some("a.png")), "{second}");
+    let new_url = second["variants"][0]["url"].as_str().unwrap().to_owned();
+    assert_ne!(new_url, old_url, "other content, another URL");
+    let new = fetch(&server, &new_url, &[]);
+    assert_eq!(new.header("cache-control"), Some("public, max-age=31536000, immutable"));
+    let outdated = fetch(&server, &old_url, &[]);
+    assert_eq!(outdated.status, 200);
+    assert_ne!(outdated.body, old.body, "the file's new content");
+    assert_eq!(outdated.header("cache-control"), Some("public, no-cache"), "never for a year");
+    // Revalidation by date works too.
+    let since = new.header("last-modified").unwrap().to_owned();
+    assert_eq!(fetch(&server, &new_url, &[("If-Modified-Since", since.as_str())]).status, 304);
+    let etag = new.header("etag").unwrap().to_owned();
+    assert_eq!(fetch(&server, &new_url, &[("If-None-Match", &format!("W/{etag}"))]).status, 304);
 }

@@ -346,11 +346,13 @@ pub(crate) fn run_case(
         Ok((status, body)) => return Err(format!("GET {path} answered {status}: {body}")),
         Err(error) => return Err(format!("{error:#}")),
     }
+    let headers: Vec<String> =
+        case.accept_encoding().map(|coding| format!("Accept-Encoding: {coding}")).into_iter().collect();
     let script = match case {
         Case::SingleItem => Some(write_random_item_script(site).map_err(|error| format!("{error:#}"))?),
         _ => None,
     };
-    wrk.run_undisturbed(&url, script.as_deref()).map_err(|error| format!("{error:#}"))
+    wrk.run_undisturbed_with(&url, script.as_deref(), &headers).map_err(|error| format!("{error:#}"))
 }
 
 fn write_random_item_script(site: &BenchSite) -> anyhow::Result<std::path::PathBuf> {

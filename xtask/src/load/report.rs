@@ -214,8 +214,8 @@ impl Report {
         for site in &self.sites {
             for measured in &site.cases {
                 let case = measured.case;
-                let target = match case.min_share_of_ceiling(site.items) {
-                    Some(min) => format!("≥ {min:.0}% {}", pass_or_miss(self.case_met(measured, site.items))),
+                let target = match self.target_text(site, measured) {
+                    Some(text) => format!("{text} {}", pass_or_miss(self.case_met(site, measured))),
                     None => String::new(),
                 };
                 let mut row = vec![case.label().into(), thousands(site.items)];
@@ -310,14 +310,36 @@ impl Report {
         100.0 * figures.requests_per_sec / self.ceiling.requests_per_sec.max(1e-9)
     }
 
+    /// The share (%) of the ceiling a case must reach on a site: its own target, or one
+    /// derived from another case's median share in the same run (`min_share_of_case`).
+    fn target_share(&self, site: &SiteFigures, measured: &CaseFigures) -> Option<f64> {
+        if let Some(min) = measured.case.min_share_of_ceiling(site.items) {
+            return Some(min);
+        }
+        let (other, percent_of) = measured.case.min_share_of_case(site.items)?;
+        let other = site.cases.iter().find(|c| c.case == other)?;
+        let figures = other.result.as_ref().ok()?;
+        Some(self.share_of_ceiling(other, figures) * percent_of / 100.0)
+    }
+
+    /// What the target says, for the table and the verdicts.
+    fn target_text(&self, site: &SiteFigures, measured: &CaseFigures) -> Option<String> {
+        let min = self.target_share(site, measured)?;
+        Some(match measured.case.min_share_of_case(site.items) {
+            Some((other, percent_of)) => format!("≥ {percent_of:.0}% of {} = {min:.0}%", other.label()),
+            None => format!("≥ {min:.0}%"),
+        })
+    }
+
     /// Met: the share is reached and every answer was a success.
-    fn case_met(&self, measured: &CaseFigures, items: usize) -> bool {
-        match (measured.case.min_share_of_ceiling(items), &measured.result) {
+    fn case_met(&self, site: &SiteFigures, measured: &CaseFigures) -> bool {
+        match (self.target_share(site, measured), &measured.result) {
             (Some(min), Ok(figures)) => {
                 self.share_of_ceiling(measured, figures) >= min && figures.non_2xx == 0
             }
             (Some(_), Err(_)) => false,
-            (None, _) => true,
+            // A relative target whose reference failed is missed, not skipped.
+            (None, _) => measured.case.min_share_of_case(site.items).is_none(),
         }
     }
 
@@ -325,10 +347,14 @@ impl Report {
         let mut verdicts = Vec::new();
         for site in &self.sites {
             for measured in &site.cases {
-                if let Some(min) = measured.case.min_share_of_ceiling(site.items) {
+                let has_target = measured.case.min_share_of_ceiling(site.items).is_some()
+                    || measured.case.min_share_of_case(site.items).is_some();
+                if has_target {
+                    let target =
+                        self.target_text(site, measured).unwrap_or_else(|| "≥ its reference case".into());
                     verdicts.push(Verdict {
                         target: format!(
-                            "{} at {}: ≥ {min:.0}% of the ceiling beside it",
+                            "{} at {}: {target} of the ceiling beside it",
                             measured.case.label(),
                             thousands(site.items)
                         ),
@@ -340,7 +366,7 @@ impl Report {
                             ),
                             Err(_) => "failed".into(),
                         },
-                        met: self.case_met(measured, site.items),
+                        met: self.case_met(site, measured),
                     });
                 }
             }

@@ -44,11 +44,21 @@ impl Settings {
     /// machine's neighbours, not the server against its ceiling. The least disturbed
     /// run is kept; the report shows what was taken from it.
     pub fn run_undisturbed(&self, url: &str, script: Option<&Path>) -> anyhow::Result<Figures> {
-        let mut kept = self.run(url, script)?;
+        self.run_undisturbed_with(url, script, &[])
+    }
+
+    /// [`Self::run_undisturbed`] with request headers (`Name: value`).
+    pub fn run_undisturbed_with(
+        &self,
+        url: &str,
+        script: Option<&Path>,
+        headers: &[String],
+    ) -> anyhow::Result<Figures> {
+        let mut kept = self.run_with(url, script, headers)?;
         for _ in 0..2 {
             let Some(stolen) = kept.stolen.filter(|stolen| *stolen > STOLEN_LIMIT) else { break };
             eprintln!("  {:.1}% of the CPU was stolen during the run; measuring again", stolen * 100.0);
-            let again = self.run(url, script)?;
+            let again = self.run_with(url, script, headers)?;
             if again.stolen.unwrap_or(0.0) < stolen {
                 kept = again;
             }
@@ -59,9 +69,17 @@ impl Settings {
     /// Runs wrk against `url` (with a Lua `script` if given) and parses its report. wrk
     /// stops itself after the duration; past that plus a grace period it is killed.
     pub fn run(&self, url: &str, script: Option<&Path>) -> anyhow::Result<Figures> {
+        self.run_with(url, script, &[])
+    }
+
+    /// [`Self::run`] with request headers (`Name: value`).
+    pub fn run_with(&self, url: &str, script: Option<&Path>, headers: &[String]) -> anyhow::Result<Figures> {
         let output = std::env::temp_dir().join(format!("xtask-wrk-{}.txt", std::process::id()));
         let mut command = Command::new("wrk");
         command.args(self.args());
+        for header in headers {
+            command.arg("-H").arg(header);
+        }
         if let Some(script) = script {
             command.arg("--script").arg(script);
         }

@@ -142,7 +142,15 @@ impl Cms {
         let modified = stat.modified;
         if let Some((reader, size)) = self.ports.variants.open(source, &key).await? {
             let body = VariantBody::Stored(reader);
-            return Ok(ServedVariant { body, size, content_type, etag, vary_accept, modified, names_current });
+            return Ok(ServedVariant {
+                body,
+                size,
+                content_type,
+                etag,
+                vary_accept,
+                modified,
+                names_current,
+            });
         }
         let bytes = match bytes.take() {
             Some(bytes) => bytes,

@@ -16,10 +16,16 @@ use cms_core::ports::ResourceReader;
 use cms_core::resource::Disposition;
 use futures_util::stream;
 
+use crate::encoding::{self, Effort};
 use crate::error::{ApiError, Shape};
+use crate::reply;
 use crate::state::AppState;
 
 const CHUNK: usize = 64 * 1024;
+
+/// The largest text media file sent compressed (larger ones are sent as they are, in
+/// chunks, with ranges).
+const MAX_COMPRESSED_MEDIA: u64 = 1 << 20;
 
 /// The part of a file a `Range` header asks for.
 #[derive(Debug, PartialEq, Eq)]
@@ -90,16 +96,29 @@ pub async fn serve(
     };
     let size = file.stat.size;
     let modified = UNIX_EPOCH + Duration::from_secs(file.stat.modified.max(0) as u64);
-    let etag = format!("\"{:x}-{:x}\"", size, file.stat.modified);
     let last_modified = HttpDate::from(modified);
+    // Text media (SVG, CSS, a JSON file) is sent compressed when the client accepts it and
+    // asks for no range: a representation of its own, with its own ETag (ranges and
+    // If-Range stay on the identity body).
+    let compressible = encoding::is_compressible(file.content_type);
+    let coding = (compressible && size <= MAX_COMPRESSED_MEDIA && !req.headers().contains_key(header::RANGE))
+        .then(|| reply::accepted_coding(&req))
+        .flatten();
+    let etag = match coding {
+        Some(coding) => format!("\"{:x}-{:x}-{}\"", size, file.stat.modified, coding.token()),
+        None => format!("\"{:x}-{:x}\"", size, file.stat.modified),
+    };
 
     let mut response = HttpResponse::build(StatusCode::OK);
     response
         .insert_header((header::CONTENT_TYPE, file.content_type))
         .insert_header((header::ETAG, etag.as_str()))
         .insert_header((header::LAST_MODIFIED, last_modified.to_string()))
-        .insert_header((header::ACCEPT_RANGES, "bytes"))
+        .insert_header((header::ACCEPT_RANGES, if coding.is_some() { "none" } else { "bytes" }))
         .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"));
+    if compressible {
+        response.insert_header((header::VARY, "Accept-Encoding"));
+    }
     if file.disposition != Disposition::Inline {
         // Shown inline, HTML or SVG could run script with the site's cookies: sandbox it.
         response.insert_header((
@@ -121,6 +140,23 @@ pub async fn serve(
         return Ok(response.status(StatusCode::NOT_MODIFIED).finish());
     }
 
+    if let Some(coding) = coding {
+        response.insert_header((header::CONTENT_ENCODING, coding.token()));
+        let mut reader = file.reader;
+        let read = web::block(move || {
+            let mut bytes = Vec::with_capacity(size as usize);
+            reader.read_to_end(&mut bytes).map(|_| encoding::compress(coding, &bytes, Effort::Dynamic))
+        })
+        .await;
+        return match read {
+            Ok(Ok(compressed)) => Ok(response.body(compressed)),
+            _ => Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Shape::Envelope,
+                "the file could not be read",
+            )),
+        };
+    }
     let range_header = headers.get(header::RANGE).and_then(|v| v.to_str().ok());
     // If-Range: serve the range only if the client's copy is still current, named by its
     // strong ETag or by exactly the Last-Modified date sent (RFC 9110, 13.1.5).

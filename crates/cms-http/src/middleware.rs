@@ -13,7 +13,7 @@ use cms_core::license::Feature;
 
 use crate::encoding::{self, Effort};
 use crate::error::{ApiError, Shape};
-use crate::{reply, state};
+use crate::state;
 
 const ALLOW_METHODS: &str = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 // The `Mcp-*` and `Last-Event-ID` headers are the MCP transport's (`/mcp`).
@@ -105,7 +105,6 @@ const MIN_COMPRESSED_BYTES: usize = 1024;
 ///   nor a stream) in the coding the request accepts, with `Vary: Accept-Encoding`.
 fn finish(mut response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
     let cache_control = cache_control(&response);
-    let coding = reply::accepted_coding(response.request());
     let success = response.status().is_success();
     let headers = response.headers_mut();
     headers.append(header::VARY, HeaderValue::from_static("Origin"));
@@ -124,6 +123,8 @@ fn finish(mut response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
     }
     let already_varies =
         headers.get_all(header::VARY).any(|v| v.as_bytes().eq_ignore_ascii_case(b"Accept-Encoding"));
+    // A cheap clone (shared bytes), read only for a body worth compressing.
+    let accept_encoding = response.request().headers().get(header::ACCEPT_ENCODING).cloned();
     response.map_body(|head, body| {
         let body = match body.try_into_bytes() {
             Ok(bytes) => bytes,
@@ -133,9 +134,10 @@ fn finish(mut response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
         if !already_varies {
             head.headers.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
         }
-        let Some(coding) = coding.filter(|_| body.len() >= MIN_COMPRESSED_BYTES) else {
-            return BoxBody::new(body);
-        };
+        let coding = (body.len() >= MIN_COMPRESSED_BYTES)
+            .then(|| encoding::negotiate(accept_encoding.as_ref().and_then(|v| v.to_str().ok())))
+            .flatten();
+        let Some(coding) = coding else { return BoxBody::new(body) };
         let compressed = encoding::compress(coding, &body, Effort::Dynamic);
         head.headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding.token()));
         head.headers.remove(header::CONTENT_LENGTH);

@@ -45,10 +45,13 @@ pub fn request_origin(req: &HttpRequest) -> RequestOrigin<'_> {
     })
 }
 
-/// The client's address (behind trusted proxies, the one they forwarded for).
+/// The client's address (behind trusted proxies, the one they forwarded for). Every
+/// `X-Forwarded-For` line counts, in order: a proxy may add its own line after the one
+/// the client sent.
 pub fn client_address(req: &HttpRequest) -> Option<std::net::IpAddr> {
-    let forwarded_for = req.headers().get("x-forwarded-for").and_then(|v| v.to_str().ok());
-    state_of(req).cms.hosts().client_address(req.peer_addr().map(|a| a.ip()), forwarded_for)
+    let lines: Vec<&str> = req.headers().get_all("x-forwarded-for").filter_map(|v| v.to_str().ok()).collect();
+    let forwarded_for = (!lines.is_empty()).then(|| lines.join(","));
+    state_of(req).cms.hosts().client_address(req.peer_addr().map(|a| a.ip()), forwarded_for.as_deref())
 }
 
 pub fn state_of(req: &HttpRequest) -> web::Data<AdminState> {

@@ -61,6 +61,25 @@ pub enum Subject {
     Address(String),
 }
 
+impl Subject {
+    /// A client address: an IPv6 one by its /64, which one client usually holds whole
+    /// (counting each address would let it rotate through them).
+    pub fn address(ip: Option<std::net::IpAddr>) -> Self {
+        let shown = match ip {
+            Some(std::net::IpAddr::V6(v6)) if v6.to_ipv4_mapped().is_none() => {
+                let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+                format!("{}/64", std::net::Ipv6Addr::from(prefix))
+            }
+            Some(std::net::IpAddr::V6(v6)) => {
+                v6.to_ipv4_mapped().map(|v4| v4.to_string()).unwrap_or_default()
+            }
+            Some(v4) => v4.to_string(),
+            None => String::new(),
+        };
+        Self::Address(shown)
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Failures {
     count: u32,
@@ -87,13 +106,19 @@ pub struct Throttle {
 pub struct Attempt<'a> {
     throttle: &'a Throttle,
     account: Subject,
+    address: Subject,
 }
 
 impl Attempt<'_> {
-    /// The password was right: the account's count is cleared (not its address's: one
-    /// good password must not reset the count of guesses at other accounts).
+    /// The password was right: the account's count is cleared, and this attempt is taken
+    /// off the address's (only this one: a good password must not reset the count of
+    /// guesses at other accounts, and people signing in from one office must not lock it).
     pub fn succeeded(self) {
-        self.throttle.lock().failures.remove(&self.account);
+        let mut counts = self.throttle.lock();
+        counts.failures.remove(&self.account);
+        if let Some(entry) = counts.failures.get_mut(&self.address) {
+            entry.count = entry.count.saturating_sub(1);
+        }
     }
 }
 
@@ -113,7 +138,7 @@ impl Throttle {
     /// both now, before any password is hashed.
     pub fn begin(&self, account: Subject, address: Subject, now: Instant) -> Result<Attempt<'_>, Duration> {
         let mut counts = self.lock();
-        let subjects = [account.clone(), address];
+        let subjects = [account.clone(), address.clone()];
         if let Some(wait) = self.locked_for(&counts, &subjects, now) {
             return Err(wait);
         }
@@ -121,7 +146,7 @@ impl Throttle {
             return Err(IN_FLIGHT_WAIT);
         }
         self.count(&mut counts, &subjects, now);
-        Ok(Attempt { throttle: self, account })
+        Ok(Attempt { throttle: self, account, address })
     }
 
     /// `Err(wait)` while any of the subjects is locked.
@@ -243,15 +268,40 @@ mod tests {
         let (ann, here) = (Subject::Account("ann".into()), Subject::Address("10.0.0.1".into()));
         let first = t.begin(ann.clone(), here.clone(), now).unwrap();
         assert_eq!(t.begin(ann.clone(), here.clone(), now).unwrap_err(), IN_FLIGHT_WAIT);
-        assert!(t.begin(Subject::Account("bob".into()), here.clone(), now).is_ok(), "other accounts go on");
+        t.begin(Subject::Account("bob".into()), here.clone(), now).expect("other accounts go on").succeeded();
         drop(first);
         // Counted already: the second attempt's start locks the account (2 free).
         drop(t.begin(ann.clone(), here.clone(), now).unwrap());
         assert_eq!(t.begin(ann.clone(), here.clone(), now).unwrap_err(), Duration::from_secs(10));
-        // A success clears the account only.
+        // A success clears the account, and takes only itself off the address's count.
         let later = now + Duration::from_secs(10);
         t.begin(ann.clone(), here.clone(), later).unwrap().succeeded();
         assert!(t.check(std::slice::from_ref(&ann), later).is_ok());
-        assert!(t.check(&[here], later).is_err(), "the address keeps its count (4 attempts, 3 free)");
+        assert!(t.check(std::slice::from_ref(&here), later).is_ok(), "2 failures, 3 free");
+        t.failed(std::slice::from_ref(&here), later);
+        assert!(t.check(&[here], later).is_err(), "the failures still count");
+    }
+
+    #[test]
+    fn an_ipv6_client_is_counted_by_its_64() {
+        let ip = |s: &str| Some(s.parse::<std::net::IpAddr>().unwrap());
+        assert_eq!(
+            Subject::address(ip("2001:db8:1:2:aaaa::1")),
+            Subject::address(ip("2001:db8:1:2:ffff::9"))
+        );
+        assert_ne!(Subject::address(ip("2001:db8:1:2::1")), Subject::address(ip("2001:db8:1:3::1")));
+        assert_eq!(Subject::address(ip("::ffff:10.0.0.1")), Subject::Address("10.0.0.1".into()));
+        assert_eq!(Subject::address(ip("10.0.0.1")), Subject::Address("10.0.0.1".into()));
+    }
+
+    #[test]
+    fn people_signing_in_from_one_address_never_lock_it() {
+        let t = throttle();
+        let now = Instant::now();
+        let office = Subject::Address("10.0.0.1".into());
+        for person in 0..50 {
+            let attempt = t.begin(Subject::Account(format!("p{person}")), office.clone(), now);
+            attempt.unwrap_or_else(|wait| panic!("person {person} waits {wait:?}")).succeeded();
+        }
     }
 }

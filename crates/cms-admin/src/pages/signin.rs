@@ -84,7 +84,7 @@ pub async fn submit(
     let email = fields.text("email").trim().to_ascii_lowercase();
     let password = fields.text("password").to_owned();
 
-    let address = Subject::Address(auth::client_address(&req).map(|a| a.to_string()).unwrap_or_default());
+    let address = Subject::address(auth::client_address(&req));
     // Counted now, before the password is hashed; the account's only check in flight.
     let attempt = match state.throttle.begin(Subject::Account(email.clone()), address, Instant::now()) {
         Ok(attempt) => attempt,

@@ -126,6 +126,15 @@ pub async fn serve(
             "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:",
         ));
     }
+    match file.disposition {
+        Disposition::Inline => {}
+        Disposition::Sandboxed => {
+            response.insert_header((header::CONTENT_DISPOSITION, "inline"));
+        }
+        Disposition::Attachment => {
+            response.insert_header(attachment(file.name.as_str()));
+        }
+    }
 
     let headers = req.headers();
     let if_none_match = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok());
@@ -180,15 +189,6 @@ pub async fn serve(
                 .finish());
         }
     };
-    match file.disposition {
-        Disposition::Inline => {}
-        Disposition::Sandboxed => {
-            response.insert_header((header::CONTENT_DISPOSITION, "inline"));
-        }
-        Disposition::Attachment => {
-            response.insert_header(attachment(file.name.as_str()));
-        }
-    }
     Ok(response.body(SizedStream::new(length, read_chunks(file.reader, start, length))))
 }
 

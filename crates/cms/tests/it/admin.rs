@@ -237,6 +237,35 @@ fn sign_in_saying_https(server: &Server) -> Answer {
     )
 }
 
+/// Behind a trusted proxy the address counted is the one the proxy saw: the nearest
+/// `X-Forwarded-For` hop from the right, over every line of the header (a proxy may add
+/// its own line after one the client made up).
+#[test]
+fn behind_a_trusted_proxy_the_address_is_the_one_it_saw_not_one_the_client_sent() {
+    let site = demo_site();
+    user_with_password(site.path(), "owner@example.com", "owner");
+    let config = site.path().join("cms.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{text}\nserver:\n  trusted_proxies: [127.0.0.1]\n")).unwrap();
+    let server = Server::start(site.path());
+    let try_as = |n: usize| {
+        let mut tab = Tab::new(&server);
+        let csrf = tab.get("/admin/signin").input("csrf");
+        let email = format!("nobody{n}@example.com");
+        let made_up = format!("10.9.{}.{}", n / 200, n % 200);
+        tab.post(
+            "/admin/signin",
+            &[("csrf", &csrf), ("email", &email), ("password", "wrong password")],
+            &[("X-Forwarded-For", &made_up), ("X-Forwarded-For", "203.0.113.5")],
+        )
+        .status
+    };
+    for n in 0..20 {
+        assert_eq!(try_as(n), 401, "attempt {n}");
+    }
+    assert_eq!(try_as(20), 429, "the address the proxy saw is locked after 20");
+}
+
 #[test]
 fn behind_a_trusted_https_proxy_the_session_cookie_is_secure() {
     let site = demo_site();

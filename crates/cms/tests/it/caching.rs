@@ -117,6 +117,15 @@ fn compressed_answers_decode_to_the_plain_bytes_in_every_coding() {
     assert_eq!(gzipped.header("content-encoding"), Some("gzip"));
     assert_ne!(gzipped.header("etag"), plain_svg.header("etag"));
     assert!(gzipped.body.len() < svg.len() / 4);
+    // A document uploaded as HTML stays a download, compressed or not.
+    let html = format!("<html><body>{}</body></html>", "<p>phish</p>".repeat(200));
+    std::fs::write(site.path().join("media/uploads/page.html"), &html).unwrap();
+    for coding in ["identity", "gzip", "br"] {
+        let sent = curl_raw(&server, "/media/uploads/page.html", coding);
+        assert_eq!(sent.status, 200, "{coding}");
+        assert!(sent.header("content-disposition").is_some_and(|d| d.starts_with("attachment")), "{coding}");
+        assert!(sent.header("content-security-policy").is_some_and(|c| c.starts_with("sandbox")), "{coding}");
+    }
     let range =
         get(&server, "/media/uploads/shape.svg", &[("Accept-Encoding", "gzip"), ("Range", "bytes=0-4")]);
     assert_eq!((range.status, range.body.as_slice()), (206, &svg.as_bytes()[..5]));

@@ -53,8 +53,9 @@ where
 {
     let state = state::of(req);
     let (version_fn, version) = (&version, version());
-    let etag = format!("\"{:016x}{version:016x}\"", state.etag_seed);
     let coding = reply::accepted_coding(req);
+    let etag = format!("\"{:016x}{version:016x}\"", state.etag_seed);
+    let etag = encoding::coded_etag(&etag, coding).into_owned();
     if let Some(coding) = coding
         && let Some(record) = state.bodies.get(coding.key_of(version))
     {

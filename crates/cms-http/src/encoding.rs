@@ -50,6 +50,35 @@ impl Coding {
     }
 }
 
+/// The entity tag of a representation in `coding`: `"x"` becomes `"x-gzip"`. Each coding
+/// has a tag of its own (RFC 9110 §8.8.3), so that a cache choosing among its stored
+/// variants by a `304`'s tag never hands one client another's coding.
+pub fn coded_etag(etag: &str, coding: Option<Coding>) -> std::borrow::Cow<'_, str> {
+    match (coding, etag.strip_suffix('"')) {
+        (Some(coding), Some(open)) => format!("{open}-{}\"", coding.token()).into(),
+        _ => etag.into(),
+    }
+}
+
+/// An `If-Match` value with any coding suffix taken off each tag: a client that read a
+/// compressed answer holds the item's tag in that form, and it names the same item.
+pub fn uncoded_tags(header: &str) -> String {
+    header
+        .split(',')
+        .map(|tag| {
+            let tag = tag.trim();
+            Coding::ALL
+                .iter()
+                .find_map(|coding| {
+                    let open = tag.strip_suffix('"')?.strip_suffix(coding.token())?.strip_suffix('-')?;
+                    Some(format!("{open}\""))
+                })
+                .unwrap_or_else(|| tag.to_owned())
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The coding to answer in for an `Accept-Encoding` header, by its q-values (ties go to
 /// the order of [`Coding::ALL`]); `None`: identity.
 pub fn negotiate(accept_encoding: Option<&str>) -> Option<Coding> {
@@ -329,6 +358,16 @@ mod tests {
         for (header, expected) in cases {
             assert_eq!(negotiate(header), expected, "{header:?}");
         }
+    }
+
+    #[test]
+    fn each_coding_has_a_tag_of_its_own_and_if_match_takes_any() {
+        assert_eq!(coded_etag("\"ab12\"", Some(Coding::Brotli)), "\"ab12-br\"");
+        assert_eq!(coded_etag("\"ab12\"", None), "\"ab12\"");
+        assert_eq!(
+            uncoded_tags("\"ab12-br\", W/\"cd-gzip\",\"ef-zstd\", \"gh\", *"),
+            "\"ab12\", W/\"cd\", \"ef\", \"gh\", *"
+        );
     }
 
     #[test]

@@ -141,6 +141,13 @@ fn finish(mut response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
         let compressed = encoding::compress(coding, &body, Effort::Dynamic);
         head.headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding.token()));
         head.headers.remove(header::CONTENT_LENGTH);
+        // The compressed representation's own tag (see `encoding::coded_etag`).
+        let coded = head.headers.get(header::ETAG).and_then(|etag| {
+            HeaderValue::from_str(&encoding::coded_etag(etag.to_str().ok()?, Some(coding))).ok()
+        });
+        if let Some(coded) = coded {
+            head.headers.insert(header::ETAG, coded);
+        }
         BoxBody::new(compressed)
     })
 }

@@ -87,16 +87,18 @@ pub fn item_page(req: &HttpRequest, page: Page<ItemSummary>) -> HttpResponse {
     };
     // The version names the content without building the body, so a matching
     // `If-None-Match` costs no serialization.
+    let coding = accepted_coding(req);
     let etag = page_etag(state, version);
+    let etag = encoding::coded_etag(&etag, coding);
     if let Some(response) = not_modified(req, &etag, Shape::Envelope) {
         return response;
     }
     let store = Store::Memory(&state.bodies);
-    if let Some(kept) = kept_answer(req, store, version, &etag) {
+    if let Some(kept) = kept_answer(store, version, &etag, coding) {
         return kept;
     }
     match page_body(&page) {
-        Ok(body) => new_answer(req, store, version, &etag, body),
+        Ok(body) => new_answer(store, version, &etag, body, coding),
         Err(e) => serialization_failed(e),
     }
 }
@@ -105,11 +107,13 @@ pub fn item_page(req: &HttpRequest, page: Page<ItemSummary>) -> HttpResponse {
 /// bodies kept, or `304`, before the page is selected; `None` when no body is kept.
 pub fn kept_page(req: &HttpRequest, version: u64) -> Option<HttpResponse> {
     let state = crate::state::of(req);
+    let coding = accepted_coding(req);
     let etag = page_etag(state, version);
+    let etag = encoding::coded_etag(&etag, coding);
     if let Some(response) = not_modified(req, &etag, Shape::Envelope) {
         return Some(response);
     }
-    kept_answer(req, Store::Memory(&state.bodies), version, &etag)
+    kept_answer(Store::Memory(&state.bodies), version, &etag, coding)
 }
 
 fn page_etag(state: &crate::state::AppState, version: u64) -> String {
@@ -166,11 +170,10 @@ pub fn accepted_coding(req: &HttpRequest) -> Option<Coding> {
     encoding::negotiate(req.headers().get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok()))
 }
 
-/// The answer kept under `key` (the body without its timestamp), in the coding the request
-/// accepts: that coding's kept form, or the plain body (whose coded form is then made and
-/// kept); `None` when nothing is kept under `key`.
-fn kept_answer(req: &HttpRequest, store: Store<'_>, key: u64, etag: &str) -> Option<HttpResponse> {
-    let coding = accepted_coding(req);
+/// The answer kept under `key` (the body without its timestamp), in `coding` (the one the
+/// request accepts; `etag` is that representation's): that coding's kept form, or the plain
+/// body (whose coded form is then made and kept); `None` when nothing is kept under `key`.
+fn kept_answer(store: Store<'_>, key: u64, etag: &str, coding: Option<Coding>) -> Option<HttpResponse> {
     if let Some(coding) = coding
         && let Some(open) = store.get(coding.key_of(key))
     {
@@ -181,10 +184,10 @@ fn kept_answer(req: &HttpRequest, store: Store<'_>, key: u64, etag: &str) -> Opt
 }
 
 /// Keeps a body just made under `key` and answers it as [`kept_answer`] would.
-fn new_answer(req: &HttpRequest, store: Store<'_>, key: u64, etag: &str, body: Vec<u8>) -> HttpResponse {
+fn new_answer(store: Store<'_>, key: u64, etag: &str, body: Vec<u8>, coding: Option<Coding>) -> HttpResponse {
     let plain = kept_bytes(body);
     store.put(key, plain.clone());
-    answer(store, key, etag, plain, accepted_coding(req))
+    answer(store, key, etag, plain, coding)
 }
 
 fn answer(store: Store<'_>, key: u64, etag: &str, plain: Bytes, coding: Option<Coding>) -> HttpResponse {
@@ -271,19 +274,21 @@ impl MessageBody for Concatenated {
 /// `If-None-Match` names it. The body is kept by the item's version (file content and
 /// stamp): in the finished answers on disk when the server has them, else in memory.
 pub fn single_item(req: &HttpRequest, view: ItemView) -> HttpResponse {
-    if let Some(response) = not_modified(req, &view.etag, Shape::Envelope) {
+    let coding = accepted_coding(req);
+    let etag = encoding::coded_etag(&view.etag, coding).into_owned();
+    if let Some(response) = not_modified(req, &etag, Shape::Envelope) {
         return response;
     }
     let state = crate::state::of(req);
-    let (key, etag) = (view.version, view.etag.clone());
+    let key = view.version;
     // Routes that do not ask for the kept answer first (`/cms/items/{slug}`, the legacy
     // read) find it here: an answer is serialized and kept once per version.
     let store = item_store(state);
-    if let Some(kept) = kept_answer(req, store, key, &etag) {
+    if let Some(kept) = kept_answer(store, key, &etag, coding) {
         return kept;
     }
     match item_body(view) {
-        Ok(body) => new_answer(req, store, key, &etag, body),
+        Ok(body) => new_answer(store, key, &etag, body, coding),
         Err(e) => serialization_failed(e),
     }
 }
@@ -308,10 +313,12 @@ pub(crate) fn item_body(view: ItemView) -> serde_json::Result<Vec<u8>> {
 /// The answer to a single read of `version` (see `Cms::item_version`) from the bodies
 /// kept, or `304`, before the item is read; `None` when no body is kept.
 pub fn kept_item(req: &HttpRequest, version: &ItemVersion) -> Option<HttpResponse> {
-    if let Some(response) = not_modified(req, &version.etag, Shape::Envelope) {
+    let coding = accepted_coding(req);
+    let etag = encoding::coded_etag(&version.etag, coding);
+    if let Some(response) = not_modified(req, &etag, Shape::Envelope) {
         return Some(response);
     }
-    kept_answer(req, item_store(crate::state::of(req)), version.version, &version.etag)
+    kept_answer(item_store(crate::state::of(req)), version.version, &etag, coding)
 }
 
 /// When the request's `If-None-Match` names `etag` (or is `*`): `304` with the ETag (and

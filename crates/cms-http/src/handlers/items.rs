@@ -34,8 +34,9 @@ pub fn list_params(mut q: HashMap<String, String>) -> ListParams {
     }
 }
 
-fn if_match(req: &HttpRequest) -> Option<String> {
-    req.headers().get(header::IF_MATCH).and_then(|v| v.to_str().ok()).map(str::to_owned)
+/// `If-Match`, each tag as the item's own (a compressed read's tag names the same item).
+pub(crate) fn if_match(req: &HttpRequest) -> Option<String> {
+    req.headers().get(header::IF_MATCH).and_then(|v| v.to_str().ok()).map(crate::encoding::uncoded_tags)
 }
 
 /// `GET /cms/collections/{collection}/items`

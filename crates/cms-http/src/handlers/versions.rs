@@ -50,7 +50,7 @@ pub async fn restore(
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let (collection, slug, version) = path.into_inner();
-    let if_match = req.headers().get(header::IF_MATCH).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let if_match = crate::handlers::items::if_match(&req);
     let (outcome, restored) = state
         .run(Shape::Editor, async {
             let cms = &state.cms;

@@ -34,7 +34,7 @@ pub fn session_cookie(name: &'static str, value: String) -> Cookie<'static> {
 /// not be stored.
 pub fn for_request(req: &HttpRequest, mut cookie: Cookie<'static>) -> Cookie<'static> {
     let asked = request_origin(req);
-    cookie.set_secure(state_of(req).cms.hosts().is_https(asked.peer, asked.forwarded_proto));
+    cookie.set_secure(state_of(req).cms.hosts().is_https(&asked));
     cookie
 }
 

@@ -24,16 +24,22 @@ pub struct HostPolicy {
     proxies: Vec<IpRange>,
     /// The addresses the server listens on, known once it is bound.
     bound: OnceLock<Vec<SocketAddr>>,
+    /// `site.url`'s scheme and authority (`https`, `example.com`).
+    site_scheme: String,
+    site_authority: Option<(String, Option<u16>)>,
 }
 
 impl HostPolicy {
     /// The policy of a site whose URL is `site_url`, with `server:` from `cms.yaml`
     /// (already validated).
     pub fn new(site_url: &str, server: &ServerConfig) -> Self {
-        let site_host = authority_of(site_url).and_then(split_authority).map(|(host, _)| (host, None));
+        let site_authority = authority_of(site_url).and_then(split_authority);
+        let site_host = site_authority.clone().map(|(host, _)| (host, None));
         let named = server.allowed_hosts.iter().filter_map(|h| split_authority(h)).chain(site_host).collect();
         let proxies = server.trusted_proxies.iter().filter_map(|p| IpRange::parse(p).ok()).collect();
-        Self { named, proxies, bound: OnceLock::new() }
+        let site_scheme =
+            site_url.split_once("://").map_or("https", |(scheme, _)| scheme).to_ascii_lowercase();
+        Self { named, proxies, bound: OnceLock::new(), site_scheme, site_authority }
     }
 
     /// Records the addresses the server listens on (once; later calls are ignored): their
@@ -91,9 +97,10 @@ impl HostPolicy {
 
     /// `scheme://host[:port]` under which the client reached this server, for links the
     /// server hands out (preview links): a trusted proxy's `X-Forwarded-Proto` and
-    /// `X-Forwarded-Host`; otherwise `http` and the request's `Host` when it names this
-    /// server; otherwise the site's URL.
-    pub fn public_origin(&self, request: &RequestOrigin<'_>, site_url: &str) -> String {
+    /// `X-Forwarded-Host` when that host is one of this server's names; otherwise the
+    /// request's `Host` when it names this server (with `site.url`'s scheme when it is
+    /// `site.url`'s host, else `http`); otherwise `site.url`'s origin.
+    pub fn public_origin(&self, request: &RequestOrigin<'_>) -> String {
         if self.trusts(request.peer)
             && let Some(host) = request.forwarded_host.and_then(first_value)
             && split_authority(host).is_some()
@@ -102,27 +109,43 @@ impl HostPolicy {
                 Some(proto) if proto.eq_ignore_ascii_case("https") => "https",
                 _ => "http",
             };
-            return format!("{scheme}://{host}");
+            if self.is_this_server(&format!("{scheme}://{host}")) {
+                return format!("{scheme}://{host}");
+            }
         }
         if let Some(host) = request.host
             && split_authority(host).is_some()
             && self.is_this_server(&format!("http://{host}"))
         {
-            return format!("http://{host}");
+            let scheme = if self.is_site_authority(host) { self.site_scheme.as_str() } else { "http" };
+            return format!("{scheme}://{host}");
         }
-        match authority_of(site_url) {
-            Some(authority) => {
-                format!("{}://{authority}", site_url.split_once("://").map_or("https", |(s, _)| s))
-            }
-            None => site_url.trim_end_matches('/').to_owned(),
+        match &self.site_authority {
+            Some((host, Some(port))) => format!("{}://{host}:{port}", self.site_scheme),
+            Some((host, None)) => format!("{}://{host}", self.site_scheme),
+            None => format!("{}://localhost", self.site_scheme),
         }
     }
 
-    /// Whether the client reached this server over HTTPS: only a trusted proxy can say so
-    /// (this server itself speaks plain HTTP).
-    pub fn is_https(&self, peer: Option<IpAddr>, forwarded_proto: Option<&str>) -> bool {
-        self.trusts(peer)
-            && forwarded_proto.and_then(first_value).is_some_and(|p| p.eq_ignore_ascii_case("https"))
+    /// Whether the client reached this server over HTTPS (this server itself speaks plain
+    /// HTTP): a trusted proxy says so, or the request was sent to `site.url`'s own host
+    /// and port and that URL is `https` (a proxy in front that nobody listed).
+    pub fn is_https(&self, request: &RequestOrigin<'_>) -> bool {
+        if self.trusts(request.peer) {
+            return request
+                .forwarded_proto
+                .and_then(first_value)
+                .is_some_and(|p| p.eq_ignore_ascii_case("https"));
+        }
+        self.site_scheme == "https" && request.host.is_some_and(|host| self.is_site_authority(host))
+    }
+
+    /// Whether a `Host` value is `site.url`'s host and port (no port: the scheme's default).
+    fn is_site_authority(&self, host: &str) -> bool {
+        match (split_authority(host), &self.site_authority) {
+            (Some((host, port)), Some((site_host, site_port))) => host == *site_host && port == *site_port,
+            _ => false,
+        }
     }
 }
 
@@ -315,8 +338,9 @@ mod tests {
         assert_eq!(p.client_address(proxy, None), proxy);
         assert_eq!(p.client_address(proxy, Some("junk")), proxy);
         assert!(p.trusts("::ffff:10.0.0.1".parse().ok()));
-        assert!(p.is_https(proxy, Some("https")));
-        assert!(!p.is_https(client, Some("https")));
+        let via = |peer, proto| RequestOrigin { peer, forwarded_proto: proto, ..RequestOrigin::default() };
+        assert!(p.is_https(&via(proxy, Some("https"))));
+        assert!(!p.is_https(&via(client, Some("https"))), "a client cannot say it");
 
         let asked = RequestOrigin {
             peer: client,
@@ -324,12 +348,21 @@ mod tests {
             forwarded_host: Some("evil.example"),
             forwarded_proto: Some("https"),
         };
-        assert_eq!(p.public_origin(&asked, "https://example.com/blog"), "https://example.com");
+        assert_eq!(p.public_origin(&asked), "https://example.com");
         let proxied = RequestOrigin { peer: proxy, ..asked };
-        assert_eq!(p.public_origin(&proxied, "https://example.com"), "https://evil.example");
+        assert_eq!(p.public_origin(&proxied), "https://example.com", "a proxy forwards only names of ours");
+        let named = RequestOrigin { forwarded_host: Some("example.com"), ..proxied };
+        assert_eq!(p.public_origin(&named), "https://example.com");
         p.bind(&["127.0.0.1:8080".parse().unwrap()]);
         let direct = RequestOrigin { peer: client, host: Some("localhost:8080"), ..RequestOrigin::default() };
-        assert_eq!(p.public_origin(&direct, "https://example.com"), "http://localhost:8080");
+        assert_eq!(p.public_origin(&direct), "http://localhost:8080");
+        assert!(!p.is_https(&direct));
+        // Behind a proxy nobody listed, a request to the site's own name keeps its scheme.
+        let public = RequestOrigin { peer: client, host: Some("example.com"), ..RequestOrigin::default() };
+        assert_eq!(p.public_origin(&public), "https://example.com");
+        assert!(p.is_https(&public));
+        let other_port = RequestOrigin { host: Some("example.com:8080"), ..public };
+        assert!(!p.is_https(&other_port), "plain HTTP on another port");
     }
 
     #[test]

@@ -550,6 +550,13 @@ impl VariantKey {
         &self.0
     }
 
+    /// The `v=` of this variant's URL: it names the source's content and every parameter
+    /// of the render (a preset redefined in `cms.yaml` makes another variant, another `v=`).
+    pub fn version(&self) -> String {
+        let digest = ring::digest::digest(&ring::digest::SHA256, self.0.as_bytes());
+        hex::encode(digest)[..VERSION_DIGITS].to_owned()
+    }
+
     /// The source-content part: variants with another one are of an older source.
     pub fn source_hash(&self) -> &str {
         &self.0[..HASH_DIGITS]
@@ -572,14 +579,9 @@ pub fn content_hash(bytes: &[u8]) -> String {
     hex::encode(ring::digest::digest(&ring::digest::SHA256, bytes))
 }
 
-/// Hex digits of a source's content hash that a variant URL carries as `v=`: enough that
-/// two contents of one file never share them by chance.
+/// Hex digits of a variant's version that its URL carries as `v=`: enough that two
+/// contents of one variant never share them by chance.
 pub const VERSION_DIGITS: usize = 12;
-
-/// The `v=` of variant URLs of a source with this content hash.
-pub fn content_version(hash: &str) -> &str {
-    &hash[..VERSION_DIGITS.min(hash.len())]
-}
 
 /// A codec for builds and tests without one: reads no header, renders nothing.
 pub struct NoImageCodec;
@@ -729,5 +731,20 @@ mod tests {
         assert_eq!(key.suffix(), "w320-h320-cover-q75.webp");
         assert_eq!(VariantKey::parse(key.as_str()), Some(key.clone()));
         assert_eq!(VariantKey::parse("../etc"), None);
+    }
+
+    #[test]
+    fn a_variant_url_version_names_the_source_and_the_render() {
+        let thumb = config().render_spec(&config().preset("thumb").unwrap(), "image/jpeg", None);
+        let other_spec = config().render_spec(
+            &config().parse_transform(&[("w".into(), "160".into())]).unwrap().unwrap(),
+            "image/jpeg",
+            None,
+        );
+        let version = VariantKey::new(&content_hash(b"x"), &thumb).version();
+        assert_eq!(version.len(), VERSION_DIGITS);
+        assert_eq!(version, VariantKey::new(&content_hash(b"x"), &thumb).version(), "stable");
+        assert_ne!(version, VariantKey::new(&content_hash(b"y"), &thumb).version(), "other content");
+        assert_ne!(version, VariantKey::new(&content_hash(b"x"), &other_spec).version(), "another render");
     }
 }

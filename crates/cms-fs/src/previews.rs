@@ -18,16 +18,25 @@ use crate::error::io_error;
 pub const PREVIEW_KEY_FILE: &str = "preview-key";
 /// A file per deleted item (`PreviewKeys::end_item_links`), holding when its links ended.
 pub const PREVIEW_ENDED_DIR: &str = "preview-ended";
+/// How often ended-link records older than the longest link lifetime are forgotten.
+const SWEEP_EVERY_MS: i64 = 3_600_000;
 
 #[derive(Debug, Clone)]
 pub struct FsPreviewKeys {
     path: PathBuf,
     ended: PathBuf,
+    /// When old records were last forgotten (Unix ms): at most once an hour, so that a
+    /// burst of deletes does not read the folder once each.
+    last_sweep: std::sync::Arc<std::sync::atomic::AtomicI64>,
 }
 
 impl FsPreviewKeys {
     pub fn new(state_dir: &Path) -> Self {
-        Self { path: state_dir.join(PREVIEW_KEY_FILE), ended: state_dir.join(PREVIEW_ENDED_DIR) }
+        Self {
+            path: state_dir.join(PREVIEW_KEY_FILE),
+            ended: state_dir.join(PREVIEW_ENDED_DIR),
+            last_sweep: std::sync::Arc::default(),
+        }
     }
 
     /// Records when an item's links ended (never earlier than a record already there), and
@@ -55,6 +64,12 @@ impl FsPreviewKeys {
     /// Removes the records no live link can predate (best effort: a record left behind
     /// only refuses links that have expired anyway).
     fn forget_old(&self, now_ms: i64) {
+        use std::sync::atomic::Ordering;
+        let last = self.last_sweep.load(Ordering::Relaxed);
+        if last != 0 && now_ms - last < SWEEP_EVERY_MS {
+            return;
+        }
+        self.last_sweep.store(now_ms, Ordering::Relaxed);
         let oldest_ms = now_ms - (cms_core::config::MAX_PREVIEW_TTL_SECS as i64 + 60) * 1000;
         let Ok(entries) = fs::read_dir(&self.ended) else { return };
         for entry in entries.flatten() {
@@ -163,6 +178,8 @@ mod tests {
         keys.end_item_links_blocking("ab12", 4_000).unwrap();
         assert_eq!(keys.item_links_ended_blocking("ab12").unwrap(), Some(5_000));
         let week_ms = (cms_core::config::MAX_PREVIEW_TTL_SECS as i64 + 61) * 1000;
+        keys.end_item_links_blocking("cd34", 5_000 + SWEEP_EVERY_MS - 1).unwrap();
+        assert_eq!(keys.item_links_ended_blocking("ab12").unwrap(), Some(5_000), "not swept twice an hour");
         keys.end_item_links_blocking("cd34", 5_000 + week_ms).unwrap();
         assert_eq!(keys.item_links_ended_blocking("ab12").unwrap(), None, "forgotten");
         assert_eq!(keys.item_links_ended_blocking("cd34").unwrap(), Some(5_000 + week_ms));

@@ -50,10 +50,10 @@ pub async fn gate(
         return refuse(req, ApiError::new(StatusCode::FORBIDDEN, Shape::Envelope, message));
     }
     // DNS rebinding: a name that resolves here but that the site does not name is refused,
-    // with or without an `Origin` (a trusted proxy answers for the name it was asked by).
+    // with or without an `Origin` (behind a proxy too: it passes the client's name on, or
+    // its own upstream address, a loopback name on the bound port).
     let asked = state::request_origin(req.request());
-    if !state.cms.hosts().trusts(asked.peer)
-        && let Some(host) = asked.host
+    if let Some(host) = asked.host
         && !state.cms.hosts().is_this_server(&format!("http://{host}"))
     {
         let message = format!(

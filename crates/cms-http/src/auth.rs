@@ -5,6 +5,7 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
 
+use actix_web::HttpMessage;
 use actix_web::http::StatusCode;
 use actix_web::http::header;
 use actix_web::{FromRequest, HttpRequest, dev::Payload, web};
@@ -55,11 +56,21 @@ fn presented_key(req: &HttpRequest) -> Option<String> {
     if query.is_empty() {
         return None;
     }
-    web::Query::<std::collections::HashMap<String, String>>::from_query(query)
+    let token = web::Query::<std::collections::HashMap<String, String>>::from_query(query)
         .ok()
         .and_then(|q| q.get("token").cloned())
-        .filter(|t| !t.is_empty())
+        .filter(|t| !t.is_empty());
+    if token.is_some() {
+        // However the name was spelled (`%74oken`), the answer is the key's own.
+        req.extensions_mut().insert(KeyedByQuery);
+    }
+    token
 }
+
+/// Marks a request that presented a key in its query string (see
+/// `middleware::cache_control`: its answer is private).
+#[derive(Debug, Clone, Copy)]
+pub struct KeyedByQuery;
 
 type Boxed<T> = Pin<Box<dyn Future<Output = Result<T, ApiError>>>>;
 

@@ -33,8 +33,13 @@ impl BodyCache {
         self.lock().bodies.get(&key).cloned()
     }
 
+    /// Whether a body of `len` bytes would be kept.
+    pub fn keeps(&self, len: usize) -> bool {
+        len <= self.budget / 8
+    }
+
     pub fn put(&self, key: u64, body: Bytes) {
-        if body.len() > self.budget / 8 {
+        if !self.keeps(body.len()) {
             return; // one huge page must not flush everything else
         }
         let mut inner = self.lock();

@@ -32,7 +32,7 @@ pub const ENVELOPE: Kind = Kind { content_type: "application/json", envelope: tr
 
 /// The version of a route's document: the content it shows (`Cms::content_version`) and
 /// everything of the request that shapes it.
-pub fn version_of(route: &str, content: u64, shape: impl Hash) -> u64 {
+pub fn version_of(route: &str, content: impl Hash, shape: impl Hash) -> u64 {
     let mut hasher = std::hash::DefaultHasher::new();
     (route, content, shape).hash(&mut hasher);
     hasher.finish()
@@ -57,11 +57,11 @@ where
     let etag = format!("\"{:016x}{version:016x}\"", state.etag_seed);
     let etag = encoding::coded_etag(&etag, coding).into_owned();
     if let Some(coding) = coding
-        && let Some(record) = state.bodies.get(coding.key_of(version))
+        && let Some(record) = state.documents.get(coding.key_of(version))
     {
         return Ok(send(req, kind, &etag, Some(coding), &record));
     }
-    let plain = match state.bodies.get(version) {
+    let plain = match state.documents.get(version) {
         Some(record) => record,
         None => {
             let body = make().await?;
@@ -70,17 +70,34 @@ where
             if version_fn() != version {
                 return Ok(send(req, kind, &etag, None, &record));
             }
-            state.bodies.put(version, record.clone());
+            state.documents.put(version, record.clone());
             record
         }
     };
     let Some(coding) = coding else { return Ok(send(req, kind, &etag, None, &plain)) };
-    let (made_at, body) = plain.split_at(8);
-    let sent = if kind.envelope { body.strip_suffix(b"}").unwrap_or(body) } else { body };
-    let open = encoding::open_stream(coding, sent, Effort::Kept);
-    let record = Bytes::from([made_at, &open].concat());
-    state.bodies.put(coding.key_of(version), record.clone());
+    let record = coded_record(state, &plain, kind, coding).await;
+    state.documents.put(coding.key_of(version), record.clone());
     Ok(send(req, kind, &etag, Some(coding), &record))
+}
+
+/// The kept record of a plain one (when it was made, then the body) in `coding`: its open
+/// compressed form. A body that will not be kept is compressed with the per-request effort
+/// (it is compressed again by the next request); a large one off the async worker.
+async fn coded_record(state: &AppState, plain: &Bytes, kind: Kind, coding: Coding) -> Bytes {
+    let effort = if state.documents.keeps(plain.len()) { Effort::Kept } else { Effort::Dynamic };
+    let compress = {
+        let plain = plain.clone();
+        move || {
+            let (made_at, body) = plain.split_at(8);
+            let sent = if kind.envelope { body.strip_suffix(b"}").unwrap_or(body) } else { body };
+            Bytes::from([made_at, &encoding::open_stream(coding, sent, effort)].concat())
+        }
+    };
+    if plain.len() <= crate::middleware::INLINE_COMPRESSION_BYTES {
+        return compress();
+    }
+    let fallback = compress.clone();
+    actix_web::web::block(compress).await.unwrap_or_else(|_| fallback())
 }
 
 /// A kept record (when it was made, then the body or its open compressed form) as the

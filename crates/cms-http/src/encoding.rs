@@ -94,12 +94,17 @@ pub fn negotiate(accept_encoding: Option<&str>) -> Option<Coding> {
             .next()
             .unwrap_or(Some(1000));
         let Some(quality) = quality else { continue };
-        let slot = match name.to_ascii_lowercase().as_str() {
-            "zstd" => &mut qualities[0],
-            "br" => &mut qualities[1],
-            "gzip" | "x-gzip" => &mut qualities[2],
-            "*" => &mut any,
-            _ => continue,
+        let is = |token: &str| name.eq_ignore_ascii_case(token);
+        let slot = if is("zstd") {
+            &mut qualities[0]
+        } else if is("br") {
+            &mut qualities[1]
+        } else if is("gzip") || is("x-gzip") {
+            &mut qualities[2]
+        } else if name == "*" {
+            &mut any
+        } else {
+            continue;
         };
         *slot = Some(quality);
     }
@@ -120,7 +125,12 @@ fn parse_quality(text: &str) -> Option<u16> {
     if fraction.len() > 3 || !fraction.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let fraction: u16 = format!("{fraction:0<3}").parse().ok()?;
+    // Thousandths: "5" is 500, "05" is 50.
+    let fraction = fraction
+        .bytes()
+        .chain(std::iter::repeat(b'0'))
+        .take(3)
+        .fold(0u16, |n, b| n * 10 + u16::from(b - b'0'));
     match whole {
         "0" => Some(fraction),
         "1" if fraction == 0 => Some(1000),
@@ -131,14 +141,22 @@ fn parse_quality(text: &str) -> Option<u16> {
 /// Whether answers of this `Content-Type` are worth compressing (text; never media that
 /// is compressed already).
 pub fn is_compressible(content_type: &str) -> bool {
-    let essence = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-    essence.starts_with("text/")
-        || matches!(
-            essence.as_str(),
-            "application/json" | "application/xml" | "application/javascript" | "image/svg+xml"
-        )
-        || essence.ends_with("+json")
-        || essence.ends_with("+xml")
+    let essence = content_type.split(';').next().unwrap_or("").trim().as_bytes();
+    let starts = |prefix: &str| {
+        essence.len() >= prefix.len() && essence[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+    };
+    let ends = |suffix: &str| {
+        essence.len() >= suffix.len()
+            && essence[essence.len() - suffix.len()..].eq_ignore_ascii_case(suffix.as_bytes())
+    };
+    let is = |whole: &str| essence.eq_ignore_ascii_case(whole.as_bytes());
+    starts("text/")
+        || is("application/json")
+        || is("application/xml")
+        || is("application/javascript")
+        || is("image/svg+xml")
+        || ends("+json")
+        || ends("+xml")
 }
 
 /// How hard to compress: kept forms are made once per change; dynamic answers on every

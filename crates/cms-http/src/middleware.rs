@@ -8,7 +8,7 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
-use actix_web::{HttpResponse, ResponseError};
+use actix_web::{HttpMessage, HttpResponse, ResponseError};
 use cms_core::license::Feature;
 
 use crate::encoding::{self, Effort};
@@ -90,7 +90,7 @@ pub async fn cors_and_license(
         headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, value);
         headers.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static(EXPOSE_HEADERS));
     }
-    Ok(finish(response))
+    Ok(finish(response).await)
 }
 
 /// Bodies at least this long are compressed when the client accepts a coding (below it,
@@ -103,7 +103,7 @@ const MIN_COMPRESSED_BYTES: usize = 1024;
 /// - `Cache-Control` ([`cache_control`]);
 /// - a text body held in memory (not a kept answer, which is sent in its coding already,
 ///   nor a stream) in the coding the request accepts, with `Vary: Accept-Encoding`.
-fn finish(mut response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
+async fn finish(mut response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
     let cache_control = cache_control(&response);
     let success = response.status().is_success();
     let headers = response.headers_mut();
@@ -111,46 +111,56 @@ fn finish(mut response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
     if let Some(value) = cache_control {
         headers.insert(header::CACHE_CONTROL, value);
     }
+    let text = |name| headers.get(name).and_then(|v: &HeaderValue| v.to_str().ok());
     let compressible = success
         && !headers.contains_key(header::CONTENT_ENCODING)
         && !headers.contains_key(header::CONTENT_RANGE)
-        && headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(encoding::is_compressible);
+        && text(header::CONTENT_TYPE).is_some_and(encoding::is_compressible)
+        // BREACH: an HTML page that is never stored (the editor's) carries a form token
+        // beside what the request put in it; its length must not tell the token.
+        && !(text(header::CONTENT_TYPE).is_some_and(|t| t.starts_with("text/html"))
+            && text(header::CACHE_CONTROL).is_some_and(|c| c.contains("no-store")));
     if !compressible {
         return response;
     }
-    let already_varies =
-        headers.get_all(header::VARY).any(|v| v.as_bytes().eq_ignore_ascii_case(b"Accept-Encoding"));
-    // A cheap clone (shared bytes), read only for a body worth compressing.
-    let accept_encoding = response.request().headers().get(header::ACCEPT_ENCODING).cloned();
-    response.map_body(|head, body| {
-        let body = match body.try_into_bytes() {
-            Ok(bytes) => bytes,
-            // A stream (server-sent events) or a kept answer, sent as it comes.
-            Err(body) => return body,
-        };
-        if !already_varies {
-            head.headers.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    if !headers.get_all(header::VARY).any(|v| v.as_bytes().eq_ignore_ascii_case(b"Accept-Encoding")) {
+        headers.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    }
+    let (req, res) = response.into_parts();
+    let (mut res, body) = res.into_parts();
+    let body = match body.try_into_bytes() {
+        Ok(bytes) => bytes,
+        // A stream (server-sent events) or a kept answer (sent in its coding already).
+        Err(body) => return ServiceResponse::new(req, res.set_body(body)),
+    };
+    let accept_encoding = req.headers().get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok());
+    let coding = (body.len() >= MIN_COMPRESSED_BYTES).then(|| encoding::negotiate(accept_encoding)).flatten();
+    let Some(coding) = coding else { return ServiceResponse::new(req, res.set_body(BoxBody::new(body))) };
+    let compressed = if body.len() > INLINE_COMPRESSION_BYTES {
+        // Off the async worker: a large body would hold every connection of the worker.
+        let plain = body.clone(); // shared bytes, not a copy
+        match actix_web::web::block(move || encoding::compress(coding, &plain, Effort::Dynamic)).await {
+            Ok(compressed) => compressed,
+            Err(_) => return ServiceResponse::new(req, res.set_body(BoxBody::new(body))),
         }
-        let coding = (body.len() >= MIN_COMPRESSED_BYTES)
-            .then(|| encoding::negotiate(accept_encoding.as_ref().and_then(|v| v.to_str().ok())))
-            .flatten();
-        let Some(coding) = coding else { return BoxBody::new(body) };
-        let compressed = encoding::compress(coding, &body, Effort::Dynamic);
-        head.headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding.token()));
-        head.headers.remove(header::CONTENT_LENGTH);
-        // The compressed representation's own tag (see `encoding::coded_etag`).
-        let coded = head.headers.get(header::ETAG).and_then(|etag| {
-            HeaderValue::from_str(&encoding::coded_etag(etag.to_str().ok()?, Some(coding))).ok()
-        });
-        if let Some(coded) = coded {
-            head.headers.insert(header::ETAG, coded);
-        }
-        BoxBody::new(compressed)
-    })
+    } else {
+        encoding::compress(coding, &body, Effort::Dynamic)
+    };
+    let headers = res.headers_mut();
+    headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding.token()));
+    headers.remove(header::CONTENT_LENGTH);
+    // The compressed representation's own tag (see `encoding::coded_etag`).
+    let coded = headers.get(header::ETAG).and_then(|etag| {
+        HeaderValue::from_str(&encoding::coded_etag(etag.to_str().ok()?, Some(coding))).ok()
+    });
+    if let Some(coded) = coded {
+        headers.insert(header::ETAG, coded);
+    }
+    ServiceResponse::new(req, res.set_body(BoxBody::new(compressed)))
 }
+
+/// Bodies larger than this are compressed on the blocking pool, not on the async worker.
+pub(crate) const INLINE_COMPRESSION_BYTES: usize = 256 * 1024;
 
 /// The caching policy (docs/api-conventions.md): answers to a request made with a key
 /// (header or `?token=`) are `private, no-store`, whatever the handler said; errors are
@@ -159,7 +169,7 @@ fn finish(mut response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
 fn cache_control(response: &ServiceResponse<BoxBody>) -> Option<HeaderValue> {
     let req = response.request();
     let keyed = req.headers().contains_key(header::AUTHORIZATION)
-        || req.query_string().split('&').any(|pair| pair.starts_with("token="));
+        || req.extensions().contains::<crate::auth::KeyedByQuery>();
     if keyed {
         return Some(HeaderValue::from_static("private, no-store"));
     }

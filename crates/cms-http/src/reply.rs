@@ -348,12 +348,14 @@ pub fn not_modified(req: &HttpRequest, etag: &str, shape: Shape) -> Option<HttpR
 
 /// Whether an `If-None-Match` list names `etag` by weak comparison, or is `*`.
 pub fn none_match_names(header: &str, etag: &str) -> bool {
-    let opaque = |tag: &str| {
-        let tag = tag.trim();
-        tag.strip_prefix("W/").unwrap_or(tag).to_owned()
-    };
-    let ours = opaque(etag);
-    header.split(',').any(|tag| tag.trim() == "*" || opaque(tag) == ours)
+    let ours = opaque_tag(etag);
+    header.split(',').any(|tag| tag.trim() == "*" || opaque_tag(tag) == ours)
+}
+
+/// An entity tag without its weakness mark.
+fn opaque_tag(tag: &str) -> &str {
+    let tag = tag.trim();
+    tag.strip_prefix("W/").unwrap_or(tag)
 }
 
 #[cfg(test)]

@@ -15,6 +15,9 @@ use crate::error::{ApiError, Shape};
 /// (`reply::kept_page`, `kept_item`).
 const BODY_CACHE_BYTES: usize = 32 * 1024 * 1024;
 
+/// Budget of the documents' cache: a feed or a search index up to 2 MiB is kept.
+const DOCUMENT_CACHE_BYTES: usize = 16 * 1024 * 1024;
+
 /// Public answers may be stored by any cache, which asks again (cheaply, with the ETag)
 /// before each use.
 const PUBLIC_NO_CACHE: &str = "public, no-cache";
@@ -36,6 +39,10 @@ pub struct AppState {
     /// Serialized list pages (and single items without `answers`) by version (see
     /// [`crate::body_cache`]).
     pub bodies: crate::body_cache::BodyCache,
+    /// Documents (feeds, search, tags, `openapi.json`) by version, in a budget of their own:
+    /// a flood of distinct queries must not push the list pages out (see
+    /// [`crate::documents`]).
+    pub documents: crate::body_cache::BodyCache,
     /// Serialized single items by version, outside memory (a server's local file, see
     /// [`AppState::with_answers`]); rendered ahead by [`crate::ahead::render_ahead`].
     pub answers: Option<Arc<dyn RenderCache>>,
@@ -71,6 +78,7 @@ impl AppState {
             started_header: HeaderValue::from_str(&header::HttpDate::from(started).to_string())
                 .expect("an HTTP date"),
             bodies: crate::body_cache::BodyCache::new(BODY_CACHE_BYTES),
+            documents: crate::body_cache::BodyCache::new(DOCUMENT_CACHE_BYTES),
             answers: None,
             public_cache_control: HeaderValue::from_static(PUBLIC_NO_CACHE),
         }

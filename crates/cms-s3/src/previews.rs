@@ -15,6 +15,8 @@ use crate::state::StateObject;
 pub struct S3PreviewKeys {
     object: StateObject<Option<Vec<u8>>>,
     bucket: Bucket,
+    /// When old ended-link records were last forgotten (Unix ms): at most once an hour.
+    last_sweep: std::sync::atomic::AtomicI64,
 }
 
 impl S3PreviewKeys {
@@ -22,6 +24,7 @@ impl S3PreviewKeys {
         Self {
             object: StateObject::new(bucket.clone(), ".cms/preview-key".into(), max_age, decode),
             bucket: bucket.clone(),
+            last_sweep: std::sync::atomic::AtomicI64::new(0),
         }
     }
 }
@@ -76,6 +79,12 @@ impl PreviewKeys for S3PreviewKeys {
     async fn end_item_links(&self, item: &str, at_ms: i64) -> CoreResult<()> {
         let at_ms = self.item_links_ended(item).await?.map_or(at_ms, |earlier| earlier.max(at_ms));
         self.bucket.put(&format!("{ENDED_DIR}/{item}"), format!("{at_ms}\n").into_bytes()).await?;
+        use std::sync::atomic::Ordering;
+        let last = self.last_sweep.load(Ordering::Relaxed);
+        if last != 0 && at_ms - last < 3_600_000 {
+            return Ok(());
+        }
+        self.last_sweep.store(at_ms, Ordering::Relaxed);
         let oldest_ms = at_ms - (cms_core::config::MAX_PREVIEW_TTL_SECS as i64 + 60) * 1000;
         let (objects, _) = self.bucket.list_dir(ENDED_DIR).await?;
         for old in objects.iter().filter(|meta| meta.last_modified.timestamp_millis() < oldest_ms) {

@@ -55,7 +55,7 @@ pub async fn create(
     let collection = state.cms.collection(&collection)?;
     let raw = state.cms.read_raw(collection, &item).await?;
     let link = state.cms.create_preview(&posted.user.principal, collection, &item, None).await?;
-    let origin = state.cms.hosts().public_origin(&crate::auth::request_origin(&req), &state.cms.site().url);
+    let origin = state.cms.hosts().public_origin(&crate::auth::request_origin(&req));
     view::ok(&SharePage {
         l: Layout::new(&state, &posted.user, Section::Collection(collection.index)),
         title: raw.meta.title,

@@ -31,7 +31,7 @@ pub const DEFAULT_TAG_PAGE_PATH: &str = "/tags";
 pub const DEFAULT_AUTHOR_PAGE_PATH: &str = "/authors";
 
 /// `GET /cms/collections/search-index`, as sent.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Hash)]
 pub struct SearchIndexParams {
     pub collection_path: Option<String>,
     pub resources_path: Option<String>,
@@ -43,7 +43,7 @@ pub struct SearchIndexParams {
 }
 
 /// `GET /cms/tags`, as sent.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Hash)]
 pub struct TagsParams {
     pub content_path: Option<String>,
     pub tag_page_path: Option<String>,
@@ -59,7 +59,7 @@ pub struct TagItemsParams {
 }
 
 /// `GET /cms/collections/{collection}/rss`, as sent.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Hash)]
 pub struct RssParams {
     pub title: Option<String>,
     pub description: Option<String>,
@@ -68,14 +68,14 @@ pub struct RssParams {
 }
 
 /// `GET /cms/collections/{collection}/sitemap`, as sent.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Hash)]
 pub struct SitemapParams {
     pub base_url: Option<String>,
     pub limit: Option<String>,
 }
 
 /// `GET /cms/items/related`, as sent.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Hash)]
 pub struct RelatedParams {
     pub content_path: Option<String>,
     pub by: Option<String>,

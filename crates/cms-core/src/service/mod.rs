@@ -250,6 +250,8 @@ pub struct Cms {
     indexes: Vec<index::IndexCell>,
     /// One search index per collection, kept in step with `indexes` (see `search.rs`).
     search: Vec<search::SearchCell>,
+    /// Counts changes to the search indexes (see `Cms::search_version`).
+    search_generation: std::sync::atomic::AtomicU64,
     /// One lock per item: writes to an item serialize, so a read-modify-write never loses
     /// another's changes; writes to different items run in parallel.
     item_locks: locks::ItemLocks,
@@ -295,6 +297,7 @@ impl Cms {
         Self {
             indexes: collections.iter().map(|_| index::IndexCell::default()).collect(),
             search: collections.iter().map(|_| search::SearchCell::default()).collect(),
+            search_generation: std::sync::atomic::AtomicU64::new(0),
             item_locks: locks::ItemLocks::default(),
             render_cache: Arc::new(crate::render_cache::MemoryRenderCache::new(MEMORY_RENDER_CACHE_BYTES)),
             license: RwLock::new(None),

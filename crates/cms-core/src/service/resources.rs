@@ -31,6 +31,8 @@ pub struct Upload {
     pub limit: u64,
     received: u64,
     sink: Box<dyn UploadSink>,
+    /// The content hash of what was received, for its variants' URLs (no read back).
+    digest: ring::digest::Context,
 }
 
 impl Upload {
@@ -40,6 +42,7 @@ impl Upload {
         if self.received > self.limit {
             return Err(CoreError::TooLarge(format!("the upload is over the limit of {} bytes", self.limit)));
         }
+        self.digest.update(chunk);
         self.sink.write(chunk).await
     }
 }
@@ -131,7 +134,8 @@ impl Cms {
     /// may come in any order).
     pub async fn begin_upload(&self, upload_limit: u64) -> CoreResult<Upload> {
         let sink = self.ports.resources.begin_upload().await?;
-        Ok(Upload { limit: upload_limit, received: 0, sink })
+        let digest = ring::digest::Context::new(&ring::digest::SHA256);
+        Ok(Upload { limit: upload_limit, received: 0, sink, digest })
     }
 
     /// Stores a received upload under its sanitized name (numbered on a clash).
@@ -145,7 +149,9 @@ impl Cms {
         let folder = self.resource_folder(folder)?.clone();
         let dir = Subpath::parse(subpath.unwrap_or(""))?;
         let name = resource::sanitize_upload_name(filename)?;
+        let hash = hex::encode(upload.digest.finish());
         let stat = upload.sink.commit(&folder, &dir, &name).await?;
+        self.remember_source_hash(&folder, &dir, &stat, hash);
         Ok(self.resource_file(&folder, &dir, stat).await)
     }
 

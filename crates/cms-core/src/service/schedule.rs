@@ -116,6 +116,7 @@ impl Cms {
             // The search index follows the kept index's visibility.
             if let Some(search) = write(&self.search[folder].index).as_mut() {
                 search.set_published(&transition.filename, transition.live);
+                self.search_changed();
             }
             if announced_until.is_some_and(|until| transition.at <= until) {
                 tracing::debug!(

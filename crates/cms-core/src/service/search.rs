@@ -26,7 +26,7 @@ const SNIPPET_CHARS: usize = 160;
 const BUILD_BATCH: usize = 512;
 
 /// `GET /cms/search` and the `search` tool, as sent.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Hash)]
 pub struct SearchParams {
     pub q: Option<String>,
     /// A collection's index or label slug; all collections when absent.
@@ -221,6 +221,7 @@ impl Cms {
             search.compact();
         }
         cell.complete.store(true, Ordering::Release);
+        self.search_changed();
         tracing::info!(
             collection = collection.slug.as_str(),
             items = read(&cell.index).as_ref().map_or(0, SearchIndex::len),
@@ -252,6 +253,7 @@ impl Cms {
             }
             None => search.remove(&file.stamp.name),
         }
+        self.search_changed();
     }
 
     /// [`Self::search_written`] for a version with the search terms of the one it replaces:
@@ -274,12 +276,25 @@ impl Cms {
             let body = render::to_plain_text(markdown);
             search.upsert(Arc::clone(&item.meta.filename), live, &search_text(item, &body));
         }
+        self.search_changed();
     }
 
     pub(super) fn search_removed(&self, collection: &Collection, name: &ItemFilename) {
         if let Some(search) = write(&self.search[collection.index].index).as_mut() {
             search.remove(name.as_str());
         }
+        self.search_changed();
+    }
+
+    /// A number that changes whenever a search index does: the search indexes are updated
+    /// just after the item indexes, so an answer built from search results names both
+    /// this and [`Cms::content_version`].
+    pub fn search_version(&self) -> u64 {
+        self.search_generation.load(Ordering::Acquire)
+    }
+
+    pub(super) fn search_changed(&self) {
+        self.search_generation.fetch_add(1, Ordering::AcqRel);
     }
 }
 

@@ -134,8 +134,8 @@ impl Cms {
         let spec = self.images.render_spec(transform, content_type, accept);
         let source = source_of(folder, &dir, &name);
         let (hash, mut bytes) = self.source_hash(source, stat.size, stat.modified).await?;
-        let names_current = version.map(|v| v == images::content_version(&hash));
         let key = VariantKey::new(&hash, &spec);
+        let names_current = version.map(|v| v == key.version());
         let etag = format!("\"{key}\"");
         let (content_type, vary_accept) =
             (spec.format.content_type(), transform.format == FormatChoice::Auto);
@@ -166,6 +166,17 @@ impl Cms {
             modified,
             names_current,
         })
+    }
+
+    /// Remembers a file's content hash, known without reading it (from its upload).
+    pub(super) fn remember_source_hash(
+        &self,
+        folder: &ResourceFolder,
+        dir: &Subpath,
+        stat: &crate::ports::ResourceStat,
+        hash: String,
+    ) {
+        self.source_hashes.put(memo_key(folder, dir, &stat.name), stat.size, stat.modified, hash);
     }
 
     /// A source's content hash: remembered by its size and modification time, else read
@@ -205,8 +216,12 @@ impl Cms {
             return Ok(());
         }
         let source = source_of(&folder, &dir, &name);
+        let stat = self.ports.resources.stat(&folder, &dir, &name).await?;
         let bytes = self.read_source(source).await?;
         let hash = images::content_hash(&bytes);
+        if let Some(stat) = stat {
+            self.remember_source_hash(&folder, &dir, &stat, hash.clone());
+        }
         let stored = self.ports.variants.list(source).await?;
         for preset in self.images.presets.keys() {
             let spec = self.images.render_spec(&self.images.preset(preset)?, content_type, None);
@@ -242,11 +257,9 @@ impl Cms {
         }
         let source = source_of(folder, dir, name);
         let stored = self.ports.variants.list(source).await.unwrap_or_default();
-        // A file that cannot be read lists its variants without a version.
-        let version = match self.source_hash(source, size, modified).await {
-            Ok((hash, _)) => format!("&v={}", images::content_version(&hash)),
-            Err(_) => String::new(),
-        };
+        // The content hash as known (from the upload, a render or a preset), never read
+        // here: a listing of a thousand photos must not read them all.
+        let known = self.source_hashes.get(&memo_key(folder, dir, name), size, modified);
         let url = folder.file_url(dir, name);
         let mut variants = Vec::new();
         for (preset, transform) in
@@ -255,6 +268,13 @@ impl Cms {
             let spec = self.images.render_spec(&transform, content_type, None);
             let geometry = dimensions.map(|(w, h)| spec.geometry(w, h));
             let suffix = spec.key_suffix();
+            // The variant as it would be made now, else as it was made (a `v=` that names
+            // older content only revalidates); without either, a URL without `v=`.
+            let key = known
+                .as_deref()
+                .map(|hash| VariantKey::new(hash, &spec))
+                .or_else(|| stored.iter().map(|(k, _)| k).find(|k| k.suffix() == suffix).cloned());
+            let version = key.map_or_else(String::new, |key| format!("&v={}", key.version()));
             variants.push(VariantInfo {
                 name: preset.clone(),
                 url: format!("{url}?preset={preset}{version}"),

@@ -27,7 +27,6 @@ pub async fn search_index(
     _caller: Caller,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let version = || documents::version_of("search-index", site_version(&state), req.query_string());
     let mut q = query(&req)?;
     let params = SearchIndexParams {
         collection_path: q.remove("collectionPath"),
@@ -38,6 +37,8 @@ pub async fn search_index(
         site_url: q.remove("site_url"),
         pretty_urls: q.remove("pretty_urls"),
     };
+    // By the parameters the route reads (others, such as cache busters, are ignored).
+    let version = || documents::version_of("search-index", site_version(&state), &params);
     documents::answer(&req, version, documents::JSON, || async {
         let entries = state.run(Shape::Envelope, state.cms.search_index(&params)).await?;
         let data: Vec<SearchEntryDto> = entries.into_iter().map(SearchEntryDto::from).collect();
@@ -70,13 +71,13 @@ pub async fn tags(
     _caller: Caller,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let version = || documents::version_of("tags", site_version(&state), req.query_string());
     let mut q = query(&req)?;
     let params = TagsParams {
         content_path: q.remove("content_path"),
         tag_page_path: q.remove("tag_page_path"),
         pretty_urls: q.remove("pretty_urls"),
     };
+    let version = || documents::version_of("tags", site_version(&state), &params);
     documents::answer(&req, version, documents::ENVELOPE, || async {
         let tags = state.run(Shape::Envelope, state.cms.tags(&params)).await?;
         counted_envelope(&tags.into_iter().map(TagDto::from).collect::<Vec<_>>())
@@ -110,16 +111,16 @@ pub async fn rss(
 ) -> Result<HttpResponse, ApiError> {
     let collection =
         state.cms.collection(&collection).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
-    let version = || {
-        let content = state.cms.content_version(Some(collection));
-        documents::version_of("rss", content, (collection.index, req.query_string()))
-    };
     let mut q = query(&req)?;
     let params = RssParams {
         title: q.remove("title"),
         description: q.remove("description"),
         link: q.remove("link"),
         limit: q.remove("limit"),
+    };
+    let version = || {
+        let content = state.cms.content_version(Some(collection));
+        documents::version_of("rss", content, (collection.index, &params))
     };
     documents::answer(&req, version, documents::RSS, || async {
         Ok(state.run(Shape::Envelope, state.cms.rss(collection, &params)).await?.into_bytes())
@@ -136,12 +137,12 @@ pub async fn sitemap(
 ) -> Result<HttpResponse, ApiError> {
     let collection =
         state.cms.collection(&collection).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
-    let version = || {
-        let content = state.cms.content_version(Some(collection));
-        documents::version_of("sitemap", content, (collection.index, req.query_string()))
-    };
     let mut q = query(&req)?;
     let params = SitemapParams { base_url: q.remove("baseUrl"), limit: q.remove("limit") };
+    let version = || {
+        let content = state.cms.content_version(Some(collection));
+        documents::version_of("sitemap", content, (collection.index, &params))
+    };
     documents::answer(&req, version, documents::XML, || async {
         Ok(state.run(Shape::Envelope, state.cms.sitemap(collection, &params)).await?.into_bytes())
     })
@@ -154,7 +155,6 @@ pub async fn related(
     _caller: Caller,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let version = || documents::version_of("related", site_version(&state), req.query_string());
     let mut q = query(&req)?;
     let params = RelatedParams {
         content_path: q.remove("contentPath"),
@@ -164,6 +164,9 @@ pub async fn related(
         site_url: q.remove("site_url"),
         pretty_urls: q.remove("pretty_urls"),
     };
+    // Related by content walks the search index's postings: its version counts too.
+    let version =
+        || documents::version_of("related", (site_version(&state), state.cms.search_version()), &params);
     documents::answer(&req, version, documents::ENVELOPE, || async {
         let related = state.run(Shape::Envelope, state.cms.related(&params)).await?;
         counted_envelope(&related.into_iter().map(RelatedDto::from).collect::<Vec<_>>())

@@ -39,7 +39,7 @@ pub async fn create(
             cms.create_preview(&user.principal, cms.collection(&collection)?, &slug, ttl_secs).await
         })
         .await?;
-    let origin = state.cms.hosts().public_origin(&crate::state::request_origin(&req), &state.cms.site().url);
+    let origin = state.cms.hosts().public_origin(&crate::state::request_origin(&req));
     let url = format!("{origin}/cms/preview/{}", link.token);
     Ok(HttpResponse::Ok().insert_header((header::CACHE_CONTROL, "no-store")).json(json!({
         "url": url,

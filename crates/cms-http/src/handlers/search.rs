@@ -17,15 +17,18 @@ pub async fn search(
     caller: Caller,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let has_key = caller.viewer.has_key();
-    let version =
-        || documents::version_of("search", documents::site_version(&state), (has_key, req.query_string()));
     let mut q = query_map(&req, Shape::Envelope)?;
     let params = SearchParams {
         q: q.remove("q"),
         collection: q.remove("collection"),
         page: q.remove("page"),
         per_page: q.remove("per_page"),
+    };
+    // Search reads the search indexes, updated just after the item indexes: both count.
+    let has_key = caller.viewer.has_key();
+    let version = || {
+        let content = (documents::site_version(&state), state.cms.search_version());
+        documents::version_of("search", content, (has_key, &params))
     };
     documents::answer(&req, version, documents::ENVELOPE, || async {
         #[derive(serde::Serialize)]

@@ -257,6 +257,8 @@ fn keyed_reads_are_private_and_errors_are_not_cached() {
     assert_eq!((keyed.status, keyed.header("cache-control")), (200, Some("private, no-store")));
     let by_token = get(&server, &format!("{list}?status=all&token={key}"), &[]);
     assert_eq!((by_token.status, by_token.header("cache-control")), (200, Some("private, no-store")));
+    let disguised = get(&server, &format!("{list}?status=all&%74oken={key}"), &[]);
+    assert_eq!((disguised.status, disguised.header("cache-control")), (200, Some("private, no-store")));
     for missing in ["/cms/collections/blog-posts/items/nothing", "/cms/collections/nothing/items", "/nowhere"]
     {
         let error = get(&server, missing, &[]);

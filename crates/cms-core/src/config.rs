@@ -432,11 +432,25 @@ pub enum ConfigError {
     Invalid(String),
 }
 
+impl ConfigError {
+    /// A refused value's message with the line of the key it names first (`site.per_page
+    /// must be ...` becomes `line 4 column 3: site.per_page must be ...`), when the key is
+    /// written in `text`.
+    fn located(self, text: &str) -> Self {
+        let Self::Invalid(message) = self else { return self };
+        let path = message.split([' ', ':']).next().unwrap_or_default();
+        match codec::locate(text, path) {
+            Some((line, column)) => Self::Invalid(format!("line {line} column {column}: {message}")),
+            None => Self::Invalid(message),
+        }
+    }
+}
+
 impl SiteConfig {
     /// Parses and validates the text of `cms.yaml`.
     pub fn from_yaml(text: &str) -> Result<Self, ConfigError> {
         let config: Self = codec::from_yaml(text, YamlLimits::STATE)?;
-        config.validate()?;
+        config.validate().map_err(|error| error.located(text))?;
         Ok(config)
     }
 
@@ -449,7 +463,10 @@ impl SiteConfig {
             return invalid(format!("site.url must be an absolute http(s) URL, got {:?}", self.site.url));
         }
         if self.site.per_page == 0 || self.site.max_per_page < self.site.per_page {
-            return invalid("site.per_page must be at least 1 and at most site.max_per_page".into());
+            return invalid(format!(
+                "site.per_page must be at least 1 and at most site.max_per_page ({}), got {}",
+                self.site.max_per_page, self.site.per_page
+            ));
         }
         let mut slugs = Vec::new();
         for (i, c) in self.collections.iter().enumerate() {
@@ -554,8 +571,14 @@ impl SiteConfig {
                 "webhooks.disable_after must be at least 1 (leave it out to never disable)".into(),
             );
         }
-        if self.limits.json_bytes == 0 || self.limits.upload_bytes == 0 || self.versions.keep == 0 {
-            return invalid("limits.* and versions.keep must be greater than 0".into());
+        for (key, value) in [
+            ("limits.json_bytes", self.limits.json_bytes as u64),
+            ("limits.upload_bytes", self.limits.upload_bytes),
+            ("versions.keep", self.versions.keep as u64),
+        ] {
+            if value == 0 {
+                return invalid(format!("{key} must be greater than 0"));
+            }
         }
         self.images.validate().map_err(ConfigError::Invalid)?;
         self.server.validate()?;
@@ -682,6 +705,74 @@ mod tests {
         let message = SiteConfig::from_yaml(&text).unwrap_err().to_string();
         assert!(message.contains("colour"), "{message}");
         assert!(message.contains("line 7"), "{message}");
+    }
+
+    /// A value of the wrong type names the key path, the line and what was expected, in
+    /// plain words (not serde's `invalid u32`).
+    #[test]
+    fn a_wrong_type_names_the_key_the_line_and_what_was_expected() {
+        let cases = [
+            (
+                "site:\n  name: S\n  url: https://e.com\n  per_page: ten\n",
+                "site.per_page",
+                "line 4",
+                "a whole number",
+            ),
+            (
+                &format!("{MINIMAL}collections:\n  - label: A\n    path: p\n    date_prefix: maybe\n"),
+                "collections[0].date_prefix",
+                "line 7",
+                "true or false",
+            ),
+            (&format!("{MINIMAL}webhooks: 5\n"), "webhooks", "line 4", "a mapping"),
+            (&format!("{MINIMAL}storage:\n  kind: ftp\n"), "storage.kind", "line 5", "fs, s3"),
+            (&format!("{MINIMAL}collections:\n  - label: A\n"), "collections[0]", "line 5", "path"),
+        ];
+        for (text, key, line, expected) in cases {
+            let message = SiteConfig::from_yaml(text).unwrap_err().to_string();
+            assert!(message.contains(key), "{text}: {message}");
+            assert!(message.contains(line), "{text}: {message}");
+            assert!(message.contains(expected), "{text}: {message}");
+            assert!(!message.contains("invalid u32") && !message.contains("invalid boolean"), "{message}");
+        }
+    }
+
+    /// A value that parses but is refused by a check names its line too.
+    #[test]
+    fn a_refused_value_names_its_line() {
+        let text = "site:\n  name: S\n  url: https://e.com\n  per_page: 0\n";
+        let message = SiteConfig::from_yaml(text).unwrap_err().to_string();
+        assert!(message.starts_with("line 4 column 3: site.per_page must be"), "{message}");
+        let text =
+            format!("{MINIMAL}collections:\n  - label: A\n    path: a\n  - label: B\n    path: ../b\n");
+        let message = SiteConfig::from_yaml(&text).unwrap_err().to_string();
+        assert!(message.starts_with("line 8 column 5: collections[1].path must be"), "{message}");
+        // A check of a default value has no line to name.
+        let text = format!("{MINIMAL}signin:\n  max_lock_secs: 10\n");
+        let message = SiteConfig::from_yaml(&text).unwrap_err().to_string();
+        assert!(message.starts_with("line 5 column 3: signin.max_lock_secs"), "{message}");
+    }
+
+    /// A key given twice is named with its path and in plain words, not with the
+    /// parser's option names.
+    #[test]
+    fn a_duplicated_key_is_named_in_plain_words() {
+        let message = SiteConfig::from_yaml(&format!("{MINIMAL}  name: T\n")).unwrap_err().to_string();
+        assert!(message.contains("site.name") && message.contains("line 4"), "{message}");
+        assert!(message.contains("twice"), "{message}");
+        assert!(!message.contains("DuplicateKeyPolicy") && !message.contains("Options"), "{message}");
+    }
+
+    /// An unclosed `[` is reported where it was opened, not on the line where the parser
+    /// gave up.
+    #[test]
+    fn an_unclosed_bracket_is_reported_where_it_opens() {
+        let text = format!(
+            "{MINIMAL}cors:\n  allowed_origins: [https://a.example, https://b.example\nlimits: {{}}\n"
+        );
+        let message = SiteConfig::from_yaml(&text).unwrap_err().to_string();
+        assert!(message.starts_with("line 5 column 20"), "{message}");
+        assert!(message.contains("cors.allowed_origins") && message.contains("never closed"), "{message}");
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod caching;
 mod changes;
 mod cli;
 mod discovery;
+mod first_hour;
 mod images;
 mod mcp;
 mod nodes;

@@ -380,3 +380,48 @@ fn the_cli_names_its_commit_logs_quietly_and_prints_rfc_3339_times() {
     let help = on(&made.site, &["users", "add", "--help"]);
     assert!(!stdout(&help).contains("--listen") && stdout(&help).contains("Examples"), "{}", stdout(&help));
 }
+
+/// `cms check` on a bucket site (SeaweedFS): with the credentials it reaches the bucket
+/// and finds conditional writes enforced; without them it fails naming the variables.
+#[test]
+fn check_reaches_the_bucket_and_probes_its_conditional_writes() {
+    let Some(storage) = cms_s3::testing::fresh_bucket() else {
+        eprintln!("note: skipping the bucket check: no S3 server (run .ci/run)");
+        return;
+    };
+    let credentials = cms_s3::testing::credentials();
+    let bucket = cms_s3::S3Site::connect(&storage, Some(credentials.clone())).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let license = dir.path().join("license.yaml");
+    fs::write(&license, "licensee: Me\nfeatures: [json_api]\n").unwrap();
+    bucket.put_file_blocking(".cms/license.yaml", &license).unwrap();
+    let node = dir.path().join("node");
+    fs::create_dir(&node).unwrap();
+    let config = format!(
+        "site:\n  name: S\n  url: https://example.com\ncollections:\n  - label: Posts\n    path: content/posts\nstorage:\n  kind: s3\n  bucket: {}\n  endpoint: {}\n  prefix: {}\n",
+        storage.bucket,
+        storage.endpoint.as_deref().unwrap(),
+        storage.prefix
+    );
+    fs::write(node.join("cms.yaml"), config).unwrap();
+    let check = |with_credentials: bool| {
+        let mut command = Command::new(BIN);
+        command.arg("--site").arg(&node).arg("check").env_remove("AWS_SESSION_TOKEN");
+        if with_credentials {
+            command
+                .env("AWS_ACCESS_KEY_ID", &credentials.access_key_id)
+                .env("AWS_SECRET_ACCESS_KEY", &credentials.secret_access_key);
+        } else {
+            command.env_remove("AWS_ACCESS_KEY_ID").env_remove("AWS_SECRET_ACCESS_KEY");
+        }
+        command.output().unwrap()
+    };
+    let passed = check(true);
+    let report = stdout(&passed);
+    assert!(passed.status.success(), "{report}{}", stderr(&passed));
+    assert!(report.contains("enforces conditional writes"), "{report}");
+    let failed = check(false);
+    let report = stdout(&failed);
+    assert!(!failed.status.success(), "{report}");
+    assert!(report.contains("AWS_ACCESS_KEY_ID"), "{report}");
+}

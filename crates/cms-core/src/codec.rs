@@ -63,12 +63,386 @@ fn options(limits: YamlLimits) -> serde_saphyr::Options {
     options
 }
 
-/// Parses one YAML document into `T` within `limits`.
+/// Parses one YAML document into `T` within `limits`. An error names the line and column,
+/// the key path (`site.per_page`, `collections[0].path`) and what was expected, in plain
+/// words.
 pub fn from_yaml<T: DeserializeOwned>(text: &str, limits: YamlLimits) -> Result<T, YamlError> {
     if text.len() > limits.max_bytes {
         return Err(YamlError::TooLarge { size: text.len(), limit: limits.max_bytes });
     }
-    serde_saphyr::from_str_with_options(text, options(limits)).map_err(|e| YamlError::Syntax(first_line(&e)))
+    serde_saphyr::from_str_with_options(text, options(limits))
+        .map_err(|error| YamlError::Syntax(explain::<T>(text, limits, &error)))
+}
+
+/// The message of a refused document. The document is read again with its key path
+/// tracked: errors are rare, so the common parse pays nothing for the path.
+fn explain<T: DeserializeOwned>(text: &str, limits: YamlLimits, first: &serde_saphyr::Error) -> String {
+    let mut path = None;
+    let again = serde_saphyr::with_deserializer_from_str_with_options(text, options(limits), |de| {
+        serde_path_to_error::deserialize::<_, T>(de).map(drop).map_err(|e| {
+            path = Some(e.path().to_string());
+            e.into_inner()
+        })
+    });
+    let error = again.as_ref().err().unwrap_or(first);
+    // The tracker names a key it has not matched yet `?`.
+    let path = path
+        .map(|p| p.strip_prefix("?.").unwrap_or(&p).replace(".?.", "."))
+        .filter(|p| p != "." && p != "?" && !p.is_empty());
+    explain_error(text, error.without_snippet(), path.as_deref())
+}
+
+/// `line L column C: key.path: what was wrong`, one line.
+fn explain_error(text: &str, error: &serde_saphyr::Error, path: Option<&str>) -> String {
+    use serde_saphyr::Error as E;
+    let location = error.location().map(|l| (l.line(), l.column())).filter(|&(line, _)| line > 0);
+    let found = || location.and_then(|(line, column)| scalar_at(text, line, column));
+    let found_words = || found().map(|f| format!(", found {f:?}")).unwrap_or_default();
+    let mut at = location;
+    let mut path = path.map(str::to_owned);
+    let what = match error {
+        E::InvalidScalar { ty, .. } => format!("expected {}{}", plain_scalar_type(ty), found_words()),
+        E::InvalidBooleanStrict { .. } => format!("expected true or false{}", found_words()),
+        E::NullIntoString { .. } => "expected a text value, found nothing".to_owned(),
+        E::SerdeInvalidType { unexpected, expected, .. }
+        | E::SerdeInvalidValue { unexpected, expected, .. } => {
+            format!("expected {}, found {unexpected}", plain_expected(expected))
+        }
+        E::Unexpected { expected, .. } => {
+            let found = found().map_or_else(String::new, |f| format!(", found {f:?}"));
+            format!("expected {}{found}", plain_expected(expected))
+        }
+        E::SerdeUnknownVariant { variant, expected, .. } => {
+            format!("{variant:?} is not one of: {}", expected.join(", "))
+        }
+        E::SerdeUnknownField { field, expected, .. } => {
+            // The path ends at the unknown key itself; name where it was found.
+            path = path
+                .filter(|p| p != field)
+                .map(|p| p.strip_suffix(&format!(".{field}")).unwrap_or(&p).to_owned());
+            if expected.is_empty() {
+                format!("unknown key `{field}`: this mapping takes no keys")
+            } else {
+                format!("unknown key `{field}`; the keys here are: {}", expected.join(", "))
+            }
+        }
+        // A type's own check (`Error::custom`): its message, without the place said twice.
+        E::Message { msg, .. } => {
+            let msg = path.as_deref().and_then(|p| msg.strip_prefix(&format!("{p}: "))).unwrap_or(msg);
+            let msg = msg.rsplit_once(" at line ").map_or(msg, |(m, _)| m);
+            msg.to_owned()
+        }
+        E::SerdeMissingField { field, .. } => format!("the key `{field}` is missing (it is required)"),
+        E::DuplicateMappingKey { key, .. } => {
+            let key = key.clone().unwrap_or_else(|| "a key".to_owned());
+            // The path tracker names the key it has not matched yet `?`.
+            let full = match path.take().map(|p| p.strip_suffix(".?").unwrap_or(&p).to_owned()) {
+                Some(p) if !p.ends_with(&key) => format!("{p}.{key}"),
+                Some(p) => p,
+                None => key,
+            };
+            format!("{full} is given twice; each key may appear once in a mapping, so remove one")
+        }
+        _ => {
+            let plain = first_line(error);
+            let plain = match location {
+                Some((line, column)) => {
+                    plain.strip_prefix(&format!("line {line} column {column}: ")).unwrap_or(&plain).to_owned()
+                }
+                None => plain,
+            };
+            // A parser gives up where the text stops making sense, often a line after
+            // the bracket that was never closed.
+            match location.and_then(|(line, _)| unclosed_bracket(text, line)) {
+                Some((line, column, bracket)) => {
+                    at = Some((line, column));
+                    let (what, end) = if bracket == '[' { ("list", ']') } else { ("mapping", '}') };
+                    format!(
+                        "the `{bracket}` opened here is never closed (a {what} written in brackets ends with `{end}`)"
+                    )
+                }
+                None => plain,
+            }
+        }
+    };
+    let path = path.map(|p| format!("{p}: ")).unwrap_or_default();
+    match at {
+        Some((line, column)) => format!("line {line} column {column}: {path}{what}"),
+        None => format!("{path}{what}"),
+    }
+}
+
+/// Where the value at `path` (`site.per_page`, `collections[0].path`, as the messages of
+/// a configuration's checks name it) is written in `text`: 1-based line and column of its
+/// key, for a value that parsed but was refused. `None` when the path is not in the text
+/// (a default) or the text does not parse.
+pub fn locate(text: &str, path: &str) -> Option<(u64, u64)> {
+    let root: Located = serde_saphyr::from_str_with_options(text, options(YamlLimits::STATE)).ok()?;
+    let mut node = &root;
+    let mut at = None;
+    for segment in path_segments(path)? {
+        match (segment, &node.shape) {
+            (Segment::Key(name), Shape::Map(entries)) => {
+                let (key_at, value) =
+                    entries.iter().find(|(key, _, _)| key == name).map(|(_, at, v)| (at, v))?;
+                at = Some(*key_at);
+                node = value;
+            }
+            (Segment::Index(index), Shape::Seq(items)) => {
+                node = items.get(index)?;
+                at = Some(node.at);
+            }
+            _ => return None,
+        }
+    }
+    at
+}
+
+enum Segment<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// `a.b[2].c` as keys and indexes; `None` when it is not such a path.
+fn path_segments(path: &str) -> Option<Vec<Segment<'_>>> {
+    let mut segments = Vec::new();
+    for part in path.split('.') {
+        let (key, mut rest) = part.split_once('[').map_or((part, ""), |(k, r)| (k, r));
+        if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            return None;
+        }
+        segments.push(Segment::Key(key));
+        while !rest.is_empty() {
+            let (index, after) = rest.split_once(']')?;
+            segments.push(Segment::Index(index.parse().ok()?));
+            rest = after.strip_prefix('[').unwrap_or(after);
+            if !after.is_empty() && !after.starts_with('[') {
+                return None;
+            }
+        }
+    }
+    Some(segments)
+}
+
+/// A YAML node with where it starts, for [`locate`].
+struct Located {
+    at: (u64, u64),
+    shape: Shape,
+}
+
+enum Shape {
+    /// Keys (scalars as text) with where each key is written.
+    Map(Vec<(String, (u64, u64), Located)>),
+    Seq(Vec<Located>),
+    Scalar,
+}
+
+impl<'de> serde::Deserialize<'de> for Located {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let spanned = serde_saphyr::Spanned::<Shape>::deserialize(deserializer)?;
+        let at = (spanned.referenced.line(), spanned.referenced.column());
+        Ok(Self { at, shape: spanned.value })
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Shape {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ShapeVisitor)
+    }
+}
+
+struct ShapeVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ShapeVisitor {
+    type Value = Shape;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any YAML node")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Shape, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(key) = map.next_key::<serde_saphyr::Spanned<Value>>()? {
+            let name = match key.value {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            let value: Located = map.next_value()?;
+            entries.push((name, (key.referenced.line(), key.referenced.column()), value));
+        }
+        Ok(Shape::Map(entries))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Shape, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Located>()? {
+            items.push(item);
+        }
+        Ok(Shape::Seq(items))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Shape, E> {
+        Ok(Shape::Scalar)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Shape, E> {
+        Ok(Shape::Scalar)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Shape, E> {
+        Ok(Shape::Scalar)
+    }
+    fn visit_i128<E>(self, _: i128) -> Result<Shape, E> {
+        Ok(Shape::Scalar)
+    }
+    fn visit_u128<E>(self, _: u128) -> Result<Shape, E> {
+        Ok(Shape::Scalar)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Shape, E> {
+        Ok(Shape::Scalar)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Shape, E> {
+        Ok(Shape::Scalar)
+    }
+    fn visit_unit<E>(self) -> Result<Shape, E> {
+        Ok(Shape::Scalar)
+    }
+    fn visit_none<E>(self) -> Result<Shape, E> {
+        Ok(Shape::Scalar)
+    }
+}
+
+/// A parser's name of a scalar type, for people.
+fn plain_scalar_type(ty: &str) -> String {
+    match ty {
+        "u8" | "u16" | "u32" | "u64" | "u128" | "usize" => {
+            let max = match ty {
+                "u8" => u64::from(u8::MAX),
+                "u16" => u64::from(u16::MAX),
+                "u32" => u64::from(u32::MAX),
+                _ => u64::MAX,
+            };
+            format!("a whole number from 0 to {max}")
+        }
+        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" => "a whole number".to_owned(),
+        "f32" | "f64" => "a number".to_owned(),
+        "bool" | "boolean" => "true or false".to_owned(),
+        "char" => "a single character".to_owned(),
+        other => format!("a value of type {other}"),
+    }
+}
+
+/// serde's and the parser's "expected ..." phrases, in the words of a YAML file.
+fn plain_expected(expected: &str) -> String {
+    match expected {
+        "mapping start" | "a map" | "map" => "a mapping of keys to values".to_owned(),
+        "sequence start" | "a sequence" | "sequence" => "a list".to_owned(),
+        "a string" | "string scalar" => "a text value".to_owned(),
+        "a boolean" => "true or false".to_owned(),
+        other if other.starts_with("struct ") => "a mapping of keys to values".to_owned(),
+        other
+            if other.starts_with("u8")
+                || other.starts_with("u16")
+                || other.starts_with("u32")
+                || other.starts_with("u64")
+                || other.starts_with("usize") =>
+        {
+            plain_scalar_type(other.split_whitespace().next().unwrap_or(other))
+        }
+        other => other.to_owned(),
+    }
+}
+
+/// The scalar written at `line`/`column` (1-based), as the file has it: up to the end of
+/// the line, a comment, or the end of a bracketed item.
+fn scalar_at(text: &str, line: u64, column: u64) -> Option<String> {
+    let row = text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
+    let start = row.char_indices().nth(usize::try_from(column).ok()?.checked_sub(1)?).map(|(i, _)| i)?;
+    let rest = &row[start..];
+    let rest = rest.split(" #").next().unwrap_or(rest);
+    let end = rest.find([',', ']', '}']).unwrap_or(rest.len());
+    let value = rest[..end].trim();
+    if value.is_empty() || value.starts_with(['[', '{']) {
+        return None;
+    }
+    Some(value.chars().take(60).collect())
+}
+
+/// The innermost `[` or `{` of a bracketed (flow) collection that is still open at the
+/// end of `upto_line`, when it was opened on an earlier line: (line, column, bracket),
+/// 1-based. Quoted text and comments are skipped; in block context a bracket counts only
+/// where a value starts (`key: [`, `- [`), since a plain value may contain one.
+fn unclosed_bracket(text: &str, upto_line: u64) -> Option<(u64, u64, char)> {
+    let mut open: Vec<(u64, u64, char)> = Vec::new();
+    for (number, row) in (1u64..).zip(text.lines()) {
+        if number > upto_line {
+            break;
+        }
+        let chars: Vec<char> = row.chars().collect();
+        let mut i = 0;
+        if open.is_empty() {
+            match block_value_start(&chars) {
+                Some(start) => i = start,
+                None => continue,
+            }
+        }
+        let mut quote: Option<char> = None;
+        while i < chars.len() {
+            let c = chars[i];
+            match quote {
+                Some('"') if c == '\\' => i += 1,
+                Some(q) if c == q => quote = None,
+                Some(_) => {}
+                None => match c {
+                    '"' | '\'' => quote = Some(c),
+                    '#' if i == 0 || chars[i - 1].is_whitespace() => break,
+                    '[' | '{' => open.push((number, i as u64 + 1, c)),
+                    ']' | '}' => {
+                        open.pop();
+                        if open.is_empty() {
+                            break;
+                        }
+                    }
+                    _ => {}
+                },
+            }
+            i += 1;
+        }
+    }
+    open.last().copied().filter(|&(line, _, _)| line < upto_line)
+}
+
+/// Where a bracketed value starts on a block-context line (`key: [`, `- {`), if one does.
+fn block_value_start(chars: &[char]) -> Option<usize> {
+    let mut i = chars.iter().position(|c| !c.is_whitespace())?;
+    while chars.get(i) == Some(&'-') && chars.get(i + 1).is_some_and(|c| c.is_whitespace()) {
+        i += 1;
+        while chars.get(i).is_some_and(|c| c.is_whitespace()) {
+            i += 1;
+        }
+    }
+    if matches!(chars.get(i), Some('[' | '{')) {
+        return Some(i);
+    }
+    // After the first `: ` outside quotes.
+    let mut quote = None;
+    while i < chars.len() {
+        let c = chars[i];
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '"' || c == '\'' => quote = Some(c),
+            None if c == '#' && chars[i - 1].is_whitespace() => return None,
+            None if c == ':' && chars.get(i + 1).is_none_or(|n| n.is_whitespace()) => {
+                let mut j = i + 1;
+                while chars.get(j).is_some_and(|c| c.is_whitespace()) {
+                    j += 1;
+                }
+                return matches!(chars.get(j), Some('[' | '{')).then_some(j);
+            }
+            None => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 /// serde-saphyr's messages add a source snippet on later lines; the first line already

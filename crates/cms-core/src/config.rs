@@ -1,32 +1,42 @@
 //! The schema of `cms.yaml`, parsed from text (reading the file is the caller's job).
 //! Unknown keys are refused, with the line and the key named.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::codec::{self, YamlError, YamlLimits};
 use crate::slug::slugify;
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SiteConfig {
+    /// The site's name, public URL and list defaults.
     pub site: SiteSection,
+    /// Folders of Markdown items, each served as a collection.
     #[serde(default)]
     pub collections: Vec<CollectionConfig>,
+    /// Folders of media files (uploads), each served at a public URL.
     #[serde(default)]
     pub resources: Vec<ResourceConfig>,
+    /// Which other web origins may call the API from a browser.
     #[serde(default)]
     pub cors: CorsConfig,
+    /// Size limits of request bodies.
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// The history kept of every item.
     #[serde(default)]
     pub versions: VersionsConfig,
+    /// How webhook deliveries are sent.
     #[serde(default)]
     pub webhooks: WebhooksConfig,
+    /// Which licenses are accepted.
     #[serde(default)]
     pub license: LicenseConfig,
+    /// Signed preview links of drafts.
     #[serde(default)]
     pub previews: PreviewsConfig,
-    /// Responsive images (see `crate::images`).
+    /// Responsive images: the sizes, qualities and presets media URLs may ask for.
     #[serde(default)]
     pub images: crate::images::ImagesConfig,
     /// Where content, media and shared state live: the site folder (the default) or a
@@ -46,7 +56,7 @@ pub struct SiteConfig {
 }
 
 /// `server:` in `cms.yaml`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServerConfig {
     /// Host names (optionally `host:port`) that count as this server, beside the listen
@@ -60,22 +70,27 @@ pub struct ServerConfig {
     pub trusted_proxies: Vec<String>,
     /// Seconds a client has to send a request's headers.
     #[serde(default = "default_header_timeout_secs")]
+    #[schemars(range(min = 1, max = 600))]
     pub header_timeout_secs: u64,
     /// Seconds a client has to send a request's whole body.
     #[serde(default = "default_body_timeout_secs")]
+    #[schemars(range(min = 1, max = 3600))]
     pub body_timeout_secs: u64,
     /// Connections served at once by each worker; more wait in the listen queue.
     #[serde(default = "default_max_connections")]
+    #[schemars(range(min = 1, max = 100_000))]
     pub max_connections: usize,
     /// How long a cache may keep a public answer (no key) without asking again: 0 (the
     /// default) sends `Cache-Control: public, no-cache` (always revalidate, cheap with the
     /// ETag); more sends `public, max-age=N, must-revalidate`.
     #[serde(default)]
+    #[schemars(range(max = 86_400))]
     pub public_max_age_secs: u32,
     /// Seconds an idle kept-alive connection waits for its next request before it is
     /// closed. Behind a reverse proxy that keeps connections to the server open, set it
     /// longer than the proxy's idle time-out.
     #[serde(default = "default_keep_alive_secs")]
+    #[schemars(range(min = 1, max = 3600))]
     pub keep_alive_secs: u64,
 }
 
@@ -107,20 +122,25 @@ fn default_keep_alive_secs() -> u64 {
 }
 
 /// `signin:` in `cms.yaml`: how many wrong passwords an account or an address may send.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SigninConfig {
     /// Failed sign-ins an account may have before it is locked.
     #[serde(default = "default_failures_per_account")]
+    #[schemars(range(min = 1, max = 1000))]
     pub failures_per_account: u32,
     /// Failed sign-ins an address may have before it is locked (higher: an office shares
     /// one address).
     #[serde(default = "default_failures_per_address")]
+    #[schemars(range(min = 1, max = 100_000))]
     pub failures_per_address: u32,
     /// The first lock (seconds); each further failure doubles it up to `max_lock_secs`.
     #[serde(default = "default_lock_secs")]
+    #[schemars(range(min = 1, max = 86_400))]
     pub lock_secs: u64,
+    /// The longest lock (seconds); at least `lock_secs`.
     #[serde(default = "default_max_lock_secs")]
+    #[schemars(range(min = 1, max = 86_400))]
     pub max_lock_secs: u64,
 }
 
@@ -149,17 +169,20 @@ fn default_max_lock_secs() -> u64 {
 }
 
 /// `mcp:` in `cms.yaml`: the AI-agent endpoint's sessions.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct McpConfig {
     /// Sessions open at once, all keys together.
     #[serde(default = "default_max_sessions")]
+    #[schemars(range(min = 1, max = 1_000_000))]
     pub max_sessions: usize,
-    /// Sessions one key may hold open at once.
+    /// Sessions one key may hold open at once (at most `max_sessions`).
     #[serde(default = "default_max_sessions_per_key")]
+    #[schemars(range(min = 1))]
     pub max_sessions_per_key: usize,
     /// Seconds after which a session with no request ends.
     #[serde(default = "default_session_idle_secs")]
+    #[schemars(range(min = 10, max = 86_400))]
     pub session_idle_secs: u64,
 }
 
@@ -184,7 +207,7 @@ fn default_session_idle_secs() -> u64 {
 }
 
 /// `storage:` in `cms.yaml`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum StorageConfig {
     /// The site folder holding `cms.yaml`.
@@ -196,9 +219,10 @@ pub enum StorageConfig {
     S3(S3StorageConfig),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct S3StorageConfig {
+    /// The bucket's name.
     pub bucket: String,
     /// The store's URL (`http://127.0.0.1:8333`); AWS's own endpoint when absent.
     #[serde(default)]
@@ -206,18 +230,22 @@ pub struct S3StorageConfig {
     /// Keys start with this (`sites/blog`); the bucket's root when empty.
     #[serde(default)]
     pub prefix: String,
+    /// The bucket's region.
     #[serde(default = "default_region")]
     pub region: String,
     /// How often each node reads the others' change journal (milliseconds).
     #[serde(default = "default_poll_ms")]
+    #[schemars(range(min = 50, max = 60_000))]
     pub poll_ms: u64,
     /// How often each node compares every collection whole, for writes made without a
     /// node (`aws s3 sync`); seconds.
     #[serde(default = "default_rescan_secs")]
+    #[schemars(range(min = 1, max = 86_400))]
     pub rescan_secs: u64,
     /// How old the users, keys, license and theme kept in memory may get before they are
     /// checked again (milliseconds): the bound on a key revocation reaching every node.
     #[serde(default = "default_state_max_age_ms")]
+    #[schemars(range(max = 60_000))]
     pub state_max_age_ms: u64,
 }
 
@@ -277,11 +305,13 @@ fn default_state_max_age_ms() -> u64 {
     1000
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// `previews:` in `cms.yaml`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PreviewsConfig {
     /// Default lifetime of a preview link (seconds, at most 7 days).
     #[serde(default = "default_preview_ttl")]
+    #[schemars(range(min = 1, max = 604_800))]
     pub ttl_secs: u64,
 }
 
@@ -298,76 +328,104 @@ fn default_preview_ttl() -> u64 {
 /// The longest a preview link may live: 7 days.
 pub const MAX_PREVIEW_TTL_SECS: u64 = 7 * 24 * 3600;
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SiteSection {
+    /// The site's name (feeds, the web editor).
     pub name: String,
+    /// The site's public address, `https://...`: canonical and feed URLs start with it.
     pub url: String,
+    /// Items per page of a list when the client does not say (at least 1, at most
+    /// `max_per_page`).
     #[serde(default = "default_per_page")]
+    #[schemars(range(min = 1))]
     pub per_page: u32,
+    /// The most items a client may ask for in one page.
     #[serde(default = "default_max_per_page")]
+    #[schemars(range(min = 1))]
     pub max_per_page: u32,
     /// Where dates written without an offset happened (an IANA name; default UTC).
     #[serde(default)]
     pub timezone: crate::dates::SiteZone,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CollectionConfig {
+    /// The collection's name; its slug (`Blog Posts` → `blog-posts`) addresses it in URLs.
     pub label: String,
+    /// The folder of its item files, relative to the site folder (`content/posts`).
     pub path: String,
+    /// Where the public site shows its items (`/blog`), for item URLs in feeds and
+    /// sitemaps; starts with `/`.
     #[serde(default)]
     pub page_path: Option<String>,
+    /// New items' file names start with their date (`2026-01-12-hello-world.md`).
     #[serde(default)]
     pub date_prefix: bool,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResourceConfig {
+    /// The folder's name in the web editor.
     pub label: String,
+    /// The folder, relative to the site folder (`media/uploads`).
     pub path: String,
+    /// The public URL path its files are served at (`/media/uploads`).
     pub url: String,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CorsConfig {
+    /// Origins (`https://www.example.com`) whose browser pages may call the API.
     #[serde(default)]
     pub allowed_origins: Vec<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsConfig {
+    /// The largest JSON request body, in bytes.
     #[serde(default = "default_json_bytes")]
+    #[schemars(range(min = 1))]
     pub json_bytes: usize,
+    /// The largest upload, in bytes.
     #[serde(default = "default_upload_bytes")]
+    #[schemars(range(min = 1))]
     pub upload_bytes: u64,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VersionsConfig {
+    /// Snapshots kept per item; older ones are removed.
     #[serde(default = "default_keep")]
+    #[schemars(range(min = 1))]
     pub keep: usize,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WebhooksConfig {
+    /// Seconds one delivery may take.
     #[serde(default = "default_timeout_secs")]
+    #[schemars(range(min = 1, max = 300))]
     pub timeout_secs: u64,
+    /// A PEM file of extra certificate authorities receivers' certificates may chain to
+    /// (relative to the site folder), beside the usual public ones.
     #[serde(default)]
     pub ca_file: Option<String>,
     /// Delays before each retry of a failed delivery (default none: the spec's single
     /// attempt), e.g. `[10, 60, 600, 3600]`.
     #[serde(default)]
+    #[schemars(length(max = 20), inner(range(min = 1, max = 86_400)))]
     pub retry_delays_secs: Vec<u64>,
     /// Consecutive failed deliveries after which a subscription is disabled (default
     /// off).
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub disable_after: Option<u32>,
     /// Deliver to loopback, private, link-local, multicast and unspecified addresses too
     /// (off by default: an owner could otherwise probe the server's own network).
@@ -375,9 +433,11 @@ pub struct WebhooksConfig {
     pub allow_private_addresses: bool,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LicenseConfig {
+    /// A hex Ed25519 public key: when set, only a license signed with its private key
+    /// counts. Absent: the license file is taken as it is (a self-hosted site).
     #[serde(default)]
     pub public_key: Option<String>,
 }
@@ -432,11 +492,39 @@ pub enum ConfigError {
     Invalid(String),
 }
 
+impl ConfigError {
+    /// A refused value's message with the line of the key it names first (`site.per_page
+    /// must be ...` becomes `line 4 column 3: site.per_page must be ...`), when the key is
+    /// written in `text`.
+    fn located(self, text: &str) -> Self {
+        let Self::Invalid(message) = self else { return self };
+        let path = message.split([' ', ':']).next().unwrap_or_default();
+        match codec::locate(text, path) {
+            Some((line, column)) => Self::Invalid(format!("line {line} column {column}: {message}")),
+            None => Self::Invalid(message),
+        }
+    }
+}
+
 impl SiteConfig {
+    /// The JSON Schema of `cms.yaml` (draft 2020-12), made from these types: every key
+    /// with its type, its default and the description written above it here. Editors check
+    /// the file with it as it is typed (`cms config schema`); the checks that span keys
+    /// (ranges, overlapping folders) are [`SiteConfig::from_yaml`]'s.
+    pub fn json_schema() -> serde_json::Value {
+        let mut schema = schemars::schema_for!(SiteConfig);
+        schema.insert("title".into(), "cms.yaml".into());
+        schema.insert(
+            "description".into(),
+            "The configuration of a cms site folder (docs/configuration.md).".into(),
+        );
+        schema.to_value()
+    }
+
     /// Parses and validates the text of `cms.yaml`.
     pub fn from_yaml(text: &str) -> Result<Self, ConfigError> {
         let config: Self = codec::from_yaml(text, YamlLimits::STATE)?;
-        config.validate()?;
+        config.validate().map_err(|error| error.located(text))?;
         Ok(config)
     }
 
@@ -449,7 +537,10 @@ impl SiteConfig {
             return invalid(format!("site.url must be an absolute http(s) URL, got {:?}", self.site.url));
         }
         if self.site.per_page == 0 || self.site.max_per_page < self.site.per_page {
-            return invalid("site.per_page must be at least 1 and at most site.max_per_page".into());
+            return invalid(format!(
+                "site.per_page must be at least 1 and at most site.max_per_page ({}), got {}",
+                self.site.max_per_page, self.site.per_page
+            ));
         }
         let mut slugs = Vec::new();
         for (i, c) in self.collections.iter().enumerate() {
@@ -554,8 +645,14 @@ impl SiteConfig {
                 "webhooks.disable_after must be at least 1 (leave it out to never disable)".into(),
             );
         }
-        if self.limits.json_bytes == 0 || self.limits.upload_bytes == 0 || self.versions.keep == 0 {
-            return invalid("limits.* and versions.keep must be greater than 0".into());
+        for (key, value) in [
+            ("limits.json_bytes", self.limits.json_bytes as u64),
+            ("limits.upload_bytes", self.limits.upload_bytes),
+            ("versions.keep", self.versions.keep as u64),
+        ] {
+            if value == 0 {
+                return invalid(format!("{key} must be greater than 0"));
+            }
         }
         self.images.validate().map_err(ConfigError::Invalid)?;
         self.server.validate()?;
@@ -684,6 +781,74 @@ mod tests {
         assert!(message.contains("line 7"), "{message}");
     }
 
+    /// A value of the wrong type names the key path, the line and what was expected, in
+    /// plain words (not serde's `invalid u32`).
+    #[test]
+    fn a_wrong_type_names_the_key_the_line_and_what_was_expected() {
+        let cases = [
+            (
+                "site:\n  name: S\n  url: https://e.com\n  per_page: ten\n",
+                "site.per_page",
+                "line 4",
+                "a whole number",
+            ),
+            (
+                &format!("{MINIMAL}collections:\n  - label: A\n    path: p\n    date_prefix: maybe\n"),
+                "collections[0].date_prefix",
+                "line 7",
+                "true or false",
+            ),
+            (&format!("{MINIMAL}webhooks: 5\n"), "webhooks", "line 4", "a mapping"),
+            (&format!("{MINIMAL}storage:\n  kind: ftp\n"), "storage.kind", "line 5", "fs, s3"),
+            (&format!("{MINIMAL}collections:\n  - label: A\n"), "collections[0]", "line 5", "path"),
+        ];
+        for (text, key, line, expected) in cases {
+            let message = SiteConfig::from_yaml(text).unwrap_err().to_string();
+            assert!(message.contains(key), "{text}: {message}");
+            assert!(message.contains(line), "{text}: {message}");
+            assert!(message.contains(expected), "{text}: {message}");
+            assert!(!message.contains("invalid u32") && !message.contains("invalid boolean"), "{message}");
+        }
+    }
+
+    /// A value that parses but is refused by a check names its line too.
+    #[test]
+    fn a_refused_value_names_its_line() {
+        let text = "site:\n  name: S\n  url: https://e.com\n  per_page: 0\n";
+        let message = SiteConfig::from_yaml(text).unwrap_err().to_string();
+        assert!(message.starts_with("line 4 column 3: site.per_page must be"), "{message}");
+        let text =
+            format!("{MINIMAL}collections:\n  - label: A\n    path: a\n  - label: B\n    path: ../b\n");
+        let message = SiteConfig::from_yaml(&text).unwrap_err().to_string();
+        assert!(message.starts_with("line 8 column 5: collections[1].path must be"), "{message}");
+        // A check of a default value has no line to name.
+        let text = format!("{MINIMAL}signin:\n  max_lock_secs: 10\n");
+        let message = SiteConfig::from_yaml(&text).unwrap_err().to_string();
+        assert!(message.starts_with("line 5 column 3: signin.max_lock_secs"), "{message}");
+    }
+
+    /// A key given twice is named with its path and in plain words, not with the
+    /// parser's option names.
+    #[test]
+    fn a_duplicated_key_is_named_in_plain_words() {
+        let message = SiteConfig::from_yaml(&format!("{MINIMAL}  name: T\n")).unwrap_err().to_string();
+        assert!(message.contains("site.name") && message.contains("line 4"), "{message}");
+        assert!(message.contains("twice"), "{message}");
+        assert!(!message.contains("DuplicateKeyPolicy") && !message.contains("Options"), "{message}");
+    }
+
+    /// An unclosed `[` is reported where it was opened, not on the line where the parser
+    /// gave up.
+    #[test]
+    fn an_unclosed_bracket_is_reported_where_it_opens() {
+        let text = format!(
+            "{MINIMAL}cors:\n  allowed_origins: [https://a.example, https://b.example\nlimits: {{}}\n"
+        );
+        let message = SiteConfig::from_yaml(&text).unwrap_err().to_string();
+        assert!(message.starts_with("line 5 column 20"), "{message}");
+        assert!(message.contains("cors.allowed_origins") && message.contains("never closed"), "{message}");
+    }
+
     #[test]
     fn refuses_resource_folders_over_collections_or_each_other() {
         let cases = [
@@ -763,5 +928,181 @@ mod tests {
             let text = format!("{MINIMAL}collections:\n  - label: Posts\n    path: {path:?}\n");
             assert!(SiteConfig::from_yaml(&text).is_err(), "{path}");
         }
+    }
+}
+
+/// The JSON Schema against the checks and the reference page `docs/configuration.md`.
+#[cfg(test)]
+mod schema_tests {
+    use serde_json::{Map, Value, json};
+
+    use super::SiteConfig;
+    use crate::codec;
+
+    /// The reference of `cms.yaml`, checked here against the schema.
+    const DOC: &str = include_str!("../../../docs/configuration.md");
+
+    /// One key of the schema: its path (`collections[].label`, `images.presets.<name>.w`),
+    /// its schema.
+    fn keys(schema: &Value) -> Vec<(String, Value)> {
+        let defs = schema["$defs"].as_object().cloned().unwrap_or_default();
+        let mut out = Vec::new();
+        walk(schema, &defs, "", &mut out);
+        out
+    }
+
+    fn resolve<'a>(node: &'a Value, defs: &'a Map<String, Value>) -> &'a Value {
+        match node.get("$ref").and_then(Value::as_str) {
+            Some(reference) => &defs[reference.trim_start_matches("#/$defs/")],
+            None => node,
+        }
+    }
+
+    fn walk(node: &Value, defs: &Map<String, Value>, prefix: &str, out: &mut Vec<(String, Value)>) {
+        let node = resolve(node, defs);
+        for variant in node.get("oneOf").and_then(Value::as_array).into_iter().flatten() {
+            walk(variant, defs, prefix, out);
+        }
+        let Some(properties) = node.get("properties").and_then(Value::as_object) else { return };
+        for (name, property) in properties {
+            let path = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
+            if out.iter().any(|(p, _)| *p == path) {
+                continue;
+            }
+            out.push((path.clone(), property.clone()));
+            let target = resolve(property, defs);
+            if let Some(items) = target.get("items") {
+                walk(items, defs, &format!("{path}[]"), out);
+            }
+            if let Some(values) = target.get("additionalProperties").filter(|v| v.is_object()) {
+                walk(values, defs, &format!("{path}.<name>"), out);
+            }
+            walk(target, defs, &path, out);
+        }
+    }
+
+    /// A `cms.yaml` with `path` set to `value` (a minimal site, a bucket for `storage.*`).
+    fn config_with(path: &str, value: Value) -> String {
+        let mut root = json!({"site": {"name": "S", "url": "https://example.com"}});
+        if path.starts_with("storage.") {
+            root["storage"] = json!({"kind": "s3", "bucket": "b"});
+        }
+        let mut node = &mut root;
+        let parts: Vec<&str> = path.split('.').collect();
+        for part in &parts[..parts.len() - 1] {
+            node = node.as_object_mut().unwrap().entry(*part).or_insert_with(|| json!({}));
+        }
+        node[parts[parts.len() - 1]] = value;
+        codec::to_yaml(&root).unwrap()
+    }
+
+    /// Every range the schema states is the one the checks enforce: its ends are accepted
+    /// and the values just outside refused, naming the key. So an editor never flags a
+    /// value the server takes, nor misses one it refuses.
+    #[test]
+    fn the_schemas_ranges_are_the_checks_ranges() {
+        // Bounded by another key as well; the schema states their absolute bounds.
+        let relative = [
+            "site.per_page",
+            "site.max_per_page",
+            "signin.max_lock_secs",
+            "mcp.max_sessions_per_key",
+            "images.quality",
+            "signin.lock_secs",
+            "mcp.max_sessions",
+        ];
+        let mut checked = 0;
+        for (path, schema) in keys(&SiteConfig::json_schema()) {
+            let (min, max) = (schema["minimum"].as_i64(), schema["maximum"].as_i64());
+            if path.contains(['[', '<']) || (min.unwrap_or(0) == 0 && max.is_none()) {
+                continue;
+            }
+            for end in [min, max].into_iter().flatten() {
+                if !relative.contains(&path.as_str()) {
+                    let text = config_with(&path, json!(end));
+                    assert!(SiteConfig::from_yaml(&text).is_ok(), "{path}: {end} is in range\n{text}");
+                }
+            }
+            let outside = [min.filter(|m| *m > 0).map(|m| m - 1), max.map(|m| m + 1)];
+            for value in outside.into_iter().flatten() {
+                let message =
+                    SiteConfig::from_yaml(&config_with(&path, json!(value))).unwrap_err().to_string();
+                assert!(message.contains(&path), "{path} = {value}: {message}");
+            }
+            checked += 1;
+        }
+        assert!(checked >= 25, "{checked} ranges");
+    }
+
+    /// The schema is what the parser takes: the keys, a wrong type refused by both.
+    #[test]
+    fn the_schema_names_every_key_with_its_default() {
+        let schema = SiteConfig::json_schema();
+        let keys = keys(&schema);
+        for expected in [
+            "site.per_page",
+            "collections[].path",
+            "images.presets.<name>.w",
+            "storage.bucket",
+            "mcp.max_sessions",
+        ] {
+            assert!(
+                keys.iter().any(|(p, _)| p == expected),
+                "{expected}: {:?}",
+                keys.iter().map(|k| &k.0).collect::<Vec<_>>()
+            );
+        }
+        let per_page = &keys.iter().find(|(p, _)| p == "site.per_page").unwrap().1;
+        assert_eq!(per_page["default"], 10);
+        assert_eq!(schema["additionalProperties"], false);
+    }
+
+    /// How the reference writes a default: `10`, `us-east-1`, `[]`, `false`.
+    fn written_default(value: &Value) -> String {
+        match value {
+            Value::String(s) if s.is_empty() => "\"\"".to_owned(),
+            Value::String(s) => s.clone(),
+            Value::Array(items) => {
+                format!("[{}]", items.iter().map(written_default).collect::<Vec<_>>().join(", "))
+            }
+            other => other.to_string(),
+        }
+    }
+
+    /// `docs/configuration.md` has a row for every key of the schema, with the schema's
+    /// default; every key is in one of its examples; and every example is a `cms.yaml`
+    /// that parses.
+    #[test]
+    fn the_reference_page_covers_every_key_with_its_default_and_an_example() {
+        let examples: Vec<&str> =
+            DOC.split("```yaml\n").skip(1).map(|b| b.split("```").next().unwrap()).collect();
+        assert!(examples.len() >= 2, "the page has its examples");
+        for example in &examples {
+            if let Err(error) = SiteConfig::from_yaml(example) {
+                panic!("an example of docs/configuration.md is refused: {error}\n{example}");
+            }
+        }
+        let mut missing = Vec::new();
+        for (path, schema) in keys(&SiteConfig::json_schema()) {
+            let row = DOC.lines().find(|l| l.starts_with(&format!("| `{path}` |")));
+            let Some(row) = row else {
+                missing.push(format!("no row for `{path}`"));
+                continue;
+            };
+            let cells: Vec<&str> = row.split(" | ").collect();
+            if let Some(default) = schema.get("default").filter(|d| !d.is_null()) {
+                let written = format!("`{}`", written_default(default));
+                if cells.get(1).map(|c| c.trim()) != Some(written.as_str()) {
+                    missing.push(format!("`{path}`: default should read {written}: {row}"));
+                }
+            }
+            // Lists and maps are located at their first entry in the examples.
+            let located = path.replace("[]", "[0]");
+            let located = located.split(".<name>").next().unwrap();
+            if !examples.iter().any(|e| codec::locate(e, located).is_some()) {
+                missing.push(format!("`{path}` is in no example"));
+            }
+        }
+        assert!(missing.is_empty(), "docs/configuration.md:\n{}", missing.join("\n"));
     }
 }

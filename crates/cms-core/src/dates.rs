@@ -87,6 +87,21 @@ impl fmt::Debug for SiteZone {
     }
 }
 
+/// `site.timezone` is written as an IANA name.
+impl schemars::JsonSchema for SiteZone {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "TimeZone".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "An IANA time zone name of the tz database, e.g. Europe/Berlin or UTC.",
+            "examples": ["UTC", "Europe/Berlin"]
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for SiteZone {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let name = String::deserialize(deserializer)?;

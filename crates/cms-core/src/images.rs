@@ -13,21 +13,25 @@ use crate::error::{CoreError, CoreResult};
 
 /// `images:` in `cms.yaml`. Only these sizes, qualities and presets are rendered, so that
 /// nobody can make the server render (and keep) an unbounded number of variants.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ImagesConfig {
     /// The values `w` and `h` may take.
     #[serde(default = "default_sizes")]
+    #[schemars(length(min = 1), inner(range(min = 1, max = MAX_SIDE)))]
     pub sizes: Vec<u32>,
     /// The largest source image decoded (width × height); larger ones are refused from
     /// their header, before any pixel is decoded.
     #[serde(default = "default_max_pixels")]
+    #[schemars(range(min = 1))]
     pub max_pixels: u64,
     /// The values `q` may take.
     #[serde(default = "default_qualities")]
+    #[schemars(length(min = 1), inner(range(min = 1, max = 100)))]
     pub qualities: Vec<u8>,
-    /// The quality used when `q` is absent.
+    /// The quality used when `q` is absent (one of `qualities`).
     #[serde(default = "default_quality")]
+    #[schemars(range(min = 1, max = 100))]
     pub quality: u8,
     /// Named transforms, made at upload time and served at `?preset=<name>`.
     #[serde(default)]
@@ -40,22 +44,31 @@ pub struct ImagesConfig {
     /// The time one render may take (decode, resize, encode); past it the request is
     /// answered `503` and the render abandoned.
     #[serde(default = "default_render_timeout_secs")]
+    #[schemars(range(min = 1, max = 600))]
     pub render_timeout_secs: u64,
     /// How long a request waits for a free image worker before it is answered `503`.
     #[serde(default = "default_queue_timeout_secs")]
+    #[schemars(range(min = 1, max = 300))]
     pub queue_timeout_secs: u64,
 }
 
 /// One named transform.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PresetConfig {
+    /// The width; `w`, `h` or both.
+    #[schemars(range(min = 1, max = MAX_SIDE))]
     pub w: Option<u32>,
+    /// The height.
+    #[schemars(range(min = 1, max = MAX_SIDE))]
     pub h: Option<u32>,
+    /// How the image fills `w` × `h`.
     #[serde(default)]
     pub fit: Fit,
     /// Absent: the source's own format.
     pub format: Option<OutputFormat>,
+    /// The quality (1 to 100); absent: `images.quality`.
+    #[schemars(range(min = 1, max = 100))]
     pub q: Option<u8>,
 }
 
@@ -102,7 +115,7 @@ impl Default for ImagesConfig {
 pub const MAX_SIDE: u32 = 8192;
 
 /// How the image fills the requested box.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Fit {
     /// Exactly `w` × `h`, the image scaled to cover it and the overflow cropped (centred).
@@ -125,7 +138,7 @@ impl Fit {
 }
 
 /// An encoding a variant can be written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum OutputFormat {
     Webp,

@@ -19,6 +19,9 @@ pub enum Feature {
 }
 
 impl Feature {
+    /// Every feature, in the order they are listed to people.
+    pub const ALL: [Self; 4] = [Self::JsonApi, Self::ThemeCustomization, Self::Webhooks, Self::Mcp];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::JsonApi => "json_api",
@@ -27,6 +30,47 @@ impl Feature {
             Self::Mcp => "mcp",
         }
     }
+
+    /// A feature by its name; else `Err` with the feature it was probably meant to be.
+    pub fn parse(name: &str) -> Result<Self, Option<Self>> {
+        if let Some(feature) = Self::ALL.into_iter().find(|f| f.as_str() == name) {
+            return Ok(feature);
+        }
+        // The same letters in another case or with other separators, else one or two typos.
+        let plain = |s: &str| s.chars().filter(|c| c.is_alphanumeric()).collect::<String>().to_lowercase();
+        let near = Self::ALL
+            .into_iter()
+            .find(|f| plain(f.as_str()) == plain(name))
+            .or_else(|| Self::ALL.into_iter().find(|f| edit_distance(f.as_str(), &name.to_lowercase()) <= 2));
+        Err(near)
+    }
+
+    /// The names, comma-separated: `json_api, theme_customization, webhooks, mcp`.
+    pub fn names() -> String {
+        Self::ALL.map(Self::as_str).join(", ")
+    }
+
+    /// Why `name` is not a feature, for people: the likely one and the known ones.
+    fn unknown(name: &str, near: Option<Self>) -> String {
+        let guess = near.map(|f| format!(" (did you mean {}?)", f.as_str())).unwrap_or_default();
+        format!("unknown feature {name:?}{guess}; the features are: {}", Self::names())
+    }
+}
+
+/// Levenshtein distance (insertions, deletions, substitutions), for "did you mean".
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1).min(row[j] + 1).min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 /// The license file, `.cms/license.yaml`.
@@ -48,6 +92,22 @@ impl License {
             .map_err(|e| CoreError::invalid(format!("license file is not valid: {e}")))?;
         license.expiry()?;
         Ok(license)
+    }
+
+    /// `Err` naming each feature of the file that this program does not know (with the
+    /// likely one and the known ones): a misspelt feature would otherwise be carried and
+    /// ignored. Installing checks it; reading does not, so that a license from a later
+    /// version still opens the features this one knows.
+    pub fn check_features(&self) -> CoreResult<()> {
+        let unknown: Vec<String> = self
+            .features
+            .iter()
+            .filter_map(|name| Feature::parse(name).err().map(|near| Feature::unknown(name, near)))
+            .collect();
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        Err(CoreError::invalid(format!("the license lists an {}", unknown.join("; and an "))))
     }
 
     /// The exact bytes a license signature covers: one `key=value` line per field.
@@ -121,14 +181,45 @@ impl LicenseState {
         matches!(self, Self::Active(l) if l.features.iter().any(|f| f == feature.as_str()))
     }
 
-    /// `Ok` when the license is active and carries `feature`; else a message for the client.
+    /// `Ok` when the license is active and carries `feature`; else a message for the client
+    /// that says what is wrong and what fixes it.
     pub fn require(&self, feature: Feature) -> CoreResult<()> {
         match self.lacks(feature) {
             None => Ok(()),
             Some(why) => Err(CoreError::PaymentRequired(format!(
-                "{why}; this route needs an active license with {}",
-                feature.as_str()
+                "{why}; this route needs an active license with the {} feature. {}",
+                feature.as_str(),
+                self.remedy(feature)
             ))),
+        }
+    }
+
+    /// What the site's owner does so that `feature` may be used, in one sentence naming the
+    /// command.
+    pub fn remedy(&self, feature: Feature) -> String {
+        let example = format!("licensee: NAME and features: [{}]", Feature::names());
+        match self {
+            Self::Missing => format!(
+                "The site's owner installs one with `cms license install FILE`, FILE being a YAML file with {example} (`cms init` writes one for a new site)."
+            ),
+            Self::Invalid(_) => {
+                "The site's owner installs a valid one with `cms license install FILE`.".to_owned()
+            }
+            Self::Expired(_) => {
+                "The site's owner installs a current one with `cms license install FILE`.".to_owned()
+            }
+            Self::Active(license) => {
+                let typo = license
+                    .features
+                    .iter()
+                    .find(|name| Feature::parse(name) == Err(Some(feature)))
+                    .map(|name| format!(" (it lists {name:?}: did you mean {}?)", feature.as_str()))
+                    .unwrap_or_default();
+                format!(
+                    "The site's owner adds {} to the license's features{typo} and installs it again with `cms license install FILE`.",
+                    feature.as_str()
+                )
+            }
         }
     }
 
@@ -196,6 +287,38 @@ mod tests {
             LicenseState::evaluate(Some(unsigned), Some(&public), now),
             LicenseState::Invalid(_)
         ));
+    }
+
+    /// A misspelt feature is refused with the known names and the likely one; a license
+    /// that parses but lacks a feature says so.
+    #[test]
+    fn unknown_features_are_named_with_the_known_ones() {
+        let message = license(&["jsonapi", "webhooks"], None).check_features().unwrap_err().to_string();
+        assert!(message.contains("\"jsonapi\"") && message.contains("did you mean json_api?"), "{message}");
+        assert!(message.contains("json_api, theme_customization, webhooks, mcp"), "{message}");
+        let message = license(&["gold"], None).check_features().unwrap_err().to_string();
+        assert!(!message.contains("did you mean"), "{message}");
+        assert!(license(&["json_api", "mcp"], None).check_features().is_ok());
+        assert_eq!(Feature::parse("Theme-Customization"), Err(Some(Feature::ThemeCustomization)));
+        assert_eq!(Feature::parse("mcp"), Ok(Feature::Mcp));
+    }
+
+    /// The refusal (the 402 of every route) says what fixes it.
+    #[test]
+    fn a_refusal_names_the_fix() {
+        let now = datetime!(2026-01-01 0:00 UTC);
+        let missing =
+            LicenseState::evaluate(None, None, now).require(Feature::JsonApi).unwrap_err().to_string();
+        assert!(
+            missing.contains("no license is installed") && missing.contains("cms license install"),
+            "{missing}"
+        );
+        let typo = LicenseState::evaluate(Some(license(&["jsonapi"], None)), None, now);
+        let message = typo.require(Feature::JsonApi).unwrap_err().to_string();
+        assert!(
+            message.contains("did you mean json_api?") && message.contains("cms license install"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -31,6 +31,7 @@ mod error;
 mod license;
 mod objects;
 mod previews;
+mod probe;
 mod resources;
 mod settings;
 mod state;

@@ -7,21 +7,31 @@ use anyhow::Context;
 use clap::Subcommand;
 use cms_core::account::{KeyFamily, Role};
 use cms_core::events::EventKind;
-use cms_core::license::{License, LicenseState};
+use cms_core::license::{Feature, License, LicenseState};
 use cms_webhooks::{LogEntry, Subscription};
 use time::format_description::well_known::Rfc3339;
 
 use crate::site::{OpenSite, Purpose, Site, random_key_bytes};
 
+#[cfg(test)]
+mod wording {
+    #[test]
+    fn counts_are_singular_or_plural() {
+        assert_eq!(super::plural(1, "entry", "entries"), "1 entry");
+        assert_eq!(super::plural(0, "entry", "entries"), "0 entries");
+        assert_eq!(super::plural(2, "key", "keys"), "2 keys");
+    }
+}
+
 #[derive(Subcommand)]
 pub enum AdminCommand {
-    /// Manage user accounts.
+    /// Manage user accounts (the web editor's and the API keys' owners).
     #[command(subcommand)]
     Users(UsersCommand),
-    /// Manage API keys.
+    /// Manage API keys (api_ for the REST API, mcp_ for /mcp).
     #[command(subcommand)]
     Keys(KeysCommand),
-    /// Show or install the license.
+    /// Show or install the license (which features are on).
     #[command(subcommand)]
     License(LicenseCommand),
     /// Manage webhook subscriptions and their delivery log.
@@ -32,10 +42,22 @@ pub enum AdminCommand {
     Previews(PreviewsCommand),
 }
 
+/// `--yes`: what a destructive command takes to skip its question on a terminal.
+#[derive(clap::Args, Clone, Copy)]
+pub struct Confirm {
+    /// Do not ask for confirmation (a command that is not run on a terminal never asks).
+    #[arg(long, short)]
+    yes: bool,
+}
+
 #[derive(Subcommand)]
 pub enum PreviewsCommand {
     /// Rotate the site's preview key: every preview link made before stops working at once.
-    RevokeAll,
+    #[command(after_help = "Examples:\n  cms previews revoke-all --site /srv/my-site")]
+    RevokeAll {
+        #[command(flatten)]
+        confirm: Confirm,
+    },
 }
 
 impl AdminCommand {
@@ -48,7 +70,33 @@ impl AdminCommand {
             | Self::Keys(KeysCommand::Create { .. } | KeysCommand::List | KeysCommand::Revoke { .. })
             | Self::License(LicenseCommand::Show | LicenseCommand::Install { .. })
             | Self::Webhooks(_)
-            | Self::Previews(PreviewsCommand::RevokeAll) => false,
+            | Self::Previews(PreviewsCommand::RevokeAll { .. }) => false,
+        }
+    }
+
+    /// Whether the command changes the site: these say first which site they act on.
+    /// No wildcard, so that a new command has to say.
+    pub fn changes_site(&self) -> bool {
+        match self {
+            Self::Users(UsersCommand::List)
+            | Self::Keys(KeysCommand::List)
+            | Self::License(LicenseCommand::Show)
+            | Self::Webhooks(WebhooksCommand::List | WebhooksCommand::Log) => false,
+            Self::Users(
+                UsersCommand::Add { .. } | UsersCommand::Remove { .. } | UsersCommand::Passwd { .. },
+            )
+            | Self::Keys(KeysCommand::Create { .. } | KeysCommand::Revoke { .. })
+            | Self::License(LicenseCommand::Install { .. })
+            | Self::Webhooks(
+                WebhooksCommand::Add { .. }
+                | WebhooksCommand::Enable { .. }
+                | WebhooksCommand::Disable { .. }
+                | WebhooksCommand::Remove { .. }
+                | WebhooksCommand::Test { .. }
+                | WebhooksCommand::Redeliver { .. }
+                | WebhooksCommand::ClearLog { .. },
+            )
+            | Self::Previews(PreviewsCommand::RevokeAll { .. }) => true,
         }
     }
 }
@@ -59,16 +107,22 @@ pub fn open(site: &Site, command: &AdminCommand) -> anyhow::Result<OpenSite> {
 }
 
 /// Runs one administration command, then delivers the webhooks its changes triggered
-/// (the `user.*` events of `users add|remove`) before the process exits.
+/// (the `user.*` events of `users add|remove`) before the process exits. A command that
+/// changes the site first says which (on standard error, so that standard output stays
+/// the command's answer).
 pub fn run(site: &Site, command: AdminCommand) -> anyhow::Result<()> {
     let open = open(site, &command)?;
+    if command.changes_site() {
+        eprintln!("{}", site_line(&open));
+    }
     let result = block_on(async {
         match command {
             AdminCommand::Users(command) => users(&open, command).await,
             AdminCommand::Keys(command) => keys(&open, command).await,
             AdminCommand::License(command) => license(&open, command).await,
             AdminCommand::Webhooks(command) => webhooks(&open, command),
-            AdminCommand::Previews(PreviewsCommand::RevokeAll) => {
+            AdminCommand::Previews(PreviewsCommand::RevokeAll { confirm }) => {
+                ask(confirm, &open, "make every preview link of this site stop working")?;
                 open.cms.revoke_previews().await?;
                 println!("revoked every preview link (the preview key is new)");
                 Ok(())
@@ -79,10 +133,35 @@ pub fn run(site: &Site, command: AdminCommand) -> anyhow::Result<()> {
     result
 }
 
+/// `site: /srv/my-site`, and the bucket when the content lives in one.
+fn site_line(open: &OpenSite) -> String {
+    match open.storage.strip_prefix("bucket: ") {
+        Some(bucket) => format!("site: {} (content in {bucket})", open.root.display()),
+        None => format!("site: {}", open.root.display()),
+    }
+}
+
+/// Asks before a destructive change, on a terminal only (`--yes` skips the question);
+/// anything but `y` or `yes` cancels, changing nothing.
+fn ask(confirm: Confirm, open: &OpenSite, what: &str) -> anyhow::Result<()> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if confirm.yes || !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return Ok(());
+    }
+    eprint!("{what} on {}? [y/N] ", open.root.display());
+    std::io::stderr().flush().ok();
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer).context("reading the answer")?;
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Ok(()),
+        _ => anyhow::bail!("cancelled; nothing was changed"),
+    }
+}
+
 /// Runs one command's facade calls to completion. The file adapters move their blocking
 /// I/O to tokio's blocking pool, so they need a tokio runtime; one thread (and its
 /// blocking pool) is plenty for one command.
-fn block_on<T>(work: impl Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+pub fn block_on<T>(work: impl Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -92,24 +171,40 @@ fn block_on<T>(work: impl Future<Output = anyhow::Result<T>>) -> anyhow::Result<
 
 #[derive(Subcommand)]
 pub enum UsersCommand {
-    /// Add a user, or change an existing user's role.
+    /// Add a user, or change an existing user's role (the last owner keeps theirs).
+    #[command(after_help = "Examples:\n  cms users add --email me@example.com --role owner\n  \
+                            cms users add --email ann@example.com --role editor --site /srv/my-site")]
     Add {
-        #[arg(long)]
+        /// The user's email address (their name when signing in to the web editor).
+        #[arg(long, value_name = "EMAIL")]
         email: String,
+        /// owner, admin or editor, highest first: a higher role can do all that a lower one
+        /// can, and only owners manage users, keys, webhooks and the theme.
         #[arg(long, value_parser = ["owner", "admin", "editor"])]
         role: String,
     },
     /// List users: email and role, one per line.
+    #[command(after_help = "Examples:\n  cms users list --site /srv/my-site")]
     List,
-    /// Remove a user and revoke their keys.
+    /// Remove a user and revoke their keys (the last owner cannot be removed).
+    #[command(after_help = "Examples:\n  cms users remove --email ann@example.com --site /srv/my-site\n  \
+                            cms users remove --email ann@example.com --yes   (no question, in a script)")]
     Remove {
-        #[arg(long)]
+        /// The email address of the user to remove.
+        #[arg(long, value_name = "EMAIL")]
         email: String,
+        #[command(flatten)]
+        confirm: Confirm,
     },
     /// Set a user's web editor password, read from standard input (one line; at least 8
     /// characters). Their signed-in sessions end.
+    #[command(
+        after_help = "Examples:\n  cms users passwd --email me@example.com          (asks, without echo)\n  \
+                            echo 'a long password' | cms users passwd --email me@example.com"
+    )]
     Passwd {
-        #[arg(long)]
+        /// The email address of the user whose password is set.
+        #[arg(long, value_name = "EMAIL")]
         email: String,
     },
 }
@@ -117,9 +212,15 @@ pub enum UsersCommand {
 #[derive(Subcommand)]
 pub enum KeysCommand {
     /// Create a key for a user; the plaintext is printed once, as the last line.
+    #[command(after_help = "Examples:\n  cms keys create --user me@example.com\n  \
+                            cms keys create --user me@example.com --name ci --site /srv/my-site\n  \
+                            cms keys create --user me@example.com --mcp      (for an AI agent)\n  \
+                            KEY=$(cms keys create --user me@example.com | tail -n 1)")]
     Create {
-        #[arg(long)]
+        /// The email address of the user the key acts as (with their role).
+        #[arg(long, value_name = "EMAIL")]
         user: String,
+        /// A name to tell the user's keys apart in `cms keys list`.
         #[arg(long, default_value = "default")]
         name: String,
         /// An `mcp_` key, for the AI-agent endpoint `/mcp` (it does not open the REST API,
@@ -127,24 +228,43 @@ pub enum KeysCommand {
         #[arg(long)]
         mcp: bool,
     },
-    /// List keys: id, user, name, created, kind (api or mcp; never the plaintext).
+    /// List keys: id, user, name, created (RFC 3339), kind (api or mcp; never the plaintext).
+    #[command(after_help = "Examples:\n  cms keys list --site /srv/my-site")]
     List,
     /// Revoke a key by id; it stops working on the next request.
-    Revoke { id: String },
+    #[command(after_help = "Examples:\n  cms keys revoke key_3f9c2a71d0 --site /srv/my-site")]
+    Revoke {
+        /// The key's id, as `cms keys list` shows it (key_...).
+        id: String,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
 }
 
 #[derive(Subcommand)]
 pub enum LicenseCommand {
-    /// Show the installed license and whether it is active.
+    /// Show the installed license and whether it opens the API; fails when it does not.
+    #[command(after_help = "Examples:\n  cms license show --site /srv/my-site")]
     Show,
-    /// Validate and install a license file.
-    Install { file: PathBuf },
+    /// Validate and install a license file (a YAML file: licensee, features, and optionally
+    /// expires_at and signature).
+    #[command(after_help = "Examples:\n  cms license install license.yaml --site /srv/my-site\n\n\
+                            A license file for a self-hosted site:\n  \
+                            licensee: My Site\n  \
+                            features: [json_api, theme_customization, webhooks, mcp]")]
+    Install {
+        /// The license file to install.
+        file: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
 pub enum WebhooksCommand {
     /// Subscribe an HTTPS endpoint to events; the signing secret is printed once, as the
     /// last line.
+    #[command(
+        after_help = "Examples:\n  cms webhooks add --url https://hooks.example.com/cms --events file.created,file.updated"
+    )]
     Add {
         /// The endpoint; must start with https://.
         #[arg(long)]
@@ -155,28 +275,57 @@ pub enum WebhooksCommand {
         events: String,
     },
     /// List subscriptions: id, state, URL, events, created (never the secret).
+    #[command(after_help = "Examples:\n  cms webhooks list --site /srv/my-site")]
     List,
     /// Enable a subscription by id.
-    Enable { id: String },
+    #[command(after_help = "Examples:\n  cms webhooks enable wh_3f9c2a71d0")]
+    Enable {
+        /// The subscription's id, as `cms webhooks list` shows it (wh_...).
+        id: String,
+    },
     /// Disable a subscription by id (nothing is sent to it until enabled again).
-    Disable { id: String },
+    #[command(after_help = "Examples:\n  cms webhooks disable wh_3f9c2a71d0")]
+    Disable {
+        /// The subscription's id, as `cms webhooks list` shows it (wh_...).
+        id: String,
+    },
     /// Remove a subscription by id (its delivery log entries stay).
-    Remove { id: String },
+    #[command(after_help = "Examples:\n  cms webhooks remove wh_3f9c2a71d0")]
+    Remove {
+        /// The subscription's id, as `cms webhooks list` shows it (wh_...).
+        id: String,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
     /// Show the delivery log, oldest first: time, delivery id, webhook, event, URL,
     /// attempt number, HTTP status, success or error.
+    #[command(after_help = "Examples:\n  cms webhooks log --site /srv/my-site")]
     Log,
     /// Send a `ping` event to a subscription now, and say how it answered.
-    Test { id: String },
+    #[command(after_help = "Examples:\n  cms webhooks test wh_3f9c2a71d0")]
+    Test {
+        /// The subscription's id, as `cms webhooks list` shows it (wh_...).
+        id: String,
+    },
     /// Send a logged delivery again (same body and delivery id, as a new attempt).
-    Redeliver { delivery_id: String },
+    #[command(after_help = "Examples:\n  cms webhooks redeliver dlv_0c8e1f5a2b")]
+    Redeliver {
+        /// The delivery's id, as `cms webhooks log` shows it.
+        delivery_id: String,
+    },
     /// Empty the delivery log.
-    ClearLog,
+    #[command(after_help = "Examples:\n  cms webhooks clear-log --site /srv/my-site")]
+    ClearLog {
+        #[command(flatten)]
+        confirm: Confirm,
+    },
 }
 
 pub async fn users(site: &OpenSite, command: UsersCommand) -> anyhow::Result<()> {
     match command {
         UsersCommand::Add { email, role } => {
             let role: Role = role.parse()?;
+            refuse_last_owner(site, &email, Some(role)).await?;
             let (user, created) = site.cms.add_user(&email, role).await?;
             let verb = if created { "added" } else { "updated" };
             println!("{verb} {} ({})", user.email, user.role);
@@ -186,7 +335,11 @@ pub async fn users(site: &OpenSite, command: UsersCommand) -> anyhow::Result<()>
                 println!("{} {}", user.email, user.role);
             }
         }
-        UsersCommand::Remove { email } => {
+        UsersCommand::Remove { email, confirm } => {
+            refuse_last_owner(site, &email, None).await?;
+            let keys =
+                site.cms.keys().await?.iter().filter(|k| k.email.eq_ignore_ascii_case(email.trim())).count();
+            ask(confirm, site, &format!("remove {email} and revoke their {}", plural(keys, "key", "keys")))?;
             site.cms.remove_user(&email).await?;
             println!("removed {email} and their keys");
         }
@@ -212,10 +365,11 @@ pub async fn keys(site: &OpenSite, command: KeysCommand) -> anyhow::Result<()> {
         KeysCommand::List => {
             for key in site.cms.keys().await? {
                 let kind = KeyFamily::of(&key).as_str();
-                println!("{} {} {} {} {kind}", key.id, key.email, key.name, key.created);
+                println!("{} {} {} {} {kind}", key.id, key.email, key.name, unix_rfc3339(key.created));
             }
         }
-        KeysCommand::Revoke { id } => {
+        KeysCommand::Revoke { id, confirm } => {
+            ask(confirm, site, &format!("revoke the key {id}"))?;
             site.cms.revoke_key(&id).await?;
             println!("revoked {id}");
         }
@@ -225,12 +379,26 @@ pub async fn keys(site: &OpenSite, command: KeysCommand) -> anyhow::Result<()> {
 
 pub async fn license(site: &OpenSite, command: LicenseCommand) -> anyhow::Result<()> {
     match command {
-        LicenseCommand::Show => match site.cms.license_state().await? {
-            LicenseState::Missing => println!("no license installed"),
-            LicenseState::Invalid(reason) => println!("invalid license: {reason}"),
-            LicenseState::Expired(license) => print_license(&license, "expired"),
-            LicenseState::Active(license) => print_license(&license, "active"),
-        },
+        LicenseCommand::Show => {
+            let state = site.cms.license_state().await?;
+            match &state {
+                LicenseState::Missing => println!("no license installed"),
+                LicenseState::Invalid(reason) => println!("invalid license: {reason}"),
+                LicenseState::Expired(license) => print_license(license, "expired"),
+                LicenseState::Active(license) if !state.has(Feature::JsonApi) => {
+                    print_license(license, "active, but without json_api: every route answers 402")
+                }
+                LicenseState::Active(license) => print_license(license, "active"),
+            }
+            // A license that does not open the API is a failure, with what fixes it.
+            let problems = crate::site::license_problems(&site.root, &state);
+            for line in problems.iter().flat_map(|p| p.lines()) {
+                println!("problem: {line}");
+            }
+            if !problems.is_empty() {
+                anyhow::bail!("the license has {} (above)", plural(problems.len(), "problem", "problems"));
+            }
+        }
         LicenseCommand::Install { file } => {
             let text = fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
             let license = site.cms.install_license(&text).await?;
@@ -276,7 +444,8 @@ pub fn webhooks(site: &OpenSite, command: WebhooksCommand) -> anyhow::Result<()>
             store.set_enabled(&id, false)?;
             println!("disabled {id}");
         }
-        WebhooksCommand::Remove { id } => {
+        WebhooksCommand::Remove { id, confirm } => {
+            ask(confirm, site, &format!("remove the webhook {id}"))?;
             store.remove(&id)?;
             println!("removed {id}");
         }
@@ -285,9 +454,10 @@ pub fn webhooks(site: &OpenSite, command: WebhooksCommand) -> anyhow::Result<()>
                 println!("{}", log_line(&entry));
             }
         }
-        WebhooksCommand::ClearLog => {
+        WebhooksCommand::ClearLog { confirm } => {
+            ask(confirm, site, "empty the webhook delivery log")?;
             let count = store.clear_log()?;
-            println!("cleared the delivery log ({count} entries)");
+            println!("cleared the delivery log ({})", plural(count, "entry", "entries"));
         }
         WebhooksCommand::Test { id } => {
             let hook = store
@@ -352,6 +522,33 @@ fn rfc3339(time: time::OffsetDateTime) -> String {
     time.format(&Rfc3339).unwrap_or_default()
 }
 
+/// A Unix time (seconds) in RFC 3339, as every time the CLI prints.
+fn unix_rfc3339(seconds: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp(seconds).map_or_else(|_| seconds.to_string(), rfc3339)
+}
+
+/// `1 entry`, `2 entries`, `0 entries`.
+pub fn plural(count: usize, one: &str, many: &str) -> String {
+    if count == 1 { format!("1 {one}") } else { format!("{count} {many}") }
+}
+
+/// Refuses to leave the site without an owner, as the web editor does: the last owner can
+/// be neither removed (`role` `None`) nor given a lower role.
+async fn refuse_last_owner(site: &OpenSite, email: &str, role: Option<Role>) -> anyhow::Result<()> {
+    if role == Some(Role::Owner) {
+        return Ok(());
+    }
+    let email = email.trim().to_ascii_lowercase();
+    let owners: Vec<String> =
+        site.cms.users().await?.into_iter().filter(|u| u.role == Role::Owner).map(|u| u.email).collect();
+    if owners.len() == 1 && owners[0] == email {
+        anyhow::bail!(
+            "{email} is the only owner; make another user an owner first (cms users add --email OTHER --role owner)"
+        );
+    }
+    Ok(())
+}
+
 /// `<time> <delivery> <webhook> <event> <url> attempt=<n> <status|-> success|error[: why]`
 fn log_line(entry: &LogEntry) -> String {
     let status = entry.status.map_or_else(|| "-".to_owned(), |s| s.to_string());
@@ -397,7 +594,7 @@ mod tests {
             (&["keys", "create", "--user", "a@example.com"], false),
             (&["keys", "create", "--user", "a@example.com", "--mcp"], false),
             (&["keys", "list"], false),
-            (&["keys", "revoke", "k"], false),
+            (&["keys", "revoke", "k", "--yes"], false),
             (&["license", "show"], false),
             (&["license", "install", "license.yaml"], false),
             (&["webhooks", "add", "--url", "https://e.com", "--events", "file.created"], false),

@@ -72,6 +72,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
     // below happens on this runtime (the workers of `HttpServer` have their own).
     actix_web::rt::System::new().block_on(async move {
         let first_key = site.first_start_key(open).await?;
+        crate::site::warn_about_license(&open.root, &cms).await;
         // Subscribed before the index is built, so that an edit made during the build is
         // reported too (a report of a file indexed as it is costs one stat).
         let feed = subscribe(&cms);

@@ -10,6 +10,7 @@ use cms_core::Cms;
 use cms_core::CoreResult;
 use cms_core::account::{KEY_RANDOM_BYTES, Role};
 use cms_core::config::{SiteConfig, StorageConfig};
+use cms_core::license::{Feature, LicenseState};
 use cms_core::ports::PreviewKeys;
 use cms_fs::{STATE_DIR, SystemClock, load_config, site_ports};
 use cms_s3::{S3Site, SharedState};
@@ -19,10 +20,8 @@ use ring::rand::{SecureRandom, SystemRandom};
 use crate::events::SiteEvents;
 use crate::schedule::ScheduleMark;
 
-/// The bundled demo site, as checked in.
-const DEMO_FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/demo-site");
-/// Where the demo's working copy lives, so that `fixtures/` is never written to.
-const DEMO_COPY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/demo-site");
+// The bundled demo site (`fixtures/demo-site`), embedded by `build.rs`: `DEMO_FILES`.
+include!(concat!(env!("OUT_DIR"), "/demo_site.rs"));
 pub const DEMO_OWNER: &str = "owner@example.com";
 
 /// What a site is opened for: the server and the commands differ in how they treat broken
@@ -76,19 +75,31 @@ impl OpenSite {
 }
 
 impl Site {
-    /// `--site DIR`, else the working copy of the demo site (made on first use, under
-    /// `target/` or wherever `CMS_DEMO_COPY` says).
-    pub fn locate(site: Option<PathBuf>) -> anyhow::Result<Self> {
-        if let Some(root) = site {
-            if !root.join(cms_fs::CONFIG_FILE).is_file() {
-                bail!("{} has no {}; is it a site folder?", root.display(), cms_fs::CONFIG_FILE);
-            }
-            return Ok(Self { root, is_demo: false });
+    /// The site a command acts on: `--site DIR` (or `CMS_SITE`), else the current folder
+    /// when it holds a `cms.yaml`. Never the demo: a command that forgot `--site` must not
+    /// change a site nobody meant.
+    pub fn for_command(site: Option<PathBuf>) -> anyhow::Result<Self> {
+        match named_or_current(site)? {
+            Some(site) => Ok(site),
+            None => bail!(
+                "no site given: name one with --site DIR (or CMS_SITE=DIR), or run the command in a site folder (one holding {config}); `cms init DIR` makes a new site{demo}",
+                config = cms_fs::CONFIG_FILE,
+                demo = demo_copy_folder()
+                    .map(|d| format!(", and the demo's working copy is {}", d.display()))
+                    .unwrap_or_default(),
+            ),
         }
-        let copy = match std::env::var_os("CMS_DEMO_COPY") {
-            Some(dir) => PathBuf::from(dir),
-            None => PathBuf::from(DEMO_COPY),
-        };
+    }
+
+    /// The site the server serves: as for a command, else the working copy of the bundled
+    /// demo (made on first use in the user's data folder, or wherever `CMS_DEMO_COPY` says).
+    pub fn for_serving(site: Option<PathBuf>) -> anyhow::Result<Self> {
+        if let Some(site) = named_or_current(site)? {
+            return Ok(site);
+        }
+        let copy = demo_copy_folder().context(
+            "no site given and no folder for the demo's copy (HOME is not set); pass --site DIR or set CMS_DEMO_COPY",
+        )?;
         if !copy.join(cms_fs::CONFIG_FILE).is_file() {
             make_demo_copy(&copy)?;
         }
@@ -179,6 +190,44 @@ impl Site {
     }
 }
 
+/// Says loudly, on standard error, when the site's license will make every route answer
+/// 402 (no license, an invalid or expired one, or one without `json_api`) and what fixes
+/// it; and names features the license lists that this program does not know.
+pub async fn warn_about_license(root: &Path, cms: &Cms) {
+    let state = match cms.license_state().await {
+        Ok(state) => state,
+        Err(error) => {
+            eprintln!("warning: cannot read the license: {error}");
+            return;
+        }
+    };
+    for problem in license_problems(root, &state) {
+        for line in problem.lines() {
+            eprintln!("warning: {line}");
+        }
+    }
+}
+
+/// What is wrong with the site's license, one problem per entry (an entry may have
+/// several lines): it does not open the API, and what fixes that; it lists features this
+/// program does not know.
+pub fn license_problems(root: &Path, state: &LicenseState) -> Vec<String> {
+    let mut problems = Vec::new();
+    if let Some(why) = state.lacks(Feature::JsonApi) {
+        problems.push(format!(
+            "every route will answer 402 Payment Required: {why}.\n{}\n  cms license install FILE --site {}",
+            state.remedy(Feature::JsonApi),
+            root.display()
+        ));
+    }
+    if let LicenseState::Active(license) | LicenseState::Expired(license) = state
+        && let Err(unknown) = license.check_features()
+    {
+        problems.push(unknown.to_string());
+    }
+    problems
+}
+
 /// The delivery workers. Deliveries need the license's `webhooks` feature, asked when
 /// each is due.
 fn start_webhooks(
@@ -254,32 +303,60 @@ pub fn random_key_bytes() -> anyhow::Result<[u8; KEY_RANDOM_BYTES]> {
     Ok(bytes)
 }
 
-/// Copies the bundled demo into `copy`: first into a temporary sibling, then renamed into
-/// place, so an interrupted copy never leaves a half site behind. `fixtures/` is only read.
-fn make_demo_copy(copy: &Path) -> anyhow::Result<()> {
-    let fixture = Path::new(DEMO_FIXTURE);
-    if !fixture.is_dir() {
-        bail!("no --site given and the bundled demo site is not available; pass --site DIR");
+/// `--site DIR` (checked to be a site folder), else the current folder if it holds a
+/// `cms.yaml`, else `None`.
+fn named_or_current(site: Option<PathBuf>) -> anyhow::Result<Option<Site>> {
+    if let Some(root) = site {
+        if !root.join(cms_fs::CONFIG_FILE).is_file() {
+            bail!(
+                "{} has no {}; is it a site folder? (`cms init {}` makes a new site)",
+                root.display(),
+                cms_fs::CONFIG_FILE,
+                root.display()
+            );
+        }
+        return Ok(Some(Site { root: absolute(root), is_demo: false }));
     }
+    let here = std::env::current_dir().context("reading the current folder")?;
+    Ok(here.join(cms_fs::CONFIG_FILE).is_file().then(|| Site { root: absolute(here), is_demo: false }))
+}
+
+/// The path as the operator will recognise it in messages: absolute, links resolved.
+fn absolute(path: PathBuf) -> PathBuf {
+    path.canonicalize().unwrap_or(path)
+}
+
+/// Where the demo's working copy lives: `CMS_DEMO_COPY`, else `cms/demo-site` in the
+/// user's data folder (`$XDG_DATA_HOME`, else `~/.local/share`), never inside a checkout.
+pub fn demo_copy_folder() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("CMS_DEMO_COPY") {
+        return Some(PathBuf::from(dir));
+    }
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".local/share")))?;
+    Some(data.join("cms/demo-site"))
+}
+
+/// Writes the bundled demo into `copy`: first into a temporary sibling, then renamed into
+/// place, so an interrupted copy never leaves a half site behind.
+fn make_demo_copy(copy: &Path) -> anyhow::Result<()> {
     let parent = copy.parent().context("the demo copy needs a parent folder")?;
-    fs::create_dir_all(parent)?;
+    fs::create_dir_all(parent).with_context(|| format!("making {}", parent.display()))?;
     let staging = tempfile::Builder::new().prefix(".demo-site-").tempdir_in(parent)?;
-    copy_tree(fixture, staging.path()).context("copying the demo site")?;
+    write_demo(staging.path()).context("writing the demo site")?;
     fs::rename(staging.keep(), copy).with_context(|| format!("moving the demo copy to {}", copy.display()))
 }
 
-/// Copies a folder tree (regular files and folders only; symlinks are skipped).
-fn copy_tree(from: &Path, to: &Path) -> anyhow::Result<()> {
-    fs::create_dir_all(to)?;
-    for entry in fs::read_dir(from)? {
-        let entry = entry?;
-        let kind = entry.file_type()?;
-        let target = to.join(entry.file_name());
-        if kind.is_dir() {
-            copy_tree(&entry.path(), &target)?;
-        } else if kind.is_file() {
-            fs::copy(entry.path(), &target)?;
+/// Writes the embedded demo site's files under `to`.
+fn write_demo(to: &Path) -> anyhow::Result<()> {
+    for (relative, bytes) in DEMO_FILES {
+        let target = to.join(relative);
+        if let Some(folder) = target.parent() {
+            fs::create_dir_all(folder)?;
         }
+        fs::write(&target, bytes).with_context(|| format!("writing {}", target.display()))?;
     }
     Ok(())
 }
@@ -291,7 +368,18 @@ pub(crate) mod tests {
     /// A copy of the bundled demo site in `dir`.
     pub(crate) fn demo_copy(dir: &Path) -> Site {
         let root = dir.join("site");
-        copy_tree(Path::new(DEMO_FIXTURE), &root).unwrap();
+        write_demo(&root).unwrap();
         Site { root, is_demo: false }
+    }
+
+    /// The embedded demo is the fixture as checked in, hidden files included.
+    #[test]
+    fn the_embedded_demo_is_the_fixture() {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo-site");
+        for (relative, bytes) in DEMO_FILES {
+            assert_eq!(&fs::read(fixture.join(relative)).unwrap(), bytes, "{relative}");
+        }
+        assert!(DEMO_FILES.iter().any(|(p, _)| *p == "cms.yaml"));
+        assert!(DEMO_FILES.iter().any(|(p, _)| *p == ".cms/license.yaml"));
     }
 }

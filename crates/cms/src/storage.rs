@@ -18,6 +18,10 @@ pub enum StorageCommand {
     /// Copy a site between a folder and an S3 bucket, either way, then check that both
     /// sides hold the same files. Credentials come from the environment
     /// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN).
+    #[command(
+        after_help = "Examples:\n  cms storage copy --from /srv/my-site --to s3://my-bucket/sites/blog\n  \
+                            cms storage copy --from s3://my-bucket/sites/blog --to /srv/restored --endpoint http://127.0.0.1:8333"
+    )]
     Copy(CopyArgs),
 }
 

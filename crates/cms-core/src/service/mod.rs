@@ -408,6 +408,7 @@ impl Cms {
     /// Validates and installs a license file's text.
     pub async fn install_license(&self, text: &str) -> CoreResult<License> {
         let license = License::from_yaml(text)?;
+        license.check_features()?;
         if let Some(key) = &self.license_public_key {
             license.verify(key)?;
         }

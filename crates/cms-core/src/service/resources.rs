@@ -67,6 +67,15 @@ fn parse_folder_index(raw: Option<&str>) -> CoreResult<usize> {
     }
 }
 
+/// Why folder `index` does not exist, saying which do.
+fn no_such_folder(index: usize, count: usize) -> String {
+    match count {
+        0 => format!("no resource folder {index}; this site has none (resources: in cms.yaml)"),
+        1 => format!("no resource folder {index}; there is one, folder 0"),
+        n => format!("no resource folder {index}; there are {n} (0 to {})", n - 1),
+    }
+}
+
 impl Cms {
     pub fn resource_folders(&self) -> &[ResourceFolder] {
         &self.resource_folders
@@ -75,13 +84,9 @@ impl Cms {
     /// A resource folder by its index as a client sent it (absent: 0).
     pub fn resource_folder(&self, raw_index: Option<&str>) -> CoreResult<&ResourceFolder> {
         let index = parse_folder_index(raw_index)?;
-        self.resource_folders.get(index).ok_or_else(|| {
-            CoreError::not_found(format!(
-                "no resource folder {index}; there are {} (0 to {})",
-                self.resource_folders.len(),
-                self.resource_folders.len().saturating_sub(1)
-            ))
-        })
+        self.resource_folders
+            .get(index)
+            .ok_or_else(|| CoreError::not_found(no_such_folder(index, self.resource_folders.len())))
     }
 
     pub async fn list_resources(
@@ -243,5 +248,18 @@ impl Cms {
             None => (Subpath::root(), tail),
         };
         Ok((folder, dir, FileName::parse(name).map_err(|_| not_found())?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_missing_folder_says_which_exist_in_good_english() {
+        assert_eq!(
+            super::no_such_folder(0, 0),
+            "no resource folder 0; this site has none (resources: in cms.yaml)"
+        );
+        assert_eq!(super::no_such_folder(3, 1), "no resource folder 3; there is one, folder 0");
+        assert_eq!(super::no_such_folder(9, 2), "no resource folder 9; there are 2 (0 to 1)");
     }
 }

@@ -6,6 +6,7 @@ mod caching;
 mod changes;
 mod cli;
 mod discovery;
+mod first_hour;
 mod images;
 mod mcp;
 mod nodes;
@@ -58,6 +59,14 @@ pub fn cms(site: &Path, args: &[&str]) -> Output {
 
 pub fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Standard error of a command on `site`, without the `site: ...` line a command that
+/// changes the site prints first.
+pub fn error_of(site: &Path, output: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let named = format!("site: {}\n", site.canonicalize().unwrap().display());
+    stderr.strip_prefix(&named).map(str::to_owned).unwrap_or(stderr)
 }
 
 /// Adds a user and returns a new key for them.

@@ -111,7 +111,7 @@ fn webhooks_commands_manage_subscriptions_and_refuse_bad_input() {
     ];
     for args in cases {
         let output = cms(site, args);
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        let stderr = crate::error_of(site, &output);
         assert!(!output.status.success(), "{args:?} should fail");
         assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: one line, got {stderr}");
         assert!(stderr.starts_with("error: "), "{stderr}");
@@ -139,7 +139,8 @@ fn user_commands_deliver_their_events_before_the_process_exits() {
     assert_eq!(got[0].json()["data"], json!({"email": "ann@example.com", "role": "editor"}));
 
     ok(site, &["users", "add", "--email", "ann@example.com", "--role", "editor"]); // no change
-    ok(site, &["users", "add", "--email", "ann@example.com", "--role", "owner"]);
+    // (An admin, not an owner: the only owner cannot be removed.)
+    ok(site, &["users", "add", "--email", "ann@example.com", "--role", "admin"]);
     ok(site, &["users", "remove", "--email", "ann@example.com"]);
     let got = receiver.received();
     let events: Vec<_> = got.iter().map(|r| r.json()["event"].as_str().unwrap().to_owned()).collect();
@@ -267,7 +268,7 @@ fn without_allow_private_addresses_a_loopback_receiver_is_refused() {
 
     for url in [receiver.url(), format!("https://2130706433:{}/hook", receiver.port())] {
         let output = cms(site, &["webhooks", "add", "--url", &url, "--events", "file.created"]);
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        let stderr = crate::error_of(site, &output);
         assert!(!output.status.success(), "{url} is refused when added");
         assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
         assert!(

@@ -53,21 +53,9 @@ impl AdminError {
     }
 }
 
-/// The status of each domain error kind, as `cms-http` maps them.
+/// The status of each domain error kind: the one table in core, as on the REST API.
 pub fn core_status(error: &CoreError) -> StatusCode {
-    match error {
-        CoreError::Invalid(_) => StatusCode::BAD_REQUEST,
-        CoreError::NotFound(_) => StatusCode::NOT_FOUND,
-        CoreError::Conflict(_) | CoreError::Stale(_) => StatusCode::CONFLICT,
-        CoreError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
-        CoreError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-        CoreError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
-        CoreError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
-        CoreError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-        CoreError::Forbidden(_) => StatusCode::FORBIDDEN,
-        CoreError::PaymentRequired(_) => StatusCode::PAYMENT_REQUIRED,
-        CoreError::Corrupt(_) | CoreError::Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
-    }
+    StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
 /// A refused form is shown again with its error: bad input is `422`, other refusals
@@ -79,13 +67,9 @@ pub fn form_error_status(error: &CoreError) -> StatusCode {
     }
 }
 
-/// The words shown for an error: the domain's own message, except for internal failures,
-/// whose details go to the log only.
+/// The words shown for an error, as on every surface (see `CoreError::public_message`).
 pub fn message_of(error: &CoreError) -> String {
-    match error {
-        CoreError::Internal { .. } => "the server could not finish this; the details are in its log".into(),
-        other => other.to_string(),
-    }
+    error.public_message()
 }
 
 #[derive(Template)]

@@ -1,5 +1,6 @@
-//! The one error type of the domain. Adapters translate their technology errors into it;
-//! `cms-http` maps its kinds to status codes at the edge.
+//! The one error type of the domain. Adapters translate their technology errors into it.
+//! [`CoreError::status`] and [`CoreError::public_message`] are the one table of how each
+//! kind is answered: the REST API, the web editor and the MCP tools all go by it.
 
 use std::fmt;
 
@@ -71,4 +72,70 @@ impl CoreError {
     }
 }
 
+impl CoreError {
+    /// The HTTP status the web surfaces (REST, the editor) answer this error with; MCP
+    /// reports the same error with the same words.
+    pub fn status(&self) -> u16 {
+        match self {
+            Self::Invalid(_) => 400,
+            Self::Unauthorized(_) => 401,
+            Self::PaymentRequired(_) => 402,
+            Self::Forbidden(_) => 403,
+            Self::NotFound(_) => 404,
+            Self::Conflict(_) | Self::Stale(_) => 409,
+            Self::PreconditionFailed(_) => 412,
+            Self::TooLarge(_) => 413,
+            Self::Unprocessable(_) => 422,
+            Self::Busy(_) => 503,
+            Self::Corrupt(_) | Self::Internal { .. } => 500,
+        }
+    }
+
+    /// The words a client is shown: the error's own message, but for an internal failure,
+    /// whose details go to the log (logged here, with the source) instead. A damaged file
+    /// is logged too, and named: its owner can mend it.
+    pub fn public_message(&self) -> String {
+        match self {
+            Self::Internal { .. } => {
+                tracing::error!(error = %self, source = ?std::error::Error::source(self), "internal error");
+                "internal server error; the server log has the details".to_owned()
+            }
+            Self::Corrupt(_) => {
+                tracing::error!(error = %self, "damaged file");
+                self.to_string()
+            }
+            _ => self.to_string(),
+        }
+    }
+}
+
 pub type CoreResult<T> = Result<T, CoreError>;
+
+#[cfg(test)]
+mod tests {
+    use super::CoreError;
+
+    #[test]
+    fn every_kind_has_its_status_and_internal_details_stay_in_the_log() {
+        let cases = [
+            (CoreError::Invalid("x".into()), 400),
+            (CoreError::Unauthorized("x".into()), 401),
+            (CoreError::PaymentRequired("x".into()), 402),
+            (CoreError::Forbidden("x".into()), 403),
+            (CoreError::NotFound("x".into()), 404),
+            (CoreError::Conflict("x".into()), 409),
+            (CoreError::Stale("x".into()), 409),
+            (CoreError::PreconditionFailed("x".into()), 412),
+            (CoreError::TooLarge("x".into()), 413),
+            (CoreError::Unprocessable("x".into()), 422),
+            (CoreError::Busy("x".into()), 503),
+            (CoreError::Corrupt("x".into()), 500),
+        ];
+        for (error, status) in cases {
+            assert_eq!((error.status(), error.public_message()), (status, "x".to_owned()), "{error:?}");
+        }
+        let internal = CoreError::internal("reading a/b.md", "disk on fire");
+        assert_eq!(internal.status(), 500);
+        assert!(!internal.public_message().contains("disk"), "the cause is not shown");
+    }
+}

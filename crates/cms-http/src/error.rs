@@ -48,33 +48,11 @@ impl ApiError {
         }
     }
 
-    /// Maps a domain error to its status; internal causes are logged, not sent.
+    /// A domain error as the one table in core answers it ([`CoreError::status`],
+    /// [`CoreError::public_message`]: internal causes are logged, not sent).
     pub fn from_core(error: CoreError, shape: Shape) -> Self {
-        let status = match &error {
-            CoreError::Invalid(_) => StatusCode::BAD_REQUEST,
-            CoreError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            CoreError::PaymentRequired(_) => StatusCode::PAYMENT_REQUIRED,
-            CoreError::Forbidden(_) => StatusCode::FORBIDDEN,
-            CoreError::NotFound(_) => StatusCode::NOT_FOUND,
-            CoreError::Conflict(_) | CoreError::Stale(_) => StatusCode::CONFLICT,
-            CoreError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
-            CoreError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            CoreError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            CoreError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
-            CoreError::Corrupt(_) | CoreError::Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        let message = match &error {
-            CoreError::Internal { .. } => {
-                tracing::error!(error = %error, source = ?std::error::Error::source(&error), "internal error");
-                "internal server error; the server log has the details".to_owned()
-            }
-            CoreError::Corrupt(_) => {
-                tracing::error!(error = %error, "damaged file");
-                error.to_string()
-            }
-            _ => error.to_string(),
-        };
-        Self { status, message, shape, accepts: None }
+        let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        Self { status, message: error.public_message(), shape, accepts: None }
     }
 }
 

@@ -39,19 +39,10 @@ fn caller(ctx: &RequestContext<RoleServer>) -> Result<Viewer, String> {
         .ok_or_else(|| "this request carries no mcp_ key".to_owned())
 }
 
-/// The REST API's words for a failure (an internal cause is logged, not sent).
+/// The REST API's words for a failure: the one table in core (an internal cause is
+/// logged, not sent).
 fn fail(error: CoreError) -> String {
-    match &error {
-        CoreError::Internal { .. } => {
-            tracing::error!(error = %error, source = ?std::error::Error::source(&error), "internal error in an MCP tool");
-            "internal server error; the server log has the details".to_owned()
-        }
-        CoreError::Corrupt(_) => {
-            tracing::error!(error = %error, "damaged file");
-            error.to_string()
-        }
-        _ => error.to_string(),
-    }
+    error.public_message()
 }
 
 /// Every list of this server is answered whole (no `nextCursor`), so no cursor is one the

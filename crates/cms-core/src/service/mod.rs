@@ -40,7 +40,7 @@ pub use discovery::{
 };
 
 pub use accounts::SESSION_KEY_ID;
-pub use index::SkippedFile;
+pub use index::{Indexing, SkippedFile};
 pub use items::etag_of;
 pub use previews::PreviewLink;
 pub use rendered::AheadSink;
@@ -248,6 +248,8 @@ pub struct Cms {
     ports: Ports,
     /// One kept index per collection (see `index.rs`).
     indexes: Vec<index::IndexCell>,
+    /// How far the first indexing has come (see [`Cms::start`]).
+    progress: index::StartProgress,
     /// One search index per collection, kept in step with `indexes` (see `search.rs`).
     search: Vec<search::SearchCell>,
     /// One lock per item: writes to an item serialize, so a read-modify-write never loses
@@ -294,6 +296,7 @@ impl Cms {
         };
         Self {
             indexes: collections.iter().map(|_| index::IndexCell::default()).collect(),
+            progress: index::StartProgress::default(),
             search: collections.iter().map(|_| search::SearchCell::default()).collect(),
             item_locks: locks::ItemLocks::default(),
             render_cache: Arc::new(crate::render_cache::MemoryRenderCache::new(MEMORY_RENDER_CACHE_BYTES)),

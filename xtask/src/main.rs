@@ -2,22 +2,30 @@
 //! benchmarks (release builds): the HTTP load benchmark, then the in-process ones;
 //! `cargo xtask contract` checks the running server against docs/openapi.yaml;
 //! `cargo xtask mcp-conformance` runs the official MCP conformance suite against its `/mcp`;
-//! `cargo xtask openapi-lint` checks the document itself with the OpenAPI validators.
+//! `cargo xtask openapi-lint` checks the document itself with the OpenAPI validators;
+//! `cargo xtask test` is the README's test command (the test tools installed, skipped
+//! checks listed); `cargo xtask dist` builds the release tarball.
 
 mod conformance;
 mod contract;
+mod dist;
 mod hello;
 mod load;
 mod openapi_lint;
+mod test;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, bail};
 
-const USAGE: &str = "usage: cargo xtask <ci|bench|contract|openapi-lint|mcp-conformance>
-  ci        fmt check, clippy -D warnings, all tests, the OpenAPI lint and contract checks
-            and the MCP conformance suite
+const USAGE: &str = "usage: cargo xtask <test|ci|dist|bench|contract|openapi-lint|mcp-conformance>
+  test      every test, with the tools the real-client tests need installed (venvs under
+            target/), then the list of checks skipped for a missing tool [--ci] [-- ARGS]
+  ci        fmt check, clippy -D warnings, `test --ci`, the OpenAPI lint and contract
+            checks and the MCP conformance suite
+  dist      the release tarball in target/dist/ (binary, LICENSE, README, docs, a systemd
+            unit, the demo site)
   bench     benchmarks with their targets (`cargo xtask bench --help` for options)
   bench-images  the image variant figures (24 MP JPEG to WebP, PNG bomb, cache hits)
   bench-s3  the 10,000-item site in a bucket (SeaweedFS on loopback): reads, writes,
@@ -34,6 +42,8 @@ fn main() -> anyhow::Result<()> {
     let rest: Vec<String> = args.collect();
     match task.as_str() {
         "ci" => ci(),
+        "test" => test::run(&workspace_root(), &rest),
+        "dist" => dist::run(&workspace_root(), &rest),
         "bench" => bench(&rest),
         "bench-images" => bench_images(),
         "bench-s3" => bench_s3(&rest),
@@ -146,7 +156,7 @@ fn in_process_benches() -> anyhow::Result<()> {
 fn ci() -> anyhow::Result<()> {
     cargo(&["fmt", "--all", "--", "--check"])?;
     cargo(&["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"])?;
-    cargo(&["test", "--workspace", "--locked"])?;
+    test::run(&workspace_root(), &["--ci".to_owned()])?;
     openapi_lint::run(&workspace_root())?;
     contract::run(&workspace_root(), &[])?;
     conformance::run(&workspace_root(), &[])

@@ -230,9 +230,9 @@ pub struct S3StorageConfig {
     /// Keys start with this (`sites/blog`); the bucket's root when empty.
     #[serde(default)]
     pub prefix: String,
-    /// The bucket's region.
-    #[serde(default = "default_region")]
-    pub region: String,
+    /// The bucket's region; `AWS_REGION` (else us-east-1) when absent.
+    #[serde(default)]
+    pub region: Option<String>,
     /// How often each node reads the others' change journal (milliseconds).
     #[serde(default = "default_poll_ms")]
     #[schemars(range(min = 50, max = 60_000))]
@@ -287,10 +287,6 @@ impl S3StorageConfig {
         }
         Ok(())
     }
-}
-
-fn default_region() -> String {
-    "us-east-1".into()
 }
 
 fn default_poll_ms() -> u64 {
@@ -757,7 +753,7 @@ mod tests {
         let text =
             format!("{MINIMAL}storage:\n  kind: s3\n  bucket: site\n  endpoint: http://127.0.0.1:9000\n");
         let StorageConfig::S3(s3) = SiteConfig::from_yaml(&text).unwrap().storage else { panic!("s3") };
-        assert_eq!((s3.bucket.as_str(), s3.region.as_str(), s3.poll_ms), ("site", "us-east-1", 500));
+        assert_eq!((s3.bucket.as_str(), s3.region.as_deref(), s3.poll_ms), ("site", None, 500));
         let refused = [
             ("storage:\n  kind: ftp\n", "ftp"),
             ("storage:\n  kind: s3\n", "bucket"),

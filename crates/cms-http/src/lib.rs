@@ -19,6 +19,7 @@ pub mod openapi;
 pub mod reply;
 pub mod routes;
 pub mod state;
+pub mod warmup;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
@@ -29,7 +30,7 @@ pub use error::{ApiError, Shape};
 pub use state::AppState;
 
 /// The whole application: routes, fallbacks and middleware (outermost first: request log,
-/// then CORS and the license gate). Install the tracing subscriber first: whether requests
+/// then CORS and the license gate, then `503` while the first indexing runs). Install the tracing subscriber first: whether requests
 /// are logged is decided here.
 pub fn app(
     state: web::Data<AppState>,
@@ -62,12 +63,14 @@ pub fn app_with(
 > {
     let folders: Vec<(usize, String)> =
         state.cms.resource_folders().iter().map(|f| (f.index, f.url.clone())).collect();
+    let until_indexed = warmup::UntilIndexed::new(state.cms.clone());
     App::new()
         .app_data(state)
         .configure(routes::configure)
         .configure(|cfg| routes::configure_files(cfg, &folders))
         .configure(extra)
         .default_service(web::to(handlers::service::not_found))
+        .wrap(until_indexed)
         .wrap(from_fn(middleware::cors_and_license))
         // No layer at all when the log would drop its lines (a server logging warnings).
         .wrap(Condition::new(middleware::log_enabled(), from_fn(middleware::log_request)))

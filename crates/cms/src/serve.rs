@@ -1,3 +1,4 @@
+use std::future::Future;
 use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -76,11 +77,10 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         // Subscribed before the index is built, so that an edit made during the build is
         // reported too (a report of a file indexed as it is costs one stat).
         let feed = subscribe(&cms);
-        let (items, took) = build_index(&cms).await?;
-        follow(cms.clone(), feed);
-        crate::schedule::keep_schedule(cms.clone(), open.schedule_mark.clone());
-        keep_snapshots(cms.clone());
-        prepare_in_background(state.clone());
+        // From here on the routes answer 503 (and /status "indexing") until the indexes
+        // are built: the port is bound at once, whatever the size of the site.
+        let starting = cms.start();
+        let ahead = state.clone();
 
         // Slow clients: heads, bodies and idle connections are timed, and each worker
         // serves a bounded number of connections (cms_http::deadlines says what actix
@@ -109,7 +109,19 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
             say(format_args!("web editor: http://{address}/admin/"));
         }
         say(format_args!("{storage}"));
-        say(format_args!("indexed {items} items in {:.2} s", took.as_secs_f64()));
+        let mut running = actix_web::rt::spawn(server.run());
+        tokio::select! {
+            (items, took) = async {
+                hold_indexing_for_tests().await;
+                build_index(&cms, starting).await
+            } => say(format_args!("indexed {items} items in {:.2} s", took.as_secs_f64())),
+            // Stopped (Ctrl-C) before the site was indexed.
+            served = &mut running => return served_result(served),
+        }
+        follow(cms.clone(), feed);
+        crate::schedule::keep_schedule(cms.clone(), open.schedule_mark.clone());
+        keep_snapshots(cms.clone());
+        prepare_in_background(ahead);
         if let Some((key, password)) = &first_key {
             say(format_args!(
                 "created the demo owner {} with this API key (shown once):",
@@ -120,7 +132,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
             say(format_args!("{password}"));
         }
         say(format_args!("ready (Ctrl-C stops the server)"));
-        let served = server.run().await.context("server failed");
+        let served = served_result(running.await);
         crate::schedule::stop(&cms);
         save_snapshots(&cms).await;
         served
@@ -170,13 +182,33 @@ async fn save_snapshots(cms: &Cms) {
     }
 }
 
-/// Builds every collection's index and loads the license; returns how many usable items
-/// the indexes hold and how long it took. A collection that cannot be indexed is logged
-/// by the facade and answers its error to its requests; the others are served.
-async fn build_index(cms: &Cms) -> anyhow::Result<(usize, Duration)> {
+/// Waits for [`Cms::start`] (every collection's index, and the license), logging how far
+/// it is every [`PROGRESS_EVERY`]; returns how many usable items the indexes hold and how
+/// long it took. A collection that cannot be indexed is logged by the facade and answers
+/// its error to its requests; the others are served.
+async fn build_index(
+    cms: &Cms,
+    starting: impl Future<Output = cms_core::CoreResult<()>>,
+) -> (usize, Duration) {
     let started = Instant::now();
-    if let Err(error) = cms.start().await {
-        tracing::warn!(%error, "serving without part of the site; see the errors above");
+    let progress = async {
+        loop {
+            actix_web::rt::time::sleep(PROGRESS_EVERY).await;
+            if let Some(progress) = cms.indexing() {
+                tracing::info!(
+                    indexed = progress.indexed,
+                    found = progress.found,
+                    seconds = started.elapsed().as_secs(),
+                    "indexing the site; routes answer 503 until it is done"
+                );
+            }
+        }
+    };
+    tokio::select! {
+        result = starting => if let Err(error) = result {
+            tracing::warn!(%error, "serving without part of the site; see the errors above");
+        },
+        never = progress => never,
     }
     let took = started.elapsed();
     let mut items = 0;
@@ -184,7 +216,26 @@ async fn build_index(cms: &Cms) -> anyhow::Result<(usize, Duration)> {
         items += cms.indexed_items(collection).await.map_or(0, |items| items.len());
     }
     tracing::info!(items, seconds = took.as_secs_f64(), "indexed the site");
-    Ok((items, took))
+    (items, took)
+}
+
+/// How often the first indexing logs its progress.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+/// The answer of the server's task: its own error, or the task's.
+fn served_result(served: Result<std::io::Result<()>, actix_web::rt::task::JoinError>) -> anyhow::Result<()> {
+    served.context("server failed")?.context("server failed")
+}
+
+/// A hook for the tests of the binary: with `CMS_TEST_HOLD_INDEXING=PATH` (a FIFO), the
+/// server listens but starts indexing only once that file was read to its end, so that a
+/// test can see the answers of a server that is still indexing without racing it.
+async fn hold_indexing_for_tests() {
+    let Some(path) = std::env::var_os("CMS_TEST_HOLD_INDEXING") else { return };
+    let held = actix_web::rt::task::spawn_blocking(move || std::fs::read(&path)).await;
+    if !matches!(held, Ok(Ok(_))) {
+        tracing::warn!("CMS_TEST_HOLD_INDEXING: cannot read the file; indexing now");
+    }
 }
 
 /// The store's change feed, or `None` (then the site is rescanned every second). A feed

@@ -3,21 +3,26 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use cms_core::config::{S3StorageConfig, SiteConfig, StorageConfig};
 use cms_fs::atomic;
 use cms_s3::S3Site;
+use indicatif::{ProgressBar, ProgressStyle};
 use ring::digest;
 
 #[derive(Subcommand)]
 pub enum StorageCommand {
     /// Copy a site between a folder and an S3 bucket, either way, then check that both
     /// sides hold the same files. Credentials come from the environment
-    /// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN).
+    /// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN). Shows a progress bar
+    /// on a terminal, and a line at every tenth of the files otherwise.
     #[command(
         after_help = "Examples:\n  cms storage copy --from /srv/my-site --to s3://my-bucket/sites/blog\n  \
                             cms storage copy --from s3://my-bucket/sites/blog --to /srv/restored --endpoint http://127.0.0.1:8333"
@@ -33,12 +38,12 @@ pub struct CopyArgs {
     /// A folder (made if missing), or s3://BUCKET/PREFIX.
     #[arg(long)]
     to: String,
-    /// The S3 endpoint (http://127.0.0.1:8333); AWS's own when absent.
+    /// The S3 endpoint (http://127.0.0.1:8333); else AWS_ENDPOINT_URL; else AWS's own.
     #[arg(long)]
     endpoint: Option<String>,
-    /// The bucket's region.
-    #[arg(long, default_value = "us-east-1")]
-    region: String,
+    /// The bucket's region; else AWS_REGION; else us-east-1.
+    #[arg(long)]
+    region: Option<String>,
     /// Copy into a folder or prefix that is not empty: files of the same name are replaced,
     /// the others stay (and the check then lists them).
     #[arg(long)]
@@ -98,11 +103,12 @@ impl Side {
 /// The settings as `storage:` in cms.yaml would give them, through the same checks (they
 /// belong to the cms.yaml schema, so the settings go through a minimal one).
 fn s3_config(bucket: &str, prefix: &str, args: &CopyArgs) -> anyhow::Result<S3StorageConfig> {
-    let mut storage = serde_json::json!({
-        "kind": "s3", "bucket": bucket, "prefix": prefix, "region": args.region,
-    });
+    let mut storage = serde_json::json!({ "kind": "s3", "bucket": bucket, "prefix": prefix });
     if let Some(endpoint) = &args.endpoint {
         storage["endpoint"] = endpoint.as_str().into();
+    }
+    if let Some(region) = &args.region {
+        storage["region"] = region.as_str().into();
     }
     // JSON is YAML.
     let text = serde_json::json!({
@@ -172,12 +178,13 @@ fn upload(folder: &Path, site: &S3Site, overwrite: bool) -> anyhow::Result<Copie
             site.description()
         );
     }
-    let mut copied = Copied { skipped: skipped.len(), ..Copied::default() };
-    for (key, path) in &files {
-        copied.bytes += site.put_file_blocking(key, path).with_context(|| format!("copying {key}"))?;
-        copied.files += 1;
-    }
-    Ok(copied)
+    let progress = Progress::new(format!("copying to {}", site.description()), files.len());
+    let files: Vec<(&String, &PathBuf)> = files.iter().collect();
+    let bytes = in_parallel(&files, &progress, |(key, path)| {
+        site.put_file_blocking(key, path).with_context(|| format!("copying {key}"))
+    })?;
+    progress.finish();
+    Ok(Copied { files: files.len(), bytes: bytes.iter().sum(), skipped: skipped.len() })
 }
 
 /// A target folder must be new or empty, unless `--overwrite`.
@@ -205,8 +212,8 @@ fn download(site: &S3Site, folder: &Path) -> anyhow::Result<Copied> {
         check_key(key)?;
     }
     fs::create_dir_all(folder).with_context(|| format!("making {}", folder.display()))?;
-    let mut copied = Copied::default();
-    for key in &keys {
+    let progress = Progress::new(format!("copying into {}", folder.display()), keys.len());
+    let sizes = in_parallel(&keys, &progress, |key| {
         let bytes =
             site.get_object_blocking(key)?.with_context(|| format!("{key} vanished from the bucket"))?;
         let path = target_path(folder, key)?;
@@ -217,10 +224,10 @@ fn download(site: &S3Site, folder: &Path) -> anyhow::Result<Copied> {
             atomic::write(&path, &bytes, atomic::Existing::Replace)
         };
         written.with_context(|| format!("writing {}", path.display()))?;
-        copied.files += 1;
-        copied.bytes += bytes.len() as u64;
-    }
-    Ok(copied)
+        Ok(bytes.len() as u64)
+    })?;
+    progress.finish();
+    Ok(Copied { files: keys.len(), bytes: sizes.iter().sum(), skipped: 0 })
 }
 
 #[derive(Default)]
@@ -274,13 +281,15 @@ fn check_same(folder: &Path, site: &S3Site, copied: Copied) -> anyhow::Result<()
     for (key, path) in folder_files(folder)?.0 {
         in_folder.insert(key, hash_file(&path)?);
     }
-    let mut in_bucket = Summary::new();
-    for key in bucket_keys(site)? {
+    let keys = bucket_keys(site)?;
+    let progress = Progress::new("checking the copy".to_owned(), keys.len());
+    let hashes = in_parallel(&keys, &progress, |key| {
         let bytes =
-            site.get_object_blocking(&key)?.with_context(|| format!("{key} vanished from the bucket"))?;
-        in_bucket
-            .insert(key, (bytes.len() as u64, digest::digest(&digest::SHA256, &bytes).as_ref().to_vec()));
-    }
+            site.get_object_blocking(key)?.with_context(|| format!("{key} vanished from the bucket"))?;
+        Ok((bytes.len() as u64, digest::digest(&digest::SHA256, &bytes).as_ref().to_vec()))
+    })?;
+    progress.finish();
+    let in_bucket: Summary = keys.into_iter().zip(hashes).collect();
     let mut differences = 0;
     for (key, summary) in &in_folder {
         match in_bucket.get(key) {
@@ -311,6 +320,104 @@ fn check_same(folder: &Path, site: &S3Site, copied: Copied) -> anyhow::Result<()
     }
     println!("{copied}; both sides hold the same {} files", in_folder.len());
     Ok(())
+}
+
+/// Requests to the bucket in flight at once: a copy of many small files waits on round
+/// trips, not on bandwidth.
+const IN_FLIGHT: usize = 8;
+
+/// `each` of `items` on [`IN_FLIGHT`] threads, counted by `progress`; the results in the
+/// order of `items`, or the first error (the others stop taking new items).
+fn in_parallel<T: Sync, R: Send>(
+    items: &[T],
+    progress: &Progress,
+    each: impl Fn(&T) -> anyhow::Result<R> + Sync,
+) -> anyhow::Result<Vec<R>> {
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let results: Vec<Mutex<Option<anyhow::Result<R>>>> = items.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..IN_FLIGHT.min(items.len()) {
+            scope.spawn(|| {
+                while !failed.load(Ordering::Relaxed) {
+                    let at = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(item) = items.get(at) else { return };
+                    let result = each(item);
+                    failed.fetch_or(result.is_err(), Ordering::Relaxed);
+                    *results[at].lock().unwrap_or_else(PoisonError::into_inner) = Some(result);
+                    progress.advance();
+                }
+            });
+        }
+    });
+    let mut all = Vec::with_capacity(items.len());
+    // Items are taken in order, so the first not taken comes after every one taken,
+    // the failed one included.
+    for result in results {
+        let Some(result) = result.into_inner().unwrap_or_else(PoisonError::into_inner) else { break };
+        all.push(result?);
+    }
+    anyhow::ensure!(all.len() == items.len(), "stopped after an error");
+    Ok(all)
+}
+
+/// How a long copy shows it is moving: a bar on a terminal (standard error), else a line
+/// each time another tenth of the files is done (so a log shows it without flooding).
+struct Progress {
+    what: String,
+    total: usize,
+    done: AtomicUsize,
+    bar: Option<ProgressBar>,
+    started: Instant,
+}
+
+impl Progress {
+    fn new(what: String, total: usize) -> Self {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::new(total as u64);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{msg}: {bar:30} {pos}/{len} files, {elapsed} (about {eta} left)",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            bar.set_message(what.clone());
+            bar
+        });
+        Self { what, total, done: AtomicUsize::new(0), bar, started: Instant::now() }
+    }
+
+    fn advance(&self) {
+        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        match &self.bar {
+            Some(bar) => bar.inc(1),
+            None => {
+                // Crossing a tenth of the total (every file of a small copy).
+                let tenth = self.total.div_ceil(10).max(1);
+                if done % tenth == 0 && done < self.total {
+                    eprintln!(
+                        "{}: {done} of {} files, {} s",
+                        self.what,
+                        self.total,
+                        self.started.elapsed().as_secs()
+                    );
+                }
+            }
+        }
+    }
+
+    fn finish(&self) {
+        match &self.bar {
+            Some(bar) => bar.finish(),
+            None => eprintln!(
+                "{}: {} of {} files, {} s",
+                self.what,
+                self.done.load(Ordering::Relaxed),
+                self.total,
+                self.started.elapsed().as_secs()
+            ),
+        }
+    }
 }
 
 fn hash_file(path: &Path) -> anyhow::Result<(u64, Vec<u8>)> {

@@ -2,6 +2,8 @@
 //! by the facade's own writes (read-your-writes) and by the store's change feed (edits by
 //! other programs), with a rescan whenever the feed cannot say exactly what changed.
 
+use std::future::Future;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use futures_util::lock::Mutex as AsyncMutex;
@@ -43,6 +45,37 @@ pub struct SkippedFile {
     pub reason: String,
 }
 
+/// How far [`Cms::start`] has come: the server listens while the first indexing runs, and
+/// reads this (one atomic load per request) to answer `503` until it is done, and to say
+/// in its log and `/status` how many files are indexed.
+pub(super) struct StartProgress {
+    /// [`PHASE_LAZY`], [`PHASE_INDEXING`] or [`PHASE_DONE`].
+    phase: AtomicU8,
+    /// Item files found by the scans so far (a collection's are added when it is scanned).
+    found: AtomicUsize,
+    /// Of those, the files indexed so far (taken from the snapshot, or read and parsed).
+    indexed: AtomicUsize,
+}
+
+/// Nobody called [`Cms::start`]: each index is built on its first use (tests, CLI).
+const PHASE_LAZY: u8 = 0;
+const PHASE_INDEXING: u8 = 1;
+const PHASE_DONE: u8 = 2;
+
+impl Default for StartProgress {
+    fn default() -> Self {
+        Self { phase: AtomicU8::new(PHASE_LAZY), found: AtomicUsize::new(0), indexed: AtomicUsize::new(0) }
+    }
+}
+
+/// The first indexing while it runs: files indexed of those found so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Indexing {
+    pub indexed: usize,
+    /// Grows as each collection is scanned, so it is a lower bound until the last one is.
+    pub found: usize,
+}
+
 /// One collection's index and the lock that lets one task build it.
 #[derive(Default)]
 pub(super) struct IndexCell {
@@ -65,22 +98,45 @@ impl std::ops::Deref for IndexRead<'_> {
 }
 
 impl Cms {
-    /// Builds every collection's index (and loads the license) now rather than on the
-    /// first request. The composition root calls it before serving.
+    /// Loads the license and builds every collection's index now rather than on the first
+    /// request. The composition root calls it when it starts serving.
+    ///
+    /// From the call on (before the returned future is first polled), [`Cms::indexing`]
+    /// reports the progress until the future completes, so that a server that already
+    /// listens can answer "not yet" meanwhile.
     ///
     /// A collection that cannot be indexed (its folder resolves outside the site, say)
     /// does not stop the others: it is logged, and its requests answer the error until it
-    /// can be built. The first such error is returned after every collection was tried.
-    pub async fn start(&self) -> CoreResult<()> {
-        let mut first_error = None;
-        for collection in &self.collections {
-            if let Err(error) = self.ensure_indexed(collection).await {
-                tracing::error!(collection = collection.slug.as_str(), %error, "cannot index the collection");
-                first_error.get_or_insert(error);
+    /// can be built. The first error (the license's, else the first collection's) is
+    /// returned after every collection was tried.
+    pub fn start(&self) -> impl Future<Output = CoreResult<()>> + '_ {
+        self.progress.phase.store(PHASE_INDEXING, Ordering::Release);
+        async move {
+            // First, so that a server listening meanwhile answers with the right license.
+            let license = self.reload_license().await;
+            let mut first_error = license.err();
+            for collection in &self.collections {
+                if let Err(error) = self.ensure_indexed(collection).await {
+                    tracing::error!(collection = collection.slug.as_str(), %error, "cannot index the collection");
+                    first_error.get_or_insert(error);
+                }
             }
+            self.progress.phase.store(PHASE_DONE, Ordering::Release);
+            first_error.map_or(Ok(()), Err)
         }
-        self.reload_license().await?;
-        first_error.map_or(Ok(()), Err)
+    }
+
+    /// While [`Cms::start`] runs, how many item files it has indexed; `None` before it was
+    /// called and after it is done. One atomic load when it is `None` (every request of a
+    /// server asks).
+    pub fn indexing(&self) -> Option<Indexing> {
+        if self.progress.phase.load(Ordering::Acquire) != PHASE_INDEXING {
+            return None;
+        }
+        Some(Indexing {
+            indexed: self.progress.indexed.load(Ordering::Relaxed),
+            found: self.progress.found.load(Ordering::Relaxed),
+        })
     }
 
     /// Every file of the collection folders that is not listed (broken frontmatter, not
@@ -124,6 +180,7 @@ impl Cms {
             futures_util::future::join(self.ports.content.scan(collection), self.load_snapshot(collection))
                 .await;
         let (mut names, others) = classify(scan?);
+        self.progress.found.fetch_add(names.len(), Ordering::Relaxed);
         names.sort_unstable_by(|a, b| a.0.name.cmp(&b.0.name));
         let mut entries = Vec::with_capacity(names.len());
         let snapshot_size = snapshot.len();
@@ -144,6 +201,7 @@ impl Cms {
         }
         drop(kept);
         let reused = entries.len();
+        self.progress.indexed.fetch_add(reused, Ordering::Relaxed);
         // In batches, so that only one batch of file contents is in memory at a time.
         for batch in names_to_read.chunks(BUILD_BATCH) {
             let batch_names: Vec<ItemFilename> = batch.iter().map(|(_, n)| n.clone()).collect();
@@ -162,6 +220,7 @@ impl Cms {
             }
             entries
                 .extend(index_files(readable, collection, &self.zone).into_iter().map(|(s, p)| (s, held(p))));
+            self.progress.indexed.fetch_add(batch.len(), Ordering::Relaxed);
         }
         let mut built = CollectionIndex::build(entries, self.now_secs());
         for (name, reason) in built.set_others(others) {

@@ -40,7 +40,7 @@ pub use discovery::{
 };
 
 pub use accounts::SESSION_KEY_ID;
-pub use index::SkippedFile;
+pub use index::{Indexing, SkippedFile};
 pub use items::etag_of;
 pub use previews::PreviewLink;
 pub use rendered::AheadSink;
@@ -248,6 +248,8 @@ pub struct Cms {
     ports: Ports,
     /// One kept index per collection (see `index.rs`).
     indexes: Vec<index::IndexCell>,
+    /// How far the first indexing has come (see [`Cms::start`]).
+    progress: index::StartProgress,
     /// One search index per collection, kept in step with `indexes` (see `search.rs`).
     search: Vec<search::SearchCell>,
     /// Counts changes to the search indexes (see `Cms::search_version`).
@@ -296,6 +298,7 @@ impl Cms {
         };
         Self {
             indexes: collections.iter().map(|_| index::IndexCell::default()).collect(),
+            progress: index::StartProgress::default(),
             search: collections.iter().map(|_| search::SearchCell::default()).collect(),
             search_generation: std::sync::atomic::AtomicU64::new(0),
             item_locks: locks::ItemLocks::default(),

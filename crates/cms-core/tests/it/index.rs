@@ -13,7 +13,8 @@ use cms_core::document::Frontmatter;
 use cms_core::ports::{ChangeFeed, ContentStore, FileStamp, StorageChange, StoredFile};
 use cms_core::query::{ListParams, ListQuery};
 use cms_core::service::{
-    Cms, ItemUpdate, NewItem, RelatedParams, SearchIndexParams, TagsParams, UpdateMode, Viewer, etag_of,
+    Cms, Indexing, ItemUpdate, NewItem, RelatedParams, SearchIndexParams, TagsParams, UpdateMode, Viewer,
+    etag_of,
 };
 use cms_core::slug::ItemFilename;
 use cms_core::testing::{MemoryContentStore, MemoryWorld, SITE_YAML};
@@ -658,4 +659,109 @@ async fn a_snapshot_of_another_time_zone_is_not_used() {
     assert_eq!(world.content.reads.load(Ordering::Relaxed) - reads_before, 1);
     let items = cms.indexed_items(cms.collection("posts").unwrap()).await.unwrap();
     assert_eq!(items[0].meta.date_at.unwrap().offset().whole_hours(), 1);
+}
+
+/// A content store whose second `read_many` (the second batch of a build) waits until the
+/// test lets it go, having said that it is there.
+struct SecondBatchHeld {
+    inner: Arc<MemoryContentStore>,
+    batches: AtomicUsize,
+    reached: std::sync::Mutex<Option<futures_channel::oneshot::Sender<()>>>,
+    release: futures_util::lock::Mutex<Option<futures_channel::oneshot::Receiver<()>>>,
+}
+
+#[async_trait]
+impl ContentStore for SecondBatchHeld {
+    async fn scan(&self, collection: &Collection) -> cms_core::CoreResult<Vec<FileStamp>> {
+        self.inner.scan(collection).await
+    }
+
+    async fn stat(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+    ) -> cms_core::CoreResult<Option<FileStamp>> {
+        self.inner.stat(collection, name).await
+    }
+
+    async fn read(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+    ) -> cms_core::CoreResult<Option<StoredFile>> {
+        self.inner.read(collection, name).await
+    }
+
+    async fn read_many(
+        &self,
+        collection: &Collection,
+        names: &[ItemFilename],
+    ) -> Vec<cms_core::CoreResult<Option<StoredFile>>> {
+        if self.batches.fetch_add(1, Ordering::SeqCst) == 1 {
+            let _ = self.reached.lock().unwrap().take().unwrap().send(());
+            let release = self.release.lock().await.take().unwrap();
+            release.await.unwrap();
+        }
+        self.inner.read_many(collection, names).await
+    }
+
+    async fn create(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        bytes: &[u8],
+    ) -> cms_core::CoreResult<FileStamp> {
+        self.inner.create(collection, name, bytes).await
+    }
+
+    async fn replace(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        bytes: &[u8],
+        expected: &FileStamp,
+    ) -> cms_core::CoreResult<FileStamp> {
+        self.inner.replace(collection, name, bytes, expected).await
+    }
+
+    async fn delete(&self, collection: &Collection, name: &ItemFilename) -> cms_core::CoreResult<()> {
+        self.inner.delete(collection, name).await
+    }
+}
+
+/// While `start` builds the indexes it says how far it is (files indexed of those found),
+/// from the moment it is called until it is done; a facade nobody started says nothing.
+#[tokio::test]
+async fn start_reports_its_progress_until_done() {
+    let world = MemoryWorld::new();
+    for i in 0..2100 {
+        world.content.put_raw(POSTS, &format!("p{i:04}.md"), format!("---\ntitle: P{i}\n---\n").as_bytes());
+    }
+    world.content.take_changes();
+    let (reached_tx, reached_rx) = futures_channel::oneshot::channel();
+    let (release_tx, release_rx) = futures_channel::oneshot::channel();
+    let store = Arc::new(SecondBatchHeld {
+        inner: world.content.clone(),
+        batches: AtomicUsize::new(0),
+        reached: std::sync::Mutex::new(Some(reached_tx)),
+        release: futures_util::lock::Mutex::new(Some(release_rx)),
+    });
+    let mut ports = world.ports();
+    ports.content = store;
+    let cms = Cms::new(&SiteConfig::from_yaml(SITE_YAML).unwrap(), ports);
+    assert_eq!(cms.indexing(), None, "not started: indexes are built on first use");
+
+    let starting = cms.start();
+    assert_eq!(cms.indexing(), Some(Indexing { indexed: 0, found: 0 }), "indexing from the call on");
+    let watch = async {
+        reached_rx.await.unwrap();
+        let during = cms.indexing();
+        release_tx.send(()).unwrap();
+        during
+    };
+    let (started, during) = futures_util::future::join(starting, watch).await;
+    started.unwrap();
+    assert_eq!(during, Some(Indexing { indexed: 2048, found: 2100 }), "one batch of the posts read");
+    assert_eq!(cms.indexing(), None, "done");
+    assert_eq!(cms.indexed_items(cms.collection("posts").unwrap()).await.unwrap().len(), 2100);
 }

@@ -17,13 +17,24 @@ use crate::state::AppState;
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// `GET /` and `GET /status`, with validators: its answer (but the timestamp) is the same
-/// while the process runs.
+/// while the process runs, once it has indexed the site. While the first indexing runs
+/// (the other routes answer `503`, see [`crate::warmup`]) it says `indexing`, with the
+/// count so far, and is not to be kept.
 pub async fn status(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
     #[derive(Serialize)]
     struct Data<'a> {
         status: &'static str,
         version: &'static str,
         name: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        indexing: Option<Indexing>,
+    }
+    #[derive(Serialize)]
+    struct Indexing {
+        /// Item files indexed so far.
+        indexed: usize,
+        /// Item files found so far (each collection's are added as it is scanned).
+        found: usize,
     }
     #[derive(Serialize)]
     struct Status<'a> {
@@ -32,6 +43,22 @@ pub async fn status(state: web::Data<AppState>, req: HttpRequest) -> HttpRespons
         message: &'static str,
         version: &'static str,
         timestamp: String,
+    }
+    if let Some(progress) = state.cms.indexing() {
+        let mut response = json_response(&Status {
+            success: true,
+            data: Data {
+                status: "indexing",
+                version: VERSION,
+                name: &state.cms.site().name,
+                indexing: Some(Indexing { indexed: progress.indexed, found: progress.found }),
+            },
+            message: "CMS API starting: indexing the site",
+            version: VERSION,
+            timestamp: timestamp_now(),
+        });
+        response.headers_mut().insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
+        return response;
     }
     let unchanged = match req.headers().get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
         Some(tags) => crate::reply::none_match_names(tags, state.status_etag.to_str().unwrap_or_default()),
@@ -46,7 +73,7 @@ pub async fn status(state: web::Data<AppState>, req: HttpRequest) -> HttpRespons
     } else {
         json_response(&Status {
             success: true,
-            data: Data { status: "ok", version: VERSION, name: &state.cms.site().name },
+            data: Data { status: "ok", version: VERSION, name: &state.cms.site().name, indexing: None },
             message: "CMS API running",
             version: VERSION,
             timestamp: timestamp_now(),

@@ -1,10 +1,10 @@
 //! The feeds checked by their real consumers: the RSS route by Python's `feedparser` (no
 //! bozo), the sitemap route by `xmllint --schema` against the sitemaps.org XSD.
 //!
-//! Each check runs when its tool is installed and is skipped with a note otherwise;
-//! `CMS_REQUIRE_VALIDATORS=1` (set by `.ci/run`, which installs both) turns a missing tool
-//! into a failure. The Python used is `CMS_PYTHON`, else the venv `.ci/run` makes under
-//! `target/validators-venv`, else `python3`.
+//! Each check runs when its tool is installed and is recorded as skipped otherwise (listed
+//! by `cargo xtask test`, which installs feedparser; `CMS_REQUIRE_VALIDATORS=1` turns a
+//! missing tool into a failure). The Python used is `CMS_PYTHON`, else the venv
+//! `cargo xtask test` makes under `target/validators-venv`, else `python3`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -41,10 +41,28 @@ fn required() -> bool {
     std::env::var("CMS_REQUIRE_VALIDATORS").is_ok_and(|v| v == "1")
 }
 
-fn skip(what: &str) {
-    assert!(!required(), "CMS_REQUIRE_VALIDATORS=1 but {what} is not available");
-    eprintln!("note: skipping the check: {what} is not available (install it, or run .ci/run)");
+/// A check that cannot run: fails in CI, else says so and records it in the file
+/// `CMS_SKIPPED_FILE` names (`test<TAB>missing<TAB>install`, the lines
+/// `cms_s3::testing::skip_check` writes), so that `cargo xtask test` lists it as skipped.
+fn skip(what: &str, install: &str) {
+    assert!(!required(), "CMS_REQUIRE_VALIDATORS=1 but {what} is not available; {install}");
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    eprintln!("note: SKIPPED {test}: {what} is not installed; to run it: {install}");
+    if let Some(path) = std::env::var_os("CMS_SKIPPED_FILE") {
+        let line = format!("{test}\t{what}\t{install}\n");
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut file| std::io::Write::write_all(&mut file, line.as_bytes()));
+        if let Err(error) = appended {
+            panic!("cannot record the skipped check in {}: {error}", Path::new(&path).display());
+        }
+    }
 }
+
+const INSTALL_FEEDPARSER: &str = "cargo xtask test (installs feedparser into target/validators-venv)";
+const INSTALL_XMLLINT: &str = "apt-get install libxml2-utils (needs root)";
 
 fn python() -> Option<PathBuf> {
     let venv = Path::new(WORKSPACE).join("target/validators-venv/bin/python");
@@ -113,7 +131,7 @@ async fn body_of(h: &Harness, uri: &str) -> Vec<u8> {
 
 #[actix_web::test]
 async fn rss_passes_feedparser_without_bozo() {
-    let Some(python) = python() else { return skip("python3 with feedparser") };
+    let Some(python) = python() else { return skip("python3 with feedparser", INSTALL_FEEDPARSER) };
     let h = Harness::setup().await;
     seed(&h);
     let uri =
@@ -156,7 +174,7 @@ async fn rss_passes_feedparser_without_bozo() {
 #[actix_web::test]
 async fn sitemap_validates_against_the_sitemaps_org_schema() {
     if !has_xmllint() {
-        return skip("xmllint");
+        return skip("xmllint", INSTALL_XMLLINT);
     }
     let schema = Path::new(WORKSPACE).join("fixtures/schemas/sitemap.xsd");
     let xmllint = Path::new("xmllint");

@@ -24,7 +24,7 @@ fn config() -> S3StorageConfig {
         bucket: "memory".into(),
         endpoint: None,
         prefix: "site".into(),
-        region: "us-east-1".into(),
+        region: None,
         poll_ms: 100,
         rescan_secs: 60,
         state_max_age_ms: 200,

@@ -17,6 +17,7 @@ mod retries;
 mod schedule;
 mod server;
 mod slow_clients;
+mod startup;
 mod storage;
 mod webhooks;
 

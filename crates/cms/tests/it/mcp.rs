@@ -3,8 +3,9 @@
 //! whole endpoint driven by the official MCP Python SDK (`mcp_client.py`).
 //!
 //! The SDK check runs when a Python with the `mcp` package is found (`CMS_PYTHON`, else the
-//! venv `.ci/run` makes under `target/validators-venv`, else `python3`) and is skipped with
-//! a note otherwise; `CMS_REQUIRE_VALIDATORS=1` (set by `.ci/run`) makes a missing SDK fail.
+//! venv `cargo xtask test` makes under `target/validators-venv`, else `python3`) and is
+//! recorded as skipped otherwise (`cms_s3::testing::skip_check`);
+//! `CMS_REQUIRE_VALIDATORS=1` makes a missing SDK fail.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -235,11 +236,7 @@ fn the_official_python_sdk_drives_every_tool_and_resource() {
 /// Runs `mcp_client.py` in `mode`; `false` when the SDK is missing and that is allowed.
 fn sdk(server: &Server, agent: &str, api: &str, mode: &str) -> bool {
     let Some(python) = python_with_sdk() else {
-        assert!(
-            !std::env::var("CMS_REQUIRE_VALIDATORS").is_ok_and(|v| v == "1"),
-            "CMS_REQUIRE_VALIDATORS=1 but no Python with the mcp package (run .ci/run)"
-        );
-        eprintln!("note: skipping the MCP SDK check: no Python with the mcp package (run .ci/run)");
+        cms_s3::testing::skip_check("Python's mcp package", cms_s3::testing::INSTALL_PYTHON_PACKAGES);
         return false;
     };
     let output = Command::new(python)

@@ -152,3 +152,103 @@ fn bad_input_gets_clear_errors_and_writes_nothing_outside_the_target() {
     assert!(stderr(&output).contains("copied 1 files (9 bytes), but the two sides differ: 1 difference"));
     assert_eq!(fs::read(one.join("cms.yaml")).unwrap(), b"site: {}\n");
 }
+
+/// `cms storage copy` from a bucket with `env` set as given (and nothing else of AWS's),
+/// into a new folder; the output.
+fn copy_from_bucket_with(bucket: &str, endpoint: Option<&str>, env: &[(&str, &str)]) -> Output {
+    let scratch = tempfile::tempdir().unwrap();
+    let mut command = Command::new(BIN);
+    command
+        .args(["storage", "copy", "--from", &format!("s3://{bucket}/x"), "--to"])
+        .arg(scratch.path().join("t"));
+    if let Some(endpoint) = endpoint {
+        command.args(["--endpoint", endpoint]);
+    }
+    for name in
+        ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_REGION"]
+    {
+        command.env_remove(name);
+    }
+    command.envs(env.iter().copied()).env_remove("CMS_SITE").output().unwrap()
+}
+
+/// A failure names its cause in one line: no XML, no metadata-service address.
+fn assert_named(output: &Output, expected: &str) {
+    let said = stderr(output);
+    assert!(!output.status.success(), "{said}");
+    assert!(said.contains(expected), "expected {expected:?} in: {said}");
+    assert!(!said.contains('<') && !said.contains("169.254"), "{said}");
+    assert_eq!(said.trim_end().lines().count(), 1, "one line: {said}");
+}
+
+#[test]
+fn bucket_failures_name_their_cause() {
+    // Nothing listens on port 1: the endpoint is named, with where it came from.
+    let unreachable = copy_from_bucket_with(
+        "b",
+        Some("http://127.0.0.1:1"),
+        &[("AWS_ACCESS_KEY_ID", "k"), ("AWS_SECRET_ACCESS_KEY", "s")],
+    );
+    assert_named(&unreachable, "cannot reach the store at http://127.0.0.1:1 (from storage.endpoint)");
+    let unreachable = copy_from_bucket_with(
+        "b",
+        None,
+        &[
+            ("AWS_ACCESS_KEY_ID", "k"),
+            ("AWS_SECRET_ACCESS_KEY", "s"),
+            ("AWS_ENDPOINT_URL", "http://127.0.0.1:1"),
+        ],
+    );
+    assert_named(&unreachable, "cannot reach the store at http://127.0.0.1:1 (from AWS_ENDPOINT_URL)");
+    // Half a pair of credentials.
+    let half = copy_from_bucket_with("b", Some("http://127.0.0.1:1"), &[("AWS_ACCESS_KEY_ID", "k")]);
+    assert_named(&half, "AWS_SECRET_ACCESS_KEY is not set (AWS_ACCESS_KEY_ID is)");
+
+    let Some(config) = fresh_bucket() else { return };
+    let endpoint = config.endpoint.as_deref();
+    let none = copy_from_bucket_with(&config.bucket, endpoint, &[]);
+    assert_named(&none, "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set");
+    let wrong_secret = copy_from_bucket_with(
+        &config.bucket,
+        endpoint,
+        &[("AWS_ACCESS_KEY_ID", "cms-test"), ("AWS_SECRET_ACCESS_KEY", "not-the-secret")],
+    );
+    assert_named(&wrong_secret, "AWS_SECRET_ACCESS_KEY is not the secret of the key in AWS_ACCESS_KEY_ID");
+    let unknown_key = copy_from_bucket_with(
+        &config.bucket,
+        endpoint,
+        &[("AWS_ACCESS_KEY_ID", "nobody"), ("AWS_SECRET_ACCESS_KEY", "cms-test-secret")],
+    );
+    assert_named(&unknown_key, "the access key ID in AWS_ACCESS_KEY_ID is unknown");
+    let credentials = [("AWS_ACCESS_KEY_ID", "cms-test"), ("AWS_SECRET_ACCESS_KEY", "cms-test-secret")];
+    let missing = copy_from_bucket_with("no-such-bucket", endpoint, &credentials);
+    assert_named(&missing, &format!("bucket \"no-such-bucket\" does not exist at {}", endpoint.unwrap()));
+}
+
+/// Where `cms.yaml` (or the command line) is silent, `AWS_ENDPOINT_URL` and `AWS_REGION`
+/// apply; a copy shows its progress on standard error.
+#[test]
+fn the_usual_environment_is_honoured_and_a_copy_shows_progress() {
+    let Some(config) = fresh_bucket() else { return };
+    let site = demo_site();
+    let output = Command::new(BIN)
+        .args(["storage", "copy", "--from"])
+        .arg(site.path())
+        .args(["--to", &url(&config)])
+        .env("AWS_ACCESS_KEY_ID", "cms-test")
+        .env("AWS_SECRET_ACCESS_KEY", "cms-test-secret")
+        .env("AWS_ENDPOINT_URL", config.endpoint.as_deref().unwrap())
+        .env("AWS_REGION", "eu-west-3")
+        .env_remove("CMS_SITE")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let files = tree(site.path()).len();
+    let said = stderr(&output);
+    let target = format!("copying to {} ({})", url(&config), config.endpoint.as_deref().unwrap());
+    // A line at each tenth of the files, and one at the end.
+    let tenth = files.div_ceil(10);
+    assert!(said.contains(&format!("{target}: {tenth} of {files} files")), "{said}");
+    assert!(said.contains(&format!("{target}: {files} of {files} files")), "{said}");
+    assert!(said.contains(&format!("checking the copy: {files} of {files} files")), "{said}");
+}

@@ -10,11 +10,13 @@
 //! clients and code generators.
 
 mod config;
+mod filter;
 mod schema;
 mod typescript;
 mod validate;
 
 pub use config::{ExtraFields, FieldConfig, FieldType, FieldsConfig};
+pub use filter::{Comparable, FieldFilter, FilterOp, is_scalar, value_of};
 pub use typescript::type_name;
 pub use validate::{FieldError, Link, LinkTarget};
 

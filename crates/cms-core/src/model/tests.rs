@@ -257,3 +257,80 @@ fn the_typescript_type_names_each_field() {
         ["BlogPosts", "Collection2024", "Pages"]
     );
 }
+
+/// Items for the filter tests: prices, dates with offsets, tags, a missing value.
+fn shelf() -> Vec<Map<String, Value>> {
+    [
+        json!({ "title": "a", "price": 5, "date": "2026-01-12 09:30:00 +0100", "tags": ["rust", "web"], "category": "news", "featured": true }),
+        json!({ "title": "b", "price": 12.5, "date": "2026-01-12T08:00:00Z", "tags": "cms, rust", "category": "guide" }),
+        json!({ "title": "c", "date": "2026-01-11", "tags": [], "category": "release", "featured": false }),
+        json!({ "title": "d", "price": "ten", "summary": "Rust in Production" }),
+    ]
+    .into_iter()
+    .map(fm)
+    .collect()
+}
+
+fn titles_where(model: &Model, name: &str, value: &str) -> Vec<String> {
+    let filter = model.parse_filter(name, value).unwrap();
+    shelf()
+        .iter()
+        .filter(|item| filter.matches(model, item))
+        .map(|item| item["title"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn filters_compare_as_their_fields_type() {
+    let model = posts();
+    let cases: [(&str, &str, &[&str]); 14] = [
+        ("[price]", "5,12.5", &["a", "b"]),
+        ("[price][gt]", "5", &["b"]),
+        ("[price][lte]", "12.5", &["a", "b"]),
+        ("[price][ne]", "5", &["b", "c", "d"]),
+        ("[price][exists]", "false", &["c"]),
+        // 09:30 +01:00 is 08:30 UTC: after 08:00 UTC although "09" and "08" were written.
+        ("[date][gt]", "2026-01-12T08:00:00Z", &["a"]),
+        ("[date][lt]", "2026-01-12T08:15:00Z", &["b", "c"]),
+        ("[tags]", "rust", &["a", "b"]),
+        ("[tags][contains]", "cms", &["b"]),
+        ("[tags][exists]", "true", &["a", "b"]),
+        ("[category]", "news,release", &["a", "c"]),
+        ("[featured]", "false", &["c"]),
+        ("[summary][contains]", "rust", &["d"]),
+        ("[title][gte]", "c", &["c", "d"]),
+    ];
+    for (name, value, expected) in cases {
+        assert_eq!(titles_where(&model, name, value), expected, "filter{name}={value}");
+    }
+}
+
+#[test]
+fn unknown_fields_operators_and_values_are_refused_by_name() {
+    let model = posts();
+    let refused = [
+        (
+            "[colour]",
+            "red",
+            "filter[colour]: this collection has no field \"colour\"; its fields are title, summary",
+        ),
+        (
+            "[price][near]",
+            "5",
+            "filter[price][near]: unknown operator \"near\"; the operators are ne, gt, gte, lt, lte, contains, exists",
+        ),
+        ("[price][gt]", "ten", "filter[price][gt]: \"ten\" is not a number"),
+        ("[tags][gt]", "a", "filter[tags][gt]: tags is a tags field, which has no order; use contains"),
+        ("[date]", "soon", "filter[date]: \"soon\" is not a date and time"),
+        ("price", "5", "filterprice: write filter[FIELD]=VALUE"),
+    ];
+    for (name, value, expected) in refused {
+        let error = model.parse_filter(name, value).unwrap_err();
+        assert!(error.starts_with(expected), "{name}: {error}");
+    }
+    assert_eq!(model.sort_field("price").unwrap().name, "price");
+    assert!(model.sort_field("tags").unwrap_err().starts_with("orderBy: tags is a tags field"));
+    assert!(
+        model.sort_field("nope").unwrap_err().contains("the fields it can sort by are title, summary, price")
+    );
+}

@@ -10,6 +10,9 @@ pub enum CoreError {
     /// The request is malformed or violates a rule (a bad slug, a wrong type in `fm`).
     #[error("{0}")]
     Invalid(String),
+    /// A frontmatter breaks its collection's content model: every failing field, named.
+    #[error("{message}")]
+    InvalidFields { message: String, fields: Vec<crate::model::FieldError> },
     /// Something addressed by the request does not exist.
     #[error("{0}")]
     NotFound(String),
@@ -60,6 +63,27 @@ impl CoreError {
         Self::Invalid(message.to_string())
     }
 
+    /// The fields that break a collection's model, in one sentence and one by one.
+    pub fn fields(fields: Vec<crate::model::FieldError>) -> Self {
+        let message = match fields.as_slice() {
+            [one] => format!("{} {} (the collection's model)", one.field, one.message),
+            many => format!(
+                "{} fields break the collection's model: {}",
+                many.len(),
+                many.iter().map(|f| f.field.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+        };
+        Self::InvalidFields { message, fields }
+    }
+
+    /// The failing fields of an [`CoreError::InvalidFields`]; empty for any other error.
+    pub fn field_errors(&self) -> &[crate::model::FieldError] {
+        match self {
+            Self::InvalidFields { fields, .. } => fields,
+            _ => &[],
+        }
+    }
+
     pub fn not_found(message: impl fmt::Display) -> Self {
         Self::NotFound(message.to_string())
     }
@@ -77,7 +101,7 @@ impl CoreError {
     /// reports the same error with the same words.
     pub fn status(&self) -> u16 {
         match self {
-            Self::Invalid(_) => 400,
+            Self::Invalid(_) | Self::InvalidFields { .. } => 400,
             Self::Unauthorized(_) => 401,
             Self::PaymentRequired(_) => 402,
             Self::Forbidden(_) => 403,

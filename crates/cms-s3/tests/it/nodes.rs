@@ -19,6 +19,8 @@ fn posts() -> Collection {
             path: "content/posts".into(),
             page_path: None,
             date_prefix: false,
+            fields: None,
+            extra_fields: Default::default(),
         },
     )
 }

@@ -73,3 +73,19 @@ impl Cms {
         }
     }
 }
+
+impl Cms {
+    /// The JSON Schema (2020-12) of `collection`'s frontmatter: its model's, or any object
+    /// for a collection without one.
+    pub fn collection_schema(&self, collection: &Collection) -> serde_json::Value {
+        match &collection.model {
+            Some(model) => model.json_schema(&collection.label),
+            None => serde_json::json!({
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "title": collection.label,
+                "description": "This collection has no content model (fields: in cms.yaml): any frontmatter.",
+                "type": "object",
+            }),
+        }
+    }
+}

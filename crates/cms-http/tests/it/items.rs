@@ -432,3 +432,31 @@ async fn a_write_that_breaks_the_model_names_every_field() {
         "the default was written"
     );
 }
+
+/// `GET /cms/collections/{collection}/schema`: the model's JSON Schema, kept with an ETag;
+/// a collection without a model answers a schema of any object.
+#[actix_web::test]
+async fn the_schema_route_answers_the_models_json_schema() {
+    let site = cms_core::testing::SITE_YAML.replacen(
+        "    date_prefix: true\n",
+        "    date_prefix: true\n    fields:\n      title: { type: string, required: true }\n",
+        1,
+    );
+    let h = Harness::setup_site(&site, None).await;
+    let reply = h.send(TestRequest::get().uri("/cms/collections/posts/schema")).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("content-type"), Some("application/schema+json"));
+    let schema = reply.json();
+    assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
+    assert_eq!((schema["title"].as_str(), &schema["required"]), (Some("Posts"), &json!(["title"])));
+    assert_eq!(schema["properties"]["title"], json!({"type": "string"}));
+    let etag = reply.header("etag").expect("an ETag").to_owned();
+    let again = h
+        .send(TestRequest::get().uri("/cms/collections/posts/schema").insert_header(("If-None-Match", etag)))
+        .await;
+    assert_eq!(again.status, 304);
+    let pages = h.send(TestRequest::get().uri("/cms/collections/pages/schema")).await.json();
+    assert_eq!((pages["type"].as_str(), pages.get("properties")), (Some("object"), None));
+    let missing = h.send(TestRequest::get().uri("/cms/collections/nope/schema")).await;
+    assert_eq!(missing.status, 404);
+}

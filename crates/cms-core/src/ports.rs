@@ -6,6 +6,8 @@
 //! core names no runtime: it only awaits the futures the adapters return. The event sink
 //! and the clock stay synchronous: they never wait.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
@@ -290,6 +292,65 @@ pub struct WebhookDelivery {
     pub success: bool,
     /// Why it failed or was not sent.
     pub error: Option<String>,
+}
+
+/// A change of a state document's text: given the current text (`None`: no document yet),
+/// the text to write (`None`: write nothing). It may run more than once (see
+/// [`StateDocuments::update`]).
+pub type TextChange = Box<dyn FnMut(Option<&str>) -> CoreResult<Option<String>> + Send>;
+
+/// Small YAML documents of the site's state that every process (and, on a shared store,
+/// every server) reads and changes: the webhook subscriptions and delivery log, the
+/// schedule's mark. Named by file name (`webhooks.yaml`), kept in `.cms/` of the folder or
+/// of the bucket.
+///
+/// Synchronous on purpose: its callers are plain threads (the webhook delivery workers,
+/// the CLI, the schedule's ring on the blocking pool), and an update is a
+/// read-modify-write that must hold out every other writer.
+pub trait StateDocuments: Send + Sync {
+    /// A document's text; `None` when there is none.
+    fn read(&self, name: &str) -> CoreResult<Option<String>>;
+    /// Applies `change` atomically against every other writer (another thread, process
+    /// or server): when another one wrote in between, `change` runs again on what it wrote.
+    fn update(&self, name: &str, change: TextChange) -> CoreResult<()>;
+    /// Where the document is, for messages (a path, or the bucket's address).
+    fn describe(&self, name: &str) -> String;
+}
+
+/// Who else changes a site's storage, which decides how shared marks are claimed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sharing {
+    /// One server owns the store (a site folder); commands may write beside it.
+    OneServer,
+    /// Several servers serve the site from the store at once (a bucket).
+    Servers,
+}
+
+/// Everything a backend keeps for a site, as its crate opens it (`cms_fs::open`,
+/// `cms_s3::open`): the storage ports, the preview keys, the shared state documents and
+/// the license as the webhook workers read it. The composition root adds what is not
+/// storage's business (events, clock, webhook directory, image codec) to make the
+/// facade's `Ports`.
+#[derive(Clone)]
+pub struct SiteStorage {
+    pub content: Arc<dyn ContentStore>,
+    pub versions: Arc<dyn VersionStore>,
+    pub resources: Arc<dyn ResourceStore>,
+    pub users: Arc<dyn UserStore>,
+    pub keys: Arc<dyn KeyStore>,
+    pub license: Arc<dyn LicenseSource>,
+    pub settings: Arc<dyn SettingsStore>,
+    pub changes: Arc<dyn ChangeSource>,
+    /// A node's own cache on every backend (the local `.cms/index/`).
+    pub snapshots: Arc<dyn IndexSnapshots>,
+    /// A node's own cache on every backend (the local `.cms/variants/`).
+    pub variants: Arc<dyn VariantStore>,
+    pub previews: Arc<dyn PreviewKeys>,
+    /// The webhook subscriptions and log, the schedule's mark.
+    pub state: Arc<dyn StateDocuments>,
+    pub sharing: Sharing,
+    /// Where the content lives, for the operator (`site folder: ...`, `bucket: s3://...`).
+    pub description: String,
 }
 
 /// The time, so that tests can fix it.

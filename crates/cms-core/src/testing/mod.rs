@@ -2,6 +2,7 @@
 //! Compiled with the `testing` feature, so that any crate's tests can drive the core
 //! without a disk.
 
+pub mod config_schema;
 pub mod contract;
 mod memory;
 mod memory_resources;

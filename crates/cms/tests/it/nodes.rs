@@ -8,8 +8,8 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cms_core::config::S3StorageConfig;
 use cms_s3::S3Site;
+use cms_s3::S3StorageConfig;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 

@@ -8,6 +8,7 @@
 
 mod conformance;
 mod contract;
+mod dependencies;
 mod dist;
 mod hello;
 mod load;

@@ -280,6 +280,10 @@ impl S3Site {
         )
     }
 
+    pub fn settings_store(&self) -> S3Settings {
+        S3Settings::new(&self.bucket, self.state_max_age)
+    }
+
     pub fn resource_store(&self) -> S3ResourceStore {
         S3ResourceStore::new(&self.bucket)
     }
@@ -303,7 +307,7 @@ impl S3Site {
             users: accounts.clone(),
             keys: accounts,
             license: self.license.clone(),
-            settings: Arc::new(S3Settings::new(&self.bucket, self.state_max_age)),
+            settings: Arc::new(self.settings_store()),
             changes: Arc::new(self.change_source()),
             previews: Arc::new(self.preview_keys()),
             state: Arc::new(S3StateDocuments::new(self)),

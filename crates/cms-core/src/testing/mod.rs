@@ -10,7 +10,7 @@ mod memory_variants;
 
 pub use memory::{
     FixedClock, MemoryAccounts, MemoryContentStore, MemoryLicense, MemoryPreviewKeys, MemorySettings,
-    MemorySnapshots, MemoryVersions, MemoryWebhooks, RecordingEvents,
+    MemorySnapshots, MemoryStateDocuments, MemoryVersions, MemoryWebhooks, RecordingEvents,
 };
 pub use memory_resources::MemoryResources;
 pub use memory_variants::MemoryVariants;

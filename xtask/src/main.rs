@@ -11,6 +11,7 @@ mod contract;
 mod dependencies;
 mod dist;
 mod hello;
+mod layers;
 mod load;
 mod openapi_lint;
 mod test;

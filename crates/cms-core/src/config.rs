@@ -888,6 +888,30 @@ mod tests {
     }
 
     #[test]
+    fn render_bounds_are_settings_with_checked_ranges() {
+        let minimal = "site:\n  name: S\n  url: https://example.com\n";
+        let parsed = SiteConfig::from_yaml(minimal).unwrap().images;
+        assert_eq!((parsed.render_timeout_secs, parsed.queue_timeout_secs), (15, 5));
+        assert!(!parsed.render_source_size);
+        let limits = parsed.limits();
+        assert_eq!(limits.render_timeout, std::time::Duration::from_secs(15));
+        assert_eq!(limits.queue_timeout, std::time::Duration::from_secs(5));
+        let set = "images:\n  render_timeout_secs: 30\n  queue_timeout_secs: 2\n  render_source_size: true\n";
+        let c = SiteConfig::from_yaml(&format!("{minimal}{set}")).unwrap().images;
+        assert_eq!((c.render_timeout_secs, c.queue_timeout_secs, c.max_side()), (30, 2, None));
+        for (case, named) in [
+            ("render_timeout_secs: 0", "images.render_timeout_secs"),
+            ("render_timeout_secs: 601", "images.render_timeout_secs"),
+            ("queue_timeout_secs: 0", "images.queue_timeout_secs"),
+            ("queue_timeout_secs: 301", "images.queue_timeout_secs"),
+        ] {
+            let text = format!("{minimal}images:\n  {case}\n");
+            let message = SiteConfig::from_yaml(&text).unwrap_err().to_string();
+            assert!(message.contains(named), "{case}: {message}");
+        }
+    }
+
+    #[test]
     fn refuses_paths_out_of_the_site() {
         for path in ["../x", "/etc", "content/../../x", ".cms/x", ""] {
             let text = format!("{MINIMAL}collections:\n  - label: Posts\n    path: {path:?}\n");

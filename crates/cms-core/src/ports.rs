@@ -597,6 +597,20 @@ pub trait ImageCodec: Send + Sync {
     async fn render(&self, source: Vec<u8>, spec: RenderSpec) -> CoreResult<Vec<u8>>;
 }
 
+/// A codec for builds and tests without one: reads no header, renders nothing.
+pub struct NoImageCodec;
+
+#[async_trait]
+impl ImageCodec for NoImageCodec {
+    fn probe(&self, _head: &[u8]) -> Option<(u32, u32)> {
+        None
+    }
+
+    async fn render(&self, _source: Vec<u8>, _spec: RenderSpec) -> CoreResult<Vec<u8>> {
+        Err(CoreError::Unprocessable("this server has no image codec; images are served as they are".into()))
+    }
+}
+
 /// A resource file whose variants are meant.
 #[derive(Debug, Clone, Copy)]
 pub struct VariantSource<'a> {

@@ -96,7 +96,7 @@ impl Ports {
             changes: storage.changes.clone(),
             snapshots: storage.snapshots.clone(),
             variants: storage.variants.clone(),
-            images: Arc::new(crate::images::NoImageCodec),
+            images: Arc::new(crate::ports::NoImageCodec),
         }
     }
 }
@@ -346,7 +346,11 @@ impl Cms {
             images: config.images.clone(),
             source_hashes: variants::SourceHashes::default(),
             upload_limit: config.limits.upload_bytes,
-            hosts: crate::host_policy::HostPolicy::new(&config.site.url, &config.server),
+            hosts: crate::host_policy::HostPolicy::new(
+                &config.site.url,
+                &config.server.allowed_hosts,
+                &config.server.trusted_proxies,
+            ),
             resource_folders: config
                 .resources
                 .iter()

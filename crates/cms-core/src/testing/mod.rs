@@ -99,7 +99,7 @@ impl MemoryWorld {
             changes: self.content.clone(),
             snapshots: self.snapshots.clone(),
             variants: self.variants.clone(),
-            images: Arc::new(crate::images::NoImageCodec),
+            images: Arc::new(crate::ports::NoImageCodec),
         }
     }
 

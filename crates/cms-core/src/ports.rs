@@ -27,8 +27,8 @@ pub struct FileStamp {
     pub size: u64,
     /// Unix seconds of the last modification.
     pub modified: i64,
-    /// Changes whenever the file's content may have changed (an adapter-defined digest of
-    /// modification and change times, inode and size).
+    /// Changes whenever the file's content may have changed (adapter-defined: a digest of
+    /// a folder's file metadata, a bucket's ETag).
     pub change_token: u64,
 }
 
@@ -366,8 +366,8 @@ pub struct VersionStamp {
     pub size: u64,
 }
 
-/// An item's current bytes to keep as its newest snapshot (see
-/// [`VersionStore::keep_snapshot`]).
+/// An item's current bytes to keep as its newest version (see
+/// [`VersionStore::keep_version`]).
 #[derive(Debug, Clone, Copy)]
 pub struct KeepSnapshot<'a> {
     pub bytes: &'a [u8],
@@ -377,13 +377,16 @@ pub struct KeepSnapshot<'a> {
     pub keep: usize,
 }
 
-/// A snapshot kept through the item's own file (see [`VersionStore::keep_snapshot`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SharedSnapshot {
-    /// The snapshot's timestamp.
-    pub timestamp: i64,
-    /// The item file's stamp after that: what a replace that follows expects.
-    pub stamp: FileStamp,
+/// What keeping a version means for the write it was kept for (see
+/// [`VersionStore::keep_version`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeptVersion {
+    /// The item file's stamp when keeping the version changed it (not its bytes): the
+    /// write's conditional replace expects this one. `None`: the stamp read stands.
+    pub item_stamp: Option<FileStamp>,
+    /// The kept version's timestamp when the store must hear of a write that fails
+    /// ([`VersionStore::write_failed`]); `None` when it need not.
+    pub timestamp: Option<i64>,
 }
 
 /// What keeping a snapshot does, decided from the item's snapshot timestamps alone.
@@ -449,46 +452,43 @@ pub trait VersionStore: Send + Sync {
     /// Filenames of the collection's items that have a history (deleted ones included).
     async fn items_with_history(&self, collection: &Collection) -> CoreResult<Vec<String>>;
 
-    /// Stores `snapshot.bytes` as the item's newest snapshot unless the newest one holds
-    /// the same bytes, then removes the oldest beyond `snapshot.keep`, as
-    /// [`KeepSnapshot::plan`] decides. Every write of an item does this, so a store that
-    /// can do it in one step (one trip to a blocking pool) should; the default takes one
-    /// call of the methods above per step.
+    /// Keeps `snapshot.bytes` as the item's newest version unless the newest one holds the
+    /// same bytes, then removes the oldest beyond `snapshot.keep`, as
+    /// [`KeepSnapshot::plan`] decides. Every write of an item does this first, so a store
+    /// that can do it in one step (one trip to a blocking pool) should; the default takes
+    /// one call of the methods above per step.
     ///
-    /// `Some` when the store kept the snapshot through the item's own file: the file
-    /// adapter gives that file a second name in the history when it holds `snapshot.bytes`
-    /// (no copy; the write that follows renames a new file over the item's name and leaves
-    /// the old one to the history). That changes the file's stamp, not its bytes: the
-    /// write's conditional replace expects the stamp answered here, and a write that does
-    /// not happen after all calls [`Self::unshare_snapshot`].
-    async fn keep_snapshot(
+    /// A store may keep the version through the item's own storage (the folder store does,
+    /// when it can, without a copy): then the item's stamp changes though its bytes do not,
+    /// and the answer says what the write's conditional replace expects, and that the
+    /// store must hear of it if the write fails ([`Self::write_failed`]).
+    async fn keep_version(
         &self,
         collection: &Collection,
         name: &ItemFilename,
         snapshot: KeepSnapshot<'_>,
-    ) -> CoreResult<Option<SharedSnapshot>> {
+    ) -> CoreResult<KeptVersion> {
         let plan = snapshot.plan(self.version_timestamps(collection, name).await?);
         if let Some(newest) = plan.newest
             && self.read_version(collection, name, newest).await?.as_deref() == Some(snapshot.bytes)
         {
-            return Ok(None);
+            return Ok(KeptVersion::default());
         }
         self.save_version(collection, name, plan.timestamp, snapshot.bytes).await?;
         for old in plan.drop {
             self.remove_version(collection, name, old).await?;
         }
-        Ok(None)
+        Ok(KeptVersion::default())
     }
 
-    /// Makes a snapshot that [`Self::keep_snapshot`] kept through the item's file (it
-    /// answered `Some`) a file of its own holding `bytes`, when the write it was kept for
-    /// did not happen: the item's file stays, and a later change to it must not reach the
-    /// history. Only a store that answers `Some` there has anything to do.
-    async fn unshare_snapshot(
+    /// The write `kept` was kept for did not happen (`bytes` are those the version holds):
+    /// the item's file stays, and a later change to it must not reach the version. Only a
+    /// store whose [`KeptVersion::timestamp`] was set has anything to do.
+    async fn write_failed(
         &self,
         _collection: &Collection,
         _name: &ItemFilename,
-        _timestamp: i64,
+        _kept: &KeptVersion,
         _bytes: &[u8],
     ) -> CoreResult<()> {
         Ok(())

@@ -160,12 +160,12 @@ pub async fn version_store(store: &dyn VersionStore) {
     // second takes the next free timestamp, and the oldest beyond `keep` go.
     let kept = name("2024-01-03-kept.md");
     let keep = |bytes: &'static [u8], now| KeepSnapshot { bytes, now, keep: 2 };
-    store.keep_snapshot(&c, &kept, keep(b"one", 200)).await.unwrap();
-    store.keep_snapshot(&c, &kept, keep(b"one", 205)).await.unwrap();
-    store.keep_snapshot(&c, &kept, keep(b"two", 200)).await.unwrap();
+    store.keep_version(&c, &kept, keep(b"one", 200)).await.unwrap();
+    store.keep_version(&c, &kept, keep(b"one", 205)).await.unwrap();
+    store.keep_version(&c, &kept, keep(b"two", 200)).await.unwrap();
     assert_eq!(sorted(store.version_timestamps(&c, &kept).await.unwrap()), [200, 201]);
     assert_eq!(store.read_version(&c, &kept, 201).await.unwrap().unwrap(), b"two");
-    store.keep_snapshot(&c, &kept, keep(b"three", 300)).await.unwrap();
+    store.keep_version(&c, &kept, keep(b"three", 300)).await.unwrap();
     assert_eq!(
         sorted(store.version_timestamps(&c, &kept).await.unwrap()),
         [201, 300],

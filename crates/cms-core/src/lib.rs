@@ -4,6 +4,7 @@
 //! through the traits of [`ports`].
 
 pub mod account;
+pub mod answers;
 pub mod codec;
 pub mod collection;
 pub mod config;

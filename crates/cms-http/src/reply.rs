@@ -16,9 +16,10 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
+use cms_core::answers::PageMeta;
 use cms_core::ports::RenderCache;
 
-use crate::dto::{ItemDto, ItemEntryDto, PageMetaDto};
+use crate::dto::{ItemDto, ItemEntryDto};
 use crate::encoding::{self, Coding, Effort};
 use crate::error::{ApiError, Shape};
 
@@ -67,7 +68,7 @@ fn serialization_failed(error: serde_json::Error) -> HttpResponse {
 struct PageBody<'a> {
     success: bool,
     data: &'a [ItemEntryDto<'a>],
-    meta: &'a PageMetaDto,
+    meta: &'a PageMeta,
 }
 
 /// A page of item list entries: the envelope with `meta`, and a strong `ETag`: from the
@@ -122,7 +123,7 @@ fn page_etag(state: &crate::state::AppState, version: u64) -> String {
 
 /// `{"success":true,"data":[...],"meta":{...}}`, the page without its timestamp.
 fn page_body(page: &Page<ItemSummary>) -> serde_json::Result<Vec<u8>> {
-    let meta = PageMetaDto::from(page);
+    let meta = PageMeta::from(page);
     let data: Vec<ItemEntryDto> = page.items.iter().map(ItemEntryDto::from).collect();
     serde_json::to_vec(&PageBody { success: true, data: &data, meta: &meta })
 }

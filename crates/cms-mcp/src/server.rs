@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use cms_core::answers::{ItemEntry, PageMeta, TagEntry, VersionListing, VersionText};
 use cms_core::service::{ItemUpdate, NewItem, Principal, SearchParams, TagsParams, UpdateMode, Viewer};
 use cms_core::{Cms, CoreError, query::ListParams, query::ListQuery};
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -106,7 +107,7 @@ impl CmsServer {
         .map_err(fail)?;
         Ok(Json(ItemList {
             meta: PageMeta::from(&page),
-            items: page.items.iter().map(ItemEntry::from).collect(),
+            items: page.items.iter().map(|s| ItemEntry::from(s).into_owned()).collect(),
         }))
     }
 
@@ -226,13 +227,13 @@ impl CmsServer {
         &self,
         Parameters(args): Parameters<ItemArgs>,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<Json<Versions>, String> {
+    ) -> Result<Json<VersionListing>, String> {
         caller(&ctx)?;
         let cms = &self.cms;
         let list = async { cms.list_versions(cms.collection(&args.collection)?, &args.slug).await }
             .await
             .map_err(fail)?;
-        Ok(Json(Versions::from(list)))
+        Ok(Json(VersionListing::from(list)))
     }
 
     /// Read one saved version of an item: its frontmatter and Markdown.
@@ -241,7 +242,7 @@ impl CmsServer {
         &self,
         Parameters(args): Parameters<VersionArgs>,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<Json<VersionOut>, String> {
+    ) -> Result<Json<VersionText>, String> {
         caller(&ctx)?;
         let cms = &self.cms;
         let version = args.version.to_string();
@@ -249,7 +250,7 @@ impl CmsServer {
             async { cms.read_version(cms.collection(&args.collection)?, &args.slug, &version).await }
                 .await
                 .map_err(fail)?;
-        Ok(Json(VersionOut::from(content)))
+        Ok(Json(VersionText::from(content)))
     }
 
     /// Restore a saved version of an item (also a deleted one). The content it replaces is
@@ -321,7 +322,7 @@ impl CmsServer {
         }
         .await
         .map_err(fail)?;
-        Ok(Json(Tags { tags: tags.into_iter().map(TagOut::from).collect() }))
+        Ok(Json(Tags { tags: tags.into_iter().map(TagEntry::from).collect() }))
     }
 
     /// List a resource folder (media uploads): its subfolders and files with their URLs.

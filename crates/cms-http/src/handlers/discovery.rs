@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use actix_web::{HttpRequest, HttpResponse, web};
+use cms_core::answers::TagEntry;
 use cms_core::service::{
     RelatedParams, RssParams, SearchIndexParams, SitemapParams, TagItemsParams, TagsParams,
 };
@@ -11,7 +12,7 @@ use cms_core::service::{
 use crate::auth::Caller;
 use crate::body::form_or_json_params;
 use crate::documents::{self, site_version};
-use crate::dto::{RelatedDto, SearchEntryDto, TagDto};
+use crate::dto::{RelatedDto, SearchEntryDto};
 use crate::error::{ApiError, Shape};
 use crate::handlers::items::{list_params, query_map};
 use crate::reply::{item_page, single_item};
@@ -80,7 +81,7 @@ pub async fn tags(
     let version = || documents::version_of("tags", site_version(&state), &params);
     documents::answer(&req, version, documents::ENVELOPE, || async {
         let tags = state.run(Shape::Envelope, state.cms.tags(&params)).await?;
-        counted_envelope(&tags.into_iter().map(TagDto::from).collect::<Vec<_>>())
+        counted_envelope(&tags.into_iter().map(TagEntry::from).collect::<Vec<_>>())
     })
     .await
 }

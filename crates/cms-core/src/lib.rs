@@ -32,6 +32,7 @@ pub mod slug;
 pub mod snapshot;
 pub mod state_rows;
 pub mod theme;
+pub mod upload;
 pub mod urls;
 
 #[cfg(feature = "testing")]

@@ -13,8 +13,6 @@ use cms_core::query::Page;
 use cms_core::service::{ItemSummary, ItemVersion, ItemView, etag_of};
 use serde::Serialize;
 use serde_json::{Value, json};
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
 use cms_core::answers::PageMeta;
 use cms_core::ports::RenderCache;
@@ -23,10 +21,7 @@ use crate::dto::{ItemDto, ItemEntryDto};
 use crate::encoding::{self, Coding, Effort};
 use crate::error::{ApiError, Shape};
 
-/// The current time as ISO 8601 (RFC 3339, UTC).
-pub fn timestamp_now() -> String {
-    OffsetDateTime::now_utc().format(&Rfc3339).unwrap_or_default()
-}
+pub use crate::timestamp::timestamp_now;
 
 /// `{"success": true, "data": ..., "timestamp": ...}` plus any `extra` top-level fields.
 pub fn envelope(data: impl Serialize, extra: Value) -> HttpResponse {

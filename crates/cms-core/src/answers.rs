@@ -15,7 +15,7 @@ use crate::collection::Collection;
 use crate::document::Frontmatter;
 use crate::query::Page;
 use crate::resource::ResourceFolder;
-use crate::service::{ItemSummary, ResourceFile, SearchHit, TagCount, VersionContent, VersionList};
+use crate::service::{ItemSummary, ItemView, ResourceFile, SearchHit, TagCount, VersionContent, VersionList};
 
 /// A collection, as `GET /cms/collections` and `list_collections` list it.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -87,6 +87,42 @@ impl ItemEntry<'_> {
             author: self.author.map(owned),
             excerpt: owned(self.excerpt),
             modified: self.modified,
+        }
+    }
+}
+
+/// The fields every single-item answer starts with (REST's rendered item, MCP's
+/// `get_item`); each surface adds its own after them.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ItemHead {
+    pub slug: String,
+    pub filename: String,
+    pub title: String,
+    pub url: String,
+    #[serde(rename = "canonicalUrl")]
+    pub canonical_url: String,
+    pub date: Option<String>,
+    pub status: &'static str,
+    pub tags: Vec<String>,
+    pub author: Option<String>,
+    pub excerpt: String,
+}
+
+impl ItemHead {
+    /// The head of `view`, its strings moved out (the rest of the view stays to be read).
+    pub fn take(view: &mut ItemView) -> Self {
+        let meta = &mut view.meta;
+        Self {
+            slug: std::mem::take(&mut meta.slug),
+            filename: meta.filename.to_string(),
+            title: std::mem::take(&mut meta.title),
+            url: std::mem::take(&mut view.url),
+            canonical_url: std::mem::take(&mut view.canonical_url),
+            date: meta.date.take(),
+            status: meta.status.as_str(),
+            tags: meta.tags.to_strings(),
+            author: meta.author.take(),
+            excerpt: std::mem::take(&mut view.excerpt),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! these map them. The shapes REST and MCP answer alike (list entries, paging, versions,
 //! search results, tags, collections) are [`cms_core::answers`].
 
-use cms_core::answers::{ItemEntry, ResourceFileEntry, ResourceFolderInfo};
+use cms_core::answers::{ItemEntry, ItemHead, ResourceFileEntry, ResourceFolderInfo};
 use cms_core::document::Frontmatter;
 use cms_core::ports::WebhookInfo;
 use cms_core::service::{
@@ -47,17 +47,8 @@ impl<'a> From<&'a ItemSummary> for ItemEntryDto<'a> {
 /// The rendered single item.
 #[derive(Serialize)]
 pub struct ItemDto {
-    pub slug: String,
-    pub filename: String,
-    pub title: String,
-    pub url: String,
-    #[serde(rename = "canonicalUrl")]
-    pub canonical_url: String,
-    pub date: Option<String>,
-    pub status: &'static str,
-    pub tags: Vec<String>,
-    pub author: Option<String>,
-    pub excerpt: String,
+    #[serde(flatten)]
+    pub head: ItemHead,
     pub frontmatter: Frontmatter,
     pub body_html: String,
     pub modified: i64,
@@ -67,20 +58,11 @@ pub struct ItemDto {
 }
 
 impl From<ItemView> for ItemDto {
-    fn from(v: ItemView) -> Self {
+    fn from(mut v: ItemView) -> Self {
         let schedule = ScheduleDto::of(&v.meta);
         Self {
             schedule,
-            slug: v.meta.slug,
-            filename: v.meta.filename.to_string(),
-            title: v.meta.title,
-            url: v.url,
-            canonical_url: v.canonical_url,
-            date: v.meta.date,
-            status: v.meta.status.as_str(),
-            tags: v.meta.tags.to_strings(),
-            author: v.meta.author,
-            excerpt: v.excerpt,
+            head: ItemHead::take(&mut v),
             frontmatter: v.fm,
             body_html: v.html,
             modified: v.meta.modified,

@@ -3,7 +3,8 @@
 //! are the REST answers' shapes ([`cms_core::answers`]), wrapped where a tool adds a field.
 
 use cms_core::answers::{
-    CollectionInfo, ItemEntry, PageMeta, ResourceFileEntry, ResourceFolderInfo, SearchResultEntry, TagEntry,
+    CollectionInfo, ItemEntry, ItemHead, PageMeta, ResourceFileEntry, ResourceFolderInfo, SearchResultEntry,
+    TagEntry,
 };
 use cms_core::collection::Collection;
 use cms_core::document::Frontmatter;
@@ -181,17 +182,8 @@ pub struct ItemList {
 /// The rendered item (as `GET .../items/{slug}`) and its source (as `.../raw`).
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ItemOut {
-    pub slug: String,
-    pub filename: String,
-    pub title: String,
-    pub url: String,
-    #[serde(rename = "canonicalUrl")]
-    pub canonical_url: String,
-    pub date: Option<String>,
-    pub status: String,
-    pub tags: Vec<String>,
-    pub author: Option<String>,
-    pub excerpt: String,
+    #[serde(flatten)]
+    pub head: ItemHead,
     /// The collection's index.
     pub folder: usize,
     /// Unix seconds.
@@ -207,18 +199,9 @@ pub struct ItemOut {
 }
 
 impl ItemOut {
-    pub fn new(view: ItemView, raw: RawItem) -> Self {
+    pub fn new(mut view: ItemView, raw: RawItem) -> Self {
         Self {
-            slug: view.meta.slug,
-            filename: view.meta.filename.to_string(),
-            title: view.meta.title,
-            url: view.url,
-            canonical_url: view.canonical_url,
-            date: view.meta.date,
-            status: view.meta.status.as_str().to_owned(),
-            tags: view.meta.tags.to_strings(),
-            author: view.meta.author,
-            excerpt: view.excerpt,
+            head: ItemHead::take(&mut view),
             folder: view.collection,
             modified: view.meta.modified,
             etag: raw.etag,

@@ -3,6 +3,7 @@
 //! without a disk.
 
 pub mod contract;
+pub mod fixtures;
 mod memory;
 mod memory_resources;
 mod memory_variants;

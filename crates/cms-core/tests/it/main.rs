@@ -8,6 +8,7 @@ mod invariants;
 mod items;
 mod model;
 mod other_nodes;
+mod previews;
 mod schedule;
 mod search;
 mod versions;

@@ -3,10 +3,10 @@
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
+use cms_core::answers::{VersionListing, VersionText};
 use serde_json::json;
 
 use crate::auth::{Editor, KeyUser};
-use crate::dto::{VersionDto, VersionListDto};
 use crate::error::{ApiError, Shape};
 use crate::state::AppState;
 
@@ -23,7 +23,7 @@ pub async fn list(
             cms.list_versions(cms.collection(&collection)?, &slug).await
         })
         .await?;
-    Ok(HttpResponse::Ok().json(VersionListDto::from(list)))
+    Ok(HttpResponse::Ok().json(VersionListing::from(list)))
 }
 
 /// `GET .../items/{slug}/versions/{version}`
@@ -39,7 +39,7 @@ pub async fn read(
             cms.read_version(cms.collection(&collection)?, &slug, &version).await
         })
         .await?;
-    Ok(HttpResponse::Ok().json(VersionDto::from(content)))
+    Ok(HttpResponse::Ok().json(VersionText::from(content)))
 }
 
 /// `POST .../items/{slug}/versions/{version}/restore`

@@ -89,3 +89,33 @@ impl Cms {
         }
     }
 }
+
+impl Cms {
+    /// The items of `collection` that break its model, each with every failing field, in
+    /// filename order (for `cms check`: it reads every item file of the collection). A
+    /// collection without a model has none.
+    pub async fn items_breaking_model(
+        &self,
+        collection: &Collection,
+    ) -> CoreResult<Vec<(String, Vec<FieldError>)>> {
+        if collection.model.is_none() {
+            return Ok(Vec::new());
+        }
+        let mut broken = Vec::new();
+        let mut names: Vec<std::sync::Arc<str>> =
+            self.indexed_items(collection).await?.iter().map(|item| item.meta.filename.clone()).collect();
+        names.sort();
+        for name in names {
+            let Some(filename) = crate::slug::ItemFilename::parse(&name) else { continue };
+            let Some(file) = self.ports.content.read(collection, &filename).await? else { continue };
+            let mut doc = super::items::parse_bytes(&filename, &file.bytes)?;
+            if let Err(error) = self.check_model(collection, &mut doc.fm, false).await {
+                match error {
+                    CoreError::InvalidFields { fields, .. } => broken.push((name.to_string(), fields)),
+                    other => return Err(other),
+                }
+            }
+        }
+        Ok(broken)
+    }
+}

@@ -85,3 +85,28 @@ fn the_typescript_export_has_an_interface_per_modelled_collection() {
     assert!(text.contains("  status?: \"published\" | \"draft\" | null;\n"), "{text}");
     assert!(!text.contains("interface Pages"), "{text}");
 }
+
+/// A post edited by hand so that it breaks the model is still served, and `cms check`
+/// reports it with every failing field (a warning: `--strict` fails on it).
+#[test]
+fn a_hand_edited_item_that_breaks_the_model_is_served_and_reported() {
+    let site = modelled_demo();
+    let post = site.path().join("content/posts/2026-03-20-tables-and-lists.md");
+    let text = fs::read_to_string(&post).unwrap().replacen("title: Tables and Lists\n", "status: gone\n", 1);
+    fs::write(&post, text.replacen("status: published\n", "", 1)).unwrap();
+
+    let checked = cms(site.path(), &["check"]);
+    let out = stdout(&checked);
+    assert!(checked.status.success(), "a warning only: {out}");
+    assert!(
+        out.contains("collection blog-posts: 2026-03-20-tables-and-lists.md breaks the content model: fm.title is required; fm.status must be one of published, draft; got \"gone\""),
+        "{out}"
+    );
+    assert!(!cms(site.path(), &["check", "--strict"]).status.success());
+
+    let server = crate::Server::start(site.path());
+    let key = crate::user_with_key(site.path(), "ed@example.com", "editor");
+    let (status, body) = server.get("/cms/collections/blog-posts/items/tables-and-lists", Some(&key));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["frontmatter"]["status"], "gone", "{body}");
+}

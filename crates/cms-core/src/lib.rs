@@ -17,6 +17,7 @@ pub mod images;
 pub mod index;
 pub mod item;
 pub mod license;
+pub mod policy;
 pub mod ports;
 pub mod query;
 pub mod related;

@@ -11,6 +11,7 @@ use cms_core::Cms;
 use cms_core::account::Role;
 use cms_core::config::{S3StorageConfig, SiteConfig, StorageConfig};
 use cms_core::license::{Feature, LicenseState};
+use cms_core::policy::Caller;
 use time::OffsetDateTime;
 
 use crate::admin::plural;
@@ -281,7 +282,7 @@ async fn check_license(root: &Path, cms: &Cms, report: &mut Report) {
 }
 
 async fn check_users(cms: &Cms, report: &mut Report) {
-    let users = match cms.users().await {
+    let users = match cms.users(Caller::Operator).await {
         Ok(users) => users,
         Err(error) => {
             report.error(format!("users: cannot be read: {error}"));

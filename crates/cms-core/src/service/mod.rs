@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuar
 
 use time::OffsetDateTime;
 
-use crate::account::{self, Role, User};
+use crate::account;
 use crate::collection::{self, Collection};
 use crate::config::SiteConfig;
 use crate::document::{Frontmatter, ItemDocument};
@@ -13,6 +13,8 @@ use crate::events::{Event, EventData, EventKind};
 use crate::index::IndexedItem;
 use crate::item::ItemMeta;
 use crate::license::{Feature, License, LicenseState};
+pub use crate::policy::Principal;
+use crate::policy::{Caller, Operation};
 use crate::ports::{
     ChangeSource, Clock, ContentStore, EventSink, IndexSnapshots, KeyStore, LicenseSource, ResourceStore,
     SettingsStore, UserStore, VersionStore, WebhookDirectory,
@@ -101,27 +103,10 @@ pub enum Viewer {
 impl Viewer {
     /// Whether drafts and scheduled items are visible to this viewer.
     pub fn has_key(&self) -> bool {
-        matches!(self, Self::Key(_) | Self::Preview)
-    }
-}
-
-/// An authenticated key and its user.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Principal {
-    pub user: User,
-    pub key_id: String,
-}
-
-impl Principal {
-    /// `Forbidden` unless the user's role is at least `role`.
-    pub fn require_role(&self, role: Role) -> CoreResult<()> {
-        if self.user.role >= role {
-            Ok(())
-        } else {
-            Err(CoreError::Forbidden(format!(
-                "this route needs the {role} role; the key's user {} is {}",
-                self.user.email, self.user.role
-            )))
+        match self {
+            Self::Key(principal) => crate::policy::may(principal, Operation::ReadDrafts),
+            Self::Preview => true,
+            Self::Anonymous => false,
         }
     }
 }
@@ -408,8 +393,21 @@ impl Cms {
         self.loaded_license().await?.state_at(self.now()).require(feature)
     }
 
+    /// `Forbidden` unless the policy table lets `caller` do `operation` (see
+    /// `crate::policy`). Every privileged facade call asks this first; an adapter asks it
+    /// itself only to refuse before reading a request's body.
+    pub async fn authorize(&self, caller: impl Into<Caller<'_>>, operation: Operation) -> CoreResult<()> {
+        match caller.into() {
+            Caller::Operator => Ok(()),
+            caller => {
+                crate::policy::check(caller, operation, &self.loaded_license().await?.state_at(self.now()))
+            }
+        }
+    }
+
     /// Validates and installs a license file's text.
-    pub async fn install_license(&self, text: &str) -> CoreResult<License> {
+    pub async fn install_license(&self, caller: impl Into<Caller<'_>>, text: &str) -> CoreResult<License> {
+        self.authorize(caller, Operation::InstallLicense).await?;
         let license = License::from_yaml(text)?;
         license.check_features()?;
         if let Some(key) = &self.license_public_key {

@@ -1,6 +1,7 @@
 //! The kept index through the facade: read-your-writes, outside edits delivered by the
 //! change feed, per-item write serialization, ETags, and futures that can be spawned.
 
+use cms_core::policy::Caller;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -64,8 +65,8 @@ async fn tag_slugs(cms: &Cms) -> Vec<String> {
 
 /// A viewer with a key (drafts visible), made through `cms`.
 async fn editor(cms: &Cms) -> Viewer {
-    cms.add_user("ed@example.com", Role::Editor).await.unwrap();
-    let key = cms.create_key("ed@example.com", "t", [7; 32]).await.unwrap();
+    cms.add_user(Caller::Operator, "ed@example.com", Role::Editor).await.unwrap();
+    let key = cms.create_key(Caller::Operator, "ed@example.com", "t", [7; 32]).await.unwrap();
     Viewer::Key(cms.authenticate(&key.plaintext).await.unwrap())
 }
 

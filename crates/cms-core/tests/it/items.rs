@@ -1,3 +1,4 @@
+use cms_core::policy::Caller;
 use std::sync::atomic::Ordering;
 
 use cms_core::CoreError;
@@ -15,8 +16,8 @@ fn fm(value: Value) -> Frontmatter {
 
 async fn keyed(world: &MemoryWorld) -> Viewer {
     let cms = world.cms();
-    cms.add_user("ed@example.com", Role::Editor).await.unwrap();
-    let key = cms.create_key("ed@example.com", "t", [9; 32]).await.unwrap();
+    cms.add_user(Caller::Operator, "ed@example.com", Role::Editor).await.unwrap();
+    let key = cms.create_key(Caller::Operator, "ed@example.com", "t", [9; 32]).await.unwrap();
     Viewer::Key(cms.authenticate(&key.plaintext).await.unwrap())
 }
 

@@ -2,6 +2,7 @@
 //! drafts outside their window on every public path, moved by `advance_schedule` with no
 //! write and no rescan, one event per transition, once, even across a restart.
 
+use cms_core::policy::Caller;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -28,8 +29,8 @@ fn query(pairs: &[(&str, &str)]) -> ListQuery {
 }
 
 async fn keyed(cms: &cms_core::Cms) -> Viewer {
-    cms.add_user("ed@example.com", Role::Editor).await.unwrap();
-    let key = cms.create_key("ed@example.com", "t", [9; 32]).await.unwrap();
+    cms.add_user(Caller::Operator, "ed@example.com", Role::Editor).await.unwrap();
+    let key = cms.create_key(Caller::Operator, "ed@example.com", "t", [9; 32]).await.unwrap();
     Viewer::Key(cms.authenticate(&key.plaintext).await.unwrap())
 }
 

@@ -3,6 +3,7 @@
 
 use cms_core::CoreError;
 use cms_core::account::Role;
+use cms_core::policy::Caller;
 use cms_core::service::{Cms, ItemUpdate, NewItem, SearchParams, UpdateMode, Viewer};
 use cms_core::testing::MemoryWorld;
 use serde_json::json;
@@ -10,8 +11,8 @@ use serde_json::json;
 const POSTS: &str = "content/posts";
 
 async fn key_viewer(cms: &Cms) -> Viewer {
-    cms.add_user("ed@example.com", Role::Editor).await.unwrap();
-    let key = cms.create_key("ed@example.com", "t", [3; 32]).await.unwrap();
+    cms.add_user(Caller::Operator, "ed@example.com", Role::Editor).await.unwrap();
+    let key = cms.create_key(Caller::Operator, "ed@example.com", "t", [3; 32]).await.unwrap();
     Viewer::Key(cms.authenticate(&key.plaintext).await.unwrap())
 }
 

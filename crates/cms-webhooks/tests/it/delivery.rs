@@ -1,3 +1,4 @@
+use cms_core::policy::Caller;
 use std::collections::BTreeSet;
 use std::fs;
 use std::time::Duration;
@@ -43,9 +44,9 @@ async fn every_event_kind_arrives_signed_over_the_raw_body() {
     let version = cms.list_versions(posts, "hello").await.unwrap().versions[0].timestamp;
     cms.restore_version(posts, "hello", &version.to_string(), None).await.unwrap();
     cms.delete_item(posts, "hello", None).await.unwrap();
-    cms.add_user("ann@example.com", Role::Editor).await.unwrap();
-    cms.add_user("ann@example.com", Role::Admin).await.unwrap();
-    cms.remove_user("ann@example.com").await.unwrap();
+    cms.add_user(Caller::Operator, "ann@example.com", Role::Editor).await.unwrap();
+    cms.add_user(Caller::Operator, "ann@example.com", Role::Admin).await.unwrap();
+    cms.remove_user(Caller::Operator, "ann@example.com").await.unwrap();
 
     let report = sink.shutdown(SETTLE);
     assert!(report.finished, "{report:?}");

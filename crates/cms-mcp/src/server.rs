@@ -31,12 +31,16 @@ pub struct CmsServer {
 }
 
 /// The key's user, as the gate in front of `/mcp` found it for this very request.
-fn caller(ctx: &RequestContext<RoleServer>) -> Result<Viewer, String> {
+fn principal(ctx: &RequestContext<RoleServer>) -> Result<Principal, String> {
     rmcp_actix_web::transport::on_request_extensions(&ctx.extensions)
         .and_then(|extensions| extensions.get::<Principal>())
         .cloned()
-        .map(Viewer::Key)
         .ok_or_else(|| "this request carries no mcp_ key".to_owned())
+}
+
+/// The key's user as a reader.
+fn caller(ctx: &RequestContext<RoleServer>) -> Result<Viewer, String> {
+    principal(ctx).map(Viewer::Key)
 }
 
 /// The REST API's words for a failure: the one table in core (an internal cause is
@@ -144,7 +148,7 @@ impl CmsServer {
         Parameters(args): Parameters<CreateItemArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<Written>, String> {
-        caller(&ctx)?;
+        let principal = principal(&ctx)?;
         let new = NewItem {
             slug: args.slug,
             date_prefix: args.date_prefix,
@@ -152,8 +156,9 @@ impl CmsServer {
             body: args.body.unwrap_or_default(),
         };
         let cms = &self.cms;
-        let outcome =
-            async { cms.create_item(cms.collection(&args.collection)?, new).await }.await.map_err(fail)?;
+        let outcome = async { cms.create_item(&principal, cms.collection(&args.collection)?, new).await }
+            .await
+            .map_err(fail)?;
         Ok(Json(Written {
             filename: outcome.filename,
             slug: outcome.slug,
@@ -178,12 +183,18 @@ impl CmsServer {
         Parameters(args): Parameters<UpdateItemArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<Written>, String> {
-        caller(&ctx)?;
+        let principal = principal(&ctx)?;
         let update = ItemUpdate { mode: UpdateMode::Patch, fm: args.fm.unwrap_or_default(), body: args.body };
         let cms = &self.cms;
         let outcome = async {
-            cms.update_item(cms.collection(&args.collection)?, &args.slug, update, args.if_match.as_deref())
-                .await
+            cms.update_item(
+                &principal,
+                cms.collection(&args.collection)?,
+                &args.slug,
+                update,
+                args.if_match.as_deref(),
+            )
+            .await
         }
         .await
         .map_err(fail)?;
@@ -209,10 +220,16 @@ impl CmsServer {
         Parameters(args): Parameters<DeleteItemArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<Deleted>, String> {
-        caller(&ctx)?;
+        let principal = principal(&ctx)?;
         let cms = &self.cms;
         async {
-            cms.delete_item(cms.collection(&args.collection)?, &args.slug, args.if_match.as_deref()).await
+            cms.delete_item(
+                &principal,
+                cms.collection(&args.collection)?,
+                &args.slug,
+                args.if_match.as_deref(),
+            )
+            .await
         }
         .await
         .map_err(fail)?;
@@ -227,11 +244,12 @@ impl CmsServer {
         Parameters(args): Parameters<ItemArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<Versions>, String> {
-        caller(&ctx)?;
+        let principal = principal(&ctx)?;
         let cms = &self.cms;
-        let list = async { cms.list_versions(cms.collection(&args.collection)?, &args.slug).await }
-            .await
-            .map_err(fail)?;
+        let list =
+            async { cms.list_versions(&principal, cms.collection(&args.collection)?, &args.slug).await }
+                .await
+                .map_err(fail)?;
         Ok(Json(Versions::from(list)))
     }
 
@@ -242,13 +260,14 @@ impl CmsServer {
         Parameters(args): Parameters<VersionArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<VersionOut>, String> {
-        caller(&ctx)?;
+        let principal = principal(&ctx)?;
         let cms = &self.cms;
         let version = args.version.to_string();
-        let content =
-            async { cms.read_version(cms.collection(&args.collection)?, &args.slug, &version).await }
-                .await
-                .map_err(fail)?;
+        let content = async {
+            cms.read_version(&principal, cms.collection(&args.collection)?, &args.slug, &version).await
+        }
+        .await
+        .map_err(fail)?;
         Ok(Json(VersionOut::from(content)))
     }
 
@@ -265,12 +284,12 @@ impl CmsServer {
         Parameters(args): Parameters<RestoreVersionArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<Written>, String> {
-        caller(&ctx)?;
+        let principal = principal(&ctx)?;
         let cms = &self.cms;
         let version = args.version.to_string();
         let (outcome, restored) = async {
             let collection = cms.collection(&args.collection)?;
-            cms.restore_version(collection, &args.slug, &version, args.if_match.as_deref()).await
+            cms.restore_version(&principal, collection, &args.slug, &version, args.if_match.as_deref()).await
         }
         .await
         .map_err(fail)?;
@@ -332,10 +351,13 @@ impl CmsServer {
         Parameters(args): Parameters<ListResourcesArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<ResourcesOut>, String> {
-        caller(&ctx)?;
+        let principal = principal(&ctx)?;
         let folder = number(args.folder);
-        let listing =
-            self.cms.list_resources(folder.as_deref(), args.subpath.as_deref()).await.map_err(fail)?;
+        let listing = self
+            .cms
+            .list_resources(&principal, folder.as_deref(), args.subpath.as_deref())
+            .await
+            .map_err(fail)?;
         Ok(Json(ResourcesOut::from(listing)))
     }
 }

@@ -37,7 +37,7 @@ pub async fn versions(
     let (collection, item) = path.into_inner();
     let collection = state.cms.collection(&collection)?;
     let raw = state.cms.read_raw(collection, &item).await?;
-    let list = state.cms.list_versions(collection, &item).await?;
+    let list = state.cms.list_versions(&user.principal, collection, &item).await?;
     let href = item_href(collection, &raw.meta.filename);
     let versions = list
         .versions
@@ -85,7 +85,7 @@ pub async fn diff(
 ) -> AdminResult<HttpResponse> {
     let (collection, item, version) = path.into_inner();
     let collection = state.cms.collection(&collection)?;
-    let old = state.cms.read_version(collection, &item, &version).await?;
+    let old = state.cms.read_version(&user.principal, collection, &item, &version).await?;
     let current = state.cms.read_raw(collection, &item).await?;
     let rows = diff::side_by_side(&old.doc.to_file_text()?, &current.doc.to_file_text()?);
     let href = item_href(collection, &current.meta.filename);
@@ -103,12 +103,13 @@ pub async fn diff(
 
 /// `POST /admin/collections/{collection}/items/{item}/history/{version}/restore`
 pub async fn restore(
-    _posted: PostedForm,
+    posted: PostedForm,
     path: web::Path<(String, String, String)>,
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
     let (collection, item, version) = path.into_inner();
     let collection = state.cms.collection(&collection)?;
-    let (outcome, _) = state.cms.restore_version(collection, &item, &version, None).await?;
+    let (outcome, _) =
+        state.cms.restore_version(&posted.user.principal, collection, &item, &version, None).await?;
     Ok(view::see_other(&format!("{}?ok=restored", item_href(collection, &outcome.filename))))
 }

@@ -17,6 +17,7 @@ use crate::error::{CoreError, CoreResult};
 use crate::events::{EventData, EventKind};
 use crate::index::IndexedItem;
 use crate::item::{self, ItemMeta};
+use crate::policy::{Caller, Operation};
 use crate::ports::StoredFile;
 use crate::query::{ListQuery, Page, StatusFilter};
 use crate::render;
@@ -257,7 +258,13 @@ impl Cms {
 
     // ---- items: writes -----------------------------------------------------------------
 
-    pub async fn create_item(&self, collection: &Collection, new: NewItem) -> CoreResult<WriteOutcome> {
+    pub async fn create_item(
+        &self,
+        caller: impl Into<Caller<'_>>,
+        collection: &Collection,
+        new: NewItem,
+    ) -> CoreResult<WriteOutcome> {
+        self.authorize(caller, Operation::CreateItem).await?;
         let NewItem { slug, date_prefix, mut fm, body } = new;
         item::validate_frontmatter(&fm)?;
         let slug = match slug {
@@ -304,11 +311,13 @@ impl Cms {
 
     pub async fn update_item(
         &self,
+        caller: impl Into<Caller<'_>>,
         collection: &Collection,
         item: &str,
         update: ItemUpdate,
         if_match: Option<&str>,
     ) -> CoreResult<WriteOutcome> {
+        self.authorize(caller, Operation::UpdateItem).await?;
         item::validate_frontmatter(&update.fm)?;
         let item_ref = ItemRef::parse(item)?;
         // The lock serializes this process's writes; another server sharing the store is
@@ -355,10 +364,12 @@ impl Cms {
 
     pub async fn delete_item(
         &self,
+        caller: impl Into<Caller<'_>>,
         collection: &Collection,
         item: &str,
         if_match: Option<&str>,
     ) -> CoreResult<WriteOutcome> {
+        self.authorize(caller, Operation::DeleteItem).await?;
         let item_ref = ItemRef::parse(item)?;
         let _guard = self.item_locks.lock(collection.index, item_ref.slug()).await;
         let (name, file) = self.load(collection, &item_ref).await?;

@@ -397,11 +397,12 @@ impl Cms {
     /// `crate::policy`). Every privileged facade call asks this first; an adapter asks it
     /// itself only to refuse before reading a request's body.
     pub async fn authorize(&self, caller: impl Into<Caller<'_>>, operation: Operation) -> CoreResult<()> {
-        match caller.into() {
-            Caller::Operator => Ok(()),
-            caller => {
-                crate::policy::check(caller, operation, &self.loaded_license().await?.state_at(self.now()))
+        // The license is asked only by an operation that needs a feature of it.
+        match crate::policy::check_role(caller.into(), operation)? {
+            Some(feature) => {
+                crate::policy::check_feature(feature, &self.loaded_license().await?.state_at(self.now()))
             }
+            None => Ok(()),
         }
     }
 

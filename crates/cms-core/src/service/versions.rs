@@ -5,6 +5,7 @@ use crate::collection::Collection;
 use crate::document::ItemDocument;
 use crate::error::{CoreError, CoreResult};
 use crate::events::EventKind;
+use crate::policy::{Caller, Operation};
 use crate::ports::{FileStamp, KeepSnapshot, SharedSnapshot, StoredFile, VersionStamp};
 use crate::service::Cms;
 use crate::service::items::{check_precondition, file_event, item_not_found, outcome, parse_bytes};
@@ -36,7 +37,13 @@ pub fn parse_version(raw: &str) -> CoreResult<i64> {
 }
 
 impl Cms {
-    pub async fn list_versions(&self, collection: &Collection, item: &str) -> CoreResult<VersionList> {
+    pub async fn list_versions(
+        &self,
+        caller: impl Into<Caller<'_>>,
+        collection: &Collection,
+        item: &str,
+    ) -> CoreResult<VersionList> {
+        self.authorize(caller, Operation::ReadHistory).await?;
         let (name, current) = self.resolve_history(collection, &ItemRef::parse(item)?).await?;
         let versions = self.versions_newest_first(collection, &name).await?;
         Ok(VersionList {
@@ -48,10 +55,12 @@ impl Cms {
 
     pub async fn read_version(
         &self,
+        caller: impl Into<Caller<'_>>,
         collection: &Collection,
         item: &str,
         version: &str,
     ) -> CoreResult<VersionContent> {
+        self.authorize(caller, Operation::ReadHistory).await?;
         let timestamp = parse_version(version)?;
         let (name, _) = self.resolve_history(collection, &ItemRef::parse(item)?).await?;
         let bytes = self.version_bytes(collection, &name, timestamp).await?;
@@ -63,11 +72,13 @@ impl Cms {
     /// so a restore is itself undoable; a deleted item comes back.
     pub async fn restore_version(
         &self,
+        caller: impl Into<Caller<'_>>,
         collection: &Collection,
         item: &str,
         version: &str,
         if_match: Option<&str>,
     ) -> CoreResult<(WriteOutcome, i64)> {
+        self.authorize(caller, Operation::RestoreVersion).await?;
         let timestamp = parse_version(version)?;
         let item_ref = ItemRef::parse(item)?;
         let _guard = self.item_locks.lock(collection.index, item_ref.slug()).await;

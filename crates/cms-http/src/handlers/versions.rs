@@ -13,14 +13,14 @@ use crate::state::AppState;
 /// `GET .../items/{slug}/versions`
 pub async fn list(
     state: web::Data<AppState>,
-    _user: KeyUser<Editor>,
+    user: KeyUser<Editor>,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (collection, slug) = path.into_inner();
     let list = state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            cms.list_versions(cms.collection(&collection)?, &slug).await
+            cms.list_versions(&user.principal, cms.collection(&collection)?, &slug).await
         })
         .await?;
     Ok(HttpResponse::Ok().json(VersionListDto::from(list)))
@@ -29,14 +29,14 @@ pub async fn list(
 /// `GET .../items/{slug}/versions/{version}`
 pub async fn read(
     state: web::Data<AppState>,
-    _user: KeyUser<Editor>,
+    user: KeyUser<Editor>,
     path: web::Path<(String, String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (collection, slug, version) = path.into_inner();
     let content = state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            cms.read_version(cms.collection(&collection)?, &slug, &version).await
+            cms.read_version(&user.principal, cms.collection(&collection)?, &slug, &version).await
         })
         .await?;
     Ok(HttpResponse::Ok().json(VersionDto::from(content)))
@@ -45,7 +45,7 @@ pub async fn read(
 /// `POST .../items/{slug}/versions/{version}/restore`
 pub async fn restore(
     state: web::Data<AppState>,
-    _user: KeyUser<Editor>,
+    user: KeyUser<Editor>,
     path: web::Path<(String, String, String)>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
@@ -55,7 +55,7 @@ pub async fn restore(
         .run(Shape::Editor, async {
             let cms = &state.cms;
             let collection = cms.collection(&collection)?;
-            cms.restore_version(collection, &slug, &version, if_match.as_deref()).await
+            cms.restore_version(&user.principal, collection, &slug, &version, if_match.as_deref()).await
         })
         .await?;
 

@@ -40,6 +40,7 @@ fn probes() -> Vec<(Operation, Probe)> {
             Rest("POST", "/cms/collections/blog-posts/items/hello-world/preview", Some(json!({}))),
         ),
         (ReadHistory, Rest("GET", "/cms/collections/blog-posts/items/hello-world/versions", None)),
+        (UpdateItem, Rest("PATCH", "/cms/collections/blog-posts/items/hello-world", Some(json!({"fm": {}})))),
         (ListUsers, Rest("GET", "/cms/settings/users", None)),
         (EditTheme, Rest("GET", "/cms/settings/theme", None)),
         (ManageWebhooks, Rest("GET", "/cms/settings/webhooks", None)),
@@ -51,6 +52,10 @@ fn probes() -> Vec<(Operation, Probe)> {
         (EditTheme, Editor("/admin/theme")),
         (ReadDrafts, Mcp("list_items", json!({"collection": "blog-posts", "status": "all"}))),
         (ReadHistory, Mcp("list_versions", json!({"collection": "blog-posts", "slug": "hello-world"}))),
+        (
+            UpdateItem,
+            Mcp("update_item", json!({"collection": "blog-posts", "slug": "hello-world", "fm": {}})),
+        ),
         (ListUsers, Cli(&["users", "list"])),
         (ManageKeys, Cli(&["keys", "list"])),
         (ManageWebhooks, Cli(&["webhooks", "list"])),
@@ -102,16 +107,22 @@ fn ask(server: &Server, site: &Path, member: Option<&mut Member<'_>>, probe: &Pr
         (Probe::Rest(method, path, body), Some(member)) => {
             let url = format!("{}{path}", server.base);
             let auth = format!("Bearer {}", member.api_key);
-            let response = match body {
-                None => server.agent.get(&url).header("Authorization", &auth).call(),
-                Some(body) => server
+            let response = match (*method, body) {
+                ("GET", None) => server.agent.get(&url).header("Authorization", &auth).call(),
+                ("POST", Some(body)) => server
                     .agent
                     .post(&url)
                     .header("Authorization", &auth)
                     .header("Content-Type", "application/json")
                     .send(body.to_string()),
+                ("PATCH", Some(body)) => server
+                    .agent
+                    .patch(&url)
+                    .header("Authorization", &auth)
+                    .header("Content-Type", "application/json")
+                    .send(body.to_string()),
+                other => unreachable!("{other:?}"),
             };
-            assert!(*method == "GET" || body.is_some());
             let mut response = response.unwrap();
             let status = response.status().as_u16();
             let body = response.body_mut().read_to_string().unwrap_or_default();
@@ -172,7 +183,7 @@ fn check_matrix(server: &Server, site: &Path, members: &mut [Member<'_>], featur
             }
         }
     }
-    assert_eq!(asked, 3 * 14 + 3, "every probe asked on its surface");
+    assert_eq!(asked, 3 * 16 + 3, "every probe asked on its surface");
 }
 
 #[test]

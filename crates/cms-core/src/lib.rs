@@ -16,6 +16,7 @@ pub mod host_policy;
 pub mod images;
 pub mod index;
 pub mod item;
+pub mod item_file;
 pub mod license;
 pub mod policy;
 pub mod ports;

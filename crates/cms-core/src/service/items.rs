@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use ring::digest;
 use time::OffsetDateTime;
 
 use super::index::KeptBody;
@@ -17,6 +16,7 @@ use crate::error::{CoreError, CoreResult};
 use crate::events::{EventData, EventKind};
 use crate::index::IndexedItem;
 use crate::item::{self, ItemMeta};
+use crate::item_file::{etag_of, file_version, parse_bytes};
 use crate::policy::{Caller, Operation};
 use crate::ports::StoredFile;
 use crate::query::{ListQuery, Page, StatusFilter};
@@ -201,7 +201,7 @@ impl Cms {
         let url = collection.item_url(&meta.slug);
         let etag = etag_of(&file.bytes);
         Ok(ItemView {
-            version: ItemVersion::of(collection.index, super::file_version(&meta, &etag), &etag).version,
+            version: ItemVersion::of(collection.index, file_version(&meta, &etag), &etag).version,
             collection: collection.index,
             canonical_url: self.site.absolute_url(&url),
             url,
@@ -390,14 +390,6 @@ fn parse_stored(name: &ItemFilename, file: &StoredFile) -> CoreResult<ItemDocume
     parse_bytes(name, &file.bytes)
 }
 
-pub(super) fn parse_bytes(name: &ItemFilename, bytes: &[u8]) -> CoreResult<ItemDocument> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|_| CoreError::Corrupt(format!("item file {} is not UTF-8 text", name.as_str())))?;
-    ItemDocument::parse(text).map_err(|e| {
-        CoreError::Corrupt(format!("item file {} has frontmatter that cannot be read: {e}", name.as_str()))
-    })
-}
-
 /// Serializes a document and proves it reads back, so nothing is written that the server
 /// could not read again.
 fn encode(doc: &ItemDocument) -> CoreResult<Vec<u8>> {
@@ -423,12 +415,6 @@ fn list_version(collection: &Collection, query: &ListQuery, per_page: usize, fin
     let mut hasher = std::hash::DefaultHasher::new();
     (collection.index, query, per_page, fingerprint).hash(&mut hasher);
     hasher.finish()
-}
-
-/// A strong ETag of a file's bytes.
-pub fn etag_of(bytes: &[u8]) -> String {
-    let digest = digest::digest(&digest::SHA256, bytes);
-    format!("\"{}\"", &hex::encode(digest)[..32])
 }
 
 /// `If-Match`: `*` or a comma-separated list of ETags, one of which must be current.

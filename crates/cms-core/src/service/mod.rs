@@ -41,9 +41,9 @@ pub use discovery::{
     TagItemsParams, TagLink, TagsParams,
 };
 
+pub use crate::item_file::etag_of;
 pub use accounts::SESSION_KEY_ID;
 pub use index::{Indexing, SkippedFile};
-pub use items::etag_of;
 pub use previews::PreviewLink;
 pub use rendered::AheadSink;
 pub use resources::{ResourceFile, ResourceListing, ServedFile, Upload};
@@ -135,22 +135,13 @@ pub struct ItemVersion {
 }
 
 impl ItemVersion {
-    /// A file version (see [`file_version`]) in a collection.
+    /// A file version (see [`crate::item_file::file_version`]) in a collection.
     pub(crate) fn of(collection: usize, file_version: u64, etag: &str) -> Self {
         use std::hash::{Hash, Hasher};
         let mut hasher = std::hash::DefaultHasher::new();
         ("item", collection, file_version).hash(&mut hasher);
         Self { etag: etag.to_owned(), version: hasher.finish() }
     }
-}
-
-/// Names a file (its name) at this content (`etag`) and stamp (`modified`); the index keeps
-/// it with each item, so that a read names its answer without hashing the name again.
-pub(crate) fn file_version(meta: &ItemMeta, etag: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::hash::DefaultHasher::new();
-    (&meta.filename, etag, meta.modified).hash(&mut hasher);
-    hasher.finish()
 }
 
 /// An item's source form.

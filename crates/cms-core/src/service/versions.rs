@@ -5,10 +5,11 @@ use crate::collection::Collection;
 use crate::document::ItemDocument;
 use crate::error::{CoreError, CoreResult};
 use crate::events::EventKind;
+use crate::item_file::parse_bytes;
 use crate::policy::{Caller, Operation};
 use crate::ports::{FileStamp, KeepSnapshot, SharedSnapshot, StoredFile, VersionStamp};
 use crate::service::Cms;
-use crate::service::items::{check_precondition, file_event, item_not_found, outcome, parse_bytes};
+use crate::service::items::{check_precondition, file_event, item_not_found, outcome};
 use crate::slug::{ItemFilename, ItemRef};
 
 /// An item's history, newest first, and its current state (`None` once deleted).

@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use cms_core::service::{ItemUpdate, NewItem, Principal, SearchParams, TagsParams, UpdateMode, Viewer};
+use cms_core::service::{
+    ItemUpdate, NewItem, Principal, SearchParams, TagsParams, UpdateMode, VersionId, Viewer,
+};
 use cms_core::{Cms, CoreError, query::ListParams, query::ListQuery};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
@@ -262,9 +264,14 @@ impl CmsServer {
     ) -> Result<Json<VersionOut>, String> {
         let principal = principal(&ctx)?;
         let cms = &self.cms;
-        let version = args.version.to_string();
         let content = async {
-            cms.read_version(&principal, cms.collection(&args.collection)?, &args.slug, &version).await
+            cms.read_version(
+                &principal,
+                cms.collection(&args.collection)?,
+                &args.slug,
+                VersionId::new(args.version)?,
+            )
+            .await
         }
         .await
         .map_err(fail)?;
@@ -286,10 +293,16 @@ impl CmsServer {
     ) -> Result<Json<Written>, String> {
         let principal = principal(&ctx)?;
         let cms = &self.cms;
-        let version = args.version.to_string();
         let (outcome, restored) = async {
             let collection = cms.collection(&args.collection)?;
-            cms.restore_version(&principal, collection, &args.slug, &version, args.if_match.as_deref()).await
+            cms.restore_version(
+                &principal,
+                collection,
+                &args.slug,
+                VersionId::new(args.version)?,
+                args.if_match.as_deref(),
+            )
+            .await
         }
         .await
         .map_err(fail)?;

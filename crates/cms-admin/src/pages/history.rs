@@ -2,6 +2,7 @@
 
 use actix_web::{HttpResponse, web};
 use askama::Template;
+use cms_core::service::VersionId;
 
 use super::items::{CollectionLink, item_href};
 use crate::AdminState;
@@ -85,7 +86,7 @@ pub async fn diff(
 ) -> AdminResult<HttpResponse> {
     let (collection, item, version) = path.into_inner();
     let collection = state.cms.collection(&collection)?;
-    let old = state.cms.read_version(&user.principal, collection, &item, &version).await?;
+    let old = state.cms.read_version(&user.principal, collection, &item, VersionId::parse(&version)?).await?;
     let current = state.cms.read_raw(collection, &item).await?;
     let rows = diff::side_by_side(&old.doc.to_file_text()?, &current.doc.to_file_text()?);
     let href = item_href(collection, &current.meta.filename);
@@ -109,7 +110,9 @@ pub async fn restore(
 ) -> AdminResult<HttpResponse> {
     let (collection, item, version) = path.into_inner();
     let collection = state.cms.collection(&collection)?;
-    let (outcome, _) =
-        state.cms.restore_version(&posted.user.principal, collection, &item, &version, None).await?;
+    let (outcome, _) = state
+        .cms
+        .restore_version(&posted.user.principal, collection, &item, VersionId::parse(&version)?, None)
+        .await?;
     Ok(view::see_other(&format!("{}?ok=restored", item_href(collection, &outcome.filename))))
 }

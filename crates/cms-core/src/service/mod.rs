@@ -49,7 +49,7 @@ pub use rendered::AheadSink;
 pub use resources::{ResourceFile, ResourceListing, ServedFile, Upload};
 pub use search::{SearchHit, SearchParams};
 pub use variants::{ServedVariant, VariantBody, VariantInfo};
-pub use versions::{VersionContent, VersionList, parse_version};
+pub use versions::{VersionContent, VersionId, VersionList};
 
 /// The adapters the facade works through.
 #[derive(Clone)]

@@ -28,13 +28,29 @@ pub struct VersionContent {
     pub doc: ItemDocument,
 }
 
-/// A `{version}` path segment: the integer timestamp from the versions list.
-pub fn parse_version(raw: &str) -> CoreResult<i64> {
-    raw.parse::<i64>().ok().filter(|t| *t >= 0).ok_or_else(|| {
-        CoreError::invalid(format!(
-            "version must be an integer timestamp from the versions list, got {raw:?}"
-        ))
-    })
+/// Names one version of an item's history: the timestamp the versions list gives it
+/// (Unix seconds, never negative). Adapters parse what they received into it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct VersionId(i64);
+
+impl VersionId {
+    /// A version as sent in text (a path segment).
+    pub fn parse(raw: &str) -> CoreResult<Self> {
+        raw.parse::<i64>().ok().filter(|t| *t >= 0).map(Self).ok_or_else(|| refused(raw))
+    }
+
+    /// A version as sent as a number.
+    pub fn new(timestamp: i64) -> CoreResult<Self> {
+        if timestamp >= 0 { Ok(Self(timestamp)) } else { Err(refused(&timestamp.to_string())) }
+    }
+
+    pub fn timestamp(self) -> i64 {
+        self.0
+    }
+}
+
+fn refused(raw: &str) -> CoreError {
+    CoreError::invalid(format!("version must be an integer timestamp from the versions list, got {raw:?}"))
 }
 
 impl Cms {
@@ -59,10 +75,10 @@ impl Cms {
         caller: impl Into<Caller<'_>>,
         collection: &Collection,
         item: &str,
-        version: &str,
+        version: VersionId,
     ) -> CoreResult<VersionContent> {
         self.authorize(caller, Operation::ReadHistory).await?;
-        let timestamp = parse_version(version)?;
+        let timestamp = version.timestamp();
         let (name, _) = self.resolve_history(collection, &ItemRef::parse(item)?).await?;
         let bytes = self.version_bytes(collection, &name, timestamp).await?;
         let doc = parse_bytes(&name, &bytes)?;
@@ -76,11 +92,11 @@ impl Cms {
         caller: impl Into<Caller<'_>>,
         collection: &Collection,
         item: &str,
-        version: &str,
+        version: VersionId,
         if_match: Option<&str>,
     ) -> CoreResult<(WriteOutcome, i64)> {
         self.authorize(caller, Operation::RestoreVersion).await?;
-        let timestamp = parse_version(version)?;
+        let timestamp = version.timestamp();
         let item_ref = ItemRef::parse(item)?;
         let _guard = self.item_locks.lock(collection.index, item_ref.slug()).await;
         let (name, current) = self.resolve_history(collection, &item_ref).await?;
@@ -238,13 +254,14 @@ impl Cms {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_version;
+    use super::VersionId;
 
     #[test]
     fn versions_are_integer_timestamps() {
-        assert_eq!(parse_version("1767225600").unwrap(), 1_767_225_600);
+        assert_eq!(VersionId::parse("1767225600").unwrap().timestamp(), 1_767_225_600);
         for bad in ["", "abc", "-1", "1.5", "2026-01-01"] {
-            assert!(parse_version(bad).is_err(), "{bad}");
+            assert!(VersionId::parse(bad).is_err(), "{bad}");
         }
+        assert!(VersionId::new(-1).unwrap_err().to_string().contains("got \"-1\""));
     }
 }

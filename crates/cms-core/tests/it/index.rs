@@ -2,6 +2,7 @@
 //! change feed, per-item write serialization, ETags, and futures that can be spawned.
 
 use cms_core::policy::Caller;
+use cms_core::service::VersionId;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -151,12 +152,12 @@ async fn the_facades_own_writes_are_seen_by_the_very_next_request() {
     cms.delete_item(Caller::Operator, &posts, "b", None).await.unwrap();
     assert!(slugs(&cms, &[("tags", "z")], &anon).await.is_empty());
     let history = cms.list_versions(Caller::Operator, &posts, "2024-01-02-b.md").await.unwrap();
-    let newest = history.versions[0].timestamp.to_string();
-    cms.restore_version(Caller::Operator, &posts, "2024-01-02-b.md", &newest, None).await.unwrap();
+    let newest = VersionId::new(history.versions[0].timestamp).unwrap();
+    cms.restore_version(Caller::Operator, &posts, "2024-01-02-b.md", newest, None).await.unwrap();
     assert_eq!(slugs(&cms, &[("tags", "z")], &anon).await, ["b"], "a restored item is listed at once");
     assert_eq!(tag_slugs(&cms).await, ["y", "z"]);
-    let oldest = history.versions.last().unwrap().timestamp.to_string();
-    cms.restore_version(Caller::Operator, &posts, "b", &oldest, None).await.unwrap();
+    let oldest = VersionId::new(history.versions.last().unwrap().timestamp).unwrap();
+    cms.restore_version(Caller::Operator, &posts, "b", oldest, None).await.unwrap();
     assert_eq!(cms.read_item(&posts, "b", &anon).await.unwrap().meta.title, "Bravo");
     assert_eq!(slugs(&cms, &[("tags", "x")], &anon).await, ["b"], "the restored version's tags");
     assert_eq!(tag_slugs(&cms).await, ["x", "y"]);
@@ -297,8 +298,10 @@ async fn a_read_answers_the_etag_the_write_returned() {
 
     let version =
         cms.list_versions(Caller::Operator, &pages, "e").await.unwrap().versions.last().unwrap().timestamp;
-    let (restored, _) =
-        cms.restore_version(Caller::Operator, &pages, "e", &version.to_string(), None).await.unwrap();
+    let (restored, _) = cms
+        .restore_version(Caller::Operator, &pages, "e", VersionId::new(version).unwrap(), None)
+        .await
+        .unwrap();
     let etag = restored.etag.unwrap();
     assert_eq!(etag, created.etag.unwrap(), "the oldest version is the created bytes");
     assert_eq!(cms.read_item(&pages, "e", &viewer).await.unwrap().etag, etag);
@@ -493,7 +496,7 @@ fn the_facades_futures_are_send() {
     assert_send(&cms.update_item(Caller::Operator, posts, "a", patch(json!({})), None));
     assert_send(&cms.delete_item(Caller::Operator, posts, "a", None));
     assert_send(&cms.list_versions(Caller::Operator, posts, "a"));
-    assert_send(&cms.restore_version(Caller::Operator, posts, "a", "1", None));
+    assert_send(&cms.restore_version(Caller::Operator, posts, "a", VersionId::new(1).unwrap(), None));
     assert_send(&cms.indexed_items(posts));
     assert_send(&cms.rescan_all());
     assert_send(&cms.rescan(posts));

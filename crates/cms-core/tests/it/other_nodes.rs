@@ -3,6 +3,7 @@
 //! conditional and `update_item` retries on `Stale`).
 
 use cms_core::policy::Caller;
+use cms_core::service::VersionId;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -138,11 +139,15 @@ async fn a_write_by_another_node_in_between_is_merged_not_lost() {
     // History holds what each write replaced, once: the created file and the other node's.
     let versions = cms.list_versions(Caller::Operator, &pages, "one").await.unwrap().versions;
     assert_eq!(versions.len(), 2, "{versions:?}");
-    let oldest =
-        cms.read_version(Caller::Operator, &pages, "one", &versions[1].timestamp.to_string()).await.unwrap();
+    let oldest = cms
+        .read_version(Caller::Operator, &pages, "one", VersionId::new(versions[1].timestamp).unwrap())
+        .await
+        .unwrap();
     assert_eq!(oldest.doc.fm.get("other"), None);
-    let newest =
-        cms.read_version(Caller::Operator, &pages, "one", &versions[0].timestamp.to_string()).await.unwrap();
+    let newest = cms
+        .read_version(Caller::Operator, &pages, "one", VersionId::new(versions[0].timestamp).unwrap())
+        .await
+        .unwrap();
     assert_eq!(newest.doc.fm.get("other"), Some(&json!(1)));
     assert_eq!(newest.doc.fm.get("mine"), None);
 }

@@ -3,6 +3,7 @@ use cms_core::document::Frontmatter;
 use cms_core::events::EventKind;
 use cms_core::policy::Caller;
 use cms_core::ports::{FileStamp, KeepSnapshot, SharedSnapshot, VersionStamp, VersionStore};
+use cms_core::service::VersionId;
 use cms_core::service::{Cms, ItemUpdate, NewItem, UpdateMode};
 use cms_core::slug::ItemFilename;
 use cms_core::testing::MemoryWorld;
@@ -39,7 +40,7 @@ async fn bodies(cms: &Cms) -> Vec<String> {
     let mut bodies = Vec::new();
     for v in &list.versions {
         bodies.push(
-            cms.read_version(Caller::Operator, pages, "about", &v.timestamp.to_string())
+            cms.read_version(Caller::Operator, pages, "about", VersionId::new(v.timestamp).unwrap())
                 .await
                 .unwrap()
                 .doc
@@ -103,15 +104,19 @@ async fn restore_makes_a_version_current_and_is_itself_undoable() {
     let v1 = cms.list_versions(Caller::Operator, &pages, "about").await.unwrap().versions[0].timestamp;
     world.events.take();
 
-    let (outcome, restored) =
-        cms.restore_version(Caller::Operator, &pages, "about", &v1.to_string(), None).await.unwrap();
+    let (outcome, restored) = cms
+        .restore_version(Caller::Operator, &pages, "about", VersionId::new(v1).unwrap(), None)
+        .await
+        .unwrap();
     assert_eq!((outcome.filename.as_str(), outcome.folder, restored), ("about.md", 1, v1));
     assert_eq!(cms.read_raw(&pages, "about").await.unwrap().doc.body, "v1");
     assert_eq!(bodies(&cms).await, ["v2", "v1"], "the replaced content is a version on top");
     assert_eq!(world.events.take()[0].kind, EventKind::FileUpdated);
 
     let undo = cms.list_versions(Caller::Operator, &pages, "about").await.unwrap().versions[0].timestamp;
-    cms.restore_version(Caller::Operator, &pages, "about", &undo.to_string(), None).await.unwrap();
+    cms.restore_version(Caller::Operator, &pages, "about", VersionId::new(undo).unwrap(), None)
+        .await
+        .unwrap();
     assert_eq!(cms.read_raw(&pages, "about").await.unwrap().doc.body, "v2");
 }
 
@@ -125,12 +130,12 @@ async fn a_deleted_item_keeps_its_history_and_comes_back_on_restore() {
     assert_eq!(list.versions.len(), 1);
     assert!(matches!(cms.read_raw(&pages, "about").await, Err(CoreError::NotFound(_))));
 
-    let version = list.versions[0].timestamp.to_string();
+    let version = VersionId::new(list.versions[0].timestamp).unwrap();
     assert_eq!(
-        cms.read_version(Caller::Operator, &pages, "about", &version).await.unwrap().doc.fm["title"],
+        cms.read_version(Caller::Operator, &pages, "about", version).await.unwrap().doc.fm["title"],
         "About"
     );
-    cms.restore_version(Caller::Operator, &pages, "about", &version, None).await.unwrap();
+    cms.restore_version(Caller::Operator, &pages, "about", version, None).await.unwrap();
     assert_eq!(cms.read_raw(&pages, "about").await.unwrap().doc.body, "v1");
 }
 
@@ -140,21 +145,15 @@ async fn history_errors() {
     let pages = cms.collection("pages").unwrap().clone();
     assert!(matches!(cms.list_versions(Caller::Operator, &pages, "nope").await, Err(CoreError::NotFound(_))));
     assert!(matches!(
-        cms.read_version(Caller::Operator, &pages, "about", "12345").await,
+        cms.read_version(Caller::Operator, &pages, "about", VersionId::new(12345).unwrap()).await,
         Err(CoreError::NotFound(_))
     ));
     assert!(matches!(
-        cms.restore_version(Caller::Operator, &pages, "about", "12345", None).await,
+        cms.restore_version(Caller::Operator, &pages, "about", VersionId::new(12345).unwrap(), None).await,
         Err(CoreError::NotFound(_))
     ));
-    assert!(matches!(
-        cms.read_version(Caller::Operator, &pages, "about", "latest").await,
-        Err(CoreError::Invalid(_))
-    ));
-    assert!(matches!(
-        cms.restore_version(Caller::Operator, &pages, "about", "-5", None).await,
-        Err(CoreError::Invalid(_))
-    ));
+    assert!(matches!(VersionId::parse("latest"), Err(CoreError::Invalid(_))));
+    assert!(matches!(VersionId::parse("-5"), Err(CoreError::Invalid(_))));
     assert!(matches!(cms.list_versions(Caller::Operator, &pages, "../x").await, Err(CoreError::Invalid(_))));
 }
 
@@ -163,13 +162,13 @@ async fn restore_honours_if_match() {
     let (world, cms) = setup().await;
     let pages = cms.collection("pages").unwrap().clone();
     patch(&cms, "v2").await;
-    let version =
-        cms.list_versions(Caller::Operator, &pages, "about").await.unwrap().versions[0].timestamp.to_string();
-    let stale = cms.restore_version(Caller::Operator, &pages, "about", &version, Some("\"stale\"")).await;
+    let version = cms.list_versions(Caller::Operator, &pages, "about").await.unwrap().versions[0].timestamp;
+    let version = VersionId::new(version).unwrap();
+    let stale = cms.restore_version(Caller::Operator, &pages, "about", version, Some("\"stale\"")).await;
     assert!(matches!(stale, Err(CoreError::PreconditionFailed(_))));
     assert_eq!(cms.read_raw(&pages, "about").await.unwrap().doc.body, "v2", "nothing changed");
     let current = cms.read_raw(&pages, "about").await.unwrap().etag;
-    cms.restore_version(Caller::Operator, &pages, "about", &version, Some(&current)).await.unwrap();
+    cms.restore_version(Caller::Operator, &pages, "about", version, Some(&current)).await.unwrap();
     assert_eq!(cms.read_raw(&pages, "about").await.unwrap().doc.body, "v1");
     drop(world);
 }
@@ -179,13 +178,13 @@ async fn restoring_a_deleted_item_refuses_a_slug_that_another_file_now_uses() {
     let (_world, cms) = setup().await;
     let pages = cms.collection("pages").unwrap().clone();
     cms.delete_item(Caller::Operator, &pages, "about", None).await.unwrap();
-    let version = cms.list_versions(Caller::Operator, &pages, "about.md").await.unwrap().versions[0]
-        .timestamp
-        .to_string();
+    let version =
+        cms.list_versions(Caller::Operator, &pages, "about.md").await.unwrap().versions[0].timestamp;
+    let version = VersionId::new(version).unwrap();
     let dated = NewItem { slug: Some("about".into()), date_prefix: Some(true), ..Default::default() };
     let live = cms.create_item(Caller::Operator, &pages, dated).await.unwrap();
     assert_ne!(live.filename, "about.md");
-    let clash = cms.restore_version(Caller::Operator, &pages, "about.md", &version, None).await;
+    let clash = cms.restore_version(Caller::Operator, &pages, "about.md", version, None).await;
     assert!(matches!(clash, Err(CoreError::Conflict(_))), "{clash:?}");
 }
 

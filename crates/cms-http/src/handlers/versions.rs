@@ -3,6 +3,7 @@
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
+use cms_core::service::VersionId;
 use serde_json::json;
 
 use crate::auth::{Editor, KeyUser};
@@ -36,7 +37,13 @@ pub async fn read(
     let content = state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            cms.read_version(&user.principal, cms.collection(&collection)?, &slug, &version).await
+            cms.read_version(
+                &user.principal,
+                cms.collection(&collection)?,
+                &slug,
+                VersionId::parse(&version)?,
+            )
+            .await
         })
         .await?;
     Ok(HttpResponse::Ok().json(VersionDto::from(content)))
@@ -55,7 +62,14 @@ pub async fn restore(
         .run(Shape::Editor, async {
             let cms = &state.cms;
             let collection = cms.collection(&collection)?;
-            cms.restore_version(&user.principal, collection, &slug, &version, if_match.as_deref()).await
+            cms.restore_version(
+                &user.principal,
+                collection,
+                &slug,
+                VersionId::parse(&version)?,
+                if_match.as_deref(),
+            )
+            .await
         })
         .await?;
 

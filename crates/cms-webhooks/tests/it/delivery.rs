@@ -42,7 +42,15 @@ async fn every_event_kind_arrives_signed_over_the_raw_body() {
     let update = ItemUpdate { mode: UpdateMode::Patch, fm: Frontmatter::new(), body: Some("two".into()) };
     cms.update_item(Caller::Operator, posts, "hello", update, None).await.unwrap();
     let version = cms.list_versions(Caller::Operator, posts, "hello").await.unwrap().versions[0].timestamp;
-    cms.restore_version(Caller::Operator, posts, "hello", &version.to_string(), None).await.unwrap();
+    cms.restore_version(
+        Caller::Operator,
+        posts,
+        "hello",
+        cms_core::service::VersionId::new(version).unwrap(),
+        None,
+    )
+    .await
+    .unwrap();
     cms.delete_item(Caller::Operator, posts, "hello", None).await.unwrap();
     cms.add_user(Caller::Operator, "ann@example.com", Role::Editor).await.unwrap();
     cms.add_user(Caller::Operator, "ann@example.com", Role::Admin).await.unwrap();

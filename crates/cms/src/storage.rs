@@ -394,7 +394,7 @@ impl Progress {
             None => {
                 // Crossing a tenth of the total (every file of a small copy).
                 let tenth = self.total.div_ceil(10).max(1);
-                if done % tenth == 0 && done < self.total {
+                if done.is_multiple_of(tenth) && done < self.total {
                     eprintln!(
                         "{}: {done} of {} files, {} s",
                         self.what,

@@ -33,3 +33,59 @@ pub(crate) fn parse_bytes(name: &ItemFilename, bytes: &[u8]) -> CoreResult<ItemD
         CoreError::Corrupt(format!("item file {} has frontmatter that cannot be read: {e}", name.as_str()))
     })
 }
+
+/// What a write requires of the item's current content, as a client sent it with its
+/// `If-Match` (REST) or `if_match` (MCP), or as the editor's form carried it: any content
+/// (`*`), or one of these ETags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Precondition {
+    Any,
+    Tags(Vec<String>),
+}
+
+impl Precondition {
+    /// An `If-Match` list: `*`, or comma-separated ETags (where a `*` among them matches
+    /// any current content, but not a deleted item's absence of one).
+    pub fn from_if_match(list: &str) -> Self {
+        match list.trim() {
+            "*" => Self::Any,
+            list => Self::Tags(list.split(',').map(str::trim).map(str::to_owned).collect()),
+        }
+    }
+
+    /// `PreconditionFailed` unless `current` (the item's bytes now) satisfies it.
+    pub(crate) fn check(&self, current: &[u8]) -> CoreResult<()> {
+        let Self::Tags(tags) = self else { return Ok(()) };
+        let etag = etag_of(current);
+        if tags.iter().any(|tag| *tag == etag || tag == "*") {
+            Ok(())
+        } else {
+            Err(CoreError::PreconditionFailed(format!(
+                "If-Match {} does not match the item's current ETag {etag}; read it again and retry",
+                tags.join(", ")
+            )))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn if_match_lists() {
+        let etag = etag_of(b"now");
+        assert_eq!(Precondition::from_if_match(" * "), Precondition::Any);
+        assert!(Precondition::from_if_match(&format!("\"old\", {etag}")).check(b"now").is_ok());
+        assert!(
+            matches!(Precondition::from_if_match("\"old\", *"), Precondition::Tags(_)),
+            "a deleted item fails it"
+        );
+        assert!(Precondition::from_if_match("\"old\", *").check(b"now").is_ok());
+        let refused = Precondition::from_if_match("\"a\",\"b\"").check(b"now").unwrap_err().to_string();
+        assert!(
+            refused.contains("If-Match \"a\", \"b\" does not match the item's current ETag"),
+            "{refused}"
+        );
+    }
+}

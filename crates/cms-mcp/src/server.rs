@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use cms_core::service::{
-    ItemUpdate, NewItem, Principal, SearchParams, TagsParams, UpdateMode, VersionId, Viewer,
+    ItemUpdate, NewItem, Precondition, Principal, SearchParams, TagsParams, UpdateMode, VersionId, Viewer,
 };
 use cms_core::{Cms, CoreError, query::ListParams, query::ListQuery};
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -186,6 +186,7 @@ impl CmsServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<Written>, String> {
         let principal = principal(&ctx)?;
+        let if_match = args.if_match.as_deref().map(Precondition::from_if_match);
         let update = ItemUpdate { mode: UpdateMode::Patch, fm: args.fm.unwrap_or_default(), body: args.body };
         let cms = &self.cms;
         let outcome = async {
@@ -194,7 +195,7 @@ impl CmsServer {
                 cms.collection(&args.collection)?,
                 &args.slug,
                 update,
-                args.if_match.as_deref(),
+                if_match.as_ref(),
             )
             .await
         }
@@ -223,15 +224,11 @@ impl CmsServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<Deleted>, String> {
         let principal = principal(&ctx)?;
+        let if_match = args.if_match.as_deref().map(Precondition::from_if_match);
         let cms = &self.cms;
         async {
-            cms.delete_item(
-                &principal,
-                cms.collection(&args.collection)?,
-                &args.slug,
-                args.if_match.as_deref(),
-            )
-            .await
+            cms.delete_item(&principal, cms.collection(&args.collection)?, &args.slug, if_match.as_ref())
+                .await
         }
         .await
         .map_err(fail)?;
@@ -292,6 +289,7 @@ impl CmsServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<Written>, String> {
         let principal = principal(&ctx)?;
+        let if_match = args.if_match.as_deref().map(Precondition::from_if_match);
         let cms = &self.cms;
         let (outcome, restored) = async {
             let collection = cms.collection(&args.collection)?;
@@ -300,7 +298,7 @@ impl CmsServer {
                 collection,
                 &args.slug,
                 VersionId::new(args.version)?,
-                args.if_match.as_deref(),
+                if_match.as_ref(),
             )
             .await
         }

@@ -16,7 +16,7 @@ use crate::error::{CoreError, CoreResult};
 use crate::events::{EventData, EventKind};
 use crate::index::IndexedItem;
 use crate::item::{self, ItemMeta};
-use crate::item_file::{etag_of, file_version, parse_bytes};
+use crate::item_file::{Precondition, etag_of, file_version, parse_bytes};
 use crate::policy::{Caller, Operation};
 use crate::ports::StoredFile;
 use crate::query::{ListQuery, Page, StatusFilter};
@@ -315,7 +315,7 @@ impl Cms {
         collection: &Collection,
         item: &str,
         update: ItemUpdate,
-        if_match: Option<&str>,
+        if_match: Option<&Precondition>,
     ) -> CoreResult<WriteOutcome> {
         self.authorize(caller, Operation::UpdateItem).await?;
         item::validate_frontmatter(&update.fm)?;
@@ -325,7 +325,7 @@ impl Cms {
         let _guard = self.item_locks.lock(collection.index, item_ref.slug()).await;
         for _ in 0..UPDATE_ATTEMPTS {
             let (name, file) = self.load(collection, &item_ref).await?;
-            check_precondition(if_match, &file.bytes)?;
+            check(if_match, &file.bytes)?;
             let mut doc = parse_stored(&name, &file)?;
             let wrote_excerpt = IndexedItem::writes_excerpt(&doc);
             doc.merge_frontmatter(update.fm.clone());
@@ -367,13 +367,13 @@ impl Cms {
         caller: impl Into<Caller<'_>>,
         collection: &Collection,
         item: &str,
-        if_match: Option<&str>,
+        if_match: Option<&Precondition>,
     ) -> CoreResult<WriteOutcome> {
         self.authorize(caller, Operation::DeleteItem).await?;
         let item_ref = ItemRef::parse(item)?;
         let _guard = self.item_locks.lock(collection.index, item_ref.slug()).await;
         let (name, file) = self.load(collection, &item_ref).await?;
-        check_precondition(if_match, &file.bytes)?;
+        check(if_match, &file.bytes)?;
         self.snapshot_and_delete(collection, &name, &file).await?;
         self.index_removed(collection, &name);
         self.end_preview_links(collection, name.slug()).await;
@@ -417,17 +417,9 @@ fn list_version(collection: &Collection, query: &ListQuery, per_page: usize, fin
     hasher.finish()
 }
 
-/// `If-Match`: `*` or a comma-separated list of ETags, one of which must be current.
-pub(super) fn check_precondition(if_match: Option<&str>, current: &[u8]) -> CoreResult<()> {
-    let Some(header) = if_match else { return Ok(()) };
-    let etag = etag_of(current);
-    if header.split(',').map(str::trim).any(|tag| tag == "*" || tag == etag) {
-        Ok(())
-    } else {
-        Err(CoreError::PreconditionFailed(format!(
-            "If-Match {header} does not match the item's current ETag {etag}; read it again and retry"
-        )))
-    }
+/// Checks a write's precondition, if it has one, against the item's current bytes.
+pub(super) fn check(precondition: Option<&Precondition>, current: &[u8]) -> CoreResult<()> {
+    precondition.map_or(Ok(()), |precondition| precondition.check(current))
 }
 
 pub(super) fn file_event(collection: &Collection, name: &ItemFilename) -> EventData {

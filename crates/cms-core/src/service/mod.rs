@@ -41,7 +41,7 @@ pub use discovery::{
     TagItemsParams, TagLink, TagsParams,
 };
 
-pub use crate::item_file::etag_of;
+pub use crate::item_file::{Precondition, etag_of};
 pub use accounts::SESSION_KEY_ID;
 pub use index::{Indexing, SkippedFile};
 pub use previews::PreviewLink;

@@ -5,11 +5,11 @@ use crate::collection::Collection;
 use crate::document::ItemDocument;
 use crate::error::{CoreError, CoreResult};
 use crate::events::EventKind;
-use crate::item_file::parse_bytes;
+use crate::item_file::{Precondition, parse_bytes};
 use crate::policy::{Caller, Operation};
 use crate::ports::{FileStamp, KeepSnapshot, SharedSnapshot, StoredFile, VersionStamp};
 use crate::service::Cms;
-use crate::service::items::{check_precondition, file_event, item_not_found, outcome};
+use crate::service::items::{check, file_event, item_not_found, outcome};
 use crate::slug::{ItemFilename, ItemRef};
 
 /// An item's history, newest first, and its current state (`None` once deleted).
@@ -93,7 +93,7 @@ impl Cms {
         collection: &Collection,
         item: &str,
         version: VersionId,
-        if_match: Option<&str>,
+        if_match: Option<&Precondition>,
     ) -> CoreResult<(WriteOutcome, i64)> {
         self.authorize(caller, Operation::RestoreVersion).await?;
         let timestamp = version.timestamp();
@@ -103,13 +103,13 @@ impl Cms {
         let bytes = self.version_bytes(collection, &name, timestamp).await?;
         match current {
             Some(file) => {
-                check_precondition(if_match, &file.bytes)?;
+                check(if_match, &file.bytes)?;
                 let stamp = self.snapshot_and_replace(collection, &name, &file, &bytes).await?;
                 self.index_written(collection, &name, &StoredFile { bytes: bytes.clone(), stamp });
             }
             None => {
                 // The item is deleted: there is no current ETag for If-Match to name.
-                if if_match.is_some_and(|tag| tag.trim() != "*") {
+                if matches!(if_match, Some(Precondition::Tags(_))) {
                     return Err(CoreError::PreconditionFailed(format!(
                         "If-Match names a current version, but item {:?} is deleted",
                         name.as_str()

@@ -2,6 +2,7 @@
 //! change feed, per-item write serialization, ETags, and futures that can be spawned.
 
 use cms_core::policy::Caller;
+use cms_core::service::Precondition;
 use cms_core::service::VersionId;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -288,7 +289,10 @@ async fn a_read_answers_the_etag_the_write_returned() {
     for (i, update) in [patch(json!({"n": 1})), put].into_iter().enumerate() {
         // Read first, so that a stale cached rendering would show.
         cms.read_item(&pages, "e", &viewer).await.unwrap();
-        let out = cms.update_item(Caller::Operator, &pages, "e", update, Some(&etag)).await.unwrap();
+        let out = cms
+            .update_item(Caller::Operator, &pages, "e", update, Some(&Precondition::from_if_match(&etag)))
+            .await
+            .unwrap();
         etag = out.etag.unwrap();
         assert_eq!(cms.read_item(&pages, "e", &viewer).await.unwrap().etag, etag, "update {i}");
         assert_eq!(cms.read_raw(&pages, "e").await.unwrap().etag, etag, "update {i}");

@@ -1,4 +1,5 @@
 use cms_core::policy::Caller;
+use cms_core::service::Precondition;
 use std::sync::atomic::Ordering;
 
 use cms_core::CoreError;
@@ -158,14 +159,26 @@ async fn if_match_guards_writes() {
         .unwrap();
     let etag = created.etag.unwrap();
     let update = || ItemUpdate { mode: UpdateMode::Patch, fm: fm(json!({"title": "T"})), body: None };
-    let stale = cms.update_item(Caller::Operator, &pages, "a", update(), Some("\"0000\"")).await;
+    let stale = cms
+        .update_item(Caller::Operator, &pages, "a", update(), Some(&Precondition::from_if_match("\"0000\"")))
+        .await;
     assert!(matches!(stale, Err(CoreError::PreconditionFailed(_))));
-    let fresh = cms.update_item(Caller::Operator, &pages, "a", update(), Some(&etag)).await.unwrap();
+    let fresh = cms
+        .update_item(Caller::Operator, &pages, "a", update(), Some(&Precondition::from_if_match(&etag)))
+        .await
+        .unwrap();
     assert!(matches!(
-        cms.delete_item(Caller::Operator, &pages, "a", Some(&etag)).await,
+        cms.delete_item(Caller::Operator, &pages, "a", Some(&Precondition::from_if_match(&etag))).await,
         Err(CoreError::PreconditionFailed(_))
     ));
-    cms.delete_item(Caller::Operator, &pages, "a", fresh.etag.as_deref()).await.unwrap();
+    cms.delete_item(
+        Caller::Operator,
+        &pages,
+        "a",
+        fresh.etag.as_deref().map(Precondition::from_if_match).as_ref(),
+    )
+    .await
+    .unwrap();
     assert!(matches!(cms.read_raw(&pages, "a").await, Err(CoreError::NotFound(_))));
 }
 

@@ -3,6 +3,7 @@
 //! conditional and `update_item` retries on `Stale`).
 
 use cms_core::policy::Caller;
+use cms_core::service::Precondition;
 use cms_core::service::VersionId;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -157,8 +158,15 @@ async fn a_clients_if_match_is_checked_again_after_a_write_in_between() {
     let world = MemoryWorld::new();
     let (cms, store, pages, etag) = setup(&world, Interference::FirstReplace).await;
 
-    let refused =
-        cms.update_item(Caller::Operator, &pages, "one", patch(json!({"mine": 2})), Some(&etag)).await;
+    let refused = cms
+        .update_item(
+            Caller::Operator,
+            &pages,
+            "one",
+            patch(json!({"mine": 2})),
+            Some(&Precondition::from_if_match(&etag)),
+        )
+        .await;
     assert!(matches!(refused, Err(CoreError::PreconditionFailed(_))), "{refused:?}");
     assert_eq!(store.replaces.load(Ordering::SeqCst), 1);
     let raw = cms.read_raw(&pages, "one").await.unwrap();

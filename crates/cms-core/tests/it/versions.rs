@@ -3,6 +3,7 @@ use cms_core::document::Frontmatter;
 use cms_core::events::EventKind;
 use cms_core::policy::Caller;
 use cms_core::ports::{FileStamp, KeepSnapshot, SharedSnapshot, VersionStamp, VersionStore};
+use cms_core::service::Precondition;
 use cms_core::service::VersionId;
 use cms_core::service::{Cms, ItemUpdate, NewItem, UpdateMode};
 use cms_core::slug::ItemFilename;
@@ -164,11 +165,27 @@ async fn restore_honours_if_match() {
     patch(&cms, "v2").await;
     let version = cms.list_versions(Caller::Operator, &pages, "about").await.unwrap().versions[0].timestamp;
     let version = VersionId::new(version).unwrap();
-    let stale = cms.restore_version(Caller::Operator, &pages, "about", version, Some("\"stale\"")).await;
+    let stale = cms
+        .restore_version(
+            Caller::Operator,
+            &pages,
+            "about",
+            version,
+            Some(&Precondition::from_if_match("\"stale\"")),
+        )
+        .await;
     assert!(matches!(stale, Err(CoreError::PreconditionFailed(_))));
     assert_eq!(cms.read_raw(&pages, "about").await.unwrap().doc.body, "v2", "nothing changed");
     let current = cms.read_raw(&pages, "about").await.unwrap().etag;
-    cms.restore_version(Caller::Operator, &pages, "about", version, Some(&current)).await.unwrap();
+    cms.restore_version(
+        Caller::Operator,
+        &pages,
+        "about",
+        version,
+        Some(&Precondition::from_if_match(&current)),
+    )
+    .await
+    .unwrap();
     assert_eq!(cms.read_raw(&pages, "about").await.unwrap().doc.body, "v1");
     drop(world);
 }

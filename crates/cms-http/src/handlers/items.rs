@@ -3,7 +3,7 @@
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use cms_core::query::{ListParams, ListQuery};
-use cms_core::service::{ItemUpdate, NewItem, UpdateMode, WriteOutcome};
+use cms_core::service::{ItemUpdate, NewItem, Precondition, UpdateMode, WriteOutcome};
 use serde_json::json;
 use std::collections::HashMap;
 
@@ -35,8 +35,9 @@ pub fn list_params(mut q: HashMap<String, String>) -> ListParams {
 }
 
 /// `If-Match`, each tag as the item's own (a compressed read's tag names the same item).
-pub(crate) fn if_match(req: &HttpRequest) -> Option<String> {
-    req.headers().get(header::IF_MATCH).and_then(|v| v.to_str().ok()).map(crate::encoding::uncoded_tags)
+pub(crate) fn if_match(req: &HttpRequest) -> Option<Precondition> {
+    let header = req.headers().get(header::IF_MATCH).and_then(|v| v.to_str().ok())?;
+    Some(Precondition::from_if_match(&crate::encoding::uncoded_tags(header)))
 }
 
 /// `GET /cms/collections/{collection}/items`
@@ -161,7 +162,7 @@ async fn update(
     let outcome = state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            cms.update_item(&user.principal, cms.collection(&collection)?, &slug, update, if_match.as_deref())
+            cms.update_item(&user.principal, cms.collection(&collection)?, &slug, update, if_match.as_ref())
                 .await
         })
         .await?;
@@ -203,7 +204,7 @@ pub async fn delete(
     state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            cms.delete_item(&user.principal, cms.collection(&collection)?, &slug, if_match.as_deref()).await
+            cms.delete_item(&user.principal, cms.collection(&collection)?, &slug, if_match.as_ref()).await
         })
         .await?;
     Ok(HttpResponse::Ok().json(json!({ "ok": true, "message": "File deleted." })))

@@ -67,7 +67,7 @@ pub async fn restore(
                 collection,
                 &slug,
                 VersionId::parse(&version)?,
-                if_match.as_deref(),
+                if_match.as_ref(),
             )
             .await
         })

@@ -8,8 +8,10 @@
 
 mod conformance;
 mod contract;
+mod dependencies;
 mod dist;
 mod hello;
+mod layers;
 mod load;
 mod openapi_lint;
 mod test;

@@ -206,99 +206,46 @@ fn default_session_idle_secs() -> u64 {
     120
 }
 
-/// `storage:` in `cms.yaml`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum StorageConfig {
+/// `storage:` in `cms.yaml`: which backend keeps the site, and that backend's settings as
+/// written. The backend's own crate reads and checks them (`cms-s3`'s bucket settings)
+/// and describes them in the JSON Schema ([`SiteConfig::json_schema_with`]): the core
+/// knows no backend's technology.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct StorageConfig {
+    pub kind: StorageKind,
+    /// Every other key of the section, for the backend to read.
+    #[serde(flatten)]
+    pub settings: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The backends a site can be kept in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageKind {
     /// The site folder holding `cms.yaml`.
     #[default]
     Fs,
-    /// An S3-compatible bucket; the folder holding `cms.yaml` keeps only this node's
-    /// caches. Credentials come from the environment (`AWS_ACCESS_KEY_ID`,
-    /// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), never from the file.
-    S3(S3StorageConfig),
+    /// An S3-compatible bucket (`cms-s3`).
+    S3,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct S3StorageConfig {
-    /// The bucket's name.
-    pub bucket: String,
-    /// The store's URL (`http://127.0.0.1:8333`); AWS's own endpoint when absent.
-    #[serde(default)]
-    pub endpoint: Option<String>,
-    /// Keys start with this (`sites/blog`); the bucket's root when empty.
-    #[serde(default)]
-    pub prefix: String,
-    /// The bucket's region; `AWS_REGION` (else us-east-1) when absent.
-    #[serde(default)]
-    pub region: Option<String>,
-    /// How often each node reads the others' change journal (milliseconds).
-    #[serde(default = "default_poll_ms")]
-    #[schemars(range(min = 50, max = 60_000))]
-    pub poll_ms: u64,
-    /// How often each node compares every collection whole, for writes made without a
-    /// node (`aws s3 sync`); seconds.
-    #[serde(default = "default_rescan_secs")]
-    #[schemars(range(min = 1, max = 86_400))]
-    pub rescan_secs: u64,
-    /// How old the users, keys, license and theme kept in memory may get before they are
-    /// checked again (milliseconds): the bound on a key revocation reaching every node.
-    #[serde(default = "default_state_max_age_ms")]
-    #[schemars(range(max = 60_000))]
-    pub state_max_age_ms: u64,
-}
-
-impl S3StorageConfig {
-    fn validate(&self) -> Result<(), ConfigError> {
-        let invalid = |m: String| Err(ConfigError::Invalid(m));
-        if self.bucket.is_empty() || self.bucket.contains(['/', ' ']) {
-            return invalid(format!("storage.bucket must be a bucket name, got {:?}", self.bucket));
-        }
-        if let Some(endpoint) = &self.endpoint
-            && !(endpoint.starts_with("https://") || endpoint.starts_with("http://"))
-        {
-            return invalid(format!("storage.endpoint must be an http(s) URL, got {endpoint:?}"));
-        }
-        let prefix = self.prefix.trim_matches('/');
-        if prefix
-            .split('/')
-            .any(|segment| segment == ".." || segment == "." || (segment.is_empty() && !prefix.is_empty()))
-        {
-            return invalid(format!(
-                "storage.prefix must be a plain key prefix like sites/blog, got {:?}",
-                self.prefix
-            ));
-        }
-        if !(50..=60_000).contains(&self.poll_ms) {
-            return invalid(format!("storage.poll_ms must be between 50 and 60000, got {}", self.poll_ms));
-        }
-        if !(1..=86_400).contains(&self.rescan_secs) {
-            return invalid(format!(
-                "storage.rescan_secs must be between 1 and 86400, got {}",
-                self.rescan_secs
-            ));
-        }
-        if self.state_max_age_ms > 60_000 {
-            return invalid(format!(
-                "storage.state_max_age_ms must be at most 60000, got {}",
-                self.state_max_age_ms
-            ));
-        }
-        Ok(())
+impl JsonSchema for StorageConfig {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "StorageConfig".into()
     }
-}
 
-fn default_poll_ms() -> u64 {
-    500
-}
-
-fn default_rescan_secs() -> u64 {
-    60
-}
-
-fn default_state_max_age_ms() -> u64 {
-    1000
+    /// The folder's variant; each other backend's is added by [`SiteConfig::json_schema_with`].
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "oneOf": [{
+                "type": "object",
+                "properties": {"kind": {"type": "string", "const": "fs"}},
+                "required": ["kind"],
+                "description": "The site folder holding `cms.yaml`."
+            }],
+            "description": "`storage:` in `cms.yaml`."
+        })
+    }
 }
 
 /// `previews:` in `cms.yaml`.
@@ -508,27 +455,48 @@ impl SiteConfig {
     /// the file with it as it is typed (`cms config schema`); the checks that span keys
     /// (ranges, overlapping folders) are [`SiteConfig::from_yaml`]'s.
     pub fn json_schema() -> serde_json::Value {
+        Self::json_schema_with([])
+    }
+
+    /// [`SiteConfig::json_schema`] with more variants of `storage:`, one per backend
+    /// besides the folder, each as its crate describes it (its `kind` and settings).
+    pub fn json_schema_with(storage: impl IntoIterator<Item = serde_json::Value>) -> serde_json::Value {
         let mut schema = schemars::schema_for!(SiteConfig);
         schema.insert("title".into(), "cms.yaml".into());
         schema.insert(
             "description".into(),
             "The configuration of a cms site folder (docs/configuration.md).".into(),
         );
-        schema.to_value()
+        let mut schema = schema.to_value();
+        if let Some(variants) =
+            schema.pointer_mut("/$defs/StorageConfig/oneOf").and_then(|v| v.as_array_mut())
+        {
+            variants.extend(storage);
+        }
+        schema
     }
 
-    /// Parses and validates the text of `cms.yaml`.
+    /// Parses and validates the text of `cms.yaml`. The backend's settings in `storage:`
+    /// are not checked here (see [`SiteConfig::from_yaml_with`]).
     pub fn from_yaml(text: &str) -> Result<Self, ConfigError> {
+        Self::from_yaml_with(text, |_| Ok(())).map(|(config, ())| config)
+    }
+
+    /// [`SiteConfig::from_yaml`], and `storage` reads the backend's settings (its
+    /// [`ConfigError::Invalid`] messages start with the key, `storage.bucket must ...`, so
+    /// that the line is named as for every other key).
+    pub fn from_yaml_with<T>(
+        text: &str,
+        storage: impl FnOnce(&StorageConfig) -> Result<T, ConfigError>,
+    ) -> Result<(Self, T), ConfigError> {
         let config: Self = codec::from_yaml(text, YamlLimits::STATE)?;
+        let backend = storage(&config.storage).map_err(|error| error.located(text))?;
         config.validate().map_err(|error| error.located(text))?;
-        Ok(config)
+        Ok((config, backend))
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |m: String| Err(ConfigError::Invalid(m));
-        if let StorageConfig::S3(s3) = &self.storage {
-            s3.validate()?;
-        }
         if !(self.site.url.starts_with("https://") || self.site.url.starts_with("http://")) {
             return invalid(format!("site.url must be an absolute http(s) URL, got {:?}", self.site.url));
         }
@@ -747,25 +715,26 @@ mod tests {
         assert_eq!((c.limits.json_bytes, c.versions.keep), (1024 * 1024, 50));
     }
 
+    /// The core reads the backend's kind and keeps its settings as written; the bucket's
+    /// are checked by `cms-s3` (its tests and the binary's config tests).
     #[test]
-    fn storage_is_a_folder_or_a_bucket_without_credentials() {
-        assert_eq!(SiteConfig::from_yaml(MINIMAL).unwrap().storage, StorageConfig::Fs);
+    fn storage_is_a_kind_and_the_backends_settings() {
+        assert_eq!(SiteConfig::from_yaml(MINIMAL).unwrap().storage, StorageConfig::default());
         let text =
             format!("{MINIMAL}storage:\n  kind: s3\n  bucket: site\n  endpoint: http://127.0.0.1:9000\n");
-        let StorageConfig::S3(s3) = SiteConfig::from_yaml(&text).unwrap().storage else { panic!("s3") };
-        assert_eq!((s3.bucket.as_str(), s3.region.as_deref(), s3.poll_ms), ("site", None, 500));
-        let refused = [
-            ("storage:\n  kind: ftp\n", "ftp"),
-            ("storage:\n  kind: s3\n", "bucket"),
-            ("storage:\n  kind: s3\n  bucket: b\n  secret_access_key: x\n", "secret_access_key"),
-            ("storage:\n  kind: s3\n  bucket: b\n  endpoint: 127.0.0.1:9000\n", "storage.endpoint"),
-            ("storage:\n  kind: s3\n  bucket: b\n  prefix: a/../b\n", "storage.prefix"),
-            ("storage:\n  kind: s3\n  bucket: b\n  poll_ms: 0\n", "storage.poll_ms"),
-        ];
-        for (case, named) in refused {
-            let message = SiteConfig::from_yaml(&format!("{MINIMAL}{case}")).unwrap_err().to_string();
-            assert!(message.contains(named), "{case}: {message}");
-        }
+        let storage = SiteConfig::from_yaml(&text).unwrap().storage;
+        assert_eq!(storage.kind, StorageKind::S3);
+        assert_eq!(storage.settings["bucket"], "site");
+        assert_eq!(storage.settings.len(), 2);
+        let message =
+            SiteConfig::from_yaml(&format!("{MINIMAL}storage:\n  kind: ftp\n")).unwrap_err().to_string();
+        assert!(message.contains("ftp"), "{message}");
+        let message = SiteConfig::from_yaml_with(&text, |storage| -> Result<(), ConfigError> {
+            Err(ConfigError::Invalid(format!("storage.endpoint is wrong for {:?}", storage.kind)))
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(message.starts_with("line 7 column 3: storage.endpoint"), "{message}");
     }
 
     #[test]
@@ -919,6 +888,30 @@ mod tests {
     }
 
     #[test]
+    fn render_bounds_are_settings_with_checked_ranges() {
+        let minimal = "site:\n  name: S\n  url: https://example.com\n";
+        let parsed = SiteConfig::from_yaml(minimal).unwrap().images;
+        assert_eq!((parsed.render_timeout_secs, parsed.queue_timeout_secs), (15, 5));
+        assert!(!parsed.render_source_size);
+        let limits = parsed.limits();
+        assert_eq!(limits.render_timeout, std::time::Duration::from_secs(15));
+        assert_eq!(limits.queue_timeout, std::time::Duration::from_secs(5));
+        let set = "images:\n  render_timeout_secs: 30\n  queue_timeout_secs: 2\n  render_source_size: true\n";
+        let c = SiteConfig::from_yaml(&format!("{minimal}{set}")).unwrap().images;
+        assert_eq!((c.render_timeout_secs, c.queue_timeout_secs, c.max_side()), (30, 2, None));
+        for (case, named) in [
+            ("render_timeout_secs: 0", "images.render_timeout_secs"),
+            ("render_timeout_secs: 601", "images.render_timeout_secs"),
+            ("queue_timeout_secs: 0", "images.queue_timeout_secs"),
+            ("queue_timeout_secs: 301", "images.queue_timeout_secs"),
+        ] {
+            let text = format!("{minimal}images:\n  {case}\n");
+            let message = SiteConfig::from_yaml(&text).unwrap_err().to_string();
+            assert!(message.contains(named), "{case}: {message}");
+        }
+    }
+
+    #[test]
     fn refuses_paths_out_of_the_site() {
         for path in ["../x", "/etc", "content/../../x", ".cms/x", ""] {
             let text = format!("{MINIMAL}collections:\n  - label: Posts\n    path: {path:?}\n");
@@ -927,178 +920,37 @@ mod tests {
     }
 }
 
-/// The JSON Schema against the checks and the reference page `docs/configuration.md`.
+/// The JSON Schema against the checks and the reference page `docs/configuration.md`
+/// (the binary runs the same checks on the schema with every backend's settings).
 #[cfg(test)]
 mod schema_tests {
-    use serde_json::{Map, Value, json};
-
     use super::SiteConfig;
-    use crate::codec;
+    use crate::testing::config_schema;
 
-    /// The reference of `cms.yaml`, checked here against the schema.
-    const DOC: &str = include_str!("../../../docs/configuration.md");
-
-    /// One key of the schema: its path (`collections[].label`, `images.presets.<name>.w`),
-    /// its schema.
-    fn keys(schema: &Value) -> Vec<(String, Value)> {
-        let defs = schema["$defs"].as_object().cloned().unwrap_or_default();
-        let mut out = Vec::new();
-        walk(schema, &defs, "", &mut out);
-        out
+    fn parse(text: &str) -> Result<(), String> {
+        SiteConfig::from_yaml(text).map(drop).map_err(|e| e.to_string())
     }
 
-    fn resolve<'a>(node: &'a Value, defs: &'a Map<String, Value>) -> &'a Value {
-        match node.get("$ref").and_then(Value::as_str) {
-            Some(reference) => &defs[reference.trim_start_matches("#/$defs/")],
-            None => node,
-        }
-    }
-
-    fn walk(node: &Value, defs: &Map<String, Value>, prefix: &str, out: &mut Vec<(String, Value)>) {
-        let node = resolve(node, defs);
-        for variant in node.get("oneOf").and_then(Value::as_array).into_iter().flatten() {
-            walk(variant, defs, prefix, out);
-        }
-        let Some(properties) = node.get("properties").and_then(Value::as_object) else { return };
-        for (name, property) in properties {
-            let path = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
-            if out.iter().any(|(p, _)| *p == path) {
-                continue;
-            }
-            out.push((path.clone(), property.clone()));
-            let target = resolve(property, defs);
-            if let Some(items) = target.get("items") {
-                walk(items, defs, &format!("{path}[]"), out);
-            }
-            if let Some(values) = target.get("additionalProperties").filter(|v| v.is_object()) {
-                walk(values, defs, &format!("{path}.<name>"), out);
-            }
-            walk(target, defs, &path, out);
-        }
-    }
-
-    /// A `cms.yaml` with `path` set to `value` (a minimal site, a bucket for `storage.*`).
-    fn config_with(path: &str, value: Value) -> String {
-        let mut root = json!({"site": {"name": "S", "url": "https://example.com"}});
-        if path.starts_with("storage.") {
-            root["storage"] = json!({"kind": "s3", "bucket": "b"});
-        }
-        let mut node = &mut root;
-        let parts: Vec<&str> = path.split('.').collect();
-        for part in &parts[..parts.len() - 1] {
-            node = node.as_object_mut().unwrap().entry(*part).or_insert_with(|| json!({}));
-        }
-        node[parts[parts.len() - 1]] = value;
-        codec::to_yaml(&root).unwrap()
-    }
-
-    /// Every range the schema states is the one the checks enforce: its ends are accepted
-    /// and the values just outside refused, naming the key. So an editor never flags a
-    /// value the server takes, nor misses one it refuses.
     #[test]
     fn the_schemas_ranges_are_the_checks_ranges() {
-        // Bounded by another key as well; the schema states their absolute bounds.
-        let relative = [
-            "site.per_page",
-            "site.max_per_page",
-            "signin.max_lock_secs",
-            "mcp.max_sessions_per_key",
-            "images.quality",
-            "signin.lock_secs",
-            "mcp.max_sessions",
-        ];
-        let mut checked = 0;
-        for (path, schema) in keys(&SiteConfig::json_schema()) {
-            let (min, max) = (schema["minimum"].as_i64(), schema["maximum"].as_i64());
-            if path.contains(['[', '<']) || (min.unwrap_or(0) == 0 && max.is_none()) {
-                continue;
-            }
-            for end in [min, max].into_iter().flatten() {
-                if !relative.contains(&path.as_str()) {
-                    let text = config_with(&path, json!(end));
-                    assert!(SiteConfig::from_yaml(&text).is_ok(), "{path}: {end} is in range\n{text}");
-                }
-            }
-            let outside = [min.filter(|m| *m > 0).map(|m| m - 1), max.map(|m| m + 1)];
-            for value in outside.into_iter().flatten() {
-                let message =
-                    SiteConfig::from_yaml(&config_with(&path, json!(value))).unwrap_err().to_string();
-                assert!(message.contains(&path), "{path} = {value}: {message}");
-            }
-            checked += 1;
-        }
-        assert!(checked >= 25, "{checked} ranges");
+        let checked = config_schema::ranges_are_the_checks_ranges(&SiteConfig::json_schema(), &parse);
+        assert!(checked >= 22, "{checked} ranges");
     }
 
-    /// The schema is what the parser takes: the keys, a wrong type refused by both.
     #[test]
     fn the_schema_names_every_key_with_its_default() {
-        let schema = SiteConfig::json_schema();
-        let keys = keys(&schema);
-        for expected in [
-            "site.per_page",
-            "collections[].path",
-            "images.presets.<name>.w",
-            "storage.bucket",
-            "mcp.max_sessions",
-        ] {
-            assert!(
-                keys.iter().any(|(p, _)| p == expected),
-                "{expected}: {:?}",
-                keys.iter().map(|k| &k.0).collect::<Vec<_>>()
-            );
-        }
-        let per_page = &keys.iter().find(|(p, _)| p == "site.per_page").unwrap().1;
-        assert_eq!(per_page["default"], 10);
-        assert_eq!(schema["additionalProperties"], false);
+        config_schema::names_every_key_with_its_default(
+            &SiteConfig::json_schema(),
+            &["site.per_page", "collections[].path", "images.presets.<name>.w", "mcp.max_sessions"],
+        );
     }
 
-    /// How the reference writes a default: `10`, `us-east-1`, `[]`, `false`.
-    fn written_default(value: &Value) -> String {
-        match value {
-            Value::String(s) if s.is_empty() => "\"\"".to_owned(),
-            Value::String(s) => s.clone(),
-            Value::Array(items) => {
-                format!("[{}]", items.iter().map(written_default).collect::<Vec<_>>().join(", "))
-            }
-            other => other.to_string(),
-        }
-    }
-
-    /// `docs/configuration.md` has a row for every key of the schema, with the schema's
-    /// default; every key is in one of its examples; and every example is a `cms.yaml`
-    /// that parses.
     #[test]
     fn the_reference_page_covers_every_key_with_its_default_and_an_example() {
-        let examples: Vec<&str> =
-            DOC.split("```yaml\n").skip(1).map(|b| b.split("```").next().unwrap()).collect();
-        assert!(examples.len() >= 2, "the page has its examples");
-        for example in &examples {
-            if let Err(error) = SiteConfig::from_yaml(example) {
-                panic!("an example of docs/configuration.md is refused: {error}\n{example}");
-            }
-        }
-        let mut missing = Vec::new();
-        for (path, schema) in keys(&SiteConfig::json_schema()) {
-            let row = DOC.lines().find(|l| l.starts_with(&format!("| `{path}` |")));
-            let Some(row) = row else {
-                missing.push(format!("no row for `{path}`"));
-                continue;
-            };
-            let cells: Vec<&str> = row.split(" | ").collect();
-            if let Some(default) = schema.get("default").filter(|d| !d.is_null()) {
-                let written = format!("`{}`", written_default(default));
-                if cells.get(1).map(|c| c.trim()) != Some(written.as_str()) {
-                    missing.push(format!("`{path}`: default should read {written}: {row}"));
-                }
-            }
-            // Lists and maps are located at their first entry in the examples.
-            let located = path.replace("[]", "[0]");
-            let located = located.split(".<name>").next().unwrap();
-            if !examples.iter().any(|e| codec::locate(e, located).is_some()) {
-                missing.push(format!("`{path}` is in no example"));
-            }
-        }
-        assert!(missing.is_empty(), "docs/configuration.md:\n{}", missing.join("\n"));
+        config_schema::reference_page_covers_every_key(
+            &SiteConfig::json_schema(),
+            &parse,
+            include_str!("../../../docs/configuration.md"),
+        );
     }
 }

@@ -13,8 +13,6 @@
 use core::net::{IpAddr, SocketAddr};
 use std::sync::OnceLock;
 
-use crate::config::ServerConfig;
-
 /// The names and proxies of one server.
 #[derive(Debug, Default)]
 pub struct HostPolicy {
@@ -30,13 +28,15 @@ pub struct HostPolicy {
 }
 
 impl HostPolicy {
-    /// The policy of a site whose URL is `site_url`, with `server:` from `cms.yaml`
-    /// (already validated).
-    pub fn new(site_url: &str, server: &ServerConfig) -> Self {
+    /// The policy of a site whose URL is `site_url`, with `server.allowed_hosts` and
+    /// `server.trusted_proxies` from `cms.yaml` (already validated; this module is below
+    /// the configuration, which checks those entries with [`is_authority`] and
+    /// [`IpRange::parse`]).
+    pub fn new(site_url: &str, allowed_hosts: &[String], trusted_proxies: &[String]) -> Self {
         let site_authority = authority_of(site_url).and_then(split_authority);
         let site_host = site_authority.clone().map(|(host, _)| (host, None));
-        let named = server.allowed_hosts.iter().filter_map(|h| split_authority(h)).chain(site_host).collect();
-        let proxies = server.trusted_proxies.iter().filter_map(|p| IpRange::parse(p).ok()).collect();
+        let named = allowed_hosts.iter().filter_map(|h| split_authority(h)).chain(site_host).collect();
+        let proxies = trusted_proxies.iter().filter_map(|p| IpRange::parse(p).ok()).collect();
         let site_scheme =
             site_url.split_once("://").map_or("https", |(scheme, _)| scheme).to_ascii_lowercase();
         Self { named, proxies, bound: OnceLock::new(), site_scheme, site_authority }
@@ -283,12 +283,8 @@ mod tests {
     use super::*;
 
     fn policy(allowed: &[&str], proxies: &[&str]) -> HostPolicy {
-        let server = ServerConfig {
-            allowed_hosts: allowed.iter().map(|s| s.to_string()).collect(),
-            trusted_proxies: proxies.iter().map(|s| s.to_string()).collect(),
-            ..ServerConfig::default()
-        };
-        HostPolicy::new("https://example.com/blog/", &server)
+        let strings = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        HostPolicy::new("https://example.com/blog/", &strings(allowed), &strings(proxies))
     }
 
     #[test]

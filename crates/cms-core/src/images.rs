@@ -596,20 +596,6 @@ pub fn content_hash(bytes: &[u8]) -> String {
 /// contents of one variant never share them by chance.
 pub const VERSION_DIGITS: usize = 12;
 
-/// A codec for builds and tests without one: reads no header, renders nothing.
-pub struct NoImageCodec;
-
-#[async_trait::async_trait]
-impl crate::ports::ImageCodec for NoImageCodec {
-    fn probe(&self, _head: &[u8]) -> Option<(u32, u32)> {
-        None
-    }
-
-    async fn render(&self, _source: Vec<u8>, _spec: RenderSpec) -> CoreResult<Vec<u8>> {
-        Err(CoreError::Unprocessable("this server has no image codec; images are served as they are".into()))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -711,30 +697,6 @@ mod tests {
         let g = whole.geometry(7000, 7000);
         assert_eq!((g.width, g.height), (7000, 7000));
         assert_eq!(whole.key_suffix(), "w_-h_-inside-q90.avif");
-    }
-
-    #[test]
-    fn render_bounds_are_settings_with_checked_ranges() {
-        let minimal = "site:\n  name: S\n  url: https://example.com\n";
-        let parsed = crate::config::SiteConfig::from_yaml(minimal).unwrap().images;
-        assert_eq!((parsed.render_timeout_secs, parsed.queue_timeout_secs), (15, 5));
-        assert!(!parsed.render_source_size);
-        let limits = parsed.limits();
-        assert_eq!(limits.render_timeout, Duration::from_secs(15));
-        assert_eq!(limits.queue_timeout, Duration::from_secs(5));
-        let set = "images:\n  render_timeout_secs: 30\n  queue_timeout_secs: 2\n  render_source_size: true\n";
-        let c = crate::config::SiteConfig::from_yaml(&format!("{minimal}{set}")).unwrap().images;
-        assert_eq!((c.render_timeout_secs, c.queue_timeout_secs, c.max_side()), (30, 2, None));
-        for (case, named) in [
-            ("render_timeout_secs: 0", "images.render_timeout_secs"),
-            ("render_timeout_secs: 601", "images.render_timeout_secs"),
-            ("queue_timeout_secs: 0", "images.queue_timeout_secs"),
-            ("queue_timeout_secs: 301", "images.queue_timeout_secs"),
-        ] {
-            let text = format!("{minimal}images:\n  {case}\n");
-            let message = crate::config::SiteConfig::from_yaml(&text).unwrap_err().to_string();
-            assert!(message.contains(named), "{case}: {message}");
-        }
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod index;
 pub mod item;
 pub mod item_file;
 pub mod license;
+pub mod model;
 pub mod policy;
 pub mod ports;
 pub mod query;

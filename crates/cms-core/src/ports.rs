@@ -6,6 +6,8 @@
 //! core names no runtime: it only awaits the futures the adapters return. The event sink
 //! and the clock stay synchronous: they never wait.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
@@ -25,8 +27,8 @@ pub struct FileStamp {
     pub size: u64,
     /// Unix seconds of the last modification.
     pub modified: i64,
-    /// Changes whenever the file's content may have changed (an adapter-defined digest of
-    /// modification and change times, inode and size).
+    /// Changes whenever the file's content may have changed (adapter-defined: a digest of
+    /// a folder's file metadata, a bucket's ETag).
     pub change_token: u64,
 }
 
@@ -292,6 +294,65 @@ pub struct WebhookDelivery {
     pub error: Option<String>,
 }
 
+/// A change of a state document's text: given the current text (`None`: no document yet),
+/// the text to write (`None`: write nothing). It may run more than once (see
+/// [`StateDocuments::update`]).
+pub type TextChange = Box<dyn FnMut(Option<&str>) -> CoreResult<Option<String>> + Send>;
+
+/// Small YAML documents of the site's state that every process (and, on a shared store,
+/// every server) reads and changes: the webhook subscriptions and delivery log, the
+/// schedule's mark. Named by file name (`webhooks.yaml`), kept in `.cms/` of the folder or
+/// of the bucket.
+///
+/// Synchronous on purpose: its callers are plain threads (the webhook delivery workers,
+/// the CLI, the schedule's ring on the blocking pool), and an update is a
+/// read-modify-write that must hold out every other writer.
+pub trait StateDocuments: Send + Sync {
+    /// A document's text; `None` when there is none.
+    fn read(&self, name: &str) -> CoreResult<Option<String>>;
+    /// Applies `change` atomically against every other writer (another thread, process
+    /// or server): when another one wrote in between, `change` runs again on what it wrote.
+    fn update(&self, name: &str, change: TextChange) -> CoreResult<()>;
+    /// Where the document is, for messages (a path, or the bucket's address).
+    fn describe(&self, name: &str) -> String;
+}
+
+/// Who else changes a site's storage, which decides how shared marks are claimed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sharing {
+    /// One server owns the store (a site folder); commands may write beside it.
+    OneServer,
+    /// Several servers serve the site from the store at once (a bucket).
+    Servers,
+}
+
+/// Everything a backend keeps for a site, as its crate opens it (`cms_fs::open`,
+/// `cms_s3::open`): the storage ports, the preview keys, the shared state documents and
+/// the license as the webhook workers read it. The composition root adds what is not
+/// storage's business (events, clock, webhook directory, image codec) to make the
+/// facade's `Ports`.
+#[derive(Clone)]
+pub struct SiteStorage {
+    pub content: Arc<dyn ContentStore>,
+    pub versions: Arc<dyn VersionStore>,
+    pub resources: Arc<dyn ResourceStore>,
+    pub users: Arc<dyn UserStore>,
+    pub keys: Arc<dyn KeyStore>,
+    pub license: Arc<dyn LicenseSource>,
+    pub settings: Arc<dyn SettingsStore>,
+    pub changes: Arc<dyn ChangeSource>,
+    /// A node's own cache on every backend (the local `.cms/index/`).
+    pub snapshots: Arc<dyn IndexSnapshots>,
+    /// A node's own cache on every backend (the local `.cms/variants/`).
+    pub variants: Arc<dyn VariantStore>,
+    pub previews: Arc<dyn PreviewKeys>,
+    /// The webhook subscriptions and log, the schedule's mark.
+    pub state: Arc<dyn StateDocuments>,
+    pub sharing: Sharing,
+    /// Where the content lives, for the operator (`site folder: ...`, `bucket: s3://...`).
+    pub description: String,
+}
+
 /// The time, so that tests can fix it.
 pub trait Clock: Send + Sync {
     fn now(&self) -> OffsetDateTime;
@@ -305,8 +366,8 @@ pub struct VersionStamp {
     pub size: u64,
 }
 
-/// An item's current bytes to keep as its newest snapshot (see
-/// [`VersionStore::keep_snapshot`]).
+/// An item's current bytes to keep as its newest version (see
+/// [`VersionStore::keep_version`]).
 #[derive(Debug, Clone, Copy)]
 pub struct KeepSnapshot<'a> {
     pub bytes: &'a [u8],
@@ -316,13 +377,16 @@ pub struct KeepSnapshot<'a> {
     pub keep: usize,
 }
 
-/// A snapshot kept through the item's own file (see [`VersionStore::keep_snapshot`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SharedSnapshot {
-    /// The snapshot's timestamp.
-    pub timestamp: i64,
-    /// The item file's stamp after that: what a replace that follows expects.
-    pub stamp: FileStamp,
+/// What keeping a version means for the write it was kept for (see
+/// [`VersionStore::keep_version`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeptVersion {
+    /// The item file's stamp when keeping the version changed it (not its bytes): the
+    /// write's conditional replace expects this one. `None`: the stamp read stands.
+    pub item_stamp: Option<FileStamp>,
+    /// The kept version's timestamp when the store must hear of a write that fails
+    /// ([`VersionStore::write_failed`]); `None` when it need not.
+    pub timestamp: Option<i64>,
 }
 
 /// What keeping a snapshot does, decided from the item's snapshot timestamps alone.
@@ -388,46 +452,43 @@ pub trait VersionStore: Send + Sync {
     /// Filenames of the collection's items that have a history (deleted ones included).
     async fn items_with_history(&self, collection: &Collection) -> CoreResult<Vec<String>>;
 
-    /// Stores `snapshot.bytes` as the item's newest snapshot unless the newest one holds
-    /// the same bytes, then removes the oldest beyond `snapshot.keep`, as
-    /// [`KeepSnapshot::plan`] decides. Every write of an item does this, so a store that
-    /// can do it in one step (one trip to a blocking pool) should; the default takes one
-    /// call of the methods above per step.
+    /// Keeps `snapshot.bytes` as the item's newest version unless the newest one holds the
+    /// same bytes, then removes the oldest beyond `snapshot.keep`, as
+    /// [`KeepSnapshot::plan`] decides. Every write of an item does this first, so a store
+    /// that can do it in one step (one trip to a blocking pool) should; the default takes
+    /// one call of the methods above per step.
     ///
-    /// `Some` when the store kept the snapshot through the item's own file: the file
-    /// adapter gives that file a second name in the history when it holds `snapshot.bytes`
-    /// (no copy; the write that follows renames a new file over the item's name and leaves
-    /// the old one to the history). That changes the file's stamp, not its bytes: the
-    /// write's conditional replace expects the stamp answered here, and a write that does
-    /// not happen after all calls [`Self::unshare_snapshot`].
-    async fn keep_snapshot(
+    /// A store may keep the version through the item's own storage (the folder store does,
+    /// when it can, without a copy): then the item's stamp changes though its bytes do not,
+    /// and the answer says what the write's conditional replace expects, and that the
+    /// store must hear of it if the write fails ([`Self::write_failed`]).
+    async fn keep_version(
         &self,
         collection: &Collection,
         name: &ItemFilename,
         snapshot: KeepSnapshot<'_>,
-    ) -> CoreResult<Option<SharedSnapshot>> {
+    ) -> CoreResult<KeptVersion> {
         let plan = snapshot.plan(self.version_timestamps(collection, name).await?);
         if let Some(newest) = plan.newest
             && self.read_version(collection, name, newest).await?.as_deref() == Some(snapshot.bytes)
         {
-            return Ok(None);
+            return Ok(KeptVersion::default());
         }
         self.save_version(collection, name, plan.timestamp, snapshot.bytes).await?;
         for old in plan.drop {
             self.remove_version(collection, name, old).await?;
         }
-        Ok(None)
+        Ok(KeptVersion::default())
     }
 
-    /// Makes a snapshot that [`Self::keep_snapshot`] kept through the item's file (it
-    /// answered `Some`) a file of its own holding `bytes`, when the write it was kept for
-    /// did not happen: the item's file stays, and a later change to it must not reach the
-    /// history. Only a store that answers `Some` there has anything to do.
-    async fn unshare_snapshot(
+    /// The write `kept` was kept for did not happen (`bytes` are those the version holds):
+    /// the item's file stays, and a later change to it must not reach the version. Only a
+    /// store whose [`KeptVersion::timestamp`] was set has anything to do.
+    async fn write_failed(
         &self,
         _collection: &Collection,
         _name: &ItemFilename,
-        _timestamp: i64,
+        _kept: &KeptVersion,
         _bytes: &[u8],
     ) -> CoreResult<()> {
         Ok(())
@@ -534,6 +595,20 @@ pub trait ImageCodec: Send + Sync {
     /// render that finds no worker within `spec.limits.queue_timeout` or runs past
     /// `spec.limits.render_timeout` is `Busy`.
     async fn render(&self, source: Vec<u8>, spec: RenderSpec) -> CoreResult<Vec<u8>>;
+}
+
+/// A codec for builds and tests without one: reads no header, renders nothing.
+pub struct NoImageCodec;
+
+#[async_trait]
+impl ImageCodec for NoImageCodec {
+    fn probe(&self, _head: &[u8]) -> Option<(u32, u32)> {
+        None
+    }
+
+    async fn render(&self, _source: Vec<u8>, _spec: RenderSpec) -> CoreResult<Vec<u8>> {
+        Err(CoreError::Unprocessable("this server has no image codec; images are served as they are".into()))
+    }
 }
 
 /// A resource file whose variants are meant.

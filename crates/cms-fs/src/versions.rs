@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use cms_core::collection::Collection;
-use cms_core::ports::{FileStamp, KeepSnapshot, SharedSnapshot, SnapshotPlan, VersionStamp, VersionStore};
+use cms_core::ports::{FileStamp, KeepSnapshot, KeptVersion, SnapshotPlan, VersionStamp, VersionStore};
 use cms_core::slug::ItemFilename;
 use cms_core::{CoreError, CoreResult};
 
@@ -29,7 +29,7 @@ use crate::stamp;
 /// rename the item's file and its newest snapshot are one file. A program that rewrites
 /// the item in place (not by rename) in that moment changes both; the write then finds
 /// the file changed, puts a private copy of the bytes it read over the snapshot's name
-/// ([`VersionStore::unshare_snapshot`], as after any failed write; without room for the
+/// ([`VersionStore::write_failed`], as after any failed write; without room for the
 /// copy the snapshot's name is removed) and starts again (a restore answers that the item
 /// changed). What is left: a crash in that moment, or a request dropped in it, leaves the
 /// two one file until the item's next write; a delete removes the item's name without
@@ -48,7 +48,26 @@ pub struct FsVersionStore {
 struct Kept {
     timestamps: Vec<i64>,
     newest: [u8; 32],
-    linked: Option<SharedSnapshot>,
+    linked: Option<LinkedSnapshot>,
+}
+
+/// A snapshot kept as a second name of the item's own file: its timestamp, and the item
+/// file's stamp after the link (a link changes the file's change time).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct LinkedSnapshot {
+    timestamp: i64,
+    stamp: FileStamp,
+}
+
+impl LinkedSnapshot {
+    /// What the write hears of it: the stamp its replace expects, and that a failure must
+    /// be reported (to part the two files).
+    fn kept(linked: Option<Self>) -> KeptVersion {
+        match linked {
+            Some(linked) => KeptVersion { item_stamp: Some(linked.stamp), timestamp: Some(linked.timestamp) },
+            None => KeptVersion::default(),
+        }
+    }
 }
 
 impl FsVersionStore {
@@ -162,7 +181,7 @@ impl FsVersionStore {
         }
     }
 
-    /// [`VersionStore::keep_snapshot`]'s steps, in one trip to the blocking pool: from what
+    /// [`VersionStore::keep_version`]'s steps, in one trip to the blocking pool: from what
     /// this process knows of the item's history folder while the folder is as it left it
     /// (see [`crate::history_memo`]), else from the folder.
     fn keep_snapshot_blocking(
@@ -170,7 +189,7 @@ impl FsVersionStore {
         collection: &Collection,
         name: &ItemFilename,
         snapshot: KeepSnapshot<'_>,
-    ) -> CoreResult<Option<SharedSnapshot>> {
+    ) -> CoreResult<Option<LinkedSnapshot>> {
         let dir = self.item_dir(collection, name);
         let keeping = self.known.begin(&dir, folder_stamp(&dir)?);
         let kept = self.keep_snapshot_from(collection, name, snapshot, keeping.known.clone());
@@ -225,9 +244,9 @@ impl FsVersionStore {
         bytes: &[u8],
         plan: &SnapshotPlan,
         mut timestamps: Vec<i64>,
-    ) -> CoreResult<(Vec<i64>, Option<SharedSnapshot>)> {
+    ) -> CoreResult<(Vec<i64>, Option<LinkedSnapshot>)> {
         let linked = match self.link_item_blocking(collection, name, plan.timestamp, bytes)? {
-            Some(stamp) => Some(SharedSnapshot { timestamp: plan.timestamp, stamp }),
+            Some(stamp) => Some(LinkedSnapshot { timestamp: plan.timestamp, stamp }),
             None => {
                 self.save_version_blocking(collection, name, plan.timestamp, bytes)?;
                 None
@@ -250,7 +269,7 @@ impl FsVersionStore {
         Ok((timestamps, linked))
     }
 
-    /// [`VersionStore::unshare_snapshot`]'s step.
+    /// [`VersionStore::write_failed`]'s step.
     fn unshare_blocking(
         &self,
         collection: &Collection,
@@ -383,29 +402,32 @@ impl VersionStore for FsVersionStore {
         blocking::run(move || store.items_with_history_blocking(&collection)).await
     }
 
-    async fn keep_snapshot(
+    async fn keep_version(
         &self,
         collection: &Collection,
         name: &ItemFilename,
         snapshot: KeepSnapshot<'_>,
-    ) -> CoreResult<Option<SharedSnapshot>> {
+    ) -> CoreResult<KeptVersion> {
         let (store, collection, name, bytes) =
             (self.clone(), collection.clone(), name.clone(), snapshot.bytes.to_vec());
-        blocking::run(move || {
+        let linked = blocking::run(move || {
             store.keep_snapshot_blocking(&collection, &name, KeepSnapshot { bytes: &bytes, ..snapshot })
         })
-        .await
+        .await?;
+        Ok(LinkedSnapshot::kept(linked))
     }
 
-    /// A private copy of `bytes` renamed over the snapshot's name: the item's file keeps
-    /// its one name, the snapshot becomes a file of its own.
-    async fn unshare_snapshot(
+    /// When the version is a second name of the item's file (a hard link): a private copy
+    /// of `bytes` renamed over the version's name, so that the item's file keeps its one
+    /// name and the version becomes a file of its own.
+    async fn write_failed(
         &self,
         collection: &Collection,
         name: &ItemFilename,
-        timestamp: i64,
+        kept: &KeptVersion,
         bytes: &[u8],
     ) -> CoreResult<()> {
+        let Some(timestamp) = kept.timestamp else { return Ok(()) };
         let (store, collection, name, bytes) =
             (self.clone(), collection.clone(), name.clone(), bytes.to_vec());
         blocking::run(move || store.unshare_blocking(&collection, &name, timestamp, &bytes)).await
@@ -490,12 +512,13 @@ mod tests {
             FsVersionStore::new(&site.path().join(".cms")).linking_items_of(FsContentStore::new(site.path()));
         let item = ItemFilename::parse("hello.md").unwrap();
         let snapshot = KeepSnapshot { bytes: b"one", now: 200, keep: 3 };
-        let shared = store.keep_snapshot(&posts(), &item, snapshot).await.unwrap().expect("linked");
+        let kept = store.keep_version(&posts(), &item, snapshot).await.unwrap();
+        assert!(kept.item_stamp.is_some(), "linked");
 
         // A program rewrites the item in place (which reaches the shared snapshot too), so
         // the write does not happen; then the item is rewritten in place again.
         fs::write(&item_path, "edited in place").unwrap();
-        store.unshare_snapshot(&posts(), &item, shared.timestamp, b"one").await.unwrap();
+        store.write_failed(&posts(), &item, &kept, b"one").await.unwrap();
         fs::write(&item_path, "edited in place again").unwrap();
         assert_eq!(history(&store), [(200, "one".into())]);
         let kept = fs::metadata(folder(&site.path().join(".cms")).join("200.md")).unwrap();

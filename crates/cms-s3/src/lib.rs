@@ -10,7 +10,7 @@
 //! <prefix>/.cms/versions/...    item history          S3VersionStore
 //! <prefix>/.cms/changes/...     the change journal    S3ChangeSource (see `changes.rs`)
 //! <prefix>/.cms/webhooks.yaml, webhook-log.yaml, schedule.yaml
-//!                               shared state          SharedState (the binary wires them)
+//!                               shared state          S3StateDocuments
 //! ```
 //!
 //! so `aws s3 sync site/ s3://bucket/prefix/` makes a valid site. What is only a node's
@@ -26,6 +26,7 @@
 mod accounts;
 mod bucket;
 mod changes;
+mod config;
 mod content;
 mod error;
 mod license;
@@ -43,13 +44,14 @@ pub mod testing;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cms_core::config::S3StorageConfig;
-use cms_core::service::Ports;
+use cms_core::CoreResult;
+use cms_core::ports::{Sharing, SiteStorage, StateDocuments, TextChange};
 use object_store::aws::AmazonS3Builder;
 
 pub use accounts::S3Accounts;
 pub use bucket::Bucket;
 pub use changes::{FollowSettings, S3ChangeSource};
+pub use config::S3StorageConfig;
 pub use content::S3ContentStore;
 pub use error::S3Error;
 pub use license::S3License;
@@ -133,6 +135,7 @@ fn credentials_in_environment(custom_endpoint: bool) -> Result<(), S3Error> {
 }
 
 /// A site in a bucket: one client, one change journal, shared by every port it makes.
+#[derive(Clone)]
 pub struct S3Site {
     bucket: Bucket,
     journal: Arc<Journal>,
@@ -244,21 +247,6 @@ impl S3Site {
         &self.bucket
     }
 
-    /// Puts the bucket's ports in place of a site folder's: content, history, media,
-    /// accounts, license, theme and the change feed. The rest (events, clock, webhooks,
-    /// image codec, index snapshots and variants, which are a node's own caches) stay.
-    pub fn install(&self, ports: &mut Ports) {
-        let accounts = Arc::new(S3Accounts::new(&self.bucket, self.state_max_age));
-        ports.content = Arc::new(S3ContentStore::new(self.bucket.clone(), self.journal.clone()));
-        ports.users = accounts.clone();
-        ports.keys = accounts;
-        ports.license = self.license.clone();
-        ports.versions = Arc::new(S3VersionStore::new(&self.bucket));
-        ports.resources = Arc::new(S3ResourceStore::new(&self.bucket));
-        ports.settings = Arc::new(S3Settings::new(&self.bucket, self.state_max_age));
-        ports.changes = Arc::new(self.change_source());
-    }
-
     /// The site's license (for the webhook workers' gate).
     pub fn license(&self) -> Arc<S3License> {
         self.license.clone()
@@ -292,7 +280,74 @@ impl S3Site {
         )
     }
 
+    pub fn settings_store(&self) -> S3Settings {
+        S3Settings::new(&self.bucket, self.state_max_age)
+    }
+
     pub fn resource_store(&self) -> S3ResourceStore {
         S3ResourceStore::new(&self.bucket)
+    }
+}
+
+/// Opens the site in the bucket `config` names (see [`S3Site::connect`]) as a backend: its
+/// ports in place of the folder's, except a node's own caches (index snapshots, image
+/// variants), which stay those of `local`, the storage of the folder holding `cms.yaml`.
+pub fn open(config: &S3StorageConfig, local: SiteStorage) -> Result<SiteStorage, S3Error> {
+    Ok(S3Site::connect(config, None)?.storage(local))
+}
+
+impl S3Site {
+    /// The bucket's ports over `local`'s caches (see [`open`]).
+    pub fn storage(&self, local: SiteStorage) -> SiteStorage {
+        let accounts = Arc::new(self.accounts());
+        SiteStorage {
+            content: Arc::new(self.content_store()),
+            versions: Arc::new(self.version_store()),
+            resources: Arc::new(self.resource_store()),
+            users: accounts.clone(),
+            keys: accounts,
+            license: self.license.clone(),
+            settings: Arc::new(self.settings_store()),
+            changes: Arc::new(self.change_source()),
+            previews: Arc::new(self.preview_keys()),
+            state: Arc::new(S3StateDocuments::new(self)),
+            sharing: Sharing::Servers,
+            description: format!("bucket: {}", self.description),
+            ..local
+        }
+    }
+}
+
+/// The state documents as objects of the bucket (`.cms/webhooks.yaml`, the same text as in
+/// a folder), shared by every server: read within `storage.state_max_age_ms`, changed by
+/// conditional writes that every server's change survives.
+pub struct S3StateDocuments {
+    site: S3Site,
+    opened: std::sync::Mutex<std::collections::HashMap<String, SharedState>>,
+}
+
+impl S3StateDocuments {
+    pub fn new(site: &S3Site) -> Self {
+        Self { site: site.clone(), opened: std::sync::Mutex::default() }
+    }
+
+    /// One [`SharedState`] per document, so that its cache and its writers' turns are shared.
+    fn document(&self, name: &str) -> SharedState {
+        let mut opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
+        opened.entry(name.to_owned()).or_insert_with(|| self.site.shared_state(name)).clone()
+    }
+}
+
+impl StateDocuments for S3StateDocuments {
+    fn read(&self, name: &str) -> CoreResult<Option<String>> {
+        self.document(name).read_blocking()
+    }
+
+    fn update(&self, name: &str, mut change: TextChange) -> CoreResult<()> {
+        self.document(name).update_blocking(move |text| Ok((change(text)?, ())))
+    }
+
+    fn describe(&self, name: &str) -> String {
+        format!(".cms/{name} in {}", self.site.description)
     }
 }

@@ -34,7 +34,7 @@ impl S3Site {
 mod tests {
     use std::sync::Arc;
 
-    use cms_core::config::S3StorageConfig;
+    use crate::S3StorageConfig;
 
     use super::*;
 

@@ -7,11 +7,12 @@
 //! site/.cms/webhooks.lock      serializes read-modify-write of both between processes
 //! ```
 //!
-//! On a site in a bucket, the composition root keeps the first two there instead (see
-//! [`StateFiles`]), shared by every server; the outbox stays in each server's folder.
+//! On a site in a bucket, the first two are objects of the bucket instead, shared by every
+//! server (the site's [`StateDocuments`](cms_core::ports::StateDocuments) port keeps them);
+//! the outbox stays in each server's folder.
 //!
-//! - [`store`]: the two files ([`WebhookStore`], wherever [`StateFiles`] keeps them); the
-//!   CLI manages subscriptions through it.
+//! - [`store`]: the two documents ([`WebhookStore`]); the CLI manages subscriptions
+//!   through it.
 //! - [`payload`]: the JSON body of an event and its `X-Webhook-Signature`.
 //! - [`deliver`]: one HTTPS `POST` with ureq ([`Deliverer`]): time-out, HTTPS only,
 //!   `webhooks.ca_file` trusted beside the bundled roots, no redirects, no retries.
@@ -21,7 +22,8 @@
 //! - [`sink`]: [`WebhookSink`], the `EventSink`: `publish` only enqueues (bounded); worker
 //!   threads deliver and log; [`WebhookSink::shutdown`] finishes or logs what is pending.
 //! - [`gate`]: [`DeliveryGate`], asked when an event's deliveries are due; [`LicenseGate`]
-//!   holds them back (logged as not sent) unless the license has the `webhooks` feature.
+//!   holds them back (logged as not sent) unless the license port's license has the
+//!   `webhooks` feature at the `Clock` port's time.
 
 pub mod address;
 pub mod deliver;
@@ -39,7 +41,7 @@ pub use deliver::{Attempt, Deliverer, DeliveryConfig, SetupError};
 pub use gate::{DeliveryGate, LicenseGate};
 pub use model::{LogEntry, Subscription};
 pub use sink::{ShutdownReport, SinkConfig, WebhookSink};
-pub use store::{FolderFiles, LOG_FILE, LOG_KEEP, SUBSCRIPTIONS_FILE, StateFiles, TextChange, WebhookStore};
+pub use store::{LOG_FILE, LOG_KEEP, SUBSCRIPTIONS_FILE, WebhookStore};
 
 /// `User-Agent` of every delivery: `cms/<version>`.
 pub const USER_AGENT: &str = concat!("cms/", env!("CARGO_PKG_VERSION"));

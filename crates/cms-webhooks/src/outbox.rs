@@ -33,6 +33,27 @@ pub const SYNC_EVERY: Duration = Duration::from_millis(20);
 /// documentation).
 pub const COMPACT_AFTER: u64 = 1 << 20;
 
+/// The staging file of a rewrite, in the outbox's folder. The prefix is the one every
+/// staging file of `.cms/` has, so that the folder adapter's change feed passes it over
+/// and its sweep removes what a crash left (a live rewrite holds a shared `flock`).
+const STAGING_FILE: &str = ".cms-tmp-webhook-outbox";
+
+/// Replaces the outbox file whole, mode 0600: the text goes to a staging file beside it,
+/// fsynced, renamed over it, and the folder fsynced, so that a crash leaves the old file
+/// or the new one, never a part. The outbox is this process's own file, so this crate
+/// writes it itself.
+fn rewrite(path: &Path, text: &[u8]) -> io::Result<()> {
+    let folder = path.parent().ok_or_else(|| io::Error::other("the outbox needs a folder"))?;
+    let staging = folder.join(STAGING_FILE);
+    let mut file = OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&staging)?;
+    let _ = file.try_lock_shared();
+    file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+    file.write_all(text)?;
+    file.sync_all()?;
+    std::fs::rename(&staging, path)?;
+    File::open(folder)?.sync_all()
+}
+
 pub struct Outbox {
     path: PathBuf,
     /// The append handle and what the file holds; locked for every change of either, so
@@ -87,7 +108,7 @@ impl Outbox {
         let lines: BTreeMap<u64, String> =
             pending.iter().map(|(seq, (line, _))| (*seq, format!("{line}\n"))).collect();
         let kept: String = lines.values().map(String::as_str).collect();
-        cms_fs::atomic::write_private(&path, kept.as_bytes())?;
+        rewrite(&path, kept.as_bytes())?;
         let handle = OpenOptions::new().append(true).mode(0o600).open(&path)?;
         let next_seq = pending.keys().next_back().map_or(1, |last| last + 1);
         let len = kept.len() as u64;
@@ -143,7 +164,7 @@ impl Outbox {
     /// renamed over it), and appends to the new file from then on.
     fn compact(&self, file: &mut OutboxFile) {
         let kept: String = file.pending.values().map(String::as_str).collect();
-        let reopened = cms_fs::atomic::write_private(&self.path, kept.as_bytes())
+        let reopened = rewrite(&self.path, kept.as_bytes())
             .and_then(|()| OpenOptions::new().append(true).mode(0o600).open(&self.path));
         match reopened {
             Ok(handle) => {

@@ -61,10 +61,10 @@ impl SinkConfig {
     pub const DEFAULT_QUEUE: usize = 1024;
 
     /// From `cms.yaml`'s `webhooks` section; `ca_file` is relative to the site folder.
-    pub fn for_site(site: &Path, state_dir: &Path, config: &WebhooksConfig) -> Self {
+    pub fn for_site(site: &Path, state_dir: &Path, config: &WebhooksConfig, store: WebhookStore) -> Self {
         Self {
             state_dir: state_dir.to_owned(),
-            store: WebhookStore::new(state_dir),
+            store,
             delivery: DeliveryConfig {
                 timeout: Duration::from_secs(config.timeout_secs.max(1)),
                 ca_file: config.ca_file.as_ref().map(|f| site.join(f)),

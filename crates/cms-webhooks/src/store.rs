@@ -1,25 +1,15 @@
-//! The subscriptions and the delivery log: two YAML state files, `webhooks.yaml` and
-//! `webhook-log.yaml`, wherever [`StateFiles`] keeps them.
-//!
-//! In a site folder ([`FolderFiles`]) they are files of `.cms/` written the one way state
-//! files are (temp file, fsync, rename, mode 0600). The server's delivery workers and CLI
-//! commands may write at the same time, so every read-modify-write holds an exclusive lock
-//! on `.cms/webhooks.lock`. Reads take no lock: a rename is atomic, so they see the old
-//! file or the new one. A site served by several servers from one bucket keeps them in
-//! the bucket instead (the composition root provides those [`StateFiles`]), so that every
-//! server delivers to the same subscriptions and logs to the same log.
+//! The subscriptions and the delivery log: two YAML state documents, `webhooks.yaml` and
+//! `webhook-log.yaml`, wherever the site's [`StateDocuments`] port keeps them (`.cms/` of
+//! the folder, under its lock, or the bucket, shared by every server), so that every
+//! process and server delivers to the same subscriptions and logs to the same log.
 
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
-use std::io;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use cms_core::codec::{self, YamlLimits};
 use cms_core::events::EventKind;
-use cms_core::ports::{WebhookDelivery, WebhookDirectory, WebhookInfo};
+use cms_core::ports::{Clock, StateDocuments, WebhookDelivery, WebhookDirectory, WebhookInfo};
 use cms_core::{CoreError, CoreResult};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -30,84 +20,15 @@ use crate::model::{LogEntry, Subscription};
 
 pub const SUBSCRIPTIONS_FILE: &str = "webhooks.yaml";
 pub const LOG_FILE: &str = "webhook-log.yaml";
-const LOCK_FILE: &str = "webhooks.lock";
 /// Entries kept in the delivery log; older ones go first.
 pub const LOG_KEEP: usize = 200;
-
-/// A change of a state file's text: given the current text (`None`: no file yet), the
-/// text to write (`None`: write nothing). It may run more than once (see
-/// [`StateFiles::update`]).
-pub type TextChange = Box<dyn FnMut(Option<&str>) -> CoreResult<Option<String>> + Send>;
-
-/// Where the two state files live. Calls block the calling thread (the delivery workers
-/// and CLI commands are plain threads; [`WebhookDirectory`] moves them off the async one).
-pub trait StateFiles: Send + Sync + 'static {
-    /// A file's text; `None` when there is no such file.
-    fn read(&self, name: &str) -> CoreResult<Option<String>>;
-    /// Applies `change` to a file atomically against every other writer (another thread,
-    /// process or server): when another one wrote in between, `change` runs again on what
-    /// it wrote.
-    fn update(&self, name: &str, change: TextChange) -> CoreResult<()>;
-    /// The file's path or address, for messages.
-    fn describe(&self, name: &str) -> String;
-}
-
-/// The files in a site's `.cms/` folder, changed under `.cms/webhooks.lock`.
-#[derive(Debug, Clone)]
-pub struct FolderFiles {
-    dir: PathBuf,
-}
-
-impl FolderFiles {
-    pub fn new(state_dir: &Path) -> Self {
-        Self { dir: state_dir.to_owned() }
-    }
-
-    /// An exclusive lock on `.cms/webhooks.lock`, released when the file is dropped.
-    fn lock(&self) -> CoreResult<File> {
-        let lock = self.dir.join(LOCK_FILE);
-        let io = |e: io::Error| CoreError::internal(format!("locking {}", lock.display()), e);
-        fs::create_dir_all(&self.dir).map_err(io)?;
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&lock)
-            .map_err(io)?;
-        file.lock().map_err(io)?;
-        Ok(file)
-    }
-}
-
-impl StateFiles for FolderFiles {
-    fn read(&self, name: &str) -> CoreResult<Option<String>> {
-        let path = self.dir.join(name);
-        match fs::read_to_string(&path) {
-            Ok(text) => Ok(Some(text)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(CoreError::internal(path.display(), e)),
-        }
-    }
-
-    fn update(&self, name: &str, mut change: TextChange) -> CoreResult<()> {
-        let _lock = self.lock()?;
-        let current = self.read(name)?;
-        let Some(text) = change(current.as_deref())? else { return Ok(()) };
-        let path = self.dir.join(name);
-        cms_fs::atomic::write_private(&path, text.as_bytes())
-            .map_err(|e| CoreError::internal(path.display(), e))
-    }
-
-    fn describe(&self, name: &str) -> String {
-        self.dir.join(name).display().to_string()
-    }
-}
 
 /// The subscriptions and the delivery log.
 #[derive(Clone)]
 pub struct WebhookStore {
-    files: Arc<dyn StateFiles>,
+    files: Arc<dyn StateDocuments>,
+    /// When a subscription is created.
+    clock: Arc<dyn Clock>,
     /// `webhooks.allow_private_addresses`: off, a URL whose host is an internal address
     /// written literally (or `localhost`) is refused when added.
     allow_private_addresses: bool,
@@ -158,14 +79,10 @@ fn first_attempt() -> u32 {
 }
 
 impl WebhookStore {
-    /// The store in a site's state folder (`<site>/.cms`).
-    pub fn new(state_dir: &Path) -> Self {
-        Self::with_files(Arc::new(FolderFiles::new(state_dir)))
-    }
-
-    /// The store wherever `files` keeps the two files (a bucket several servers share).
-    pub fn with_files(files: Arc<dyn StateFiles>) -> Self {
-        Self { files, allow_private_addresses: false }
+    /// The store wherever `files` keeps the two documents (the site's storage); `clock`
+    /// dates new subscriptions.
+    pub fn new(files: Arc<dyn StateDocuments>, clock: Arc<dyn Clock>) -> Self {
+        Self { files, clock, allow_private_addresses: false }
     }
 
     /// The store with `webhooks.allow_private_addresses` as the site sets it (off by
@@ -186,8 +103,7 @@ impl WebhookStore {
     /// Adds a new subscription (see [`Subscription::create`] for the rules); nothing is
     /// written when it is refused. The result carries the secret, to be shown once.
     pub fn add(&self, url: &str, events: &str) -> CoreResult<Subscription> {
-        let subscription =
-            Subscription::create(url, events, self.allow_private_addresses, OffsetDateTime::now_utc())?;
+        let subscription = Subscription::create(url, events, self.allow_private_addresses, self.clock.now())?;
         let added = subscription.clone();
         self.change_subscriptions(move |subscriptions| {
             subscriptions.push(added.clone());

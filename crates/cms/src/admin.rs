@@ -506,6 +506,7 @@ fn deliverer(site: &OpenSite) -> anyhow::Result<cms_webhooks::Deliverer> {
         &site.root,
         &site.root.join(cms_fs::STATE_DIR),
         &site.config.webhooks,
+        site.webhook_store.clone(),
     );
     Ok(cms_webhooks::Deliverer::new(&config.delivery)?)
 }

@@ -9,7 +9,10 @@ use anyhow::bail;
 use clap::Args;
 use cms_core::Cms;
 use cms_core::account::Role;
-use cms_core::config::{S3StorageConfig, SiteConfig, StorageConfig};
+use cms_core::config::SiteConfig;
+use cms_s3::S3StorageConfig;
+
+use crate::backend::Backend;
 use cms_core::license::{Feature, LicenseState};
 use cms_core::policy::Caller;
 use time::OffsetDateTime;
@@ -73,8 +76,8 @@ pub fn run(site: &Site, args: &CheckArgs) -> anyhow::Result<()> {
 }
 
 fn check_site(site: &Site, report: &mut Report) {
-    let config = match cms_fs::load_config(&site.root) {
-        Ok(config) => config,
+    let (config, backend) = match crate::backend::load_config(&site.root) {
+        Ok(loaded) => loaded,
         Err(error) => {
             report.error(error);
             return;
@@ -87,9 +90,9 @@ fn check_site(site: &Site, report: &mut Report) {
     ));
     check_schema_file(&site.root, report);
     check_state_folder(&site.root, report);
-    match &config.storage {
-        StorageConfig::Fs => check_folders(&site.root, &config, report),
-        StorageConfig::S3(s3) => {
+    match &backend {
+        Backend::Folder => check_folders(&site.root, &config, report),
+        Backend::Bucket(s3) => {
             if !check_bucket(s3, report) {
                 return;
             }
@@ -119,7 +122,7 @@ fn check_schema_file(root: &Path, report: &mut Report) {
     let path = root.join(crate::init::SCHEMA_FILE);
     let Ok(text) = fs::read_to_string(&path) else { return };
     let saved: Option<serde_json::Value> = serde_json::from_str(&text).ok();
-    if saved.as_ref() != Some(&SiteConfig::json_schema()) {
+    if saved.as_ref() != Some(&crate::backend::config_schema()) {
         report.warn(format!(
             "{} is not this version's schema of cms.yaml, so editors check the file against another; update it with `cms config schema > {}`",
             crate::init::SCHEMA_FILE,

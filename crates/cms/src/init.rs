@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use clap::Args;
 use cms_core::account::Role;
-use cms_core::config::SiteConfig;
 use cms_core::license::Feature;
 use cms_core::policy::Caller;
 
@@ -40,7 +39,7 @@ pub struct InitArgs {
 
 /// The schema `cms config schema` prints and `cms init` saves as `cms.schema.json`.
 pub fn schema_text() -> String {
-    let mut text = serde_json::to_string_pretty(&SiteConfig::json_schema()).unwrap_or_default();
+    let mut text = serde_json::to_string_pretty(&crate::backend::config_schema()).unwrap_or_default();
     text.push('\n');
     text
 }
@@ -60,7 +59,7 @@ pub fn run(args: InitArgs) -> anyhow::Result<()> {
         None => ask_owner()?,
     };
     let config = config_text(&name, &args.url);
-    SiteConfig::from_yaml(&config).context("the site name or --url")?;
+    crate::backend::parse_config(&config).context("the site name or --url")?;
     let made_folder = prepare_folder(&args.dir)?;
     let result = make(&args.dir, &name, &config, &features, owner.as_deref());
     if result.is_err() {
@@ -334,7 +333,8 @@ mod tests {
     fn the_config_template_parses() {
         for name in ["my-site", "Ann's \"blog\": notes # 1", "ünïcode"] {
             let text = config_text(name, "https://www.example.com");
-            let config = SiteConfig::from_yaml(&text).unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
+            let (config, _) =
+                crate::backend::parse_config(&text).unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
             assert_eq!(config.site.name, name);
             assert_eq!(config.collections.len(), 2);
         }

@@ -3,6 +3,7 @@
 
 mod admin;
 mod allocator;
+mod backend;
 mod check;
 mod events;
 mod init;

@@ -9,19 +9,17 @@
 //! after the instant it found there, so that each is announced once per site, not once
 //! per server (see [`cms_core::Cms::on_schedule_claim`]).
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use cms_core::Cms;
-use cms_fs::STATE_DIR;
-use cms_s3::SharedState;
+use cms_core::ports::{Sharing, StateDocuments};
 use tokio::sync::Notify;
 
 /// The longest sleep without looking again (a clock set forward is noticed by then).
 const LONGEST_SLEEP: Duration = Duration::from_secs(60);
 
-/// The name of the mark, in `.cms/` of the folder or of the bucket.
+/// The name of the mark, a state document (`.cms/` of the folder or of the bucket).
 pub const MARK_FILE: &str = "schedule.yaml";
 
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -30,34 +28,28 @@ struct Mark {
     announced_until: i64,
 }
 
-/// Where the mark is kept.
+/// The mark, in the site's state documents.
 #[derive(Clone)]
-pub enum ScheduleMark {
-    /// `.cms/schedule.yaml` of this site folder (one server).
-    Folder(PathBuf),
-    /// `.cms/schedule.yaml` in the bucket, shared by every server of the site.
-    Shared(SharedState),
+pub struct ScheduleMark {
+    state: Arc<dyn StateDocuments>,
+    /// One server owns a folder's mark; a bucket's is claimed by every server.
+    sharing: Sharing,
 }
 
 impl ScheduleMark {
-    /// The mark of the site folder `root`.
-    pub fn folder(root: &Path) -> Self {
-        Self::Folder(root.join(STATE_DIR).join(MARK_FILE))
+    pub fn new(state: Arc<dyn StateDocuments>, sharing: Sharing) -> Self {
+        Self { state, sharing }
     }
 
     /// The instant recorded last, if any (unreadable counts as none, logged).
     pub fn load(&self) -> Option<i64> {
-        let text = match self {
-            Self::Folder(path) => std::fs::read_to_string(path).ok()?,
-            Self::Shared(state) => match state.read_blocking() {
-                Ok(text) => text?,
-                Err(error) => {
-                    tracing::warn!(%error, "cannot read .cms/schedule.yaml in the bucket; not announcing past scheduled changes");
-                    return None;
-                }
-            },
-        };
-        parse_mark(&text)
+        match self.state.read(MARK_FILE) {
+            Ok(text) => parse_mark(&text?),
+            Err(error) => {
+                tracing::warn!(%error, "cannot read {}; not announcing past scheduled changes", self.state.describe(MARK_FILE));
+                None
+            }
+        }
     }
 
     /// Records that scheduled changes are announced up to `now`; answers up to which
@@ -65,38 +57,45 @@ impl ScheduleMark {
     /// one server owns). When the shared mark cannot be moved (the bucket does not
     /// answer), the transitions are still announced: a duplicate rather than a loss.
     pub fn claim(&self, now: i64) -> Option<i64> {
-        match self {
-            Self::Folder(path) => {
-                if let Err(error) = cms_fs::atomic::write_private(path, mark_text(now).as_bytes()) {
-                    tracing::warn!(%error, "cannot record the scheduled changes announced");
-                }
-                None
-            }
-            Self::Shared(state) => {
-                let claimed = state.update_blocking(move |text| {
-                    let found = text.and_then(parse_mark);
-                    Ok(match found {
-                        // A mark far ahead of this clock was written by a server whose
-                        // clock runs fast: believing it would skip every change until then.
-                        Some(until) if until > now + FUTURE_MARK_SECS => {
-                            tracing::warn!(
-                                until,
-                                now,
-                                "the shared schedule mark is ahead of this server's clock; check the servers' clocks (NTP)"
-                            );
-                            (Some(mark_text(now)), None)
-                        }
-                        // Another server rang at or after this instant: it announced it.
-                        Some(until) if until >= now => (None, Some(until)),
-                        _ => (Some(mark_text(now)), found),
-                    })
-                });
-                claimed.unwrap_or_else(|error| {
-                    tracing::warn!(%error, "cannot record the scheduled changes announced in the bucket");
-                    None
-                })
-            }
+        let claimed = Arc::new(std::sync::Mutex::new(None));
+        let answer = Arc::clone(&claimed);
+        let sharing = self.sharing;
+        let moved = self.state.update(
+            MARK_FILE,
+            Box::new(move |text| {
+                let (write, announced) = match sharing {
+                    Sharing::OneServer => (Some(mark_text(now)), None),
+                    Sharing::Servers => shared_claim(text.and_then(parse_mark), now),
+                };
+                *answer.lock().unwrap_or_else(|p| p.into_inner()) = announced;
+                Ok(write)
+            }),
+        );
+        if let Err(error) = moved {
+            tracing::warn!(%error, "cannot record the scheduled changes announced in {}", self.state.describe(MARK_FILE));
+            return None;
         }
+        claimed.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// What a server claiming `now` writes, and up to when another server announced, given
+/// the shared mark it `found`.
+fn shared_claim(found: Option<i64>, now: i64) -> (Option<String>, Option<i64>) {
+    match found {
+        // A mark far ahead of this clock was written by a server whose
+        // clock runs fast: believing it would skip every change until then.
+        Some(until) if until > now + FUTURE_MARK_SECS => {
+            tracing::warn!(
+                until,
+                now,
+                "the shared schedule mark is ahead of this server's clock; check the servers' clocks (NTP)"
+            );
+            (Some(mark_text(now)), None)
+        }
+        // Another server rang at or after this instant: it announced it.
+        Some(until) if until >= now => (None, Some(until)),
+        _ => (Some(mark_text(now)), found),
     }
 }
 
@@ -179,7 +178,9 @@ mod tests {
         let Some(storage) = cms_s3::testing::fresh_bucket() else { return };
         let connect = || cms_s3::S3Site::connect(&storage, Some(cms_s3::testing::credentials())).unwrap();
         let (a, b) = (connect(), connect());
-        let mark = |site: &cms_s3::S3Site| ScheduleMark::Shared(site.shared_state(MARK_FILE));
+        let mark = |site: &cms_s3::S3Site| {
+            ScheduleMark::new(Arc::new(cms_s3::S3StateDocuments::new(site)), Sharing::Servers)
+        };
         let (a, b) = ((mark(&a), a), (mark(&b), b));
         assert_eq!(a.0.load(), None);
         assert_eq!(a.0.claim(100), None, "nothing was announced before");

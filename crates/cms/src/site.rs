@@ -6,16 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use cms_core::Cms;
-use cms_core::CoreResult;
 use cms_core::account::{KEY_RANDOM_BYTES, Role};
-use cms_core::config::{SiteConfig, StorageConfig};
+use cms_core::config::SiteConfig;
 use cms_core::license::{Feature, LicenseState};
 use cms_core::policy::Caller;
-use cms_core::ports::PreviewKeys;
-use cms_fs::{STATE_DIR, SystemClock, load_config, site_ports};
-use cms_s3::{S3Site, SharedState};
-use cms_webhooks::{LicenseGate, SinkConfig, StateFiles, TextChange, WebhookSink, WebhookStore};
+use cms_core::ports::Clock;
+use cms_core::{Cms, Ports};
+use cms_fs::{STATE_DIR, SystemClock};
+use cms_webhooks::{LicenseGate, SinkConfig, WebhookSink, WebhookStore};
 use ring::rand::{SecureRandom, SystemRandom};
 
 use crate::events::SiteEvents;
@@ -125,62 +123,36 @@ impl Site {
 
     /// Loads `cms.yaml` and composes the facade, for serving or for one command.
     pub fn open(&self, purpose: Purpose) -> anyhow::Result<OpenSite> {
-        let config = load_config(&self.root)?;
-        let state = self.root.join(STATE_DIR);
-        let bucket = match &config.storage {
-            StorageConfig::Fs => None,
-            StorageConfig::S3(s3) => Some(S3Site::connect(s3, None).context("storage")?),
-        };
-        // What every server of a bucket site must agree on lives in the bucket.
-        let (webhook_store, schedule_mark) = match &bucket {
-            Some(bucket) => (
-                WebhookStore::with_files(Arc::new(BucketWebhookFiles::new(bucket))),
-                ScheduleMark::Shared(bucket.shared_state(crate::schedule::MARK_FILE)),
-            ),
-            None => (WebhookStore::new(&state), ScheduleMark::folder(&self.root)),
-        };
+        let (config, backend) = crate::backend::load_config(&self.root)?;
+        let storage = backend.open(&self.root)?;
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         // The CLI's `webhooks add` and the editor's form both add through this store.
-        let webhook_store = webhook_store.allowing_private_addresses(config.webhooks.allow_private_addresses);
+        let webhook_store = WebhookStore::new(storage.state.clone(), clock.clone())
+            .allowing_private_addresses(config.webhooks.allow_private_addresses);
+        let schedule_mark = ScheduleMark::new(storage.state.clone(), storage.sharing);
         let webhooks = match purpose {
             Purpose::Command { emits_events: false } => None,
             Purpose::Serve | Purpose::Command { emits_events: true } => {
-                let gate = match &bucket {
-                    Some(bucket) => {
-                        let license = bucket.license();
-                        LicenseGate::with_reader(
-                            move || license.read_blocking(),
-                            config.license.public_key.clone(),
-                        )
-                    }
-                    None => LicenseGate::new(&state, config.license.public_key.clone()),
-                };
-                Some(Arc::new(start_webhooks(&self.root, &state, &config, purpose, gate, &webhook_store)?))
+                let gate = LicenseGate::new(
+                    storage.license.clone(),
+                    clock.clone(),
+                    config.license.public_key.clone(),
+                );
+                Some(Arc::new(start_webhooks(&self.root, &config, purpose, gate, &webhook_store)?))
             }
         };
-        let mut ports = site_ports(
-            &self.root,
+        let mut ports = Ports::of_storage(
+            &storage,
             Arc::new(SiteEvents { webhooks: webhooks.clone() }),
-            Arc::new(SystemClock),
+            clock,
             Arc::new(webhook_store.clone()),
         );
         if matches!(purpose, Purpose::Serve) {
             // Image variants render on their own threads (half the cores), never the API's.
             ports.images = Arc::new(cms_images::ImagePool::for_this_machine());
         }
-        // On a bucket, the folder of cms.yaml keeps only this node's caches (index
-        // snapshots, image variants, the webhook outbox).
-        let previews: Arc<dyn PreviewKeys> = match &bucket {
-            Some(bucket) => {
-                bucket.install(&mut ports);
-                Arc::new(bucket.preview_keys())
-            }
-            None => Arc::new(cms_fs::FsPreviewKeys::new(&state)),
-        };
-        let storage = match &bucket {
-            Some(bucket) => format!("bucket: {}", bucket.description()),
-            None => format!("site folder: {}", self.root.display()),
-        };
-        let mut cms = Cms::new(&config, ports).with_previews(previews, config.previews.ttl_secs);
+        let mut cms =
+            Cms::new(&config, ports).with_previews(storage.previews.clone(), config.previews.ttl_secs);
         // Lets path-valued query parameters (`collectionPath`...) be absolute; the core
         // compares them with this path lexically and never asks the disk.
         let real_root = self.root.canonicalize().unwrap_or_else(|_| self.root.clone());
@@ -188,7 +160,15 @@ impl Site {
             cms = cms.with_site_root(root);
         }
         let cms = Arc::new(cms);
-        Ok(OpenSite { root: self.root.clone(), config, cms, webhooks, webhook_store, schedule_mark, storage })
+        Ok(OpenSite {
+            root: self.root.clone(),
+            config,
+            cms,
+            webhooks,
+            webhook_store,
+            schedule_mark,
+            storage: storage.description,
+        })
     }
 }
 
@@ -234,14 +214,13 @@ pub fn license_problems(root: &Path, state: &LicenseState) -> Vec<String> {
 /// each is due.
 fn start_webhooks(
     root: &Path,
-    state: &Path,
     config: &SiteConfig,
     purpose: Purpose,
     gate: LicenseGate,
     store: &WebhookStore,
 ) -> anyhow::Result<WebhookSink> {
-    let mut sink_config = SinkConfig::for_site(root, state, &config.webhooks);
-    sink_config.store = store.clone();
+    let state = root.join(STATE_DIR);
+    let mut sink_config = SinkConfig::for_site(root, &state, &config.webhooks, store.clone());
     // Only the server keeps the outbox (one process owns it); a command waits for its
     // own deliveries before it exits.
     sink_config.outbox = purpose == Purpose::Serve;
@@ -259,44 +238,6 @@ fn start_webhooks(
             sink
         }
     })
-}
-
-/// The webhook subscriptions and delivery log as objects of the bucket (`.cms/webhooks.yaml`,
-/// `.cms/webhook-log.yaml`, the same text as in a folder): read within
-/// `storage.state_max_age_ms`, changed by conditional writes that every server's change
-/// survives.
-struct BucketWebhookFiles {
-    subscriptions: SharedState,
-    log: SharedState,
-    bucket: String,
-}
-
-impl BucketWebhookFiles {
-    fn new(bucket: &S3Site) -> Self {
-        Self {
-            subscriptions: bucket.shared_state(cms_webhooks::SUBSCRIPTIONS_FILE),
-            log: bucket.shared_state(cms_webhooks::LOG_FILE),
-            bucket: bucket.description().to_owned(),
-        }
-    }
-
-    fn state(&self, name: &str) -> &SharedState {
-        if name == cms_webhooks::LOG_FILE { &self.log } else { &self.subscriptions }
-    }
-}
-
-impl StateFiles for BucketWebhookFiles {
-    fn read(&self, name: &str) -> CoreResult<Option<String>> {
-        self.state(name).read_blocking()
-    }
-
-    fn update(&self, name: &str, mut change: TextChange) -> CoreResult<()> {
-        self.state(name).update_blocking(move |text| Ok((change(text)?, ())))
-    }
-
-    fn describe(&self, name: &str) -> String {
-        format!(".cms/{name} in {}", self.bucket)
-    }
 }
 
 pub fn random_key_bytes() -> anyhow::Result<[u8; KEY_RANDOM_BYTES]> {

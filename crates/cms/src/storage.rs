@@ -11,9 +11,10 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
-use cms_core::config::{S3StorageConfig, SiteConfig, StorageConfig};
 use cms_fs::atomic;
-use cms_s3::S3Site;
+use cms_s3::{S3Site, S3StorageConfig};
+
+use crate::backend::Backend;
 use indicatif::{ProgressBar, ProgressStyle};
 use ring::digest;
 
@@ -115,9 +116,9 @@ fn s3_config(bucket: &str, prefix: &str, args: &CopyArgs) -> anyhow::Result<S3St
         "site": { "name": "storage copy", "url": "https://example.com" },
         "storage": storage,
     });
-    match SiteConfig::from_yaml(&text.to_string())?.storage {
-        StorageConfig::S3(config) => Ok(config),
-        StorageConfig::Fs => unreachable!("the text says kind: s3"),
+    match crate::backend::parse_config(&text.to_string())?.1 {
+        Backend::Bucket(config) => Ok(config),
+        Backend::Folder => unreachable!("the text says kind: s3"),
     }
 }
 

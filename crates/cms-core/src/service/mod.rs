@@ -74,6 +74,35 @@ pub struct Ports {
     pub images: Arc<dyn crate::ports::ImageCodec>,
 }
 
+impl Ports {
+    /// A backend's ports (see [`crate::ports::SiteStorage`]) with what is not storage's
+    /// business: events, time, the webhook directory. No image codec: decoding is CPU
+    /// work, not the store's; the composition root puts one in (the `cms-images` pool).
+    pub fn of_storage(
+        storage: &crate::ports::SiteStorage,
+        events: Arc<dyn EventSink>,
+        clock: Arc<dyn Clock>,
+        webhooks: Arc<dyn WebhookDirectory>,
+    ) -> Self {
+        Self {
+            content: storage.content.clone(),
+            users: storage.users.clone(),
+            keys: storage.keys.clone(),
+            license: storage.license.clone(),
+            events,
+            clock,
+            versions: storage.versions.clone(),
+            resources: storage.resources.clone(),
+            settings: storage.settings.clone(),
+            webhooks,
+            changes: storage.changes.clone(),
+            snapshots: storage.snapshots.clone(),
+            variants: storage.variants.clone(),
+            images: Arc::new(crate::ports::NoImageCodec),
+        }
+    }
+}
+
 /// Site-wide settings the facade needs.
 #[derive(Debug, Clone)]
 pub struct SiteInfo {
@@ -293,7 +322,11 @@ impl Cms {
             images: config.images.clone(),
             source_hashes: variants::SourceHashes::default(),
             upload_limit: config.limits.upload_bytes,
-            hosts: crate::host_policy::HostPolicy::new(&config.site.url, &config.server),
+            hosts: crate::host_policy::HostPolicy::new(
+                &config.site.url,
+                &config.server.allowed_hosts,
+                &config.server.trusted_proxies,
+            ),
             resource_folders: config
                 .resources
                 .iter()

@@ -7,7 +7,7 @@ use crate::error::{CoreError, CoreResult};
 use crate::events::EventKind;
 use crate::item_file::{Precondition, parse_bytes};
 use crate::policy::{Caller, Operation};
-use crate::ports::{FileStamp, KeepSnapshot, SharedSnapshot, StoredFile, VersionStamp};
+use crate::ports::{FileStamp, KeepSnapshot, KeptVersion, StoredFile, VersionStamp};
 use crate::service::Cms;
 use crate::service::items::{check, file_event, item_not_found, outcome};
 use crate::slug::{ItemFilename, ItemRef};
@@ -134,10 +134,10 @@ impl Cms {
 
     /// Stores the file's bytes as the newest snapshot of an item unless the newest one is
     /// identical, then drops the oldest beyond `versions.keep`, and replaces the file with
-    /// `bytes` if it is still the one read. Callers hold the item's write lock. A snapshot
-    /// kept through the item's file changes the file's stamp, which the replace then
-    /// expects, and is made a file of its own again when the replace fails (see
-    /// [`crate::ports::VersionStore::keep_snapshot`]).
+    /// `bytes` if it is still the one read. Callers hold the item's write lock. A version
+    /// kept through the item's own storage changes its stamp, which the replace then
+    /// expects, and the store hears when the replace fails (see
+    /// [`crate::ports::VersionStore::keep_version`]).
     pub(super) async fn snapshot_and_replace(
         &self,
         collection: &Collection,
@@ -145,11 +145,11 @@ impl Cms {
         file: &StoredFile,
         bytes: &[u8],
     ) -> CoreResult<FileStamp> {
-        let shared = self.snapshot(collection, name, file).await?;
-        let expected = shared.as_ref().map_or(&file.stamp, |shared| &shared.stamp);
+        let kept = self.snapshot(collection, name, file).await?;
+        let expected = kept.item_stamp.as_ref().unwrap_or(&file.stamp);
         let replaced = self.ports.content.replace(collection, name, bytes, expected).await;
         if replaced.is_err() {
-            self.unshare(collection, name, shared, file).await;
+            self.write_failed(collection, name, &kept, file).await;
         }
         replaced
     }
@@ -161,10 +161,10 @@ impl Cms {
         name: &ItemFilename,
         file: &StoredFile,
     ) -> CoreResult<()> {
-        let shared = self.snapshot(collection, name, file).await?;
+        let kept = self.snapshot(collection, name, file).await?;
         let deleted = self.ports.content.delete(collection, name).await;
         if deleted.is_err() {
-            self.unshare(collection, name, shared, file).await;
+            self.write_failed(collection, name, &kept, file).await;
         }
         deleted
     }
@@ -174,26 +174,26 @@ impl Cms {
         collection: &Collection,
         name: &ItemFilename,
         file: &StoredFile,
-    ) -> CoreResult<Option<SharedSnapshot>> {
+    ) -> CoreResult<KeptVersion> {
         let snapshot =
             KeepSnapshot { bytes: &file.bytes, now: self.now().unix_timestamp(), keep: self.keep_versions };
-        self.ports.versions.keep_snapshot(collection, name, snapshot).await
+        self.ports.versions.keep_version(collection, name, snapshot).await
     }
 
-    async fn unshare(
+    async fn write_failed(
         &self,
         collection: &Collection,
         name: &ItemFilename,
-        shared: Option<SharedSnapshot>,
+        kept: &KeptVersion,
         file: &StoredFile,
     ) {
-        let Some(shared) = shared else { return };
+        if kept.timestamp.is_none() {
+            return;
+        }
         // The write's own error is the one to answer (a stale one is retried, and the
-        // retry's snapshot, a repeat of the shared one, parts the two by its rename).
-        if let Err(error) =
-            self.ports.versions.unshare_snapshot(collection, name, shared.timestamp, &file.bytes).await
-        {
-            tracing::error!(item = name.as_str(), %error, "a snapshot still shares the item's file");
+        // retry's version, a repeat of this one, parts the two by its rename).
+        if let Err(error) = self.ports.versions.write_failed(collection, name, kept, &file.bytes).await {
+            tracing::error!(item = name.as_str(), %error, "a kept version still shares the item's file");
         }
     }
 

@@ -7,7 +7,8 @@ use crate::config::CollectionConfig;
 use crate::error::CoreError;
 use crate::images::{ImagesConfig, VariantKey, content_hash};
 use crate::ports::{
-    ContentStore, KeepSnapshot, KeyStore, ResourceStore, UserStore, VariantSource, VariantStore,
+    ChangeSource, ContentStore, IndexSnapshots, KeepSnapshot, KeyStore, LicenseSource, PreviewKeys,
+    ResourceStore, SettingsStore, StateDocuments, StorageChange, UserStore, VariantSource, VariantStore,
     VersionStamp, VersionStore,
 };
 use crate::resource::{FileName, ResourceFolder, Subpath};
@@ -19,6 +20,18 @@ fn posts() -> Collection {
         &CollectionConfig {
             label: "Posts".into(),
             path: "content/posts".into(),
+            page_path: None,
+            date_prefix: false,
+        },
+    )
+}
+
+fn pages() -> Collection {
+    Collection::from_config(
+        1,
+        &CollectionConfig {
+            label: "Pages".into(),
+            path: "content/pages".into(),
             page_path: None,
             date_prefix: false,
         },
@@ -147,12 +160,12 @@ pub async fn version_store(store: &dyn VersionStore) {
     // second takes the next free timestamp, and the oldest beyond `keep` go.
     let kept = name("2024-01-03-kept.md");
     let keep = |bytes: &'static [u8], now| KeepSnapshot { bytes, now, keep: 2 };
-    store.keep_snapshot(&c, &kept, keep(b"one", 200)).await.unwrap();
-    store.keep_snapshot(&c, &kept, keep(b"one", 205)).await.unwrap();
-    store.keep_snapshot(&c, &kept, keep(b"two", 200)).await.unwrap();
+    store.keep_version(&c, &kept, keep(b"one", 200)).await.unwrap();
+    store.keep_version(&c, &kept, keep(b"one", 205)).await.unwrap();
+    store.keep_version(&c, &kept, keep(b"two", 200)).await.unwrap();
     assert_eq!(sorted(store.version_timestamps(&c, &kept).await.unwrap()), [200, 201]);
     assert_eq!(store.read_version(&c, &kept, 201).await.unwrap().unwrap(), b"two");
-    store.keep_snapshot(&c, &kept, keep(b"three", 300)).await.unwrap();
+    store.keep_version(&c, &kept, keep(b"three", 300)).await.unwrap();
     assert_eq!(
         sorted(store.version_timestamps(&c, &kept).await.unwrap()),
         [201, 300],
@@ -304,4 +317,150 @@ pub async fn variant_store(store: &dyn VariantStore) {
     store.remove_all(target).await.unwrap();
     assert!(store.list(target).await.unwrap().is_empty());
     store.remove_all(target).await.unwrap();
+}
+
+/// Runs every `SettingsStore` case: nothing saved is no theme; a save is read back whole
+/// and replaces the one before.
+pub async fn settings_store(store: &dyn SettingsStore) {
+    assert_eq!(store.load_theme().await.unwrap(), None, "a new store has no theme");
+    let theme = |json: serde_json::Value| json.as_object().unwrap().clone();
+    let first = theme(serde_json::json!({"accent": "#ff0000", "nested": {"a": [1, 2]}}));
+    store.save_theme(&first).await.unwrap();
+    assert_eq!(store.load_theme().await.unwrap(), Some(first));
+    let second = theme(serde_json::json!({"font": "serif"}));
+    store.save_theme(&second).await.unwrap();
+    assert_eq!(store.load_theme().await.unwrap(), Some(second), "a save replaces the theme whole");
+}
+
+/// Runs every `LicenseSource` case: none at first; an install is read back at once; an
+/// unreadable license is refused and changes nothing.
+pub async fn license_source(source: &dyn LicenseSource) {
+    assert_eq!(source.current().await.unwrap(), None, "a new site has no license");
+    source.install("licensee: Demo\nfeatures: [json_api]\n").await.unwrap();
+    let installed = source.current().await.unwrap().expect("the installed license");
+    assert_eq!(
+        (installed.licensee.as_str(), installed.features.clone()),
+        ("Demo", vec!["json_api".to_owned()])
+    );
+    assert!(source.install("features: [").await.is_err(), "an unreadable license is refused");
+    assert_eq!(source.current().await.unwrap().unwrap().licensee, "Demo", "and changes nothing");
+    source.install("licensee: Other\nfeatures: [json_api, webhooks]\n").await.unwrap();
+    let replaced = source.current().await.unwrap().unwrap();
+    assert_eq!(
+        (replaced.licensee.as_str(), replaced.features.len()),
+        ("Other", 2),
+        "a new install is seen at once"
+    );
+}
+
+/// Runs every `PreviewKeys` case: a key is made once and kept; a rotation replaces it;
+/// the ends of an item's links are kept per item, the latest instant winning.
+pub async fn preview_keys(keys: &dyn PreviewKeys) {
+    let first = keys.current().await.unwrap();
+    assert!(!first.is_empty(), "a key is made on first use");
+    assert_eq!(keys.current().await.unwrap(), first, "the key is kept");
+    keys.rotate().await.unwrap();
+    let second = keys.current().await.unwrap();
+    assert_ne!(second, first, "a rotation makes a new key");
+    assert_eq!(keys.current().await.unwrap(), second);
+
+    assert_eq!(keys.item_links_ended("0a1b2c").await.unwrap(), None);
+    keys.end_item_links("0a1b2c", 1_000).await.unwrap();
+    assert_eq!(keys.item_links_ended("0a1b2c").await.unwrap(), Some(1_000));
+    assert_eq!(keys.item_links_ended("3d4e5f").await.unwrap(), None, "per item");
+    keys.end_item_links("0a1b2c", 2_000).await.unwrap();
+    assert_eq!(keys.item_links_ended("0a1b2c").await.unwrap(), Some(2_000), "a later end moves it on");
+}
+
+/// Runs every `IndexSnapshots` case: none at first; a save is loaded back byte for byte,
+/// per collection, and replaced by the next.
+pub async fn index_snapshots(store: &dyn IndexSnapshots) {
+    let (posts, pages) = (posts(), pages());
+    assert_eq!(store.load(&posts).await.unwrap(), None, "a new store keeps nothing");
+    let bytes: Vec<u8> = (0..=255).cycle().take(10_000).collect();
+    store.save(&posts, bytes.clone()).await.unwrap();
+    assert_eq!(store.load(&posts).await.unwrap(), Some(bytes));
+    assert_eq!(store.load(&pages).await.unwrap(), None, "per collection");
+    store.save(&posts, b"newer".to_vec()).await.unwrap();
+    assert_eq!(store.load(&posts).await.unwrap().as_deref(), Some(&b"newer"[..]), "a save replaces");
+    store.save(&pages, b"pages".to_vec()).await.unwrap();
+    assert_eq!(store.load(&posts).await.unwrap().as_deref(), Some(&b"newer"[..]));
+}
+
+/// Runs every `StateDocuments` case (call it from a plain thread: the port blocks): none
+/// at first; an update sees the current text and writes what its change answers (nothing
+/// for `None`); updates from several threads at once all land.
+pub fn state_documents(docs: &(dyn StateDocuments + 'static)) {
+    assert_eq!(docs.read("contract.yaml").unwrap(), None, "a new store has no documents");
+    docs.update(
+        "contract.yaml",
+        Box::new(|text| {
+            assert_eq!(text, None);
+            Ok(Some("a: 1\n".to_owned()))
+        }),
+    )
+    .unwrap();
+    assert_eq!(docs.read("contract.yaml").unwrap().as_deref(), Some("a: 1\n"));
+    docs.update(
+        "contract.yaml",
+        Box::new(|text| {
+            assert_eq!(text, Some("a: 1\n"), "a change sees the current text");
+            Ok(None)
+        }),
+    )
+    .unwrap();
+    assert_eq!(docs.read("contract.yaml").unwrap().as_deref(), Some("a: 1\n"), "None writes nothing");
+    assert_eq!(docs.read("other.yaml").unwrap(), None, "per document");
+    assert!(docs.describe("contract.yaml").contains("contract.yaml"), "{}", docs.describe("contract.yaml"));
+    let failed = docs.update("contract.yaml", Box::new(|_| Err(CoreError::invalid("refused"))));
+    assert!(matches!(failed, Err(CoreError::Invalid(_))), "a change's error is the update's: {failed:?}");
+
+    // Read-modify-writes from several threads: none is lost.
+    std::thread::scope(|scope| {
+        for thread in 0..4 {
+            scope.spawn(move || {
+                for n in 0..5 {
+                    let line = format!("- {thread}.{n}\n");
+                    docs.update(
+                        "lines.yaml",
+                        Box::new(move |text| Ok(Some(format!("{}{line}", text.unwrap_or_default())))),
+                    )
+                    .unwrap();
+                }
+            });
+        }
+    });
+    let lines = docs.read("lines.yaml").unwrap().unwrap();
+    assert_eq!(lines.lines().count(), 20, "every update landed:\n{lines}");
+}
+
+/// The item file [`change_source`]'s `write` puts into `content/posts`.
+pub const WRITTEN_ELSEWHERE: &str = "2024-05-06-from-elsewhere.md";
+
+/// The collection `content/posts` (number 0) the cases use.
+pub fn posts_collection() -> Collection {
+    posts()
+}
+
+/// Runs the `ChangeSource` case: a store that can follow its collections reports the file
+/// [`WRITTEN_ELSEWHERE`] that `write` puts into `content/posts` (as another program or
+/// server would) as a change of that collection; one that cannot answers `None` (its
+/// caller rescans), which passes too. The caller bounds the wait.
+pub async fn change_source(source: &dyn ChangeSource, write: impl std::future::Future<Output = ()>) {
+    let posts = posts();
+    let Some(mut feed) = source.subscribe(std::slice::from_ref(&posts)).unwrap() else { return };
+    write.await;
+    loop {
+        let batch = feed.next_batch().await.expect("the feed goes on while the store is there");
+        let reported = batch.iter().any(|change| match change {
+            StorageChange::Items { collection, names } => {
+                *collection == posts.index && names.iter().any(|n| n == WRITTEN_ELSEWHERE)
+            }
+            StorageChange::Rescan { collection } => *collection == posts.index,
+            StorageChange::License => false,
+        });
+        if reported {
+            return;
+        }
+    }
 }

@@ -486,3 +486,27 @@ impl crate::ports::PreviewKeys for MemoryPreviewKeys {
         Ok(self.ended.lock().unwrap_or_else(|p| p.into_inner()).get(item).copied())
     }
 }
+
+/// State documents in a map; one lock for every update, as a store's writers take turns.
+#[derive(Default)]
+pub struct MemoryStateDocuments {
+    texts: Mutex<HashMap<String, String>>,
+}
+
+impl crate::ports::StateDocuments for MemoryStateDocuments {
+    fn read(&self, name: &str) -> CoreResult<Option<String>> {
+        Ok(self.texts.lock().unwrap_or_else(|p| p.into_inner()).get(name).cloned())
+    }
+
+    fn update(&self, name: &str, mut change: crate::ports::TextChange) -> CoreResult<()> {
+        let mut texts = self.texts.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(text) = change(texts.get(name).map(String::as_str))? {
+            texts.insert(name.to_owned(), text);
+        }
+        Ok(())
+    }
+
+    fn describe(&self, name: &str) -> String {
+        format!("{name} in memory")
+    }
+}

@@ -2,6 +2,7 @@
 //! Compiled with the `testing` feature, so that any crate's tests can drive the core
 //! without a disk.
 
+pub mod config_schema;
 pub mod contract;
 mod memory;
 mod memory_resources;
@@ -9,7 +10,7 @@ mod memory_variants;
 
 pub use memory::{
     FixedClock, MemoryAccounts, MemoryContentStore, MemoryLicense, MemoryPreviewKeys, MemorySettings,
-    MemorySnapshots, MemoryVersions, MemoryWebhooks, RecordingEvents,
+    MemorySnapshots, MemoryStateDocuments, MemoryVersions, MemoryWebhooks, RecordingEvents,
 };
 pub use memory_resources::MemoryResources;
 pub use memory_variants::MemoryVariants;
@@ -98,7 +99,7 @@ impl MemoryWorld {
             changes: self.content.clone(),
             snapshots: self.snapshots.clone(),
             variants: self.variants.clone(),
-            images: Arc::new(crate::images::NoImageCodec),
+            images: Arc::new(crate::ports::NoImageCodec),
         }
     }
 

@@ -1,3 +1,7 @@
+use std::time::Duration;
+
+use cms_core::ports::ContentStore;
+use cms_core::slug::ItemFilename;
 use cms_core::testing::contract;
 
 use crate::site;
@@ -98,4 +102,44 @@ async fn large_uploads_go_up_in_parts_and_come_back_whole() {
     drop(dropped);
     let keys: Vec<String> = site.list_objects_blocking().unwrap().into_iter().map(|o| o.key).collect();
     assert_eq!(keys, ["media/uploads/big.bin"], "nothing of the dropped upload, no staging object");
+}
+
+#[tokio::test]
+async fn s3_settings_meet_the_contract() {
+    let Some(site) = site() else { return };
+    contract::settings_store(&site.settings_store()).await;
+}
+
+#[tokio::test]
+async fn s3_license_meets_the_contract() {
+    let Some(site) = site() else { return };
+    contract::license_source(site.license().as_ref()).await;
+}
+
+#[tokio::test]
+async fn s3_preview_keys_meet_the_contract() {
+    let Some(site) = site() else { return };
+    contract::preview_keys(&site.preview_keys()).await;
+}
+
+/// Plain threads: the state documents block on the bucket's round trips.
+#[test]
+fn s3_state_documents_meet_the_contract() {
+    let Some(site) = site() else { return };
+    contract::state_documents(&cms_s3::S3StateDocuments::new(&site));
+}
+
+/// An item another node writes is reported through the change journal.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_s3_change_source_meets_the_contract() {
+    let Some(config) = cms_s3::testing::fresh_bucket() else { return };
+    let (this, other) = (crate::node(&config), crate::node(&config));
+    let other = other.content_store();
+    let write = async move {
+        let name = ItemFilename::parse(contract::WRITTEN_ELSEWHERE).unwrap();
+        other.create(&contract::posts_collection(), &name, b"---\ntitle: T\n---\n").await.unwrap();
+    };
+    let source = this.change_source();
+    let followed = contract::change_source(&source, write);
+    tokio::time::timeout(Duration::from_secs(20), followed).await.expect("reported within 20 s");
 }

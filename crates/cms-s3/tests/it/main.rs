@@ -15,6 +15,6 @@ fn site() -> Option<S3Site> {
 }
 
 /// A second node on the same bucket as `config`.
-fn node(config: &cms_core::config::S3StorageConfig) -> S3Site {
+fn node(config: &cms_s3::S3StorageConfig) -> S3Site {
     S3Site::connect(config, Some(cms_s3::testing::credentials())).expect("connect")
 }

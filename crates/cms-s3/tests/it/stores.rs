@@ -6,11 +6,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use cms_core::collection::Collection;
-use cms_core::config::{CollectionConfig, S3StorageConfig};
+use cms_core::config::CollectionConfig;
 use cms_core::ports::ContentStore;
 use cms_core::slug::ItemFilename;
 use cms_core::testing::contract;
 use cms_s3::S3Site;
+use cms_s3::S3StorageConfig;
 use futures_util::stream::BoxStream;
 use object_store::memory::InMemory;
 use object_store::path::Path;

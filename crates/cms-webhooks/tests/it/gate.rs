@@ -20,7 +20,7 @@ impl Fixture {
     }
 
     fn licensed_sink(&self) -> Arc<WebhookSink> {
-        let gate = Arc::new(LicenseGate::new(&self.dir.path().join(".cms"), None));
+        let gate = Arc::new(crate::folder_gate(&self.dir.path().join(".cms"), None));
         Arc::new(WebhookSink::start(self.config(Duration::from_secs(10)), gate).unwrap())
     }
 }
@@ -68,7 +68,7 @@ fn no_expired_invalid_or_missing_license_lets_deliveries_through() {
     let f = Fixture::new();
     let state = f.dir.path().join(".cms");
     let why = |gate: &LicenseGate| gate.check().unwrap_err();
-    let gate = LicenseGate::new(&state, None);
+    let gate = crate::folder_gate(&state, None);
     assert_eq!(
         why(&gate),
         "no license is installed; webhooks need an active license with the webhooks feature"
@@ -77,6 +77,6 @@ fn no_expired_invalid_or_missing_license_lets_deliveries_through() {
     assert!(why(&gate).starts_with("the license expired at 2001-01-01"), "{}", why(&gate));
     f.install_license(WITH_WEBHOOKS);
     assert_eq!(gate.check(), Ok(()));
-    let signed_only = LicenseGate::new(&state, Some("00".repeat(32)));
+    let signed_only = crate::folder_gate(&state, Some("00".repeat(32)));
     assert!(why(&signed_only).starts_with("the license is not valid"), "{}", why(&signed_only));
 }

@@ -1,5 +1,6 @@
-//! The crate's place in the architecture (see docs/ARCHITECTURE.md): an adapter beside
-//! `cms-fs`, not a part of the web layer or the binary, and no async runtime.
+//! The crate's place in the architecture (see docs/ARCHITECTURE.md): an adapter that
+//! reaches the site's state through the core's ports only (never `cms-fs`), not a part of
+//! the web layer or the binary, and no async runtime.
 
 use std::fs;
 use std::path::Path;
@@ -10,6 +11,7 @@ const FORBIDDEN: &[&str] = &[
     "cms-http",
     "cms-admin",
     "cms-mcp",
+    "cms-fs",
     "cms-s3",
     "cms-images",
     "actix-",

@@ -36,7 +36,7 @@ impl Default for Fixture {
         let ca = TestCa::new();
         let ca_file = dir.path().join("ca.pem");
         ca.write_ca(&ca_file);
-        let store = WebhookStore::new(&dir.path().join(".cms")).allowing_private_addresses(true);
+        let store = folder_store(&dir.path().join(".cms")).allowing_private_addresses(true);
         Self { dir, ca, ca_file, store }
     }
 }
@@ -97,3 +97,17 @@ pub fn file_event(kind: EventKind) -> Event {
 
 /// Generous: a delivery to a receiver on loopback takes milliseconds.
 pub const SETTLE: Duration = Duration::from_secs(20);
+
+/// The webhook state of a site folder (`<state>` is its `.cms`), as the binary opens it.
+pub fn folder_store(state: &std::path::Path) -> WebhookStore {
+    WebhookStore::new(Arc::new(cms_fs::FsStateDocuments::new(state)), Arc::new(cms_fs::SystemClock))
+}
+
+/// The license gate of a site folder (`<state>` is its `.cms`).
+pub fn folder_gate(state: &std::path::Path, public_key: Option<String>) -> cms_webhooks::LicenseGate {
+    cms_webhooks::LicenseGate::new(
+        Arc::new(cms_fs::FsLicense::new(state)),
+        Arc::new(cms_fs::SystemClock),
+        public_key,
+    )
+}

@@ -194,7 +194,7 @@ struct FlakyFiles {
     failing: std::sync::atomic::AtomicBool,
 }
 
-impl cms_webhooks::StateFiles for FlakyFiles {
+impl cms_core::ports::StateDocuments for FlakyFiles {
     fn read(&self, name: &str) -> cms_core::CoreResult<Option<String>> {
         if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(cms_core::CoreError::internal(name, "the store does not answer"));
@@ -202,7 +202,7 @@ impl cms_webhooks::StateFiles for FlakyFiles {
         Ok(self.texts.lock().unwrap().get(name).cloned())
     }
 
-    fn update(&self, name: &str, mut change: cms_webhooks::TextChange) -> cms_core::CoreResult<()> {
+    fn update(&self, name: &str, mut change: cms_core::ports::TextChange) -> cms_core::CoreResult<()> {
         let mut texts = self.texts.lock().unwrap();
         if let Some(new) = change(texts.get(name).map(String::as_str))? {
             texts.insert(name.to_owned(), new);
@@ -224,7 +224,7 @@ fn events_are_still_delivered_while_the_subscriptions_cannot_be_read() {
     let subscriptions = std::fs::read_to_string(f.dir.path().join(".cms/webhooks.yaml")).unwrap();
     files.texts.lock().unwrap().insert("webhooks.yaml".into(), subscriptions);
     let mut config = f.config(Duration::from_secs(10));
-    config.store = cms_webhooks::WebhookStore::with_files(files.clone());
+    config.store = cms_webhooks::WebhookStore::new(files.clone(), std::sync::Arc::new(cms_fs::SystemClock));
     let sink = WebhookSink::start(config, allowed()).unwrap();
 
     sink.publish(file_event(EventKind::FileCreated));

@@ -4,7 +4,7 @@ use std::os::unix::fs::PermissionsExt;
 use cms_core::CoreError;
 use cms_core::events::EventKind;
 use cms_core::ports::WebhookDirectory;
-use cms_webhooks::{LOG_KEEP, LogEntry, WebhookStore};
+use cms_webhooks::{LOG_KEEP, LogEntry};
 use time::OffsetDateTime;
 
 use crate::Fixture;
@@ -53,7 +53,7 @@ fn refused_subscriptions_write_nothing() {
 #[tokio::test]
 async fn a_store_refuses_internal_receivers_unless_the_site_allows_them() {
     let f = Fixture::new();
-    let strict = WebhookStore::new(&f.dir.path().join(".cms"));
+    let strict = crate::folder_store(&f.dir.path().join(".cms"));
     for url in [
         "https://127.0.0.1:8443/hook",
         "https://2130706433/hook",
@@ -156,13 +156,13 @@ struct SharedFiles {
     threads: std::sync::Mutex<Vec<Option<String>>>,
 }
 
-impl cms_webhooks::StateFiles for SharedFiles {
+impl cms_core::ports::StateDocuments for SharedFiles {
     fn read(&self, name: &str) -> cms_core::CoreResult<Option<String>> {
         self.threads.lock().unwrap().push(std::thread::current().name().map(str::to_owned));
         Ok(self.texts.lock().unwrap().get(name).cloned())
     }
 
-    fn update(&self, name: &str, mut change: cms_webhooks::TextChange) -> cms_core::CoreResult<()> {
+    fn update(&self, name: &str, mut change: cms_core::ports::TextChange) -> cms_core::CoreResult<()> {
         self.threads.lock().unwrap().push(std::thread::current().name().map(str::to_owned));
         loop {
             let read = self.texts.lock().unwrap().get(name).cloned();
@@ -190,7 +190,7 @@ async fn a_store_on_shared_files_keeps_the_format_and_another_servers_change() {
     let folder_text = fs::read_to_string(folder.dir.path().join(".cms/webhooks.yaml")).unwrap();
 
     let files = std::sync::Arc::new(SharedFiles::default());
-    let store = cms_webhooks::WebhookStore::with_files(files.clone());
+    let store = cms_webhooks::WebhookStore::new(files.clone(), std::sync::Arc::new(cms_fs::SystemClock));
     // Another server adds its subscription while this one writes: both stay.
     *files.interloper.lock().unwrap() = Some(folder_text.clone());
     let (info, _secret) = store.add_webhook("https://b.example.com/hook", "file.deleted").await.unwrap();

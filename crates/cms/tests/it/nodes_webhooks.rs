@@ -34,7 +34,7 @@ fn upload(bucket: &S3Site, root: &Path, dir: &Path) {
 }
 
 /// A node's own folder: `cms.yaml` of `site` with `storage:` naming the bucket, and the CA.
-fn node(site: &Path, storage: &cms_core::config::S3StorageConfig) -> TempDir {
+fn node(site: &Path, storage: &cms_s3::S3StorageConfig) -> TempDir {
     let dir = tempfile::tempdir().unwrap();
     let config = fs::read_to_string(site.join("cms.yaml")).unwrap();
     let storage = format!(

@@ -5,8 +5,8 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use cms_core::config::S3StorageConfig;
 use cms_s3::S3Site;
+use cms_s3::S3StorageConfig;
 use cms_s3::testing::{credentials, fresh_bucket};
 
 use crate::{BIN, demo_site, stdout};

@@ -1,6 +1,6 @@
 //! Who is signed in, and the checks every state-changing form goes through.
 
-use actix_web::cookie::{Cookie, SameSite};
+use actix_web::cookie::Cookie;
 use actix_web::dev::Payload;
 use actix_web::http::{Method, header};
 use actix_web::{FromRequest, HttpRequest, web};
@@ -15,18 +15,7 @@ use crate::AdminState;
 use crate::error::{AdminError, AdminResult};
 use crate::forms::Fields;
 
-/// The session cookie: the token only, never anything about the user.
-pub const SESSION_COOKIE: &str = "cms_session";
-/// The sign-in form's own CSRF token, set before there is a session.
-pub const SIGNIN_COOKIE: &str = "cms_signin";
-/// Where the editor lives; its cookies go nowhere else.
-pub const COOKIE_PATH: &str = "/admin";
-
-/// An editor cookie: `HttpOnly`, `SameSite=Lax`, sent to `/admin` only. See
-/// [`for_request`] for `Secure`.
-pub fn session_cookie(name: &'static str, value: String) -> Cookie<'static> {
-    Cookie::build(name, value).path(COOKIE_PATH).http_only(true).same_site(SameSite::Lax).finish()
-}
+pub use crate::cookies::{COOKIE_PATH, SESSION_COOKIE, SIGNIN_COOKIE, session_cookie};
 
 /// Marks a cookie `Secure` when the page was served over HTTPS (which only a proxy in
 /// `server.trusted_proxies` can say, with `X-Forwarded-Proto` or `Forwarded`), so it is

@@ -6,7 +6,7 @@ use actix_web::{HttpResponse, ResponseError};
 use askama::Template;
 use cms_core::CoreError;
 
-use crate::auth::SESSION_COOKIE;
+use crate::cookies::{SESSION_COOKIE, session_cookie};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
@@ -96,7 +96,7 @@ impl ResponseError for AdminError {
 
     fn error_response(&self) -> HttpResponse {
         if let Self::SignInRequired { next: Some(next) } = self {
-            let location = format!("/admin/signin?next={}", crate::view::query_escape(next));
+            let location = format!("/admin/signin?next={}", crate::escape::query_escape(next));
             let mut response = HttpResponse::SeeOther().insert_header((header::LOCATION, location)).finish();
             forget_session(&mut response);
             return response;
@@ -131,7 +131,7 @@ impl ResponseError for AdminError {
 
 /// The cookie named no session that stands (or none at all): tell the browser to drop it.
 fn forget_session(response: &mut HttpResponse) {
-    let _ = response.add_removal_cookie(&crate::auth::session_cookie(SESSION_COOKIE, String::new()));
+    let _ = response.add_removal_cookie(&session_cookie(SESSION_COOKIE, String::new()));
 }
 
 pub type AdminResult<T> = Result<T, AdminError>;

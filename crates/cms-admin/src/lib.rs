@@ -21,8 +21,10 @@
 
 pub mod assets;
 pub mod auth;
+pub mod cookies;
 pub mod diff;
 pub mod error;
+pub mod escape;
 pub mod forms;
 pub mod item_form;
 pub mod pages;

@@ -133,16 +133,7 @@ pub fn see_other(location: &str) -> HttpResponse {
     HttpResponse::SeeOther().insert_header(("Location", location)).finish()
 }
 
-/// A query-string component.
-pub fn query_escape(text: &str) -> String {
-    form_urlencoded::byte_serialize(text.as_bytes()).collect()
-}
-
-/// A path segment (item names and slugs are already URL-safe, but names of media files
-/// need not be).
-pub fn path_escape(text: &str) -> String {
-    query_escape(text).replace('+', "%20")
-}
+pub use crate::escape::{path_escape, query_escape};
 
 /// `2026-01-12 10:00 UTC`
 pub fn unix_time(seconds: i64) -> String {

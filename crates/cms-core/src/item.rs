@@ -51,6 +51,10 @@ impl fmt::Display for Status {
     }
 }
 
+/// Largest item file the server reads (frontmatter and body together), on every backend:
+/// a bigger one is refused, not truncated.
+pub const MAX_ITEM_BYTES: u64 = 16 * 1024 * 1024;
+
 /// Keys the server owns: they describe where an item is stored, so `fm` cannot set them.
 pub const SERVER_OWNED_KEYS: [&str; 2] = ["filename", "folder"];
 

@@ -4,6 +4,7 @@
 //! through the traits of [`ports`].
 
 pub mod account;
+pub mod answers;
 pub mod codec;
 pub mod collection;
 pub mod config;
@@ -34,6 +35,7 @@ pub mod slug;
 pub mod snapshot;
 pub mod state_rows;
 pub mod theme;
+pub mod upload;
 pub mod urls;
 
 #[cfg(feature = "testing")]

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 use cms_core::collection::Collection;
+use cms_core::item::MAX_ITEM_BYTES;
 use cms_core::ports::{ContentStore, FileStamp, StoredFile};
 use cms_core::slug::ItemFilename;
 use cms_core::{CoreError, CoreResult};
@@ -14,9 +15,6 @@ use crate::blocking;
 use crate::error::io_error;
 use crate::site_root::SiteRoot;
 use crate::stamp;
-
-/// Largest item file the server reads (frontmatter and body together).
-pub const MAX_ITEM_BYTES: u64 = 16 * 1024 * 1024;
 
 /// At most this many blocking tasks read one `read_many` batch...
 const MAX_READERS: usize = 4;

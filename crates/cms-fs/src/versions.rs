@@ -436,19 +436,9 @@ impl VersionStore for FsVersionStore {
 
 #[cfg(test)]
 mod tests {
-    use cms_core::config::CollectionConfig;
+    use cms_core::testing::fixtures::posts;
 
     use super::*;
-
-    fn posts() -> Collection {
-        let config = CollectionConfig {
-            label: "Posts".into(),
-            path: "content/posts".into(),
-            page_path: None,
-            date_prefix: false,
-        };
-        Collection::from_config(0, &config)
-    }
 
     fn keep(store: &FsVersionStore, bytes: &[u8], now: i64) {
         let item = ItemFilename::parse("hello.md").unwrap();

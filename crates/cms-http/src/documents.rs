@@ -93,7 +93,7 @@ async fn coded_record(state: &AppState, plain: &Bytes, kind: Kind, coding: Codin
             Bytes::from([made_at, &encoding::open_stream(coding, sent, effort)].concat())
         }
     };
-    if plain.len() <= crate::middleware::INLINE_COMPRESSION_BYTES {
+    if plain.len() <= crate::encoding::INLINE_COMPRESSION_BYTES {
         return compress();
     }
     let fallback = compress.clone();

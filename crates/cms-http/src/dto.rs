@@ -1,46 +1,21 @@
-//! JSON shapes of responses. Domain types stay free of serde; these map them.
+//! JSON shapes of the responses only the REST API sends. Domain types stay free of serde;
+//! these map them. The shapes REST and MCP answer alike (list entries, paging, versions,
+//! search results, tags, collections) are [`cms_core::answers`].
 
-use cms_core::collection::Collection;
+use cms_core::answers::{ItemEntry, ItemHead, ResourceFileEntry, ResourceFolderInfo};
 use cms_core::document::Frontmatter;
 use cms_core::ports::WebhookInfo;
-use cms_core::query::Page;
 use cms_core::service::{
-    ItemSummary, ItemView, RawItem, RelatedItem, ResourceFile, ResourceListing, SearchEntry, SearchHit,
-    TagCount, VersionContent, VersionList,
+    ItemSummary, ItemView, RawItem, RelatedItem, ResourceFile, ResourceListing, SearchEntry,
 };
 use serde::Serialize;
 use time::format_description::well_known::Rfc3339;
 
-#[derive(Serialize)]
-pub struct CollectionDto<'a> {
-    pub index: usize,
-    pub label: &'a str,
-    pub slug: &'a str,
-    pub path: &'a str,
-}
-
-impl<'a> From<&'a Collection> for CollectionDto<'a> {
-    fn from(c: &'a Collection) -> Self {
-        Self { index: c.index, label: &c.label, slug: &c.slug, path: &c.path }
-    }
-}
-
-/// An item list entry: the spec's fields plus a few that clients of lists want. It
-/// borrows from the index's entry: a list answer copies no string before serializing.
+/// An item list entry: the shared entry, and the item's schedule when it has one.
 #[derive(Serialize)]
 pub struct ItemEntryDto<'a> {
-    pub slug: &'a str,
-    pub title: &'a str,
-    pub url: &'a str,
-    #[serde(rename = "canonicalUrl")]
-    pub canonical_url: &'a str,
-    pub date: Option<&'a str>,
-    pub status: &'static str,
-    pub filename: &'a str,
-    pub tags: &'a [std::sync::Arc<str>],
-    pub author: Option<&'a str>,
-    pub excerpt: &'a str,
-    pub modified: i64,
+    #[serde(flatten)]
+    pub entry: ItemEntry<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schedule: Option<ScheduleDto>,
 }
@@ -65,65 +40,15 @@ impl ScheduleDto {
 
 impl<'a> From<&'a ItemSummary> for ItemEntryDto<'a> {
     fn from(s: &'a ItemSummary) -> Self {
-        let meta = &s.item.meta;
-        Self {
-            slug: &meta.slug,
-            title: &meta.title,
-            url: &s.url,
-            canonical_url: &s.canonical_url,
-            date: meta.date.as_deref(),
-            status: meta.status.as_str(),
-            filename: &meta.filename,
-            tags: &meta.tags,
-            author: meta.author.as_deref(),
-            excerpt: s.item.excerpt(),
-            modified: meta.modified,
-            schedule: ScheduleDto::of(meta),
-        }
-    }
-}
-
-#[derive(Serialize)]
-pub struct PageMetaDto {
-    #[serde(rename = "currentPage")]
-    pub current_page: usize,
-    #[serde(rename = "lastPage")]
-    pub last_page: usize,
-    #[serde(rename = "totalItems")]
-    pub total_items: usize,
-    #[serde(rename = "perPage")]
-    pub per_page: usize,
-    pub has_prev: bool,
-    pub has_next: bool,
-}
-
-impl<T> From<&Page<T>> for PageMetaDto {
-    fn from(p: &Page<T>) -> Self {
-        Self {
-            current_page: p.current_page,
-            last_page: p.last_page,
-            total_items: p.total_items,
-            per_page: p.per_page,
-            has_prev: p.has_prev(),
-            has_next: p.has_next(),
-        }
+        Self { entry: ItemEntry::from(s), schedule: ScheduleDto::of(&s.item.meta) }
     }
 }
 
 /// The rendered single item.
 #[derive(Serialize)]
 pub struct ItemDto {
-    pub slug: String,
-    pub filename: String,
-    pub title: String,
-    pub url: String,
-    #[serde(rename = "canonicalUrl")]
-    pub canonical_url: String,
-    pub date: Option<String>,
-    pub status: &'static str,
-    pub tags: Vec<String>,
-    pub author: Option<String>,
-    pub excerpt: String,
+    #[serde(flatten)]
+    pub head: ItemHead,
     pub frontmatter: Frontmatter,
     pub body_html: String,
     pub modified: i64,
@@ -133,20 +58,11 @@ pub struct ItemDto {
 }
 
 impl From<ItemView> for ItemDto {
-    fn from(v: ItemView) -> Self {
+    fn from(mut v: ItemView) -> Self {
         let schedule = ScheduleDto::of(&v.meta);
         Self {
             schedule,
-            slug: v.meta.slug,
-            filename: v.meta.filename.to_string(),
-            title: v.meta.title,
-            url: v.url,
-            canonical_url: v.canonical_url,
-            date: v.meta.date,
-            status: v.meta.status.as_str(),
-            tags: v.meta.tags.to_strings(),
-            author: v.meta.author,
-            excerpt: v.excerpt,
+            head: ItemHead::take(&mut v),
             frontmatter: v.fm,
             body_html: v.html,
             modified: v.meta.modified,
@@ -182,60 +98,9 @@ impl From<RawItem> for RawItemDto {
 }
 
 #[derive(Serialize)]
-pub struct VersionStampDto {
-    pub timestamp: i64,
-    pub size: u64,
-}
-
-#[derive(Serialize)]
-pub struct CurrentDto {
-    pub modified: i64,
-    pub size: u64,
-}
-
-/// `{"versions": [...], "current": {...}}`; `current` is `null` for a deleted item.
-#[derive(Serialize)]
-pub struct VersionListDto {
-    pub filename: String,
-    pub versions: Vec<VersionStampDto>,
-    pub current: Option<CurrentDto>,
-}
-
-impl From<VersionList> for VersionListDto {
-    fn from(list: VersionList) -> Self {
-        Self {
-            filename: list.filename,
-            versions: list
-                .versions
-                .into_iter()
-                .map(|v| VersionStampDto { timestamp: v.timestamp, size: v.size })
-                .collect(),
-            current: list.current.map(|(modified, size)| CurrentDto { modified, size }),
-        }
-    }
-}
-
-#[derive(Serialize)]
-pub struct VersionDto {
-    pub timestamp: i64,
-    pub size: u64,
-    pub fm: Frontmatter,
-    pub body: String,
-}
-
-impl From<VersionContent> for VersionDto {
-    fn from(v: VersionContent) -> Self {
-        Self { timestamp: v.stamp.timestamp, size: v.stamp.size, fm: v.doc.fm, body: v.doc.body }
-    }
-}
-
-#[derive(Serialize)]
 pub struct ResourceFileDto {
-    pub name: String,
-    pub size: u64,
-    pub url: String,
-    pub modified: i64,
-    pub is_image: bool,
+    #[serde(flatten)]
+    pub file: ResourceFileEntry,
     /// The presets' variants (`images.presets`); empty for other files.
     pub variants: Vec<VariantDto>,
 }
@@ -251,20 +116,19 @@ pub struct VariantDto {
 }
 
 impl From<ResourceFile> for ResourceFileDto {
-    fn from(f: ResourceFile) -> Self {
-        let variants = f
-            .variants
+    fn from(mut f: ResourceFile) -> Self {
+        let variants = std::mem::take(&mut f.variants)
             .into_iter()
             .map(|v| VariantDto { name: v.name, url: v.url, width: v.width, height: v.height, size: v.size })
             .collect();
-        Self { name: f.name, size: f.size, url: f.url, modified: f.modified, is_image: f.is_image, variants }
+        Self { file: ResourceFileEntry::from(f), variants }
     }
 }
 
 /// `GET /cms/resources`.
 #[derive(Serialize)]
 pub struct ResourceListingDto {
-    pub folder: serde_json::Value,
+    pub folder: ResourceFolderInfo,
     pub subpath: String,
     pub dirs: Vec<serde_json::Value>,
     pub files: Vec<ResourceFileDto>,
@@ -274,7 +138,7 @@ pub struct ResourceListingDto {
 impl ResourceListingDto {
     pub fn new(listing: ResourceListing, license_valid: bool) -> Self {
         Self {
-            folder: serde_json::json!({ "index": listing.folder.index, "label": listing.folder.label }),
+            folder: ResourceFolderInfo::from(listing.folder),
             subpath: listing.subpath,
             dirs: listing
                 .dirs
@@ -365,21 +229,6 @@ impl From<WebhookInfo> for WebhookDto {
     }
 }
 
-/// `GET /cms/tags` entries.
-#[derive(Serialize)]
-pub struct TagDto {
-    pub tag: String,
-    pub slug: String,
-    pub count: usize,
-    pub url: String,
-}
-
-impl From<TagCount> for TagDto {
-    fn from(t: TagCount) -> Self {
-        Self { tag: t.tag, slug: t.slug, count: t.count, url: t.url }
-    }
-}
-
 /// `GET /cms/items/related` entries: decisions.md's fields plus `date` and `excerpt`.
 #[derive(Serialize)]
 pub struct RelatedDto {
@@ -405,43 +254,6 @@ impl From<RelatedItem> for RelatedDto {
             shared_tags: r.shared_tags,
             date: r.item.meta.date.clone(),
             excerpt: r.item.plain_excerpt.to_string(),
-        }
-    }
-}
-
-/// `GET /cms/search` results.
-#[derive(Serialize)]
-pub struct SearchHitDto {
-    pub slug: String,
-    pub title: String,
-    /// The collection's slug.
-    pub collection: String,
-    pub url: String,
-    #[serde(rename = "canonicalUrl")]
-    pub canonical_url: String,
-    pub date: Option<String>,
-    pub status: &'static str,
-    pub tags: Vec<String>,
-    pub filename: String,
-    pub score: f64,
-    pub snippet: String,
-}
-
-impl From<SearchHit> for SearchHitDto {
-    fn from(hit: SearchHit) -> Self {
-        let meta = &hit.item.meta;
-        Self {
-            slug: meta.slug.clone(),
-            title: meta.title.clone(),
-            collection: hit.collection_slug,
-            url: hit.url,
-            canonical_url: hit.canonical_url,
-            date: meta.date.clone(),
-            status: meta.status.as_str(),
-            tags: meta.tags.to_strings(),
-            filename: meta.filename.to_string(),
-            score: hit.score,
-            snippet: hit.snippet,
         }
     }
 }

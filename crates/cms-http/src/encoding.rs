@@ -11,6 +11,9 @@
 use actix_web::web::Bytes;
 use std::io::Write;
 
+/// Bodies larger than this are compressed on the blocking pool, not on the async worker.
+pub(crate) const INLINE_COMPRESSION_BYTES: usize = 256 * 1024;
+
 /// A content coding this server writes, in the order it prefers them when a client
 /// accepts several equally.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

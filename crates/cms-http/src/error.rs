@@ -7,7 +7,7 @@ use actix_web::{HttpResponse, ResponseError};
 use cms_core::CoreError;
 use serde_json::json;
 
-use crate::reply::timestamp_now;
+use crate::timestamp::timestamp_now;
 
 /// The two response shapes of the spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,6 +19,7 @@ pub mod openapi;
 pub mod reply;
 pub mod routes;
 pub mod state;
+pub mod timestamp;
 pub mod warmup;
 
 use actix_web::body::MessageBody;

@@ -136,7 +136,7 @@ async fn finish(mut response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBo
     let accept_encoding = req.headers().get(header::ACCEPT_ENCODING).and_then(|v| v.to_str().ok());
     let coding = (body.len() >= MIN_COMPRESSED_BYTES).then(|| encoding::negotiate(accept_encoding)).flatten();
     let Some(coding) = coding else { return ServiceResponse::new(req, res.set_body(BoxBody::new(body))) };
-    let compressed = if body.len() > INLINE_COMPRESSION_BYTES {
+    let compressed = if body.len() > encoding::INLINE_COMPRESSION_BYTES {
         // Off the async worker: a large body would hold every connection of the worker.
         let plain = body.clone(); // shared bytes, not a copy
         match actix_web::web::block(move || encoding::compress(coding, &plain, Effort::Dynamic)).await {
@@ -158,9 +158,6 @@ async fn finish(mut response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBo
     }
     ServiceResponse::new(req, res.set_body(BoxBody::new(compressed)))
 }
-
-/// Bodies larger than this are compressed on the blocking pool, not on the async worker.
-pub(crate) const INLINE_COMPRESSION_BYTES: usize = 256 * 1024;
 
 /// The caching policy (docs/api-conventions.md): answers to a request made with a key
 /// (header or `?token=`) are `private, no-store`, whatever the handler said; errors are

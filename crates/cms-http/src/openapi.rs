@@ -37,10 +37,16 @@ pub fn document_for<'a>(urls: impl IntoIterator<Item = &'a str>) -> Value {
         }
     }
     for url in urls {
-        kept.insert(crate::routes::file_path(url), template.clone());
+        kept.insert(file_path(url), template.clone());
     }
     *paths = kept;
     document
+}
+
+/// The public file URLs of a resource folder whose `url` is `url`, as the OpenAPI document
+/// names them: `/media/uploads/{path}`, where `{path}` may span several segments.
+pub fn file_path(url: &str) -> String {
+    format!("{url}/{{path}}")
 }
 
 /// One operation as the document describes it.

@@ -13,19 +13,15 @@ use cms_core::query::Page;
 use cms_core::service::{ItemSummary, ItemVersion, ItemView, etag_of};
 use serde::Serialize;
 use serde_json::{Value, json};
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
+use cms_core::answers::PageMeta;
 use cms_core::ports::RenderCache;
 
-use crate::dto::{ItemDto, ItemEntryDto, PageMetaDto};
+use crate::dto::{ItemDto, ItemEntryDto};
 use crate::encoding::{self, Coding, Effort};
 use crate::error::{ApiError, Shape};
 
-/// The current time as ISO 8601 (RFC 3339, UTC).
-pub fn timestamp_now() -> String {
-    OffsetDateTime::now_utc().format(&Rfc3339).unwrap_or_default()
-}
+pub use crate::timestamp::timestamp_now;
 
 /// `{"success": true, "data": ..., "timestamp": ...}` plus any `extra` top-level fields.
 pub fn envelope(data: impl Serialize, extra: Value) -> HttpResponse {
@@ -67,7 +63,7 @@ fn serialization_failed(error: serde_json::Error) -> HttpResponse {
 struct PageBody<'a> {
     success: bool,
     data: &'a [ItemEntryDto<'a>],
-    meta: &'a PageMetaDto,
+    meta: &'a PageMeta,
 }
 
 /// A page of item list entries: the envelope with `meta`, and a strong `ETag`: from the
@@ -122,7 +118,7 @@ fn page_etag(state: &crate::state::AppState, version: u64) -> String {
 
 /// `{"success":true,"data":[...],"meta":{...}}`, the page without its timestamp.
 fn page_body(page: &Page<ItemSummary>) -> serde_json::Result<Vec<u8>> {
-    let meta = PageMetaDto::from(page);
+    let meta = PageMeta::from(page);
     let data: Vec<ItemEntryDto> = page.items.iter().map(ItemEntryDto::from).collect();
     serde_json::to_vec(&PageBody { success: true, data: &data, meta: &meta })
 }

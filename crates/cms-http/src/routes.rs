@@ -7,7 +7,7 @@ use std::sync::Arc;
 use actix_web::http::Method;
 use actix_web::{HttpRequest, Route, web};
 
-use crate::handlers::{discovery, files, items, previews, resources, search, service, settings, versions};
+use crate::handlers::{discovery, items, media, previews, resources, search, service, settings, versions};
 
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,11 +158,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 /// The method of the public file URLs (`HEAD` comes with it, as everywhere).
 pub const FILE_ROUTE_METHOD: &str = "GET";
 
-/// The public file URLs of a resource folder whose `url` is `url`, as the OpenAPI document
-/// names them: `/media/uploads/{path}`, where `{path}` may span several segments.
-pub fn file_path(url: &str) -> String {
-    format!("{url}/{{path}}")
-}
+pub use crate::openapi::file_path;
 
 /// Registers the public file URLs of the resource folders ([`file_path`], `GET`/`HEAD`,
 /// no key). They depend on the site's configuration, so they are not in [`ROUTES`]; the
@@ -170,7 +166,7 @@ pub fn file_path(url: &str) -> String {
 pub fn configure_files(cfg: &mut web::ServiceConfig, folders: &[(usize, String)]) {
     for (index, url) in folders {
         let index = *index;
-        let serve = move |state, req, tail| files::serve(state, req, tail, index);
+        let serve = move |state, req, tail| media::serve(state, req, tail, index);
         cfg.service(
             web::resource(format!("{url}/{{path:.+}}"))
                 .route(web::get().to(serve))

@@ -4,10 +4,12 @@
 
 use std::sync::Arc;
 
+use cms_core::answers::{ItemEntry, PageMeta, TagEntry, VersionListing, VersionText};
 use cms_core::service::{
     ItemUpdate, NewItem, Precondition, Principal, SearchParams, TagsParams, UpdateMode, VersionId, Viewer,
+    WriteOutcome,
 };
-use cms_core::{Cms, CoreError, query::ListParams, query::ListQuery};
+use cms_core::{Cms, CoreError, CoreResult, query::ListParams, query::ListQuery};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
@@ -63,6 +65,31 @@ fn no_cursor(request: Option<&PaginatedRequestParams>) -> Result<(), ErrorData> 
     }
 }
 
+/// Every tool's run: who calls (the gate's key), one facade call made as them, its result
+/// shaped into the tool's answer, or the failure in the REST API's words.
+async fn answer<T, S>(
+    cms: &Cms,
+    ctx: &RequestContext<RoleServer>,
+    call: impl AsyncFnOnce(&Cms, Principal) -> CoreResult<T>,
+    shape: impl FnOnce(T) -> S,
+) -> Result<Json<S>, String> {
+    let user = principal(ctx)?;
+    let value = call(cms, user).await.map_err(fail)?;
+    Ok(Json(shape(value)))
+}
+
+/// What a create, update or restore wrote, with the REST route's message.
+fn written(outcome: WriteOutcome, message: &str, restored: Option<i64>) -> Written {
+    Written {
+        filename: outcome.filename,
+        slug: outcome.slug,
+        folder: outcome.folder,
+        etag: outcome.etag,
+        message: message.into(),
+        restored,
+    }
+}
+
 fn number(value: Option<u64>) -> Option<String> {
     value.map(|n| n.to_string())
 }
@@ -92,7 +119,6 @@ impl CmsServer {
         Parameters(args): Parameters<ListItemsArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<ItemList>, String> {
-        let viewer = caller(&ctx)?;
         let params = ListParams {
             page: number(args.page),
             per_page: number(args.per_page),
@@ -103,17 +129,15 @@ impl CmsServer {
             direction: args.direction,
             offset: number(args.offset),
         };
-        let cms = &self.cms;
-        let page = async {
+        let list = async |cms: &Cms, user| {
             let query = ListQuery::parse(&params)?;
-            cms.list_items(cms.collection(&args.collection)?, &query, &viewer).await
-        }
-        .await
-        .map_err(fail)?;
-        Ok(Json(ItemList {
+            cms.list_items(cms.collection(&args.collection)?, &query, &Viewer::Key(user)).await
+        };
+        answer(&self.cms, &ctx, list, |page| ItemList {
             meta: PageMeta::from(&page),
-            items: page.items.iter().map(ItemEntry::from).collect(),
-        }))
+            items: page.items.iter().map(|s| ItemEntry::from(s).into_owned()).collect(),
+        })
+        .await
     }
 
     /// Read one item: metadata, the body rendered to HTML, and the frontmatter and
@@ -124,17 +148,13 @@ impl CmsServer {
         Parameters(args): Parameters<ItemArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<ItemOut>, String> {
-        let viewer = caller(&ctx)?;
-        let cms = &self.cms;
-        let (view, raw) = async {
+        let read = async |cms: &Cms, user| {
             let collection = cms.collection(&args.collection)?;
-            let view = cms.read_item(collection, &args.slug, &viewer).await?;
+            let view = cms.read_item(collection, &args.slug, &Viewer::Key(user)).await?;
             let raw = cms.read_raw(collection, &view.meta.filename).await?;
             Ok((view, raw))
-        }
-        .await
-        .map_err(fail)?;
-        Ok(Json(ItemOut::new(view, raw)))
+        };
+        answer(&self.cms, &ctx, read, |(view, raw)| ItemOut::new(view, raw)).await
     }
 
     /// Create an item from frontmatter and a Markdown body. The slug comes from fm.title
@@ -150,25 +170,15 @@ impl CmsServer {
         Parameters(args): Parameters<CreateItemArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<Written>, String> {
-        let principal = principal(&ctx)?;
         let new = NewItem {
             slug: args.slug,
             date_prefix: args.date_prefix,
             fm: args.fm.unwrap_or_default(),
             body: args.body.unwrap_or_default(),
         };
-        let cms = &self.cms;
-        let outcome = async { cms.create_item(&principal, cms.collection(&args.collection)?, new).await }
-            .await
-            .map_err(fail)?;
-        Ok(Json(Written {
-            filename: outcome.filename,
-            slug: outcome.slug,
-            folder: outcome.folder,
-            etag: outcome.etag,
-            message: "File created.".into(),
-            restored: None,
-        }))
+        let create =
+            async |cms: &Cms, user| cms.create_item(&user, cms.collection(&args.collection)?, new).await;
+        answer(&self.cms, &ctx, create, |outcome| written(outcome, "File created.", None)).await
     }
 
     /// Update an item as REST PATCH does: fm is merged over the stored frontmatter (a key
@@ -185,30 +195,13 @@ impl CmsServer {
         Parameters(args): Parameters<UpdateItemArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<Written>, String> {
-        let principal = principal(&ctx)?;
-        let if_match = args.if_match.as_deref().map(Precondition::from_if_match);
         let update = ItemUpdate { mode: UpdateMode::Patch, fm: args.fm.unwrap_or_default(), body: args.body };
-        let cms = &self.cms;
-        let outcome = async {
-            cms.update_item(
-                &principal,
-                cms.collection(&args.collection)?,
-                &args.slug,
-                update,
-                if_match.as_ref(),
-            )
-            .await
-        }
-        .await
-        .map_err(fail)?;
-        Ok(Json(Written {
-            filename: outcome.filename,
-            slug: outcome.slug,
-            folder: outcome.folder,
-            etag: outcome.etag,
-            message: "File saved.".into(),
-            restored: None,
-        }))
+        let if_match = args.if_match.as_deref().map(Precondition::from_if_match);
+        let save = async |cms: &Cms, user| {
+            cms.update_item(&user, cms.collection(&args.collection)?, &args.slug, update, if_match.as_ref())
+                .await
+        };
+        answer(&self.cms, &ctx, save, |outcome| written(outcome, "File saved.", None)).await
     }
 
     /// Delete an item. Its history is kept: restore_version brings it back.
@@ -223,16 +216,11 @@ impl CmsServer {
         Parameters(args): Parameters<DeleteItemArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<Deleted>, String> {
-        let principal = principal(&ctx)?;
         let if_match = args.if_match.as_deref().map(Precondition::from_if_match);
-        let cms = &self.cms;
-        async {
-            cms.delete_item(&principal, cms.collection(&args.collection)?, &args.slug, if_match.as_ref())
-                .await
-        }
-        .await
-        .map_err(fail)?;
-        Ok(Json(Deleted { ok: true, message: "File deleted.".into() }))
+        let delete = async |cms: &Cms, user| {
+            cms.delete_item(&user, cms.collection(&args.collection)?, &args.slug, if_match.as_ref()).await
+        };
+        answer(&self.cms, &ctx, delete, |_| Deleted { ok: true, message: "File deleted.".into() }).await
     }
 
     /// List an item's saved versions, newest first (each write keeps the content it
@@ -242,14 +230,11 @@ impl CmsServer {
         &self,
         Parameters(args): Parameters<ItemArgs>,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<Json<Versions>, String> {
-        let principal = principal(&ctx)?;
-        let cms = &self.cms;
-        let list =
-            async { cms.list_versions(&principal, cms.collection(&args.collection)?, &args.slug).await }
-                .await
-                .map_err(fail)?;
-        Ok(Json(Versions::from(list)))
+    ) -> Result<Json<VersionListing>, String> {
+        let list = async |cms: &Cms, user| {
+            cms.list_versions(&user, cms.collection(&args.collection)?, &args.slug).await
+        };
+        answer(&self.cms, &ctx, list, VersionListing::from).await
     }
 
     /// Read one saved version of an item: its frontmatter and Markdown.
@@ -258,21 +243,12 @@ impl CmsServer {
         &self,
         Parameters(args): Parameters<VersionArgs>,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<Json<VersionOut>, String> {
-        let principal = principal(&ctx)?;
-        let cms = &self.cms;
-        let content = async {
-            cms.read_version(
-                &principal,
-                cms.collection(&args.collection)?,
-                &args.slug,
-                VersionId::new(args.version)?,
-            )
-            .await
-        }
-        .await
-        .map_err(fail)?;
-        Ok(Json(VersionOut::from(content)))
+    ) -> Result<Json<VersionText>, String> {
+        let read = async |cms: &Cms, user| {
+            let version = VersionId::new(args.version)?;
+            cms.read_version(&user, cms.collection(&args.collection)?, &args.slug, version).await
+        };
+        answer(&self.cms, &ctx, read, VersionText::from).await
     }
 
     /// Restore a saved version of an item (also a deleted one). The content it replaces is
@@ -288,30 +264,16 @@ impl CmsServer {
         Parameters(args): Parameters<RestoreVersionArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<Written>, String> {
-        let principal = principal(&ctx)?;
         let if_match = args.if_match.as_deref().map(Precondition::from_if_match);
-        let cms = &self.cms;
-        let (outcome, restored) = async {
+        let restore = async |cms: &Cms, user| {
             let collection = cms.collection(&args.collection)?;
-            cms.restore_version(
-                &principal,
-                collection,
-                &args.slug,
-                VersionId::new(args.version)?,
-                if_match.as_ref(),
-            )
-            .await
-        }
+            let version = VersionId::new(args.version)?;
+            cms.restore_version(&user, collection, &args.slug, version, if_match.as_ref()).await
+        };
+        answer(&self.cms, &ctx, restore, |(outcome, restored)| {
+            written(outcome, "Version restored.", Some(restored))
+        })
         .await
-        .map_err(fail)?;
-        Ok(Json(Written {
-            filename: outcome.filename,
-            slug: outcome.slug,
-            folder: outcome.folder,
-            etag: outcome.etag,
-            message: "Version restored.".into(),
-            restored: Some(restored),
-        }))
     }
 
     /// Full-text search over title, tags and body of one collection or all of them, best
@@ -323,16 +285,18 @@ impl CmsServer {
         Parameters(args): Parameters<SearchArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<SearchResults>, String> {
-        let viewer = caller(&ctx)?;
         let params = SearchParams {
             q: Some(args.q),
             collection: args.collection,
             page: number(args.page),
             per_page: number(args.per_page),
         };
-        let page = self.cms.search(&params, &viewer).await.map_err(fail)?;
-        let meta = PageMeta::from(&page);
-        Ok(Json(SearchResults { results: page.items.into_iter().map(SearchResult::from).collect(), meta }))
+        let search = async |cms: &Cms, user| cms.search(&params, &Viewer::Key(user)).await;
+        answer(&self.cms, &ctx, search, |page| SearchResults {
+            meta: PageMeta::from(&page),
+            results: page.items.into_iter().map(SearchResult::from).collect(),
+        })
+        .await
     }
 
     /// List the tags of a collection's published items with their counts, most used first.
@@ -342,16 +306,13 @@ impl CmsServer {
         Parameters(args): Parameters<ListTagsArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<Tags>, String> {
-        caller(&ctx)?;
-        let cms = &self.cms;
-        let tags = async {
+        let list = async |cms: &Cms, _| {
             let collection = cms.collection(&args.collection)?;
             let params = TagsParams { content_path: Some(collection.path.clone()), ..TagsParams::default() };
             cms.tags(&params).await
-        }
-        .await
-        .map_err(fail)?;
-        Ok(Json(Tags { tags: tags.into_iter().map(TagOut::from).collect() }))
+        };
+        answer(&self.cms, &ctx, list, |tags| Tags { tags: tags.into_iter().map(TagEntry::from).collect() })
+            .await
     }
 
     /// List a resource folder (media uploads): its subfolders and files with their URLs.
@@ -362,14 +323,11 @@ impl CmsServer {
         Parameters(args): Parameters<ListResourcesArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<ResourcesOut>, String> {
-        let principal = principal(&ctx)?;
         let folder = number(args.folder);
-        let listing = self
-            .cms
-            .list_resources(&principal, folder.as_deref(), args.subpath.as_deref())
-            .await
-            .map_err(fail)?;
-        Ok(Json(ResourcesOut::from(listing)))
+        let list = async |cms: &Cms, user| {
+            cms.list_resources(&user, folder.as_deref(), args.subpath.as_deref()).await
+        };
+        answer(&self.cms, &ctx, list, ResourcesOut::from).await
     }
 }
 

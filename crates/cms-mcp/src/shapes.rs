@@ -1,13 +1,14 @@
 //! The tools' arguments and results, with their JSON Schemas. Arguments are named as the
 //! REST API names them (`collection`, `slug`, `fm`, `per_page`, `orderBy`...); results
-//! carry the fields of the matching REST answers.
+//! are the REST answers' shapes ([`cms_core::answers`]), wrapped where a tool adds a field.
 
+use cms_core::answers::{
+    CollectionInfo, ItemEntry, ItemHead, PageMeta, ResourceFileEntry, ResourceFolderInfo, SearchResultEntry,
+    TagEntry,
+};
 use cms_core::collection::Collection;
 use cms_core::document::Frontmatter;
-use cms_core::query::Page;
-use cms_core::service::{
-    ItemSummary, ItemView, RawItem, ResourceListing, SearchHit, TagCount, VersionContent, VersionList,
-};
+use cms_core::service::{ItemView, RawItem, ResourceListing, SearchHit};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -152,25 +153,18 @@ pub struct ListResourcesArgs {
 
 // ---- results --------------------------------------------------------------------------
 
+/// A collection, and the URI template of its items as resources.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct CollectionOut {
-    pub index: usize,
-    pub label: String,
-    pub slug: String,
-    pub path: String,
+    #[serde(flatten)]
+    pub collection: CollectionInfo,
     /// The URI template of its items as resources.
     pub resource_template: String,
 }
 
 impl From<&Collection> for CollectionOut {
     fn from(c: &Collection) -> Self {
-        Self {
-            index: c.index,
-            label: c.label.clone(),
-            slug: c.slug.clone(),
-            path: c.path.clone(),
-            resource_template: format!("cms://{}/{{slug}}", c.slug),
-        }
+        Self { collection: CollectionInfo::from(c), resource_template: format!("cms://{}/{{slug}}", c.slug) }
     }
 }
 
@@ -179,91 +173,17 @@ pub struct Collections {
     pub collections: Vec<CollectionOut>,
 }
 
-/// A list entry, as in the REST list.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ItemEntry {
-    pub slug: String,
-    pub title: String,
-    pub url: String,
-    #[serde(rename = "canonicalUrl")]
-    pub canonical_url: String,
-    pub date: Option<String>,
-    pub status: String,
-    pub filename: String,
-    pub tags: Vec<String>,
-    pub author: Option<String>,
-    pub excerpt: String,
-    /// Unix seconds.
-    pub modified: i64,
-}
-
-impl From<&ItemSummary> for ItemEntry {
-    fn from(s: &ItemSummary) -> Self {
-        let meta = &s.item.meta;
-        Self {
-            slug: meta.slug.clone(),
-            title: meta.title.clone(),
-            url: s.url.clone(),
-            canonical_url: s.canonical_url.clone(),
-            date: meta.date.clone(),
-            status: meta.status.as_str().to_owned(),
-            filename: meta.filename.to_string(),
-            tags: meta.tags.to_strings(),
-            author: meta.author.clone(),
-            excerpt: s.item.excerpt().to_owned(),
-            modified: meta.modified,
-        }
-    }
-}
-
-/// Paging, as the REST list's `meta`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct PageMeta {
-    #[serde(rename = "currentPage")]
-    pub current_page: usize,
-    #[serde(rename = "lastPage")]
-    pub last_page: usize,
-    #[serde(rename = "totalItems")]
-    pub total_items: usize,
-    #[serde(rename = "perPage")]
-    pub per_page: usize,
-    pub has_prev: bool,
-    pub has_next: bool,
-}
-
-impl<T> From<&Page<T>> for PageMeta {
-    fn from(p: &Page<T>) -> Self {
-        Self {
-            current_page: p.current_page,
-            last_page: p.last_page,
-            total_items: p.total_items,
-            per_page: p.per_page,
-            has_prev: p.has_prev(),
-            has_next: p.has_next(),
-        }
-    }
-}
-
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ItemList {
-    pub items: Vec<ItemEntry>,
+    pub items: Vec<ItemEntry<'static>>,
     pub meta: PageMeta,
 }
 
 /// The rendered item (as `GET .../items/{slug}`) and its source (as `.../raw`).
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ItemOut {
-    pub slug: String,
-    pub filename: String,
-    pub title: String,
-    pub url: String,
-    #[serde(rename = "canonicalUrl")]
-    pub canonical_url: String,
-    pub date: Option<String>,
-    pub status: String,
-    pub tags: Vec<String>,
-    pub author: Option<String>,
-    pub excerpt: String,
+    #[serde(flatten)]
+    pub head: ItemHead,
     /// The collection's index.
     pub folder: usize,
     /// Unix seconds.
@@ -279,18 +199,9 @@ pub struct ItemOut {
 }
 
 impl ItemOut {
-    pub fn new(view: ItemView, raw: RawItem) -> Self {
+    pub fn new(mut view: ItemView, raw: RawItem) -> Self {
         Self {
-            slug: view.meta.slug,
-            filename: view.meta.filename.to_string(),
-            title: view.meta.title,
-            url: view.url,
-            canonical_url: view.canonical_url,
-            date: view.meta.date,
-            status: view.meta.status.as_str().to_owned(),
-            tags: view.meta.tags.to_strings(),
-            author: view.meta.author,
-            excerpt: view.excerpt,
+            head: ItemHead::take(&mut view),
             folder: view.collection,
             modified: view.meta.modified,
             etag: raw.etag,
@@ -321,94 +232,19 @@ pub struct Deleted {
     pub message: String,
 }
 
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct VersionStamp {
-    /// Pass it as `version`.
-    pub timestamp: i64,
-    pub size: u64,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Current {
-    pub modified: i64,
-    pub size: u64,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Versions {
-    pub filename: String,
-    /// Newest first.
-    pub versions: Vec<VersionStamp>,
-    /// `null` when the item is deleted.
-    pub current: Option<Current>,
-}
-
-impl From<VersionList> for Versions {
-    fn from(list: VersionList) -> Self {
-        Self {
-            filename: list.filename,
-            versions: list
-                .versions
-                .into_iter()
-                .map(|v| VersionStamp { timestamp: v.timestamp, size: v.size })
-                .collect(),
-            current: list.current.map(|(modified, size)| Current { modified, size }),
-        }
-    }
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct VersionOut {
-    pub timestamp: i64,
-    pub size: u64,
-    pub fm: Frontmatter,
-    pub body: String,
-}
-
-impl From<VersionContent> for VersionOut {
-    fn from(v: VersionContent) -> Self {
-        Self { timestamp: v.stamp.timestamp, size: v.stamp.size, fm: v.doc.fm, body: v.doc.body }
-    }
-}
-
+/// A search result, and the item as a resource.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct SearchResult {
-    pub slug: String,
-    pub title: String,
-    /// The collection's label slug.
-    pub collection: String,
-    pub url: String,
-    #[serde(rename = "canonicalUrl")]
-    pub canonical_url: String,
-    pub date: Option<String>,
-    pub status: String,
-    pub tags: Vec<String>,
-    pub filename: String,
-    /// Higher is better.
-    pub score: f64,
-    /// A short passage around the first match, HTML-escaped, matches in `<mark>`.
-    pub snippet: String,
+    #[serde(flatten)]
+    pub hit: SearchResultEntry,
     /// The item as a resource.
     pub uri: String,
 }
 
 impl From<SearchHit> for SearchResult {
     fn from(hit: SearchHit) -> Self {
-        let meta = &hit.item.meta;
-        Self {
-            uri: crate::resources::item_uri(&hit.collection_slug, &meta.slug),
-            slug: meta.slug.clone(),
-            title: meta.title.clone(),
-            collection: hit.collection_slug,
-            url: hit.url,
-            canonical_url: hit.canonical_url,
-            date: meta.date.clone(),
-            status: meta.status.as_str().to_owned(),
-            tags: meta.tags.to_strings(),
-            filename: meta.filename.to_string(),
-            score: hit.score,
-            snippet: hit.snippet,
-        }
+        let uri = crate::resources::item_uri(&hit.collection_slug, &hit.item.meta.slug);
+        Self { hit: SearchResultEntry::from(hit), uri }
     }
 }
 
@@ -419,66 +255,27 @@ pub struct SearchResults {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct TagOut {
-    pub tag: String,
-    pub slug: String,
-    /// Published items carrying it.
-    pub count: usize,
-    pub url: String,
-}
-
-impl From<TagCount> for TagOut {
-    fn from(t: TagCount) -> Self {
-        Self { tag: t.tag, slug: t.slug, count: t.count, url: t.url }
-    }
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
 pub struct Tags {
-    pub tags: Vec<TagOut>,
+    pub tags: Vec<TagEntry>,
 }
 
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ResourceFileOut {
-    pub name: String,
-    pub size: u64,
-    pub url: String,
-    pub modified: i64,
-    pub is_image: bool,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ResourceFolderOut {
-    pub index: usize,
-    pub label: String,
-}
-
+/// A resource folder's listing; its subfolders by name.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ResourcesOut {
-    pub folder: ResourceFolderOut,
+    pub folder: ResourceFolderInfo,
     pub subpath: String,
     /// Subfolders' names.
     pub dirs: Vec<String>,
-    pub files: Vec<ResourceFileOut>,
+    pub files: Vec<ResourceFileEntry>,
 }
 
 impl From<ResourceListing> for ResourcesOut {
     fn from(l: ResourceListing) -> Self {
         Self {
-            folder: ResourceFolderOut { index: l.folder.index, label: l.folder.label },
+            folder: ResourceFolderInfo::from(l.folder),
             subpath: l.subpath,
             dirs: l.dirs,
-            files: l
-                .files
-                .into_iter()
-                .map(|f| ResourceFileOut {
-                    name: f.name,
-                    size: f.size,
-                    url: f.url,
-                    modified: f.modified,
-                    is_image: f.is_image,
-                })
-                .collect(),
+            files: l.files.into_iter().map(ResourceFileEntry::from).collect(),
         }
     }
 }

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use cms_core::collection::Collection;
+use cms_core::item::MAX_ITEM_BYTES;
 use cms_core::ports::{ContentStore, FileStamp, StoredFile};
 use cms_core::slug::ItemFilename;
 use cms_core::{CoreError, CoreResult};
@@ -14,8 +15,6 @@ use futures_util::StreamExt;
 use crate::bucket::{Bucket, WriteRefused, Written, stamp_of};
 use crate::changes::Journal;
 
-/// Largest item file the server reads, as on a site folder.
-pub const MAX_ITEM_BYTES: u64 = 16 * 1024 * 1024;
 /// Reads of one `read_many` batch in flight at once.
 const PARALLEL_READS: usize = 16;
 /// ETags remembered for conditional replaces, at most (then forgotten all at once: a

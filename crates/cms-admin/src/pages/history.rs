@@ -4,6 +4,7 @@ use actix_web::{HttpResponse, web};
 use askama::Template;
 use cms_core::service::VersionId;
 
+use super::ItemAt;
 use super::items::{CollectionLink, item_href};
 use crate::AdminState;
 use crate::auth::{PostedForm, SignedIn};
@@ -36,10 +37,8 @@ pub async fn versions(
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
     let (collection, item) = path.into_inner();
-    let collection = state.cms.collection(&collection)?;
-    let raw = state.cms.read_raw(collection, &item).await?;
+    let ItemAt { collection, raw, href } = ItemAt::read(&state, &collection, &item).await?;
     let list = state.cms.list_versions(&user.principal, collection, &item).await?;
-    let href = item_href(collection, &raw.meta.filename);
     let versions = list
         .versions
         .iter()

@@ -13,7 +13,7 @@ use cms_core::render;
 use cms_core::service::{ItemUpdate, NewItem, Precondition, UpdateMode};
 use cms_core::slug::slugify;
 
-use super::{ConfirmPage, query_param};
+use super::{ConfirmPage, ItemAt, query_param};
 use crate::AdminState;
 use crate::auth::{PostedForm, SignedIn};
 use crate::diff::{self, Row};
@@ -251,8 +251,7 @@ pub async fn edit(
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
     let (collection, item) = path.into_inner();
-    let collection = state.cms.collection(&collection)?;
-    let raw = state.cms.read_raw(collection, &item).await?;
+    let ItemAt { collection, raw, .. } = ItemAt::read(&state, &collection, &item).await?;
     let form = ItemForm::of(&raw.doc.fm, &raw.doc.body)?;
     let l = Layout::new(&state, &user, Section::Collection(collection.index))
         .with_notice(query_param(&req, "ok").as_deref());
@@ -385,9 +384,7 @@ pub async fn confirm_delete(
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
     let (collection, item) = path.into_inner();
-    let collection = state.cms.collection(&collection)?;
-    let raw = state.cms.read_raw(collection, &item).await?;
-    let href = item_href(collection, &raw.meta.filename);
+    let ItemAt { collection, raw, href } = ItemAt::read(&state, &collection, &item).await?;
     view::ok(&ConfirmPage {
         l: Layout::new(&state, &user, Section::Collection(collection.index)),
         heading: format!("Delete “{}”?", raw.meta.title),

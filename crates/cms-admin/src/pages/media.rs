@@ -7,6 +7,7 @@ use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
 use askama::Template;
 use cms_core::service::ResourceFile;
 use cms_core::session::same_secret;
+use cms_core::upload::{self, UploadFailed};
 use futures_util::StreamExt;
 use serde_json::json;
 
@@ -65,19 +66,6 @@ fn variant_rows(file: &ResourceFile) -> Vec<VariantRow> {
             size: v.size.map_or_else(|| "being made".to_owned(), view::size),
         })
         .collect()
-}
-
-/// Makes the presets of an uploaded image after the answer (on the image workers).
-fn make_presets_later(state: &AdminState, folder: Option<String>, path: &str, file: &ResourceFile) {
-    if !file.is_image || file.variants.is_empty() {
-        return;
-    }
-    let (cms, path, name) = (state.cms.clone(), path.to_owned(), file.name.clone());
-    actix_web::rt::spawn(async move {
-        if let Err(error) = cms.make_presets(folder.as_deref(), Some(&path), &name).await {
-            tracing::warn!(%error, file = %name, "the presets of an upload were not made");
-        }
-    });
 }
 
 struct DirRow {
@@ -255,14 +243,19 @@ async fn receive(
                     while field.next().await.is_some() {}
                     continue;
                 }
-                let mut upload = state.cms.begin_upload(&user.principal, limit).await?;
-                while let Some(chunk) = field.next().await {
-                    let chunk =
-                        chunk.map_err(|e| AdminError::bad_request(format!("the upload was cut off: {e}")))?;
-                    upload.write(&chunk).await?;
-                }
+                let upload = upload::receive(&state.cms, &user.principal, limit, &mut field).await.map_err(
+                    |failed| match failed {
+                        UploadFailed::CutOff(e) => AdminError::bad_request(upload::cut_off_message(e)),
+                        UploadFailed::Refused(e) => AdminError::from(e),
+                    },
+                )?;
                 let file = state.cms.finish_upload(upload, folder.as_deref(), Some(&path), &filename).await?;
-                make_presets_later(state, folder.clone(), &path, &file);
+                // The presets are made after the answer, on the image workers.
+                if let Some(job) =
+                    upload::presets_later(state.cms.clone(), folder.clone(), Some(path.clone()), &file)
+                {
+                    actix_web::rt::spawn(job);
+                }
                 stored.push(file);
             }
             other => return Err(AdminError::bad_request(format!("unknown form field {other:?}"))),

@@ -13,8 +13,11 @@ mod users;
 mod webhooks;
 
 use actix_web::{HttpRequest, HttpResponse, web};
+use cms_core::collection::Collection;
+use cms_core::service::RawItem;
 
-use crate::error::AdminError;
+use crate::AdminState;
+use crate::error::{AdminError, AdminResult};
 
 /// The route table under `/admin`.
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -66,6 +69,24 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route(web::post().to(users::remove)),
     ] {
         cfg.service(resource.default_service(web::to(wrong_method)));
+    }
+}
+
+/// The item a page under `/admin/collections/{collection}/items/{item}` is about: its
+/// collection, its stored source, and the item page's address (named by the filename, so
+/// that a slug in the path still links to the one file).
+struct ItemAt<'a> {
+    collection: &'a Collection,
+    raw: RawItem,
+    href: String,
+}
+
+impl<'a> ItemAt<'a> {
+    async fn read(state: &'a AdminState, collection: &str, item: &str) -> AdminResult<Self> {
+        let collection = state.cms.collection(collection)?;
+        let raw = state.cms.read_raw(collection, item).await?;
+        let href = items::item_href(collection, &raw.meta.filename);
+        Ok(Self { collection, raw, href })
     }
 }
 

@@ -5,8 +5,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use time::format_description::well_known::Rfc3339;
 
-use super::ConfirmPage;
-use super::items::item_href;
+use super::{ConfirmPage, ItemAt};
 use crate::AdminState;
 use crate::auth::{PostedForm, SignedIn};
 use crate::error::AdminResult;
@@ -30,9 +29,7 @@ pub async fn confirm(
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
     let (collection, item) = path.into_inner();
-    let collection = state.cms.collection(&collection)?;
-    let raw = state.cms.read_raw(collection, &item).await?;
-    let href = item_href(collection, &raw.meta.filename);
+    let ItemAt { collection, raw, href } = ItemAt::read(&state, &collection, &item).await?;
     view::ok(&ConfirmPage {
         l: Layout::new(&state, &user, Section::Collection(collection.index)),
         heading: format!("Share a preview of “{}”?", raw.meta.title),
@@ -52,8 +49,7 @@ pub async fn create(
     req: HttpRequest,
 ) -> AdminResult<HttpResponse> {
     let (collection, item) = path.into_inner();
-    let collection = state.cms.collection(&collection)?;
-    let raw = state.cms.read_raw(collection, &item).await?;
+    let ItemAt { collection, raw, href } = ItemAt::read(&state, &collection, &item).await?;
     let link = state.cms.create_preview(&posted.user.principal, collection, &item, None).await?;
     let origin = state.cms.hosts().public_origin(&crate::auth::request_origin(&req));
     view::ok(&SharePage {
@@ -61,6 +57,6 @@ pub async fn create(
         title: raw.meta.title,
         url: format!("{origin}/cms/preview/{}", link.token),
         expires: link.expires.format(&Rfc3339).unwrap_or_default(),
-        back: item_href(collection, &raw.meta.filename),
+        back: href,
     })
 }

@@ -3,7 +3,6 @@
 
 use crate::account::{KeyRecord, Role, User};
 use crate::collection::Collection;
-use crate::config::CollectionConfig;
 use crate::error::CoreError;
 use crate::images::{ImagesConfig, VariantKey, content_hash};
 use crate::ports::{
@@ -12,35 +11,7 @@ use crate::ports::{
     VersionStamp, VersionStore,
 };
 use crate::resource::{FileName, ResourceFolder, Subpath};
-use crate::slug::ItemFilename;
-
-fn posts() -> Collection {
-    Collection::from_config(
-        0,
-        &CollectionConfig {
-            label: "Posts".into(),
-            path: "content/posts".into(),
-            page_path: None,
-            date_prefix: false,
-        },
-    )
-}
-
-fn pages() -> Collection {
-    Collection::from_config(
-        1,
-        &CollectionConfig {
-            label: "Pages".into(),
-            path: "content/pages".into(),
-            page_path: None,
-            date_prefix: false,
-        },
-    )
-}
-
-fn name(filename: &str) -> ItemFilename {
-    ItemFilename::parse(filename).expect("valid item filename")
-}
+use crate::testing::fixtures::{item_name as name, pages, posts};
 
 /// Runs every `ContentStore` case.
 pub async fn content_store(store: &dyn ContentStore) {

@@ -4,6 +4,7 @@
 
 pub mod config_schema;
 pub mod contract;
+pub mod fixtures;
 mod memory;
 mod memory_resources;
 mod memory_variants;

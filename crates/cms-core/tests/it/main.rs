@@ -7,6 +7,7 @@ mod index;
 mod invariants;
 mod items;
 mod other_nodes;
+mod previews;
 mod schedule;
 mod search;
 mod versions;

@@ -4,32 +4,15 @@ use std::os::unix::fs::symlink;
 use std::sync::Arc;
 
 use cms_core::CoreError;
-use cms_core::collection::Collection;
-use cms_core::config::{CollectionConfig, SiteConfig};
+use cms_core::config::SiteConfig;
 use cms_core::license::Feature;
 use cms_core::ports::{ContentStore, LicenseSource};
 use cms_core::query::ListQuery;
 use cms_core::service::{Cms, ItemUpdate, UpdateMode, Viewer};
-use cms_core::slug::ItemFilename;
+use cms_core::testing::fixtures::{item_name as name, posts};
 use cms_core::testing::{FixedClock, RecordingEvents};
 use cms_fs::{FsContentStore, FsLicense, load_config};
 use serde_json::json;
-
-fn posts() -> Collection {
-    Collection::from_config(
-        0,
-        &CollectionConfig {
-            label: "Posts".into(),
-            path: "content/posts".into(),
-            page_path: None,
-            date_prefix: false,
-        },
-    )
-}
-
-fn name(n: &str) -> ItemFilename {
-    ItemFilename::parse(n).unwrap()
-}
 
 #[tokio::test]
 async fn symlinks_in_a_collection_are_never_followed() {

@@ -2,8 +2,12 @@
 //! item routes: extract, one facade call, map. All are `Opt` and published-only.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 
 use actix_web::{HttpRequest, HttpResponse, web};
+use cms_core::CoreResult;
+use cms_core::answers::TagEntry;
+use cms_core::collection::Collection;
 use cms_core::service::{
     RelatedParams, RssParams, SearchIndexParams, SitemapParams, TagItemsParams, TagsParams,
 };
@@ -16,7 +20,7 @@ use cms_core::slug::ItemRef;
 use crate::auth::Caller;
 use crate::body::form_or_json_params;
 use crate::documents::{self, site_version};
-use crate::dto::{RelatedDto, SearchEntryDto, TagDto};
+use crate::dto::{RelatedDto, SearchEntryDto};
 use crate::error::{ApiError, Shape};
 use crate::handlers::items::{list_params, query_map};
 use crate::reply::{item_page, single_item};
@@ -26,21 +30,60 @@ fn query(req: &HttpRequest) -> Result<HashMap<String, String>, ApiError> {
     query_map(req, Shape::Envelope)
 }
 
+/// The query parameters `names` of a route, in their order (`None` for one not sent);
+/// the others, such as cache busters, are ignored.
+fn named<const N: usize>(req: &HttpRequest, names: [&str; N]) -> Result<[Option<String>; N], ApiError> {
+    let mut q = query(req)?;
+    Ok(names.map(|name| q.remove(name)))
+}
+
+/// A document of one collection (its feed, its sitemap): kept by the collection's content
+/// version and the parameters the route read, made by `render` when not kept.
+async fn collection_document(
+    state: &AppState,
+    req: &HttpRequest,
+    collection: &Collection,
+    (route, kind): (&str, documents::Kind),
+    params: &impl Hash,
+    render: impl Future<Output = CoreResult<String>>,
+) -> Result<HttpResponse, ApiError> {
+    let version = || {
+        let content = state.cms.content_version(Some(collection));
+        documents::version_of(route, content, (collection.index, params))
+    };
+    documents::answer(req, version, kind, || async {
+        Ok(state.run(Shape::Envelope, render).await?.into_bytes())
+    })
+    .await
+}
+
 /// `GET /cms/collections/search-index`: a bare JSON array.
 pub async fn search_index(
     state: web::Data<AppState>,
     _caller: Caller,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let mut q = query(&req)?;
+    let [collection_path, resources_path, page_path, tag_page_path, author_page_path, site_url, pretty_urls] =
+        named(
+            &req,
+            [
+                "collectionPath",
+                "resourcesPath",
+                "page_path",
+                "tag_page_path",
+                "author_page_path",
+                "site_url",
+                "pretty_urls",
+            ],
+        )?;
     let params = SearchIndexParams {
-        collection_path: q.remove("collectionPath"),
-        resources_path: q.remove("resourcesPath"),
-        page_path: q.remove("page_path"),
-        tag_page_path: q.remove("tag_page_path"),
-        author_page_path: q.remove("author_page_path"),
-        site_url: q.remove("site_url"),
-        pretty_urls: q.remove("pretty_urls"),
+        collection_path,
+        resources_path,
+        page_path,
+        tag_page_path,
+        author_page_path,
+        site_url,
+        pretty_urls,
     };
     // By the parameters the route reads (others, such as cache busters, are ignored).
     let version = || documents::version_of("search-index", site_version(&state), &params);
@@ -76,16 +119,13 @@ pub async fn tags(
     _caller: Caller,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let mut q = query(&req)?;
-    let params = TagsParams {
-        content_path: q.remove("content_path"),
-        tag_page_path: q.remove("tag_page_path"),
-        pretty_urls: q.remove("pretty_urls"),
-    };
+    let [content_path, tag_page_path, pretty_urls] =
+        named(&req, ["content_path", "tag_page_path", "pretty_urls"])?;
+    let params = TagsParams { content_path, tag_page_path, pretty_urls };
     let version = || documents::version_of("tags", site_version(&state), &params);
     documents::answer(&req, version, documents::ENVELOPE, || async {
         let tags = state.run(Shape::Envelope, state.cms.tags(&params)).await?;
-        counted_envelope(&tags.into_iter().map(TagDto::from).collect::<Vec<_>>())
+        counted_envelope(&tags.into_iter().map(TagEntry::from).collect::<Vec<_>>())
     })
     .await
 }
@@ -97,12 +137,8 @@ pub async fn tag_items(
     tag: web::Path<String>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let mut q = query(&req)?;
-    let params = TagItemsParams {
-        content_path: q.remove("content_path"),
-        page: q.remove("page"),
-        per_page: q.remove("per_page"),
-    };
+    let [content_path, page, per_page] = named(&req, ["content_path", "page", "per_page"])?;
+    let params = TagItemsParams { content_path, page, per_page };
     let page = state.run(Shape::Envelope, state.cms.tag_items(&tag, &params)).await?;
     Ok(item_page(&req, page))
 }
@@ -116,21 +152,10 @@ pub async fn rss(
 ) -> Result<HttpResponse, ApiError> {
     let collection =
         state.cms.collection(&collection).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
-    let mut q = query(&req)?;
-    let params = RssParams {
-        title: q.remove("title"),
-        description: q.remove("description"),
-        link: q.remove("link"),
-        limit: q.remove("limit"),
-    };
-    let version = || {
-        let content = state.cms.content_version(Some(collection));
-        documents::version_of("rss", content, (collection.index, &params))
-    };
-    documents::answer(&req, version, documents::RSS, || async {
-        Ok(state.run(Shape::Envelope, state.cms.rss(collection, &params)).await?.into_bytes())
-    })
-    .await
+    let [title, description, link, limit] = named(&req, ["title", "description", "link", "limit"])?;
+    let params = RssParams { title, description, link, limit };
+    let render = state.cms.rss(collection, &params);
+    collection_document(&state, &req, collection, ("rss", documents::RSS), &params, render).await
 }
 
 /// `GET /cms/collections/{collection}/sitemap`
@@ -142,16 +167,10 @@ pub async fn sitemap(
 ) -> Result<HttpResponse, ApiError> {
     let collection =
         state.cms.collection(&collection).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
-    let mut q = query(&req)?;
-    let params = SitemapParams { base_url: q.remove("baseUrl"), limit: q.remove("limit") };
-    let version = || {
-        let content = state.cms.content_version(Some(collection));
-        documents::version_of("sitemap", content, (collection.index, &params))
-    };
-    documents::answer(&req, version, documents::XML, || async {
-        Ok(state.run(Shape::Envelope, state.cms.sitemap(collection, &params)).await?.into_bytes())
-    })
-    .await
+    let [base_url, limit] = named(&req, ["baseUrl", "limit"])?;
+    let params = SitemapParams { base_url, limit };
+    let render = state.cms.sitemap(collection, &params);
+    collection_document(&state, &req, collection, ("sitemap", documents::XML), &params, render).await
 }
 
 /// `GET /cms/items/related`
@@ -160,15 +179,9 @@ pub async fn related(
     _caller: Caller,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let mut q = query(&req)?;
-    let params = RelatedParams {
-        content_path: q.remove("contentPath"),
-        by: q.remove("by"),
-        limit: q.remove("limit"),
-        page_path: q.remove("page_path"),
-        site_url: q.remove("site_url"),
-        pretty_urls: q.remove("pretty_urls"),
-    };
+    let [content_path, by, limit, page_path, site_url, pretty_urls] =
+        named(&req, ["contentPath", "by", "limit", "page_path", "site_url", "pretty_urls"])?;
+    let params = RelatedParams { content_path, by, limit, page_path, site_url, pretty_urls };
     // Related by content walks the search index's postings: its version counts too.
     let version =
         || documents::version_of("related", (site_version(&state), state.cms.search_version()), &params);

@@ -64,30 +64,13 @@ pub(super) fn not_found(path: &str) -> HttpResponse {
     ApiError::new(StatusCode::NOT_FOUND, Shape::Envelope, format!("no file at {path}")).error_response()
 }
 
-/// `GET`/`HEAD` `{folder url}/{tail}`.
-pub async fn serve(
+/// `GET`/`HEAD` `{folder url}/{tail}` asking for the file as stored (see [`super::media`]).
+pub(super) async fn serve(
     state: web::Data<AppState>,
     req: HttpRequest,
     tail: web::Path<String>,
     folder: usize,
 ) -> Result<HttpResponse, ApiError> {
-    if !req.query_string().is_empty() {
-        let query = web::Query::<Vec<(String, String)>>::from_query(req.query_string())
-            .map_err(|e| {
-                ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    Shape::Envelope,
-                    format!("malformed query string: {e}"),
-                )
-            })?
-            .into_inner();
-        let transform =
-            state.cms.image_transform(&query).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
-        if let Some(transform) = transform {
-            let version = query.iter().find(|(k, _)| k == "v").map(|(_, v)| v.as_str());
-            return Ok(super::variants::serve(&state, &req, &tail, folder, &transform, version).await);
-        }
-    }
     let opened = state.run(Shape::Envelope, state.cms.open_resource(folder, &tail)).await;
     let file = match opened {
         Ok(file) => file,

@@ -1,6 +1,7 @@
 pub mod discovery;
 pub mod files;
 pub mod items;
+pub mod media;
 pub mod previews;
 pub mod resources;
 pub mod search;

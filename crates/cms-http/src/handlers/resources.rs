@@ -6,6 +6,7 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use cms_core::license::Feature;
 use cms_core::service::Upload;
+use cms_core::upload::{self, UploadFailed};
 use futures_util::StreamExt;
 use serde_json::json;
 
@@ -88,13 +89,12 @@ pub async fn upload(
                 if received.is_some() {
                     return Err(bad_request(SHAPE, "send one file per upload"));
                 }
-                let mut upload = state.run(SHAPE, state.cms.begin_upload(&user.principal, limit)).await?;
-                while let Some(chunk) = field.next().await {
-                    let chunk =
-                        chunk.map_err(|e| bad_request(SHAPE, format!("the upload was cut off: {e}")))?;
-                    // Dropping the upload on error deletes what was received so far.
-                    state.run(SHAPE, upload.write(&chunk)).await?;
-                }
+                let upload = upload::receive(&state.cms, &user.principal, limit, &mut field).await.map_err(
+                    |failed| match failed {
+                        UploadFailed::CutOff(e) => bad_request(SHAPE, upload::cut_off_message(e)),
+                        UploadFailed::Refused(e) => ApiError::from_core(e, SHAPE),
+                    },
+                )?;
                 received = Some((upload, filename));
             }
             "folder" => folder = Some(text_field(&mut field, "folder").await?),
@@ -113,14 +113,9 @@ pub async fn upload(
     let stored = state
         .run(SHAPE, state.cms.finish_upload(upload, folder.as_deref(), subpath.as_deref(), &filename))
         .await?;
-    if stored.is_image && !stored.variants.is_empty() {
-        // The presets are made after the answer, on the image workers.
-        let (cms, name) = (state.cms.clone(), stored.name.clone());
-        actix_web::rt::spawn(async move {
-            if let Err(error) = cms.make_presets(folder.as_deref(), subpath.as_deref(), &name).await {
-                tracing::warn!(%error, file = %name, "the presets of an upload were not made");
-            }
-        });
+    // The presets are made after the answer, on the image workers.
+    if let Some(job) = upload::presets_later(state.cms.clone(), folder, subpath, &stored) {
+        actix_web::rt::spawn(job);
     }
     Ok(HttpResponse::Ok().json(ResourceFileDto::from(stored)))
 }

@@ -1,11 +1,11 @@
 //! `GET /cms/search`: ranked full-text search, the same search as the MCP `search` tool.
 
 use actix_web::{HttpRequest, HttpResponse, web};
+use cms_core::answers::{PageMeta, SearchResultEntry};
 use cms_core::service::SearchParams;
 
 use crate::auth::Caller;
 use crate::documents;
-use crate::dto::{PageMetaDto, SearchHitDto};
 use crate::error::{ApiError, Shape};
 use crate::handlers::items::query_map;
 use crate::state::AppState;
@@ -34,12 +34,12 @@ pub async fn search(
         #[derive(serde::Serialize)]
         struct Results {
             success: bool,
-            data: Vec<SearchHitDto>,
-            meta: PageMetaDto,
+            data: Vec<SearchResultEntry>,
+            meta: PageMeta,
         }
         let page = state.run(Shape::Envelope, state.cms.search(&params, &caller.viewer)).await?;
-        let meta = PageMetaDto::from(&page);
-        let data = page.items.into_iter().map(SearchHitDto::from).collect();
+        let meta = PageMeta::from(&page);
+        let data = page.items.into_iter().map(SearchResultEntry::from).collect();
         serde_json::to_vec(&Results { success: true, data, meta }).map_err(|e| {
             ApiError::from_core(cms_core::CoreError::internal("response serialization", e), Shape::Envelope)
         })

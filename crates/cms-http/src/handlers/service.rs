@@ -4,11 +4,11 @@
 use actix_web::http::StatusCode;
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
+use cms_core::answers::CollectionInfo;
 use serde::Serialize;
 use serde_json::json;
 
 use crate::auth::{Caller, Envelope, KeyUser};
-use crate::dto::CollectionDto;
 use crate::error::{ApiError, Shape};
 use crate::openapi;
 use crate::reply::{envelope, json_response, timestamp_now};
@@ -139,7 +139,7 @@ pub async fn openapi_json(state: web::Data<AppState>, req: HttpRequest) -> Resul
 /// `GET /cms/collections`.
 pub async fn collections(state: web::Data<AppState>, _caller: Caller) -> HttpResponse {
     let all = state.cms.collections();
-    let data: Vec<CollectionDto> = all.iter().map(CollectionDto::from).collect();
+    let data: Vec<CollectionInfo> = all.iter().map(CollectionInfo::from).collect();
     envelope(data, json!({ "count": all.len() }))
 }
 

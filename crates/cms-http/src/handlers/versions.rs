@@ -3,11 +3,11 @@
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
+use cms_core::answers::{VersionListing, VersionText};
 use cms_core::service::VersionId;
 use serde_json::json;
 
 use crate::auth::{Editor, KeyUser};
-use crate::dto::{VersionDto, VersionListDto};
 use crate::error::{ApiError, Shape};
 use crate::state::AppState;
 
@@ -24,7 +24,7 @@ pub async fn list(
             cms.list_versions(&user.principal, cms.collection(&collection)?, &slug).await
         })
         .await?;
-    Ok(HttpResponse::Ok().json(VersionListDto::from(list)))
+    Ok(HttpResponse::Ok().json(VersionListing::from(list)))
 }
 
 /// `GET .../items/{slug}/versions/{version}`
@@ -46,7 +46,7 @@ pub async fn read(
             .await
         })
         .await?;
-    Ok(HttpResponse::Ok().json(VersionDto::from(content)))
+    Ok(HttpResponse::Ok().json(VersionText::from(content)))
 }
 
 /// `POST .../items/{slug}/versions/{version}/restore`

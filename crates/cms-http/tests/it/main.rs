@@ -1,5 +1,6 @@
 //! The routes in-process (`actix_web::test`) over in-memory ports.
 
+mod answers;
 mod bad_input;
 mod discovery;
 mod items;

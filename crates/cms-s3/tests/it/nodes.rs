@@ -4,28 +4,10 @@ use std::time::{Duration, Instant};
 
 use cms_core::CoreError;
 use cms_core::account::KeyRecord;
-use cms_core::collection::Collection;
-use cms_core::config::CollectionConfig;
 use cms_core::ports::{ChangeSource, ContentStore, KeyStore, StorageChange};
-use cms_core::slug::ItemFilename;
+use cms_core::testing::fixtures::{item_name as name, posts};
 
 use crate::node;
-
-fn posts() -> Collection {
-    Collection::from_config(
-        0,
-        &CollectionConfig {
-            label: "Posts".into(),
-            path: "content/posts".into(),
-            page_path: None,
-            date_prefix: false,
-        },
-    )
-}
-
-fn name(filename: &str) -> ItemFilename {
-    ItemFilename::parse(filename).unwrap()
-}
 
 async fn two_nodes() -> Option<(cms_s3::S3Site, cms_s3::S3Site)> {
     let config = cms_s3::testing::fresh_bucket()?;

@@ -1,0 +1,292 @@
+//! The JSON shapes that the REST API and the MCP tools answer alike: one definition, so
+//! a field added to a list entry, a version or a search hit reaches both surfaces, and the
+//! MCP tools' output schemas are made from the shapes REST sends. Domain types stay free of
+//! serde; these map them. Shapes only one surface sends stay with it (`cms-http`'s `dto`,
+//! `cms-mcp`'s `shapes`), which wraps these where it adds fields (`#[serde(flatten)]`
+//! keeps the field order and the bytes).
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::collection::Collection;
+use crate::document::Frontmatter;
+use crate::query::Page;
+use crate::resource::ResourceFolder;
+use crate::service::{ItemSummary, ItemView, ResourceFile, SearchHit, TagCount, VersionContent, VersionList};
+
+/// A collection, as `GET /cms/collections` and `list_collections` list it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CollectionInfo {
+    pub index: usize,
+    pub label: String,
+    pub slug: String,
+    pub path: String,
+}
+
+impl From<&Collection> for CollectionInfo {
+    fn from(c: &Collection) -> Self {
+        Self { index: c.index, label: c.label.clone(), slug: c.slug.clone(), path: c.path.clone() }
+    }
+}
+
+/// An item list entry: the spec's fields plus a few that clients of lists want. REST
+/// borrows it from the index's entry (a list answer copies no string before serializing);
+/// MCP, which must hand over an owned answer, takes [`ItemEntry::into_owned`].
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ItemEntry<'a> {
+    pub slug: Cow<'a, str>,
+    pub title: Cow<'a, str>,
+    pub url: Cow<'a, str>,
+    #[serde(rename = "canonicalUrl")]
+    pub canonical_url: Cow<'a, str>,
+    pub date: Option<Cow<'a, str>>,
+    pub status: &'static str,
+    pub filename: Cow<'a, str>,
+    pub tags: Cow<'a, [Arc<str>]>,
+    pub author: Option<Cow<'a, str>>,
+    pub excerpt: Cow<'a, str>,
+    /// Unix seconds.
+    pub modified: i64,
+}
+
+impl<'a> From<&'a ItemSummary> for ItemEntry<'a> {
+    fn from(s: &'a ItemSummary) -> Self {
+        let meta = &s.item.meta;
+        Self {
+            slug: Cow::Borrowed(&meta.slug),
+            title: Cow::Borrowed(&meta.title),
+            url: Cow::Borrowed(&s.url),
+            canonical_url: Cow::Borrowed(&s.canonical_url),
+            date: meta.date.as_deref().map(Cow::Borrowed),
+            status: meta.status.as_str(),
+            filename: Cow::Borrowed(&meta.filename),
+            tags: Cow::Borrowed(&meta.tags),
+            author: meta.author.as_deref().map(Cow::Borrowed),
+            excerpt: Cow::Borrowed(s.item.excerpt()),
+            modified: meta.modified,
+        }
+    }
+}
+
+impl ItemEntry<'_> {
+    /// The same entry, owning its strings.
+    pub fn into_owned(self) -> ItemEntry<'static> {
+        let owned = |text: Cow<'_, str>| Cow::Owned(text.into_owned());
+        ItemEntry {
+            slug: owned(self.slug),
+            title: owned(self.title),
+            url: owned(self.url),
+            canonical_url: owned(self.canonical_url),
+            date: self.date.map(owned),
+            status: self.status,
+            filename: owned(self.filename),
+            tags: Cow::Owned(self.tags.into_owned()),
+            author: self.author.map(owned),
+            excerpt: owned(self.excerpt),
+            modified: self.modified,
+        }
+    }
+}
+
+/// The fields every single-item answer starts with (REST's rendered item, MCP's
+/// `get_item`); each surface adds its own after them.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ItemHead {
+    pub slug: String,
+    pub filename: String,
+    pub title: String,
+    pub url: String,
+    #[serde(rename = "canonicalUrl")]
+    pub canonical_url: String,
+    pub date: Option<String>,
+    pub status: &'static str,
+    pub tags: Vec<String>,
+    pub author: Option<String>,
+    pub excerpt: String,
+}
+
+impl ItemHead {
+    /// The head of `view`, its strings moved out (the rest of the view stays to be read).
+    pub fn take(view: &mut ItemView) -> Self {
+        let meta = &mut view.meta;
+        Self {
+            slug: std::mem::take(&mut meta.slug),
+            filename: meta.filename.to_string(),
+            title: std::mem::take(&mut meta.title),
+            url: std::mem::take(&mut view.url),
+            canonical_url: std::mem::take(&mut view.canonical_url),
+            date: meta.date.take(),
+            status: meta.status.as_str(),
+            tags: meta.tags.to_strings(),
+            author: meta.author.take(),
+            excerpt: std::mem::take(&mut view.excerpt),
+        }
+    }
+}
+
+/// Paging, the `meta` of a list or search answer.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PageMeta {
+    #[serde(rename = "currentPage")]
+    pub current_page: usize,
+    #[serde(rename = "lastPage")]
+    pub last_page: usize,
+    #[serde(rename = "totalItems")]
+    pub total_items: usize,
+    #[serde(rename = "perPage")]
+    pub per_page: usize,
+    pub has_prev: bool,
+    pub has_next: bool,
+}
+
+impl<T> From<&Page<T>> for PageMeta {
+    fn from(p: &Page<T>) -> Self {
+        Self {
+            current_page: p.current_page,
+            last_page: p.last_page,
+            total_items: p.total_items,
+            per_page: p.per_page,
+            has_prev: p.has_prev(),
+            has_next: p.has_next(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct VersionStamp {
+    /// Pass it as `version`.
+    pub timestamp: i64,
+    pub size: u64,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CurrentStamp {
+    pub modified: i64,
+    pub size: u64,
+}
+
+/// An item's versions: `{"filename", "versions": [...], "current": {...}}`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct VersionListing {
+    pub filename: String,
+    /// Newest first.
+    pub versions: Vec<VersionStamp>,
+    /// `null` when the item is deleted.
+    pub current: Option<CurrentStamp>,
+}
+
+impl From<VersionList> for VersionListing {
+    fn from(list: VersionList) -> Self {
+        Self {
+            filename: list.filename,
+            versions: list
+                .versions
+                .into_iter()
+                .map(|v| VersionStamp { timestamp: v.timestamp, size: v.size })
+                .collect(),
+            current: list.current.map(|(modified, size)| CurrentStamp { modified, size }),
+        }
+    }
+}
+
+/// One saved version's source.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct VersionText {
+    pub timestamp: i64,
+    pub size: u64,
+    pub fm: Frontmatter,
+    pub body: String,
+}
+
+impl From<VersionContent> for VersionText {
+    fn from(v: VersionContent) -> Self {
+        Self { timestamp: v.stamp.timestamp, size: v.stamp.size, fm: v.doc.fm, body: v.doc.body }
+    }
+}
+
+/// A search result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SearchResultEntry {
+    pub slug: String,
+    pub title: String,
+    /// The collection's label slug.
+    pub collection: String,
+    pub url: String,
+    #[serde(rename = "canonicalUrl")]
+    pub canonical_url: String,
+    pub date: Option<String>,
+    pub status: &'static str,
+    pub tags: Vec<String>,
+    pub filename: String,
+    /// Higher is better.
+    pub score: f64,
+    /// A short passage around the first match, HTML-escaped, matches in `<mark>`.
+    pub snippet: String,
+}
+
+impl From<SearchHit> for SearchResultEntry {
+    fn from(hit: SearchHit) -> Self {
+        let meta = &hit.item.meta;
+        Self {
+            slug: meta.slug.clone(),
+            title: meta.title.clone(),
+            collection: hit.collection_slug,
+            url: hit.url,
+            canonical_url: hit.canonical_url,
+            date: meta.date.clone(),
+            status: meta.status.as_str(),
+            tags: meta.tags.to_strings(),
+            filename: meta.filename.to_string(),
+            score: hit.score,
+            snippet: hit.snippet,
+        }
+    }
+}
+
+/// A tag of a collection's published items.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TagEntry {
+    pub tag: String,
+    pub slug: String,
+    /// Published items carrying it.
+    pub count: usize,
+    pub url: String,
+}
+
+impl From<TagCount> for TagEntry {
+    fn from(t: TagCount) -> Self {
+        Self { tag: t.tag, slug: t.slug, count: t.count, url: t.url }
+    }
+}
+
+/// The resource folder a listing is of.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ResourceFolderInfo {
+    pub index: usize,
+    pub label: String,
+}
+
+impl From<ResourceFolder> for ResourceFolderInfo {
+    fn from(f: ResourceFolder) -> Self {
+        Self { index: f.index, label: f.label }
+    }
+}
+
+/// A file of a resource folder.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ResourceFileEntry {
+    pub name: String,
+    pub size: u64,
+    pub url: String,
+    pub modified: i64,
+    pub is_image: bool,
+}
+
+impl From<ResourceFile> for ResourceFileEntry {
+    fn from(f: ResourceFile) -> Self {
+        Self { name: f.name, size: f.size, url: f.url, modified: f.modified, is_image: f.is_image }
+    }
+}

@@ -1,0 +1,37 @@
+//! Values the tests of every crate build the same way: one definition, so that an
+//! adapter's tests and the contract cases mean the same collection.
+
+use crate::collection::Collection;
+use crate::config::CollectionConfig;
+use crate::slug::ItemFilename;
+
+/// Collection 0, `Posts` at `content/posts`: no page path, no dated filenames.
+pub fn posts() -> Collection {
+    Collection::from_config(
+        0,
+        &CollectionConfig {
+            label: "Posts".into(),
+            path: "content/posts".into(),
+            page_path: None,
+            date_prefix: false,
+        },
+    )
+}
+
+/// Collection 1, `Pages` at `content/pages`.
+pub fn pages() -> Collection {
+    Collection::from_config(
+        1,
+        &CollectionConfig {
+            label: "Pages".into(),
+            path: "content/pages".into(),
+            page_path: None,
+            date_prefix: false,
+        },
+    )
+}
+
+/// An item filename the test knows is valid (`hello.md`).
+pub fn item_name(filename: &str) -> ItemFilename {
+    ItemFilename::parse(filename).expect("valid item filename")
+}

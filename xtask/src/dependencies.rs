@@ -56,6 +56,7 @@ mod tests {
         "image",
         "jiff",
         "postcard",
+        "regex-lite",
         "ring",
         "rust-stemmers",
         "schemars",

@@ -1,3 +1,11 @@
+//! `cms serve`: the REST API with the web editor mounted at `/admin/` and the AI-agent
+//! endpoint at `/mcp`. The port is bound first and the site indexed while it listens
+//! (`cms_http::warmup` answers `503` meanwhile; the count is logged every second); then
+//! the search indexes are built in the background and the single items' answers made
+//! ahead into an `FsRenderCache`. Index snapshots are saved after start-up, every minute
+//! when an index moved, and at the stop; a graceful stop then finishes pending webhook
+//! deliveries.
+
 use std::future::Future;
 use std::io::Write;
 use std::sync::Arc;

@@ -1,6 +1,37 @@
 //! The facade's side of the kept index: built once per collection, then changed in place
 //! by the facade's own writes (read-your-writes) and by the store's change feed (edits by
 //! other programs), with a rescan whenever the feed cannot say exactly what changed.
+//! The data structure is [`crate::index`]; the search index follows it step for step
+//! (`service::search`).
+//!
+//! - **Built** at `cms serve` start ([`Cms::start`]; lazily on first use elsewhere) from one
+//!   scan, then the files read in batches of `BUILD_BATCH` (`ContentStore::read_many`,
+//!   which the file adapter reads in parallel) and parsed on every core; only one batch of
+//!   file contents is in memory at a time.
+//! - **From a snapshot on restarts** ([`crate::snapshot`], the `IndexSnapshots` port):
+//!   before reading any file, the build loads the collection's last snapshot and takes
+//!   each entry whose stamp equals the scanned one; only the other files are read and
+//!   parsed. A snapshot can make a start faster, never different. The server saves one
+//!   after start-up, every minute when the index's fingerprint moved, and when it stops.
+//! - **The facade's own writes** (create, update, delete, restore) update it before the
+//!   request answers, under the item's lock, so the next request on the same server sees
+//!   them. An update that keeps the body of the file it read takes the body's excerpt from
+//!   the indexed item and, when title and tags are unchanged too, leaves the search terms
+//!   as they are: only when the index holds that very file (same ETag), so the result
+//!   equals a fresh parse.
+//! - **Changes by other programs** arrive through the store's `ChangeFeed`
+//!   ([`Cms::subscribe`], then [`Cms::follow_changes`] on the server's runtime). The files
+//!   of one batch are stat-ed together (`ContentStore::stat_many`); a file whose stamp
+//!   equals the indexed one (most reports on a busy server are of its own writes) needs
+//!   nothing. The others are stat-ed again and re-read under the item's write lock, so a
+//!   late report never overwrites a newer API write. A `Rescan` (lost or overflowed watch,
+//!   a folder replaced wholesale) compares the whole collection with a fresh scan and
+//!   re-reads what differs. A store without a feed is rescanned every second.
+//! - **Consistency**: on one server, reads see every write acknowledged before they
+//!   started. Edits made behind the server's back are seen within the feed's delay (about
+//!   0.3 s on the folder, the journal's poll on a bucket); until then reads answer the
+//!   previous state, never a torn one. A single read whose rendering is not cached reads
+//!   the file; if it changed since it was indexed, the answer is built from the file read.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};

@@ -11,6 +11,7 @@ mod images;
 mod mcp;
 mod nodes;
 mod nodes_webhooks;
+mod policy;
 mod previews;
 mod resources;
 mod retries;

@@ -63,12 +63,6 @@ impl SignedIn {
     pub fn email(&self) -> &str {
         &self.principal.user.email
     }
-
-    /// `403` unless the user's role is at least `role`: the server checks every action,
-    /// whatever the page showed.
-    pub fn require(&self, role: Role) -> AdminResult<()> {
-        Ok(self.principal.require_role(role)?)
-    }
 }
 
 impl FromRequest for SignedIn {

@@ -3,7 +3,7 @@
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use askama::Template;
-use cms_core::account::Role;
+use cms_core::policy::{self, Operation};
 use time::OffsetDateTime;
 use time::macros::format_description;
 
@@ -60,12 +60,18 @@ impl Layout {
         if !cms.resource_folders().is_empty() {
             add("/admin/media", "Media", Section::Media);
         }
-        if user.role() >= Role::Admin {
+        // The links the user's role allows (the facade checks each action again).
+        let may = |operation| policy::may(&user.principal, operation);
+        if may(Operation::ListUsers) {
             add("/admin/users", "Users", Section::Users);
         }
-        if user.role() >= Role::Owner {
+        if may(Operation::ManageKeys) {
             add("/admin/keys", "API keys", Section::Keys);
+        }
+        if may(Operation::ManageWebhooks) {
             add("/admin/webhooks", "Webhooks", Section::Webhooks);
+        }
+        if may(Operation::EditTheme) {
             add("/admin/theme", "Theme", Section::Theme);
         }
         Self {

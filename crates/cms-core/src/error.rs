@@ -12,7 +12,7 @@ pub enum CoreError {
     Invalid(String),
     /// A frontmatter breaks its collection's content model: every failing field, named.
     #[error("{message}")]
-    InvalidFields { message: String, fields: Vec<crate::model::FieldError> },
+    InvalidFields { message: String, fields: Vec<FieldError> },
     /// Something addressed by the request does not exist.
     #[error("{0}")]
     NotFound(String),
@@ -64,7 +64,7 @@ impl CoreError {
     }
 
     /// The fields that break a collection's model, in one sentence and one by one.
-    pub fn fields(fields: Vec<crate::model::FieldError>) -> Self {
+    pub fn fields(fields: Vec<FieldError>) -> Self {
         let message = match fields.as_slice() {
             [one] => format!("{} {} (the collection's model)", one.field, one.message),
             many => format!(
@@ -77,7 +77,7 @@ impl CoreError {
     }
 
     /// The failing fields of an [`CoreError::InvalidFields`]; empty for any other error.
-    pub fn field_errors(&self) -> &[crate::model::FieldError] {
+    pub fn field_errors(&self) -> &[FieldError] {
         match self {
             Self::InvalidFields { fields, .. } => fields,
             _ => &[],
@@ -134,6 +134,17 @@ impl CoreError {
 }
 
 pub type CoreResult<T> = Result<T, CoreError>;
+
+/// One field of an item that breaks its collection's content model (`crate::model`);
+/// here, below every module that may raise it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FieldError {
+    /// Its path in the item: `fm.price`, `fm.links[2]`, `fm.seo.title`.
+    pub field: String,
+    /// What is wrong, as the end of a sentence starting with the field: "must be a
+    /// number ≥ 0".
+    pub message: String,
+}
 
 #[cfg(test)]
 mod tests {

@@ -116,11 +116,11 @@ impl IndexedItem {
         let slugs: Vec<String> = meta.tags.iter().map(|t| slugify(t)).collect();
         let tag_slugs = (!slugs.iter().map(String::as_str).eq(meta.tags.iter().map(|t| &**t)))
             .then(|| slugs.into_iter().map(String::into_boxed_str).collect());
-        let etag = crate::service::etag_of(&file.bytes);
+        let etag = crate::item_file::etag_of(&file.bytes);
         Self {
             written_excerpt: (excerpt != plain_excerpt).then(|| excerpt.into_boxed_str()),
             plain_excerpt: plain_excerpt.into_boxed_str(),
-            file_version: crate::service::file_version(&meta, &etag),
+            file_version: crate::item_file::file_version(&meta, &etag),
             etag: etag.into_boxed_str(),
             tag_slugs,
             image: doc.fm.get("image").and_then(|v| v.as_str()).map(Box::from),
@@ -1474,7 +1474,7 @@ mod tests {
             stamp.modified = modified;
             let item = item.map(|mut item| {
                 item.meta.modified = modified;
-                item.file_version = crate::service::file_version(&item.meta, &item.etag);
+                item.file_version = crate::item_file::file_version(&item.meta, &item.etag);
                 item
             });
             (name, stamp, item)

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use futures_util::{Stream, StreamExt};
 
 use crate::error::CoreError;
+use crate::policy::Caller;
 use crate::service::{Cms, ResourceFile, Upload};
 
 /// Why a file was not stored.
@@ -31,10 +32,11 @@ impl<E> From<CoreError> for UploadFailed<E> {
 /// is deleted when the stream or a write fails (the upload is dropped).
 pub async fn receive<B: AsRef<[u8]>, E>(
     cms: &Cms,
+    caller: impl Into<Caller<'_>>,
     limit: u64,
     mut chunks: impl Stream<Item = Result<B, E>> + Unpin,
 ) -> Result<Upload, UploadFailed<E>> {
-    let mut upload = cms.begin_upload(limit).await?;
+    let mut upload = cms.begin_upload(caller, limit).await?;
     while let Some(chunk) = chunks.next().await {
         upload.write(chunk.map_err(UploadFailed::CutOff)?.as_ref()).await?;
     }

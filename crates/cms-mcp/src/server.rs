@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use cms_core::answers::{ItemEntry, PageMeta, TagEntry, VersionListing, VersionText};
 use cms_core::service::{
-    ItemUpdate, NewItem, Principal, SearchParams, TagsParams, UpdateMode, Viewer, WriteOutcome,
+    ItemUpdate, NewItem, Precondition, Principal, SearchParams, TagsParams, UpdateMode, VersionId, Viewer,
+    WriteOutcome,
 };
 use cms_core::{Cms, CoreError, CoreResult, query::ListParams, query::ListQuery};
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -34,12 +35,16 @@ pub struct CmsServer {
 }
 
 /// The key's user, as the gate in front of `/mcp` found it for this very request.
-fn caller(ctx: &RequestContext<RoleServer>) -> Result<Viewer, String> {
+fn principal(ctx: &RequestContext<RoleServer>) -> Result<Principal, String> {
     rmcp_actix_web::transport::on_request_extensions(&ctx.extensions)
         .and_then(|extensions| extensions.get::<Principal>())
         .cloned()
-        .map(Viewer::Key)
         .ok_or_else(|| "this request carries no mcp_ key".to_owned())
+}
+
+/// The key's user as a reader.
+fn caller(ctx: &RequestContext<RoleServer>) -> Result<Viewer, String> {
+    principal(ctx).map(Viewer::Key)
 }
 
 /// The REST API's words for a failure: the one table in core (an internal cause is
@@ -65,11 +70,11 @@ fn no_cursor(request: Option<&PaginatedRequestParams>) -> Result<(), ErrorData> 
 async fn answer<T, S>(
     cms: &Cms,
     ctx: &RequestContext<RoleServer>,
-    call: impl AsyncFnOnce(&Cms, Viewer) -> CoreResult<T>,
+    call: impl AsyncFnOnce(&Cms, Principal) -> CoreResult<T>,
     shape: impl FnOnce(T) -> S,
 ) -> Result<Json<S>, String> {
-    let viewer = caller(ctx)?;
-    let value = call(cms, viewer).await.map_err(fail)?;
+    let user = principal(ctx)?;
+    let value = call(cms, user).await.map_err(fail)?;
     Ok(Json(shape(value)))
 }
 
@@ -124,9 +129,9 @@ impl CmsServer {
             direction: args.direction,
             offset: number(args.offset),
         };
-        let list = async |cms: &Cms, viewer| {
+        let list = async |cms: &Cms, user| {
             let query = ListQuery::parse(&params)?;
-            cms.list_items(cms.collection(&args.collection)?, &query, &viewer).await
+            cms.list_items(cms.collection(&args.collection)?, &query, &Viewer::Key(user)).await
         };
         answer(&self.cms, &ctx, list, |page| ItemList {
             meta: PageMeta::from(&page),
@@ -143,9 +148,9 @@ impl CmsServer {
         Parameters(args): Parameters<ItemArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<ItemOut>, String> {
-        let read = async |cms: &Cms, viewer| {
+        let read = async |cms: &Cms, user| {
             let collection = cms.collection(&args.collection)?;
-            let view = cms.read_item(collection, &args.slug, &viewer).await?;
+            let view = cms.read_item(collection, &args.slug, &Viewer::Key(user)).await?;
             let raw = cms.read_raw(collection, &view.meta.filename).await?;
             Ok((view, raw))
         };
@@ -171,7 +176,8 @@ impl CmsServer {
             fm: args.fm.unwrap_or_default(),
             body: args.body.unwrap_or_default(),
         };
-        let create = async |cms: &Cms, _| cms.create_item(cms.collection(&args.collection)?, new).await;
+        let create =
+            async |cms: &Cms, user| cms.create_item(&user, cms.collection(&args.collection)?, new).await;
         answer(&self.cms, &ctx, create, |outcome| written(outcome, "File created.", None)).await
     }
 
@@ -190,8 +196,9 @@ impl CmsServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<Written>, String> {
         let update = ItemUpdate { mode: UpdateMode::Patch, fm: args.fm.unwrap_or_default(), body: args.body };
-        let save = async |cms: &Cms, _| {
-            cms.update_item(cms.collection(&args.collection)?, &args.slug, update, args.if_match.as_deref())
+        let if_match = args.if_match.as_deref().map(Precondition::from_if_match);
+        let save = async |cms: &Cms, user| {
+            cms.update_item(&user, cms.collection(&args.collection)?, &args.slug, update, if_match.as_ref())
                 .await
         };
         answer(&self.cms, &ctx, save, |outcome| written(outcome, "File saved.", None)).await
@@ -209,8 +216,9 @@ impl CmsServer {
         Parameters(args): Parameters<DeleteItemArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<Deleted>, String> {
-        let delete = async |cms: &Cms, _| {
-            cms.delete_item(cms.collection(&args.collection)?, &args.slug, args.if_match.as_deref()).await
+        let if_match = args.if_match.as_deref().map(Precondition::from_if_match);
+        let delete = async |cms: &Cms, user| {
+            cms.delete_item(&user, cms.collection(&args.collection)?, &args.slug, if_match.as_ref()).await
         };
         answer(&self.cms, &ctx, delete, |_| Deleted { ok: true, message: "File deleted.".into() }).await
     }
@@ -223,8 +231,9 @@ impl CmsServer {
         Parameters(args): Parameters<ItemArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<VersionListing>, String> {
-        let list =
-            async |cms: &Cms, _| cms.list_versions(cms.collection(&args.collection)?, &args.slug).await;
+        let list = async |cms: &Cms, user| {
+            cms.list_versions(&user, cms.collection(&args.collection)?, &args.slug).await
+        };
         answer(&self.cms, &ctx, list, VersionListing::from).await
     }
 
@@ -235,9 +244,9 @@ impl CmsServer {
         Parameters(args): Parameters<VersionArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<VersionText>, String> {
-        let version = args.version.to_string();
-        let read = async |cms: &Cms, _| {
-            cms.read_version(cms.collection(&args.collection)?, &args.slug, &version).await
+        let read = async |cms: &Cms, user| {
+            let version = VersionId::new(args.version)?;
+            cms.read_version(&user, cms.collection(&args.collection)?, &args.slug, version).await
         };
         answer(&self.cms, &ctx, read, VersionText::from).await
     }
@@ -255,10 +264,11 @@ impl CmsServer {
         Parameters(args): Parameters<RestoreVersionArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<Written>, String> {
-        let version = args.version.to_string();
-        let restore = async |cms: &Cms, _| {
+        let if_match = args.if_match.as_deref().map(Precondition::from_if_match);
+        let restore = async |cms: &Cms, user| {
             let collection = cms.collection(&args.collection)?;
-            cms.restore_version(collection, &args.slug, &version, args.if_match.as_deref()).await
+            let version = VersionId::new(args.version)?;
+            cms.restore_version(&user, collection, &args.slug, version, if_match.as_ref()).await
         };
         answer(&self.cms, &ctx, restore, |(outcome, restored)| {
             written(outcome, "Version restored.", Some(restored))
@@ -281,7 +291,7 @@ impl CmsServer {
             page: number(args.page),
             per_page: number(args.per_page),
         };
-        let search = async |cms: &Cms, viewer| cms.search(&params, &viewer).await;
+        let search = async |cms: &Cms, user| cms.search(&params, &Viewer::Key(user)).await;
         answer(&self.cms, &ctx, search, |page| SearchResults {
             meta: PageMeta::from(&page),
             results: page.items.into_iter().map(SearchResult::from).collect(),
@@ -314,7 +324,9 @@ impl CmsServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<ResourcesOut>, String> {
         let folder = number(args.folder);
-        let list = async |cms: &Cms, _| cms.list_resources(folder.as_deref(), args.subpath.as_deref()).await;
+        let list = async |cms: &Cms, user| {
+            cms.list_resources(&user, folder.as_deref(), args.subpath.as_deref()).await
+        };
         answer(&self.cms, &ctx, list, ResourcesOut::from).await
     }
 }

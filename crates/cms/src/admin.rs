@@ -8,6 +8,7 @@ use clap::Subcommand;
 use cms_core::account::{KeyFamily, Role};
 use cms_core::events::EventKind;
 use cms_core::license::{Feature, License, LicenseState};
+use cms_core::policy::Caller;
 use cms_webhooks::{LogEntry, Subscription};
 use time::format_description::well_known::Rfc3339;
 
@@ -123,7 +124,7 @@ pub fn run(site: &Site, command: AdminCommand) -> anyhow::Result<()> {
             AdminCommand::Webhooks(command) => webhooks(&open, command),
             AdminCommand::Previews(PreviewsCommand::RevokeAll { confirm }) => {
                 ask(confirm, &open, "make every preview link of this site stop working")?;
-                open.cms.revoke_previews().await?;
+                open.cms.revoke_previews(Caller::Operator).await?;
                 println!("revoked every preview link (the preview key is new)");
                 Ok(())
             }
@@ -326,27 +327,32 @@ pub async fn users(site: &OpenSite, command: UsersCommand) -> anyhow::Result<()>
         UsersCommand::Add { email, role } => {
             let role: Role = role.parse()?;
             refuse_last_owner(site, &email, Some(role)).await?;
-            let (user, created) = site.cms.add_user(&email, role).await?;
+            let (user, created) = site.cms.add_user(Caller::Operator, &email, role).await?;
             let verb = if created { "added" } else { "updated" };
             println!("{verb} {} ({})", user.email, user.role);
         }
         UsersCommand::List => {
-            for user in site.cms.users().await? {
+            for user in site.cms.users(Caller::Operator).await? {
                 println!("{} {}", user.email, user.role);
             }
         }
         UsersCommand::Remove { email, confirm } => {
             refuse_last_owner(site, &email, None).await?;
-            let keys =
-                site.cms.keys().await?.iter().filter(|k| k.email.eq_ignore_ascii_case(email.trim())).count();
+            let keys = site
+                .cms
+                .keys(Caller::Operator)
+                .await?
+                .iter()
+                .filter(|k| k.email.eq_ignore_ascii_case(email.trim()))
+                .count();
             ask(confirm, site, &format!("remove {email} and revoke their {}", plural(keys, "key", "keys")))?;
-            site.cms.remove_user(&email).await?;
+            site.cms.remove_user(Caller::Operator, &email).await?;
             println!("removed {email} and their keys");
         }
         UsersCommand::Passwd { email } => {
             let password = crate::password::read_new(&email)?;
             let hash = cms_core::account::hash_password(&password, crate::password::random_salt()?)?;
-            site.cms.set_password(&email, &hash).await?;
+            site.cms.set_password(Caller::Operator, &email, &hash).await?;
             println!("set the password of {email}");
         }
     }
@@ -357,20 +363,21 @@ pub async fn keys(site: &OpenSite, command: KeysCommand) -> anyhow::Result<()> {
     match command {
         KeysCommand::Create { user, name, mcp } => {
             let family = if mcp { KeyFamily::Agent } else { KeyFamily::Api };
-            let key = site.cms.create_key_of(family, &user, &name, random_key_bytes()?).await?;
+            let key =
+                site.cms.create_key_of(Caller::Operator, family, &user, &name, random_key_bytes()?).await?;
             let what = if mcp { "an mcp key (for /mcp)" } else { "key" };
             println!("created {what} {} for {} (the key is shown once):", key.record.id, key.record.email);
             println!("{}", key.plaintext);
         }
         KeysCommand::List => {
-            for key in site.cms.keys().await? {
+            for key in site.cms.keys(Caller::Operator).await? {
                 let kind = KeyFamily::of(&key).as_str();
                 println!("{} {} {} {} {kind}", key.id, key.email, key.name, unix_rfc3339(key.created));
             }
         }
         KeysCommand::Revoke { id, confirm } => {
             ask(confirm, site, &format!("revoke the key {id}"))?;
-            site.cms.revoke_key(&id).await?;
+            site.cms.revoke_key(Caller::Operator, &id).await?;
             println!("revoked {id}");
         }
     }
@@ -401,7 +408,7 @@ pub async fn license(site: &OpenSite, command: LicenseCommand) -> anyhow::Result
         }
         LicenseCommand::Install { file } => {
             let text = fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
-            let license = site.cms.install_license(&text).await?;
+            let license = site.cms.install_license(Caller::Operator, &text).await?;
             println!("installed the license of {} ({})", license.licensee, license.features.join(", "));
         }
     }
@@ -540,8 +547,14 @@ async fn refuse_last_owner(site: &OpenSite, email: &str, role: Option<Role>) -> 
         return Ok(());
     }
     let email = email.trim().to_ascii_lowercase();
-    let owners: Vec<String> =
-        site.cms.users().await?.into_iter().filter(|u| u.role == Role::Owner).map(|u| u.email).collect();
+    let owners: Vec<String> = site
+        .cms
+        .users(Caller::Operator)
+        .await?
+        .into_iter()
+        .filter(|u| u.role == Role::Owner)
+        .map(|u| u.email)
+        .collect();
     if owners.len() == 1 && owners[0] == email {
         anyhow::bail!(
             "{email} is the only owner; make another user an owner first (cms users add --email OTHER --role owner)"

@@ -14,6 +14,7 @@ use cms_s3::S3StorageConfig;
 
 use crate::backend::Backend;
 use cms_core::license::{Feature, LicenseState};
+use cms_core::policy::Caller;
 use time::OffsetDateTime;
 
 use crate::admin::plural;
@@ -301,7 +302,7 @@ async fn check_license(root: &Path, cms: &Cms, report: &mut Report) {
 }
 
 async fn check_users(cms: &Cms, report: &mut Report) {
-    let users = match cms.users().await {
+    let users = match cms.users(Caller::Operator).await {
         Ok(users) => users,
         Err(error) => {
             report.error(format!("users: cannot be read: {error}"));

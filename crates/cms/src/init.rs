@@ -11,6 +11,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use cms_core::account::Role;
 use cms_core::license::Feature;
+use cms_core::policy::Caller;
 
 use crate::site::{OpenSite, Purpose, Site, random_key_bytes};
 
@@ -161,7 +162,7 @@ fn make(
     // handled as any command's event (a new site has no subscriptions to send it to).
     let open = site.open(Purpose::Command { emits_events: true })?;
     let first_owner = crate::admin::block_on(async {
-        open.cms.install_license(&license_text(name, features)).await?;
+        open.cms.install_license(Caller::Operator, &license_text(name, features)).await?;
         match owner {
             Some(email) => Ok(Some(add_owner(&open, email).await?)),
             None => Ok(None),
@@ -174,11 +175,11 @@ fn make(
 
 /// The owner, an API key and a web editor password (both to be printed once).
 async fn add_owner(open: &OpenSite, email: &str) -> anyhow::Result<(String, String)> {
-    open.cms.add_user(email, Role::Owner).await?;
-    let key = open.cms.create_key(email, "init", random_key_bytes()?).await?.plaintext;
+    open.cms.add_user(Caller::Operator, email, Role::Owner).await?;
+    let key = open.cms.create_key(Caller::Operator, email, "init", random_key_bytes()?).await?.plaintext;
     let password = hex::encode(&random_key_bytes()?[..12]);
     let hash = cms_core::account::hash_password(&password, crate::password::random_salt()?)?;
-    open.cms.set_password(email, &hash).await?;
+    open.cms.set_password(Caller::Operator, email, &hash).await?;
     Ok((key, password))
 }
 

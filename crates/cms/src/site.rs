@@ -9,6 +9,7 @@ use anyhow::{Context, bail};
 use cms_core::account::{KEY_RANDOM_BYTES, Role};
 use cms_core::config::SiteConfig;
 use cms_core::license::{Feature, LicenseState};
+use cms_core::policy::Caller;
 use cms_core::ports::Clock;
 use cms_core::{Cms, Ports};
 use cms_fs::{STATE_DIR, SystemClock};
@@ -108,14 +109,15 @@ impl Site {
     /// For the demo: on a start with no users yet, makes the owner and returns a key and
     /// a web editor password for them, to be printed once.
     pub async fn first_start_key(&self, open: &OpenSite) -> anyhow::Result<Option<(String, String)>> {
-        if !self.is_demo || !open.cms.users().await?.is_empty() {
+        if !self.is_demo || !open.cms.users(Caller::Operator).await?.is_empty() {
             return Ok(None);
         }
-        open.cms.add_user(DEMO_OWNER, Role::Owner).await?;
-        let key = open.cms.create_key(DEMO_OWNER, "demo", random_key_bytes()?).await?.plaintext;
+        open.cms.add_user(Caller::Operator, DEMO_OWNER, Role::Owner).await?;
+        let key =
+            open.cms.create_key(Caller::Operator, DEMO_OWNER, "demo", random_key_bytes()?).await?.plaintext;
         let password = hex::encode(&random_key_bytes()?[..12]);
         let hash = cms_core::account::hash_password(&password, crate::password::random_salt()?)?;
-        open.cms.set_password(DEMO_OWNER, &hash).await?;
+        open.cms.set_password(Caller::Operator, DEMO_OWNER, &hash).await?;
         Ok(Some((key, password)))
     }
 

@@ -2,6 +2,7 @@
 
 use actix_web::{HttpResponse, web};
 use askama::Template;
+use cms_core::service::VersionId;
 
 use super::ItemAt;
 use super::items::{CollectionLink, item_href};
@@ -37,7 +38,7 @@ pub async fn versions(
 ) -> AdminResult<HttpResponse> {
     let (collection, item) = path.into_inner();
     let ItemAt { collection, raw, href } = ItemAt::read(&state, &collection, &item).await?;
-    let list = state.cms.list_versions(collection, &item).await?;
+    let list = state.cms.list_versions(&user.principal, collection, &item).await?;
     let versions = list
         .versions
         .iter()
@@ -84,7 +85,7 @@ pub async fn diff(
 ) -> AdminResult<HttpResponse> {
     let (collection, item, version) = path.into_inner();
     let collection = state.cms.collection(&collection)?;
-    let old = state.cms.read_version(collection, &item, &version).await?;
+    let old = state.cms.read_version(&user.principal, collection, &item, VersionId::parse(&version)?).await?;
     let current = state.cms.read_raw(collection, &item).await?;
     let rows = diff::side_by_side(&old.doc.to_file_text()?, &current.doc.to_file_text()?);
     let href = item_href(collection, &current.meta.filename);
@@ -102,12 +103,15 @@ pub async fn diff(
 
 /// `POST /admin/collections/{collection}/items/{item}/history/{version}/restore`
 pub async fn restore(
-    _posted: PostedForm,
+    posted: PostedForm,
     path: web::Path<(String, String, String)>,
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
     let (collection, item, version) = path.into_inner();
     let collection = state.cms.collection(&collection)?;
-    let (outcome, _) = state.cms.restore_version(collection, &item, &version, None).await?;
+    let (outcome, _) = state
+        .cms
+        .restore_version(&posted.user.principal, collection, &item, VersionId::parse(&version)?, None)
+        .await?;
     Ok(view::see_other(&format!("{}?ok=restored", item_href(collection, &outcome.filename))))
 }

@@ -10,7 +10,7 @@ use cms_core::CoreError;
 use cms_core::collection::Collection;
 use cms_core::item::Status;
 use cms_core::render;
-use cms_core::service::{ItemUpdate, NewItem, UpdateMode};
+use cms_core::service::{ItemUpdate, NewItem, Precondition, UpdateMode};
 use cms_core::slug::slugify;
 
 use super::{ConfirmPage, ItemAt, query_param};
@@ -282,7 +282,11 @@ pub async fn create(
         let slug = (!form.slug.is_empty()).then(|| form.slug.clone());
         state
             .cms
-            .create_item(collection, NewItem { slug, date_prefix: None, fm, body: form.body.clone() })
+            .create_item(
+                &posted.user.principal,
+                collection,
+                NewItem { slug, date_prefix: None, fm, body: form.body.clone() },
+            )
             .await
     }
     .await;
@@ -328,7 +332,16 @@ pub async fn save(
             body = body.replace('\n', "\r\n");
         }
         let update = ItemUpdate { mode: UpdateMode::Patch, fm: changes, body: Some(body) };
-        state.cms.update_item(collection, &item, update, Some(&etag)).await
+        state
+            .cms
+            .update_item(
+                &posted.user.principal,
+                collection,
+                &item,
+                update,
+                Some(&Precondition::from_if_match(&etag)),
+            )
+            .await
     }
     .await;
     let l = Layout::new(&state, &posted.user, Section::Collection(collection.index));
@@ -395,7 +408,15 @@ pub async fn delete(
     let (collection, item) = path.into_inner();
     let collection = state.cms.collection(&collection)?;
     let etag = posted.fields.get("etag").filter(|e| !e.is_empty());
-    state.cms.delete_item(collection, &item, etag).await?;
+    state
+        .cms
+        .delete_item(
+            &posted.user.principal,
+            collection,
+            &item,
+            etag.map(Precondition::from_if_match).as_ref(),
+        )
+        .await?;
     Ok(view::see_other(&format!("/admin/collections/{}?ok=deleted", collection.slug)))
 }
 

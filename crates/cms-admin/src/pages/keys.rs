@@ -3,7 +3,8 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
-use cms_core::account::{KEY_RANDOM_BYTES, KeyFamily, Role};
+use cms_core::account::{KEY_RANDOM_BYTES, KeyFamily};
+use cms_core::policy::Operation;
 
 use super::query_param;
 use crate::AdminState;
@@ -40,7 +41,7 @@ struct KeysPage {
 async fn page(state: &AdminState, user: &SignedIn, l: Layout) -> AdminResult<KeysPage> {
     let keys = state
         .cms
-        .keys()
+        .keys(&user.principal)
         .await?
         .into_iter()
         .map(|k| KeyRow {
@@ -51,7 +52,7 @@ async fn page(state: &AdminState, user: &SignedIn, l: Layout) -> AdminResult<Key
             created: view::unix_time(k.created),
         })
         .collect();
-    let users = state.cms.users_by_role().await?.into_iter().map(|u| u.email).collect();
+    let users = state.cms.users_by_role(&user.principal).await?.into_iter().map(|u| u.email).collect();
     Ok(KeysPage { l, keys, users, me: user.email().to_owned(), new_key: None, error: None })
 }
 
@@ -61,7 +62,6 @@ pub async fn list(
     req: HttpRequest,
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
-    user.require(Role::Owner)?;
     let l = Layout::new(&state, &user, Section::Keys).with_notice(query_param(&req, "ok").as_deref());
     view::ok(&page(&state, &user, l).await?)
 }
@@ -70,7 +70,7 @@ pub async fn list(
 /// the answer, once.
 pub async fn create(posted: PostedForm, state: web::Data<AdminState>) -> AdminResult<HttpResponse> {
     let user = &posted.user;
-    user.require(Role::Owner)?;
+    state.cms.authorize(&user.principal, Operation::ManageKeys).await?;
     let owner = posted.fields.text("user").trim();
     let owner = if owner.is_empty() { user.email() } else { owner };
     let name = match posted.fields.text("name").trim() {
@@ -86,7 +86,8 @@ pub async fn create(posted: PostedForm, state: web::Data<AdminState>) -> AdminRe
             )));
         }
     };
-    let created = state.cms.create_key_of(family, owner, name, random::<KEY_RANDOM_BYTES>()?).await;
+    let created =
+        state.cms.create_key_of(&user.principal, family, owner, name, random::<KEY_RANDOM_BYTES>()?).await;
     let l = Layout::new(&state, user, Section::Keys);
     match created {
         Ok(key) => {
@@ -104,7 +105,7 @@ pub async fn create(posted: PostedForm, state: web::Data<AdminState>) -> AdminRe
 
 /// `POST /admin/keys/revoke` (`id`)
 pub async fn revoke(posted: PostedForm, state: web::Data<AdminState>) -> AdminResult<HttpResponse> {
-    posted.user.require(Role::Owner)?;
-    state.cms.revoke_key(posted.fields.required("id", "The key id")?).await?;
+    state.cms.authorize(&posted.user.principal, Operation::ManageKeys).await?;
+    state.cms.revoke_key(&posted.user.principal, posted.fields.required("id", "The key id")?).await?;
     Ok(view::see_other("/admin/keys?ok=key-revoked"))
 }

@@ -96,7 +96,7 @@ pub async fn browse(
 ) -> AdminResult<HttpResponse> {
     let folder_param = query_param(&req, "folder");
     let path = query_param(&req, "path").unwrap_or_default();
-    let listing = state.cms.list_resources(folder_param.as_deref(), Some(&path)).await?;
+    let listing = state.cms.list_resources(&user.principal, folder_param.as_deref(), Some(&path)).await?;
     let folder = listing.folder.index;
     let here = listing.subpath.clone();
     let delete_href = |name: &str| {
@@ -243,11 +243,12 @@ async fn receive(
                     while field.next().await.is_some() {}
                     continue;
                 }
-                let upload =
-                    upload::receive(&state.cms, limit, &mut field).await.map_err(|failed| match failed {
+                let upload = upload::receive(&state.cms, &user.principal, limit, &mut field).await.map_err(
+                    |failed| match failed {
                         UploadFailed::CutOff(e) => AdminError::bad_request(upload::cut_off_message(e)),
                         UploadFailed::Refused(e) => AdminError::from(e),
-                    })?;
+                    },
+                )?;
                 let file = state.cms.finish_upload(upload, folder.as_deref(), Some(&path), &filename).await?;
                 // The presets are made after the answer, on the image workers.
                 if let Some(job) =
@@ -295,7 +296,10 @@ pub async fn rename(posted: PostedForm, state: web::Data<AdminState>) -> AdminRe
     let (folder, path) = place(&posted, &state)?;
     let file = posted.fields.required("file", "The file")?;
     let new_name = posted.fields.required("new_name", "The new name")?;
-    state.cms.rename_resource(Some(&folder.to_string()), &path, file, new_name).await?;
+    state
+        .cms
+        .rename_resource(&posted.user.principal, Some(&folder.to_string()), &path, file, new_name)
+        .await?;
     Ok(view::see_other(&format!("{}&ok=renamed", media_href(folder, &path))))
 }
 
@@ -305,7 +309,10 @@ pub async fn move_file(posted: PostedForm, state: web::Data<AdminState>) -> Admi
     let (folder, path) = place(&posted, &state)?;
     let file = posted.fields.required("file", "The file")?;
     let dest = posted.fields.text("dest").trim().trim_matches('/');
-    state.cms.move_resource(Some(&folder.to_string()), &path, file, dest, None).await?;
+    state
+        .cms
+        .move_resource(&posted.user.principal, Some(&folder.to_string()), &path, file, dest, None)
+        .await?;
     Ok(view::see_other(&format!("{}&ok=moved", media_href(folder, &path))))
 }
 
@@ -338,7 +345,7 @@ pub async fn confirm_delete(
 pub async fn delete(posted: PostedForm, state: web::Data<AdminState>) -> AdminResult<HttpResponse> {
     let (folder, path) = place(&posted, &state)?;
     let file = posted.fields.required("file", "The file")?;
-    state.cms.delete_resource(Some(&folder.to_string()), &path, file).await?;
+    state.cms.delete_resource(&posted.user.principal, Some(&folder.to_string()), &path, file).await?;
     Ok(view::see_other(&format!("{}&ok=file-deleted", media_href(folder, &path))))
 }
 
@@ -346,6 +353,6 @@ pub async fn delete(posted: PostedForm, state: web::Data<AdminState>) -> AdminRe
 pub async fn create_folder(posted: PostedForm, state: web::Data<AdminState>) -> AdminResult<HttpResponse> {
     let (folder, path) = place(&posted, &state)?;
     let name = posted.fields.required("name", "The folder name")?;
-    state.cms.create_resource_folder(Some(&folder.to_string()), &path, name).await?;
+    state.cms.create_resource_folder(&posted.user.principal, Some(&folder.to_string()), &path, name).await?;
     Ok(view::see_other(&format!("{}&ok=folder-created", media_href(folder, &path))))
 }

@@ -4,6 +4,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use cms_core::CoreError;
 use cms_core::account::{self, PASSWORD_SALT_BYTES, Role};
+use cms_core::policy::{self, Operation};
 
 use super::{ConfirmPage, query_param};
 use crate::AdminState;
@@ -36,7 +37,7 @@ const ROLES: [&str; 3] = ["editor", "admin", "owner"];
 async fn page(state: &AdminState, user: &SignedIn, l: Layout) -> AdminResult<UsersPage> {
     let users = state
         .cms
-        .users_by_role()
+        .users_by_role(&user.principal)
         .await?
         .into_iter()
         .map(|u| UserRow {
@@ -50,7 +51,7 @@ async fn page(state: &AdminState, user: &SignedIn, l: Layout) -> AdminResult<Use
     Ok(UsersPage {
         l,
         users,
-        can_manage: user.role() >= Role::Owner,
+        can_manage: policy::may(&user.principal, Operation::ManageUsers),
         roles: ROLES,
         error: None,
         email: String::new(),
@@ -64,7 +65,6 @@ pub async fn list(
     req: HttpRequest,
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
-    user.require(Role::Admin)?;
     let l = Layout::new(&state, &user, Section::Users).with_notice(query_param(&req, "ok").as_deref());
     view::ok(&page(&state, &user, l).await?)
 }
@@ -72,25 +72,25 @@ pub async fn list(
 /// `POST /admin/users` (`email`, `role`, `password` optional): adds a user, or changes an
 /// existing one's role; sets the password when one is given.
 pub async fn add(posted: PostedForm, state: web::Data<AdminState>) -> AdminResult<HttpResponse> {
-    posted.user.require(Role::Owner)?;
+    state.cms.authorize(&posted.user.principal, Operation::ManageUsers).await?;
     let fields = &posted.fields;
     let email = fields.text("email").trim().to_owned();
     let role = fields.text("role").to_owned();
     let password = fields.text("password").to_owned();
     let added = async {
         let role: Role = role.parse()?;
-        check_last_owner(&state, &email, Some(role)).await?;
+        check_last_owner(&state, &posted.user, &email, Some(role)).await?;
         if !password.is_empty() {
             account::check_password_rules(&password)?;
         }
-        let (user, _) = state.cms.add_user(&email, role).await?;
+        let (user, _) = state.cms.add_user(&posted.user.principal, &email, role).await?;
         if !password.is_empty() {
             let salt = random::<PASSWORD_SALT_BYTES>()
                 .map_err(|e| CoreError::internal("drawing a salt", e.to_string()))?;
             let hash = web::block(move || account::hash_password(&password, salt))
                 .await
                 .map_err(|e| CoreError::internal("hashing a password", e.to_string()))??;
-            state.cms.set_password(&user.email, &hash).await?;
+            state.cms.set_password(&posted.user.principal, &user.email, &hash).await?;
         }
         Ok::<_, CoreError>(())
     }
@@ -110,14 +110,14 @@ pub async fn add(posted: PostedForm, state: web::Data<AdminState>) -> AdminResul
 
 /// `POST /admin/users/role` (`email`, `role`)
 pub async fn set_role(posted: PostedForm, state: web::Data<AdminState>) -> AdminResult<HttpResponse> {
-    posted.user.require(Role::Owner)?;
+    state.cms.authorize(&posted.user.principal, Operation::ManageUsers).await?;
     let email = posted.fields.required("email", "The user's email")?;
     let role: Role = posted.fields.text("role").parse()?;
-    check_last_owner(&state, email, Some(role)).await?;
+    check_last_owner(&state, &posted.user, email, Some(role)).await?;
     if state.cms.user_credentials(email).await?.is_none() {
         return Err(CoreError::not_found(format!("no user {email}")).into());
     }
-    state.cms.add_user(email, role).await?;
+    state.cms.add_user(&posted.user.principal, email, role).await?;
     Ok(view::see_other("/admin/users?ok=user-saved"))
 }
 
@@ -127,7 +127,7 @@ pub async fn confirm_remove(
     req: HttpRequest,
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
-    user.require(Role::Owner)?;
+    state.cms.authorize(&user.principal, Operation::ManageUsers).await?;
     let email = query_param(&req, "email")
         .filter(|e| !e.is_empty())
         .ok_or_else(|| AdminError::bad_request("name the user to remove"))?;
@@ -144,23 +144,34 @@ pub async fn confirm_remove(
 
 /// `POST /admin/users/remove` (`email`): the user, their keys and their sessions go.
 pub async fn remove(posted: PostedForm, state: web::Data<AdminState>) -> AdminResult<HttpResponse> {
-    posted.user.require(Role::Owner)?;
+    state.cms.authorize(&posted.user.principal, Operation::ManageUsers).await?;
     let email = posted.fields.required("email", "The user's email")?.to_ascii_lowercase();
-    check_last_owner(&state, &email, None).await?;
-    state.cms.remove_user(&email).await?;
+    check_last_owner(&state, &posted.user, &email, None).await?;
+    state.cms.remove_user(&posted.user.principal, &email).await?;
     state.sessions.end_user(&email);
     Ok(view::see_other("/admin/users?ok=user-removed"))
 }
 
 /// Refuses to leave the site without an owner: the last owner can be neither removed
 /// (`role` `None`) nor given a lower role.
-async fn check_last_owner(state: &AdminState, email: &str, role: Option<Role>) -> Result<(), CoreError> {
+async fn check_last_owner(
+    state: &AdminState,
+    user: &SignedIn,
+    email: &str,
+    role: Option<Role>,
+) -> Result<(), CoreError> {
     if role == Some(Role::Owner) {
         return Ok(());
     }
     let email = email.trim().to_ascii_lowercase();
-    let owners: Vec<String> =
-        state.cms.users().await?.into_iter().filter(|u| u.role == Role::Owner).map(|u| u.email).collect();
+    let owners: Vec<String> = state
+        .cms
+        .users(&user.principal)
+        .await?
+        .into_iter()
+        .filter(|u| u.role == Role::Owner)
+        .map(|u| u.email)
+        .collect();
     if owners.len() == 1 && owners[0] == email {
         return Err(CoreError::invalid(format!(
             "{email} is the only owner; make another user an owner first"

@@ -1,8 +1,10 @@
-//! Users and API keys; passwords and web editor sessions.
+//! Users and API keys (each call checked against the policy table); passwords and web
+//! editor sessions.
 
 use crate::account::{self, KEY_RANDOM_BYTES, KeyFamily, KeyRecord, NewKey, PasswordHash, Role, User};
 use crate::error::{CoreError, CoreResult};
 use crate::events::{EventData, EventKind};
+use crate::policy::{Caller, Operation};
 use crate::service::{Cms, Principal};
 use crate::session::{Session, Sessions};
 
@@ -12,12 +14,19 @@ pub const SESSION_KEY_ID: &str = "session";
 impl Cms {
     // ---- accounts ----------------------------------------------------------------------
 
-    pub async fn users(&self) -> CoreResult<Vec<User>> {
+    pub async fn users(&self, caller: impl Into<Caller<'_>>) -> CoreResult<Vec<User>> {
+        self.authorize(caller, Operation::ListUsers).await?;
         self.ports.users.list_users().await
     }
 
     /// Adds a user or changes an existing user's role. Returns the user and whether it is new.
-    pub async fn add_user(&self, email: &str, role: Role) -> CoreResult<(User, bool)> {
+    pub async fn add_user(
+        &self,
+        caller: impl Into<Caller<'_>>,
+        email: &str,
+        role: Role,
+    ) -> CoreResult<(User, bool)> {
+        self.authorize(caller, Operation::ManageUsers).await?;
         let email = account::parse_email(email)?;
         match self.ports.users.find_user(&email).await? {
             Some(existing) if existing.role == role => Ok((existing, false)),
@@ -37,7 +46,8 @@ impl Cms {
     }
 
     /// Removes a user and every key of theirs.
-    pub async fn remove_user(&self, email: &str) -> CoreResult<()> {
+    pub async fn remove_user(&self, caller: impl Into<Caller<'_>>, email: &str) -> CoreResult<()> {
+        self.authorize(caller, Operation::ManageUsers).await?;
         let email = account::parse_email(email)?;
         if !self.ports.users.remove_user(&email).await? {
             return Err(CoreError::not_found(format!("no user {email}")));
@@ -47,28 +57,32 @@ impl Cms {
         Ok(())
     }
 
-    pub async fn keys(&self) -> CoreResult<Vec<KeyRecord>> {
+    pub async fn keys(&self, caller: impl Into<Caller<'_>>) -> CoreResult<Vec<KeyRecord>> {
+        self.authorize(caller, Operation::ManageKeys).await?;
         self.ports.keys.list_keys().await
     }
 
     /// Creates a REST key for an existing user from caller-supplied randomness.
     pub async fn create_key(
         &self,
+        caller: impl Into<Caller<'_>>,
         email: &str,
         name: &str,
         random: [u8; KEY_RANDOM_BYTES],
     ) -> CoreResult<NewKey> {
-        self.create_key_of(KeyFamily::Api, email, name, random).await
+        self.create_key_of(caller, KeyFamily::Api, email, name, random).await
     }
 
     /// Creates a key of either family (`api_` or `mcp_`) for an existing user.
     pub async fn create_key_of(
         &self,
+        caller: impl Into<Caller<'_>>,
         family: KeyFamily,
         email: &str,
         name: &str,
         random: [u8; KEY_RANDOM_BYTES],
     ) -> CoreResult<NewKey> {
+        self.authorize(caller, Operation::ManageKeys).await?;
         let email = account::parse_email(email)?;
         if self.ports.users.find_user(&email).await?.is_none() {
             return Err(CoreError::not_found(format!("no user {email}; add it with `cms users add` first")));
@@ -78,7 +92,8 @@ impl Cms {
         Ok(key)
     }
 
-    pub async fn revoke_key(&self, id: &str) -> CoreResult<()> {
+    pub async fn revoke_key(&self, caller: impl Into<Caller<'_>>, id: &str) -> CoreResult<()> {
+        self.authorize(caller, Operation::ManageKeys).await?;
         match self.ports.keys.remove_keys(&|k| k.id == id).await? {
             0 => Err(CoreError::not_found(format!("no key with id {id}"))),
             _ => Ok(()),
@@ -90,7 +105,13 @@ impl Cms {
     /// Sets a user's password, hashed beforehand with [`account::hash_password`] (slow on
     /// purpose, so the caller chooses the thread). Sessions started with the old password
     /// end on their next request.
-    pub async fn set_password(&self, email: &str, hash: &PasswordHash) -> CoreResult<()> {
+    pub async fn set_password(
+        &self,
+        caller: impl Into<Caller<'_>>,
+        email: &str,
+        hash: &PasswordHash,
+    ) -> CoreResult<()> {
+        self.authorize(caller, Operation::ManageUsers).await?;
         let email = account::parse_email(email)?;
         if self.ports.users.set_password_hash(&email, hash.as_str()).await? {
             Ok(())

@@ -14,7 +14,7 @@ use crate::collection::Collection;
 use crate::error::{CoreError, CoreResult};
 use crate::feed::{self, RssChannel, RssItem, SitemapUrl};
 use crate::index::IndexedItem;
-use crate::query::{ListParams, ListQuery, Page, StatusFilter};
+use crate::query::{ListParams, ListQuery, Page};
 use crate::related::{self, ContentCounts, Criterion};
 use crate::sitepath;
 use crate::slug::{ItemRef, slugify};
@@ -480,36 +480,10 @@ impl Cms {
         Ok(scored)
     }
 
-    // ---- legacy item routes -------------------------------------------------------------
+    // ---- published items by name ---------------------------------------------------------
 
-    /// `GET|POST /cms/collections/items`: a published-only item list of the collection at
-    /// `collectionPath`.
-    pub async fn legacy_list(
-        &self,
-        collection_path: Option<&str>,
-        params: &ListParams,
-    ) -> CoreResult<Page<ItemSummary>> {
-        let query = ListQuery::parse(params)?;
-        if query.status != StatusFilter::Published {
-            return Err(CoreError::invalid(
-                "this route lists published items only; list drafts with GET /cms/collections/{collection}/items?status=draft and an API key",
-            ));
-        }
-        let collection = self.collection_at_path("collectionPath", collection_path)?;
-        self.list_items(collection, &query, &Viewer::Anonymous).await
-    }
-
-    /// `GET /cms/collections/items/{slug}`: a published item of the collection at
-    /// `collectionPath`.
-    pub async fn legacy_read(&self, collection_path: Option<&str>, item: &str) -> CoreResult<ItemView> {
-        let collection = self.collection_at_path("collectionPath", collection_path)?;
-        self.read_published(collection, &ItemRef::parse(item)?).await?.ok_or_else(|| {
-            CoreError::not_found(format!("no published item {item:?} in collection {:?}", collection.slug))
-        })
-    }
-
-    /// `GET /cms/items/{slug}`: the first published item with this slug (or filename),
-    /// looking through the collections in configuration order.
+    /// The first published item with this slug (or filename), looking through the
+    /// collections in configuration order.
     pub async fn read_item_anywhere(&self, item: &str) -> CoreResult<ItemView> {
         let item_ref = ItemRef::parse(item)?;
         for collection in &self.collections {
@@ -521,8 +495,8 @@ impl Cms {
     }
 
     /// The published item `item_ref` names in `collection` (found through the index, so a
-    /// draft with the same slug never shadows it), rendered.
-    async fn read_published(
+    /// draft with the same slug never shadows it), rendered; `None` when there is none.
+    pub async fn read_published(
         &self,
         collection: &Collection,
         item_ref: &ItemRef,

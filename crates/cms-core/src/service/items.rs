@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use ring::digest;
 use time::OffsetDateTime;
 
 use super::index::KeptBody;
@@ -17,6 +16,8 @@ use crate::error::{CoreError, CoreResult};
 use crate::events::{EventData, EventKind};
 use crate::index::IndexedItem;
 use crate::item::{self, ItemMeta};
+use crate::item_file::{Precondition, etag_of, file_version, parse_bytes};
+use crate::policy::{Caller, Operation};
 use crate::ports::StoredFile;
 use crate::query::{ListQuery, Page, StatusFilter};
 use crate::render;
@@ -200,7 +201,7 @@ impl Cms {
         let url = collection.item_url(&meta.slug);
         let etag = etag_of(&file.bytes);
         Ok(ItemView {
-            version: ItemVersion::of(collection.index, super::file_version(&meta, &etag), &etag).version,
+            version: ItemVersion::of(collection.index, file_version(&meta, &etag), &etag).version,
             collection: collection.index,
             canonical_url: self.site.absolute_url(&url),
             url,
@@ -257,7 +258,13 @@ impl Cms {
 
     // ---- items: writes -----------------------------------------------------------------
 
-    pub async fn create_item(&self, collection: &Collection, new: NewItem) -> CoreResult<WriteOutcome> {
+    pub async fn create_item(
+        &self,
+        caller: impl Into<Caller<'_>>,
+        collection: &Collection,
+        new: NewItem,
+    ) -> CoreResult<WriteOutcome> {
+        self.authorize(caller, Operation::CreateItem).await?;
         let NewItem { slug, date_prefix, mut fm, body } = new;
         item::validate_frontmatter(&fm)?;
         let slug = match slug {
@@ -305,11 +312,13 @@ impl Cms {
 
     pub async fn update_item(
         &self,
+        caller: impl Into<Caller<'_>>,
         collection: &Collection,
         item: &str,
         update: ItemUpdate,
-        if_match: Option<&str>,
+        if_match: Option<&Precondition>,
     ) -> CoreResult<WriteOutcome> {
+        self.authorize(caller, Operation::UpdateItem).await?;
         item::validate_frontmatter(&update.fm)?;
         let item_ref = ItemRef::parse(item)?;
         // The lock serializes this process's writes; another server sharing the store is
@@ -317,7 +326,7 @@ impl Cms {
         let _guard = self.item_locks.lock(collection.index, item_ref.slug()).await;
         for _ in 0..UPDATE_ATTEMPTS {
             let (name, file) = self.load(collection, &item_ref).await?;
-            check_precondition(if_match, &file.bytes)?;
+            check(if_match, &file.bytes)?;
             let mut doc = parse_stored(&name, &file)?;
             let wrote_excerpt = IndexedItem::writes_excerpt(&doc);
             doc.merge_frontmatter(update.fm.clone());
@@ -357,14 +366,16 @@ impl Cms {
 
     pub async fn delete_item(
         &self,
+        caller: impl Into<Caller<'_>>,
         collection: &Collection,
         item: &str,
-        if_match: Option<&str>,
+        if_match: Option<&Precondition>,
     ) -> CoreResult<WriteOutcome> {
+        self.authorize(caller, Operation::DeleteItem).await?;
         let item_ref = ItemRef::parse(item)?;
         let _guard = self.item_locks.lock(collection.index, item_ref.slug()).await;
         let (name, file) = self.load(collection, &item_ref).await?;
-        check_precondition(if_match, &file.bytes)?;
+        check(if_match, &file.bytes)?;
         self.snapshot_and_delete(collection, &name, &file).await?;
         self.index_removed(collection, &name);
         self.end_preview_links(collection, name.slug()).await;
@@ -379,14 +390,6 @@ pub(super) fn item_not_found(collection: &Collection, item_ref: &ItemRef) -> Cor
 
 fn parse_stored(name: &ItemFilename, file: &StoredFile) -> CoreResult<ItemDocument> {
     parse_bytes(name, &file.bytes)
-}
-
-pub(super) fn parse_bytes(name: &ItemFilename, bytes: &[u8]) -> CoreResult<ItemDocument> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|_| CoreError::Corrupt(format!("item file {} is not UTF-8 text", name.as_str())))?;
-    ItemDocument::parse(text).map_err(|e| {
-        CoreError::Corrupt(format!("item file {} has frontmatter that cannot be read: {e}", name.as_str()))
-    })
 }
 
 /// Serializes a document and proves it reads back, so nothing is written that the server
@@ -416,23 +419,9 @@ fn list_version(collection: &Collection, query: &ListQuery, per_page: usize, fin
     hasher.finish()
 }
 
-/// A strong ETag of a file's bytes.
-pub fn etag_of(bytes: &[u8]) -> String {
-    let digest = digest::digest(&digest::SHA256, bytes);
-    format!("\"{}\"", &hex::encode(digest)[..32])
-}
-
-/// `If-Match`: `*` or a comma-separated list of ETags, one of which must be current.
-pub(super) fn check_precondition(if_match: Option<&str>, current: &[u8]) -> CoreResult<()> {
-    let Some(header) = if_match else { return Ok(()) };
-    let etag = etag_of(current);
-    if header.split(',').map(str::trim).any(|tag| tag == "*" || tag == etag) {
-        Ok(())
-    } else {
-        Err(CoreError::PreconditionFailed(format!(
-            "If-Match {header} does not match the item's current ETag {etag}; read it again and retry"
-        )))
-    }
+/// Checks a write's precondition, if it has one, against the item's current bytes.
+pub(super) fn check(precondition: Option<&Precondition>, current: &[u8]) -> CoreResult<()> {
+    precondition.map_or(Ok(()), |precondition| precondition.check(current))
 }
 
 pub(super) fn file_event(collection: &Collection, name: &ItemFilename) -> EventData {

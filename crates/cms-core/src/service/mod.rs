@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuar
 
 use time::OffsetDateTime;
 
-use crate::account::{self, Role, User};
+use crate::account;
 use crate::collection::{self, Collection};
 use crate::config::SiteConfig;
 use crate::document::{Frontmatter, ItemDocument};
@@ -13,6 +13,8 @@ use crate::events::{Event, EventData, EventKind};
 use crate::index::IndexedItem;
 use crate::item::ItemMeta;
 use crate::license::{Feature, License, LicenseState};
+pub use crate::policy::Principal;
+use crate::policy::{Caller, Operation};
 use crate::ports::{
     ChangeSource, Clock, ContentStore, EventSink, IndexSnapshots, KeyStore, LicenseSource, ResourceStore,
     SettingsStore, UserStore, VersionStore, WebhookDirectory,
@@ -40,15 +42,15 @@ pub use discovery::{
     TagItemsParams, TagLink, TagsParams,
 };
 
+pub use crate::item_file::{Precondition, etag_of};
 pub use accounts::SESSION_KEY_ID;
 pub use index::{Indexing, SkippedFile};
-pub use items::etag_of;
 pub use previews::PreviewLink;
 pub use rendered::AheadSink;
 pub use resources::{ResourceFile, ResourceListing, ServedFile, Upload};
 pub use search::{SearchHit, SearchParams};
 pub use variants::{ServedVariant, VariantBody, VariantInfo};
-pub use versions::{VersionContent, VersionList, parse_version};
+pub use versions::{VersionContent, VersionId, VersionList};
 
 /// The adapters the facade works through.
 #[derive(Clone)]
@@ -131,27 +133,10 @@ pub enum Viewer {
 impl Viewer {
     /// Whether drafts and scheduled items are visible to this viewer.
     pub fn has_key(&self) -> bool {
-        matches!(self, Self::Key(_) | Self::Preview)
-    }
-}
-
-/// An authenticated key and its user.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Principal {
-    pub user: User,
-    pub key_id: String,
-}
-
-impl Principal {
-    /// `Forbidden` unless the user's role is at least `role`.
-    pub fn require_role(&self, role: Role) -> CoreResult<()> {
-        if self.user.role >= role {
-            Ok(())
-        } else {
-            Err(CoreError::Forbidden(format!(
-                "this route needs the {role} role; the key's user {} is {}",
-                self.user.email, self.user.role
-            )))
+        match self {
+            Self::Key(principal) => crate::policy::may(principal, Operation::ReadDrafts),
+            Self::Preview => true,
+            Self::Anonymous => false,
         }
     }
 }
@@ -180,22 +165,13 @@ pub struct ItemVersion {
 }
 
 impl ItemVersion {
-    /// A file version (see [`file_version`]) in a collection.
+    /// A file version (see [`crate::item_file::file_version`]) in a collection.
     pub(crate) fn of(collection: usize, file_version: u64, etag: &str) -> Self {
         use std::hash::{Hash, Hasher};
         let mut hasher = std::hash::DefaultHasher::new();
         ("item", collection, file_version).hash(&mut hasher);
         Self { etag: etag.to_owned(), version: hasher.finish() }
     }
-}
-
-/// Names a file (its name) at this content (`etag`) and stamp (`modified`); the index keeps
-/// it with each item, so that a read names its answer without hashing the name again.
-pub(crate) fn file_version(meta: &ItemMeta, etag: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::hash::DefaultHasher::new();
-    (&meta.filename, etag, meta.modified).hash(&mut hasher);
-    hasher.finish()
 }
 
 /// An item's source form.
@@ -441,8 +417,22 @@ impl Cms {
         self.loaded_license().await?.state_at(self.now()).require(feature)
     }
 
+    /// `Forbidden` unless the policy table lets `caller` do `operation` (see
+    /// `crate::policy`). Every privileged facade call asks this first; an adapter asks it
+    /// itself only to refuse before reading a request's body.
+    pub async fn authorize(&self, caller: impl Into<Caller<'_>>, operation: Operation) -> CoreResult<()> {
+        // The license is asked only by an operation that needs a feature of it.
+        match crate::policy::check_role(caller.into(), operation)? {
+            Some(feature) => {
+                crate::policy::check_feature(feature, &self.loaded_license().await?.state_at(self.now()))
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Validates and installs a license file's text.
-    pub async fn install_license(&self, text: &str) -> CoreResult<License> {
+    pub async fn install_license(&self, caller: impl Into<Caller<'_>>, text: &str) -> CoreResult<License> {
+        self.authorize(caller, Operation::InstallLicense).await?;
         let license = License::from_yaml(text)?;
         license.check_features()?;
         if let Some(key) = &self.license_public_key {

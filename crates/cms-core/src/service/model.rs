@@ -108,7 +108,7 @@ impl Cms {
         for name in names {
             let Some(filename) = crate::slug::ItemFilename::parse(&name) else { continue };
             let Some(file) = self.ports.content.read(collection, &filename).await? else { continue };
-            let mut doc = super::items::parse_bytes(&filename, &file.bytes)?;
+            let mut doc = crate::item_file::parse_bytes(&filename, &file.bytes)?;
             if let Err(error) = self.check_model(collection, &mut doc.fm, false).await {
                 match error {
                     CoreError::InvalidFields { fields, .. } => broken.push((name.to_string(), fields)),

@@ -10,10 +10,10 @@ use ring::{digest, hmac};
 use time::OffsetDateTime;
 
 use super::{Cms, ItemView, Principal, Viewer};
-use crate::account::Role;
 use crate::collection::Collection;
 use crate::config::MAX_PREVIEW_TTL_SECS;
 use crate::error::{CoreError, CoreResult};
+use crate::policy::Operation;
 use crate::slug::ItemRef;
 
 /// What the MAC covers before the token's fields: links of an earlier format (which carried
@@ -37,7 +37,7 @@ impl Cms {
         item: &str,
         ttl_secs: Option<u64>,
     ) -> CoreResult<PreviewLink> {
-        principal.require_role(Role::Editor)?;
+        self.authorize(principal, Operation::CreatePreview).await?;
         let (keys, default_ttl) = self.preview_keys()?;
         let ttl = ttl_secs.unwrap_or(*default_ttl);
         if !(1..=MAX_PREVIEW_TTL_SECS).contains(&ttl) {
@@ -108,7 +108,8 @@ impl Cms {
     }
 
     /// Rotates the preview key: every link made before stops working at once.
-    pub async fn revoke_previews(&self) -> CoreResult<()> {
+    pub async fn revoke_previews(&self, caller: impl Into<crate::policy::Caller<'_>>) -> CoreResult<()> {
+        self.authorize(caller, Operation::RevokePreviews).await?;
         self.preview_keys()?.0.rotate().await
     }
 

@@ -11,12 +11,12 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use super::items::{etag_of, parse_bytes};
 use super::{Cms, ItemVersion, ItemView};
 use crate::collection::Collection;
 use crate::document::Frontmatter;
 use crate::error::CoreResult;
 use crate::index::IndexedItem;
+use crate::item_file::{etag_of, parse_bytes};
 use crate::ports::StoredFile;
 use crate::render;
 use crate::slug::ItemFilename;

@@ -2,6 +2,7 @@
 
 use super::Cms;
 use crate::error::{CoreError, CoreResult};
+use crate::policy::{Caller, Operation};
 use crate::ports::{ResourceReader, ResourceStat, UploadSink};
 use crate::resource::{self, FileName, ResourceFolder, Subpath};
 
@@ -91,9 +92,11 @@ impl Cms {
 
     pub async fn list_resources(
         &self,
+        caller: impl Into<Caller<'_>>,
         folder: Option<&str>,
         subpath: Option<&str>,
     ) -> CoreResult<ResourceListing> {
+        self.authorize(caller, Operation::UploadResource).await?;
         let folder = self.resource_folder(folder)?.clone();
         let dir = Subpath::parse(subpath.unwrap_or(""))?;
         let mut entries = self.ports.resources.list(&folder, &dir).await?;
@@ -137,7 +140,8 @@ impl Cms {
 
     /// Starts receiving an upload (before its destination is known: multipart fields
     /// may come in any order).
-    pub async fn begin_upload(&self, upload_limit: u64) -> CoreResult<Upload> {
+    pub async fn begin_upload(&self, caller: impl Into<Caller<'_>>, upload_limit: u64) -> CoreResult<Upload> {
+        self.authorize(caller, Operation::UploadResource).await?;
         let sink = self.ports.resources.begin_upload().await?;
         let digest = ring::digest::Context::new(&ring::digest::SHA256);
         Ok(Upload { limit: upload_limit, received: 0, sink, digest })
@@ -163,11 +167,13 @@ impl Cms {
     /// Renames a file within its folder; returns the new name.
     pub async fn rename_resource(
         &self,
+        caller: impl Into<Caller<'_>>,
         folder: Option<&str>,
         subpath: &str,
         file: &str,
         new_name: &str,
     ) -> CoreResult<String> {
+        self.authorize(caller, Operation::ChangeResources).await?;
         let folder = self.resource_folder(folder)?.clone();
         let dir = Subpath::parse(subpath)?;
         let from = FileName::parse(file)?;
@@ -180,12 +186,14 @@ impl Cms {
     /// Moves a file to another subfolder, optionally under a new name; returns the name.
     pub async fn move_resource(
         &self,
+        caller: impl Into<Caller<'_>>,
         folder: Option<&str>,
         subpath: &str,
         file: &str,
         dest_subpath: &str,
         new_filename: Option<&str>,
     ) -> CoreResult<String> {
+        self.authorize(caller, Operation::ChangeResources).await?;
         let folder = self.resource_folder(folder)?.clone();
         let dir = Subpath::parse(subpath)?;
         let from = FileName::parse(file)?;
@@ -199,7 +207,14 @@ impl Cms {
         Ok(to.as_str().to_owned())
     }
 
-    pub async fn delete_resource(&self, folder: Option<&str>, subpath: &str, file: &str) -> CoreResult<()> {
+    pub async fn delete_resource(
+        &self,
+        caller: impl Into<Caller<'_>>,
+        folder: Option<&str>,
+        subpath: &str,
+        file: &str,
+    ) -> CoreResult<()> {
+        self.authorize(caller, Operation::ChangeResources).await?;
         let folder = self.resource_folder(folder)?.clone();
         let (dir, name) = (Subpath::parse(subpath)?, FileName::parse(file)?);
         self.ports.resources.delete(&folder, &dir, &name).await?;
@@ -210,10 +225,12 @@ impl Cms {
     /// Creates a subfolder; returns its name.
     pub async fn create_resource_folder(
         &self,
+        caller: impl Into<Caller<'_>>,
         folder: Option<&str>,
         subpath: &str,
         name: &str,
     ) -> CoreResult<String> {
+        self.authorize(caller, Operation::ChangeResources).await?;
         let folder = self.resource_folder(folder)?.clone();
         let name = FileName::parse(name)?;
         self.ports.resources.create_dir(&folder, &Subpath::parse(subpath)?, &name).await?;

@@ -5,9 +5,11 @@ use crate::collection::Collection;
 use crate::document::ItemDocument;
 use crate::error::{CoreError, CoreResult};
 use crate::events::EventKind;
+use crate::item_file::{Precondition, parse_bytes};
+use crate::policy::{Caller, Operation};
 use crate::ports::{FileStamp, KeepSnapshot, KeptVersion, StoredFile, VersionStamp};
 use crate::service::Cms;
-use crate::service::items::{check_precondition, file_event, item_not_found, outcome, parse_bytes};
+use crate::service::items::{check, file_event, item_not_found, outcome};
 use crate::slug::{ItemFilename, ItemRef};
 
 /// An item's history, newest first, and its current state (`None` once deleted).
@@ -26,17 +28,39 @@ pub struct VersionContent {
     pub doc: ItemDocument,
 }
 
-/// A `{version}` path segment: the integer timestamp from the versions list.
-pub fn parse_version(raw: &str) -> CoreResult<i64> {
-    raw.parse::<i64>().ok().filter(|t| *t >= 0).ok_or_else(|| {
-        CoreError::invalid(format!(
-            "version must be an integer timestamp from the versions list, got {raw:?}"
-        ))
-    })
+/// Names one version of an item's history: the timestamp the versions list gives it
+/// (Unix seconds, never negative). Adapters parse what they received into it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct VersionId(i64);
+
+impl VersionId {
+    /// A version as sent in text (a path segment).
+    pub fn parse(raw: &str) -> CoreResult<Self> {
+        raw.parse::<i64>().ok().filter(|t| *t >= 0).map(Self).ok_or_else(|| refused(raw))
+    }
+
+    /// A version as sent as a number.
+    pub fn new(timestamp: i64) -> CoreResult<Self> {
+        if timestamp >= 0 { Ok(Self(timestamp)) } else { Err(refused(&timestamp.to_string())) }
+    }
+
+    pub fn timestamp(self) -> i64 {
+        self.0
+    }
+}
+
+fn refused(raw: &str) -> CoreError {
+    CoreError::invalid(format!("version must be an integer timestamp from the versions list, got {raw:?}"))
 }
 
 impl Cms {
-    pub async fn list_versions(&self, collection: &Collection, item: &str) -> CoreResult<VersionList> {
+    pub async fn list_versions(
+        &self,
+        caller: impl Into<Caller<'_>>,
+        collection: &Collection,
+        item: &str,
+    ) -> CoreResult<VersionList> {
+        self.authorize(caller, Operation::ReadHistory).await?;
         let (name, current) = self.resolve_history(collection, &ItemRef::parse(item)?).await?;
         let versions = self.versions_newest_first(collection, &name).await?;
         Ok(VersionList {
@@ -48,11 +72,13 @@ impl Cms {
 
     pub async fn read_version(
         &self,
+        caller: impl Into<Caller<'_>>,
         collection: &Collection,
         item: &str,
-        version: &str,
+        version: VersionId,
     ) -> CoreResult<VersionContent> {
-        let timestamp = parse_version(version)?;
+        self.authorize(caller, Operation::ReadHistory).await?;
+        let timestamp = version.timestamp();
         let (name, _) = self.resolve_history(collection, &ItemRef::parse(item)?).await?;
         let bytes = self.version_bytes(collection, &name, timestamp).await?;
         let doc = parse_bytes(&name, &bytes)?;
@@ -63,30 +89,32 @@ impl Cms {
     /// so a restore is itself undoable; a deleted item comes back.
     pub async fn restore_version(
         &self,
+        caller: impl Into<Caller<'_>>,
         collection: &Collection,
         item: &str,
-        version: &str,
-        if_match: Option<&str>,
+        version: VersionId,
+        if_match: Option<&Precondition>,
     ) -> CoreResult<(WriteOutcome, i64)> {
-        let timestamp = parse_version(version)?;
+        self.authorize(caller, Operation::RestoreVersion).await?;
+        let timestamp = version.timestamp();
         let item_ref = ItemRef::parse(item)?;
         let _guard = self.item_locks.lock(collection.index, item_ref.slug()).await;
         let (name, current) = self.resolve_history(collection, &item_ref).await?;
         let bytes = self.version_bytes(collection, &name, timestamp).await?;
         if collection.model.is_some() {
             // An old version must fit the model as it is now, like any other write.
-            let mut old = super::items::parse_bytes(&name, &bytes)?;
+            let mut old = crate::item_file::parse_bytes(&name, &bytes)?;
             self.check_model(collection, &mut old.fm, false).await?;
         }
         match current {
             Some(file) => {
-                check_precondition(if_match, &file.bytes)?;
+                check(if_match, &file.bytes)?;
                 let stamp = self.snapshot_and_replace(collection, &name, &file, &bytes).await?;
                 self.index_written(collection, &name, &StoredFile { bytes: bytes.clone(), stamp });
             }
             None => {
                 // The item is deleted: there is no current ETag for If-Match to name.
-                if if_match.is_some_and(|tag| tag.trim() != "*") {
+                if matches!(if_match, Some(Precondition::Tags(_))) {
                     return Err(CoreError::PreconditionFailed(format!(
                         "If-Match names a current version, but item {:?} is deleted",
                         name.as_str()
@@ -231,13 +259,14 @@ impl Cms {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_version;
+    use super::VersionId;
 
     #[test]
     fn versions_are_integer_timestamps() {
-        assert_eq!(parse_version("1767225600").unwrap(), 1_767_225_600);
+        assert_eq!(VersionId::parse("1767225600").unwrap().timestamp(), 1_767_225_600);
         for bad in ["", "abc", "-1", "1.5", "2026-01-01"] {
-            assert!(parse_version(bad).is_err(), "{bad}");
+            assert!(VersionId::parse(bad).is_err(), "{bad}");
         }
+        assert!(VersionId::new(-1).unwrap_err().to_string().contains("got \"-1\""));
     }
 }

@@ -2,23 +2,27 @@ use cms_core::CoreError;
 use cms_core::account::Role;
 use cms_core::events::{EventData, EventKind};
 use cms_core::license::Feature;
+use cms_core::policy::Caller;
 use cms_core::testing::MemoryWorld;
 
 #[tokio::test]
 async fn keys_authenticate_as_their_user_until_revoked() {
     let world = MemoryWorld::new();
     let cms = world.cms();
-    cms.add_user("Ann@Example.com", Role::Admin).await.unwrap();
-    let key = cms.create_key("ann@example.com", "ci", [1; 32]).await.unwrap();
+    cms.add_user(Caller::Operator, "Ann@Example.com", Role::Admin).await.unwrap();
+    let key = cms.create_key(Caller::Operator, "ann@example.com", "ci", [1; 32]).await.unwrap();
     let principal = cms.authenticate(&key.plaintext).await.unwrap();
     assert_eq!((principal.user.email.as_str(), principal.user.role), ("ann@example.com", Role::Admin));
     assert!(principal.require_role(Role::Editor).is_ok());
     assert!(matches!(principal.require_role(Role::Owner), Err(CoreError::Forbidden(_))));
 
-    assert!(cms.keys().await.unwrap().iter().all(|k| k.hash != key.plaintext), "plaintext is never stored");
-    cms.revoke_key(&key.record.id).await.unwrap();
+    assert!(
+        cms.keys(Caller::Operator).await.unwrap().iter().all(|k| k.hash != key.plaintext),
+        "plaintext is never stored"
+    );
+    cms.revoke_key(Caller::Operator, &key.record.id).await.unwrap();
     assert!(matches!(cms.authenticate(&key.plaintext).await, Err(CoreError::Unauthorized(_))));
-    assert!(matches!(cms.revoke_key(&key.record.id).await, Err(CoreError::NotFound(_))));
+    assert!(matches!(cms.revoke_key(Caller::Operator, &key.record.id).await, Err(CoreError::NotFound(_))));
 }
 
 #[tokio::test]
@@ -33,12 +37,12 @@ async fn wrong_key_families_and_unknown_keys_are_unauthorized() {
 async fn removing_a_user_removes_their_keys_and_emits_events() {
     let world = MemoryWorld::new();
     let cms = world.cms();
-    cms.add_user("bob@example.com", Role::Editor).await.unwrap();
-    cms.add_user("bob@example.com", Role::Owner).await.unwrap();
-    let key = cms.create_key("bob@example.com", "k", [2; 32]).await.unwrap();
-    cms.remove_user("bob@example.com").await.unwrap();
+    cms.add_user(Caller::Operator, "bob@example.com", Role::Editor).await.unwrap();
+    cms.add_user(Caller::Operator, "bob@example.com", Role::Owner).await.unwrap();
+    let key = cms.create_key(Caller::Operator, "bob@example.com", "k", [2; 32]).await.unwrap();
+    cms.remove_user(Caller::Operator, "bob@example.com").await.unwrap();
     assert!(cms.authenticate(&key.plaintext).await.is_err());
-    assert!(cms.keys().await.unwrap().is_empty());
+    assert!(cms.keys(Caller::Operator).await.unwrap().is_empty());
     let kinds: Vec<_> = world.events.take().into_iter().map(|e| (e.kind, e.data)).collect();
     assert_eq!(
         kinds,
@@ -51,7 +55,10 @@ async fn removing_a_user_removes_their_keys_and_emits_events() {
             (EventKind::UserDeleted, EventData::User { email: "bob@example.com".into(), role: None }),
         ]
     );
-    assert!(matches!(cms.create_key("bob@example.com", "k", [3; 32]).await, Err(CoreError::NotFound(_))));
+    assert!(matches!(
+        cms.create_key(Caller::Operator, "bob@example.com", "k", [3; 32]).await,
+        Err(CoreError::NotFound(_))
+    ));
 }
 
 #[tokio::test]
@@ -66,10 +73,10 @@ async fn license_features_gate_routes() {
     );
     world.settle(&cms).await;
     assert!(matches!(cms.require_feature(Feature::JsonApi).await, Err(CoreError::PaymentRequired(_))));
-    cms.install_license("licensee: X\nfeatures: [json_api]\n").await.unwrap();
+    cms.install_license(Caller::Operator, "licensee: X\nfeatures: [json_api]\n").await.unwrap();
     assert!(cms.require_feature(Feature::JsonApi).await.is_ok());
     assert!(cms.require_feature(Feature::Webhooks).await.is_err());
-    assert!(cms.install_license("licensee: X\n").await.is_err());
+    assert!(cms.install_license(Caller::Operator, "licensee: X\n").await.is_err());
 }
 
 #[tokio::test]
@@ -81,11 +88,14 @@ async fn passwords_and_sessions_follow_the_user_as_stored() {
     let cms = world.cms();
     let sessions = Sessions::default();
     let hash = hash_password("correct horse", [3; 16]).unwrap();
-    assert!(matches!(cms.set_password("nobody@example.com", &hash).await, Err(CoreError::NotFound(_))));
-    cms.add_user("ann@example.com", Role::Editor).await.unwrap();
+    assert!(matches!(
+        cms.set_password(Caller::Operator, "nobody@example.com", &hash).await,
+        Err(CoreError::NotFound(_))
+    ));
+    cms.add_user(Caller::Operator, "ann@example.com", Role::Editor).await.unwrap();
     assert_eq!(cms.user_credentials("ANN@example.com").await.unwrap().unwrap().1, None, "no password yet");
     assert_eq!(cms.user_credentials("not an email").await.unwrap(), None);
-    cms.set_password("ann@example.com", &hash).await.unwrap();
+    cms.set_password(Caller::Operator, "ann@example.com", &hash).await.unwrap();
 
     let (user, stored) = cms.user_credentials("ann@example.com").await.unwrap().unwrap();
     assert!(verify_password(stored.as_deref(), "correct horse"));
@@ -94,19 +104,25 @@ async fn passwords_and_sessions_follow_the_user_as_stored() {
     assert_eq!((principal.user.role, principal.key_id.as_str()), (Role::Editor, "session"));
     assert_eq!(session.csrf, started.session.csrf);
 
-    cms.add_user("ann@example.com", Role::Owner).await.unwrap();
+    cms.add_user(Caller::Operator, "ann@example.com", Role::Owner).await.unwrap();
     let (principal, _) = cms.resume_session(&sessions, &started.token).await.unwrap().unwrap();
     assert_eq!(principal.user.role, Role::Owner, "a new role counts at once; the password stays");
 
-    cms.set_password("ann@example.com", &hash_password("another password", [4; 16]).unwrap()).await.unwrap();
+    cms.set_password(
+        Caller::Operator,
+        "ann@example.com",
+        &hash_password("another password", [4; 16]).unwrap(),
+    )
+    .await
+    .unwrap();
     assert!(cms.resume_session(&sessions, &started.token).await.unwrap().is_none(), "a new password ends it");
     assert!(sessions.is_empty(), "and it is forgotten");
 
     let (user, stored) = cms.user_credentials("ann@example.com").await.unwrap().unwrap();
     let again = cms.start_session(&sessions, &user, stored.as_deref(), [5; 32], [6; 32]);
-    cms.remove_user("ann@example.com").await.unwrap();
+    cms.remove_user(Caller::Operator, "ann@example.com").await.unwrap();
     assert!(cms.resume_session(&sessions, &again.token).await.unwrap().is_none(), "removal ends it");
-    cms.add_user("ann@example.com", Role::Editor).await.unwrap();
+    cms.add_user(Caller::Operator, "ann@example.com", Role::Editor).await.unwrap();
     assert_eq!(
         cms.user_credentials("ann@example.com").await.unwrap().unwrap().1,
         None,
@@ -118,14 +134,18 @@ async fn passwords_and_sessions_follow_the_user_as_stored() {
 async fn webhook_management_needs_the_owner_and_the_feature() {
     let world = MemoryWorld::new();
     let cms = world.cms();
-    cms.add_user("ed@example.com", Role::Editor).await.unwrap();
-    cms.add_user("own@example.com", Role::Owner).await.unwrap();
+    cms.add_user(Caller::Operator, "ed@example.com", Role::Editor).await.unwrap();
+    cms.add_user(Caller::Operator, "own@example.com", Role::Owner).await.unwrap();
     let editor = cms
-        .authenticate(&cms.create_key("ed@example.com", "k", [7; 32]).await.unwrap().plaintext)
+        .authenticate(
+            &cms.create_key(Caller::Operator, "ed@example.com", "k", [7; 32]).await.unwrap().plaintext,
+        )
         .await
         .unwrap();
     let owner = cms
-        .authenticate(&cms.create_key("own@example.com", "k", [8; 32]).await.unwrap().plaintext)
+        .authenticate(
+            &cms.create_key(Caller::Operator, "own@example.com", "k", [8; 32]).await.unwrap().plaintext,
+        )
         .await
         .unwrap();
     assert!(matches!(

@@ -1,6 +1,9 @@
 //! The kept index through the facade: read-your-writes, outside edits delivered by the
 //! change feed, per-item write serialization, ETags, and futures that can be spawned.
 
+use cms_core::policy::Caller;
+use cms_core::service::Precondition;
+use cms_core::service::VersionId;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -64,8 +67,8 @@ async fn tag_slugs(cms: &Cms) -> Vec<String> {
 
 /// A viewer with a key (drafts visible), made through `cms`.
 async fn editor(cms: &Cms) -> Viewer {
-    cms.add_user("ed@example.com", Role::Editor).await.unwrap();
-    let key = cms.create_key("ed@example.com", "t", [7; 32]).await.unwrap();
+    cms.add_user(Caller::Operator, "ed@example.com", Role::Editor).await.unwrap();
+    let key = cms.create_key(Caller::Operator, "ed@example.com", "t", [7; 32]).await.unwrap();
     Viewer::Key(cms.authenticate(&key.plaintext).await.unwrap())
 }
 
@@ -89,10 +92,16 @@ async fn the_facades_own_writes_are_seen_by_the_very_next_request() {
         fields.insert("keep".into(), "me".into());
         Value::Object(fields)
     };
-    cms.create_item(&posts, new_post("b", published("Bravo", json!(["x"]), "2024-01-02"))).await.unwrap();
+    cms.create_item(Caller::Operator, &posts, new_post("b", published("Bravo", json!(["x"]), "2024-01-02")))
+        .await
+        .unwrap();
     assert_eq!(slugs(&cms, &[], &anon).await, ["b"], "a create is listed at once");
-    cms.create_item(&posts, new_post("a", published("Alpha", json!(["y"]), "2024-01-01"))).await.unwrap();
-    cms.create_item(&posts, new_post("c", json!({"title": "Charlie", "tags": ["x"]}))).await.unwrap();
+    cms.create_item(Caller::Operator, &posts, new_post("a", published("Alpha", json!(["y"]), "2024-01-01")))
+        .await
+        .unwrap();
+    cms.create_item(Caller::Operator, &posts, new_post("c", json!({"title": "Charlie", "tags": ["x"]})))
+        .await
+        .unwrap();
     assert_eq!(slugs(&cms, &[], &anon).await, ["b", "a"], "newest first; the draft is not public");
     assert_eq!(slugs(&cms, &by_title, &anon).await, ["a", "b"]);
     assert_eq!(slugs(&cms, &[("status", "all"), ("orderBy", "title")], &viewer).await, ["c", "b", "a"]);
@@ -102,8 +111,10 @@ async fn the_facades_own_writes_are_seen_by_the_very_next_request() {
 
     // PATCH: a new title moves the item in title order, the tags are replaced, and the
     // keys the patch does not name stay.
-    let out =
-        cms.update_item(&posts, "b", patch(json!({"title": "Aardvark", "tags": ["z"]})), None).await.unwrap();
+    let out = cms
+        .update_item(Caller::Operator, &posts, "b", patch(json!({"title": "Aardvark", "tags": ["z"]})), None)
+        .await
+        .unwrap();
     assert_eq!(slugs(&cms, &by_title, &anon).await, ["b", "a"], "the new title is sorted at once");
     assert!(slugs(&cms, &[("tags", "x")], &anon).await.is_empty(), "a removed tag no longer matches");
     assert_eq!(slugs(&cms, &[("tags", "z")], &anon).await, ["b"], "a new tag matches");
@@ -118,32 +129,36 @@ async fn the_facades_own_writes_are_seen_by_the_very_next_request() {
     assert_eq!((raw.doc.fm["title"].as_str(), raw.doc.fm["keep"].as_str()), (Some("Aardvark"), Some("me")));
 
     // Publishing a draft makes it public at once; a null removes a key.
-    cms.update_item(&posts, "c", patch(json!({"status": "published", "tags": null})), None).await.unwrap();
+    cms.update_item(Caller::Operator, &posts, "c", patch(json!({"status": "published", "tags": null})), None)
+        .await
+        .unwrap();
     assert_eq!(slugs(&cms, &by_title, &anon).await, ["b", "a", "c"]);
     assert_eq!(cms.read_item(&posts, "c", &anon).await.unwrap().meta.title, "Charlie");
     assert!(slugs(&cms, &[("tags", "x"), ("status", "all")], &viewer).await.is_empty());
 
     // Delete: gone from lists, tags and single reads at once; the slug is free again.
-    cms.delete_item(&posts, "a", None).await.unwrap();
+    cms.delete_item(Caller::Operator, &posts, "a", None).await.unwrap();
     assert_eq!(slugs(&cms, &by_title, &anon).await, ["b", "c"]);
     assert!(slugs(&cms, &[("tags", "y")], &anon).await.is_empty());
     assert_eq!(tag_slugs(&cms).await, ["z"]);
     assert!(matches!(cms.read_item(&posts, "a", &anon).await, Err(CoreError::NotFound(_))));
     assert!(matches!(cms.read_raw(&posts, "a").await, Err(CoreError::NotFound(_))));
-    cms.create_item(&posts, new_post("a", published("Again", json!(["y"]), "2024-03-01"))).await.unwrap();
+    cms.create_item(Caller::Operator, &posts, new_post("a", published("Again", json!(["y"]), "2024-03-01")))
+        .await
+        .unwrap();
     assert_eq!(slugs(&cms, &[("tags", "y")], &anon).await, ["a"]);
     assert_eq!(cms.read_item(&posts, "a", &anon).await.unwrap().meta.title, "Again");
 
     // Restore: a deleted item comes back, an existing one goes back, both at once.
-    cms.delete_item(&posts, "b", None).await.unwrap();
+    cms.delete_item(Caller::Operator, &posts, "b", None).await.unwrap();
     assert!(slugs(&cms, &[("tags", "z")], &anon).await.is_empty());
-    let history = cms.list_versions(&posts, "2024-01-02-b.md").await.unwrap();
-    let newest = history.versions[0].timestamp.to_string();
-    cms.restore_version(&posts, "2024-01-02-b.md", &newest, None).await.unwrap();
+    let history = cms.list_versions(Caller::Operator, &posts, "2024-01-02-b.md").await.unwrap();
+    let newest = VersionId::new(history.versions[0].timestamp).unwrap();
+    cms.restore_version(Caller::Operator, &posts, "2024-01-02-b.md", newest, None).await.unwrap();
     assert_eq!(slugs(&cms, &[("tags", "z")], &anon).await, ["b"], "a restored item is listed at once");
     assert_eq!(tag_slugs(&cms).await, ["y", "z"]);
-    let oldest = history.versions.last().unwrap().timestamp.to_string();
-    cms.restore_version(&posts, "b", &oldest, None).await.unwrap();
+    let oldest = VersionId::new(history.versions.last().unwrap().timestamp).unwrap();
+    cms.restore_version(Caller::Operator, &posts, "b", oldest, None).await.unwrap();
     assert_eq!(cms.read_item(&posts, "b", &anon).await.unwrap().meta.title, "Bravo");
     assert_eq!(slugs(&cms, &[("tags", "x")], &anon).await, ["b"], "the restored version's tags");
     assert_eq!(tag_slugs(&cms).await, ["x", "y"]);
@@ -262,7 +277,8 @@ async fn a_read_answers_the_etag_the_write_returned() {
         cms.list_items(&pages, &all, &viewer).await.unwrap().items[0].item.etag.to_string()
     };
 
-    let created = cms.create_item(&pages, new_post("e", json!({"title": "E"}))).await.unwrap();
+    let created =
+        cms.create_item(Caller::Operator, &pages, new_post("e", json!({"title": "E"}))).await.unwrap();
     let mut etag = created.etag.clone().unwrap();
     assert_eq!(cms.read_item(&pages, "e", &viewer).await.unwrap().etag, etag);
     assert_eq!(cms.read_raw(&pages, "e").await.unwrap().etag, etag);
@@ -273,7 +289,10 @@ async fn a_read_answers_the_etag_the_write_returned() {
     for (i, update) in [patch(json!({"n": 1})), put].into_iter().enumerate() {
         // Read first, so that a stale cached rendering would show.
         cms.read_item(&pages, "e", &viewer).await.unwrap();
-        let out = cms.update_item(&pages, "e", update, Some(&etag)).await.unwrap();
+        let out = cms
+            .update_item(Caller::Operator, &pages, "e", update, Some(&Precondition::from_if_match(&etag)))
+            .await
+            .unwrap();
         etag = out.etag.unwrap();
         assert_eq!(cms.read_item(&pages, "e", &viewer).await.unwrap().etag, etag, "update {i}");
         assert_eq!(cms.read_raw(&pages, "e").await.unwrap().etag, etag, "update {i}");
@@ -281,8 +300,12 @@ async fn a_read_answers_the_etag_the_write_returned() {
         assert_eq!(stored_etag(), etag, "update {i}");
     }
 
-    let version = cms.list_versions(&pages, "e").await.unwrap().versions.last().unwrap().timestamp;
-    let (restored, _) = cms.restore_version(&pages, "e", &version.to_string(), None).await.unwrap();
+    let version =
+        cms.list_versions(Caller::Operator, &pages, "e").await.unwrap().versions.last().unwrap().timestamp;
+    let (restored, _) = cms
+        .restore_version(Caller::Operator, &pages, "e", VersionId::new(version).unwrap(), None)
+        .await
+        .unwrap();
     let etag = restored.etag.unwrap();
     assert_eq!(etag, created.etag.unwrap(), "the oldest version is the created bytes");
     assert_eq!(cms.read_item(&pages, "e", &viewer).await.unwrap().etag, etag);
@@ -375,10 +398,11 @@ async fn concurrent_patches_of_one_item_serialize_and_lose_nothing() {
     let world = MemoryWorld::new();
     let (cms, store) = interleaving(&world);
     let pages = cms.collection("pages").unwrap().clone();
-    cms.create_item(&pages, new_post("one", json!({"title": "One"}))).await.unwrap();
+    cms.create_item(Caller::Operator, &pages, new_post("one", json!({"title": "One"}))).await.unwrap();
     store.most_in_flight.store(0, Ordering::SeqCst);
 
-    let patches = (0..20).map(|i| cms.update_item(&pages, "one", patch(json!({format!("k{i}"): i})), None));
+    let patches = (0..20)
+        .map(|i| cms.update_item(Caller::Operator, &pages, "one", patch(json!({format!("k{i}"): i})), None));
     let outcomes: Vec<_> = join_all(patches).await.into_iter().map(Result::unwrap).collect();
     assert_eq!(store.most_in_flight.load(Ordering::SeqCst), 1, "writes to one item never overlap");
 
@@ -406,6 +430,7 @@ async fn concurrent_writes_to_different_items_run_in_parallel() {
     let creates = (0..20).map(|i| {
         let date = format!("2024-02-{:02}", i + 1);
         cms.create_item(
+            Caller::Operator,
             &posts,
             new_post(
                 &format!("p{i}"),
@@ -424,7 +449,9 @@ async fn concurrent_writes_to_different_items_run_in_parallel() {
 
     store.most_in_flight.store(0, Ordering::SeqCst);
     let names: Vec<String> = (0..20).map(|i| format!("p{i}")).collect();
-    let patches = names.iter().map(|name| cms.update_item(&posts, name, patch(json!({"n": name})), None));
+    let patches = names
+        .iter()
+        .map(|name| cms.update_item(Caller::Operator, &posts, name, patch(json!({"n": name})), None));
     for outcome in join_all(patches).await {
         outcome.unwrap();
     }
@@ -432,7 +459,11 @@ async fn concurrent_writes_to_different_items_run_in_parallel() {
 
     // One slug is one item, whatever the date prefix: only one of these creates wins.
     let same = (1..=5).map(|day| {
-        cms.create_item(&posts, new_post("same", json!({"title": "Same", "date": format!("2024-03-0{day}")})))
+        cms.create_item(
+            Caller::Operator,
+            &posts,
+            new_post("same", json!({"title": "Same", "date": format!("2024-03-0{day}")})),
+        )
     });
     let results = join_all(same).await;
     assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 1, "{results:?}");
@@ -465,11 +496,11 @@ fn the_facades_futures_are_send() {
     assert_send(&cms.list_items(posts, &q, &anon));
     assert_send(&cms.read_item(posts, "a", &anon));
     assert_send(&cms.read_raw(posts, "a"));
-    assert_send(&cms.create_item(posts, NewItem::default()));
-    assert_send(&cms.update_item(posts, "a", patch(json!({})), None));
-    assert_send(&cms.delete_item(posts, "a", None));
-    assert_send(&cms.list_versions(posts, "a"));
-    assert_send(&cms.restore_version(posts, "a", "1", None));
+    assert_send(&cms.create_item(Caller::Operator, posts, NewItem::default()));
+    assert_send(&cms.update_item(Caller::Operator, posts, "a", patch(json!({})), None));
+    assert_send(&cms.delete_item(Caller::Operator, posts, "a", None));
+    assert_send(&cms.list_versions(Caller::Operator, posts, "a"));
+    assert_send(&cms.restore_version(Caller::Operator, posts, "a", VersionId::new(1).unwrap(), None));
     assert_send(&cms.indexed_items(posts));
     assert_send(&cms.rescan_all());
     assert_send(&cms.rescan(posts));
@@ -480,7 +511,7 @@ fn the_facades_futures_are_send() {
     assert_send(&cms.related(&RelatedParams::default()));
     assert_send(&cms.authenticate("api_x"));
     assert_send(&cms.license_state());
-    assert_send(&cms.begin_upload(10));
+    assert_send(&cms.begin_upload(Caller::Operator, 10));
 }
 
 #[tokio::test]
@@ -491,7 +522,12 @@ async fn facade_calls_run_in_spawned_tasks() {
         let cms = Arc::clone(&cms);
         tokio::spawn(async move {
             let pages = cms.collection("pages").unwrap();
-            cms.create_item(pages, new_post("s", json!({"title": "S", "status": "published"}))).await?;
+            cms.create_item(
+                Caller::Operator,
+                pages,
+                new_post("s", json!({"title": "S", "status": "published"})),
+            )
+            .await?;
             cms.list_items(pages, &ListQuery::default(), &Viewer::Anonymous).await
         })
     };
@@ -541,6 +577,7 @@ async fn concurrent_first_requests_build_the_index_once() {
     let lists = (0..10).map(|_| cms.list_items(&posts, &q, &anon));
     let creates = (0..3).map(|i| {
         cms.create_item(
+            Caller::Operator,
             &posts,
             new_post(&format!("n{i}"), json!({"status": "published", "date": "2020-01-01"})),
         )
@@ -560,8 +597,10 @@ async fn concurrent_first_requests_build_the_index_once() {
     world.content.put_raw(POSTS, "2020-01-01-n1.md", b"---\ntitle: Outside\nstatus: published\n---\n");
     let changes = world.content.take_changes();
     assert_eq!(changes.len(), 1);
-    let (applied, updated) =
-        tokio::join!(cms.apply_changes(changes), cms.update_item(&posts, "n1", patch(json!({"k": 1})), None));
+    let (applied, updated) = tokio::join!(
+        cms.apply_changes(changes),
+        cms.update_item(Caller::Operator, &posts, "n1", patch(json!({"k": 1})), None)
+    );
     applied.unwrap();
     updated.unwrap();
     let raw = cms.read_raw(&posts, "n1").await.unwrap();

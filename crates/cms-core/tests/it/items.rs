@@ -1,3 +1,5 @@
+use cms_core::policy::Caller;
+use cms_core::service::Precondition;
 use std::sync::atomic::Ordering;
 
 use cms_core::CoreError;
@@ -15,8 +17,8 @@ fn fm(value: Value) -> Frontmatter {
 
 async fn keyed(world: &MemoryWorld) -> Viewer {
     let cms = world.cms();
-    cms.add_user("ed@example.com", Role::Editor).await.unwrap();
-    let key = cms.create_key("ed@example.com", "t", [9; 32]).await.unwrap();
+    cms.add_user(Caller::Operator, "ed@example.com", Role::Editor).await.unwrap();
+    let key = cms.create_key(Caller::Operator, "ed@example.com", "t", [9; 32]).await.unwrap();
     Viewer::Key(cms.authenticate(&key.plaintext).await.unwrap())
 }
 
@@ -29,6 +31,7 @@ async fn create_derives_slug_dates_the_file_and_defaults_to_draft() {
     let posts = cms.collection("posts").unwrap().clone();
     let out = cms
         .create_item(
+            Caller::Operator,
             &posts,
             NewItem { fm: fm(json!({"title": "Hello, World!"})), body: "Hi".into(), ..Default::default() },
         )
@@ -44,6 +47,7 @@ async fn create_derives_slug_dates_the_file_and_defaults_to_draft() {
 
     let dated = cms
         .create_item(
+            Caller::Operator,
             &posts,
             NewItem { fm: fm(json!({"title": "Old", "date": "2020-05-06"})), ..Default::default() },
         )
@@ -52,6 +56,7 @@ async fn create_derives_slug_dates_the_file_and_defaults_to_draft() {
     assert_eq!(dated.filename, "2020-05-06-old.md");
     let undated = cms
         .create_item(
+            Caller::Operator,
             &posts,
             NewItem { slug: Some("plain".into()), date_prefix: Some(false), ..Default::default() },
         )
@@ -65,8 +70,12 @@ async fn create_refuses_clashes_and_bad_input_without_writing() {
     let world = MemoryWorld::new();
     let cms = world.cms();
     let pages = cms.collection("pages").unwrap().clone();
-    cms.create_item(&pages, NewItem { slug: Some("about".into()), ..Default::default() }).await.unwrap();
-    let again = cms.create_item(&pages, NewItem { slug: Some("about".into()), ..Default::default() }).await;
+    cms.create_item(Caller::Operator, &pages, NewItem { slug: Some("about".into()), ..Default::default() })
+        .await
+        .unwrap();
+    let again = cms
+        .create_item(Caller::Operator, &pages, NewItem { slug: Some("about".into()), ..Default::default() })
+        .await;
     assert!(matches!(again, Err(CoreError::Conflict(_))));
     for bad in [
         NewItem::default(),
@@ -77,7 +86,7 @@ async fn create_refuses_clashes_and_bad_input_without_writing() {
         NewItem { slug: Some("x".into()), fm: fm(json!({"tags": "a"})), ..Default::default() },
         NewItem { slug: Some("x".into()), fm: fm(json!({"folder": 3})), ..Default::default() },
     ] {
-        assert!(matches!(cms.create_item(&pages, bad).await, Err(CoreError::Invalid(_))));
+        assert!(matches!(cms.create_item(Caller::Operator, &pages, bad).await, Err(CoreError::Invalid(_))));
     }
     assert_eq!(cms.indexed_items(&pages).await.unwrap().len(), 1, "nothing else was written");
 }
@@ -88,6 +97,7 @@ async fn put_and_patch_merge_frontmatter_and_treat_body_differently() {
     let cms = world.cms();
     let pages = cms.collection("1").unwrap().clone();
     cms.create_item(
+        Caller::Operator,
         &pages,
         NewItem {
             slug: Some("about".into()),
@@ -105,6 +115,7 @@ async fn put_and_patch_merge_frontmatter_and_treat_body_differently() {
     };
 
     cms.update_item(
+        Caller::Operator,
         &pages,
         "about",
         patch(json!({"status": "published", "tags": null}), None, UpdateMode::Patch),
@@ -116,14 +127,22 @@ async fn put_and_patch_merge_frontmatter_and_treat_body_differently() {
     assert_eq!(raw.doc.body, "Body", "PATCH without body keeps it");
     assert_eq!(raw.doc.fm, fm(json!({"title": "About", "status": "published"})), "null removed a key");
 
-    cms.update_item(&pages, "about.md", patch(json!({"author": "Ann"}), None, UpdateMode::Put), None)
-        .await
-        .unwrap();
+    cms.update_item(
+        Caller::Operator,
+        &pages,
+        "about.md",
+        patch(json!({"author": "Ann"}), None, UpdateMode::Put),
+        None,
+    )
+    .await
+    .unwrap();
     let raw = cms.read_raw(&pages, "about").await.unwrap();
     assert_eq!(raw.doc.body, "", "PUT without body saves an empty body");
     assert_eq!(raw.doc.fm["author"], "Ann");
 
-    let missing = cms.update_item(&pages, "nope", patch(json!({}), None, UpdateMode::Put), None).await;
+    let missing = cms
+        .update_item(Caller::Operator, &pages, "nope", patch(json!({}), None, UpdateMode::Put), None)
+        .await;
     assert!(matches!(missing, Err(CoreError::NotFound(_))));
     let kinds: Vec<_> = world.events.take().into_iter().map(|e| e.kind).collect();
     assert_eq!(kinds, [EventKind::FileCreated, EventKind::FileUpdated, EventKind::FileUpdated]);
@@ -134,15 +153,32 @@ async fn if_match_guards_writes() {
     let world = MemoryWorld::new();
     let cms = world.cms();
     let pages = cms.collection("pages").unwrap().clone();
-    let created =
-        cms.create_item(&pages, NewItem { slug: Some("a".into()), ..Default::default() }).await.unwrap();
+    let created = cms
+        .create_item(Caller::Operator, &pages, NewItem { slug: Some("a".into()), ..Default::default() })
+        .await
+        .unwrap();
     let etag = created.etag.unwrap();
     let update = || ItemUpdate { mode: UpdateMode::Patch, fm: fm(json!({"title": "T"})), body: None };
-    let stale = cms.update_item(&pages, "a", update(), Some("\"0000\"")).await;
+    let stale = cms
+        .update_item(Caller::Operator, &pages, "a", update(), Some(&Precondition::from_if_match("\"0000\"")))
+        .await;
     assert!(matches!(stale, Err(CoreError::PreconditionFailed(_))));
-    let fresh = cms.update_item(&pages, "a", update(), Some(&etag)).await.unwrap();
-    assert!(matches!(cms.delete_item(&pages, "a", Some(&etag)).await, Err(CoreError::PreconditionFailed(_))));
-    cms.delete_item(&pages, "a", fresh.etag.as_deref()).await.unwrap();
+    let fresh = cms
+        .update_item(Caller::Operator, &pages, "a", update(), Some(&Precondition::from_if_match(&etag)))
+        .await
+        .unwrap();
+    assert!(matches!(
+        cms.delete_item(Caller::Operator, &pages, "a", Some(&Precondition::from_if_match(&etag))).await,
+        Err(CoreError::PreconditionFailed(_))
+    ));
+    cms.delete_item(
+        Caller::Operator,
+        &pages,
+        "a",
+        fresh.etag.as_deref().map(Precondition::from_if_match).as_ref(),
+    )
+    .await
+    .unwrap();
     assert!(matches!(cms.read_raw(&pages, "a").await, Err(CoreError::NotFound(_))));
 }
 
@@ -165,7 +201,7 @@ async fn lists_filter_sort_and_paginate() {
             ),
             ..Default::default()
         };
-        cms.create_item(&posts, item).await.unwrap();
+        cms.create_item(Caller::Operator, &posts, item).await.unwrap();
     }
     let list = async |pairs: &[(&str, &str)], viewer: &Viewer| {
         let params = ListParams::from_pairs(pairs.iter().copied());
@@ -200,7 +236,9 @@ async fn drafts_are_invisible_without_a_key() {
     let viewer = keyed(&world).await;
     let cms = world.cms();
     let pages = cms.collection("pages").unwrap().clone();
-    cms.create_item(&pages, NewItem { slug: Some("secret".into()), ..Default::default() }).await.unwrap();
+    cms.create_item(Caller::Operator, &pages, NewItem { slug: Some("secret".into()), ..Default::default() })
+        .await
+        .unwrap();
     assert!(matches!(cms.read_item(&pages, "secret", &Viewer::Anonymous).await, Err(CoreError::NotFound(_))));
     assert_eq!(cms.read_item(&pages, "secret", &viewer).await.unwrap().meta.slug, "secret");
 }
@@ -327,6 +365,7 @@ async fn rendering_ahead_hands_over_each_live_item_as_a_read_would_show_it() {
     // from an old one's.
     assert_eq!(cms.read_item(&pages, "draft", &viewer).await.unwrap().html, "<p>Hidden.</p>\n");
     cms.update_item(
+        Caller::Operator,
         &pages,
         "p0",
         ItemUpdate { mode: UpdateMode::Patch, fm: Frontmatter::new(), body: Some("New *body*.".into()) },
@@ -362,7 +401,7 @@ async fn broken_or_hostile_files_are_skipped_by_lists_and_reported_on_reads() {
         let err = cms.read_raw(&pages, name).await.unwrap_err();
         assert!(matches!(err, CoreError::Corrupt(_)), "{name}: {err:?}");
         let update = ItemUpdate { mode: UpdateMode::Patch, fm: fm(json!({"title": "x"})), body: None };
-        assert!(cms.update_item(&pages, name, update, None).await.is_err());
+        assert!(cms.update_item(Caller::Operator, &pages, name, update, None).await.is_err());
     }
     assert_eq!(world.content.get_raw("content/pages", "broken.md").unwrap(), b"---\ntitle: [unclosed\n---\n");
 }
@@ -420,9 +459,14 @@ async fn status_cannot_be_removed_by_a_null() {
     let world = MemoryWorld::new();
     let cms = world.cms();
     let pages = cms.collection("pages").unwrap().clone();
-    cms.create_item(&pages, NewItem { slug: Some("d".into()), ..Default::default() }).await.unwrap();
+    cms.create_item(Caller::Operator, &pages, NewItem { slug: Some("d".into()), ..Default::default() })
+        .await
+        .unwrap();
     let update = ItemUpdate { mode: UpdateMode::Patch, fm: fm(json!({"status": null})), body: None };
-    assert!(matches!(cms.update_item(&pages, "d", update, None).await, Err(CoreError::Invalid(_))));
+    assert!(matches!(
+        cms.update_item(Caller::Operator, &pages, "d", update, None).await,
+        Err(CoreError::Invalid(_))
+    ));
     assert!(matches!(cms.read_item(&pages, "d", &Viewer::Anonymous).await, Err(CoreError::NotFound(_))));
 }
 

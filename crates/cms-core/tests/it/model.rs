@@ -3,6 +3,7 @@
 
 use cms_core::CoreError;
 use cms_core::document::Frontmatter;
+use cms_core::policy::Caller;
 use cms_core::service::{ItemUpdate, NewItem, UpdateMode};
 use cms_core::testing::{MemoryWorld, SITE_YAML};
 use serde_json::{Value, json};
@@ -34,6 +35,7 @@ async fn a_modelled_write_gets_its_defaults_and_a_broken_one_names_every_field()
 
     let refused = cms
         .create_item(
+            Caller::Operator,
             &posts,
             new(json!({ "price": -1, "related": "nowhere", "cover": "/media/uploads/none.jpg" })),
         )
@@ -58,9 +60,10 @@ async fn a_modelled_write_gets_its_defaults_and_a_broken_one_names_every_field()
     world.resources.put_file("media/uploads", "notes.txt", b"text");
     let about =
         NewItem { slug: Some("about".into()), fm: fm(json!({ "title": "About" })), ..Default::default() };
-    cms.create_item(cms.collection("pages").unwrap(), about).await.unwrap();
+    cms.create_item(Caller::Operator, cms.collection("pages").unwrap(), about).await.unwrap();
     let image_wanted = cms
         .create_item(
+            Caller::Operator,
             &posts,
             new(json!({ "title": "T", "related": "about", "cover": "/media/uploads/notes.txt" })),
         )
@@ -75,6 +78,7 @@ async fn a_modelled_write_gets_its_defaults_and_a_broken_one_names_every_field()
     );
 
     cms.create_item(
+        Caller::Operator,
         &posts,
         new(json!({ "title": "T", "related": "about", "cover": "/media/uploads/cover.jpg" })),
     )
@@ -91,14 +95,20 @@ async fn updates_are_checked_after_merging() {
     let posts = cms.collection("posts").unwrap().clone();
     let created =
         NewItem { slug: Some("a".into()), fm: fm(json!({ "title": "T", "price": 3 })), ..Default::default() };
-    cms.create_item(&posts, created).await.unwrap();
+    cms.create_item(Caller::Operator, &posts, created).await.unwrap();
     let patch = |value: Value| ItemUpdate { mode: UpdateMode::Patch, fm: fm(value), body: None };
 
-    let refused = cms.update_item(&posts, "a", patch(json!({ "price": "ten" })), None).await.unwrap_err();
+    let refused = cms
+        .update_item(Caller::Operator, &posts, "a", patch(json!({ "price": "ten" })), None)
+        .await
+        .unwrap_err();
     assert_eq!(field_errors(refused), [("fm.price".into(), "must be a number ≥ 0, got a string".into())]);
     // A patch that leaves the title out keeps it: the merged item is what is checked.
-    cms.update_item(&posts, "a", patch(json!({ "price": 4 })), None).await.unwrap();
-    let cleared = cms.update_item(&posts, "a", patch(json!({ "title": null })), None).await.unwrap_err();
+    cms.update_item(Caller::Operator, &posts, "a", patch(json!({ "price": 4 })), None).await.unwrap();
+    let cleared = cms
+        .update_item(Caller::Operator, &posts, "a", patch(json!({ "title": null })), None)
+        .await
+        .unwrap_err();
     assert_eq!(field_errors(cleared), [("fm.title".into(), "is required".into())]);
 }
 
@@ -112,5 +122,5 @@ async fn a_collection_without_a_model_takes_any_frontmatter() {
         fm: fm(json!({ "price": "ten", "colour": [1, 2] })),
         ..Default::default()
     };
-    cms.create_item(&pages, anything).await.unwrap();
+    cms.create_item(Caller::Operator, &pages, anything).await.unwrap();
 }

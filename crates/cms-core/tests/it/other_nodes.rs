@@ -2,6 +2,9 @@
 //! its write must be merged, never silently overwritten (`ContentStore::replace` is
 //! conditional and `update_item` retries on `Stale`).
 
+use cms_core::policy::Caller;
+use cms_core::service::Precondition;
+use cms_core::service::VersionId;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -101,6 +104,7 @@ async fn setup(world: &MemoryWorld, interference: Interference) -> (Cms, Arc<Oth
     let pages = cms.collection("pages").unwrap().clone();
     let created = cms
         .create_item(
+            Caller::Operator,
             &pages,
             NewItem {
                 slug: Some("one".into()),
@@ -123,7 +127,8 @@ async fn a_write_by_another_node_in_between_is_merged_not_lost() {
     let world = MemoryWorld::new();
     let (cms, store, pages, _) = setup(&world, Interference::FirstReplace).await;
 
-    let outcome = cms.update_item(&pages, "one", patch(json!({"mine": 2})), None).await.unwrap();
+    let outcome =
+        cms.update_item(Caller::Operator, &pages, "one", patch(json!({"mine": 2})), None).await.unwrap();
     assert_eq!(store.replaces.load(Ordering::SeqCst), 2, "one stale attempt, then the write");
 
     let raw = cms.read_raw(&pages, "one").await.unwrap();
@@ -133,11 +138,17 @@ async fn a_write_by_another_node_in_between_is_merged_not_lost() {
     assert_eq!(raw.etag, outcome.etag.unwrap());
 
     // History holds what each write replaced, once: the created file and the other node's.
-    let versions = cms.list_versions(&pages, "one").await.unwrap().versions;
+    let versions = cms.list_versions(Caller::Operator, &pages, "one").await.unwrap().versions;
     assert_eq!(versions.len(), 2, "{versions:?}");
-    let oldest = cms.read_version(&pages, "one", &versions[1].timestamp.to_string()).await.unwrap();
+    let oldest = cms
+        .read_version(Caller::Operator, &pages, "one", VersionId::new(versions[1].timestamp).unwrap())
+        .await
+        .unwrap();
     assert_eq!(oldest.doc.fm.get("other"), None);
-    let newest = cms.read_version(&pages, "one", &versions[0].timestamp.to_string()).await.unwrap();
+    let newest = cms
+        .read_version(Caller::Operator, &pages, "one", VersionId::new(versions[0].timestamp).unwrap())
+        .await
+        .unwrap();
     assert_eq!(newest.doc.fm.get("other"), Some(&json!(1)));
     assert_eq!(newest.doc.fm.get("mine"), None);
 }
@@ -147,7 +158,15 @@ async fn a_clients_if_match_is_checked_again_after_a_write_in_between() {
     let world = MemoryWorld::new();
     let (cms, store, pages, etag) = setup(&world, Interference::FirstReplace).await;
 
-    let refused = cms.update_item(&pages, "one", patch(json!({"mine": 2})), Some(&etag)).await;
+    let refused = cms
+        .update_item(
+            Caller::Operator,
+            &pages,
+            "one",
+            patch(json!({"mine": 2})),
+            Some(&Precondition::from_if_match(&etag)),
+        )
+        .await;
     assert!(matches!(refused, Err(CoreError::PreconditionFailed(_))), "{refused:?}");
     assert_eq!(store.replaces.load(Ordering::SeqCst), 1);
     let raw = cms.read_raw(&pages, "one").await.unwrap();
@@ -160,7 +179,7 @@ async fn an_item_that_keeps_changing_gives_up_with_stale_after_eight_attempts() 
     let world = MemoryWorld::new();
     let (cms, store, pages, etag) = setup(&world, Interference::EveryReplace).await;
 
-    let result = cms.update_item(&pages, "one", patch(json!({"mine": 2})), None).await;
+    let result = cms.update_item(Caller::Operator, &pages, "one", patch(json!({"mine": 2})), None).await;
     let Err(CoreError::Stale(message)) = result else { panic!("expected Stale, got {result:?}") };
     assert!(message.contains("retry"), "{message}");
     assert_eq!(store.replaces.load(Ordering::SeqCst), 8, "eight attempts, no more");
@@ -168,6 +187,6 @@ async fn an_item_that_keeps_changing_gives_up_with_stale_after_eight_attempts() 
     let raw = cms.read_raw(&pages, "one").await.unwrap();
     assert_eq!(raw.etag, etag, "nothing of this update was written");
     assert_eq!(raw.doc.fm.get("mine"), None);
-    let versions = cms.list_versions(&pages, "one").await.unwrap().versions;
+    let versions = cms.list_versions(Caller::Operator, &pages, "one").await.unwrap().versions;
     assert_eq!(versions.len(), 1, "the same content is kept once in the history: {versions:?}");
 }

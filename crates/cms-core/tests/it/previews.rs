@@ -1,6 +1,7 @@
 //! Preview links on the facade's clock: a link opens until its expiry and not a second
 //! after, decided by the `Clock` port (no waiting).
 
+use cms_core::policy::Caller;
 use std::sync::Arc;
 
 use cms_core::CoreError;
@@ -13,13 +14,15 @@ use serde_json::json;
 async fn a_preview_link_opens_until_its_expiry_on_the_clock() {
     let world = MemoryWorld::new();
     let cms = world.cms().with_previews(Arc::new(MemoryPreviewKeys::default()), 3600);
-    cms.add_user("ed@example.com", Role::Editor).await.unwrap();
-    let key = cms.create_key("ed@example.com", "t", [9; 32]).await.unwrap();
+    cms.add_user(Caller::Operator, "ed@example.com", Role::Editor).await.unwrap();
+    let key = cms.create_key(Caller::Operator, "ed@example.com", "t", [9; 32]).await.unwrap();
     let editor = cms.authenticate(&key.plaintext).await.unwrap();
     let posts = cms.collection("posts").unwrap().clone();
     let fm = json!({"title": "Secret plan"}).as_object().unwrap().clone();
-    let draft =
-        cms.create_item(&posts, NewItem { fm, body: "Hidden.".into(), ..Default::default() }).await.unwrap();
+    let draft = cms
+        .create_item(Caller::Operator, &posts, NewItem { fm, body: "Hidden.".into(), ..Default::default() })
+        .await
+        .unwrap();
 
     let link = cms.create_preview(&editor, &posts, &draft.slug, Some(60)).await.unwrap();
     assert_eq!(cms.read_preview(&link.token).await.unwrap().meta.slug, draft.slug, "a draft, by its link");

@@ -2,6 +2,7 @@
 //! drafts outside their window on every public path, moved by `advance_schedule` with no
 //! write and no rescan, one event per transition, once, even across a restart.
 
+use cms_core::policy::Caller;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -28,8 +29,8 @@ fn query(pairs: &[(&str, &str)]) -> ListQuery {
 }
 
 async fn keyed(cms: &cms_core::Cms) -> Viewer {
-    cms.add_user("ed@example.com", Role::Editor).await.unwrap();
-    let key = cms.create_key("ed@example.com", "t", [9; 32]).await.unwrap();
+    cms.add_user(Caller::Operator, "ed@example.com", Role::Editor).await.unwrap();
+    let key = cms.create_key(Caller::Operator, "ed@example.com", "t", [9; 32]).await.unwrap();
     Viewer::Key(cms.authenticate(&key.plaintext).await.unwrap())
 }
 
@@ -207,17 +208,25 @@ async fn writes_wake_the_timer_and_bad_dates_are_refused() {
         body: None,
         mode: UpdateMode::Patch,
     };
-    cms.update_item(&posts, "always", update(json!({"publish_date": "2026-01-01T00:00:30Z"})), None)
-        .await
-        .unwrap();
+    cms.update_item(
+        Caller::Operator,
+        &posts,
+        "always",
+        update(json!({"publish_date": "2026-01-01T00:00:30Z"})),
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(woken.load(Ordering::Relaxed), 1, "an earlier instant wakes the timer");
     assert_eq!(cms.next_scheduled_instant(), Some(START + 30));
-    cms.update_item(&posts, "always", update(json!({"publish_date": null})), None).await.unwrap();
+    cms.update_item(Caller::Operator, &posts, "always", update(json!({"publish_date": null})), None)
+        .await
+        .unwrap();
     assert_eq!(cms.next_scheduled_instant(), Some(START + 3600), "a removed instant is forgotten");
 
     for bad in [json!("tomorrow"), json!("2026-13-01"), json!(5), json!("2026-01-01T25:00:00Z")] {
         let error = cms
-            .update_item(&posts, "always", update(json!({"unpublish_date": bad})), None)
+            .update_item(Caller::Operator, &posts, "always", update(json!({"unpublish_date": bad})), None)
             .await
             .unwrap_err();
         assert!(matches!(&error, CoreError::Invalid(m) if m.contains("fm.unpublish_date")), "{bad}: {error}");

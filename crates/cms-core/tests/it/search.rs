@@ -3,6 +3,7 @@
 
 use cms_core::CoreError;
 use cms_core::account::Role;
+use cms_core::policy::Caller;
 use cms_core::service::{Cms, ItemUpdate, NewItem, SearchParams, UpdateMode, Viewer};
 use cms_core::testing::MemoryWorld;
 use serde_json::json;
@@ -10,8 +11,8 @@ use serde_json::json;
 const POSTS: &str = "content/posts";
 
 async fn key_viewer(cms: &Cms) -> Viewer {
-    cms.add_user("ed@example.com", Role::Editor).await.unwrap();
-    let key = cms.create_key("ed@example.com", "t", [3; 32]).await.unwrap();
+    cms.add_user(Caller::Operator, "ed@example.com", Role::Editor).await.unwrap();
+    let key = cms.create_key(Caller::Operator, "ed@example.com", "t", [3; 32]).await.unwrap();
     Viewer::Key(cms.authenticate(&key.plaintext).await.unwrap())
 }
 
@@ -51,7 +52,7 @@ async fn search_follows_the_facades_writes_at_once() {
     );
     assert_eq!(found(&cms, "penguin", &Viewer::Anonymous).await, ["old"], "built from the files");
 
-    cms.create_item(posts, new_item("Penguin draft", "draft", "Ice.")).await.unwrap();
+    cms.create_item(Caller::Operator, posts, new_item("Penguin draft", "draft", "Ice.")).await.unwrap();
     assert_eq!(found(&cms, "penguin", &Viewer::Anonymous).await, ["old"], "drafts are hidden without a key");
     assert_eq!(found(&cms, "penguin", &key).await, ["penguin-draft", "old"], "title above body");
 
@@ -60,12 +61,12 @@ async fn search_follows_the_facades_writes_at_once() {
         fm: json!({ "title": "Walrus", "status": "published" }).as_object().unwrap().clone(),
         body: None,
     };
-    cms.update_item(posts, "penguin-draft", update, None).await.unwrap();
+    cms.update_item(Caller::Operator, posts, "penguin-draft", update, None).await.unwrap();
     assert_eq!(found(&cms, "walrus", &Viewer::Anonymous).await, ["penguin-draft"]);
     assert_eq!(found(&cms, "penguin", &key).await, ["old"], "the old title's words are gone");
     assert_eq!(found(&cms, "ice", &Viewer::Anonymous).await, ["penguin-draft"], "the body was kept");
 
-    cms.delete_item(posts, "penguin-draft", None).await.unwrap();
+    cms.delete_item(Caller::Operator, posts, "penguin-draft", None).await.unwrap();
     assert!(found(&cms, "walrus", &key).await.is_empty());
     let hit = cms.search(&params("penguins"), &key).await.unwrap();
     assert_eq!(hit.items[0].snippet, "<mark>Penguins</mark>.");
@@ -81,7 +82,7 @@ async fn a_change_of_frontmatter_alone_keeps_the_items_search_terms() {
     let cms = world.cms();
     let key = key_viewer(&cms).await;
     let posts = cms.collection("posts").unwrap();
-    cms.create_item(posts, new_item("Seal", "draft", "Ice *floes* drift.")).await.unwrap();
+    cms.create_item(Caller::Operator, posts, new_item("Seal", "draft", "Ice *floes* drift.")).await.unwrap();
     assert!(found(&cms, "floe", &Viewer::Anonymous).await.is_empty(), "built: the draft is hidden");
     let patch = |fm: serde_json::Value| ItemUpdate {
         mode: UpdateMode::Patch,
@@ -89,13 +90,17 @@ async fn a_change_of_frontmatter_alone_keeps_the_items_search_terms() {
         body: None,
     };
 
-    cms.update_item(posts, "seal", patch(json!({ "status": "published", "n": 1 })), None).await.unwrap();
+    cms.update_item(Caller::Operator, posts, "seal", patch(json!({ "status": "published", "n": 1 })), None)
+        .await
+        .unwrap();
     assert_eq!(found(&cms, "floe", &Viewer::Anonymous).await, ["seal"], "published: shown");
     assert_eq!(public_excerpt(&cms, "floes").await, "Ice floes drift.");
 
-    cms.update_item(posts, "seal", patch(json!({ "excerpt": "A *written* one" })), None).await.unwrap();
+    cms.update_item(Caller::Operator, posts, "seal", patch(json!({ "excerpt": "A *written* one" })), None)
+        .await
+        .unwrap();
     assert_eq!(public_excerpt(&cms, "floes").await, "A *written* one");
-    cms.update_item(posts, "seal", patch(json!({ "excerpt": null })), None).await.unwrap();
+    cms.update_item(Caller::Operator, posts, "seal", patch(json!({ "excerpt": null })), None).await.unwrap();
     assert_eq!(public_excerpt(&cms, "floes").await, "Ice floes drift.", "the body's excerpt again");
 
     let put = ItemUpdate {
@@ -103,7 +108,7 @@ async fn a_change_of_frontmatter_alone_keeps_the_items_search_terms() {
         fm: json!({ "title": "Seal", "status": "draft" }).as_object().unwrap().clone(),
         body: Some("Ice *floes* drift.".into()),
     };
-    cms.update_item(posts, "seal", put, None).await.unwrap();
+    cms.update_item(Caller::Operator, posts, "seal", put, None).await.unwrap();
     assert!(found(&cms, "floe", &Viewer::Anonymous).await.is_empty(), "a draft again: hidden");
     assert_eq!(found(&cms, "floe", &key).await, ["seal"], "and still found with a key");
 }
@@ -123,7 +128,7 @@ async fn a_change_of_frontmatter_over_an_unreported_edit_takes_the_new_body() {
         fm: json!({ "n": 1 }).as_object().unwrap().clone(),
         body: None,
     };
-    cms.update_item(posts, "a", update, None).await.unwrap();
+    cms.update_item(Caller::Operator, posts, "a", update, None).await.unwrap();
     assert_eq!(found(&cms, "beaver", &Viewer::Anonymous).await, ["a"]);
     assert!(found(&cms, "otter", &Viewer::Anonymous).await.is_empty());
     assert_eq!(public_excerpt(&cms, "beavers").await, "Beavers build.");

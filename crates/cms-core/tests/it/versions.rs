@@ -1,7 +1,10 @@
 use cms_core::collection::Collection;
 use cms_core::document::Frontmatter;
 use cms_core::events::EventKind;
+use cms_core::policy::Caller;
 use cms_core::ports::{FileStamp, KeepSnapshot, KeptVersion, VersionStamp, VersionStore};
+use cms_core::service::Precondition;
+use cms_core::service::VersionId;
 use cms_core::service::{Cms, ItemUpdate, NewItem, UpdateMode};
 use cms_core::slug::ItemFilename;
 use cms_core::testing::MemoryWorld;
@@ -15,7 +18,7 @@ fn fm(value: Value) -> Frontmatter {
 async fn patch(cms: &Cms, body: &str) {
     let pages = cms.collection("pages").unwrap();
     let update = ItemUpdate { mode: UpdateMode::Patch, fm: Frontmatter::new(), body: Some(body.into()) };
-    cms.update_item(pages, "about", update, None).await.unwrap();
+    cms.update_item(Caller::Operator, pages, "about", update, None).await.unwrap();
 }
 
 async fn setup() -> (MemoryWorld, Cms) {
@@ -28,16 +31,22 @@ async fn setup() -> (MemoryWorld, Cms) {
         body: "v1".into(),
         ..Default::default()
     };
-    cms.create_item(&pages, new).await.unwrap();
+    cms.create_item(Caller::Operator, &pages, new).await.unwrap();
     (world, cms)
 }
 
 async fn bodies(cms: &Cms) -> Vec<String> {
     let pages = cms.collection("pages").unwrap();
-    let list = cms.list_versions(pages, "about").await.unwrap();
+    let list = cms.list_versions(Caller::Operator, pages, "about").await.unwrap();
     let mut bodies = Vec::new();
     for v in &list.versions {
-        bodies.push(cms.read_version(pages, "about", &v.timestamp.to_string()).await.unwrap().doc.body);
+        bodies.push(
+            cms.read_version(Caller::Operator, pages, "about", VersionId::new(v.timestamp).unwrap())
+                .await
+                .unwrap()
+                .doc
+                .body,
+        );
     }
     bodies
 }
@@ -47,15 +56,15 @@ async fn each_write_snapshots_what_it_replaces_with_unique_timestamps_newest_fir
     let (world, cms) = setup().await;
     let pages = cms.collection("pages").unwrap().clone();
     assert!(
-        cms.list_versions(&pages, "about").await.unwrap().versions.is_empty(),
+        cms.list_versions(Caller::Operator, &pages, "about").await.unwrap().versions.is_empty(),
         "a create replaces nothing"
     );
     patch(&cms, "v2").await;
     let put = ItemUpdate { mode: UpdateMode::Put, fm: Frontmatter::new(), body: Some("v3".into()) };
-    cms.update_item(&pages, "about", put, None).await.unwrap();
+    cms.update_item(Caller::Operator, &pages, "about", put, None).await.unwrap();
     assert_eq!(bodies(&cms).await, ["v2", "v1"]);
 
-    let list = cms.list_versions(&pages, "about").await.unwrap();
+    let list = cms.list_versions(Caller::Operator, &pages, "about").await.unwrap();
     let stamps: Vec<i64> = list.versions.iter().map(|v| v.timestamp).collect();
     let now = world.clock.now_unix();
     assert_eq!(stamps, [now + 1, now], "same-second writes take the next free second");
@@ -64,7 +73,10 @@ async fn each_write_snapshots_what_it_replaces_with_unique_timestamps_newest_fir
 
     world.clock.advance(100);
     patch(&cms, "v4").await;
-    assert_eq!(cms.list_versions(&pages, "about").await.unwrap().versions[0].timestamp, now + 100);
+    assert_eq!(
+        cms.list_versions(Caller::Operator, &pages, "about").await.unwrap().versions[0].timestamp,
+        now + 100
+    );
 }
 
 #[tokio::test]
@@ -90,17 +102,22 @@ async fn restore_makes_a_version_current_and_is_itself_undoable() {
     let (world, cms) = setup().await;
     let pages = cms.collection("pages").unwrap().clone();
     patch(&cms, "v2").await;
-    let v1 = cms.list_versions(&pages, "about").await.unwrap().versions[0].timestamp;
+    let v1 = cms.list_versions(Caller::Operator, &pages, "about").await.unwrap().versions[0].timestamp;
     world.events.take();
 
-    let (outcome, restored) = cms.restore_version(&pages, "about", &v1.to_string(), None).await.unwrap();
+    let (outcome, restored) = cms
+        .restore_version(Caller::Operator, &pages, "about", VersionId::new(v1).unwrap(), None)
+        .await
+        .unwrap();
     assert_eq!((outcome.filename.as_str(), outcome.folder, restored), ("about.md", 1, v1));
     assert_eq!(cms.read_raw(&pages, "about").await.unwrap().doc.body, "v1");
     assert_eq!(bodies(&cms).await, ["v2", "v1"], "the replaced content is a version on top");
     assert_eq!(world.events.take()[0].kind, EventKind::FileUpdated);
 
-    let undo = cms.list_versions(&pages, "about").await.unwrap().versions[0].timestamp;
-    cms.restore_version(&pages, "about", &undo.to_string(), None).await.unwrap();
+    let undo = cms.list_versions(Caller::Operator, &pages, "about").await.unwrap().versions[0].timestamp;
+    cms.restore_version(Caller::Operator, &pages, "about", VersionId::new(undo).unwrap(), None)
+        .await
+        .unwrap();
     assert_eq!(cms.read_raw(&pages, "about").await.unwrap().doc.body, "v2");
 }
 
@@ -108,15 +125,18 @@ async fn restore_makes_a_version_current_and_is_itself_undoable() {
 async fn a_deleted_item_keeps_its_history_and_comes_back_on_restore() {
     let (_world, cms) = setup().await;
     let pages = cms.collection("pages").unwrap().clone();
-    cms.delete_item(&pages, "about", None).await.unwrap();
-    let list = cms.list_versions(&pages, "about.md").await.unwrap();
+    cms.delete_item(Caller::Operator, &pages, "about", None).await.unwrap();
+    let list = cms.list_versions(Caller::Operator, &pages, "about.md").await.unwrap();
     assert!(list.current.is_none());
     assert_eq!(list.versions.len(), 1);
     assert!(matches!(cms.read_raw(&pages, "about").await, Err(CoreError::NotFound(_))));
 
-    let version = list.versions[0].timestamp.to_string();
-    assert_eq!(cms.read_version(&pages, "about", &version).await.unwrap().doc.fm["title"], "About");
-    cms.restore_version(&pages, "about", &version, None).await.unwrap();
+    let version = VersionId::new(list.versions[0].timestamp).unwrap();
+    assert_eq!(
+        cms.read_version(Caller::Operator, &pages, "about", version).await.unwrap().doc.fm["title"],
+        "About"
+    );
+    cms.restore_version(Caller::Operator, &pages, "about", version, None).await.unwrap();
     assert_eq!(cms.read_raw(&pages, "about").await.unwrap().doc.body, "v1");
 }
 
@@ -124,12 +144,18 @@ async fn a_deleted_item_keeps_its_history_and_comes_back_on_restore() {
 async fn history_errors() {
     let (_world, cms) = setup().await;
     let pages = cms.collection("pages").unwrap().clone();
-    assert!(matches!(cms.list_versions(&pages, "nope").await, Err(CoreError::NotFound(_))));
-    assert!(matches!(cms.read_version(&pages, "about", "12345").await, Err(CoreError::NotFound(_))));
-    assert!(matches!(cms.restore_version(&pages, "about", "12345", None).await, Err(CoreError::NotFound(_))));
-    assert!(matches!(cms.read_version(&pages, "about", "latest").await, Err(CoreError::Invalid(_))));
-    assert!(matches!(cms.restore_version(&pages, "about", "-5", None).await, Err(CoreError::Invalid(_))));
-    assert!(matches!(cms.list_versions(&pages, "../x").await, Err(CoreError::Invalid(_))));
+    assert!(matches!(cms.list_versions(Caller::Operator, &pages, "nope").await, Err(CoreError::NotFound(_))));
+    assert!(matches!(
+        cms.read_version(Caller::Operator, &pages, "about", VersionId::new(12345).unwrap()).await,
+        Err(CoreError::NotFound(_))
+    ));
+    assert!(matches!(
+        cms.restore_version(Caller::Operator, &pages, "about", VersionId::new(12345).unwrap(), None).await,
+        Err(CoreError::NotFound(_))
+    ));
+    assert!(matches!(VersionId::parse("latest"), Err(CoreError::Invalid(_))));
+    assert!(matches!(VersionId::parse("-5"), Err(CoreError::Invalid(_))));
+    assert!(matches!(cms.list_versions(Caller::Operator, &pages, "../x").await, Err(CoreError::Invalid(_))));
 }
 
 #[tokio::test]
@@ -137,12 +163,29 @@ async fn restore_honours_if_match() {
     let (world, cms) = setup().await;
     let pages = cms.collection("pages").unwrap().clone();
     patch(&cms, "v2").await;
-    let version = cms.list_versions(&pages, "about").await.unwrap().versions[0].timestamp.to_string();
-    let stale = cms.restore_version(&pages, "about", &version, Some("\"stale\"")).await;
+    let version = cms.list_versions(Caller::Operator, &pages, "about").await.unwrap().versions[0].timestamp;
+    let version = VersionId::new(version).unwrap();
+    let stale = cms
+        .restore_version(
+            Caller::Operator,
+            &pages,
+            "about",
+            version,
+            Some(&Precondition::from_if_match("\"stale\"")),
+        )
+        .await;
     assert!(matches!(stale, Err(CoreError::PreconditionFailed(_))));
     assert_eq!(cms.read_raw(&pages, "about").await.unwrap().doc.body, "v2", "nothing changed");
     let current = cms.read_raw(&pages, "about").await.unwrap().etag;
-    cms.restore_version(&pages, "about", &version, Some(&current)).await.unwrap();
+    cms.restore_version(
+        Caller::Operator,
+        &pages,
+        "about",
+        version,
+        Some(&Precondition::from_if_match(&current)),
+    )
+    .await
+    .unwrap();
     assert_eq!(cms.read_raw(&pages, "about").await.unwrap().doc.body, "v1");
     drop(world);
 }
@@ -151,12 +194,14 @@ async fn restore_honours_if_match() {
 async fn restoring_a_deleted_item_refuses_a_slug_that_another_file_now_uses() {
     let (_world, cms) = setup().await;
     let pages = cms.collection("pages").unwrap().clone();
-    cms.delete_item(&pages, "about", None).await.unwrap();
-    let version = cms.list_versions(&pages, "about.md").await.unwrap().versions[0].timestamp.to_string();
+    cms.delete_item(Caller::Operator, &pages, "about", None).await.unwrap();
+    let version =
+        cms.list_versions(Caller::Operator, &pages, "about.md").await.unwrap().versions[0].timestamp;
+    let version = VersionId::new(version).unwrap();
     let dated = NewItem { slug: Some("about".into()), date_prefix: Some(true), ..Default::default() };
-    let live = cms.create_item(&pages, dated).await.unwrap();
+    let live = cms.create_item(Caller::Operator, &pages, dated).await.unwrap();
     assert_ne!(live.filename, "about.md");
-    let clash = cms.restore_version(&pages, "about.md", &version, None).await;
+    let clash = cms.restore_version(Caller::Operator, &pages, "about.md", version, None).await;
     assert!(matches!(clash, Err(CoreError::Conflict(_))), "{clash:?}");
 }
 
@@ -225,7 +270,7 @@ async fn a_write_expects_the_stamp_its_snapshot_answered_and_unshares_it_when_th
     let cms = Cms::new(&config, ports);
     let pages = cms.collection("pages").unwrap().clone();
     let new = NewItem { slug: Some("about".into()), body: "v1".into(), ..Default::default() };
-    cms.create_item(&pages, new).await.unwrap();
+    cms.create_item(Caller::Operator, &pages, new).await.unwrap();
     let v1 = world.content.get_raw("content/pages", "about.md").unwrap();
 
     // The first attempt's replace expects the answered stamp, which the file does not

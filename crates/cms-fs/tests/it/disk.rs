@@ -1,3 +1,4 @@
+use cms_core::policy::Caller;
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::sync::Arc;
@@ -146,7 +147,7 @@ async fn concurrent_patches_to_one_item_lose_nothing() {
             tokio::spawn(async move {
                 let fm = json!({ format!("k{i}"): i }).as_object().unwrap().clone();
                 let update = ItemUpdate { mode: UpdateMode::Patch, fm, body: None };
-                cms.update_item(&collection, "item", update, None).await.unwrap();
+                cms.update_item(Caller::Operator, &collection, "item", update, None).await.unwrap();
             })
         })
         .collect();
@@ -305,7 +306,15 @@ async fn outside_edits_show_after_a_rescan_and_own_writes_at_once() {
     assert_eq!(titles(&cms).await, ["A2"]);
 
     let fm = json!({"title": "A3"}).as_object().unwrap().clone();
-    cms.update_item(&posts, "a", ItemUpdate { mode: UpdateMode::Patch, fm, body: None }, None).await.unwrap();
+    cms.update_item(
+        Caller::Operator,
+        &posts,
+        "a",
+        ItemUpdate { mode: UpdateMode::Patch, fm, body: None },
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(titles(&cms).await, ["A3"], "no rescan needed for the facade's own write");
 }
 

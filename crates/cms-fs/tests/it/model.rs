@@ -3,6 +3,7 @@
 //! folder replaced wholesale), and after each step settles, the long-lived facade (fed by
 //! the inotify change feed) answers exactly what a facade built afresh from a scan answers.
 
+use cms_core::policy::Caller;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -157,7 +158,7 @@ async fn the_index_equals_a_fresh_scan_after_any_sequence_of_changes() {
                     fm: fm.as_object().unwrap().clone(),
                     ..NewItem::default()
                 };
-                let _ = cms.create_item(&posts, new).await; // a slug taken already is fine
+                let _ = cms.create_item(Caller::Operator, &posts, new).await; // a slug taken already is fine
                 "API create"
             }
             1 => {
@@ -175,7 +176,7 @@ async fn the_index_equals_a_fresh_scan_after_any_sequence_of_changes() {
                         fm: fm.as_object().unwrap().clone(),
                         body: None,
                     };
-                    if cms.update_item(&posts, &name, update, None).await.is_ok() {
+                    if cms.update_item(Caller::Operator, &posts, &name, update, None).await.is_ok() {
                         done.insert(what); // it may have been broken or gone
                     }
                 }
@@ -183,7 +184,7 @@ async fn the_index_equals_a_fresh_scan_after_any_sequence_of_changes() {
             }
             2 => {
                 if let Some(name) = pick(&mut rng) {
-                    let _ = cms.delete_item(&posts, &name, None).await;
+                    let _ = cms.delete_item(Caller::Operator, &posts, &name, None).await;
                 }
                 "API delete"
             }

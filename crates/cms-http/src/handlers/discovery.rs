@@ -12,6 +12,11 @@ use cms_core::service::{
     RelatedParams, RssParams, SearchIndexParams, SitemapParams, TagItemsParams, TagsParams,
 };
 
+use cms_core::CoreError;
+use cms_core::query::{ListQuery, StatusFilter};
+use cms_core::service::Viewer;
+use cms_core::slug::ItemRef;
+
 use crate::auth::Caller;
 use crate::body::form_or_json_params;
 use crate::documents::{self, site_version};
@@ -194,7 +199,19 @@ async fn legacy_list(
 ) -> Result<HttpResponse, ApiError> {
     let collection_path = q.remove("collectionPath");
     let params = list_params(q);
-    let page = state.run(Shape::Envelope, state.cms.legacy_list(collection_path.as_deref(), &params)).await?;
+    let page = state
+        .run(Shape::Envelope, async {
+            let cms = &state.cms;
+            let query = ListQuery::parse(&params)?;
+            if query.status != StatusFilter::Published {
+                return Err(CoreError::invalid(
+                    "this route lists published items only; list drafts with GET /cms/collections/{collection}/items?status=draft and an API key",
+                ));
+            }
+            let collection = cms.collection_at_path("collectionPath", collection_path.as_deref())?;
+            cms.list_items(collection, &query, &Viewer::Anonymous).await
+        })
+        .await?;
     Ok(item_page(req, page))
 }
 
@@ -229,7 +246,18 @@ pub async fn legacy_read(
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let collection_path = query(&req)?.remove("collectionPath");
-    let view = state.run(Shape::Envelope, state.cms.legacy_read(collection_path.as_deref(), &slug)).await?;
+    let view = state
+        .run(Shape::Envelope, async {
+            let cms = &state.cms;
+            let collection = cms.collection_at_path("collectionPath", collection_path.as_deref())?;
+            cms.read_published(collection, &ItemRef::parse(&slug)?).await?.ok_or_else(|| {
+                CoreError::not_found(format!(
+                    "no published item {:?} in collection {:?}",
+                    *slug, collection.slug
+                ))
+            })
+        })
+        .await?;
     Ok(single_item(&req, view))
 }
 

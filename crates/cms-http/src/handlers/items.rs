@@ -3,7 +3,7 @@
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use cms_core::query::{ListParams, ListQuery};
-use cms_core::service::{ItemUpdate, NewItem, UpdateMode, WriteOutcome};
+use cms_core::service::{ItemUpdate, NewItem, Precondition, UpdateMode, WriteOutcome};
 use serde_json::json;
 use std::collections::HashMap;
 
@@ -35,8 +35,9 @@ pub fn list_params(mut q: HashMap<String, String>) -> ListParams {
 }
 
 /// `If-Match`, each tag as the item's own (a compressed read's tag names the same item).
-pub(crate) fn if_match(req: &HttpRequest) -> Option<String> {
-    req.headers().get(header::IF_MATCH).and_then(|v| v.to_str().ok()).map(crate::encoding::uncoded_tags)
+pub(crate) fn if_match(req: &HttpRequest) -> Option<Precondition> {
+    let header = req.headers().get(header::IF_MATCH).and_then(|v| v.to_str().ok())?;
+    Some(Precondition::from_if_match(&crate::encoding::uncoded_tags(header)))
 }
 
 /// `GET /cms/collections/{collection}/items`
@@ -118,7 +119,7 @@ fn write_response(outcome: &WriteOutcome) -> actix_web::HttpResponseBuilder {
 /// `POST /cms/collections/{collection}/items`
 pub async fn create(
     state: web::Data<AppState>,
-    _user: KeyUser<Editor>,
+    user: KeyUser<Editor>,
     collection: web::Path<String>,
     req: HttpRequest,
     payload: web::Payload,
@@ -135,7 +136,7 @@ pub async fn create(
         .run(Shape::Editor, async {
             let cms = &state.cms;
             let collection = cms.collection(&collection)?;
-            Ok((cms.create_item(collection, new).await?, &collection.slug))
+            Ok((cms.create_item(&user.principal, collection, new).await?, &collection.slug))
         })
         .await?;
     let location = format!("/cms/collections/{collection_slug}/items/{}", outcome.slug);
@@ -146,6 +147,7 @@ pub async fn create(
 
 async fn update(
     state: web::Data<AppState>,
+    user: KeyUser<Editor>,
     path: web::Path<(String, String)>,
     req: HttpRequest,
     payload: web::Payload,
@@ -160,7 +162,8 @@ async fn update(
     let outcome = state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            cms.update_item(cms.collection(&collection)?, &slug, update, if_match.as_deref()).await
+            cms.update_item(&user.principal, cms.collection(&collection)?, &slug, update, if_match.as_ref())
+                .await
         })
         .await?;
     Ok(write_response(&outcome)
@@ -170,29 +173,29 @@ async fn update(
 /// `PUT /cms/collections/{collection}/items/{slug}`: an omitted `body` saves an empty body.
 pub async fn put(
     state: web::Data<AppState>,
-    _user: KeyUser<Editor>,
+    user: KeyUser<Editor>,
     path: web::Path<(String, String)>,
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    update(state, path, req, payload, UpdateMode::Put).await
+    update(state, user, path, req, payload, UpdateMode::Put).await
 }
 
 /// `PATCH /cms/collections/{collection}/items/{slug}`: an omitted `body` keeps the body.
 pub async fn patch(
     state: web::Data<AppState>,
-    _user: KeyUser<Editor>,
+    user: KeyUser<Editor>,
     path: web::Path<(String, String)>,
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    update(state, path, req, payload, UpdateMode::Patch).await
+    update(state, user, path, req, payload, UpdateMode::Patch).await
 }
 
 /// `DELETE /cms/collections/{collection}/items/{slug}`
 pub async fn delete(
     state: web::Data<AppState>,
-    _user: KeyUser<Editor>,
+    user: KeyUser<Editor>,
     path: web::Path<(String, String)>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
@@ -201,7 +204,7 @@ pub async fn delete(
     state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            cms.delete_item(cms.collection(&collection)?, &slug, if_match.as_deref()).await
+            cms.delete_item(&user.principal, cms.collection(&collection)?, &slug, if_match.as_ref()).await
         })
         .await?;
     Ok(HttpResponse::Ok().json(json!({ "ok": true, "message": "File deleted." })))

@@ -24,14 +24,15 @@ const MAX_TEXT_FIELD: usize = 2048;
 /// `GET /cms/resources?folder=&subpath=`
 pub async fn list(
     state: web::Data<AppState>,
-    _user: KeyUser<Editor>,
+    user: KeyUser<Editor>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let mut query = query_map(&req, SHAPE)?;
     let (folder, subpath) = (query.remove("folder"), query.remove("subpath"));
     let (listing, licensed) = state
         .run(SHAPE, async {
-            let listing = state.cms.list_resources(folder.as_deref(), subpath.as_deref()).await?;
+            let listing =
+                state.cms.list_resources(&user.principal, folder.as_deref(), subpath.as_deref()).await?;
             Ok((listing, state.cms.license_state().await?.has(Feature::JsonApi)))
         })
         .await?;
@@ -41,7 +42,7 @@ pub async fn list(
 /// `POST /cms/resources` (multipart: `file`, `folder`, `subpath`).
 pub async fn upload(
     state: web::Data<AppState>,
-    _user: KeyUser<Editor>,
+    user: KeyUser<Editor>,
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
@@ -88,11 +89,12 @@ pub async fn upload(
                 if received.is_some() {
                     return Err(bad_request(SHAPE, "send one file per upload"));
                 }
-                let upload =
-                    upload::receive(&state.cms, limit, &mut field).await.map_err(|failed| match failed {
+                let upload = upload::receive(&state.cms, &user.principal, limit, &mut field).await.map_err(
+                    |failed| match failed {
                         UploadFailed::CutOff(e) => bad_request(SHAPE, upload::cut_off_message(e)),
                         UploadFailed::Refused(e) => ApiError::from_core(e, SHAPE),
-                    })?;
+                    },
+                )?;
                 received = Some((upload, filename));
             }
             "folder" => folder = Some(text_field(&mut field, "folder").await?),
@@ -135,7 +137,7 @@ async fn text_field(field: &mut actix_multipart::Field, name: &str) -> Result<St
 /// `dest_subpath`, optional `new_filename`).
 pub async fn rename_or_move(
     state: web::Data<AppState>,
-    _user: KeyUser<Editor>,
+    user: KeyUser<Editor>,
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
@@ -150,15 +152,24 @@ pub async fn rename_or_move(
         None | Some("rename") => {
             let new_name = fields.required_string("newName")?;
             let name = state
-                .run(SHAPE, state.cms.rename_resource(folder.as_deref(), &subpath, &file, &new_name))
+                .run(
+                    SHAPE,
+                    state.cms.rename_resource(&user.principal, folder.as_deref(), &subpath, &file, &new_name),
+                )
                 .await?;
             (name, "File renamed.")
         }
         Some("move") => {
             let dest = fields.required_string("dest_subpath")?;
             let new_filename = fields.string("new_filename")?;
-            let moved =
-                state.cms.move_resource(folder.as_deref(), &subpath, &file, &dest, new_filename.as_deref());
+            let moved = state.cms.move_resource(
+                &user.principal,
+                folder.as_deref(),
+                &subpath,
+                &file,
+                &dest,
+                new_filename.as_deref(),
+            );
             let name = state.run(SHAPE, moved).await?;
             (name, "File moved.")
         }
@@ -175,7 +186,7 @@ pub async fn rename_or_move(
 /// `DELETE /cms/resources` (`folder`, `subpath`, `file`): a file, or an empty folder.
 pub async fn delete(
     state: web::Data<AppState>,
-    _user: KeyUser<Editor>,
+    user: KeyUser<Editor>,
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
@@ -186,14 +197,14 @@ pub async fn delete(
         fields.string("subpath")?.unwrap_or_default(),
         fields.required_string("file")?,
     );
-    state.run(SHAPE, state.cms.delete_resource(folder.as_deref(), &subpath, &file)).await?;
+    state.run(SHAPE, state.cms.delete_resource(&user.principal, folder.as_deref(), &subpath, &file)).await?;
     Ok(HttpResponse::Ok().json(json!({ "ok": true, "message": "File deleted." })))
 }
 
 /// `POST /cms/resources/folders` (`folder`, `subpath`, `name`).
 pub async fn create_folder(
     state: web::Data<AppState>,
-    _user: KeyUser<Editor>,
+    user: KeyUser<Editor>,
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
@@ -204,6 +215,8 @@ pub async fn create_folder(
         fields.string("subpath")?.unwrap_or_default(),
         fields.required_string("name")?,
     );
-    let name = state.run(SHAPE, state.cms.create_resource_folder(folder.as_deref(), &subpath, &name)).await?;
+    let name = state
+        .run(SHAPE, state.cms.create_resource_folder(&user.principal, folder.as_deref(), &subpath, &name))
+        .await?;
     Ok(HttpResponse::Ok().json(json!({ "ok": true, "message": "Folder created.", "name": name })))
 }

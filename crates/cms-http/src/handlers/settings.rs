@@ -2,8 +2,7 @@
 //! webhooks (managed with the `cms users` and `cms webhooks` commands).
 
 use actix_web::{HttpRequest, HttpResponse, web};
-use cms_core::account::Role;
-use cms_core::license::Feature;
+use cms_core::policy::Operation;
 use serde_json::json;
 
 use crate::auth::{Editor, KeyUser};
@@ -16,13 +15,7 @@ const SHAPE: Shape = Shape::Editor;
 
 /// `GET /cms/settings/theme` (owner, `theme_customization`).
 pub async fn theme(state: web::Data<AppState>, user: KeyUser<Editor>) -> Result<HttpResponse, ApiError> {
-    let theme = state
-        .run(SHAPE, async {
-            let cms = &state.cms;
-            cms.require_setting(&user.principal, Role::Owner, Some(Feature::ThemeCustomization)).await?;
-            cms.theme().await
-        })
-        .await?;
+    let theme = state.run(SHAPE, state.cms.theme(&user.principal)).await?;
     Ok(HttpResponse::Ok().json(json!({ "theme": theme })))
 }
 
@@ -35,22 +28,15 @@ pub async fn update_theme(
 ) -> Result<HttpResponse, ApiError> {
     // Role and plan are checked before the body is read, so a caller without them learns
     // nothing from validation messages.
-    let check = state.cms.require_setting(&user.principal, Role::Owner, Some(Feature::ThemeCustomization));
-    state.run(SHAPE, check).await?;
+    state.run(SHAPE, state.cms.authorize(&user.principal, Operation::EditTheme)).await?;
     let patch = json_object(&req, payload, state.json_limit, SHAPE).await?;
-    let theme = state.run(SHAPE, state.cms.update_theme(patch)).await?;
+    let theme = state.run(SHAPE, state.cms.update_theme(&user.principal, patch)).await?;
     Ok(HttpResponse::Ok().json(json!({ "ok": true, "message": "Theme saved.", "theme": theme })))
 }
 
 /// `GET /cms/settings/users` (admin or owner).
 pub async fn users(state: web::Data<AppState>, user: KeyUser<Editor>) -> Result<HttpResponse, ApiError> {
-    let users = state
-        .run(SHAPE, async {
-            let cms = &state.cms;
-            cms.require_setting(&user.principal, Role::Admin, None).await?;
-            cms.users_by_role().await
-        })
-        .await?;
+    let users = state.run(SHAPE, state.cms.users_by_role(&user.principal)).await?;
     let users: Vec<_> = users.iter().map(|u| json!({ "email": u.email, "role": u.role.as_str() })).collect();
     Ok(HttpResponse::Ok().json(json!({
         "message": "User management is not exposed on the REST API yet; users are managed with the cms command line (cms users).",

@@ -4,6 +4,7 @@
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use cms_core::answers::{VersionListing, VersionText};
+use cms_core::service::VersionId;
 use serde_json::json;
 
 use crate::auth::{Editor, KeyUser};
@@ -13,14 +14,14 @@ use crate::state::AppState;
 /// `GET .../items/{slug}/versions`
 pub async fn list(
     state: web::Data<AppState>,
-    _user: KeyUser<Editor>,
+    user: KeyUser<Editor>,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (collection, slug) = path.into_inner();
     let list = state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            cms.list_versions(cms.collection(&collection)?, &slug).await
+            cms.list_versions(&user.principal, cms.collection(&collection)?, &slug).await
         })
         .await?;
     Ok(HttpResponse::Ok().json(VersionListing::from(list)))
@@ -29,14 +30,20 @@ pub async fn list(
 /// `GET .../items/{slug}/versions/{version}`
 pub async fn read(
     state: web::Data<AppState>,
-    _user: KeyUser<Editor>,
+    user: KeyUser<Editor>,
     path: web::Path<(String, String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (collection, slug, version) = path.into_inner();
     let content = state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            cms.read_version(cms.collection(&collection)?, &slug, &version).await
+            cms.read_version(
+                &user.principal,
+                cms.collection(&collection)?,
+                &slug,
+                VersionId::parse(&version)?,
+            )
+            .await
         })
         .await?;
     Ok(HttpResponse::Ok().json(VersionText::from(content)))
@@ -45,7 +52,7 @@ pub async fn read(
 /// `POST .../items/{slug}/versions/{version}/restore`
 pub async fn restore(
     state: web::Data<AppState>,
-    _user: KeyUser<Editor>,
+    user: KeyUser<Editor>,
     path: web::Path<(String, String, String)>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
@@ -55,7 +62,14 @@ pub async fn restore(
         .run(Shape::Editor, async {
             let cms = &state.cms;
             let collection = cms.collection(&collection)?;
-            cms.restore_version(collection, &slug, &version, if_match.as_deref()).await
+            cms.restore_version(
+                &user.principal,
+                collection,
+                &slug,
+                VersionId::parse(&version)?,
+                if_match.as_ref(),
+            )
+            .await
         })
         .await?;
 

@@ -11,6 +11,7 @@ mod validators;
 mod versions;
 mod webhook_settings;
 
+use cms_core::policy::Caller;
 use std::sync::Arc;
 
 use actix_web::body::MessageBody;
@@ -57,10 +58,12 @@ impl Harness {
     pub async fn setup_site(site_yaml: &str, answers: Option<Arc<dyn cms_core::ports::RenderCache>>) -> Self {
         let world = MemoryWorld::new();
         let cms = Arc::new(world.cms_with(site_yaml).with_site_root(SITE_ROOT));
-        cms.add_user("owner@example.com", Role::Owner).await.unwrap();
-        cms.add_user("ed@example.com", Role::Editor).await.unwrap();
-        let owner_key = cms.create_key("owner@example.com", "t", [1; 32]).await.unwrap().plaintext;
-        let editor_key = cms.create_key("ed@example.com", "t", [2; 32]).await.unwrap().plaintext;
+        cms.add_user(Caller::Operator, "owner@example.com", Role::Owner).await.unwrap();
+        cms.add_user(Caller::Operator, "ed@example.com", Role::Editor).await.unwrap();
+        let owner_key =
+            cms.create_key(Caller::Operator, "owner@example.com", "t", [1; 32]).await.unwrap().plaintext;
+        let editor_key =
+            cms.create_key(Caller::Operator, "ed@example.com", "t", [2; 32]).await.unwrap().plaintext;
         let mut state = AppState::new(cms, vec!["https://app.example.com".into()], JSON_LIMIT, UPLOAD_LIMIT);
         if let Some(answers) = answers {
             state = state.with_answers(answers);

@@ -1,4 +1,5 @@
 use actix_web::test::TestRequest;
+use cms_core::policy::Caller;
 use cms_http::routes::ROUTES;
 
 use crate::Harness;
@@ -148,8 +149,17 @@ async fn key_failures_are_401_with_reasons() {
         assert_eq!(reply.header("www-authenticate"), Some("Bearer"));
     }
     // A revoked key stops working on the next request.
-    let id = h.state.cms.keys().await.unwrap().into_iter().find(|k| k.email == "ed@example.com").unwrap().id;
-    h.state.cms.revoke_key(&id).await.unwrap();
+    let id = h
+        .state
+        .cms
+        .keys(Caller::Operator)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|k| k.email == "ed@example.com")
+        .unwrap()
+        .id;
+    h.state.cms.revoke_key(Caller::Operator, &id).await.unwrap();
     h.send(TestRequest::get().uri("/cms/").insert_header(h.bearer()))
         .await
         .assert_envelope_error(401, "revoked");

@@ -1,6 +1,7 @@
 use actix_web::test::TestRequest;
 use cms_core::account::Role;
 use cms_core::license::License;
+use cms_core::policy::Caller;
 use serde_json::{Value, json};
 
 use crate::Harness;
@@ -77,8 +78,9 @@ async fn theme_validation_names_the_field_and_changes_nothing() {
 async fn theme_needs_the_owner_and_the_plan_feature() {
     let h = Harness::setup().await;
     h.send(TestRequest::get().uri("/cms/settings/theme")).await.assert_editor_error(401, "API key");
-    h.state.cms.add_user("admin@example.com", Role::Admin).await.unwrap();
-    let admin = h.state.cms.create_key("admin@example.com", "t", [5; 32]).await.unwrap().plaintext;
+    h.state.cms.add_user(Caller::Operator, "admin@example.com", Role::Admin).await.unwrap();
+    let admin =
+        h.state.cms.create_key(Caller::Operator, "admin@example.com", "t", [5; 32]).await.unwrap().plaintext;
     for key in [&h.editor_key, &admin] {
         let get = TestRequest::get().uri("/cms/settings/theme").insert_header(as_key(key));
         h.send(get).await.assert_editor_error(403, "needs the owner role");
@@ -103,8 +105,9 @@ async fn theme_needs_the_owner_and_the_plan_feature() {
 #[actix_web::test]
 async fn users_listing_is_for_admins_and_owners() {
     let h = Harness::setup().await;
-    h.state.cms.add_user("admin@example.com", Role::Admin).await.unwrap();
-    let admin = h.state.cms.create_key("admin@example.com", "t", [6; 32]).await.unwrap().plaintext;
+    h.state.cms.add_user(Caller::Operator, "admin@example.com", Role::Admin).await.unwrap();
+    let admin =
+        h.state.cms.create_key(Caller::Operator, "admin@example.com", "t", [6; 32]).await.unwrap().plaintext;
     for key in [&admin, &h.owner_key] {
         let reply = h.send(TestRequest::get().uri("/cms/settings/users").insert_header(as_key(key))).await;
         assert_eq!(reply.status, 200);

@@ -2,6 +2,7 @@ use actix_web::test::TestRequest;
 use cms_core::account::Role;
 use cms_core::events::EventKind;
 use cms_core::license::License;
+use cms_core::policy::Caller;
 use cms_core::ports::WebhookInfo;
 use serde_json::json;
 use time::OffsetDateTime;
@@ -61,8 +62,9 @@ async fn owners_see_the_subscriptions_without_secrets_in_the_editor_shape() {
 async fn other_roles_and_licenses_without_webhooks_get_403() {
     let h = with_webhooks().await;
     h.send(get(&h.editor_key)).await.assert_editor_error(403, "owner");
-    h.state.cms.add_user("admin@example.com", Role::Admin).await.unwrap();
-    let admin_key = h.state.cms.create_key("admin@example.com", "t", [9; 32]).await.unwrap().plaintext;
+    h.state.cms.add_user(Caller::Operator, "admin@example.com", Role::Admin).await.unwrap();
+    let admin_key =
+        h.state.cms.create_key(Caller::Operator, "admin@example.com", "t", [9; 32]).await.unwrap().plaintext;
     h.send(get(&admin_key)).await.assert_editor_error(403, "owner");
     h.send(TestRequest::get().uri(WEBHOOKS)).await.assert_editor_error(401, "API key");
 

@@ -1,3 +1,4 @@
+use cms_core::policy::Caller;
 use std::collections::BTreeSet;
 use std::fs;
 use std::time::Duration;
@@ -37,15 +38,23 @@ async fn every_event_kind_arrives_signed_over_the_raw_body() {
     let mut fm = Frontmatter::new();
     fm.insert("title".into(), "Hello".into());
     let new = NewItem { slug: Some("hello".into()), date_prefix: Some(false), fm, body: "one".into() };
-    cms.create_item(posts, new).await.unwrap();
+    cms.create_item(Caller::Operator, posts, new).await.unwrap();
     let update = ItemUpdate { mode: UpdateMode::Patch, fm: Frontmatter::new(), body: Some("two".into()) };
-    cms.update_item(posts, "hello", update, None).await.unwrap();
-    let version = cms.list_versions(posts, "hello").await.unwrap().versions[0].timestamp;
-    cms.restore_version(posts, "hello", &version.to_string(), None).await.unwrap();
-    cms.delete_item(posts, "hello", None).await.unwrap();
-    cms.add_user("ann@example.com", Role::Editor).await.unwrap();
-    cms.add_user("ann@example.com", Role::Admin).await.unwrap();
-    cms.remove_user("ann@example.com").await.unwrap();
+    cms.update_item(Caller::Operator, posts, "hello", update, None).await.unwrap();
+    let version = cms.list_versions(Caller::Operator, posts, "hello").await.unwrap().versions[0].timestamp;
+    cms.restore_version(
+        Caller::Operator,
+        posts,
+        "hello",
+        cms_core::service::VersionId::new(version).unwrap(),
+        None,
+    )
+    .await
+    .unwrap();
+    cms.delete_item(Caller::Operator, posts, "hello", None).await.unwrap();
+    cms.add_user(Caller::Operator, "ann@example.com", Role::Editor).await.unwrap();
+    cms.add_user(Caller::Operator, "ann@example.com", Role::Admin).await.unwrap();
+    cms.remove_user(Caller::Operator, "ann@example.com").await.unwrap();
 
     let report = sink.shutdown(SETTLE);
     assert!(report.finished, "{report:?}");

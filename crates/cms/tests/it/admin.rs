@@ -34,17 +34,17 @@ fn passwd(site: &Path, email: &str, input: &str) -> std::process::Output {
 
 /// An HTTP client that keeps cookies and never follows redirects, like a browser tab
 /// whose every step is checked.
-struct Tab<'a> {
+pub(crate) struct Tab<'a> {
     server: &'a Server,
     agent: ureq::Agent,
     cookies: BTreeMap<String, String>,
 }
 
 /// What came back: status, headers we look at, body.
-struct Answer {
-    status: u16,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
-    body: String,
+    pub(crate) body: String,
 }
 
 impl Answer {
@@ -72,7 +72,7 @@ impl Answer {
 }
 
 impl<'a> Tab<'a> {
-    fn new(server: &'a Server) -> Self {
+    pub(crate) fn new(server: &'a Server) -> Self {
         let agent = ureq::Agent::config_builder().http_status_as_error(false).max_redirects(0).build().into();
         Self { server, agent, cookies: BTreeMap::new() }
     }
@@ -112,7 +112,7 @@ impl<'a> Tab<'a> {
         answer
     }
 
-    fn get(&mut self, path: &str) -> Answer {
+    pub(crate) fn get(&mut self, path: &str) -> Answer {
         let mut req = self.agent.get(format!("{}{path}", self.server.base));
         if !self.cookies.is_empty() {
             req = req.header("Cookie", self.cookie_header());
@@ -134,7 +134,7 @@ impl<'a> Tab<'a> {
     }
 
     /// Signs in through the form; returns the answer to the post.
-    fn sign_in(&mut self, email: &str, password: &str) -> Answer {
+    pub(crate) fn sign_in(&mut self, email: &str, password: &str) -> Answer {
         let form = self.get("/admin/signin");
         assert_eq!(form.status, 200);
         let csrf = form.input("csrf");

@@ -12,6 +12,7 @@ mod mcp;
 mod model;
 mod nodes;
 mod nodes_webhooks;
+mod policy;
 mod previews;
 mod resources;
 mod retries;

@@ -18,7 +18,7 @@ use crate::{Server, cms, demo_site, poll, stdout, user_with_key};
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/mcp_client.py");
 const WORKSPACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
-fn mcp_key(site: &Path, email: &str) -> String {
+pub(crate) fn mcp_key(site: &Path, email: &str) -> String {
     let output = cms(site, &["keys", "create", "--user", email, "--mcp"]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     stdout(&output).lines().last().unwrap().to_owned()
@@ -265,11 +265,11 @@ fn python_with_sdk() -> Option<PathBuf> {
 // ---- sessions, errors and the wire, over plain HTTP -----------------------------------
 
 /// One answer of `/mcp`: status, the headers of interest, the body as text.
-struct Answer {
-    status: u16,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
     session: Option<String>,
     content_type: String,
-    body: String,
+    pub(crate) body: String,
 }
 
 impl Answer {
@@ -298,7 +298,7 @@ impl Answer {
     }
 
     /// The one JSON-RPC message of an SSE answer (every event's data must be JSON).
-    fn message(&self) -> Value {
+    pub(crate) fn message(&self) -> Value {
         let messages: Vec<Value> = self
             .events()
             .into_iter()
@@ -312,9 +312,9 @@ impl Answer {
 }
 
 /// A raw client of `/mcp` with one key.
-struct Raw<'a> {
-    server: &'a Server,
-    key: String,
+pub(crate) struct Raw<'a> {
+    pub(crate) server: &'a Server,
+    pub(crate) key: String,
 }
 
 impl Raw<'_> {
@@ -342,7 +342,7 @@ impl Raw<'_> {
         req
     }
 
-    fn post(&self, session: Option<&str>, protocol: Option<&str>, body: &str) -> Answer {
+    pub(crate) fn post(&self, session: Option<&str>, protocol: Option<&str>, body: &str) -> Answer {
         let mut req = self
             .server
             .agent
@@ -377,7 +377,7 @@ impl Raw<'_> {
     }
 
     /// A new session's id (2025-06-18).
-    fn open(&self) -> String {
+    pub(crate) fn open(&self) -> String {
         let answer = self.initialize("2025-06-18");
         assert_eq!(answer.status, 200, "{}", answer.body);
         answer.session.expect("a session id")

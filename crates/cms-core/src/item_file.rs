@@ -1,0 +1,91 @@
+//! An item file as stored: the strong ETag of its bytes, the number that names it at a
+//! content and stamp, and its parse. Plain functions below both the kept index and the
+//! facade, which name and read files the same way.
+
+use ring::digest;
+
+use crate::document::ItemDocument;
+use crate::error::{CoreError, CoreResult};
+use crate::item::ItemMeta;
+use crate::slug::ItemFilename;
+
+/// A strong ETag of a file's bytes.
+pub fn etag_of(bytes: &[u8]) -> String {
+    let digest = digest::digest(&digest::SHA256, bytes);
+    format!("\"{}\"", &hex::encode(digest)[..32])
+}
+
+/// Names a file (its name) at this content (`etag`) and stamp (`modified`); the index keeps
+/// it with each item, so that a read names its answer without hashing the name again.
+pub(crate) fn file_version(meta: &ItemMeta, etag: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    (&meta.filename, etag, meta.modified).hash(&mut hasher);
+    hasher.finish()
+}
+
+/// A stored item's bytes as a document; `Corrupt` (naming the file) when they are not
+/// UTF-8 or their frontmatter cannot be read.
+pub(crate) fn parse_bytes(name: &ItemFilename, bytes: &[u8]) -> CoreResult<ItemDocument> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| CoreError::Corrupt(format!("item file {} is not UTF-8 text", name.as_str())))?;
+    ItemDocument::parse(text).map_err(|e| {
+        CoreError::Corrupt(format!("item file {} has frontmatter that cannot be read: {e}", name.as_str()))
+    })
+}
+
+/// What a write requires of the item's current content, as a client sent it with its
+/// `If-Match` (REST) or `if_match` (MCP), or as the editor's form carried it: any content
+/// (`*`), or one of these ETags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Precondition {
+    Any,
+    Tags(Vec<String>),
+}
+
+impl Precondition {
+    /// An `If-Match` list: `*`, or comma-separated ETags (where a `*` among them matches
+    /// any current content, but not a deleted item's absence of one).
+    pub fn from_if_match(list: &str) -> Self {
+        match list.trim() {
+            "*" => Self::Any,
+            list => Self::Tags(list.split(',').map(str::trim).map(str::to_owned).collect()),
+        }
+    }
+
+    /// `PreconditionFailed` unless `current` (the item's bytes now) satisfies it.
+    pub(crate) fn check(&self, current: &[u8]) -> CoreResult<()> {
+        let Self::Tags(tags) = self else { return Ok(()) };
+        let etag = etag_of(current);
+        if tags.iter().any(|tag| *tag == etag || tag == "*") {
+            Ok(())
+        } else {
+            Err(CoreError::PreconditionFailed(format!(
+                "If-Match {} does not match the item's current ETag {etag}; read it again and retry",
+                tags.join(", ")
+            )))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn if_match_lists() {
+        let etag = etag_of(b"now");
+        assert_eq!(Precondition::from_if_match(" * "), Precondition::Any);
+        assert!(Precondition::from_if_match(&format!("\"old\", {etag}")).check(b"now").is_ok());
+        assert!(
+            matches!(Precondition::from_if_match("\"old\", *"), Precondition::Tags(_)),
+            "a deleted item fails it"
+        );
+        assert!(Precondition::from_if_match("\"old\", *").check(b"now").is_ok());
+        let refused = Precondition::from_if_match("\"a\",\"b\"").check(b"now").unwrap_err().to_string();
+        assert!(
+            refused.contains("If-Match \"a\", \"b\" does not match the item's current ETag"),
+            "{refused}"
+        );
+    }
+}

@@ -1,12 +1,15 @@
 //! Collections and how a request addresses one: integer index or label slug.
 
+use std::sync::Arc;
+
 use crate::config::CollectionConfig;
 use crate::error::{CoreError, CoreResult};
+use crate::model::Model;
 use crate::slug::slugify;
 use crate::urls::PagePath;
 
 /// A configured collection: a folder of items.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Collection {
     pub index: usize,
     pub label: String,
@@ -17,7 +20,20 @@ pub struct Collection {
     pub page_path: String,
     /// Whether new items get a `YYYY-MM-DD-` filename prefix by default.
     pub date_prefix: bool,
+    /// The content model, when `cms.yaml` gives one (`fields:`).
+    pub model: Option<Arc<Model>>,
 }
+
+/// Two collections are the same when they are the same folder under the same name (the
+/// model follows from the configuration they both come from).
+impl PartialEq for Collection {
+    fn eq(&self, other: &Self) -> bool {
+        (self.index, &self.label, &self.slug, &self.path, &self.page_path, self.date_prefix)
+            == (other.index, &other.label, &other.slug, &other.path, &other.page_path, other.date_prefix)
+    }
+}
+
+impl Eq for Collection {}
 
 impl Collection {
     pub fn from_config(index: usize, config: &CollectionConfig) -> Self {
@@ -30,7 +46,21 @@ impl Collection {
             path: config.path.trim_end_matches('/').to_owned(),
             page_path,
             date_prefix: config.date_prefix,
+            model: None,
         }
+    }
+
+    /// The collections of a site, each with its model (built against the others' slugs;
+    /// a model that does not build, which the config's check refuses first, is left out).
+    pub fn all_from_config(configs: &[CollectionConfig]) -> Vec<Self> {
+        let mut collections: Vec<Self> =
+            configs.iter().enumerate().map(|(i, c)| Self::from_config(i, c)).collect();
+        let slugs: Vec<String> = collections.iter().map(|c| c.slug.clone()).collect();
+        for (i, (collection, config)) in collections.iter_mut().zip(configs).enumerate() {
+            collection.model =
+                config.model(&format!("collections[{i}]"), &slugs).ok().flatten().map(Arc::new);
+        }
+        collections
     }
 
     /// The site-relative URL of an item page (pretty form).
@@ -82,6 +112,8 @@ mod tests {
                         path: (*path).into(),
                         page_path: None,
                         date_prefix: false,
+                        fields: None,
+                        extra_fields: Default::default(),
                     },
                 )
             })

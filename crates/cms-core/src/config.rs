@@ -306,6 +306,30 @@ pub struct CollectionConfig {
     /// New items' file names start with their date (`2026-01-12-hello-world.md`).
     #[serde(default)]
     pub date_prefix: bool,
+    /// The collection's content model: its fields by name, in the editor's order (see
+    /// docs/content-model.md). Without it, any frontmatter is taken.
+    #[serde(default)]
+    pub fields: Option<crate::model::FieldsConfig>,
+    /// Keys the model does not name: `allow` (kept, the default) or `refuse`.
+    #[serde(default)]
+    pub extra_fields: crate::model::ExtraFields,
+}
+
+impl CollectionConfig {
+    /// The collection's model, checked (`key` is where it is written, `collections` the
+    /// slugs a reference may name); `None` without `fields`.
+    pub fn model(&self, key: &str, collections: &[String]) -> Result<Option<crate::model::Model>, String> {
+        match &self.fields {
+            Some(fields) => {
+                crate::model::Model::build(&format!("{key}.fields"), fields, self.extra_fields, collections)
+                    .map(Some)
+            }
+            None if self.extra_fields == crate::model::ExtraFields::Refuse => {
+                Err(format!("{key}.extra_fields: refuse needs fields (the keys a collection takes)"))
+            }
+            None => Ok(None),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -529,6 +553,9 @@ impl SiteConfig {
             }
             slugs.push(slug);
         }
+        for (i, c) in self.collections.iter().enumerate() {
+            c.model(&format!("collections[{i}]"), &slugs).map_err(ConfigError::Invalid)?;
+        }
         // Every collection and resource folder needs a folder of its own: two collections
         // over one folder would not share a write lock (lost updates), and a resource
         // folder over a collection would let the resource routes rename or delete items
@@ -713,6 +740,41 @@ mod tests {
         let c = SiteConfig::from_yaml(MINIMAL).unwrap();
         assert_eq!((c.site.per_page, c.site.max_per_page), (10, 100));
         assert_eq!((c.limits.json_bytes, c.versions.keep), (1024 * 1024, 50));
+    }
+
+    #[test]
+    fn a_content_model_is_checked_when_the_site_loads_naming_its_key() {
+        let site = |fields: &str| {
+            format!(
+                "{MINIMAL}collections:\n  - label: Authors\n    path: content/authors\n  - label: Posts\n    path: content/posts\n{fields}"
+            )
+        };
+        let loaded = SiteConfig::from_yaml(&site(
+            "    fields:\n      title: { type: string, required: true }\n      author: { type: reference, collection: authors }\n",
+        ))
+        .unwrap();
+        let collections = crate::collection::Collection::all_from_config(&loaded.collections);
+        let model = collections[1].model.as_ref().expect("posts has a model");
+        assert_eq!(model.fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["title", "author"]);
+        assert!(collections[0].model.is_none());
+        let refused = [
+            (
+                "    fields:\n      author: { type: reference, collection: people }\n",
+                "collections[1].fields.author.collection: no collection has the slug \"people\"; the collections are authors, posts",
+            ),
+            ("    extra_fields: refuse\n", "collections[1].extra_fields: refuse needs fields"),
+            (
+                "    fields:\n      n: { type: integer, default: x }\n",
+                "collections[1].fields.n.default must be a whole number",
+            ),
+        ];
+        for (fields, expected) in refused {
+            let error = SiteConfig::from_yaml(&site(fields)).unwrap_err().to_string();
+            assert!(error.contains(expected), "{fields}: {error}");
+        }
+        let unknown =
+            SiteConfig::from_yaml(&site("    fields:\n      n: { type: strng }\n")).unwrap_err().to_string();
+        assert!(unknown.contains("strng"), "{unknown}");
     }
 
     /// The core reads the backend's kind and keeps its settings as written; the bucket's

@@ -10,6 +10,9 @@ pub enum CoreError {
     /// The request is malformed or violates a rule (a bad slug, a wrong type in `fm`).
     #[error("{0}")]
     Invalid(String),
+    /// A frontmatter breaks its collection's content model: every failing field, named.
+    #[error("{message}")]
+    InvalidFields { message: String, fields: Vec<FieldError> },
     /// Something addressed by the request does not exist.
     #[error("{0}")]
     NotFound(String),
@@ -60,6 +63,27 @@ impl CoreError {
         Self::Invalid(message.to_string())
     }
 
+    /// The fields that break a collection's model, in one sentence and one by one.
+    pub fn fields(fields: Vec<FieldError>) -> Self {
+        let message = match fields.as_slice() {
+            [one] => format!("{} {} (the collection's model)", one.field, one.message),
+            many => format!(
+                "{} fields break the collection's model: {}",
+                many.len(),
+                many.iter().map(|f| f.field.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+        };
+        Self::InvalidFields { message, fields }
+    }
+
+    /// The failing fields of an [`CoreError::InvalidFields`]; empty for any other error.
+    pub fn field_errors(&self) -> &[FieldError] {
+        match self {
+            Self::InvalidFields { fields, .. } => fields,
+            _ => &[],
+        }
+    }
+
     pub fn not_found(message: impl fmt::Display) -> Self {
         Self::NotFound(message.to_string())
     }
@@ -77,7 +101,7 @@ impl CoreError {
     /// reports the same error with the same words.
     pub fn status(&self) -> u16 {
         match self {
-            Self::Invalid(_) => 400,
+            Self::Invalid(_) | Self::InvalidFields { .. } => 400,
             Self::Unauthorized(_) => 401,
             Self::PaymentRequired(_) => 402,
             Self::Forbidden(_) => 403,
@@ -110,6 +134,17 @@ impl CoreError {
 }
 
 pub type CoreResult<T> = Result<T, CoreError>;
+
+/// One field of an item that breaks its collection's content model (`crate::model`);
+/// here, below every module that may raise it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FieldError {
+    /// Its path in the item: `fm.price`, `fm.links[2]`, `fm.seo.title`.
+    pub field: String,
+    /// What is wrong, as the end of a sentence starting with the field: "must be a
+    /// number ≥ 0".
+    pub message: String,
+}
 
 #[cfg(test)]
 mod tests {

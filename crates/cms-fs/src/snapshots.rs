@@ -107,6 +107,8 @@ mod tests {
             path: path.into(),
             page_path: None,
             date_prefix: false,
+            fields: None,
+            extra_fields: Default::default(),
         };
         Collection::from_config(0, &config)
     }

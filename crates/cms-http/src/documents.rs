@@ -28,6 +28,7 @@ pub struct Kind {
 pub const RSS: Kind = Kind { content_type: "application/rss+xml; charset=utf-8", envelope: false };
 pub const XML: Kind = Kind { content_type: "application/xml; charset=utf-8", envelope: false };
 pub const JSON: Kind = Kind { content_type: "application/json", envelope: false };
+pub const JSON_SCHEMA: Kind = Kind { content_type: "application/schema+json", envelope: false };
 pub const ENVELOPE: Kind = Kind { content_type: "application/json", envelope: true };
 
 /// The version of a route's document: the content it shows (`Cms::content_version`) and

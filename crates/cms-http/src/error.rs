@@ -27,11 +27,14 @@ pub struct ApiError {
     /// For a `415`: the media types the route takes, sent as `Accept` (and as
     /// `Accept-Patch` too when the request was a `PATCH`).
     pub accepts: Option<(&'static str, bool)>,
+    /// For a write that breaks its collection's model: every failing field, sent as
+    /// `fields` beside `error`.
+    pub fields: Vec<cms_core::model::FieldError>,
 }
 
 impl ApiError {
     pub fn new(status: StatusCode, shape: Shape, message: impl Into<String>) -> Self {
-        Self { status, message: message.into(), shape, accepts: None }
+        Self { status, message: message.into(), shape, accepts: None, fields: Vec::new() }
     }
 
     /// `415`: the body's media type is not one the route takes (`accepts`, a list for
@@ -52,7 +55,8 @@ impl ApiError {
     /// [`CoreError::public_message`]: internal causes are logged, not sent).
     pub fn from_core(error: CoreError, shape: Shape) -> Self {
         let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        Self { status, message: error.public_message(), shape, accepts: None }
+        let fields = error.field_errors().to_vec();
+        Self { status, message: error.public_message(), shape, accepts: None, fields }
     }
 }
 
@@ -75,15 +79,19 @@ impl ResponseError for ApiError {
                 ));
             }
         }
-        match self.shape {
-            Shape::Envelope => response.json(json!({
+        let mut body = match self.shape {
+            Shape::Envelope => json!({
                 "success": false,
                 "error": self.message,
                 "code": self.status.as_u16(),
                 "timestamp": timestamp_now(),
-            })),
-            Shape::Editor => response.json(json!({ "error": self.message })),
+            }),
+            Shape::Editor => json!({ "error": self.message }),
+        };
+        if !self.fields.is_empty() {
+            body["fields"] = json!(self.fields);
         }
+        response.json(body)
     }
 }
 

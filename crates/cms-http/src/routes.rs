@@ -56,6 +56,7 @@ pub const TAGS: &str = "/cms/tags";
 pub const TAG_ITEMS: &str = "/cms/tags/{tag}/items";
 pub const RSS: &str = "/cms/collections/{collection}/rss";
 pub const SITEMAP: &str = "/cms/collections/{collection}/sitemap";
+pub const SCHEMA: &str = "/cms/collections/{collection}/schema";
 pub const RELATED: &str = "/cms/items/related";
 pub const ITEM_ANYWHERE: &str = "/cms/items/{slug}";
 pub const ITEMS: &str = "/cms/collections/{collection}/items";
@@ -106,6 +107,7 @@ pub const ROUTES: &[RouteInfo] = &[
     route("GET", ITEM_ANYWHERE, Auth::Optional, |r| r.to(discovery::read_anywhere)),
     route("GET", RSS, Auth::Optional, |r| r.to(discovery::rss)),
     route("GET", SITEMAP, Auth::Optional, |r| r.to(discovery::sitemap)),
+    route("GET", SCHEMA, Auth::Optional, |r| r.to(service::collection_schema)),
     route("GET", ITEM_RAW, Auth::Required, |r| r.to(items::raw)),
     route("POST", ITEM_PREVIEW, Auth::Required, |r| r.to(previews::create)),
     route("GET", PREVIEW, Auth::None, |r| r.to(previews::read)),

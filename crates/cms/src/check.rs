@@ -239,6 +239,23 @@ async fn check_items(cms: &Cms, report: &mut Report) {
             }
             Err(error) => report.error(format!("collection {}: cannot be read: {error}", collection.slug)),
         }
+        // Items that break the model are still served; they are reported here.
+        match cms.items_breaking_model(collection).await {
+            Ok(broken) => {
+                for (filename, fields) in broken {
+                    let problems: Vec<String> =
+                        fields.iter().map(|f| format!("{} {}", f.field, f.message)).collect();
+                    report.warn(format!(
+                        "collection {}: {filename} breaks the content model: {}",
+                        collection.slug,
+                        problems.join("; ")
+                    ));
+                }
+            }
+            Err(error) => {
+                report.error(format!("collection {}: cannot check its model: {error}", collection.slug))
+            }
+        }
     }
     for skipped in cms.skipped_files().await {
         report.warn(format!(

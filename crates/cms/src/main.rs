@@ -9,6 +9,7 @@ mod events;
 mod init;
 mod password;
 mod schedule;
+mod schema;
 mod serve;
 mod site;
 mod storage;
@@ -82,6 +83,9 @@ enum Command {
     Config(ConfigCommand),
     #[command(flatten)]
     Admin(admin::AdminCommand),
+    /// The content models of the site's collections, for code generators.
+    #[command(subcommand)]
+    Schema(schema::SchemaCommand),
     /// Move a site between a folder and an S3 bucket (no --site needed).
     #[command(subcommand)]
     Storage(storage::StorageCommand),
@@ -124,6 +128,9 @@ fn main() -> ExitCode {
             site::Site::for_command(cli.site).and_then(|site| check::run(&site, &args))
         }
         Some(Command::Config(ConfigCommand::Schema)) => print_schema(),
+        Some(Command::Schema(command)) => {
+            site::Site::for_command(cli.site).and_then(|site| schema::run(&site, command))
+        }
         Some(Command::Admin(command)) => {
             site::Site::for_command(cli.site).and_then(|site| admin::run(&site, command))
         }

@@ -1,23 +1,13 @@
 //! Checking a frontmatter against a model: every failing field at once, each named by
 //! its path (`fm.price`, `fm.links[2]`, `fm.seo.title`) with what it must be.
 
-use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::{Bounds, Counts, ExtraFields, Field, Kind, Model, SERVER_READ_KEYS, TextRules};
 use crate::codec::json_type_name;
 use crate::dates::SiteZone;
+pub use crate::error::FieldError;
 use crate::slug::{Slug, is_iso_date};
-
-/// One field that breaks the model.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FieldError {
-    /// Its path in the item: `fm.price`, `fm.links[2]`, `fm.seo.title`.
-    pub field: String,
-    /// What is wrong, as the end of a sentence starting with the field: "must be a
-    /// number ≥ 0".
-    pub message: String,
-}
 
 /// Something a frontmatter refers to that must exist.
 #[derive(Debug, Clone, PartialEq, Eq)]

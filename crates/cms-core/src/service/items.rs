@@ -280,6 +280,7 @@ impl Cms {
             }
         };
         fm.retain(|_, v| !v.is_null());
+        self.check_model(collection, &mut fm, true).await?;
         if !fm.contains_key("status") {
             fm.insert("status".into(), item::Status::Draft.as_str().into());
         }
@@ -339,6 +340,7 @@ impl Cms {
                 (None, UpdateMode::Put) => String::new(),
                 (None, UpdateMode::Patch) => doc.body,
             };
+            self.check_model(collection, &mut doc.fm, false).await?;
             let bytes = encode(&doc)?;
             // A stale attempt's snapshot is still right: those bytes were current (one kept
             // through the item's file is made a copy of its own again), and a retry over the

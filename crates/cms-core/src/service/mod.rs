@@ -26,6 +26,7 @@ mod discovery;
 mod index;
 mod items;
 mod locks;
+mod model;
 mod previews;
 mod rendered;
 mod resources;
@@ -293,8 +294,7 @@ pub struct Cms {
 
 impl Cms {
     pub fn new(config: &SiteConfig, ports: Ports) -> Self {
-        let collections: Vec<Collection> =
-            config.collections.iter().enumerate().map(|(i, c)| Collection::from_config(i, c)).collect();
+        let collections = Collection::all_from_config(&config.collections);
         let site = SiteInfo {
             name: config.site.name.clone(),
             url: config.site.url.trim_end_matches('/').to_owned(),

@@ -101,6 +101,11 @@ impl Cms {
         let _guard = self.item_locks.lock(collection.index, item_ref.slug()).await;
         let (name, current) = self.resolve_history(collection, &item_ref).await?;
         let bytes = self.version_bytes(collection, &name, timestamp).await?;
+        if collection.model.is_some() {
+            // An old version must fit the model as it is now, like any other write.
+            let mut old = crate::item_file::parse_bytes(&name, &bytes)?;
+            self.check_model(collection, &mut old.fm, false).await?;
+        }
         match current {
             Some(file) => {
                 check(if_match, &file.bytes)?;

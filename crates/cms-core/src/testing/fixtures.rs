@@ -14,6 +14,8 @@ pub fn posts() -> Collection {
             path: "content/posts".into(),
             page_path: None,
             date_prefix: false,
+            fields: None,
+            extra_fields: Default::default(),
         },
     )
 }
@@ -27,6 +29,8 @@ pub fn pages() -> Collection {
             path: "content/pages".into(),
             page_path: None,
             date_prefix: false,
+            fields: None,
+            extra_fields: Default::default(),
         },
     )
 }

@@ -6,6 +6,7 @@ mod discovery;
 mod index;
 mod invariants;
 mod items;
+mod model;
 mod other_nodes;
 mod previews;
 mod schedule;

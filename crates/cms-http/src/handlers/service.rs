@@ -136,6 +136,25 @@ pub async fn openapi_json(state: web::Data<AppState>, req: HttpRequest) -> Resul
     .await
 }
 
+/// `GET /cms/collections/{collection}/schema`: the JSON Schema of its frontmatter (it
+/// changes only with `cms.yaml`, so it is kept like the OpenAPI document).
+pub async fn collection_schema(
+    state: web::Data<AppState>,
+    _caller: Caller,
+    collection: web::Path<String>,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let collection =
+        state.cms.collection(&collection).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
+    let version = || crate::documents::version_of("schema", 0, collection.index);
+    crate::documents::answer(&req, version, crate::documents::JSON_SCHEMA, || async {
+        serde_json::to_vec(&state.cms.collection_schema(collection)).map_err(|e| {
+            ApiError::from_core(cms_core::CoreError::internal("response serialization", e), Shape::Envelope)
+        })
+    })
+    .await
+}
+
 /// `GET /cms/collections`.
 pub async fn collections(state: web::Data<AppState>, _caller: Caller) -> HttpResponse {
     let all = state.cms.collections();

@@ -370,3 +370,93 @@ async fn list_304s_keep_the_cors_headers() {
     assert!(cached.header("access-control-expose-headers").unwrap().contains("ETag"));
     assert_eq!(cached.header_values("vary"), ["Accept-Encoding", "Origin"], "the 200's Vary");
 }
+
+/// A write that breaks the collection's model answers 400 in the editor shape with every
+/// failing field; PATCH too, after merging; a valid one is written with its defaults.
+#[actix_web::test]
+async fn a_write_that_breaks_the_model_names_every_field() {
+    let site = cms_core::testing::SITE_YAML.replacen(
+        "    date_prefix: true\n",
+        "    date_prefix: true\n    fields:\n      title: { type: string, required: true }\n      rating: { type: integer, min: 1, max: 5, default: 3 }\n",
+        1,
+    );
+    let h = Harness::setup_site(&site, None).await;
+    let reply = h
+        .send(post_json(
+            &h,
+            "/cms/collections/posts/items",
+            json!({"slug": "a", "fm": {"rating": 9}, "body": ""}),
+        ))
+        .await;
+    assert_eq!(reply.status, 400, "{}", String::from_utf8_lossy(&reply.body));
+    assert_eq!(
+        reply.json(),
+        json!({
+            "error": "2 fields break the collection's model: fm.title, fm.rating",
+            "fields": [
+                {"field": "fm.title", "message": "is required"},
+                {"field": "fm.rating", "message": "must be a whole number from 1 to 5, got 9"},
+            ],
+        })
+    );
+
+    let created = h
+        .send(post_json(
+            &h,
+            "/cms/collections/posts/items",
+            json!({"slug": "a", "fm": {"title": "A"}, "body": ""}),
+        ))
+        .await;
+    assert_eq!(created.status, 200, "{}", String::from_utf8_lossy(&created.body));
+    let filename = created.json()["filename"].as_str().unwrap().to_owned();
+    let patch = TestRequest::patch()
+        .uri(&format!("/cms/collections/posts/items/{filename}"))
+        .insert_header(h.bearer())
+        .set_json(json!({"fm": {"rating": 0}}));
+    let refused = h.send(patch).await;
+    assert_eq!(refused.status, 400);
+    assert_eq!(
+        refused.json()["fields"],
+        json!([{"field": "fm.rating", "message": "must be a whole number from 1 to 5, got 0"}])
+    );
+    let raw = h
+        .send(
+            TestRequest::get()
+                .uri(&format!("/cms/collections/posts/items/{filename}/raw"))
+                .insert_header(h.bearer()),
+        )
+        .await;
+    assert_eq!(
+        raw.json()["fm"],
+        json!({"title": "A", "rating": 3, "status": "draft"}),
+        "the default was written"
+    );
+}
+
+/// `GET /cms/collections/{collection}/schema`: the model's JSON Schema, kept with an ETag;
+/// a collection without a model answers a schema of any object.
+#[actix_web::test]
+async fn the_schema_route_answers_the_models_json_schema() {
+    let site = cms_core::testing::SITE_YAML.replacen(
+        "    date_prefix: true\n",
+        "    date_prefix: true\n    fields:\n      title: { type: string, required: true }\n",
+        1,
+    );
+    let h = Harness::setup_site(&site, None).await;
+    let reply = h.send(TestRequest::get().uri("/cms/collections/posts/schema")).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("content-type"), Some("application/schema+json"));
+    let schema = reply.json();
+    assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
+    assert_eq!((schema["title"].as_str(), &schema["required"]), (Some("Posts"), &json!(["title"])));
+    assert_eq!(schema["properties"]["title"], json!({"type": "string"}));
+    let etag = reply.header("etag").expect("an ETag").to_owned();
+    let again = h
+        .send(TestRequest::get().uri("/cms/collections/posts/schema").insert_header(("If-None-Match", etag)))
+        .await;
+    assert_eq!(again.status, 304);
+    let pages = h.send(TestRequest::get().uri("/cms/collections/pages/schema")).await.json();
+    assert_eq!((pages["type"].as_str(), pages.get("properties")), (Some("object"), None));
+    let missing = h.send(TestRequest::get().uri("/cms/collections/nope/schema")).await;
+    assert_eq!(missing.status, 404);
+}

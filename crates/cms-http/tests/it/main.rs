@@ -51,8 +51,13 @@ impl Harness {
     }
 
     pub async fn setup_with(answers: Option<Arc<dyn cms_core::ports::RenderCache>>) -> Self {
+        Self::setup_site(cms_core::testing::SITE_YAML, answers).await
+    }
+
+    /// The same over another site configuration.
+    pub async fn setup_site(site_yaml: &str, answers: Option<Arc<dyn cms_core::ports::RenderCache>>) -> Self {
         let world = MemoryWorld::new();
-        let cms = Arc::new(world.cms().with_site_root(SITE_ROOT));
+        let cms = Arc::new(world.cms_with(site_yaml).with_site_root(SITE_ROOT));
         cms.add_user(Caller::Operator, "owner@example.com", Role::Owner).await.unwrap();
         cms.add_user(Caller::Operator, "ed@example.com", Role::Editor).await.unwrap();
         let owner_key =

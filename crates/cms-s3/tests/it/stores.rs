@@ -99,6 +99,8 @@ async fn without_conditional_writes_the_last_writer_wins_silently() {
             path: "content/posts".into(),
             page_path: None,
             date_prefix: false,
+            fields: None,
+            extra_fields: Default::default(),
         },
     );
     let item = ItemFilename::parse("race.md").unwrap();

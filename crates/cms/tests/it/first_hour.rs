@@ -323,7 +323,7 @@ fn the_json_schema_validates_the_initialised_config_and_refuses_a_wrong_type() {
 }
 
 /// Validates the JSON file argv[2] against the schema argv[1]; prints the errors.
-const VALIDATE: &str = r#"
+pub(crate) const VALIDATE: &str = r#"
 import json, sys, jsonschema
 schema = json.load(open(sys.argv[1]))
 jsonschema.Draft202012Validator.check_schema(schema)
@@ -333,7 +333,7 @@ for error in errors:
 sys.exit(1 if errors else 0)
 "#;
 
-fn python_with_jsonschema() -> Option<PathBuf> {
+pub(crate) fn python_with_jsonschema() -> Option<PathBuf> {
     let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/validators-venv/bin/python");
     let candidates = [std::env::var_os("CMS_PYTHON").map(PathBuf::from), Some(venv), Some("python3".into())];
     candidates.into_iter().flatten().find(|python| {

@@ -9,6 +9,7 @@ mod discovery;
 mod first_hour;
 mod images;
 mod mcp;
+mod model;
 mod nodes;
 mod nodes_webhooks;
 mod policy;

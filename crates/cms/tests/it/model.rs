@@ -1,0 +1,112 @@
+//! Content models over the real binary: `cms schema export` (JSON Schema checked by
+//! Python's `jsonschema` against the demo's posts and a refused payload; TypeScript).
+
+use std::fs;
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::first_hour::{VALIDATE, python_with_jsonschema};
+use crate::{cms, demo_site, stdout};
+
+/// The demo's posts, modelled as they are written.
+const POSTS_MODEL: &str = "    date_prefix: true
+    fields:
+      title: { type: string, required: true, max_length: 120 }
+      date: { type: datetime }
+      status: { type: select, options: [published, draft] }
+      author: { type: string }
+      tags: { type: tags }
+      description: { type: text }
+";
+
+fn modelled_demo() -> tempfile::TempDir {
+    let site = demo_site();
+    let config = site.path().join("cms.yaml");
+    let text = fs::read_to_string(&config).unwrap().replacen("    date_prefix: true\n", POSTS_MODEL, 1);
+    fs::write(&config, text).unwrap();
+    site
+}
+
+/// The frontmatter of a demo post, as JSON.
+fn frontmatter(site: &std::path::Path, name: &str) -> Value {
+    let text = fs::read_to_string(site.join("content/posts").join(name)).unwrap();
+    let yaml = text.strip_prefix("---\n").unwrap().split("\n---\n").next().unwrap();
+    serde_saphyr::from_str(yaml).unwrap()
+}
+
+#[test]
+fn the_exported_json_schema_takes_every_demo_post_and_refuses_a_broken_one() {
+    let site = modelled_demo();
+    let out = site.path().join("schemas");
+    let exported =
+        cms(site.path(), &["schema", "export", "--format", "json-schema", "--out", out.to_str().unwrap()]);
+    assert!(exported.status.success(), "{}", String::from_utf8_lossy(&exported.stderr));
+    let written = out.join("blog-posts.schema.json");
+    assert!(stdout(&exported).contains("blog-posts.schema.json"), "{}", stdout(&exported));
+    let schema: Value = serde_json::from_str(&fs::read_to_string(&written).unwrap()).unwrap();
+    assert_eq!(schema["required"], json!(["title"]));
+    assert!(!out.join("pages.schema.json").exists(), "only modelled collections are exported");
+
+    let Some(python) = python_with_jsonschema() else {
+        return cms_s3::testing::skip_check(
+            "Python's jsonschema package",
+            cms_s3::testing::INSTALL_PYTHON_PACKAGES,
+        );
+    };
+    let validate = |instance: &Value| {
+        let file = site.path().join("instance.json");
+        fs::write(&file, serde_json::to_vec(instance).unwrap()).unwrap();
+        Command::new(&python).args(["-c", VALIDATE]).arg(&written).arg(&file).output().unwrap()
+    };
+    for entry in fs::read_dir(site.path().join("content/posts")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        let checked = validate(&frontmatter(site.path(), &name));
+        assert!(checked.status.success(), "{name}: {}", stdout(&checked));
+    }
+    let refused = validate(&json!({ "date": "next week", "status": "gone", "tags": [3] }));
+    assert!(!refused.status.success());
+    let reasons = stdout(&refused);
+    for needle in ["'title' is a required property", "date 'next week'", "status 'gone'", "tags [3]"] {
+        assert!(reasons.contains(needle), "{needle}: {reasons}");
+    }
+}
+
+#[test]
+fn the_typescript_export_has_an_interface_per_modelled_collection() {
+    let site = modelled_demo();
+    let exported = cms(site.path(), &["schema", "export", "--format", "typescript"]);
+    assert!(exported.status.success(), "{}", String::from_utf8_lossy(&exported.stderr));
+    let text = stdout(&exported);
+    assert!(
+        text.contains("export interface BlogPosts {\n  title: string;\n  date?: string | null;\n"),
+        "{text}"
+    );
+    assert!(text.contains("  status?: \"published\" | \"draft\" | null;\n"), "{text}");
+    assert!(!text.contains("interface Pages"), "{text}");
+}
+
+/// A post edited by hand so that it breaks the model is still served, and `cms check`
+/// reports it with every failing field (a warning: `--strict` fails on it).
+#[test]
+fn a_hand_edited_item_that_breaks_the_model_is_served_and_reported() {
+    let site = modelled_demo();
+    let post = site.path().join("content/posts/2026-03-20-tables-and-lists.md");
+    let text = fs::read_to_string(&post).unwrap().replacen("title: Tables and Lists\n", "status: gone\n", 1);
+    fs::write(&post, text.replacen("status: published\n", "", 1)).unwrap();
+
+    let checked = cms(site.path(), &["check"]);
+    let out = stdout(&checked);
+    assert!(checked.status.success(), "a warning only: {out}");
+    assert!(
+        out.contains("collection blog-posts: 2026-03-20-tables-and-lists.md breaks the content model: fm.title is required; fm.status must be one of published, draft; got \"gone\""),
+        "{out}"
+    );
+    assert!(!cms(site.path(), &["check", "--strict"]).status.success());
+
+    let server = crate::Server::start(site.path());
+    let key = crate::user_with_key(site.path(), "ed@example.com", "editor");
+    let (status, body) = server.get("/cms/collections/blog-posts/items/tables-and-lists", Some(&key));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["frontmatter"]["status"], "gone", "{body}");
+}

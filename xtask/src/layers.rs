@@ -1,5 +1,6 @@
-//! Modules layered inside `cms-core`: no import circles between its top-level modules
-//! (plain types at the bottom, ports above them, the facade on top), checked over the
+//! Modules layered inside `cms-core` and the inbound adapters (`cms-http`, `cms-admin`,
+//! `cms-mcp`): no import circles between a crate's top-level modules (plain types at the
+//! bottom, ports above them, the facade or the handlers on top), checked over the
 //! `crate::` paths of each module's code (its tests left out).
 
 #[cfg(test)]
@@ -63,11 +64,9 @@ mod tests {
         seen
     }
 
-    #[test]
-    fn cms_core_has_no_import_circles() {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/cms-core/src");
-        let graph = imports(&src);
-        assert!(graph.contains_key("ports") && graph.contains_key("config"), "{graph:?}");
+    /// "a imports b, which leads back to a" for each circle among `src`'s modules.
+    fn circles(src: &Path) -> Vec<String> {
+        let graph = imports(src);
         let mut circles = Vec::new();
         for (module, names) in &graph {
             for name in names {
@@ -82,6 +81,29 @@ mod tests {
                 }
             }
         }
+        circles
+    }
+
+    fn source_of(krate: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates").join(krate).join("src")
+    }
+
+    #[test]
+    fn cms_core_has_no_import_circles() {
+        let src = source_of("cms-core");
+        let graph = imports(&src);
+        assert!(graph.contains_key("ports") && graph.contains_key("config"), "{graph:?}");
+        let circles = circles(&src);
         assert!(circles.is_empty(), "import circles in cms-core:\n{}", circles.join("\n"));
+    }
+
+    #[test]
+    fn inbound_adapters_have_no_import_circles() {
+        for krate in ["cms-http", "cms-admin", "cms-mcp"] {
+            let src = source_of(krate);
+            assert!(imports(&src).len() > 3, "{krate}'s modules were read");
+            let circles = circles(&src);
+            assert!(circles.is_empty(), "import circles in {krate}:\n{}", circles.join("\n"));
+        }
     }
 }

@@ -72,9 +72,7 @@ impl Cms {
             }
         }
     }
-}
 
-impl Cms {
     /// The JSON Schema (2020-12) of `collection`'s frontmatter: its model's, or any object
     /// for a collection without one.
     pub fn collection_schema(&self, collection: &Collection) -> serde_json::Value {
@@ -88,9 +86,7 @@ impl Cms {
             }),
         }
     }
-}
 
-impl Cms {
     /// The items of `collection` that break its model, each with every failing field, in
     /// filename order (for `cms check`: it reads every item file of the collection). A
     /// collection without a model has none.

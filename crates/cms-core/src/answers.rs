@@ -24,11 +24,21 @@ pub struct CollectionInfo {
     pub label: String,
     pub slug: String,
     pub path: String,
+    /// How many of its items break its content model (files edited by hand; they are
+    /// still served): only for a collection with a model, once its index is built.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invalid_items: Option<usize>,
 }
 
 impl From<&Collection> for CollectionInfo {
     fn from(c: &Collection) -> Self {
-        Self { index: c.index, label: c.label.clone(), slug: c.slug.clone(), path: c.path.clone() }
+        Self {
+            index: c.index,
+            label: c.label.clone(),
+            slug: c.slug.clone(),
+            path: c.path.clone(),
+            invalid_items: None,
+        }
     }
 }
 
@@ -50,6 +60,9 @@ pub struct ItemEntry<'a> {
     pub excerpt: Cow<'a, str>,
     /// Unix seconds.
     pub modified: i64,
+    /// The frontmatter fields that `fields=` and `expand=` asked for (only then).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fm: Option<Cow<'a, Frontmatter>>,
 }
 
 impl<'a> From<&'a ItemSummary> for ItemEntry<'a> {
@@ -67,6 +80,7 @@ impl<'a> From<&'a ItemSummary> for ItemEntry<'a> {
             author: meta.author.as_deref().map(Cow::Borrowed),
             excerpt: Cow::Borrowed(s.item.excerpt()),
             modified: meta.modified,
+            fm: s.fm.as_ref().map(Cow::Borrowed),
         }
     }
 }
@@ -87,6 +101,7 @@ impl ItemEntry<'_> {
             author: self.author.map(owned),
             excerpt: owned(self.excerpt),
             modified: self.modified,
+            fm: self.fm.map(|fm| Cow::Owned(fm.into_owned())),
         }
     }
 }

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use crate::dates::SiteZone;
 use crate::document::ItemDocument;
 use crate::item::{ItemMeta, Status};
+use crate::model::{KeptField, Model, compare_kept};
 use crate::ports::{FileStamp, StoredFile};
 use crate::query::{Direction, ListQuery, OrderBy, StatusFilter};
 use crate::render;
@@ -48,12 +49,23 @@ pub struct IndexedItem {
     /// The tags as slugs, for `tags=` filters; `None` when every tag is its own slug (the
     /// usual case), so that nothing is kept twice.
     tag_slugs: Option<Box<[Box<str>]>>,
+    /// The fields of the collection's model, as filters, orders and `fields=` use them;
+    /// `None` in a collection without a model.
+    pub fields: Option<Box<[KeptField]>>,
+    /// Whether the frontmatter breaks the collection's model (its own rules; whether the
+    /// items and media it names exist is checked on writes and by `cms check`).
+    pub breaks_model: bool,
 }
 
 impl IndexedItem {
     /// Parses an item file; `Err` with the reason when it cannot be used.
-    pub fn from_file(name: &ItemFilename, file: &StoredFile, zone: &SiteZone) -> Result<Self, String> {
-        Self::from_file_with_text(name, file, zone).map(|(item, _)| item)
+    pub fn from_file(
+        name: &ItemFilename,
+        file: &StoredFile,
+        zone: &SiteZone,
+        model: Option<&Model>,
+    ) -> Result<Self, String> {
+        Self::from_file_with_text(name, file, zone, model).map(|(item, _)| item)
     }
 
     /// [`Self::from_file`], and the body as plain text (what the search index takes), so
@@ -62,10 +74,11 @@ impl IndexedItem {
         name: &ItemFilename,
         file: &StoredFile,
         zone: &SiteZone,
+        model: Option<&Model>,
     ) -> Result<(Self, String), String> {
         let text = std::str::from_utf8(&file.bytes).map_err(|_| "the file is not UTF-8".to_owned())?;
         let doc = ItemDocument::parse(text).map_err(|e| format!("the frontmatter cannot be read: {e}"))?;
-        Ok(Self::from_document_with_text(name, &doc, file, zone))
+        Ok(Self::from_document_with_text(name, &doc, file, zone, model))
     }
 
     /// [`Self::from_file_with_text`] for a file whose document is at hand (`doc` must be
@@ -75,11 +88,12 @@ impl IndexedItem {
         doc: &ItemDocument,
         file: &StoredFile,
         zone: &SiteZone,
+        model: Option<&Model>,
     ) -> (Self, String) {
         let body_text = render::to_plain_text(&doc.body);
         let plain_excerpt = plain_excerpt_with(doc, &body_text);
         let excerpt = excerpt_with(doc, &body_text);
-        (Self::assemble(name, doc, file, zone, plain_excerpt, excerpt), body_text)
+        (Self::assemble(name, doc, file, zone, model, plain_excerpt, excerpt), body_text)
     }
 
     /// [`Self::from_document_with_text`] for a new version of `previous`'s file with the same
@@ -93,6 +107,7 @@ impl IndexedItem {
         doc: &ItemDocument,
         file: &StoredFile,
         zone: &SiteZone,
+        model: Option<&Model>,
         previous: &IndexedItem,
         previous_wrote_excerpt: bool,
     ) -> Option<Self> {
@@ -101,7 +116,7 @@ impl IndexedItem {
             None if previous_wrote_excerpt => return None,
             None => (previous.plain_excerpt.to_string(), previous.plain_excerpt.to_string()),
         };
-        Some(Self::assemble(name, doc, file, zone, plain_excerpt, excerpt))
+        Some(Self::assemble(name, doc, file, zone, model, plain_excerpt, excerpt))
     }
 
     fn assemble(
@@ -109,6 +124,7 @@ impl IndexedItem {
         doc: &ItemDocument,
         file: &StoredFile,
         zone: &SiteZone,
+        model: Option<&Model>,
         plain_excerpt: String,
         excerpt: String,
     ) -> Self {
@@ -125,6 +141,8 @@ impl IndexedItem {
             tag_slugs,
             image: doc.fm.get("image").and_then(|v| v.as_str()).map(Box::from),
             meta: meta.compacted(),
+            fields: model.map(|model| model.keep(&doc.fm)),
+            breaks_model: model.is_some_and(|model| !model.validate(&doc.fm).is_empty()),
         }
     }
 
@@ -155,7 +173,9 @@ impl IndexedItem {
     }
 
     fn admitted_by(&self, query: &ListQuery, now: i64) -> bool {
+        let kept = self.fields.as_deref().unwrap_or_default();
         query.status.admits(self.meta.status, self.meta.live_at(now))
+            && query.filters.iter().all(|filter| filter.admits(kept))
             && (query.tags.is_empty() || self.has_any_tag(&query.tags))
             && query
                 .author
@@ -267,6 +287,17 @@ fn compare(order: OrderBy, a: &IndexedItem, b: &IndexedItem) -> Ordering {
     primary.then_with(|| a.meta.filename.cmp(&b.meta.filename))
 }
 
+/// Ascending comparison of two items by a field of the model (its place in it).
+fn compare_field(at: usize, a: &IndexedItem, b: &IndexedItem) -> Ordering {
+    fn value(item: &IndexedItem, at: usize) -> Option<&crate::model::KeptValue> {
+        item.fields.as_deref().and_then(|fields| fields.get(at)).map(|f| &f.value)
+    }
+    match (value(a, at), value(b, at)) {
+        (Some(a), Some(b)) => compare_kept(a, b),
+        _ => Ordering::Equal,
+    }
+}
+
 /// What a change did to the index, so the caller can log or count it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Applied {
@@ -308,6 +339,8 @@ pub struct CollectionIndex {
     /// Per tag slug: its items ascending by date, all and published.
     by_tag: HashMap<String, TagLists>,
     usable: usize,
+    /// Usable items that break the collection's model (see [`IndexedItem::breaks_model`]).
+    breaking_model: usize,
     /// Item files that cannot be used, in filename order (so the skipped-file report
     /// does not walk every slot).
     unusable: std::collections::BTreeMap<Arc<str>, Id>,
@@ -462,6 +495,11 @@ impl CollectionIndex {
         self.usable
     }
 
+    /// How many listed items break the collection's model.
+    pub fn breaking_model_count(&self) -> usize {
+        self.breaking_model
+    }
+
     /// The stamp the index holds for a file.
     pub fn stamp(&self, name: &str) -> Option<&FileStamp> {
         self.by_name.get(name).map(|id| &self.slot(*id).stamp)
@@ -579,6 +617,8 @@ impl CollectionIndex {
         item.meta.filename = Arc::clone(&slot.name);
         let new = Arc::new(item);
         let old = Arc::clone(slot.item.as_ref().expect("usable id"));
+        self.breaking_model =
+            self.breaking_model + usize::from(new.breaks_model) - usize::from(old.breaks_model);
         self.fingerprint ^= stamp_hash(&slot.stamp) ^ stamp_hash(&stamp);
         slot.stamp = stamp;
         self.forget_schedule(id, &old);
@@ -594,6 +634,7 @@ impl CollectionIndex {
         if let Ok(item) = self.slot(id).item.clone() {
             self.unlink_sorted(id);
             self.usable -= 1;
+            self.breaking_model -= usize::from(item.breaks_model);
             self.forget_schedule(id, &item);
         } else {
             self.unusable.remove(name);
@@ -618,19 +659,23 @@ impl CollectionIndex {
     pub fn select(&self, query: &ListQuery, page: usize, per_page: usize) -> Selection {
         let start = query.offset.saturating_add((page - 1).saturating_mul(per_page));
         let k = order_slot(query.order_by);
-        let kept: Option<&[Id]> = match (query.tags.as_slice(), query.author.is_none(), query.status) {
-            (_, false, _) | (_, _, StatusFilter::Draft | StatusFilter::Scheduled) => None,
-            ([], true, StatusFilter::Published) => Some(&self.sorted_published[k]),
-            ([], true, _) => Some(&self.sorted_all[k]),
-            // One tag in date order: its own lists are already in that order.
-            ([tag], true, status) if query.order_by == OrderBy::DatePublished => {
-                let lists = self.by_tag.get(tag);
-                Some(lists.map_or(&[][..], |l| {
-                    if status == StatusFilter::Published { &l.published } else { &l.all }
-                }))
-            }
-            _ => None,
-        };
+        // Filters on the model's fields need a look at each item; an order by one of its
+        // fields is not kept sorted (below: only the matches are, as far as the page needs).
+        let on_fields = !query.filters.is_empty() || query.order_field.is_some();
+        let kept: Option<&[Id]> =
+            match (query.tags.as_slice(), query.author.is_none() && !on_fields, query.status) {
+                (_, false, _) | (_, _, StatusFilter::Draft | StatusFilter::Scheduled) => None,
+                ([], true, StatusFilter::Published) => Some(&self.sorted_published[k]),
+                ([], true, _) => Some(&self.sorted_all[k]),
+                // One tag in date order: its own lists are already in that order.
+                ([tag], true, status) if query.order_by == OrderBy::DatePublished => {
+                    let lists = self.by_tag.get(tag);
+                    Some(lists.map_or(&[][..], |l| {
+                        if status == StatusFilter::Published { &l.published } else { &l.all }
+                    }))
+                }
+                _ => None,
+            };
         if let Some(ids) = kept {
             let total = ids.len().saturating_sub(query.offset);
             let items = match query.direction {
@@ -640,6 +685,7 @@ impl CollectionIndex {
             return Selection { items, total };
         }
         let walked: Option<&[Id]> = match query.tags.as_slice() {
+            _ if query.order_field.is_some() => None,
             [] => Some(&self.sorted_all[k]),
             // One tag in date order: its own list is already in that order.
             [tag] if query.order_by == OrderBy::DatePublished => {
@@ -656,18 +702,27 @@ impl CollectionIndex {
                 }
             };
         }
-        let mut candidates: Vec<Id> =
-            query.tags.iter().filter_map(|t| self.by_tag.get(t)).flat_map(|l| &l.all).copied().collect();
-        candidates.sort_unstable();
-        candidates.dedup();
+        let mut candidates: Vec<Id> = if query.tags.is_empty() {
+            self.sorted_all[k].clone()
+        } else {
+            query.tags.iter().filter_map(|t| self.by_tag.get(t)).flat_map(|l| &l.all).copied().collect()
+        };
+        if query.tags.len() > 1 {
+            candidates.sort_unstable();
+            candidates.dedup();
+        }
         candidates.retain(|id| self.usable_item(*id).admitted_by(query, self.now));
-        // Several tags, or one in another order: sort only the matches, and only as far
-        // as the page needs.
+        // Several tags, one in another order, or an order by a field of the model: sort
+        // only the matches, and only as far as the page needs.
         let mut ids = candidates;
         let total = ids.len().saturating_sub(query.offset);
         let wanted = start.saturating_add(per_page).min(ids.len());
         let order = |a: &Id, b: &Id| {
-            let ordered = compare(query.order_by, self.usable_item(*a), self.usable_item(*b));
+            let (a, b) = (self.usable_item(*a), self.usable_item(*b));
+            let ordered = match query.order_field {
+                Some(at) => compare_field(at, a, b).then_with(|| a.meta.filename.cmp(&b.meta.filename)),
+                None => compare(query.order_by, a, b),
+            };
             if query.direction == Direction::Desc { ordered.reverse() } else { ordered }
         };
         if wanted > 0 && wanted < ids.len() {
@@ -749,6 +804,7 @@ impl CollectionIndex {
         if usable {
             self.usable += 1;
             let item = Arc::clone(self.usable_item(id));
+            self.breaking_model += usize::from(item.breaks_model);
             self.note_schedule(id, &item);
             if link {
                 self.link_sorted(id);
@@ -1122,8 +1178,12 @@ mod tests {
             modified: token as i64,
             change_token: token,
         };
-        let item =
-            IndexedItem::from_file(&name, &StoredFile { bytes, stamp: stamp.clone() }, &SiteZone::utc());
+        let item = IndexedItem::from_file(
+            &name,
+            &StoredFile { bytes, stamp: stamp.clone() },
+            &SiteZone::utc(),
+            None,
+        );
         (name, stamp, item)
     }
 
@@ -1136,8 +1196,8 @@ mod tests {
         let file = StoredFile { bytes: text.as_bytes().to_vec(), stamp };
         let zone = SiteZone::utc();
         let doc = ItemDocument::parse(text).unwrap();
-        let (from_doc, doc_text) = IndexedItem::from_document_with_text(&name, &doc, &file, &zone);
-        let (from_bytes, bytes_text) = IndexedItem::from_file_with_text(&name, &file, &zone).unwrap();
+        let (from_doc, doc_text) = IndexedItem::from_document_with_text(&name, &doc, &file, &zone, None);
+        let (from_bytes, bytes_text) = IndexedItem::from_file_with_text(&name, &file, &zone, None).unwrap();
         assert_eq!(from_doc, from_bytes);
         assert_eq!(doc_text, bytes_text);
     }
@@ -1156,7 +1216,7 @@ mod tests {
             };
             let file = StoredFile { bytes: text.into_bytes(), stamp };
             let doc = ItemDocument::parse(std::str::from_utf8(&file.bytes).unwrap()).unwrap();
-            let (item, _) = IndexedItem::from_document_with_text(&name, &doc, &file, &zone);
+            let (item, _) = IndexedItem::from_document_with_text(&name, &doc, &file, &zone, None);
             (doc, file, item)
         };
         let plain = "title: Hello\nstatus: draft";
@@ -1173,7 +1233,7 @@ mod tests {
             let (before_doc, _, previous) = version(before);
             let (doc, file, expected) = version(after);
             let wrote = IndexedItem::writes_excerpt(&before_doc);
-            let kept = IndexedItem::with_body_of(&name, &doc, &file, &zone, &previous, wrote);
+            let kept = IndexedItem::with_body_of(&name, &doc, &file, &zone, None, &previous, wrote);
             match kept {
                 Some(item) => assert!(!renders && item == expected, "{before:?} -> {after:?}"),
                 None => assert!(renders, "{before:?} -> {after:?} should not need the body"),
@@ -1548,7 +1608,8 @@ mod upsert_cost {
                 modified: token as i64,
                 change_token: token,
             };
-            let item = IndexedItem::from_file(&name, &StoredFile { bytes, stamp: stamp.clone() }, &zone);
+            let item =
+                IndexedItem::from_file(&name, &StoredFile { bytes, stamp: stamp.clone() }, &zone, None);
             (name, stamp, item)
         };
         let n = 10_000;

@@ -4,6 +4,7 @@ use std::cmp::Ordering;
 
 use crate::error::{CoreError, CoreResult};
 use crate::item::{ItemMeta, Status};
+use crate::model::{FieldFilter, Kind, Model};
 use crate::slug::slugify;
 
 /// The raw list parameters as a client sent them; [`ListQuery::parse`] validates them.
@@ -17,15 +18,24 @@ pub struct ListParams {
     pub order_by: Option<String>,
     pub direction: Option<String>,
     pub offset: Option<String>,
+    /// `filter[FIELD]=VALUE` and `filter[FIELD][OP]=VALUE`: what follows `filter`
+    /// (`[price][gte]`) and the value.
+    pub filters: Vec<(String, String)>,
+    pub fields: Option<String>,
+    pub expand: Option<String>,
 }
 
 impl ListParams {
     /// From `(name, value)` pairs named as in a query string (`page`, `per_page`,
-    /// `status`, `tags`, `author`, `orderBy`, `direction`, `offset`); other names are
-    /// ignored, a later pair wins.
+    /// `status`, `tags`, `author`, `orderBy`, `direction`, `offset`, `filter[...]`,
+    /// `fields`, `expand`); other names are ignored, a later pair wins.
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
         let mut params = Self::default();
         for (name, value) in pairs {
+            if let Some(filter) = name.strip_prefix("filter").filter(|rest| rest.starts_with('[')) {
+                params.filters.push((filter.to_owned(), value.to_owned()));
+                continue;
+            }
             let slot = match name {
                 "page" => &mut params.page,
                 "per_page" => &mut params.per_page,
@@ -35,6 +45,8 @@ impl ListParams {
                 "orderBy" => &mut params.order_by,
                 "direction" => &mut params.direction,
                 "offset" => &mut params.offset,
+                "fields" => &mut params.fields,
+                "expand" => &mut params.expand,
                 _ => continue,
             };
             *slot = Some(value.to_owned());
@@ -90,8 +102,17 @@ pub struct ListQuery {
     pub tags: Vec<String>,
     pub author: Option<String>,
     pub order_by: OrderBy,
+    /// `orderBy` naming a field of the model: its place there (then `order_by` is not
+    /// used).
+    pub order_field: Option<usize>,
     pub direction: Direction,
     pub offset: usize,
+    /// Conditions on the model's fields, all of which an item meets.
+    pub filters: Vec<FieldFilter>,
+    /// `fields=`: the model's fields a list entry shows in its `fm` (none: no `fm`).
+    pub fields: Vec<String>,
+    /// `expand=`: reference fields whose items a list entry's `fm` shows inline.
+    pub expand: Vec<String>,
 }
 
 impl Default for ListQuery {
@@ -103,14 +124,25 @@ impl Default for ListQuery {
             tags: Vec::new(),
             author: None,
             order_by: OrderBy::DatePublished,
+            order_field: None,
             direction: Direction::Desc,
             offset: 0,
+            filters: Vec::new(),
+            fields: Vec::new(),
+            expand: Vec::new(),
         }
     }
 }
 
 impl ListQuery {
+    /// The query of a collection without a model: `filter[...]`, `fields` and `expand`
+    /// are refused (they name fields only a model declares).
     pub fn parse(params: &ListParams) -> CoreResult<Self> {
+        Self::parse_for(params, None)
+    }
+
+    /// The query of a collection with `model` (if it has one).
+    pub fn parse_for(params: &ListParams, model: Option<&Model>) -> CoreResult<Self> {
         let mut query = Self::default();
         if let Some(page) = &params.page {
             query.page = positive("page", page)?;
@@ -146,12 +178,39 @@ impl ListQuery {
                 "title" => OrderBy::Title,
                 "slug" => OrderBy::Slug,
                 "modified" => OrderBy::Modified,
-                other => {
-                    return Err(CoreError::invalid(format!(
-                        "orderBy must be date_published, title, slug or modified, got {other:?}"
-                    )));
-                }
+                other => match model {
+                    Some(model) => {
+                        query.order_field = Some(model.sort_field(other).map_err(|why| {
+                            CoreError::invalid(format!("{why} (or date_published, title, slug, modified)"))
+                        })?);
+                        OrderBy::DatePublished
+                    }
+                    None => {
+                        return Err(CoreError::invalid(format!(
+                            "orderBy must be date_published, title, slug or modified, got {other:?}"
+                        )));
+                    }
+                },
             };
+        }
+        let needs_model = |parameter: &str| {
+            CoreError::invalid(format!(
+                "{parameter} names fields of the collection's model, and this collection has none: \
+                 declare its fields in cms.yaml (collections[].fields, see docs/content-model.md)"
+            ))
+        };
+        for (name, value) in &params.filters {
+            let model = model.ok_or_else(|| needs_model(&format!("filter{name}")))?;
+            query.filters.push(model.parse_filter(name, value).map_err(CoreError::invalid)?);
+        }
+        if let Some(fields) = &params.fields {
+            let model = model.ok_or_else(|| needs_model("fields"))?;
+            query.fields = field_names("fields", fields, model, |_| true)?;
+        }
+        if let Some(expand) = &params.expand {
+            let model = model.ok_or_else(|| needs_model("expand"))?;
+            query.expand =
+                field_names("expand", expand, model, |kind| matches!(kind, Kind::Reference { .. }))?;
         }
         if let Some(direction) = &params.direction {
             query.direction = match direction.to_ascii_lowercase().as_str() {
@@ -191,6 +250,32 @@ impl ListQuery {
             Direction::Desc => ordered.reverse(),
         }
     }
+}
+
+/// A comma-separated list of the model's fields, each of a kind `fits` takes; the error
+/// names the parameter, the field and the fields it may name.
+fn field_names(
+    parameter: &str,
+    raw: &str,
+    model: &Model,
+    fits: impl Fn(&Kind) -> bool,
+) -> CoreResult<Vec<String>> {
+    let mut names = Vec::new();
+    for name in raw.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        if !model.field(name).is_some_and(|field| fits(&field.kind)) {
+            let allowed: Vec<&str> =
+                model.fields.iter().filter(|f| fits(&f.kind)).map(|f| f.name.as_str()).collect();
+            let which = if parameter == "expand" { "reference fields" } else { "fields" };
+            return Err(CoreError::invalid(format!(
+                "{parameter}: {name:?} is not one of this collection's {which} ({})",
+                if allowed.is_empty() { "it has none".to_owned() } else { allowed.join(", ") }
+            )));
+        }
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_owned());
+        }
+    }
+    Ok(names)
 }
 
 pub(crate) fn positive(name: &str, raw: &str) -> CoreResult<usize> {

@@ -12,10 +12,11 @@
 use serde::{Deserialize, Serialize};
 
 use crate::index::{Held, IndexedItem};
+use crate::model::Model;
 use crate::ports::FileStamp;
 
 /// Bumped whenever what a snapshot holds changes shape.
-const FORMAT: u32 = 4;
+const FORMAT: u32 = 5;
 
 /// Entries per chunk: chunks are encoded separately so that a restart decodes them on
 /// every core.
@@ -29,11 +30,15 @@ pub struct SnapshotHeader {
     folder: String,
     /// `site.timezone`: dates without an offset depend on it.
     zone: String,
+    /// The content model as [`Model::signature`] names it: the fields the index keeps, and
+    /// whether an item breaks the model, depend on it.
+    model: u64,
 }
 
 impl SnapshotHeader {
-    pub fn new(folder: &str, zone: &str) -> Self {
-        Self { format: FORMAT, folder: folder.to_owned(), zone: zone.to_owned() }
+    pub fn new(folder: &str, zone: &str, model: Option<&Model>) -> Self {
+        let model = model.map_or(0, Model::signature);
+        Self { format: FORMAT, folder: folder.to_owned(), zone: zone.to_owned(), model }
     }
 }
 
@@ -148,13 +153,13 @@ mod tests {
     fn entry(name: &str, text: &str) -> (FileStamp, Held) {
         let stamp = FileStamp { name: name.into(), size: text.len() as u64, modified: 7, change_token: 9 };
         let file = StoredFile { bytes: text.as_bytes().to_vec(), stamp: stamp.clone() };
-        let item = IndexedItem::from_file(&ItemFilename::parse(name).unwrap(), &file, &SiteZone::utc());
+        let item = IndexedItem::from_file(&ItemFilename::parse(name).unwrap(), &file, &SiteZone::utc(), None);
         (stamp, item.map(Arc::new).map_err(Box::from))
     }
 
     #[test]
     fn round_trips_items_and_unusable_files() {
-        let header = SnapshotHeader::new("content/posts", "UTC");
+        let header = SnapshotHeader::new("content/posts", "UTC", None);
         let entries = vec![
             entry(
                 "2024-01-01-a.md",
@@ -168,7 +173,7 @@ mod tests {
 
     #[test]
     fn several_chunks_come_back_whole_and_in_filename_order() {
-        let header = SnapshotHeader::new("content/posts", "UTC");
+        let header = SnapshotHeader::new("content/posts", "UTC", None);
         let (stamp, item) = entry("a.md", "---\ntitle: A\n---\nBody.\n");
         let count = CHUNK_ENTRIES * 2 + 3;
         // Written in reverse filename order, as a changed index may hold them.
@@ -184,10 +189,10 @@ mod tests {
 
     #[test]
     fn another_folder_zone_or_garbage_is_refused() {
-        let header = SnapshotHeader::new("content/posts", "UTC");
+        let header = SnapshotHeader::new("content/posts", "UTC", None);
         let bytes = encode(&header, &[entry("a.md", "---\ntitle: A\n---\n")]);
-        assert!(decode(&bytes, &SnapshotHeader::new("content/pages", "UTC")).is_err());
-        assert!(decode(&bytes, &SnapshotHeader::new("content/posts", "Europe/Berlin")).is_err());
+        assert!(decode(&bytes, &SnapshotHeader::new("content/pages", "UTC", None)).is_err());
+        assert!(decode(&bytes, &SnapshotHeader::new("content/posts", "Europe/Berlin", None)).is_err());
         assert!(decode(&bytes[..bytes.len() - 3], &header).is_err(), "a truncated snapshot");
         assert!(decode(b"\xff\xff\xff\xff\xff\xff", &header).is_err());
         assert!(decode(&[], &header).is_err());

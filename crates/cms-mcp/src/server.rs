@@ -128,10 +128,20 @@ impl CmsServer {
             order_by: args.order_by,
             direction: args.direction,
             offset: number(args.offset),
+            // `price[gte]` here is `filter[price][gte]` in a query string.
+            filters: (args.filter.unwrap_or_default().into_iter())
+                .map(|(key, value)| match key.split_once('[') {
+                    Some((field, op)) => (format!("[{field}][{op}"), value),
+                    None => (format!("[{key}]"), value),
+                })
+                .collect(),
+            fields: args.fields,
+            expand: args.expand,
         };
         let list = async |cms: &Cms, user| {
-            let query = ListQuery::parse(&params)?;
-            cms.list_items(cms.collection(&args.collection)?, &query, &Viewer::Key(user)).await
+            let collection = cms.collection(&args.collection)?;
+            let query = ListQuery::parse_for(&params, collection.model.as_deref())?;
+            cms.list_items(collection, &query, &Viewer::Key(user)).await
         };
         answer(&self.cms, &ctx, list, |page| ItemList {
             meta: PageMeta::from(&page),

@@ -36,13 +36,25 @@ pub struct ListItemsArgs {
     pub tags: Option<String>,
     /// `fm.author`, case-insensitively.
     pub author: Option<String>,
-    /// `date_published` (default), `title`, `slug` or `modified`.
+    /// `date_published` (default), `title`, `slug` or `modified`; in a collection with a
+    /// content model, also any of its scalar fields (see `describe_collection`).
     #[serde(rename = "orderBy")]
     pub order_by: Option<String>,
     /// `desc` (default) or `asc`.
     pub direction: Option<String>,
     /// Items skipped before paging.
     pub offset: Option<u64>,
+    /// Only in a collection with a content model: conditions on its fields, all met.
+    /// Keys are `FIELD` (equals; comma-separated values mean any of them) or `FIELD[OP]`,
+    /// OP one of `ne`, `gt`, `gte`, `lt`, `lte`, `contains`, `exists`; values as text
+    /// (`{"price[gte]": "10", "category": "news,guide"}`).
+    pub filter: Option<std::collections::BTreeMap<String, String>>,
+    /// Only in a collection with a content model: comma-separated fields each entry
+    /// shows in its `fm`.
+    pub fields: Option<String>,
+    /// Only in a collection with a content model: comma-separated reference fields whose
+    /// items each entry's `fm` shows inline.
+    pub expand: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -5,20 +5,24 @@
 //! texts as text.
 
 use std::cmp::Ordering;
+use std::hash::{Hash, Hasher};
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{Field, Kind, Model};
 use crate::dates::SiteZone;
 
 /// One condition on a top-level field.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct FieldFilter {
     pub field: String,
+    /// The field's place in the model (and in the values the index keeps).
+    pub at: usize,
     pub op: FilterOp,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum FilterOp {
     /// Equal to any of these.
     Eq(Vec<Comparable>),
@@ -35,13 +39,50 @@ pub enum FilterOp {
 }
 
 /// A field's value as it is compared and sorted.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Comparable {
     Number(f64),
     Bool(bool),
     /// Nanoseconds since the Unix epoch.
     Instant(i128),
     Text(String),
+}
+
+// Numbers are finite (a query's are checked, a file's come from YAML), so comparing bits
+// is an equivalence; queries are hashed to name a list page's version.
+impl Eq for Comparable {}
+
+impl Hash for Comparable {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            Self::Number(n) => n.to_bits().hash(state),
+            Self::Bool(b) => b.hash(state),
+            Self::Instant(at) => at.hash(state),
+            Self::Text(text) => text.hash(state),
+        }
+    }
+}
+
+/// What the index keeps of one top-level field of an item, so that filters, orders and
+/// `fields=` need not read the file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeptField {
+    /// Present and not null, not empty (what `exists` asks).
+    pub set: bool,
+    pub value: KeptValue,
+    /// The frontmatter's value as JSON text, for a list entry's `fm`; `None` when absent.
+    pub json: Option<Box<str>>,
+}
+
+/// A kept field's value as filters compare it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum KeptValue {
+    /// Absent, empty, or not of the field's type (a hand-edited file).
+    None,
+    Scalar(Comparable),
+    /// The elements of a list-like field.
+    Elements(Box<[Box<str>]>),
 }
 
 impl Comparable {
@@ -77,7 +118,8 @@ impl Model {
             Some((field, op)) => (field, Some(op)),
             None => (inner, None),
         };
-        let field = self.field(field_name).ok_or_else(|| {
+        let at = self.fields.iter().position(|f| f.name == field_name);
+        let field = at.map(|at| &self.fields[at]).ok_or_else(|| {
             let names: Vec<&str> = self.fields.iter().map(|f| f.name.as_str()).collect();
             format!(
                 "{parameter}: this collection has no field {field_name:?}; its fields are {}",
@@ -113,13 +155,15 @@ impl Model {
                 return Err(format!("{parameter}: unknown operator {other:?}; the operators are {OPS}"));
             }
         };
-        Ok(FieldFilter { field: field.name.clone(), op })
+        Ok(FieldFilter { field: field.name.clone(), at: at.expect("found"), op })
     }
 
-    /// An `orderBy` value naming a field: its name if it is a scalar field of the model.
-    pub fn sort_field(&self, name: &str) -> Result<&Field, String> {
+    /// An `orderBy` value naming a field: its place in the model if it is a scalar field.
+    pub fn sort_field(&self, name: &str) -> Result<usize, String> {
         match self.field(name) {
-            Some(field) if is_scalar(field) => Ok(field),
+            Some(field) if is_scalar(field) => {
+                Ok(self.fields.iter().position(|f| f.name == name).expect("found"))
+            }
             Some(field) => {
                 Err(format!("orderBy: {name} is a {} field, which has no order", field.kind.field_type()))
             }
@@ -138,7 +182,11 @@ impl Model {
 /// What a frontmatter holds for `field`, as compared: `None` when absent, empty or not of
 /// the field's type (a hand-edited file).
 pub fn value_of(field: &Field, fm: &Map<String, Value>) -> Option<Comparable> {
-    match fm.get(&field.name)? {
+    scalar_of(field, fm.get(&field.name)?)
+}
+
+fn scalar_of(field: &Field, value: &Value) -> Option<Comparable> {
+    match value {
         Value::Null => None,
         Value::Bool(b) => matches!(field.kind, Kind::Boolean).then_some(Comparable::Bool(*b)),
         Value::Number(n) => matches!(field.kind, Kind::Number(_) | Kind::Integer(_))
@@ -172,70 +220,103 @@ fn comparable(field: &Field, value: &str) -> Result<Comparable, String> {
     }
 }
 
+impl Model {
+    /// What the index keeps of `fm`: one entry per top-level field, in the model's order.
+    pub fn keep(&self, fm: &Map<String, Value>) -> Box<[KeptField]> {
+        self.fields.iter().map(|field| kept_field(field, fm.get(&field.name))).collect()
+    }
+}
+
+fn kept_field(field: &Field, value: Option<&Value>) -> KeptField {
+    let set = match value {
+        None | Some(Value::Null) => false,
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(Value::Array(a)) => !a.is_empty(),
+        Some(_) => true,
+    };
+    let kept = if is_scalar(field) {
+        value.and_then(|v| scalar_of(field, v)).map_or(KeptValue::None, KeptValue::Scalar)
+    } else {
+        let elements = elements(value);
+        if elements.is_empty() { KeptValue::None } else { KeptValue::Elements(elements.into()) }
+    };
+    KeptField { set, value: kept, json: value.map(|v| v.to_string().into_boxed_str()) }
+}
+
 impl FieldFilter {
     /// Whether `fm` meets the condition (`model` is the one the filter was parsed with).
     pub fn matches(&self, model: &Model, fm: &Map<String, Value>) -> bool {
-        let Some(field) = model.field(&self.field) else { return false };
+        self.admits(&model.keep(fm))
+    }
+
+    /// Whether an item whose kept fields are `kept` meets the condition.
+    pub fn admits(&self, kept: &[KeptField]) -> bool {
+        let Some(field) = kept.get(self.at) else { return false };
         match &self.op {
-            FilterOp::Exists(wanted) => {
-                let set = match fm.get(&field.name) {
-                    None | Some(Value::Null) => false,
-                    Some(Value::String(s)) => !s.is_empty(),
-                    Some(Value::Array(a)) => !a.is_empty(),
-                    Some(_) => true,
-                };
-                set == *wanted
-            }
-            FilterOp::Contains(needle) => contains(field, fm.get(&field.name), needle),
-            FilterOp::Eq(values) => equals_any(field, fm, values),
-            FilterOp::Ne(values) => !equals_any(field, fm, values),
-            FilterOp::Gt(bound) => ordered(field, fm, bound, |o| o == Ordering::Greater),
-            FilterOp::Gte(bound) => ordered(field, fm, bound, |o| o != Ordering::Less),
-            FilterOp::Lt(bound) => ordered(field, fm, bound, |o| o == Ordering::Less),
-            FilterOp::Lte(bound) => ordered(field, fm, bound, |o| o != Ordering::Greater),
+            FilterOp::Exists(wanted) => field.set == *wanted,
+            FilterOp::Contains(needle) => contains(field, needle),
+            FilterOp::Eq(values) => equals_any(&field.value, values),
+            FilterOp::Ne(values) => !equals_any(&field.value, values),
+            FilterOp::Gt(bound) => ordered(&field.value, bound, |o| o == Ordering::Greater),
+            FilterOp::Gte(bound) => ordered(&field.value, bound, |o| o != Ordering::Less),
+            FilterOp::Lt(bound) => ordered(&field.value, bound, |o| o == Ordering::Less),
+            FilterOp::Lte(bound) => ordered(&field.value, bound, |o| o != Ordering::Greater),
         }
     }
 }
 
+/// Ascending order of two kept values of one field: values of the field's type in their
+/// order, then the ones without such a value.
+pub fn compare_kept(a: &KeptValue, b: &KeptValue) -> Ordering {
+    match (a, b) {
+        (KeptValue::Scalar(a), KeptValue::Scalar(b)) => a.compare(b).unwrap_or(Ordering::Equal),
+        (KeptValue::Scalar(_), _) => Ordering::Less,
+        (_, KeptValue::Scalar(_)) => Ordering::Greater,
+        _ => Ordering::Equal,
+    }
+}
+
 /// The elements of a list-like field (tags also as a comma-separated string).
-fn elements(value: Option<&Value>) -> Vec<String> {
+fn elements(value: Option<&Value>) -> Vec<Box<str>> {
     match value {
         Some(Value::Array(items)) => items
             .iter()
             .filter_map(|v| match v {
-                Value::String(s) => Some(s.clone()),
-                Value::Number(_) | Value::Bool(_) => Some(v.to_string()),
+                Value::String(s) => Some(s.as_str().into()),
+                Value::Number(_) | Value::Bool(_) => Some(v.to_string().into()),
                 _ => None,
             })
             .collect(),
         Some(Value::String(s)) => {
-            s.split(',').map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()).collect()
+            s.split(',').map(str::trim).filter(|t| !t.is_empty()).map(Box::from).collect()
         }
         _ => Vec::new(),
     }
 }
 
-fn equals_any(field: &Field, fm: &Map<String, Value>, values: &[Comparable]) -> bool {
-    if is_scalar(field) {
-        return value_of(field, fm)
-            .is_some_and(|v| values.iter().any(|w| v.compare(w) == Some(Ordering::Equal)));
+fn equals_any(value: &KeptValue, values: &[Comparable]) -> bool {
+    match value {
+        KeptValue::Scalar(v) => values.iter().any(|w| v.compare(w) == Some(Ordering::Equal)),
+        KeptValue::Elements(have) => {
+            values.iter().any(|w| matches!(w, Comparable::Text(w) if have.iter().any(|h| **h == **w)))
+        }
+        KeptValue::None => false,
     }
-    let have = elements(fm.get(&field.name));
-    values.iter().any(|w| matches!(w, Comparable::Text(w) if have.contains(w)))
 }
 
-fn ordered(
-    field: &Field,
-    fm: &Map<String, Value>,
-    bound: &Comparable,
-    holds: impl Fn(Ordering) -> bool,
-) -> bool {
-    value_of(field, fm).and_then(|v| v.compare(bound)).is_some_and(holds)
+fn ordered(value: &KeptValue, bound: &Comparable, holds: impl Fn(Ordering) -> bool) -> bool {
+    matches!(value, KeptValue::Scalar(v) if v.compare(bound).is_some_and(holds))
 }
 
-fn contains(field: &Field, value: Option<&Value>, needle: &str) -> bool {
-    if is_scalar(field) {
-        return matches!(value, Some(Value::String(text)) if text.to_lowercase().contains(&needle.to_lowercase()));
+fn contains(field: &KeptField, needle: &str) -> bool {
+    match &field.value {
+        KeptValue::Elements(have) => have.iter().any(|element| **element == *needle),
+        KeptValue::Scalar(Comparable::Text(text)) => text.to_lowercase().contains(&needle.to_lowercase()),
+        // Text as written (a date-time's own text, not its instant).
+        _ => field
+            .json
+            .as_deref()
+            .and_then(|json| serde_json::from_str::<String>(json).ok())
+            .is_some_and(|text| text.to_lowercase().contains(&needle.to_lowercase())),
     }
-    elements(value).iter().any(|element| element == needle)
 }

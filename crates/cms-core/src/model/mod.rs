@@ -16,7 +16,9 @@ mod typescript;
 mod validate;
 
 pub use config::{ExtraFields, FieldConfig, FieldType, FieldsConfig};
-pub use filter::{Comparable, FieldFilter, FilterOp, is_scalar, value_of};
+pub use filter::{
+    Comparable, FieldFilter, FilterOp, KeptField, KeptValue, compare_kept, is_scalar, value_of,
+};
 pub use typescript::type_name;
 pub use validate::{FieldError, Link, LinkTarget};
 
@@ -142,6 +144,15 @@ impl Model {
         collections: &[String],
     ) -> Result<Self, String> {
         Ok(Self { fields: build_fields(key, fields, collections)?, extra_fields })
+    }
+
+    /// A number naming this model's settings (the same settings, the same number, in one
+    /// build of the program): what an index snapshot was made with.
+    pub fn signature(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::hash::DefaultHasher::new();
+        format!("{self:?}").hash(&mut hasher);
+        hasher.finish() | 1
     }
 
     /// The field named `name`, at the top level.

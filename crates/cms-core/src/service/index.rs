@@ -293,7 +293,7 @@ impl Cms {
     }
 
     fn snapshot_header(&self, collection: &Collection) -> SnapshotHeader {
-        SnapshotHeader::new(&collection.path, self.zone.name())
+        SnapshotHeader::new(&collection.path, self.zone.name(), collection.model.as_deref())
     }
 
     /// Saves the snapshot of every built index that changed since its last one, so that
@@ -320,7 +320,7 @@ impl Cms {
 
     /// Records what the facade itself just wrote, so the next request sees it.
     pub(super) fn index_written(&self, collection: &Collection, name: &ItemFilename, file: &StoredFile) {
-        let parsed = IndexedItem::from_file_with_text(name, file, &self.zone);
+        let parsed = IndexedItem::from_file_with_text(name, file, &self.zone, collection.model.as_deref());
         if let Err(reason) = &parsed {
             report_skipped(collection, name.as_str(), reason);
         }
@@ -335,7 +335,8 @@ impl Cms {
         file: &StoredFile,
         doc: &ItemDocument,
     ) {
-        let parsed = IndexedItem::from_document_with_text(name, doc, file, &self.zone);
+        let parsed =
+            IndexedItem::from_document_with_text(name, doc, file, &self.zone, collection.model.as_deref());
         self.index_parsed(collection, name, file, Ok(parsed));
     }
 
@@ -374,7 +375,15 @@ impl Cms {
         if *previous.etag != *kept.read_etag {
             return None;
         }
-        let item = IndexedItem::with_body_of(name, doc, file, &self.zone, &previous, kept.wrote_excerpt)?;
+        let item = IndexedItem::with_body_of(
+            name,
+            doc,
+            file,
+            &self.zone,
+            collection.model.as_deref(),
+            &previous,
+            kept.wrote_excerpt,
+        )?;
         (item.meta.title == previous.meta.title && item.meta.tags == previous.meta.tags).then_some(item)
     }
 
@@ -599,7 +608,7 @@ fn report_skipped(collection: &Collection, filename: &str, reason: &str) {
 
 /// Parses one file for the index, logging why it is skipped if it cannot be used.
 fn index_one(collection: &Collection, name: &ItemFilename, file: &StoredFile, zone: &SiteZone) -> Parsed {
-    IndexedItem::from_file(name, file, zone)
+    IndexedItem::from_file(name, file, zone, collection.model.as_deref())
         .inspect_err(|reason| report_skipped(collection, name.as_str(), reason))
 }
 

@@ -44,8 +44,94 @@ impl Cms {
             (index.select(query, query.page, per_page), index.fingerprint())
         };
         let mut page = Page::of_selection(selection.items, selection.total, query.page, per_page);
-        page.version = Some(list_version(collection, query, per_page, fingerprint));
-        Ok(page.map(|item| self.summary(collection, item)))
+        page.version = Some(self.expanded_version(
+            collection,
+            query,
+            list_version(collection, query, per_page, fingerprint),
+        ));
+        let mut page = page.map(|item| self.summary(collection, item));
+        if !query.fields.is_empty() || !query.expand.is_empty() {
+            for summary in &mut page.items {
+                summary.fm = Some(self.entry_fields(collection, query, &summary.item, viewer).await?);
+            }
+        }
+        Ok(page)
+    }
+
+    /// A list entry's `fm`: the fields `fields=` names, as the file has them, and those
+    /// `expand=` names with the items they refer to inline (`null` when there is none a
+    /// caller may see).
+    async fn entry_fields(
+        &self,
+        collection: &Collection,
+        query: &ListQuery,
+        item: &IndexedItem,
+        viewer: &Viewer,
+    ) -> CoreResult<crate::document::Frontmatter> {
+        let Some(model) = collection.model.as_deref() else { return Ok(Default::default()) };
+        let kept = item.fields.as_deref().unwrap_or_default();
+        let mut fm = crate::document::Frontmatter::new();
+        for name in query.fields.iter().chain(&query.expand) {
+            let Some(at) = model.fields.iter().position(|f| f.name == *name) else { continue };
+            let Some(json) = kept.get(at).and_then(|f| f.json.as_deref()) else { continue };
+            let value: serde_json::Value = serde_json::from_str(json).unwrap_or(serde_json::Value::Null);
+            let value = match (&model.fields[at].kind, query.expand.contains(name)) {
+                (crate::model::Kind::Reference { collection: target }, true) => {
+                    self.expanded(target, value.as_str(), viewer).await?
+                }
+                _ => value,
+            };
+            fm.insert(name.clone(), value);
+        }
+        Ok(fm)
+    }
+
+    /// The list entry of the item `slug` of collection `target`, as JSON, if the viewer
+    /// may see it.
+    async fn expanded(
+        &self,
+        target: &str,
+        slug: Option<&str>,
+        viewer: &Viewer,
+    ) -> CoreResult<serde_json::Value> {
+        let (Some(slug), Some(target)) = (slug, self.collections.iter().find(|c| c.slug == target)) else {
+            return Ok(serde_json::Value::Null);
+        };
+        let Ok(item_ref) = ItemRef::parse(slug) else { return Ok(serde_json::Value::Null) };
+        let found = {
+            let index = self.index(target).await?;
+            index
+                .find(&item_ref)
+                .and_then(Result::ok)
+                .filter(|item| viewer.has_key() || index.is_live(item))
+                .cloned()
+        };
+        Ok(match found {
+            Some(item) => {
+                let summary = self.summary(target, item);
+                serde_json::to_value(crate::answers::ItemEntry::from(&summary)).unwrap_or_default()
+            }
+            None => serde_json::Value::Null,
+        })
+    }
+
+    /// A list's version, also naming the collections whose items `expand=` inlines.
+    fn expanded_version(&self, collection: &Collection, query: &ListQuery, version: u64) -> u64 {
+        let Some(model) = collection.model.as_deref().filter(|_| !query.expand.is_empty()) else {
+            return version;
+        };
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::hash::DefaultHasher::new();
+        version.hash(&mut hasher);
+        for name in &query.expand {
+            if let Some(crate::model::Kind::Reference { collection: target }) =
+                model.field(name).map(|f| &f.kind)
+                && let Some(target) = self.collections.iter().find(|c| c.slug == *target)
+            {
+                self.content_version(Some(target)).hash(&mut hasher);
+            }
+        }
+        hasher.finish()
     }
 
     /// The `version` that [`Self::list_items`] gives this page now, without selecting or
@@ -59,7 +145,7 @@ impl Cms {
     ) -> CoreResult<u64> {
         let per_page = self.list_page_size(query, viewer)?;
         let fingerprint = self.index(collection).await?.fingerprint();
-        Ok(list_version(collection, query, per_page, fingerprint))
+        Ok(self.expanded_version(collection, query, list_version(collection, query, per_page, fingerprint)))
     }
 
     /// A number that changes whenever an item of `collection` (of every collection, for
@@ -92,7 +178,7 @@ impl Cms {
 
     pub(super) fn summary(&self, collection: &Collection, item: Arc<IndexedItem>) -> ItemSummary {
         let url = collection.item_url(&item.meta.slug);
-        ItemSummary { canonical_url: self.site.absolute_url(&url), url, item }
+        ItemSummary { canonical_url: self.site.absolute_url(&url), url, item, fm: None }
     }
 
     /// The [`ItemVersion`] that [`Self::read_item`] would give now, from the index alone,

@@ -189,6 +189,8 @@ pub struct ItemSummary {
     pub item: Arc<IndexedItem>,
     pub url: String,
     pub canonical_url: String,
+    /// The fields a list's `fields=` and `expand=` asked for (`None`: neither was given).
+    pub fm: Option<crate::document::Frontmatter>,
 }
 
 /// The body of a create request.

@@ -73,6 +73,13 @@ impl Cms {
         }
     }
 
+    /// How many of a modelled collection's items break its model, as its index holds them
+    /// (`None`: it has no model, or its index is not built yet).
+    pub fn items_breaking_model_count(&self, collection: &Collection) -> Option<usize> {
+        collection.model.as_ref()?;
+        super::read(&self.indexes[collection.index].index).as_ref().map(|index| index.breaking_model_count())
+    }
+
     /// The JSON Schema (2020-12) of `collection`'s frontmatter: its model's, or any object
     /// for a collection without one.
     pub fn collection_schema(&self, collection: &Collection) -> serde_json::Value {

@@ -7,6 +7,7 @@ mod index;
 mod invariants;
 mod items;
 mod model;
+mod model_queries;
 mod other_nodes;
 mod previews;
 mod schedule;

@@ -22,7 +22,19 @@ pub fn query_map(req: &HttpRequest, shape: Shape) -> Result<HashMap<String, Stri
 }
 
 pub fn list_params(mut q: HashMap<String, String>) -> ListParams {
+    let mut filters: Vec<(String, String)> = q
+        .iter()
+        .filter_map(|(name, value)| {
+            let rest = name.strip_prefix("filter").filter(|rest| rest.starts_with('['))?;
+            Some((rest.to_owned(), value.clone()))
+        })
+        .collect();
+    // In a stable order, so that the same filters name the same kept page.
+    filters.sort();
     ListParams {
+        filters,
+        fields: q.remove("fields"),
+        expand: q.remove("expand"),
         page: q.remove("page"),
         per_page: q.remove("per_page"),
         status: q.remove("status"),
@@ -51,8 +63,8 @@ pub async fn list(
     let cms = &state.cms;
     let (collection, query, version) = state
         .run(Shape::Envelope, async {
-            let query = ListQuery::parse(&params)?;
             let collection = cms.collection(&collection)?;
+            let query = ListQuery::parse_for(&params, collection.model.as_deref())?;
             let version = cms.list_items_version(collection, &query, &caller.viewer).await?;
             Ok((collection, query, version))
         })

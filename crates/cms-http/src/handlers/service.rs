@@ -158,7 +158,13 @@ pub async fn collection_schema(
 /// `GET /cms/collections`.
 pub async fn collections(state: web::Data<AppState>, _caller: Caller) -> HttpResponse {
     let all = state.cms.collections();
-    let data: Vec<CollectionInfo> = all.iter().map(CollectionInfo::from).collect();
+    let data: Vec<CollectionInfo> = all
+        .iter()
+        .map(|c| CollectionInfo {
+            invalid_items: state.cms.items_breaking_model_count(c),
+            ..CollectionInfo::from(c)
+        })
+        .collect();
     envelope(data, json!({ "count": all.len() }))
 }
 

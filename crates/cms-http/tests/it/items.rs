@@ -460,3 +460,63 @@ async fn the_schema_route_answers_the_models_json_schema() {
     let missing = h.send(TestRequest::get().uri("/cms/collections/nope/schema")).await;
     assert_eq!(missing.status, 404);
 }
+
+/// The list route on a modelled collection: `filter[...]`, `orderBy` on a field,
+/// `fields=` and `expand=` over HTTP, a 400 naming an unknown field, a filtered page kept
+/// and revalidated like any other, and the collection's `invalid_items`.
+#[actix_web::test]
+async fn lists_filter_order_and_project_a_models_fields() {
+    let site = cms_core::testing::SITE_YAML.replacen(
+        "    date_prefix: true\n",
+        "    date_prefix: false\n    fields:\n      title: { type: string, required: true }\n      price: { type: number }\n      author: { type: reference, collection: pages }\n",
+        1,
+    );
+    let h = Harness::setup_site(&site, None).await;
+    h.send(post_json(
+        &h,
+        "/cms/collections/pages/items",
+        json!({"slug": "ann", "fm": {"title": "Ann", "status": "published"}, "body": ""}),
+    ))
+    .await;
+    for (slug, price) in [("a", 3), ("b", 12), ("c", 7)] {
+        let created = h
+            .send(post_json(
+                &h,
+                "/cms/collections/posts/items",
+                json!({"slug": slug, "fm": {"title": slug.to_uppercase(), "price": price, "author": "ann", "status": "published"}, "body": ""}),
+            ))
+            .await;
+        assert_eq!(created.status, 200, "{}", String::from_utf8_lossy(&created.body));
+    }
+    let uri = "/cms/collections/posts/items?filter%5Bprice%5D%5Bgte%5D=5&orderBy=price&direction=asc&fields=price&expand=author";
+    let reply = h.send(TestRequest::get().uri(uri)).await;
+    assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+    let body = reply.json();
+    let entries = body["data"].as_array().unwrap();
+    let slugs: Vec<&str> = entries.iter().map(|e| e["slug"].as_str().unwrap()).collect();
+    assert_eq!(slugs, ["c", "b"]);
+    assert_eq!(body["meta"]["totalItems"], 2);
+    assert_eq!(entries[0]["fm"]["price"], 7);
+    assert_eq!(entries[0]["fm"]["author"]["title"], "Ann");
+    assert_eq!(entries[0]["fm"]["author"]["url"], "/pages/ann");
+    let etag = reply.header("etag").expect("an ETag").to_owned();
+    let again = h.send(TestRequest::get().uri(uri).insert_header(("If-None-Match", etag))).await;
+    assert_eq!(again.status, 304, "a filtered page revalidates");
+
+    let refused = h.send(TestRequest::get().uri("/cms/collections/posts/items?filter%5Bcolour%5D=red")).await;
+    assert_eq!(refused.status, 400);
+    let error = refused.json()["error"].as_str().unwrap().to_owned();
+    assert!(
+        error.starts_with(
+            "filter[colour]: this collection has no field \"colour\"; its fields are title, price, author"
+        ),
+        "{error}"
+    );
+    let modelless = h.send(TestRequest::get().uri("/cms/collections/pages/items?filter%5Bprice%5D=1")).await;
+    assert_eq!(modelless.status, 400);
+    assert!(modelless.json()["error"].as_str().unwrap().contains("declare its fields in cms.yaml"));
+
+    let collections = h.send(TestRequest::get().uri("/cms/collections")).await.json();
+    assert_eq!(collections["data"][0]["invalid_items"], 0);
+    assert!(collections["data"][1].get("invalid_items").is_none(), "no model, no count");
+}

@@ -9,23 +9,9 @@ use serde_json::{Value, json};
 use crate::first_hour::{VALIDATE, python_with_jsonschema};
 use crate::{cms, demo_site, stdout};
 
-/// The demo's posts, modelled as they are written.
-const POSTS_MODEL: &str = "    date_prefix: true
-    fields:
-      title: { type: string, required: true, max_length: 120 }
-      date: { type: datetime }
-      status: { type: select, options: [published, draft] }
-      author: { type: string }
-      tags: { type: tags }
-      description: { type: text }
-";
-
+/// The demo site, whose collections declare their fields in its `cms.yaml`.
 fn modelled_demo() -> tempfile::TempDir {
-    let site = demo_site();
-    let config = site.path().join("cms.yaml");
-    let text = fs::read_to_string(&config).unwrap().replacen("    date_prefix: true\n", POSTS_MODEL, 1);
-    fs::write(&config, text).unwrap();
-    site
+    demo_site()
 }
 
 /// The frontmatter of a demo post, as JSON.
@@ -46,7 +32,7 @@ fn the_exported_json_schema_takes_every_demo_post_and_refuses_a_broken_one() {
     assert!(stdout(&exported).contains("blog-posts.schema.json"), "{}", stdout(&exported));
     let schema: Value = serde_json::from_str(&fs::read_to_string(&written).unwrap()).unwrap();
     assert_eq!(schema["required"], json!(["title"]));
-    assert!(!out.join("pages.schema.json").exists(), "only modelled collections are exported");
+    assert!(out.join("authors.schema.json").exists(), "every modelled collection is exported");
 
     let Some(python) = python_with_jsonschema() else {
         return cms_s3::testing::skip_check(
@@ -64,10 +50,10 @@ fn the_exported_json_schema_takes_every_demo_post_and_refuses_a_broken_one() {
         let checked = validate(&frontmatter(site.path(), &name));
         assert!(checked.status.success(), "{name}: {}", stdout(&checked));
     }
-    let refused = validate(&json!({ "date": "next week", "status": "gone", "tags": [3] }));
+    let refused = validate(&json!({ "date": "next week", "summary": 7, "tags": [3] }));
     assert!(!refused.status.success());
     let reasons = stdout(&refused);
-    for needle in ["'title' is a required property", "date 'next week'", "status 'gone'", "tags [3]"] {
+    for needle in ["'title' is a required property", "date 'next week'", "summary 7", "tags [3]"] {
         assert!(reasons.contains(needle), "{needle}: {reasons}");
     }
 }
@@ -79,11 +65,12 @@ fn the_typescript_export_has_an_interface_per_modelled_collection() {
     assert!(exported.status.success(), "{}", String::from_utf8_lossy(&exported.stderr));
     let text = stdout(&exported);
     assert!(
-        text.contains("export interface BlogPosts {\n  title: string;\n  date?: string | null;\n"),
+        text.contains(
+            "export interface BlogPosts {\n  title: string;\n  /** One or two sentences for lists and feeds. */\n  summary?: string | null;\n  date?: string | null;\n"
+        ),
         "{text}"
     );
-    assert!(text.contains("  status?: \"published\" | \"draft\" | null;\n"), "{text}");
-    assert!(!text.contains("interface Pages"), "{text}");
+    assert!(text.contains("export interface Authors {\n  /** The author's name as shown. */\n  title: string;\n"), "{text}");
 }
 
 /// A post edited by hand so that it breaks the model is still served, and `cms check`
@@ -92,14 +79,14 @@ fn the_typescript_export_has_an_interface_per_modelled_collection() {
 fn a_hand_edited_item_that_breaks_the_model_is_served_and_reported() {
     let site = modelled_demo();
     let post = site.path().join("content/posts/2026-03-20-tables-and-lists.md");
-    let text = fs::read_to_string(&post).unwrap().replacen("title: Tables and Lists\n", "status: gone\n", 1);
-    fs::write(&post, text.replacen("status: published\n", "", 1)).unwrap();
+    let text = fs::read_to_string(&post).unwrap().replacen("title: Tables and Lists\n", "summary: [1]\n", 1);
+    fs::write(&post, text).unwrap();
 
     let checked = cms(site.path(), &["check"]);
     let out = stdout(&checked);
     assert!(checked.status.success(), "a warning only: {out}");
     assert!(
-        out.contains("collection blog-posts: 2026-03-20-tables-and-lists.md breaks the content model: fm.title is required; fm.status must be one of published, draft; got \"gone\""),
+        out.contains("collection blog-posts: 2026-03-20-tables-and-lists.md breaks the content model: fm.title is required; fm.summary must be a string, got "),
         "{out}"
     );
     assert!(!cms(site.path(), &["check", "--strict"]).status.success());
@@ -108,5 +95,7 @@ fn a_hand_edited_item_that_breaks_the_model_is_served_and_reported() {
     let key = crate::user_with_key(site.path(), "ed@example.com", "editor");
     let (status, body) = server.get("/cms/collections/blog-posts/items/tables-and-lists", Some(&key));
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["data"]["frontmatter"]["status"], "gone", "{body}");
+    assert_eq!(body["data"]["frontmatter"]["summary"], json!([1]), "{body}");
+    let collections = server.get("/cms/collections", None).1;
+    assert_eq!(collections["data"][0]["invalid_items"], 1, "{collections}");
 }

@@ -62,6 +62,10 @@ const VENVS: [Venv; 3] = [
     },
 ];
 
+/// The TypeScript compiler, which checks `cms schema export --format typescript` against
+/// the demo's items (crates/cms/tests/it/model.rs), pinned, under `target/ts-tools`.
+const TYPESCRIPT: &str = "typescript@5.9.3";
+
 /// Debian packages some checks use, by the command that shows they are there.
 const DEBIAN_TOOLS: [(&str, &str); 4] = [
     ("xmllint", "libxml2-utils"),
@@ -101,6 +105,12 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
             Err(error) => eprintln!("note: cannot install {}: {error:#}", venv.packages.join(" ")),
         }
     }
+    match install_typescript(root) {
+        Ok(tsc) => {
+            command.env("CMS_TSC", tsc);
+        }
+        Err(error) => eprintln!("note: cannot install {TYPESCRIPT}: {error:#}"),
+    }
     install_debian_tools();
     let skipped_file = root.join(SKIPPED_FILE);
     std::fs::create_dir_all(root.join("target"))?;
@@ -122,6 +132,31 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         bail!("{} check(s) skipped for a missing tool; in CI every check must run", skips.len());
     }
     Ok(())
+}
+
+/// `tsc` of [`TYPESCRIPT`], installed with npm when that version is not there yet.
+fn install_typescript(root: &Path) -> anyhow::Result<PathBuf> {
+    let prefix = root.join("target/ts-tools");
+    let tsc = prefix.join("node_modules/.bin/tsc");
+    let (name, version) = TYPESCRIPT.rsplit_once('@').expect("a pinned npm package");
+    let manifest = prefix.join("node_modules").join(name).join("package.json");
+    let installed = std::fs::read_to_string(manifest)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .is_some_and(|m| m["version"] == version);
+    if !installed {
+        std::fs::create_dir_all(&prefix)?;
+        crate::contract::run_checked(
+            Command::new("npm").arg("install").arg("--prefix").arg(&prefix).args([
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                "--save-exact",
+                TYPESCRIPT,
+            ]),
+        )?;
+    }
+    Ok(tsc)
 }
 
 /// The venv's named file, installing the packages first when the check fails.

@@ -70,7 +70,10 @@ fn the_typescript_export_has_an_interface_per_modelled_collection() {
         ),
         "{text}"
     );
-    assert!(text.contains("export interface Authors {\n  /** The author's name as shown. */\n  title: string;\n"), "{text}");
+    assert!(
+        text.contains("export interface Authors {\n  /** The author's name as shown. */\n  title: string;\n"),
+        "{text}"
+    );
 }
 
 /// A post edited by hand so that it breaks the model is still served, and `cms check`
@@ -98,4 +101,57 @@ fn a_hand_edited_item_that_breaks_the_model_is_served_and_reported() {
     assert_eq!(body["data"]["frontmatter"]["summary"], json!([1]), "{body}");
     let collections = server.get("/cms/collections", None).1;
     assert_eq!(collections["data"][0]["invalid_items"], 1, "{collections}");
+}
+
+/// The TypeScript export types the demo's items: their frontmatter as JSON, declared with
+/// the exported interfaces, compiles with `tsc --strict`; an item that breaks the model
+/// does not.
+#[test]
+fn the_typescript_export_compiles_against_the_demos_items_with_tsc() {
+    let Some(tsc) = std::env::var_os("CMS_TSC") else {
+        return cms_s3::testing::skip_check(
+            "the TypeScript compiler (tsc)",
+            "cargo xtask test (installs typescript into target/ts-tools)",
+        );
+    };
+    let site = modelled_demo();
+    let out = site.path().join("types");
+    let exported =
+        cms(site.path(), &["schema", "export", "--format", "typescript", "--out", out.to_str().unwrap()]);
+    assert!(exported.status.success(), "{}", String::from_utf8_lossy(&exported.stderr));
+    let types = fs::read_to_string(out.join("content.d.ts")).unwrap();
+    let items = |folder: &str| -> Vec<Value> {
+        let mut names: Vec<String> = fs::read_dir(site.path().join("content").join(folder))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names.iter().map(|name| frontmatter_in(site.path(), folder, name)).collect()
+    };
+    let compile = |program: &str| {
+        let file = site.path().join("check.ts");
+        fs::write(&file, format!("{types}\n{program}")).unwrap();
+        Command::new(&tsc).args(["--noEmit", "--strict", "--target", "es2022"]).arg(&file).output().unwrap()
+    };
+    let program = format!(
+        "export const posts: BlogPosts[] = {};\nexport const authors: Authors[] = {};\nexport const pages: Pages[] = {};\nexport const projects: Projects[] = {};\n",
+        Value::from(items("posts")),
+        Value::from(items("authors")),
+        Value::from(items("pages")),
+        Value::from(items("projects")),
+    );
+    assert_eq!(items("posts").len(), 4);
+    let checked = compile(&program);
+    assert!(checked.status.success(), "tsc: {}", stdout(&checked));
+    let refused = compile("export const broken: BlogPosts = { title: 3, tags: [1] };\n");
+    assert!(!refused.status.success(), "a number is no title");
+    let reasons = stdout(&refused);
+    assert!(reasons.contains("Type 'number' is not assignable to type 'string'"), "{reasons}");
+}
+
+/// The frontmatter of an item of the demo's `folder`, as JSON.
+fn frontmatter_in(site: &std::path::Path, folder: &str, name: &str) -> Value {
+    let text = fs::read_to_string(site.join("content").join(folder).join(name)).unwrap();
+    let yaml = text.strip_prefix("---\n").unwrap().split("\n---").next().unwrap();
+    serde_saphyr::from_str(yaml).unwrap()
 }

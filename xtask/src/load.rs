@@ -33,8 +33,9 @@ First the HTTP load benchmark: release `cms serve` on generated sites (target/be
 reused while current) under `wrk -t2 -c32 --latency --timeout 5s`, beside an actix-web
 hello-JSON server (the ceiling, measured before and after each run of a case; a run's
 share is of the mean of the two, and each case runs three times, reported by its median
-run). Cases: list (default order), list by title page 50, list tagged rust, a random
-single item, /status; start-up time and peak RSS per size; writes and outside-edit
+run). The site's collection has a content model. Cases: list (default order), list by
+title page 50, list tagged rust, a filter and an order on a field of the model, a random
+single item, /status, compressed lists, openapi.json and RSS, search; start-up time and peak RSS per size; writes and outside-edit
 visibility at 10,000 items. Prints the figures with PASS/MISS against the
 targets and writes them to target/bench-report.md.
 Then, unless --load-only, the in-process benchmarks as before (listing on the file

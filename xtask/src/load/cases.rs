@@ -11,6 +11,10 @@ pub enum Case {
     ListByTitle,
     /// Items tagged `rust` (about 5%).
     TagList,
+    /// Items with `filter[rating][gte]=4` (about 40%), a field of the collection's model.
+    FieldFilter,
+    /// A deep page in the order of a field of the model (`orderBy=rating`).
+    FieldOrder,
     /// One rendered item, a random published one per request.
     SingleItem,
     Status,
@@ -28,10 +32,12 @@ pub enum Case {
 }
 
 impl Case {
-    pub const ALL: [Case; 10] = [
+    pub const ALL: [Case; 12] = [
         Case::ListDefault,
         Case::ListByTitle,
         Case::TagList,
+        Case::FieldFilter,
+        Case::FieldOrder,
         Case::SingleItem,
         Case::Status,
         Case::ListGzip,
@@ -46,6 +52,8 @@ impl Case {
             Case::ListDefault => "list, default order",
             Case::ListByTitle => "list by title, page 50",
             Case::TagList => "list tagged rust",
+            Case::FieldFilter => "list, filter[rating][gte]=4",
+            Case::FieldOrder => "list by rating, page 50",
             Case::SingleItem => "single item (random)",
             Case::Status => "/status",
             Case::ListGzip => "list, default order, gzip",
@@ -82,6 +90,8 @@ impl Case {
             Case::ListDefault => format!("{items}?per_page=20"),
             Case::ListByTitle => format!("{items}?per_page=20&page=50&orderBy=title&direction=asc"),
             Case::TagList => format!("{items}?tags=rust&per_page=20"),
+            Case::FieldFilter => format!("{items}?filter%5Brating%5D%5Bgte%5D=4&per_page=20"),
+            Case::FieldOrder => format!("{items}?orderBy=rating&direction=asc&per_page=20&page=50"),
             Case::SingleItem => item_path(some_slug),
             Case::Status => "/status".into(),
             Case::ListGzip | Case::ListBrotli => Case::ListDefault.path(some_slug),
@@ -97,7 +107,7 @@ impl Case {
         match self {
             Case::ListDefault if items >= 10_000 => Some(50.0),
             Case::ListDefault => None,
-            Case::ListByTitle | Case::TagList => Some(30.0),
+            Case::ListByTitle | Case::TagList | Case::FieldFilter | Case::FieldOrder => Some(30.0),
             Case::SingleItem => Some(50.0),
             Case::Status => Some(80.0),
             Case::OpenApiGzip | Case::RssGzip => Some(50.0),

@@ -11,7 +11,7 @@ use std::process::Command;
 use anyhow::{Context, bail};
 
 /// Change this whenever the generated files change, so that old sites are remade.
-const GENERATOR_VERSION: &str = "bench-site v2";
+const GENERATOR_VERSION: &str = "bench-site v3";
 /// The collection's folder, and its address in URLs (the slug of its label).
 pub const CONTENT_DIR: &str = "content/posts";
 pub const COLLECTION: &str = "posts";
@@ -19,7 +19,8 @@ const OWNER: &str = "bench-owner@example.com";
 /// Files of ours inside the site folder (the server never reads or serves them).
 const BENCH_DIR: &str = ".bench";
 
-const CONFIG: &str = "# Written by `cargo xtask bench`: one dated collection, the demo's license.
+const CONFIG: &str = "# Written by `cargo xtask bench`: one dated collection with a content model, the
+# demo's license.
 site:
   name: Bench Site
   url: https://bench.example.com
@@ -30,6 +31,12 @@ collections:
     path: content/posts
     page_path: /blog
     date_prefix: true
+    fields:
+      title: { type: string, required: true }
+      date: { type: datetime }
+      tags: { type: tags }
+      author: { type: string }
+      rating: { type: integer, min: 1, max: 5 }
 license:
   public_key: null
 ";
@@ -168,6 +175,8 @@ pub struct Item {
     pub published: bool,
     tags: Vec<&'static str>,
     author: &'static str,
+    /// 1 to 5: a field of the model that lists filter and sort by.
+    rating: u64,
 }
 
 impl Item {
@@ -183,7 +192,8 @@ impl Item {
         let published = !random.chance(10);
         let tags = pick_tags(&mut random);
         let author = random.pick(&AUTHORS);
-        Self { index, date, time, slug, title, published, tags, author }
+        let rating = 1 + random.below(5);
+        Self { index, date, time, slug, title, published, tags, author, rating }
     }
 
     pub fn filename(&self) -> String {
@@ -204,6 +214,7 @@ impl Item {
         let _ = writeln!(text, "status: {}", if self.published { "published" } else { "draft" });
         let _ = writeln!(text, "tags: [{}]", self.tags.join(", "));
         let _ = writeln!(text, "author: {}", self.author);
+        let _ = writeln!(text, "rating: {}", self.rating);
         text.push_str("---\n\n");
         self.write_body(&mut text);
         text

@@ -80,9 +80,26 @@ impl<'a> From<&'a ItemSummary> for ItemEntry<'a> {
             author: meta.author.as_deref().map(Cow::Borrowed),
             excerpt: Cow::Borrowed(s.item.excerpt()),
             modified: meta.modified,
-            fm: s.fm.as_ref().map(Cow::Borrowed),
+            fm: s.fm.as_ref().map(|fm| match s.expanded.is_empty() {
+                true => Cow::Borrowed(fm),
+                false => Cow::Owned(with_expanded(fm, &s.expanded)),
+            }),
         }
     }
+}
+
+/// `fm` with each expanded reference's slug replaced by the referred item's entry (or
+/// `null`).
+fn with_expanded(fm: &Frontmatter, expanded: &[(String, Option<Box<ItemSummary>>)]) -> Frontmatter {
+    let mut fm = fm.clone();
+    for (name, referred) in expanded {
+        let value = referred
+            .as_deref()
+            .and_then(|summary| serde_json::to_value(ItemEntry::from(summary)).ok())
+            .unwrap_or(serde_json::Value::Null);
+        fm.insert(name.clone(), value);
+    }
+    fm
 }
 
 impl ItemEntry<'_> {

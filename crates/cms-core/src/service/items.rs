@@ -52,52 +52,53 @@ impl Cms {
         let mut page = page.map(|item| self.summary(collection, item));
         if !query.fields.is_empty() || !query.expand.is_empty() {
             for summary in &mut page.items {
-                summary.fm = Some(self.entry_fields(collection, query, &summary.item, viewer).await?);
+                self.add_entry_fields(collection, query, summary, viewer).await?;
             }
         }
         Ok(page)
     }
 
-    /// A list entry's `fm`: the fields `fields=` names, as the file has them, and those
-    /// `expand=` names with the items they refer to inline (`null` when there is none a
-    /// caller may see).
-    async fn entry_fields(
+    /// A list entry's `fm`: the fields `fields=` names, as the file has them; and the
+    /// items that the references `expand=` names refer to, if the viewer may see them.
+    async fn add_entry_fields(
         &self,
         collection: &Collection,
         query: &ListQuery,
-        item: &IndexedItem,
+        summary: &mut ItemSummary,
         viewer: &Viewer,
-    ) -> CoreResult<crate::document::Frontmatter> {
-        let Some(model) = collection.model.as_deref() else { return Ok(Default::default()) };
-        let kept = item.fields.as_deref().unwrap_or_default();
+    ) -> CoreResult<()> {
+        let Some(model) = collection.model.as_deref() else { return Ok(()) };
         let mut fm = crate::document::Frontmatter::new();
+        let mut expanded = Vec::new();
         for name in query.fields.iter().chain(&query.expand) {
             let Some(at) = model.fields.iter().position(|f| f.name == *name) else { continue };
-            let Some(json) = kept.get(at).and_then(|f| f.json.as_deref()) else { continue };
+            let kept = summary.item.fields.as_deref().and_then(|fields| fields.get(at));
+            let Some(json) = kept.and_then(|f| f.json.as_deref()) else { continue };
             let value: serde_json::Value = serde_json::from_str(json).unwrap_or(serde_json::Value::Null);
-            let value = match (&model.fields[at].kind, query.expand.contains(name)) {
-                (crate::model::Kind::Reference { collection: target }, true) => {
-                    self.expanded(target, value.as_str(), viewer).await?
-                }
-                _ => value,
-            };
+            if let (crate::model::Kind::Reference { collection: target }, true) =
+                (&model.fields[at].kind, query.expand.contains(name))
+            {
+                expanded
+                    .push((name.clone(), self.referred(target, value.as_str(), viewer).await?.map(Box::new)));
+            }
             fm.insert(name.clone(), value);
         }
-        Ok(fm)
+        summary.fm = Some(fm);
+        summary.expanded = expanded;
+        Ok(())
     }
 
-    /// The list entry of the item `slug` of collection `target`, as JSON, if the viewer
-    /// may see it.
-    async fn expanded(
+    /// The item `slug` of collection `target`, if it exists and the viewer may see it.
+    async fn referred(
         &self,
         target: &str,
         slug: Option<&str>,
         viewer: &Viewer,
-    ) -> CoreResult<serde_json::Value> {
+    ) -> CoreResult<Option<ItemSummary>> {
         let (Some(slug), Some(target)) = (slug, self.collections.iter().find(|c| c.slug == target)) else {
-            return Ok(serde_json::Value::Null);
+            return Ok(None);
         };
-        let Ok(item_ref) = ItemRef::parse(slug) else { return Ok(serde_json::Value::Null) };
+        let Ok(item_ref) = ItemRef::parse(slug) else { return Ok(None) };
         let found = {
             let index = self.index(target).await?;
             index
@@ -106,13 +107,7 @@ impl Cms {
                 .filter(|item| viewer.has_key() || index.is_live(item))
                 .cloned()
         };
-        Ok(match found {
-            Some(item) => {
-                let summary = self.summary(target, item);
-                serde_json::to_value(crate::answers::ItemEntry::from(&summary)).unwrap_or_default()
-            }
-            None => serde_json::Value::Null,
-        })
+        Ok(found.map(|item| self.summary(target, item)))
     }
 
     /// A list's version, also naming the collections whose items `expand=` inlines.
@@ -178,7 +173,7 @@ impl Cms {
 
     pub(super) fn summary(&self, collection: &Collection, item: Arc<IndexedItem>) -> ItemSummary {
         let url = collection.item_url(&item.meta.slug);
-        ItemSummary { canonical_url: self.site.absolute_url(&url), url, item, fm: None }
+        ItemSummary { canonical_url: self.site.absolute_url(&url), url, item, fm: None, expanded: Vec::new() }
     }
 
     /// The [`ItemVersion`] that [`Self::read_item`] would give now, from the index alone,

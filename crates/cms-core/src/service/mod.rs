@@ -189,8 +189,12 @@ pub struct ItemSummary {
     pub item: Arc<IndexedItem>,
     pub url: String,
     pub canonical_url: String,
-    /// The fields a list's `fields=` and `expand=` asked for (`None`: neither was given).
+    /// The fields a list's `fields=` and `expand=` asked for (`None`: neither was given),
+    /// as the file has them.
     pub fm: Option<crate::document::Frontmatter>,
+    /// For each reference `expand=` names: the item it refers to, `None` when there is
+    /// none the caller may see (the answer shows it in `fm` in place of the slug).
+    pub expanded: Vec<(String, Option<Box<ItemSummary>>)>,
 }
 
 /// The body of a create request.

@@ -111,6 +111,20 @@ impl CmsServer {
         }))
     }
 
+    /// Describe a collection before writing to it: its fields in order, each with its type,
+    /// whether it is required, its rules (options, bounds, lengths, pattern, the collection
+    /// a reference names, a list's element, an object's fields) and default, whether keys
+    /// it does not name are allowed, and the frontmatter's JSON Schema. A collection
+    /// without a model accepts any frontmatter.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn describe_collection(
+        &self,
+        Parameters(args): Parameters<DescribeCollectionArgs>,
+    ) -> Result<Json<CollectionDescription>, String> {
+        let collection = self.cms.collection(&args.collection).map_err(fail)?;
+        Ok(Json(CollectionDescription::new(collection, self.cms.collection_schema(collection))))
+    }
+
     /// List a collection's items, newest first by default, with the REST list's filters,
     /// sort and paging. Drafts are included with status=draft or status=all.
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
@@ -386,10 +400,13 @@ impl ServerHandler for CmsServer {
             .with_instructions(format!(
                 "The content of the site {:?}: Markdown items with YAML frontmatter in collections, \
                  and media in resource folders. Start with list_collections, then list_items or \
-                 search; read with get_item; write with create_item, update_item (merges fm) and \
-                 delete_item. Every write keeps the previous content as a version \
+                 search; read with get_item; before writing to a collection, describe_collection \
+                 tells the fields its items take; write with create_item, update_item (merges fm) \
+                 and delete_item (a write that breaks the collection's model is refused, naming \
+                 each failing field). Every write keeps the previous content as a version \
                  (list_versions, get_version, restore_version). Items are also resources at \
-                 cms://{{collection}}/{{slug}}.",
+                 cms://{{collection}}/{{slug}}, and a collection's JSON Schema at \
+                 cms://{{collection}}/schema.",
                 self.cms.site().name
             ))
     }
@@ -432,10 +449,16 @@ impl ServerHandler for CmsServer {
                 let text = raw.doc.to_file_text().map_err(to_error)?;
                 resources::markdown(uri, text)
             }
+            Target::Schema(collection) => {
+                let schema = self.cms.collection_schema(collection);
+                ResourceContents::text(schema.to_string(), uri).with_mime_type(resources::SCHEMA)
+            }
             Target::Collection(collection) => {
                 let items = self.cms.indexed_items(collection).await.map_err(to_error)?;
-                let mut uris: Vec<String> =
-                    items.iter().map(|i| resources::item_uri(&collection.slug, &i.meta.slug)).collect();
+                let mut uris: Vec<String> = items
+                    .iter()
+                    .map(|i| resources::item_uri(&collection.slug, &i.meta.slug, &i.meta.filename))
+                    .collect();
                 uris.sort();
                 let listing = serde_json::json!({ "collection": collection.slug, "items": uris });
                 ResourceContents::text(listing.to_string(), uri).with_mime_type("application/json")

@@ -2,6 +2,7 @@
 
     python mcp_client.py URL MCP_KEY API_KEY full      # everything an agent does
     python mcp_client.py URL MCP_KEY API_KEY no-license # the license lacks `mcp`: 402
+    python mcp_client.py URL MCP_KEY API_KEY model      # blog-posts has a content model
 
 Run by crates/cms/tests/it/mcp.rs. Prints one line per check; any failed check raises,
 so the exit status is non-zero and the last lines say what was wrong.
@@ -20,11 +21,11 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 URL, MCP_KEY, API_KEY, MODE = sys.argv[1:5]
 
 TOOLS = {
-    "list_collections", "list_items", "get_item", "create_item", "update_item", "delete_item",
+    "list_collections", "describe_collection", "list_items", "get_item", "create_item", "update_item", "delete_item",
     "list_versions", "get_version", "restore_version", "search", "list_tags", "list_resources",
 }
 READ_ONLY = {
-    "list_collections", "list_items", "get_item", "list_versions", "get_version", "search",
+    "list_collections", "describe_collection", "list_items", "get_item", "list_versions", "get_version", "search",
     "list_tags", "list_resources",
 }
 DESTRUCTIVE = {"update_item", "delete_item", "restore_version"}
@@ -132,7 +133,8 @@ async def session_checks(session):
     resources = [r.uri for r in (await session.list_resources()).resources]
     check("cms://blog-posts" in [str(u) for u in resources], f"list_resources: {resources}")
     templates = [t.uri_template for t in (await session.list_resource_templates()).resource_templates]
-    check(templates == ["cms://{collection}/{slug}"], f"resource templates: {templates}")
+    check(templates == ["cms://{collection}/{slug}", "cms://{collection}/schema"],
+          f"resource templates: {templates}")
     read = await session.read_resource("cms://blog-posts/hello-world")
     item = read.contents[0]
     check(item.mime_type == "text/markdown" and item.text.startswith("---\n") and "Hello, World" in item.text,
@@ -148,6 +150,9 @@ async def session_checks(session):
     # Every tool, in the order an agent would use them.
     collections = await call(session, "list_collections", {})
     check([c["slug"] for c in collections["collections"]][:1] == ["blog-posts"], f"collections: {collections}")
+    described = await call(session, "describe_collection", {"collection": "blog-posts"})
+    check(described["has_model"] is False and described["fields"] == []
+          and "any frontmatter" in described["note"], f"describe_collection without a model: {described}")
     listed = await call(session, "list_items", {"collection": "blog-posts", "per_page": 2, "status": "all"})
     check(len(listed["items"]) == 2 and listed["meta"]["perPage"] == 2, f"list_items: {listed}")
     item = await call(session, "get_item", {"collection": "blog-posts", "slug": "hello-world"})
@@ -208,11 +213,28 @@ async def session_checks(session):
     print("ok every tool called")
 
 
+async def model():
+    """describe_collection and the schema resource, on a modelled collection."""
+    async with create_mcp_http_client(headers={"Authorization": f"Bearer {MCP_KEY}"}) as http:
+        async with streamable_http_client(URL, http_client=http) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                described = await call(session, "describe_collection", {"collection": "blog-posts"})
+                title = described["fields"][0]
+                check(described["has_model"] and title["name"] == "title" and title["required"],
+                      f"describe_collection: {described}")
+                resources = [str(r.uri) for r in (await session.list_resources()).resources]
+                check("cms://blog-posts/schema" in resources, f"the schema is listed: {resources}")
+                contents = (await session.read_resource("cms://blog-posts/schema")).contents[0]
+                check(contents.mime_type == "application/schema+json"
+                      and json.loads(contents.text) == described["schema"], f"the schema resource: {contents}")
+
+
 async def no_license():
     response = raw_post(MCP_KEY)
     check(response.status_code == 402 and "mcp" in response.json()["error"], f"402: {response.text}")
     check(await connect_fails(MCP_KEY) is not None, "the SDK cannot connect without the license feature")
 
 
-asyncio.run(full() if MODE == "full" else no_license())
+asyncio.run({"full": full, "model": model, "no-license": no_license}[MODE]())
 print("all checks passed")

@@ -627,6 +627,22 @@ impl Raw<'_> {
     }
 }
 
+/// A REST request with a JSON body: status and JSON answer.
+fn rest(server: &Server, method: &str, path: &str, key: &str, body: Value) -> (u16, Value) {
+    let url = format!("{}{path}", server.base);
+    let request = match method {
+        "POST" => server.agent.post(url),
+        "PATCH" => server.agent.patch(url),
+        _ => unreachable!(),
+    };
+    let mut response = request
+        .header("Authorization", format!("Bearer {key}"))
+        .header("Content-Type", "application/json")
+        .send(body.to_string())
+        .unwrap();
+    (response.status().as_u16(), response.body_mut().read_json().unwrap_or(Value::Null))
+}
+
 #[test]
 fn describe_collection_answers_each_field_its_rules_and_the_json_schema() {
     let site = modelled_site();
@@ -791,4 +807,110 @@ fn the_schema_is_a_resource_of_each_collection() {
     assert!(!uris.contains(&json!("cms://blog-posts/schema")), "{items}");
     let read = raw.rpc(&session, "resources/read", json!({"uri": "cms://blog-posts/2026-05-01-schema.md"}));
     assert!(read["contents"][0]["text"].as_str().unwrap().contains("On schemas."), "{read}");
+}
+
+/// The same invalid write through REST and MCP (create, update, restore) is refused with
+/// the same fields; the tool error carries them as data.
+#[test]
+fn a_write_tool_that_breaks_the_model_names_the_same_fields_as_rest() {
+    let site = modelled_site();
+    let api = user_with_key(site.path(), "ed@example.com", "editor");
+    let server = Server::start(site.path());
+    let raw = Raw { server: &server, key: mcp_key(site.path(), "ed@example.com") };
+    let session = raw.open();
+
+    // A refused tool call: the sentence first, then {error, fields} as data and as JSON.
+    let refused = |result: &Value, rest_body: &Value| {
+        assert_eq!(result["isError"], true, "{result}");
+        let data = &result["structuredContent"];
+        assert_eq!(data["fields"], rest_body["fields"], "the same fields as REST: {result} {rest_body}");
+        assert!(data["fields"].as_array().is_some_and(|f| !f.is_empty()), "{result}");
+        assert_eq!(data["error"], rest_body["error"], "REST's sentence: {result}");
+        assert_eq!(result["content"][0], json!({"type": "text", "text": rest_body["error"]}), "{result}");
+        let text: Value = serde_json::from_str(result["content"][1]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(text, *data, "{result}");
+    };
+
+    let fm = json!({
+        "rating": 9, "price": -1, "category": "gossip", "links": ["https://a.example", "nope"],
+        "page": "no-such-page", "colour": "red",
+    });
+    let (status, rest_body) =
+        rest(&server, "POST", "/cms/collections/blog-posts/items", &api, json!({"slug": "broken", "fm": fm}));
+    assert_eq!(status, 400, "{rest_body}");
+    assert_eq!(
+        rest_body["fields"],
+        json!([
+            {"field": "fm.title", "message": "is required"},
+            {"field": "fm.price", "message": "must be a number from 0 to 99.5, got -1"},
+            {"field": "fm.rating", "message": "must be a whole number from 1 to 5, got 9"},
+            {"field": "fm.category", "message": "must be one of news, guide; got \"gossip\""},
+            {"field": "fm.links[1]", "message": "must be an absolute http(s) URL, got \"nope\""},
+            {"field": "fm.colour", "message": "is not a field of this collection (its fields: title, code, price, rating, featured, category, topics, tags, date, author, description, page, links, seo)"},
+            {"field": "fm.page", "message": "names \"no-such-page\", but pages has no item with that slug"},
+        ]),
+        "{rest_body}"
+    );
+    let created = raw.call_tool(
+        &session,
+        "create_item",
+        json!({"collection": "blog-posts", "slug": "broken", "fm": fm}),
+    );
+    refused(&created, &rest_body);
+
+    let patch = json!({"fm": {"rating": 0, "seo": {"noindex": "yes"}}});
+    let (status, rest_body) =
+        rest(&server, "PATCH", "/cms/collections/blog-posts/items/hello-world", &api, patch.clone());
+    assert_eq!(status, 400, "{rest_body}");
+    let updated = raw.call_tool(
+        &session,
+        "update_item",
+        json!({"collection": "blog-posts", "slug": "hello-world", "fm": patch["fm"]}),
+    );
+    refused(&updated, &rest_body);
+
+    // A version that breaks the model (a hand edit, then replaced) is refused on restore.
+    let post = site.path().join("content/posts/2026-01-12-hello-world.md");
+    let text = fs::read_to_string(&post).unwrap().replacen("author: ada\n", "author: ada\nrating: 7\n", 1);
+    fs::write(&post, text).unwrap();
+    let saved = poll(
+        || {
+            rest(
+                &server,
+                "PATCH",
+                "/cms/collections/blog-posts/items/hello-world",
+                &api,
+                json!({"fm": {"rating": 2}}),
+            )
+        },
+        |(status, _)| *status == 200,
+    );
+    assert_eq!(saved.0, 200, "{}", saved.1);
+    let (_, versions) = server.get("/cms/collections/blog-posts/items/hello-world/versions", Some(&api));
+    let version = versions["versions"][0]["timestamp"].as_i64().unwrap_or_else(|| panic!("{versions}"));
+    let (status, rest_body) = rest(
+        &server,
+        "POST",
+        &format!("/cms/collections/blog-posts/items/hello-world/versions/{version}/restore"),
+        &api,
+        json!({}),
+    );
+    assert_eq!(status, 400, "{rest_body}");
+    assert_eq!(
+        rest_body["fields"],
+        json!([{"field": "fm.rating", "message": "must be a whole number from 1 to 5, got 7"}])
+    );
+    let restored = raw.call_tool(
+        &session,
+        "restore_version",
+        json!({"collection": "blog-posts", "slug": "hello-world", "version": version}),
+    );
+    refused(&restored, &rest_body);
+
+    // Any other failure stays a plain tool error, without data.
+    let missing =
+        raw.call_tool(&session, "update_item", json!({"collection": "blog-posts", "slug": "nope", "fm": {}}));
+    assert_eq!(missing["isError"], true, "{missing}");
+    assert_eq!(missing.get("structuredContent"), None, "{missing}");
+    assert_eq!(missing["content"].as_array().unwrap().len(), 1, "{missing}");
 }

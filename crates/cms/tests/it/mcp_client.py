@@ -214,7 +214,7 @@ async def session_checks(session):
 
 
 async def model():
-    """describe_collection and the schema resource, on a modelled collection."""
+    """describe_collection, the schema resource and a refused write, on a modelled collection."""
     async with create_mcp_http_client(headers={"Authorization": f"Bearer {MCP_KEY}"}) as http:
         async with streamable_http_client(URL, http_client=http) as (read, write):
             async with ClientSession(read, write) as session:
@@ -228,6 +228,20 @@ async def model():
                 contents = (await session.read_resource("cms://blog-posts/schema")).contents[0]
                 check(contents.mime_type == "application/schema+json"
                       and json.loads(contents.text) == described["schema"], f"the schema resource: {contents}")
+
+                # A refused write: the sentence as text, each field as data, which the SDK hands over
+                # (it checks a result against the output schema only when it is not an error).
+                result = await session.call_tool(
+                    "create_item", {"collection": "blog-posts", "slug": "fixed", "fm": {"rating": 9}})
+                check(result.is_error, f"a write that breaks the model is a tool error: {result}")
+                fields = (result.structured_content or {}).get("fields")
+                check(fields == [{"field": "fm.title", "message": "is required"},
+                                 {"field": "fm.rating", "message": "must be a whole number from 1 to 5, got 9"}],
+                      f"the failing fields as data: {result}")
+                check(result.content[0].text == "2 fields break the collection's model: fm.title, fm.rating",
+                      f"the sentence: {result.content}")
+                fixed = await call(session, "create_item", {"collection": "blog-posts", "fm": {"title": "Fixed"}})
+                check(fixed["slug"] == "fixed", f"the mended write passes: {fixed}")
 
 
 async def no_license():

@@ -143,7 +143,8 @@ impl CmsServer {
         Self { cms, tool_router: Self::tool_router() }
     }
 
-    /// List the site's collections (index, label, slug, folder).
+    /// List the site's collections (index, label, slug, folder), and whether each has a
+    /// content model (describe_collection tells its fields).
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
     async fn list_collections(&self, _args: Parameters<NoArgs>) -> Result<Json<Collections>, Failure> {
         Ok(Json(Collections {

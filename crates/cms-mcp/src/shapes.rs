@@ -173,18 +173,25 @@ pub struct ListResourcesArgs {
 
 // ---- results --------------------------------------------------------------------------
 
-/// A collection, and the URI template of its items as resources.
+/// A collection, whether it has a content model, and the URI template of its items as
+/// resources.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct CollectionOut {
     #[serde(flatten)]
     pub collection: CollectionInfo,
+    /// Whether its items must fit a content model (`describe_collection` tells its fields).
+    pub has_model: bool,
     /// The URI template of its items as resources.
     pub resource_template: String,
 }
 
 impl From<&Collection> for CollectionOut {
     fn from(c: &Collection) -> Self {
-        Self { collection: CollectionInfo::from(c), resource_template: format!("cms://{}/{{slug}}", c.slug) }
+        Self {
+            collection: CollectionInfo::from(c),
+            has_model: c.model.is_some(),
+            resource_template: format!("cms://{}/{{slug}}", c.slug),
+        }
     }
 }
 

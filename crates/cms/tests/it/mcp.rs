@@ -658,6 +658,15 @@ fn describe_collection_answers_each_field_its_rules_and_the_json_schema() {
     assert_eq!(tool["outputSchema"]["type"], "object", "{tool}");
     assert_eq!(tool["annotations"]["readOnlyHint"], true, "{tool}");
 
+    let listed = raw.call_tool(&session, "list_collections", json!({}));
+    let modelled: Vec<(&str, bool)> = listed["structuredContent"]["collections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["slug"].as_str().unwrap(), c["has_model"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(modelled, [("blog-posts", true), ("pages", false), ("projects", false)], "{listed}");
+
     let result = raw.call_tool(&session, "describe_collection", json!({"collection": "blog-posts"}));
     assert_eq!(result["isError"], false, "{result}");
     let described = &result["structuredContent"];

@@ -148,7 +148,9 @@ impl CmsServer {
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
     async fn list_collections(&self, _args: Parameters<NoArgs>) -> Result<Json<Collections>, Failure> {
         Ok(Json(Collections {
-            collections: self.cms.collections().iter().map(CollectionOut::from).collect(),
+            collections: (self.cms.collections().iter())
+                .map(|c| CollectionOut::new(c, self.cms.items_breaking_model_count(c)))
+                .collect(),
         }))
     }
 
@@ -163,7 +165,9 @@ impl CmsServer {
         Parameters(args): Parameters<DescribeCollectionArgs>,
     ) -> Result<Json<CollectionDescription>, Failure> {
         let collection = self.cms.collection(&args.collection)?;
-        Ok(Json(CollectionDescription::new(collection, self.cms.collection_schema(collection))))
+        let invalid_items = self.cms.items_breaking_model_count(collection);
+        let schema = self.cms.collection_schema(collection);
+        Ok(Json(CollectionDescription::new(collection, invalid_items, schema)))
     }
 
     /// List a collection's items, newest first by default, with the REST list's filters,

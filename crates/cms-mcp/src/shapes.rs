@@ -185,10 +185,11 @@ pub struct CollectionOut {
     pub resource_template: String,
 }
 
-impl From<&Collection> for CollectionOut {
-    fn from(c: &Collection) -> Self {
+impl CollectionOut {
+    /// `invalid_items` as `GET /cms/collections` counts them (`Cms::items_breaking_model_count`).
+    pub fn new(c: &Collection, invalid_items: Option<usize>) -> Self {
         Self {
-            collection: CollectionInfo::from(c),
+            collection: CollectionInfo { invalid_items, ..CollectionInfo::from(c) },
             has_model: c.model.is_some(),
             resource_template: format!("cms://{}/{{slug}}", c.slug),
         }
@@ -309,7 +310,8 @@ pub struct CollectionDescription {
 }
 
 impl CollectionDescription {
-    pub fn new(collection: &Collection, schema: serde_json::Value) -> Self {
+    /// `invalid_items` as `GET /cms/collections` counts them.
+    pub fn new(collection: &Collection, invalid_items: Option<usize>, schema: serde_json::Value) -> Self {
         let model = collection.model.as_deref();
         let note = match model {
             None => "This collection has no content model: any frontmatter is accepted.".to_owned(),
@@ -328,7 +330,7 @@ impl CollectionDescription {
             }
         };
         Self {
-            collection: CollectionInfo::from(collection),
+            collection: CollectionInfo { invalid_items, ..CollectionInfo::from(collection) },
             has_model: model.is_some(),
             note,
             fields: model.map(|m| m.fields.iter().map(FieldOut::from).collect()).unwrap_or_default(),

@@ -658,7 +658,24 @@ fn describe_collection_answers_each_field_its_rules_and_the_json_schema() {
     assert_eq!(tool["outputSchema"]["type"], "object", "{tool}");
     assert_eq!(tool["annotations"]["readOnlyHint"], true, "{tool}");
 
+    // Once the index is built, a modelled collection counts its items that break the model,
+    // as GET /cms/collections does.
+    let counted = poll(|| server.get("/cms/collections", None).1, |c| c["data"][0]["invalid_items"] == 0);
+    assert_eq!(counted["data"][0]["invalid_items"], 0, "{counted}");
     let listed = raw.call_tool(&session, "list_collections", json!({}));
+    let rest_listed: Vec<Value> = counted["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.get("invalid_items").cloned().unwrap_or(Value::Null))
+        .collect();
+    let mcp_listed: Vec<Value> = listed["structuredContent"]["collections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.get("invalid_items").cloned().unwrap_or(Value::Null))
+        .collect();
+    assert_eq!(mcp_listed, rest_listed, "{listed}");
     let modelled: Vec<(&str, bool)> = listed["structuredContent"]["collections"]
         .as_array()
         .unwrap()
@@ -684,6 +701,7 @@ fn describe_collection_answers_each_field_its_rules_and_the_json_schema() {
             "label": "Blog Posts",
             "slug": "blog-posts",
             "path": "content/posts",
+            "invalid_items": 0,
             "has_model": true,
             "note": "Every write of fm is checked against these fields (after update_item merges it): a failing write names each failing field; keys it does not name are refused, but for the server's own status, draft, publish_date and unpublish_date. New items get the defaults.",
             "extra_fields": "refuse",

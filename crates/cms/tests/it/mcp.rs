@@ -584,8 +584,12 @@ fn protocol_errors_are_json_rpc_and_name_what_is_wrong() {
 
 // ---- the content model: describe_collection, the schema resource, field errors -------
 
-/// Blog posts with a model that uses most types and rules (pages have none).
-const POSTS_MODEL: &str = r#"    date_prefix: true
+/// Blog posts with a model that uses most types and rules, in place of the demo's; pages
+/// without one.
+const POSTS_MODEL: &str = r#"  - label: Blog Posts
+    path: content/posts
+    page_path: /blog
+    date_prefix: true
     extra_fields: refuse
     fields:
       title: { type: string, required: true, max_length: 120, description: The headline }
@@ -602,13 +606,19 @@ const POSTS_MODEL: &str = r#"    date_prefix: true
       page: { type: reference, collection: pages }
       links: { type: list, of: { type: url }, max_items: 3 }
       seo: { type: object, fields: { title: { type: string }, noindex: { type: boolean } } }
+  - label: Pages
+    path: content/pages
+    page_path: /
 "#;
 
+/// The demo site with [`POSTS_MODEL`] for its posts and pages.
 fn modelled_site() -> tempfile::TempDir {
     let site = demo_site();
     let config = site.path().join("cms.yaml");
-    let text = fs::read_to_string(&config).unwrap().replacen("    date_prefix: true\n", POSTS_MODEL, 1);
-    fs::write(&config, text).unwrap();
+    let text = fs::read_to_string(&config).unwrap();
+    let start = text.find("  - label: Blog Posts\n").expect("the demo's posts");
+    let end = text.find("  - label: Projects\n").expect("the demo's projects, after its pages");
+    fs::write(&config, format!("{}{POSTS_MODEL}{}", &text[..start], &text[end..])).unwrap();
     site
 }
 
@@ -682,7 +692,11 @@ fn describe_collection_answers_each_field_its_rules_and_the_json_schema() {
         .iter()
         .map(|c| (c["slug"].as_str().unwrap(), c["has_model"].as_bool().unwrap()))
         .collect();
-    assert_eq!(modelled, [("blog-posts", true), ("pages", false), ("projects", false)], "{listed}");
+    assert_eq!(
+        modelled,
+        [("blog-posts", true), ("pages", false), ("projects", true), ("authors", true)],
+        "{listed}"
+    );
 
     let result = raw.call_tool(&session, "describe_collection", json!({"collection": "blog-posts"}));
     assert_eq!(result["isError"], false, "{result}");
@@ -805,7 +819,10 @@ fn the_schema_is_a_resource_of_each_collection() {
             ("cms://blog-posts", "application/json"),
             ("cms://pages", "application/json"),
             ("cms://projects", "application/json"),
+            ("cms://authors", "application/json"),
             ("cms://blog-posts/schema", "application/schema+json"),
+            ("cms://projects/schema", "application/schema+json"),
+            ("cms://authors/schema", "application/schema+json"),
         ],
         "the schemas of the modelled collections are listed"
     );

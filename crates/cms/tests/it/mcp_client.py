@@ -151,8 +151,8 @@ async def session_checks(session):
     collections = await call(session, "list_collections", {})
     check([c["slug"] for c in collections["collections"]][:1] == ["blog-posts"], f"collections: {collections}")
     described = await call(session, "describe_collection", {"collection": "blog-posts"})
-    check(described["has_model"] is False and described["fields"] == []
-          and "any frontmatter" in described["note"], f"describe_collection without a model: {described}")
+    check(described["slug"] == "blog-posts" and described["schema_uri"] == "cms://blog-posts/schema"
+          and described["has_model"] == bool(described["fields"]), f"describe_collection: {described}")
     listed = await call(session, "list_items", {"collection": "blog-posts", "per_page": 2, "status": "all"})
     check(len(listed["items"]) == 2 and listed["meta"]["perPage"] == 2, f"list_items: {listed}")
     item = await call(session, "get_item", {"collection": "blog-posts", "slug": "hello-world"})

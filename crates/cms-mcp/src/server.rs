@@ -5,13 +5,14 @@
 use std::sync::Arc;
 
 use cms_core::answers::{ItemEntry, PageMeta, TagEntry, VersionListing, VersionText};
+use cms_core::model::FieldError;
 use cms_core::service::{
     ItemUpdate, NewItem, Precondition, Principal, SearchParams, TagsParams, UpdateMode, VersionId, Viewer,
     WriteOutcome,
 };
 use cms_core::{Cms, CoreError, CoreResult, query::ListParams, query::ListQuery};
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::handler::server::tool::{IntoCallToolResult, ToolCallContext};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -53,6 +54,45 @@ fn fail(error: CoreError) -> String {
     error.public_message()
 }
 
+/// A tool's failure, answered as a tool error (`isError: true`): the REST route's words,
+/// and, for a write that breaks the collection's model, each failing field as REST lists
+/// it, so that the agent can mend them one by one.
+#[derive(Debug)]
+pub struct Failure {
+    message: String,
+    fields: Vec<FieldError>,
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Self { message, fields: Vec::new() }
+    }
+}
+
+impl From<CoreError> for Failure {
+    fn from(error: CoreError) -> Self {
+        let fields = error.field_errors().to_vec();
+        Self { message: fail(error), fields }
+    }
+}
+
+impl IntoCallToolResult for Failure {
+    /// The sentence as the first text; with failing fields, `structuredContent` is
+    /// `{error, fields}` as REST's 400 body, also given as a second text (its JSON) for
+    /// clients that show the model only the text.
+    fn into_call_tool_result(self) -> Result<CallToolResponse, ErrorData> {
+        let mut content = vec![ContentBlock::text(self.message.clone())];
+        if self.fields.is_empty() {
+            return Ok(CallToolResult::error(content).into());
+        }
+        let data = serde_json::json!({ "error": self.message, "fields": self.fields });
+        content.push(ContentBlock::text(data.to_string()));
+        let mut result = CallToolResult::error(content);
+        result.structured_content = Some(data);
+        Ok(result.into())
+    }
+}
+
 /// Every list of this server is answered whole (no `nextCursor`), so no cursor is one the
 /// server gave: a client that sends one is told, as the MCP spec asks (`-32602`).
 fn no_cursor(request: Option<&PaginatedRequestParams>) -> Result<(), ErrorData> {
@@ -72,9 +112,9 @@ async fn answer<T, S>(
     ctx: &RequestContext<RoleServer>,
     call: impl AsyncFnOnce(&Cms, Principal) -> CoreResult<T>,
     shape: impl FnOnce(T) -> S,
-) -> Result<Json<S>, String> {
+) -> Result<Json<S>, Failure> {
     let user = principal(ctx)?;
-    let value = call(cms, user).await.map_err(fail)?;
+    let value = call(cms, user).await?;
     Ok(Json(shape(value)))
 }
 
@@ -94,7 +134,7 @@ fn number(value: Option<u64>) -> Option<String> {
     value.map(|n| n.to_string())
 }
 
-// Each tool answers `Result<Json<T>, String>`: structured output with `T`'s schema as its
+// Each tool answers `Result<Json<T>, Failure>`: structured output with `T`'s schema as its
 // output schema, or the REST route's error message as a tool error (`isError`). Spelled out
 // in every signature, since the macro reads the output schema from it.
 #[tool_router]
@@ -103,12 +143,31 @@ impl CmsServer {
         Self { cms, tool_router: Self::tool_router() }
     }
 
-    /// List the site's collections (index, label, slug, folder).
+    /// List the site's collections (index, label, slug, folder), and whether each has a
+    /// content model (describe_collection tells its fields).
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
-    async fn list_collections(&self, _args: Parameters<NoArgs>) -> Result<Json<Collections>, String> {
+    async fn list_collections(&self, _args: Parameters<NoArgs>) -> Result<Json<Collections>, Failure> {
         Ok(Json(Collections {
-            collections: self.cms.collections().iter().map(CollectionOut::from).collect(),
+            collections: (self.cms.collections().iter())
+                .map(|c| CollectionOut::new(c, self.cms.items_breaking_model_count(c)))
+                .collect(),
         }))
+    }
+
+    /// Describe a collection before writing to it: its fields in order, each with its type,
+    /// whether it is required, its rules (options, bounds, lengths, pattern, the collection
+    /// a reference names, a list's element, an object's fields) and default, whether keys
+    /// it does not name are allowed, and the frontmatter's JSON Schema. A collection
+    /// without a model accepts any frontmatter.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn describe_collection(
+        &self,
+        Parameters(args): Parameters<DescribeCollectionArgs>,
+    ) -> Result<Json<CollectionDescription>, Failure> {
+        let collection = self.cms.collection(&args.collection)?;
+        let invalid_items = self.cms.items_breaking_model_count(collection);
+        let schema = self.cms.collection_schema(collection);
+        Ok(Json(CollectionDescription::new(collection, invalid_items, schema)))
     }
 
     /// List a collection's items, newest first by default, with the REST list's filters,
@@ -118,7 +177,7 @@ impl CmsServer {
         &self,
         Parameters(args): Parameters<ListItemsArgs>,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<Json<ItemList>, String> {
+    ) -> Result<Json<ItemList>, Failure> {
         let params = ListParams {
             page: number(args.page),
             per_page: number(args.per_page),
@@ -157,7 +216,7 @@ impl CmsServer {
         &self,
         Parameters(args): Parameters<ItemArgs>,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<Json<ItemOut>, String> {
+    ) -> Result<Json<ItemOut>, Failure> {
         let read = async |cms: &Cms, user| {
             let collection = cms.collection(&args.collection)?;
             let view = cms.read_item(collection, &args.slug, &Viewer::Key(user)).await?;
@@ -179,7 +238,7 @@ impl CmsServer {
         &self,
         Parameters(args): Parameters<CreateItemArgs>,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<Json<Written>, String> {
+    ) -> Result<Json<Written>, Failure> {
         let new = NewItem {
             slug: args.slug,
             date_prefix: args.date_prefix,
@@ -204,7 +263,7 @@ impl CmsServer {
         &self,
         Parameters(args): Parameters<UpdateItemArgs>,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<Json<Written>, String> {
+    ) -> Result<Json<Written>, Failure> {
         let update = ItemUpdate { mode: UpdateMode::Patch, fm: args.fm.unwrap_or_default(), body: args.body };
         let if_match = args.if_match.as_deref().map(Precondition::from_if_match);
         let save = async |cms: &Cms, user| {
@@ -225,7 +284,7 @@ impl CmsServer {
         &self,
         Parameters(args): Parameters<DeleteItemArgs>,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<Json<Deleted>, String> {
+    ) -> Result<Json<Deleted>, Failure> {
         let if_match = args.if_match.as_deref().map(Precondition::from_if_match);
         let delete = async |cms: &Cms, user| {
             cms.delete_item(&user, cms.collection(&args.collection)?, &args.slug, if_match.as_ref()).await
@@ -240,7 +299,7 @@ impl CmsServer {
         &self,
         Parameters(args): Parameters<ItemArgs>,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<Json<VersionListing>, String> {
+    ) -> Result<Json<VersionListing>, Failure> {
         let list = async |cms: &Cms, user| {
             cms.list_versions(&user, cms.collection(&args.collection)?, &args.slug).await
         };
@@ -253,7 +312,7 @@ impl CmsServer {
         &self,
         Parameters(args): Parameters<VersionArgs>,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<Json<VersionText>, String> {
+    ) -> Result<Json<VersionText>, Failure> {
         let read = async |cms: &Cms, user| {
             let version = VersionId::new(args.version)?;
             cms.read_version(&user, cms.collection(&args.collection)?, &args.slug, version).await
@@ -273,7 +332,7 @@ impl CmsServer {
         &self,
         Parameters(args): Parameters<RestoreVersionArgs>,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<Json<Written>, String> {
+    ) -> Result<Json<Written>, Failure> {
         let if_match = args.if_match.as_deref().map(Precondition::from_if_match);
         let restore = async |cms: &Cms, user| {
             let collection = cms.collection(&args.collection)?;
@@ -294,7 +353,7 @@ impl CmsServer {
         &self,
         Parameters(args): Parameters<SearchArgs>,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<Json<SearchResults>, String> {
+    ) -> Result<Json<SearchResults>, Failure> {
         let params = SearchParams {
             q: Some(args.q),
             collection: args.collection,
@@ -315,7 +374,7 @@ impl CmsServer {
         &self,
         Parameters(args): Parameters<ListTagsArgs>,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<Json<Tags>, String> {
+    ) -> Result<Json<Tags>, Failure> {
         let list = async |cms: &Cms, _| {
             let collection = cms.collection(&args.collection)?;
             let params = TagsParams { content_path: Some(collection.path.clone()), ..TagsParams::default() };
@@ -332,7 +391,7 @@ impl CmsServer {
         &self,
         Parameters(args): Parameters<ListResourcesArgs>,
         ctx: RequestContext<RoleServer>,
-    ) -> Result<Json<ResourcesOut>, String> {
+    ) -> Result<Json<ResourcesOut>, Failure> {
         let folder = number(args.folder);
         let list = async |cms: &Cms, user| {
             cms.list_resources(&user, folder.as_deref(), args.subpath.as_deref()).await
@@ -386,10 +445,13 @@ impl ServerHandler for CmsServer {
             .with_instructions(format!(
                 "The content of the site {:?}: Markdown items with YAML frontmatter in collections, \
                  and media in resource folders. Start with list_collections, then list_items or \
-                 search; read with get_item; write with create_item, update_item (merges fm) and \
-                 delete_item. Every write keeps the previous content as a version \
+                 search; read with get_item; before writing to a collection, describe_collection \
+                 tells the fields its items take; write with create_item, update_item (merges fm) \
+                 and delete_item (a write that breaks the collection's model is refused, naming \
+                 each failing field). Every write keeps the previous content as a version \
                  (list_versions, get_version, restore_version). Items are also resources at \
-                 cms://{{collection}}/{{slug}}.",
+                 cms://{{collection}}/{{slug}}, and a collection's JSON Schema at \
+                 cms://{{collection}}/schema.",
                 self.cms.site().name
             ))
     }
@@ -432,15 +494,70 @@ impl ServerHandler for CmsServer {
                 let text = raw.doc.to_file_text().map_err(to_error)?;
                 resources::markdown(uri, text)
             }
+            Target::Schema(collection) => {
+                let schema = self.cms.collection_schema(collection);
+                ResourceContents::text(schema.to_string(), uri).with_mime_type(resources::SCHEMA)
+            }
             Target::Collection(collection) => {
                 let items = self.cms.indexed_items(collection).await.map_err(to_error)?;
-                let mut uris: Vec<String> =
-                    items.iter().map(|i| resources::item_uri(&collection.slug, &i.meta.slug)).collect();
+                let mut uris: Vec<String> = items
+                    .iter()
+                    .map(|i| resources::item_uri(&collection.slug, &i.meta.slug, &i.meta.filename))
+                    .collect();
                 uris.sort();
                 let listing = serde_json::json!({ "collection": collection.slug, "items": uris });
                 ResourceContents::text(listing.to_string(), uri).with_mime_type("application/json")
             }
         };
         Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn wire(failure: Failure) -> Value {
+        let Ok(CallToolResponse::Complete(result)) = failure.into_call_tool_result() else {
+            unreachable!("a failure is a complete tool result")
+        };
+        serde_json::to_value(result).unwrap()
+    }
+
+    #[test]
+    fn a_model_failure_carries_each_field_as_data_and_other_failures_only_text() {
+        let fields = vec![
+            FieldError { field: "fm.title".into(), message: "is required".into() },
+            FieldError {
+                field: "fm.rating".into(),
+                message: "must be a whole number from 1 to 5, got 9".into(),
+            },
+        ];
+        let data = json!({
+            "error": "2 fields break the collection's model: fm.title, fm.rating",
+            "fields": [
+                {"field": "fm.title", "message": "is required"},
+                {"field": "fm.rating", "message": "must be a whole number from 1 to 5, got 9"},
+            ],
+        });
+        let result = wire(Failure::from(CoreError::fields(fields)));
+        assert_eq!(result["isError"], true);
+        assert_eq!(result["structuredContent"], data);
+        assert_eq!(
+            result["content"],
+            json!([
+                {"type": "text", "text": "2 fields break the collection's model: fm.title, fm.rating"},
+                {"type": "text", "text": data.to_string()},
+            ])
+        );
+
+        let result = wire(Failure::from(CoreError::not_found("no item \"nope\"")));
+        assert_eq!(result["isError"], true);
+        assert_eq!(result.get("structuredContent"), None, "{result}");
+        assert_eq!(result["content"], json!([{"type": "text", "text": "no item \"nope\""}]));
+        let result = wire(Failure::from("this request carries no mcp_ key".to_owned()));
+        assert_eq!(result["content"][0]["text"], "this request carries no mcp_ key");
     }
 }

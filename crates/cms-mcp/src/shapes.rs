@@ -8,6 +8,7 @@ use cms_core::answers::{
 };
 use cms_core::collection::Collection;
 use cms_core::document::Frontmatter;
+use cms_core::model::{Counts, ExtraFields, Field, Kind};
 use cms_core::service::{ItemView, RawItem, ResourceListing, SearchHit};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -156,6 +157,13 @@ pub struct ListTagsArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+pub struct DescribeCollectionArgs {
+    /// The collection: its index or its label slug.
+    pub collection: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ListResourcesArgs {
     /// The resource folder's index (default 0).
     pub folder: Option<u64>,
@@ -165,18 +173,26 @@ pub struct ListResourcesArgs {
 
 // ---- results --------------------------------------------------------------------------
 
-/// A collection, and the URI template of its items as resources.
+/// A collection, whether it has a content model, and the URI template of its items as
+/// resources.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct CollectionOut {
     #[serde(flatten)]
     pub collection: CollectionInfo,
+    /// Whether its items must fit a content model (`describe_collection` tells its fields).
+    pub has_model: bool,
     /// The URI template of its items as resources.
     pub resource_template: String,
 }
 
-impl From<&Collection> for CollectionOut {
-    fn from(c: &Collection) -> Self {
-        Self { collection: CollectionInfo::from(c), resource_template: format!("cms://{}/{{slug}}", c.slug) }
+impl CollectionOut {
+    /// `invalid_items` as `GET /cms/collections` counts them (`Cms::items_breaking_model_count`).
+    pub fn new(c: &Collection, invalid_items: Option<usize>) -> Self {
+        Self {
+            collection: CollectionInfo { invalid_items, ..CollectionInfo::from(c) },
+            has_model: c.model.is_some(),
+            resource_template: format!("cms://{}/{{slug}}", c.slug),
+        }
     }
 }
 
@@ -255,7 +271,8 @@ pub struct SearchResult {
 
 impl From<SearchHit> for SearchResult {
     fn from(hit: SearchHit) -> Self {
-        let uri = crate::resources::item_uri(&hit.collection_slug, &hit.item.meta.slug);
+        let meta = &hit.item.meta;
+        let uri = crate::resources::item_uri(&hit.collection_slug, &meta.slug, &meta.filename);
         Self { hit: SearchResultEntry::from(hit), uri }
     }
 }
@@ -269,6 +286,184 @@ pub struct SearchResults {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Tags {
     pub tags: Vec<TagEntry>,
+}
+
+/// What a collection's items may hold: its model's fields, one by one, and its JSON Schema.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CollectionDescription {
+    #[serde(flatten)]
+    pub collection: CollectionInfo,
+    /// Whether the collection has a content model; without one any frontmatter is accepted.
+    pub has_model: bool,
+    /// What the model asks of a write, in a sentence.
+    pub note: String,
+    /// The model's fields in the editor's order (none without a model).
+    pub fields: Vec<FieldOut>,
+    /// Keys the model does not name: `allow` (kept as written) or `refuse`; absent without
+    /// a model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extra_fields: Option<&'static str>,
+    /// The JSON Schema (2020-12) of the frontmatter (also the resource `schema_uri`).
+    pub schema: serde_json::Value,
+    /// The JSON Schema as a resource.
+    pub schema_uri: String,
+}
+
+impl CollectionDescription {
+    /// `invalid_items` as `GET /cms/collections` counts them.
+    pub fn new(collection: &Collection, invalid_items: Option<usize>, schema: serde_json::Value) -> Self {
+        let model = collection.model.as_deref();
+        let note = match model {
+            None => "This collection has no content model: any frontmatter is accepted.".to_owned(),
+            Some(model) => {
+                let extra = match model.extra_fields {
+                    ExtraFields::Allow => "keys it does not name are kept as written",
+                    ExtraFields::Refuse => {
+                        "keys it does not name are refused, but for the server's own status, draft, \
+                         publish_date and unpublish_date"
+                    }
+                };
+                format!(
+                    "Every write of fm is checked against these fields (after update_item merges it): \
+                     a failing write names each failing field; {extra}. New items get the defaults."
+                )
+            }
+        };
+        Self {
+            collection: CollectionInfo { invalid_items, ..CollectionInfo::from(collection) },
+            has_model: model.is_some(),
+            note,
+            fields: model.map(|m| m.fields.iter().map(FieldOut::from).collect()).unwrap_or_default(),
+            extra_fields: model.map(|m| match m.extra_fields {
+                ExtraFields::Allow => "allow",
+                ExtraFields::Refuse => "refuse",
+            }),
+            schema,
+            schema_uri: crate::resources::schema_uri(&collection.slug),
+        }
+    }
+}
+
+/// One field of a model, with the rules of its type (those that are set).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FieldOut {
+    /// The frontmatter key (for `of`, the list's own).
+    pub name: String,
+    /// `string`, `text`, `number`, `integer`, `boolean`, `select`, `multiselect`, `tags`,
+    /// `datetime`, `date`, `image`, `file`, `reference`, `url`, `email`, `list` or `object`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// A write without it, or with it empty, is refused.
+    pub required: bool,
+    /// Kept, but not shown in the web editor's form.
+    pub hidden: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Given to new items that leave the field out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default: Option<serde_json::Value>,
+    /// `select`, `multiselect`: the values allowed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<String>>,
+    /// `string`, `text`: the fewest characters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_length: Option<u64>,
+    /// `string`, `text`: the most characters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_length: Option<u64>,
+    /// `string`, `text`: a regular expression the whole value must match.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// `number`, `integer`: the least value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min: Option<serde_json::Number>,
+    /// `number`, `integer`: the greatest value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max: Option<serde_json::Number>,
+    /// `list`, `multiselect`, `tags`: the fewest elements.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_items: Option<u64>,
+    /// `list`, `multiselect`, `tags`: the most elements.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_items: Option<u64>,
+    /// `reference`: the slug of the collection whose item it names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collection: Option<String>,
+    /// `list`: the field each element is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub of: Option<Box<FieldOut>>,
+    /// `object`: its fields.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fields: Option<Vec<FieldOut>>,
+}
+
+/// A bound as written: `5`, not `5.0`, when it is whole.
+fn bound(value: Option<f64>) -> Option<serde_json::Number> {
+    let value = value?;
+    // Within ±2^53 a whole f64 is exactly an i64.
+    if value.fract() == 0.0 && value.abs() < 9_007_199_254_740_992.0 {
+        return Some((value as i64).into());
+    }
+    serde_json::Number::from_f64(value)
+}
+
+impl From<&Field> for FieldOut {
+    fn from(field: &Field) -> Self {
+        let mut out = Self {
+            name: field.name.clone(),
+            kind: field.kind.field_type().as_str(),
+            required: field.required,
+            hidden: field.hidden,
+            description: field.description.clone(),
+            default: field.default.clone(),
+            options: None,
+            min_length: None,
+            max_length: None,
+            pattern: None,
+            min: None,
+            max: None,
+            min_items: None,
+            max_items: None,
+            collection: None,
+            of: None,
+            fields: None,
+        };
+        let counts = |out: &mut Self, counts: &Counts| {
+            out.min_items = counts.min;
+            out.max_items = counts.max;
+        };
+        match &field.kind {
+            Kind::String(rules) | Kind::Text(rules) => {
+                out.min_length = rules.min_length;
+                out.max_length = rules.max_length;
+                out.pattern = rules.pattern.as_ref().map(|p| p.source.clone());
+            }
+            Kind::Number(bounds) | Kind::Integer(bounds) => {
+                out.min = bound(bounds.min);
+                out.max = bound(bounds.max);
+            }
+            Kind::Select(options) => out.options = Some(options.clone()),
+            Kind::Multiselect { options, items } => {
+                out.options = Some(options.clone());
+                counts(&mut out, items);
+            }
+            Kind::Tags(items) => counts(&mut out, items),
+            Kind::Reference { collection } => out.collection = Some(collection.clone()),
+            Kind::List { of, items } => {
+                out.of = Some(Box::new(FieldOut::from(of.as_ref())));
+                counts(&mut out, items);
+            }
+            Kind::Object(fields) => out.fields = Some(fields.iter().map(FieldOut::from).collect()),
+            Kind::Boolean
+            | Kind::Datetime
+            | Kind::Date
+            | Kind::Image
+            | Kind::File
+            | Kind::Url
+            | Kind::Email => {}
+        }
+        out
+    }
 }
 
 /// A resource folder's listing; its subfolders by name.

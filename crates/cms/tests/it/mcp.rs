@@ -581,3 +581,380 @@ fn protocol_errors_are_json_rpc_and_name_what_is_wrong() {
     let ended = raw.delete(&session);
     assert!(matches!(ended.status, 200 | 204), "{} {}", ended.status, ended.body);
 }
+
+// ---- the content model: describe_collection, the schema resource, field errors -------
+
+/// Blog posts with a model that uses most types and rules, in place of the demo's; pages
+/// without one.
+const POSTS_MODEL: &str = r#"  - label: Blog Posts
+    path: content/posts
+    page_path: /blog
+    date_prefix: true
+    extra_fields: refuse
+    fields:
+      title: { type: string, required: true, max_length: 120, description: The headline }
+      code: { type: string, min_length: 2, pattern: "[A-Z]+" }
+      price: { type: number, min: 0, max: 99.5 }
+      rating: { type: integer, min: 1, max: 5, default: 3 }
+      featured: { type: boolean, default: false, hidden: true }
+      category: { type: select, options: [news, guide] }
+      topics: { type: multiselect, options: [rust, web], max_items: 2 }
+      tags: { type: tags }
+      date: { type: datetime }
+      author: { type: string }
+      description: { type: text }
+      page: { type: reference, collection: pages }
+      links: { type: list, of: { type: url }, max_items: 3 }
+      seo: { type: object, fields: { title: { type: string }, noindex: { type: boolean } } }
+  - label: Pages
+    path: content/pages
+    page_path: /
+"#;
+
+/// The demo site with [`POSTS_MODEL`] for its posts and pages.
+fn modelled_site() -> tempfile::TempDir {
+    let site = demo_site();
+    let config = site.path().join("cms.yaml");
+    let text = fs::read_to_string(&config).unwrap();
+    let start = text.find("  - label: Blog Posts\n").expect("the demo's posts");
+    let end = text.find("  - label: Projects\n").expect("the demo's projects, after its pages");
+    fs::write(&config, format!("{}{POSTS_MODEL}{}", &text[..start], &text[end..])).unwrap();
+    site
+}
+
+impl Raw<'_> {
+    /// One JSON-RPC request in `session`: its `result` (or the whole message if none).
+    fn rpc(&self, session: &str, method: &str, params: Value) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": 9, "method": method, "params": params}).to_string();
+        let answer = self.post(Some(session), None, &body);
+        assert_eq!(answer.status, 200, "{method}: {}", answer.body);
+        let message = answer.message();
+        message.get("result").cloned().unwrap_or(message)
+    }
+
+    fn call_tool(&self, session: &str, name: &str, arguments: Value) -> Value {
+        self.rpc(session, "tools/call", json!({"name": name, "arguments": arguments}))
+    }
+}
+
+/// A REST request with a JSON body: status and JSON answer.
+fn rest(server: &Server, method: &str, path: &str, key: &str, body: Value) -> (u16, Value) {
+    let url = format!("{}{path}", server.base);
+    let request = match method {
+        "POST" => server.agent.post(url),
+        "PATCH" => server.agent.patch(url),
+        _ => unreachable!(),
+    };
+    let mut response = request
+        .header("Authorization", format!("Bearer {key}"))
+        .header("Content-Type", "application/json")
+        .send(body.to_string())
+        .unwrap();
+    (response.status().as_u16(), response.body_mut().read_json().unwrap_or(Value::Null))
+}
+
+#[test]
+fn describe_collection_answers_each_field_its_rules_and_the_json_schema() {
+    let site = modelled_site();
+    let api = user_with_key(site.path(), "ed@example.com", "editor");
+    let server = Server::start(site.path());
+    let raw = Raw { server: &server, key: mcp_key(site.path(), "ed@example.com") };
+    let session = raw.open();
+
+    let tools = raw.rpc(&session, "tools/list", json!({}));
+    let tool = tools["tools"].as_array().unwrap().iter().find(|t| t["name"] == "describe_collection");
+    let tool = tool.unwrap_or_else(|| panic!("listed: {tools}"));
+    assert_eq!(tool["inputSchema"]["required"], json!(["collection"]), "{tool}");
+    assert_eq!(tool["outputSchema"]["type"], "object", "{tool}");
+    assert_eq!(tool["annotations"]["readOnlyHint"], true, "{tool}");
+
+    // Once the index is built, a modelled collection counts its items that break the model,
+    // as GET /cms/collections does.
+    let counted = poll(|| server.get("/cms/collections", None).1, |c| c["data"][0]["invalid_items"] == 0);
+    assert_eq!(counted["data"][0]["invalid_items"], 0, "{counted}");
+    let listed = raw.call_tool(&session, "list_collections", json!({}));
+    let rest_listed: Vec<Value> = counted["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.get("invalid_items").cloned().unwrap_or(Value::Null))
+        .collect();
+    let mcp_listed: Vec<Value> = listed["structuredContent"]["collections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.get("invalid_items").cloned().unwrap_or(Value::Null))
+        .collect();
+    assert_eq!(mcp_listed, rest_listed, "{listed}");
+    let modelled: Vec<(&str, bool)> = listed["structuredContent"]["collections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["slug"].as_str().unwrap(), c["has_model"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(
+        modelled,
+        [("blog-posts", true), ("pages", false), ("projects", true), ("authors", true)],
+        "{listed}"
+    );
+
+    let result = raw.call_tool(&session, "describe_collection", json!({"collection": "blog-posts"}));
+    assert_eq!(result["isError"], false, "{result}");
+    let described = &result["structuredContent"];
+    assert_eq!(
+        serde_json::from_str::<Value>(result["content"][0]["text"].as_str().unwrap()).unwrap(),
+        *described,
+        "the text is the same JSON"
+    );
+    let (status, schema) = server.get("/cms/collections/blog-posts/schema", None);
+    assert_eq!(status, 200);
+    assert_eq!(
+        *described,
+        json!({
+            "index": 0,
+            "label": "Blog Posts",
+            "slug": "blog-posts",
+            "path": "content/posts",
+            "invalid_items": 0,
+            "has_model": true,
+            "note": "Every write of fm is checked against these fields (after update_item merges it): a failing write names each failing field; keys it does not name are refused, but for the server's own status, draft, publish_date and unpublish_date. New items get the defaults.",
+            "extra_fields": "refuse",
+            "fields": [
+                {"name": "title", "type": "string", "required": true, "hidden": false,
+                 "description": "The headline", "max_length": 120},
+                {"name": "code", "type": "string", "required": false, "hidden": false,
+                 "min_length": 2, "pattern": "[A-Z]+"},
+                {"name": "price", "type": "number", "required": false, "hidden": false, "min": 0, "max": 99.5},
+                {"name": "rating", "type": "integer", "required": false, "hidden": false, "default": 3,
+                 "min": 1, "max": 5},
+                {"name": "featured", "type": "boolean", "required": false, "hidden": true, "default": false},
+                {"name": "category", "type": "select", "required": false, "hidden": false,
+                 "options": ["news", "guide"]},
+                {"name": "topics", "type": "multiselect", "required": false, "hidden": false,
+                 "options": ["rust", "web"], "max_items": 2},
+                {"name": "tags", "type": "tags", "required": false, "hidden": false},
+                {"name": "date", "type": "datetime", "required": false, "hidden": false},
+                {"name": "author", "type": "string", "required": false, "hidden": false},
+                {"name": "description", "type": "text", "required": false, "hidden": false},
+                {"name": "page", "type": "reference", "required": false, "hidden": false, "collection": "pages"},
+                {"name": "links", "type": "list", "required": false, "hidden": false, "max_items": 3,
+                 "of": {"name": "links", "type": "url", "required": false, "hidden": false}},
+                {"name": "seo", "type": "object", "required": false, "hidden": false, "fields": [
+                    {"name": "title", "type": "string", "required": false, "hidden": false},
+                    {"name": "noindex", "type": "boolean", "required": false, "hidden": false},
+                ]},
+            ],
+            "schema": schema,
+            "schema_uri": "cms://blog-posts/schema",
+        })
+    );
+
+    // Without a model: said plainly, no fields, the schema of any object.
+    let pages = raw.call_tool(&session, "describe_collection", json!({"collection": "1"}));
+    let (_, any) = server.get("/cms/collections/pages/schema", None);
+    assert_eq!(
+        pages["structuredContent"],
+        json!({
+            "index": 1, "label": "Pages", "slug": "pages", "path": "content/pages",
+            "has_model": false,
+            "note": "This collection has no content model: any frontmatter is accepted.",
+            "fields": [],
+            "schema": any,
+            "schema_uri": "cms://pages/schema",
+        })
+    );
+
+    // An unknown collection: a tool error in the REST route's words, as for other tools.
+    let unknown = raw.call_tool(&session, "describe_collection", json!({"collection": "nope"}));
+    let listed = raw.call_tool(&session, "list_items", json!({"collection": "nope"}));
+    assert_eq!(unknown["isError"], true, "{unknown}");
+    assert_eq!(unknown["content"], listed["content"], "{unknown}");
+    assert_eq!(unknown.get("structuredContent"), None, "{unknown}");
+    let (status, rest_body) = server.get("/cms/collections/nope/schema", None);
+    assert_eq!(status, 404);
+    assert_eq!(unknown["content"][0]["text"], rest_body["error"], "{rest_body}");
+
+    // The official SDK reads the description, the schema resource and a refused write's fields.
+    sdk(&server, &raw.key, &api, "model");
+}
+
+#[test]
+fn the_schema_is_a_resource_of_each_collection() {
+    let site = modelled_site();
+    user_with_key(site.path(), "ed@example.com", "editor");
+    // An item whose slug is the schema's segment is listed and read by its filename.
+    fs::write(
+        site.path().join("content/posts/2026-05-01-schema.md"),
+        "---\ntitle: Schema\n---\nOn schemas.\n",
+    )
+    .unwrap();
+    let server = Server::start(site.path());
+    let raw = Raw { server: &server, key: mcp_key(site.path(), "ed@example.com") };
+    let session = raw.open();
+
+    let templates = raw.rpc(&session, "resources/templates/list", json!({}));
+    let templates: Vec<(&str, &str)> = templates["resourceTemplates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["uriTemplate"].as_str().unwrap(), t["mimeType"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        templates,
+        [
+            ("cms://{collection}/{slug}", "text/markdown"),
+            ("cms://{collection}/schema", "application/schema+json")
+        ]
+    );
+    let listed = raw.rpc(&session, "resources/list", json!({}));
+    let listed: Vec<(&str, &str)> = listed["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["uri"].as_str().unwrap(), r["mimeType"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("cms://blog-posts", "application/json"),
+            ("cms://pages", "application/json"),
+            ("cms://projects", "application/json"),
+            ("cms://authors", "application/json"),
+            ("cms://blog-posts/schema", "application/schema+json"),
+            ("cms://projects/schema", "application/schema+json"),
+            ("cms://authors/schema", "application/schema+json"),
+        ],
+        "the schemas of the modelled collections are listed"
+    );
+
+    for (uri, rest_path) in [
+        ("cms://blog-posts/schema", "/cms/collections/blog-posts/schema"),
+        ("cms://0/schema", "/cms/collections/blog-posts/schema"),
+        ("cms://pages/schema", "/cms/collections/pages/schema"),
+    ] {
+        let read = raw.rpc(&session, "resources/read", json!({"uri": uri}));
+        let contents = &read["contents"][0];
+        assert_eq!(
+            (contents["uri"].as_str(), contents["mimeType"].as_str()),
+            (Some(uri), Some("application/schema+json"))
+        );
+        let schema: Value = serde_json::from_str(contents["text"].as_str().unwrap()).unwrap();
+        assert_eq!(schema, server.get(rest_path, None).1, "{uri} is the REST route's schema");
+    }
+    let missing = raw.rpc(&session, "resources/read", json!({"uri": "cms://nope/schema"}));
+    assert_eq!(missing["error"]["code"], -32002, "{missing}");
+
+    let items = raw.rpc(&session, "resources/read", json!({"uri": "cms://blog-posts"}));
+    let items: Value = serde_json::from_str(items["contents"][0]["text"].as_str().unwrap()).unwrap();
+    let uris = items["items"].as_array().unwrap();
+    assert!(uris.contains(&json!("cms://blog-posts/2026-05-01-schema.md")), "{items}");
+    assert!(!uris.contains(&json!("cms://blog-posts/schema")), "{items}");
+    let read = raw.rpc(&session, "resources/read", json!({"uri": "cms://blog-posts/2026-05-01-schema.md"}));
+    assert!(read["contents"][0]["text"].as_str().unwrap().contains("On schemas."), "{read}");
+}
+
+/// The same invalid write through REST and MCP (create, update, restore) is refused with
+/// the same fields; the tool error carries them as data.
+#[test]
+fn a_write_tool_that_breaks_the_model_names_the_same_fields_as_rest() {
+    let site = modelled_site();
+    let api = user_with_key(site.path(), "ed@example.com", "editor");
+    let server = Server::start(site.path());
+    let raw = Raw { server: &server, key: mcp_key(site.path(), "ed@example.com") };
+    let session = raw.open();
+
+    // A refused tool call: the sentence first, then {error, fields} as data and as JSON.
+    let refused = |result: &Value, rest_body: &Value| {
+        assert_eq!(result["isError"], true, "{result}");
+        let data = &result["structuredContent"];
+        assert_eq!(data["fields"], rest_body["fields"], "the same fields as REST: {result} {rest_body}");
+        assert!(data["fields"].as_array().is_some_and(|f| !f.is_empty()), "{result}");
+        assert_eq!(data["error"], rest_body["error"], "REST's sentence: {result}");
+        assert_eq!(result["content"][0], json!({"type": "text", "text": rest_body["error"]}), "{result}");
+        let text: Value = serde_json::from_str(result["content"][1]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(text, *data, "{result}");
+    };
+
+    let fm = json!({
+        "rating": 9, "price": -1, "category": "gossip", "links": ["https://a.example", "nope"],
+        "page": "no-such-page", "colour": "red",
+    });
+    let (status, rest_body) =
+        rest(&server, "POST", "/cms/collections/blog-posts/items", &api, json!({"slug": "broken", "fm": fm}));
+    assert_eq!(status, 400, "{rest_body}");
+    assert_eq!(
+        rest_body["fields"],
+        json!([
+            {"field": "fm.title", "message": "is required"},
+            {"field": "fm.price", "message": "must be a number from 0 to 99.5, got -1"},
+            {"field": "fm.rating", "message": "must be a whole number from 1 to 5, got 9"},
+            {"field": "fm.category", "message": "must be one of news, guide; got \"gossip\""},
+            {"field": "fm.links[1]", "message": "must be an absolute http(s) URL, got \"nope\""},
+            {"field": "fm.colour", "message": "is not a field of this collection (its fields: title, code, price, rating, featured, category, topics, tags, date, author, description, page, links, seo)"},
+            {"field": "fm.page", "message": "names \"no-such-page\", but pages has no item with that slug"},
+        ]),
+        "{rest_body}"
+    );
+    let created = raw.call_tool(
+        &session,
+        "create_item",
+        json!({"collection": "blog-posts", "slug": "broken", "fm": fm}),
+    );
+    refused(&created, &rest_body);
+
+    let patch = json!({"fm": {"rating": 0, "seo": {"noindex": "yes"}}});
+    let (status, rest_body) =
+        rest(&server, "PATCH", "/cms/collections/blog-posts/items/hello-world", &api, patch.clone());
+    assert_eq!(status, 400, "{rest_body}");
+    let updated = raw.call_tool(
+        &session,
+        "update_item",
+        json!({"collection": "blog-posts", "slug": "hello-world", "fm": patch["fm"]}),
+    );
+    refused(&updated, &rest_body);
+
+    // A version that breaks the model (a hand edit, then replaced) is refused on restore.
+    let post = site.path().join("content/posts/2026-01-12-hello-world.md");
+    let text = fs::read_to_string(&post).unwrap().replacen("author: ada\n", "author: ada\nrating: 7\n", 1);
+    fs::write(&post, text).unwrap();
+    let saved = poll(
+        || {
+            rest(
+                &server,
+                "PATCH",
+                "/cms/collections/blog-posts/items/hello-world",
+                &api,
+                json!({"fm": {"rating": 2}}),
+            )
+        },
+        |(status, _)| *status == 200,
+    );
+    assert_eq!(saved.0, 200, "{}", saved.1);
+    let (_, versions) = server.get("/cms/collections/blog-posts/items/hello-world/versions", Some(&api));
+    let version = versions["versions"][0]["timestamp"].as_i64().unwrap_or_else(|| panic!("{versions}"));
+    let (status, rest_body) = rest(
+        &server,
+        "POST",
+        &format!("/cms/collections/blog-posts/items/hello-world/versions/{version}/restore"),
+        &api,
+        json!({}),
+    );
+    assert_eq!(status, 400, "{rest_body}");
+    assert_eq!(
+        rest_body["fields"],
+        json!([{"field": "fm.rating", "message": "must be a whole number from 1 to 5, got 7"}])
+    );
+    let restored = raw.call_tool(
+        &session,
+        "restore_version",
+        json!({"collection": "blog-posts", "slug": "hello-world", "version": version}),
+    );
+    refused(&restored, &rest_body);
+
+    // Any other failure stays a plain tool error, without data.
+    let missing =
+        raw.call_tool(&session, "update_item", json!({"collection": "blog-posts", "slug": "nope", "fm": {}}));
+    assert_eq!(missing["isError"], true, "{missing}");
+    assert_eq!(missing.get("structuredContent"), None, "{missing}");
+    assert_eq!(missing["content"].as_array().unwrap().len(), 1, "{missing}");
+}

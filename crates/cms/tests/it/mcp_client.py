@@ -2,6 +2,7 @@
 
     python mcp_client.py URL MCP_KEY API_KEY full      # everything an agent does
     python mcp_client.py URL MCP_KEY API_KEY no-license # the license lacks `mcp`: 402
+    python mcp_client.py URL MCP_KEY API_KEY model      # blog-posts has a content model
 
 Run by crates/cms/tests/it/mcp.rs. Prints one line per check; any failed check raises,
 so the exit status is non-zero and the last lines say what was wrong.
@@ -20,11 +21,11 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 URL, MCP_KEY, API_KEY, MODE = sys.argv[1:5]
 
 TOOLS = {
-    "list_collections", "list_items", "get_item", "create_item", "update_item", "delete_item",
+    "list_collections", "describe_collection", "list_items", "get_item", "create_item", "update_item", "delete_item",
     "list_versions", "get_version", "restore_version", "search", "list_tags", "list_resources",
 }
 READ_ONLY = {
-    "list_collections", "list_items", "get_item", "list_versions", "get_version", "search",
+    "list_collections", "describe_collection", "list_items", "get_item", "list_versions", "get_version", "search",
     "list_tags", "list_resources",
 }
 DESTRUCTIVE = {"update_item", "delete_item", "restore_version"}
@@ -132,7 +133,8 @@ async def session_checks(session):
     resources = [r.uri for r in (await session.list_resources()).resources]
     check("cms://blog-posts" in [str(u) for u in resources], f"list_resources: {resources}")
     templates = [t.uri_template for t in (await session.list_resource_templates()).resource_templates]
-    check(templates == ["cms://{collection}/{slug}"], f"resource templates: {templates}")
+    check(templates == ["cms://{collection}/{slug}", "cms://{collection}/schema"],
+          f"resource templates: {templates}")
     read = await session.read_resource("cms://blog-posts/hello-world")
     item = read.contents[0]
     check(item.mime_type == "text/markdown" and item.text.startswith("---\n") and "Hello, World" in item.text,
@@ -148,6 +150,9 @@ async def session_checks(session):
     # Every tool, in the order an agent would use them.
     collections = await call(session, "list_collections", {})
     check([c["slug"] for c in collections["collections"]][:1] == ["blog-posts"], f"collections: {collections}")
+    described = await call(session, "describe_collection", {"collection": "blog-posts"})
+    check(described["slug"] == "blog-posts" and described["schema_uri"] == "cms://blog-posts/schema"
+          and described["has_model"] == bool(described["fields"]), f"describe_collection: {described}")
     listed = await call(session, "list_items", {"collection": "blog-posts", "per_page": 2, "status": "all"})
     check(len(listed["items"]) == 2 and listed["meta"]["perPage"] == 2, f"list_items: {listed}")
     item = await call(session, "get_item", {"collection": "blog-posts", "slug": "hello-world"})
@@ -208,11 +213,42 @@ async def session_checks(session):
     print("ok every tool called")
 
 
+async def model():
+    """describe_collection, the schema resource and a refused write, on a modelled collection."""
+    async with create_mcp_http_client(headers={"Authorization": f"Bearer {MCP_KEY}"}) as http:
+        async with streamable_http_client(URL, http_client=http) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                described = await call(session, "describe_collection", {"collection": "blog-posts"})
+                title = described["fields"][0]
+                check(described["has_model"] and title["name"] == "title" and title["required"],
+                      f"describe_collection: {described}")
+                resources = [str(r.uri) for r in (await session.list_resources()).resources]
+                check("cms://blog-posts/schema" in resources, f"the schema is listed: {resources}")
+                contents = (await session.read_resource("cms://blog-posts/schema")).contents[0]
+                check(contents.mime_type == "application/schema+json"
+                      and json.loads(contents.text) == described["schema"], f"the schema resource: {contents}")
+
+                # A refused write: the sentence as text, each field as data, which the SDK hands over
+                # (it checks a result against the output schema only when it is not an error).
+                result = await session.call_tool(
+                    "create_item", {"collection": "blog-posts", "slug": "fixed", "fm": {"rating": 9}})
+                check(result.is_error, f"a write that breaks the model is a tool error: {result}")
+                fields = (result.structured_content or {}).get("fields")
+                check(fields == [{"field": "fm.title", "message": "is required"},
+                                 {"field": "fm.rating", "message": "must be a whole number from 1 to 5, got 9"}],
+                      f"the failing fields as data: {result}")
+                check(result.content[0].text == "2 fields break the collection's model: fm.title, fm.rating",
+                      f"the sentence: {result.content}")
+                fixed = await call(session, "create_item", {"collection": "blog-posts", "fm": {"title": "Fixed"}})
+                check(fixed["slug"] == "fixed", f"the mended write passes: {fixed}")
+
+
 async def no_license():
     response = raw_post(MCP_KEY)
     check(response.status_code == 402 and "mcp" in response.json()["error"], f"402: {response.text}")
     check(await connect_fails(MCP_KEY) is not None, "the SDK cannot connect without the license feature")
 
 
-asyncio.run(full() if MODE == "full" else no_license())
+asyncio.run({"full": full, "model": model, "no-license": no_license}[MODE]())
 print("all checks passed")

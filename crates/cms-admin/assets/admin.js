@@ -1,5 +1,6 @@
 // The web editor's only script: live preview, uploads with progress (picker and drag and
-// drop), copy buttons. Every page works without it; it adds what a form cannot do.
+// drop), copy buttons, the focus on a refused form's errors. Every page works without it;
+// it adds what a form cannot do.
 "use strict";
 
 /** The CSRF token of the page's forms (every form carries it in a hidden field). */
@@ -137,6 +138,9 @@ function setUpCopy(button) {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
+  // A refused save: the summary of its errors takes the focus, so that it is read first.
+  const summary = document.querySelector("[data-autofocus]");
+  if (summary) summary.focus();
   document.querySelectorAll("textarea[data-preview]").forEach(setUpPreview);
   document.querySelectorAll("form[data-upload]").forEach(setUpUpload);
   document.querySelectorAll("button[data-copy]").forEach(setUpCopy);

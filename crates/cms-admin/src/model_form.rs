@@ -381,6 +381,7 @@ impl ModelForm {
         };
         if let Some(wanted) = wanted
             && (wanted != shown_status
+                || changes.contains_key("status")
                 || (status.is_some() && fm.get("status").and_then(Value::as_str) != Some(wanted.as_str())))
         {
             changes.insert("status".into(), wanted.as_str().into());
@@ -583,6 +584,29 @@ secret: { type: string, hidden: true }
         typed.raw.insert("fm.price".into(), vec!["3".into()]);
         let error = typed.changes_from(&model, &stored, None).unwrap_err().to_string();
         assert!(error.contains("price has its own field"), "{error}");
+    }
+
+    #[test]
+    fn a_model_that_names_status_has_its_own_input_and_publishing_still_sets_it() {
+        let fields: FieldsConfig = codec::from_yaml(
+            "title: { type: string }\nstatus: { type: select, options: [published, draft] }\n",
+            YamlLimits::FRONTMATTER,
+        )
+        .unwrap();
+        let model = Model::build("fields", &fields, ExtraFields::Allow, &[]).unwrap();
+        let stored = fm(json!({"title": "T", "status": "draft"}));
+        let form = ModelForm::of(&model, &stored, "").unwrap();
+        assert_eq!(form.values("fm.status"), ["draft"]);
+        assert_eq!(form.extra, "");
+        assert_eq!(form.changes_from(&model, &stored, None).unwrap(), Map::new());
+        let changes = form.changes_from(&model, &stored, Some(Status::Published)).unwrap();
+        assert_eq!(Value::Object(changes), json!({"status": "published"}));
+        let mut chosen = form.clone();
+        chosen.raw.insert("fm.status".into(), vec!["published".into()]);
+        let changes = chosen.changes_from(&model, &stored, None).unwrap();
+        assert_eq!(Value::Object(changes), json!({"status": "published"}));
+        let changes = chosen.changes_from(&model, &stored, Some(Status::Draft)).unwrap();
+        assert_eq!(Value::Object(changes), json!({"status": "draft"}));
     }
 
     #[test]

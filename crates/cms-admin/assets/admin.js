@@ -1,6 +1,6 @@
 // The web editor's only script: live preview, uploads with progress (picker and drag and
-// drop), copy buttons, the focus on a refused form's errors. Every page works without it;
-// it adds what a form cannot do.
+// drop), copy buttons, the focus on a refused form's errors, media pickers with thumbnails.
+// Every page works without it; it adds what a form cannot do.
 "use strict";
 
 /** The CSRF token of the page's forms (every form carries it in a hidden field). */
@@ -137,6 +137,73 @@ function setUpCopy(button) {
   });
 }
 
+/** Image and file fields: a panel of the resource folders' files (the input's datalist)
+ *  to pick from, thumbnails for images, and a thumbnail of the image chosen. */
+function setUpMediaPicker(input) {
+  const list = document.getElementById(input.getAttribute("list"));
+  if (!list) return;
+  const images = input.dataset.media === "image";
+  const thumb = (url) => url + "?w=160";
+  const picker = document.createElement("div");
+  picker.className = "picker";
+  const chosen = document.createElement("img");
+  chosen.className = "chosen";
+  chosen.alt = "";
+  chosen.hidden = true;
+  const toggle = document.createElement("button");
+  toggle.type = "button";
+  toggle.id = input.id + "-choose";
+  toggle.textContent = images ? "Choose an image" : "Choose a file";
+  toggle.setAttribute("aria-expanded", "false");
+  const panel = document.createElement("ul");
+  panel.className = "picks";
+  panel.id = input.id + "-picks";
+  panel.hidden = true;
+  toggle.setAttribute("aria-controls", panel.id);
+  const listed = new Set();
+  for (const option of list.options) {
+    listed.add(option.value);
+    const item = document.createElement("li");
+    const button = document.createElement("button");
+    button.type = "button";
+    button.dataset.value = option.value;
+    const name = option.value.split("/").pop();
+    button.setAttribute("aria-label", "Choose " + option.value);
+    if (images) {
+      const img = document.createElement("img");
+      img.src = thumb(option.value);
+      img.alt = "";
+      img.loading = "lazy";
+      button.append(img);
+    }
+    const label = document.createElement("span");
+    label.textContent = name;
+    button.append(label);
+    button.addEventListener("click", () => {
+      input.value = option.value;
+      input.dispatchEvent(new Event("input", { bubbles: true }));
+      panel.hidden = true;
+      toggle.setAttribute("aria-expanded", "false");
+      input.focus();
+    });
+    item.append(button);
+    panel.append(item);
+  }
+  const show = () => {
+    const value = input.value.trim();
+    chosen.hidden = !(images && listed.has(value));
+    if (!chosen.hidden) chosen.src = thumb(value);
+  };
+  toggle.addEventListener("click", () => {
+    panel.hidden = !panel.hidden;
+    toggle.setAttribute("aria-expanded", String(!panel.hidden));
+  });
+  input.addEventListener("input", show);
+  show();
+  picker.append(chosen, toggle, panel);
+  input.after(picker);
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   // A refused save: the summary of its errors takes the focus, so that it is read first.
   const summary = document.querySelector("[data-autofocus]");
@@ -144,4 +211,5 @@ document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("textarea[data-preview]").forEach(setUpPreview);
   document.querySelectorAll("form[data-upload]").forEach(setUpUpload);
   document.querySelectorAll("button[data-copy]").forEach(setUpCopy);
+  document.querySelectorAll("input[data-media][list]").forEach(setUpMediaPicker);
 });

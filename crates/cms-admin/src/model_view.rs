@@ -335,6 +335,8 @@ fn add_rows(
             let image = matches!(field.kind, Kind::Image);
             if !lookups.media.is_empty() {
                 row.attrs.push(("list", if image { "dl-images" } else { "dl-files" }.into()));
+                // The script adds a picker (with thumbnails for images) from the list.
+                row.attrs.push(("data-media", if image { "image" } else { "file" }.into()));
             }
             row.attrs.push(("placeholder", "/media/uploads/cover.jpg".into()));
             hints.push(format!(

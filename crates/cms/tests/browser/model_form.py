@@ -12,7 +12,8 @@ posts have a model (crates/cms/tests/it/admin_model.rs), with these environment 
 Steps: open a post, check the page with axe-core; type an invalid value that the browser
 cannot check (a pattern) and save: the page comes back with the summary focused, the value
 still typed, the input marked aria-invalid and described by its message; axe-core again;
-follow the summary's link to the input, fix it, fill typed inputs and save: saved. The Rust
+follow the summary's link to the input, fix it, fill typed inputs, pick an image from the
+media picker (thumbnails; axe-core with it open) and save: saved. The Rust
 test then reads the file for the typed values. Any error the browser logs fails the run,
 except the refusal's own 422.
 """
@@ -149,6 +150,17 @@ try:
     wait.until(lambda d: active_id() == "f-sku")
     fill("#f-sku", "ABC-12")
     find("#f-featured").click()
+    find("#f-cover-choose").click()
+    pick = find('#f-cover-picks button[data-value="/media/uploads/logo.png"]')
+    thumb = pick.find_element(By.TAG_NAME, "img")
+    wait.until(lambda d: d.execute_script("return arguments[0].complete && arguments[0].naturalWidth", thumb))
+    axe("the media picker")
+    shot("edit-model-picker")
+    pick.click()
+    assert find("#f-cover").get_attribute("value") == "/media/uploads/logo.png"
+    assert active_id() == "f-cover", "the focus goes back to the input"
+    chosen = find("#f-cover + .picker img.chosen")
+    wait.until(lambda d: d.execute_script("return arguments[0].complete && arguments[0].naturalWidth", chosen))
     Select(find("#f-category")).select_by_value("guide")
     find('input[name="fm.topics"][value="web"]').click()
     find("#save").click()

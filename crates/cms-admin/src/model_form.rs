@@ -207,9 +207,11 @@ fn scalar_value(kind: &Kind, text: &str) -> Result<Value, String> {
             }
             _ => Err(format!("must be a number, got {text:?}")),
         },
-        Kind::Integer(_) => match text.parse::<i64>() {
-            Ok(number) => Ok(number.into()),
-            Err(_) => Err(format!("must be a whole number, got {text:?}")),
+        Kind::Integer(_) => match (text.parse::<i64>(), text.parse::<f64>()) {
+            (Ok(number), _) => Ok(number.into()),
+            // `4.0`, as a number input may send it.
+            (_, Ok(number)) if number.fract() == 0.0 && number.abs() < 9.0e15 => Ok((number as i64).into()),
+            _ => Err(format!("must be a whole number, got {text:?}")),
         },
         _ => Ok(Value::String(text.to_owned())),
     }
@@ -565,6 +567,9 @@ secret: { type: string, hidden: true }
         let changes = form.changes_from(&model, &stored, None).unwrap();
         assert_eq!(Value::Object(changes), json!({"price": null, "links": null}));
         form.raw.insert("fm.price".into(), vec!["ten".into()]);
+        form.raw.insert("fm.rating".into(), vec!["4.0".into()]);
+        let changes = form.changes_from(&model, &stored, None);
+        assert_eq!(changes.unwrap_err().field_errors().len(), 1, "4.0 is a whole number");
         form.raw.insert("fm.rating".into(), vec!["2.5".into()]);
         let error = form.changes_from(&model, &stored, None).unwrap_err();
         let fields: Vec<&str> = error.field_errors().iter().map(|e| e.field.as_str()).collect();

@@ -251,6 +251,20 @@ fn a_save_writes_typed_values_and_a_refused_one_keeps_what_was_typed() {
         })
     );
 
+    // A save over a version someone else replaced meanwhile: nothing written, both shown.
+    let stale = tab.post(
+        HELLO,
+        &[("csrf", &csrf), ("etag", &etag), ("fm.title", "Mine"), ("status", "published"), ("body", "Mine.")],
+        &[],
+    );
+    assert_eq!(stale.status, 409, "{}", stale.body);
+    assert!(
+        stale.body.contains("Someone saved this item") && stale.body.contains("title: Hello, typed"),
+        "{}",
+        stale.body
+    );
+    assert!(stale.body.contains(r#"name="fm.title" value="Mine""#), "what was typed is kept: {}", stale.body);
+
     // Emptied inputs remove their keys; the YAML box holds only what the model does not name.
     let page = tab.get(HELLO);
     assert_eq!(textarea(&page.body, "extra"), "colour: blue\n");

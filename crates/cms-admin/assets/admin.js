@@ -161,34 +161,73 @@ function setUpMediaPicker(input) {
   panel.hidden = true;
   toggle.setAttribute("aria-controls", panel.id);
   const listed = new Set();
-  for (const option of list.options) {
-    listed.add(option.value);
+  const choose = (url) => {
+    input.value = url;
+    input.dispatchEvent(new Event("input", { bubbles: true }));
+    panel.hidden = true;
+    toggle.setAttribute("aria-expanded", "false");
+    input.focus();
+  };
+  const add = (url) => {
+    listed.add(url);
     const item = document.createElement("li");
     const button = document.createElement("button");
     button.type = "button";
-    button.dataset.value = option.value;
-    const name = option.value.split("/").pop();
-    button.setAttribute("aria-label", "Choose " + option.value);
+    button.dataset.value = url;
+    button.setAttribute("aria-label", "Choose " + url);
     if (images) {
       const img = document.createElement("img");
-      img.src = thumb(option.value);
+      img.src = thumb(url);
       img.alt = "";
       img.loading = "lazy";
       button.append(img);
     }
     const label = document.createElement("span");
-    label.textContent = name;
+    label.textContent = url.split("/").pop();
     button.append(label);
-    button.addEventListener("click", () => {
-      input.value = option.value;
-      input.dispatchEvent(new Event("input", { bubbles: true }));
-      panel.hidden = true;
-      toggle.setAttribute("aria-expanded", "false");
-      input.focus();
-    });
+    button.addEventListener("click", () => choose(url));
     item.append(button);
     panel.append(item);
-  }
+  };
+  for (const option of list.options) add(option.value);
+  // Upload a new file into the first resource folder, and choose it.
+  const upload = document.createElement("li");
+  upload.className = "upload";
+  const uploadLabel = document.createElement("label");
+  uploadLabel.htmlFor = input.id + "-upload";
+  uploadLabel.textContent = images ? "Upload an image" : "Upload a file";
+  const file = document.createElement("input");
+  file.type = "file";
+  file.id = input.id + "-upload";
+  if (images) file.accept = "image/*";
+  const state = document.createElement("span");
+  state.className = "hint";
+  state.setAttribute("role", "status");
+  upload.append(uploadLabel, file, state);
+  panel.prepend(upload);
+  file.addEventListener("change", () => {
+    const chosenFile = file.files[0];
+    if (!chosenFile) return;
+    const data = new FormData();
+    data.append("csrf", csrfToken()); // the token goes first
+    data.append("folder", "0");
+    data.append("path", "");
+    data.append("file", chosenFile, chosenFile.name);
+    state.textContent = "Uploading…";
+    fetch("/admin/media/upload", {
+      method: "POST", body: data, credentials: "same-origin", headers: { Accept: "application/json" },
+    })
+      .then(async (response) => {
+        const answer = await response.json().catch(() => null);
+        if (!response.ok || !answer || !answer[0]) {
+          throw new Error(answer && answer.error ? answer.error : "the server answered " + response.status);
+        }
+        state.textContent = "Uploaded.";
+        add(answer[0].url);
+        choose(answer[0].url);
+      })
+      .catch((error) => { state.textContent = "Not uploaded: " + error.message; });
+  });
   const show = () => {
     const value = input.value.trim();
     chosen.hidden = !(images && listed.has(value));

@@ -76,6 +76,8 @@ pub struct Lookups {
     references: BTreeMap<String, Vec<(String, String)>>,
     /// The files of the resource folders by URL path, and whether each is an image.
     media: Vec<(String, bool)>,
+    /// The resource folders could be listed (so files can be picked, or uploaded).
+    media_listed: bool,
 }
 
 /// Files a media list offers at most (the top of each folder and one level below).
@@ -122,6 +124,7 @@ impl Lookups {
                 let Ok(top) = state.cms.list_resources(principal, Some(&folder), None).await else {
                     continue;
                 };
+                lookups.media_listed = true;
                 lookups.media.extend(top.files.iter().map(|f| (f.url.clone(), f.is_image)));
                 for dir in top.dirs.iter().take(SUBFOLDER_LIMIT) {
                     if lookups.media.len() >= MEDIA_LIMIT {
@@ -146,7 +149,7 @@ impl Lookups {
                 options: items.clone(),
             })
             .collect();
-        if !self.media.is_empty() {
+        if self.media_listed {
             let images = self.media.iter().filter(|(_, image)| *image);
             lists.push(Datalist {
                 id: "dl-images".into(),
@@ -333,7 +336,7 @@ fn add_rows(
         }
         Kind::Image | Kind::File => {
             let image = matches!(field.kind, Kind::Image);
-            if !lookups.media.is_empty() {
+            if lookups.media_listed {
                 row.attrs.push(("list", if image { "dl-images" } else { "dl-files" }.into()));
                 // The script adds a picker (with thumbnails for images) from the list.
                 row.attrs.push(("data-media", if image { "image" } else { "file" }.into()));

@@ -13,14 +13,17 @@ Steps: open a post, check the page with axe-core; type an invalid value that the
 cannot check (a pattern) and save: the page comes back with the summary focused, the value
 still typed, the input marked aria-invalid and described by its message; axe-core again;
 follow the summary's link to the input, fix it, fill typed inputs, pick an image from the
-media picker (thumbnails; axe-core with it open) and save: saved. The Rust
+media picker (thumbnails; axe-core with it open), upload one from it (chosen at once) and
+save: saved. The Rust
 test then reads the file for the typed values. Any error the browser logs fails the run,
 except the refusal's own 422.
 """
 
 import json
 import os
+import struct
 import time
+import zlib
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -105,6 +108,14 @@ def shot(name):
     driver.set_window_size(1280, 900)
 
 
+def png(width, height, rgb):
+    """A small PNG of one color, written by hand (no imaging library needed)."""
+    raw = b"".join(b"\x00" + bytes(rgb) * width for _ in range(height))
+    chunk = lambda kind, data: struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+
+
 def active_id():
     return driver.execute_script("return document.activeElement && document.activeElement.id")
 
@@ -159,6 +170,21 @@ try:
     pick.click()
     assert find("#f-cover").get_attribute("value") == "/media/uploads/logo.png"
     assert active_id() == "f-cover", "the focus goes back to the input"
+
+    step("upload an image from the picker; it is chosen")
+    find("#f-cover-choose").click()
+    image = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"picked-{os.getpid()}.png")
+    with open(image, "wb") as out:
+        out.write(png(24, 24, (200, 80, 20)))
+    find("#f-cover-upload").send_keys(image)
+    name = os.path.basename(image)
+    wait.until(lambda d: find("#f-cover").get_attribute("value") == f"/media/uploads/{name}")
+    os.remove(image)
+    assert find(f'#f-cover-picks button[data-value="/media/uploads/{name}"]')
+    # Back to the listed one, so that the saved file names it.
+    find("#f-cover-choose").click()
+    find('#f-cover-picks button[data-value="/media/uploads/logo.png"]').click()
+    assert find("#f-cover").get_attribute("value") == "/media/uploads/logo.png"
     chosen = find("#f-cover + .picker img.chosen")
     wait.until(lambda d: d.execute_script("return arguments[0].complete && arguments[0].naturalWidth", chosen))
     Select(find("#f-category")).select_by_value("guide")

@@ -447,9 +447,10 @@ fn parse_extra(text: &str) -> CoreResult<Frontmatter> {
     })
 }
 
-/// Whether a (top-level) field's value is in the YAML box rather than its input.
-pub fn in_yaml_box(form: &ModelForm, name: &str) -> bool {
-    parse_extra(&form.extra).is_ok_and(|extra| extra.contains_key(name))
+/// The keys in the YAML box (none while it is not a mapping): a field among them has its
+/// value there rather than in its input.
+pub fn yaml_box_keys(form: &ModelForm) -> Vec<String> {
+    parse_extra(&form.extra).map(|extra| extra.keys().cloned().collect()).unwrap_or_default()
 }
 
 /// A field's name for people: `event_day` → `Event day`.
@@ -583,7 +584,7 @@ secret: { type: string, hidden: true }
         let form = ModelForm::of(&model, &stored, "").unwrap();
         assert!(form.values("fm.price").is_empty());
         assert!(form.extra.contains("price:") && form.extra.contains("seo:"), "{}", form.extra);
-        assert!(in_yaml_box(&form, "price"));
+        assert!(yaml_box_keys(&form).contains(&"price".to_owned()));
         assert_eq!(form.changes_from(&model, &stored, None).unwrap(), Map::new());
         let mut typed = form.clone();
         typed.raw.insert("fm.price".into(), vec!["3".into()]);

@@ -10,7 +10,7 @@ use cms_core::model::{Field, FieldError, Kind, Model};
 use cms_core::policy::Principal;
 
 use crate::AdminState;
-use crate::model_form::{ModelForm, date_input_can_show, has_input, humanise, in_yaml_box};
+use crate::model_form::{ModelForm, date_input_can_show, has_input, humanise, yaml_box_keys};
 
 /// One option of a select or a checkbox group.
 pub struct Choice {
@@ -84,6 +84,9 @@ pub struct Lookups {
 const MEDIA_LIMIT: usize = 500;
 /// Subfolders of a resource folder looked into for the media list.
 const SUBFOLDER_LIMIT: usize = 20;
+/// Items a reference's list offers at most (the first by title): past that, the slug is
+/// typed (the page must stay small for a collection of 100,000 items).
+const REFERENCE_LIMIT: usize = 1000;
 
 fn kinds<'a>(fields: &'a [Field], out: &mut Vec<&'a Kind>) {
     for field in fields {
@@ -114,6 +117,7 @@ impl Lookups {
                 {
                     items = indexed.iter().map(|i| (i.meta.slug.clone(), i.meta.title.clone())).collect();
                     items.sort_by_key(|(_, title)| title.to_lowercase());
+                    items.truncate(REFERENCE_LIMIT);
                 }
                 lookups.references.insert(collection.clone(), items);
             }
@@ -208,9 +212,10 @@ impl ModelView {
             messages.entry(input_of(&error.field)).or_default().push(&error.message);
         }
         let mut rows = Vec::new();
+        let boxed_keys = yaml_box_keys(form);
         for field in model.fields.iter().filter(|f| has_input(f)) {
             let name = format!("fm.{}", field.name);
-            let boxed = in_yaml_box(form, &field.name);
+            let boxed = boxed_keys.contains(&field.name);
             add_rows(field, &name, form, lookups, &messages, boxed, &mut rows);
         }
         Self {

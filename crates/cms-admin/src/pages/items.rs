@@ -266,6 +266,10 @@ impl EditPage {
     ) -> Self {
         let mut page = Self::new(l, collection, filename, form.shared(), etag);
         if let Form::Modelled(model, form) = form {
+            if page.form.title.trim().is_empty() {
+                // A model without a title field: the heading names the file.
+                page.form.title = filename.unwrap_or_default().to_owned();
+            }
             let lookups = Lookups::load(state, principal, model).await;
             let view = ModelView::new(model, form, &lookups, errors);
             let count = errors.len();

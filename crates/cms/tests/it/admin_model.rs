@@ -383,4 +383,5 @@ fn an_item_that_breaks_the_model_is_marked_on_its_edit_page() {
         assert!(body.contains(needle), "{needle}\n{body}");
     }
     assert!(!body.contains("data-autofocus"), "a notice, not a refused save");
+    assert!(body.contains("<h1>2026-03-20-tables-and-lists.md</h1>"), "without a title, the file: {body}");
 }

@@ -200,6 +200,26 @@ fn a_save_writes_typed_values_and_a_refused_one_keeps_what_was_typed() {
     ] {
         assert!(body.contains(needle), "{needle}\n{body}");
     }
+    // The same write through the REST API is refused with the same field errors.
+    let key = crate::user_with_key(site.path(), "ed@example.com", "editor");
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let mut answer = agent
+        .patch(format!("{}/cms/collections/blog-posts/items/hello-world", server.base))
+        .header("Authorization", format!("Bearer {key}"))
+        .send_json(json!({"fm": {"price": -1, "sku": "nope", "cover": "/media/uploads/missing.png"}}))
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 400);
+    let rest: Value = answer.body_mut().read_json().unwrap();
+    let fields = rest["fields"].as_array().unwrap();
+    assert_eq!(fields.len(), 3, "{rest}");
+    for error in fields {
+        let (field, message) = (error["field"].as_str().unwrap(), error["message"].as_str().unwrap());
+        let label = format!("#f-{}", field.strip_prefix("fm.").unwrap());
+        assert!(
+            body.contains(&format!("<a href=\"{label}\">")) && body.contains(message),
+            "{field} {message}\n{body}"
+        );
+    }
 
     let saved = tab.post(
         HELLO,

@@ -13,8 +13,9 @@ Steps: open a post, check the page with axe-core; type an invalid value that the
 cannot check (a pattern) and save: the page comes back with the summary focused, the value
 still typed, the input marked aria-invalid and described by its message; axe-core again;
 follow the summary's link to the input, fix it, fill typed inputs, pick an image from the
-media picker (thumbnails; axe-core with it open), upload one from it (chosen at once) and
-save: saved. The Rust
+media picker (thumbnails; axe-core with it open), upload one from it (chosen at once),
+name a page in the reference input (its list offers the pages' slugs and titles) and save:
+saved. The Rust
 test then reads the file for the typed values. Any error the browser logs fails the run,
 except the refusal's own 422.
 """
@@ -189,8 +190,18 @@ try:
     wait.until(lambda d: d.execute_script("return arguments[0].complete && arguments[0].naturalWidth", chosen))
     Select(find("#f-category")).select_by_value("guide")
     find('input[name="fm.topics"][value="web"]').click()
+
+    step("the reference's list offers the items of its collection, with their titles")
+    related = find("#f-related")
+    assert related.get_attribute("list") == "dl-ref-pages"
+    offered = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#dl-ref-pages option')).map(o => [o.value, o.label])")
+    assert ["about", "About"] in offered, offered
+    related.send_keys("abo")
+    related.send_keys("ut")
     find("#save").click()
     wait.until(EC.url_contains("?ok=saved"))
+    assert find("#f-related").get_attribute("value") == "about"
     assert find("#f-sku").get_attribute("value") == "ABC-12"
     assert find("#f-featured").is_selected()
     assert not driver.find_elements(By.ID, "error-summary")

@@ -169,5 +169,6 @@ fn the_form_of_a_modelled_collection_works_in_a_real_browser() {
     assert_eq!(fm["category"], "guide", "{fm}");
     assert_eq!(fm["topics"], serde_json::json!(["web"]), "{fm}");
     assert_eq!(fm["cover"], "/media/uploads/logo.png", "picked: {fm}");
+    assert_eq!(fm["related"], "about", "{fm}");
     assert_eq!(fm["title"], "Hello, World", "untouched: {fm}");
 }

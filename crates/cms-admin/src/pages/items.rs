@@ -250,8 +250,8 @@ impl EditPage {
     }
 
     /// The page of `form`; a form of a collection with a model gets its inputs, with
-    /// `errors` at their fields and in a summary under `heading` (focused when `refused`:
-    /// the user's save came back).
+    /// `errors` at their fields and in a summary at the top: of a refused save (focused)
+    /// when `refused`, else of the stored item (a notice).
     #[allow(clippy::too_many_arguments)]
     async fn of(
         state: &AdminState,

@@ -125,6 +125,9 @@ impl Cms {
         collection: &Collection,
         fm: &Frontmatter,
     ) -> CoreResult<Vec<FieldError>> {
+        if collection.model.is_none() {
+            return Ok(Vec::new());
+        }
         let mut fm = fm.clone();
         match self.check_model(collection, &mut fm, false).await {
             Ok(()) => Ok(Vec::new()),

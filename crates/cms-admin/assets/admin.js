@@ -1,5 +1,6 @@
 // The web editor's only script: live preview, uploads with progress (picker and drag and
-// drop), copy buttons. Every page works without it; it adds what a form cannot do.
+// drop), copy buttons, the focus on a refused form's errors, media pickers with thumbnails.
+// Every page works without it; it adds what a form cannot do.
 "use strict";
 
 /** The CSRF token of the page's forms (every form carries it in a hidden field). */
@@ -136,8 +137,118 @@ function setUpCopy(button) {
   });
 }
 
+/** Image and file fields: a panel of the resource folders' files (the input's datalist)
+ *  to pick from, thumbnails for images, and a thumbnail of the image chosen. */
+function setUpMediaPicker(input) {
+  const list = document.getElementById(input.getAttribute("list"));
+  if (!list) return;
+  const images = input.dataset.media === "image";
+  const thumb = (url) => url + "?w=160";
+  const picker = document.createElement("div");
+  picker.className = "picker";
+  const chosen = document.createElement("img");
+  chosen.className = "chosen";
+  chosen.alt = "";
+  chosen.hidden = true;
+  const toggle = document.createElement("button");
+  toggle.type = "button";
+  toggle.id = input.id + "-choose";
+  toggle.textContent = images ? "Choose an image" : "Choose a file";
+  toggle.setAttribute("aria-expanded", "false");
+  const panel = document.createElement("ul");
+  panel.className = "picks";
+  panel.id = input.id + "-picks";
+  panel.hidden = true;
+  toggle.setAttribute("aria-controls", panel.id);
+  const listed = new Set();
+  const choose = (url) => {
+    input.value = url;
+    input.dispatchEvent(new Event("input", { bubbles: true }));
+    panel.hidden = true;
+    toggle.setAttribute("aria-expanded", "false");
+    input.focus();
+  };
+  const add = (url) => {
+    listed.add(url);
+    const item = document.createElement("li");
+    const button = document.createElement("button");
+    button.type = "button";
+    button.dataset.value = url;
+    button.setAttribute("aria-label", "Choose " + url);
+    if (images) {
+      const img = document.createElement("img");
+      img.src = thumb(url);
+      img.alt = "";
+      img.loading = "lazy";
+      button.append(img);
+    }
+    const label = document.createElement("span");
+    label.textContent = url.split("/").pop();
+    button.append(label);
+    button.addEventListener("click", () => choose(url));
+    item.append(button);
+    panel.append(item);
+  };
+  for (const option of list.options) add(option.value);
+  // Upload a new file into the first resource folder, and choose it.
+  const upload = document.createElement("li");
+  upload.className = "upload";
+  const uploadLabel = document.createElement("label");
+  uploadLabel.htmlFor = input.id + "-upload";
+  uploadLabel.textContent = images ? "Upload an image" : "Upload a file";
+  const file = document.createElement("input");
+  file.type = "file";
+  file.id = input.id + "-upload";
+  if (images) file.accept = "image/*";
+  const state = document.createElement("span");
+  state.className = "hint";
+  state.setAttribute("role", "status");
+  upload.append(uploadLabel, file, state);
+  panel.prepend(upload);
+  file.addEventListener("change", () => {
+    const chosenFile = file.files[0];
+    if (!chosenFile) return;
+    const data = new FormData();
+    data.append("csrf", csrfToken()); // the token goes first
+    data.append("folder", "0");
+    data.append("path", "");
+    data.append("file", chosenFile, chosenFile.name);
+    state.textContent = "Uploading…";
+    fetch("/admin/media/upload", {
+      method: "POST", body: data, credentials: "same-origin", headers: { Accept: "application/json" },
+    })
+      .then(async (response) => {
+        const answer = await response.json().catch(() => null);
+        if (!response.ok || !answer || !answer[0]) {
+          throw new Error(answer && answer.error ? answer.error : "the server answered " + response.status);
+        }
+        state.textContent = "Uploaded.";
+        add(answer[0].url);
+        choose(answer[0].url);
+      })
+      .catch((error) => { state.textContent = "Not uploaded: " + error.message; });
+  });
+  const show = () => {
+    const value = input.value.trim();
+    chosen.hidden = !(images && listed.has(value));
+    if (!chosen.hidden) chosen.src = thumb(value);
+  };
+  toggle.addEventListener("click", () => {
+    panel.hidden = !panel.hidden;
+    toggle.setAttribute("aria-expanded", String(!panel.hidden));
+  });
+  input.addEventListener("input", show);
+  show();
+  picker.append(chosen, toggle, panel);
+  input.after(picker);
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  // A refused save: the summary of its errors takes the focus, so that it is read first.
+  const summary = document.querySelector("[data-autofocus]");
+  if (summary) summary.focus();
   document.querySelectorAll("textarea[data-preview]").forEach(setUpPreview);
   document.querySelectorAll("form[data-upload]").forEach(setUpUpload);
   document.querySelectorAll("button[data-copy]").forEach(setUpCopy);
+  document.querySelectorAll("input[data-media][list]").forEach(setUpMediaPicker);
 });

@@ -62,7 +62,7 @@ pub fn core_status(error: &CoreError) -> StatusCode {
 /// keep their status.
 pub fn form_error_status(error: &CoreError) -> StatusCode {
     match error {
-        CoreError::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        CoreError::Invalid(_) | CoreError::InvalidFields { .. } => StatusCode::UNPROCESSABLE_ENTITY,
         other => core_status(other),
     }
 }

@@ -27,6 +27,8 @@ pub mod error;
 pub mod escape;
 pub mod forms;
 pub mod item_form;
+pub mod model_form;
+pub mod model_view;
 pub mod pages;
 pub mod security;
 pub mod throttle;

@@ -6,20 +6,26 @@ use std::cmp::Reverse;
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
-use cms_core::CoreError;
+use cms_core::codec;
 use cms_core::collection::Collection;
+use cms_core::document::Frontmatter;
 use cms_core::item::Status;
+use cms_core::model::{FieldError, Model};
+use cms_core::policy::Principal;
 use cms_core::render;
 use cms_core::service::{ItemUpdate, NewItem, Precondition, UpdateMode};
 use cms_core::slug::slugify;
+use cms_core::{CoreError, CoreResult};
 
 use super::{ConfirmPage, ItemAt, query_param};
 use crate::AdminState;
 use crate::auth::{PostedForm, SignedIn};
 use crate::diff::{self, Row};
 use crate::error::{AdminError, AdminResult, form_error_status, message_of};
-use crate::forms::unix_lines;
+use crate::forms::{Fields, unix_lines};
 use crate::item_form::ItemForm;
+use crate::model_form::ModelForm;
+use crate::model_view::{Lookups, ModelView, Summary};
 use crate::view::{self, Layout, Section, path_escape, query_escape};
 
 /// Items on one page of the list.
@@ -217,6 +223,10 @@ struct EditPage {
     conflict: Option<Conflict>,
     history_href: String,
     delete_href: String,
+    /// The inputs of a collection with a model (`None`: the fixed fields).
+    model: Option<ModelView>,
+    /// Field errors: of a refused save, or of a stored item that breaks its model.
+    summary: Option<Summary>,
 }
 
 impl EditPage {
@@ -234,7 +244,48 @@ impl EditPage {
             etag,
             error: None,
             conflict: None,
+            model: None,
+            summary: None,
         }
+    }
+
+    /// The page of `form`; a form of a collection with a model gets its inputs, with
+    /// `errors` at their fields and in a summary at the top: of a refused save (focused)
+    /// when `refused`, else of the stored item (a notice).
+    #[allow(clippy::too_many_arguments)]
+    async fn of(
+        state: &AdminState,
+        principal: &Principal,
+        l: Layout,
+        collection: &Collection,
+        filename: Option<&str>,
+        form: &Form<'_>,
+        etag: String,
+        errors: &[FieldError],
+        refused: bool,
+    ) -> Self {
+        let mut page = Self::new(l, collection, filename, form.shared(), etag);
+        if let Form::Modelled(model, form) = form {
+            if page.form.title.trim().is_empty() {
+                // A model without a title field: the heading names the file.
+                page.form.title = filename.unwrap_or_default().to_owned();
+            }
+            let lookups = Lookups::load(state, principal, model).await;
+            let view = ModelView::new(model, form, &lookups, errors);
+            let count = errors.len();
+            let heading = if refused {
+                format!("Nothing was saved: {count} field{} to fix", if count == 1 { "" } else { "s" })
+            } else {
+                format!(
+                    "This item breaks its collection's model ({count} field{}): it is still served, \
+                     but cannot be saved until fixed. Its file was probably edited by hand.",
+                    if count == 1 { "" } else { "s" }
+                )
+            };
+            page.summary = view.summary(errors, heading, refused);
+            page.model = Some(view);
+        }
+        page
     }
 
     fn status_options(&self) -> [(&'static str, &'static str, bool); 2] {
@@ -252,10 +303,16 @@ pub async fn edit(
 ) -> AdminResult<HttpResponse> {
     let (collection, item) = path.into_inner();
     let ItemAt { collection, raw, .. } = ItemAt::read(&state, &collection, &item).await?;
-    let form = ItemForm::of(&raw.doc.fm, &raw.doc.body)?;
+    let form = Form::of(collection, &raw.doc.fm, &raw.doc.body)?;
+    // An item edited by hand may break the model: shown at its fields, as a save's errors.
+    let errors = state.cms.model_errors(collection, &raw.doc.fm).await?;
     let l = Layout::new(&state, &user, Section::Collection(collection.index))
         .with_notice(query_param(&req, "ok").as_deref());
-    view::ok(&EditPage::new(l, collection, Some(&raw.meta.filename), form, raw.etag))
+    let filename = Some(&*raw.meta.filename);
+    view::ok(
+        &EditPage::of(&state, &user.principal, l, collection, filename, &form, raw.etag, &errors, false)
+            .await,
+    )
 }
 
 /// `GET /admin/collections/{collection}/new`
@@ -266,7 +323,10 @@ pub async fn new_form(
 ) -> AdminResult<HttpResponse> {
     let collection = state.cms.collection(&path)?;
     let l = Layout::new(&state, &user, Section::Collection(collection.index));
-    view::ok(&EditPage::new(l, collection, None, ItemForm::blank(), String::new()))
+    let form = Form::blank(collection)?;
+    view::ok(
+        &EditPage::of(&state, &user.principal, l, collection, None, &form, String::new(), &[], false).await,
+    )
 }
 
 /// `POST /admin/collections/{collection}/new`
@@ -276,16 +336,16 @@ pub async fn create(
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
     let collection = state.cms.collection(&path)?;
-    let form = ItemForm::from_fields(&posted.fields);
+    let form = Form::from_fields(collection, &posted.fields);
     let created = async {
         let fm = form.new_frontmatter()?;
-        let slug = (!form.slug.is_empty()).then(|| form.slug.clone());
+        let slug = (!form.slug().is_empty()).then(|| form.slug().to_owned());
         state
             .cms
             .create_item(
                 &posted.user.principal,
                 collection,
-                NewItem { slug, date_prefix: None, fm, body: form.body.clone() },
+                NewItem { slug, date_prefix: None, fm, body: form.body().to_owned() },
             )
             .await
     }
@@ -296,10 +356,18 @@ pub async fn create(
         }
         Err(error) => {
             let l = Layout::new(&state, &posted.user, Section::Collection(collection.index));
-            let status = form_error_status(&error);
-            let mut page = EditPage::new(l, collection, None, form, String::new());
-            page.error = Some(message_of(&error));
-            view::page(status, &page)
+            let page = refused_page(
+                &state,
+                &posted.user.principal,
+                l,
+                collection,
+                None,
+                &form,
+                String::new(),
+                &error,
+            )
+            .await;
+            view::page(form_error_status(&error), &page)
         }
     }
 }
@@ -315,7 +383,7 @@ pub async fn save(
     let (collection, item) = path.into_inner();
     let collection = state.cms.collection(&collection)?;
     let fields = &posted.fields;
-    let form = ItemForm::from_fields(fields);
+    let form = Form::from_fields(collection, fields);
     let etag = fields.required("etag", "The version the form was made from (etag)")?.to_owned();
     let (status, done) = match fields.get("action").unwrap_or("save") {
         "save" => (None, "saved"),
@@ -326,7 +394,7 @@ pub async fn save(
     let stored = state.cms.read_raw(collection, &item).await?;
     let saved = async {
         let changes = form.changes_from(&stored.doc.fm, status)?;
-        let mut body = form.body.clone();
+        let mut body = form.body().to_owned();
         if stored.doc.body.contains("\r\n") {
             // The file was written with CRLF line endings: keep them.
             body = body.replace('\n', "\r\n");
@@ -354,18 +422,112 @@ pub async fn save(
             // (against their version now) put this one over it on purpose.
             let theirs = state.cms.read_raw(collection, &item).await?;
             let conflict = Conflict {
-                rows: diff::side_by_side(&theirs.doc.body, &form.body),
-                their_fields: ItemForm::of(&theirs.doc.fm, "")?.fields_summary(),
+                rows: diff::side_by_side(&theirs.doc.body, form.body()),
+                their_fields: match &form {
+                    Form::Plain(_) => ItemForm::of(&theirs.doc.fm, "")?.fields_summary(),
+                    Form::Modelled(..) => codec::to_yaml(&theirs.doc.fm)?,
+                },
             };
-            let mut page = EditPage::new(l, collection, Some(&theirs.meta.filename), form, theirs.etag);
+            let principal = &posted.user.principal;
+            let filename = Some(&*theirs.meta.filename);
+            let mut page =
+                EditPage::of(&state, principal, l, collection, filename, &form, theirs.etag, &[], false)
+                    .await;
             page.conflict = Some(conflict);
             view::page(StatusCode::CONFLICT, &page)
         }
         Err(error) => {
-            let status = form_error_status(&error);
-            let mut page = EditPage::new(l, collection, Some(&stored.meta.filename), form, etag);
-            page.error = Some(message_of(&error));
-            view::page(status, &page)
+            let filename = Some(&*stored.meta.filename);
+            let page =
+                refused_page(&state, &posted.user.principal, l, collection, filename, &form, etag, &error)
+                    .await;
+            view::page(form_error_status(&error), &page)
+        }
+    }
+}
+
+/// The edit page again after a refused save, with what was typed: field errors at their
+/// fields (a collection with a model), any other error above the form.
+#[allow(clippy::too_many_arguments)]
+async fn refused_page(
+    state: &AdminState,
+    principal: &Principal,
+    l: Layout,
+    collection: &Collection,
+    filename: Option<&str>,
+    form: &Form<'_>,
+    etag: String,
+    error: &CoreError,
+) -> EditPage {
+    let fields = error.field_errors();
+    let mut page = EditPage::of(state, principal, l, collection, filename, form, etag, fields, true).await;
+    if page.summary.is_none() {
+        page.error = Some(message_of(error));
+    }
+    page
+}
+
+/// The edit form of a collection: the fixed fields, or inputs built from its model.
+enum Form<'a> {
+    Plain(ItemForm),
+    Modelled(&'a Model, ModelForm),
+}
+
+impl<'a> Form<'a> {
+    fn of(collection: &'a Collection, fm: &Frontmatter, body: &str) -> CoreResult<Self> {
+        Ok(match &collection.model {
+            Some(model) => Self::Modelled(model.as_ref(), ModelForm::of(model, fm, body)?),
+            None => Self::Plain(ItemForm::of(fm, body)?),
+        })
+    }
+
+    fn blank(collection: &'a Collection) -> CoreResult<Self> {
+        Ok(match &collection.model {
+            Some(model) => Self::Modelled(model.as_ref(), ModelForm::blank(model)?),
+            None => Self::Plain(ItemForm::blank()),
+        })
+    }
+
+    fn from_fields(collection: &'a Collection, fields: &Fields) -> Self {
+        match &collection.model {
+            Some(model) => Self::Modelled(model.as_ref(), ModelForm::from_fields(model, fields)),
+            None => Self::Plain(ItemForm::from_fields(fields)),
+        }
+    }
+
+    fn changes_from(&self, fm: &Frontmatter, status: Option<Status>) -> CoreResult<Frontmatter> {
+        match self {
+            Self::Plain(form) => form.changes_from(fm, status),
+            Self::Modelled(model, form) => form.changes_from(model, fm, status),
+        }
+    }
+
+    fn new_frontmatter(&self) -> CoreResult<Frontmatter> {
+        match self {
+            Self::Plain(form) => form.new_frontmatter(),
+            Self::Modelled(model, form) => form.new_frontmatter(model),
+        }
+    }
+
+    fn body(&self) -> &str {
+        match self {
+            Self::Plain(form) => &form.body,
+            Self::Modelled(_, form) => &form.body,
+        }
+    }
+
+    fn slug(&self) -> &str {
+        match self {
+            Self::Plain(form) => &form.slug,
+            Self::Modelled(_, form) => &form.slug,
+        }
+    }
+
+    /// What the template shows of either form (status, YAML box, text, slug, heading).
+    fn shared(&self) -> ItemForm {
+        match self {
+            Self::Plain(form) => form.clone(),
+            Self::Modelled(_, form) => form.as_item_form(),
         }
     }
 }

@@ -122,3 +122,24 @@ impl Cms {
         Ok(broken)
     }
 }
+
+impl Cms {
+    /// Every way `fm` breaks `collection`'s model, with the items and media it refers to
+    /// checked to exist (none without a model): for the editor's notice on an item edited
+    /// by hand, which it reads anyway to show it.
+    pub async fn model_errors(
+        &self,
+        collection: &Collection,
+        fm: &Frontmatter,
+    ) -> CoreResult<Vec<FieldError>> {
+        if collection.model.is_none() {
+            return Ok(Vec::new());
+        }
+        let mut fm = fm.clone();
+        match self.check_model(collection, &mut fm, false).await {
+            Ok(()) => Ok(Vec::new()),
+            Err(CoreError::InvalidFields { fields, .. }) => Ok(fields),
+            Err(other) => Err(other),
+        }
+    }
+}

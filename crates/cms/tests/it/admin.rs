@@ -48,7 +48,7 @@ pub(crate) struct Answer {
 }
 
 impl Answer {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
@@ -61,7 +61,7 @@ impl Answer {
     }
 
     /// The value of the first `<input name="NAME" value="...">` of the page.
-    fn input(&self, name: &str) -> String {
+    pub(crate) fn input(&self, name: &str) -> String {
         let at = self
             .body
             .find(&format!("name=\"{name}\" value=\""))
@@ -121,7 +121,7 @@ impl<'a> Tab<'a> {
         self.answer(response)
     }
 
-    fn post(&mut self, path: &str, fields: &[(&str, &str)], extra: &[(&str, &str)]) -> Answer {
+    pub(crate) fn post(&mut self, path: &str, fields: &[(&str, &str)], extra: &[(&str, &str)]) -> Answer {
         let mut req = self.agent.post(format!("{}{path}", self.server.base));
         if !self.cookies.is_empty() {
             req = req.header("Cookie", self.cookie_header());
@@ -146,7 +146,7 @@ impl<'a> Tab<'a> {
     }
 
     /// The CSRF token of the signed-in session (from any page's forms).
-    fn csrf(&mut self) -> String {
+    pub(crate) fn csrf(&mut self) -> String {
         let home = self.get("/admin/");
         assert_eq!(home.status, 200, "signed in");
         home.input("csrf")

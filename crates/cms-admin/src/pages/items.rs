@@ -56,6 +56,8 @@ struct ItemRow {
     date: String,
     tags: String,
     modified: String,
+    /// The file breaks its collection's model (edited by hand): its edit page says how.
+    breaks_model: bool,
 }
 
 struct Filters {
@@ -143,6 +145,7 @@ pub async fn list(
             date: item.meta.date.clone().unwrap_or_default(),
             tags: item.meta.tags.join(", "),
             modified: view::unix_time(item.meta.modified),
+            breaks_model: item.breaks_model,
         })
         .collect();
     let link = |p: usize| {

@@ -35,12 +35,16 @@ pub const POSTS_MODEL: &str = "    date_prefix: true
       internal: { type: string, hidden: true }
 ";
 
-/// A copy of the demo site whose posts have [`POSTS_MODEL`].
+/// A copy of the demo site whose posts have [`POSTS_MODEL`] in place of the demo's own,
+/// and whose pages have no model.
 pub fn modelled_site() -> tempfile::TempDir {
     let site = demo_site();
     let config = site.path().join("cms.yaml");
-    let text = fs::read_to_string(&config).unwrap().replacen("    date_prefix: true\n", POSTS_MODEL, 1);
-    fs::write(&config, text).unwrap();
+    let text = fs::read_to_string(&config).unwrap();
+    let start = text.find("    date_prefix: true\n").expect("the demo's posts");
+    let end = text.find("  - label: Projects\n").expect("the demo's projects, after its pages");
+    let pages = "  - label: Pages\n    path: content/pages\n    page_path: /\n";
+    fs::write(&config, format!("{}{POSTS_MODEL}{pages}{}", &text[..start], &text[end..])).unwrap();
     site
 }
 
@@ -373,10 +377,11 @@ fn a_new_item_is_created_from_the_typed_inputs() {
     assert_eq!(fm, json!({"title": "Typed", "price": 3, "featured": false, "status": "draft"}));
 }
 
-/// A post edited by hand so that it breaks the model: the edit page says so, each error at
-/// its field, and shows what is written (nothing lost: a number field shows the text).
+/// A post edited by hand so that it breaks the model: the item list marks it, the edit page
+/// says how, each error at its field, and shows what is written (nothing lost: a number
+/// field shows the text).
 #[test]
-fn an_item_that_breaks_the_model_is_marked_on_its_edit_page() {
+fn an_item_that_breaks_the_model_is_marked_in_the_list_and_on_its_edit_page() {
     let site = modelled_site();
     user_with_password(site.path(), "owner@example.com", "owner");
     let post = site.path().join("content/posts/2026-03-20-tables-and-lists.md");
@@ -388,6 +393,17 @@ fn an_item_that_breaks_the_model_is_marked_on_its_edit_page() {
     fs::write(&post, text).unwrap();
     let server = Server::start(site.path());
     let mut tab = signed_in(&server);
+
+    let list = tab.get("/admin/collections/blog-posts");
+    assert_eq!(list.status, 200, "{}", list.body);
+    assert_eq!(
+        list.body.matches(r#"<span class="badge invalid">breaks the model</span>"#).count(),
+        1,
+        "{}",
+        list.body
+    );
+    let row = &list.body[list.body.find("2026-03-20-tables-and-lists.md").unwrap()..];
+    assert!(row[..row.find("</tr>").unwrap()].contains("badge invalid"), "on the broken item's row");
 
     let page = tab.get("/admin/collections/blog-posts/items/2026-03-20-tables-and-lists.md");
     assert_eq!(page.status, 200, "{}", page.body);

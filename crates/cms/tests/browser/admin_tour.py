@@ -171,8 +171,8 @@ try:
     find("table.list")
     shot("items")
     find("#new-item").click()
-    fill("#title", "A Browser Tour")
-    fill("#tags", "tour, browser")
+    fill("#f-title", "A Browser Tour")
+    fill("#f-tags", "tour, browser")
     fill("#body", "Hello from **Selenium**.")
     wait.until(lambda d: "<strong>Selenium</strong>" in find("#preview").get_attribute("innerHTML"))
     find("#create").click()
@@ -185,11 +185,11 @@ try:
     body = find("#body")
     body.send_keys(Keys.END, "\n\n| a | b |\n|---|---|\n| 1 | 2 |\n")
     wait.until(lambda d: "<table>" in find("#preview").get_attribute("innerHTML"))
-    fill("#author", "grace")
+    fill("#f-author", "grace")
     find("#save").click()
     wait.until(EC.url_contains("?ok=saved"))
     assert "<table>" in find("#preview").get_attribute("innerHTML"), "the saved text is previewed"
-    assert find("#author").get_attribute("value") == "grace"
+    assert find("#f-author").get_attribute("value") == "grace"
     shot("edit")
     console()
 
@@ -197,7 +197,7 @@ try:
     mine = driver.current_window_handle
     driver.switch_to.new_window("tab")
     driver.get(item_url)
-    fill("#title", "Their Title")
+    fill("#f-title", "Their Title")
     find("#save").click()
     wait.until(EC.url_contains("?ok=saved"))
     driver.close()
@@ -212,7 +212,7 @@ try:
     console(expected=["status of 409"])
     find("#save").click()  # "Save mine over theirs"
     wait.until(EC.url_contains("?ok=saved"))
-    assert find("#title").get_attribute("value") == "A Browser Tour"
+    assert find("#f-title").get_attribute("value") == "A Browser Tour"
     assert "My own text" in find("#body").get_attribute("value")
     console()
 

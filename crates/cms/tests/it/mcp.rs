@@ -958,3 +958,46 @@ fn a_write_tool_that_breaks_the_model_names_the_same_fields_as_rest() {
     assert_eq!(missing.get("structuredContent"), None, "{missing}");
     assert_eq!(missing["content"].as_array().unwrap().len(), 1, "{missing}");
 }
+
+/// `list_items` takes the REST list's field filters as an object (`price[gte]` for
+/// `filter[price][gte]`), with `orderBy` on a field, `fields` and `expand`, on the demo's
+/// own model, and answers the entries REST does; an unknown field is refused by name.
+#[test]
+fn list_items_filters_orders_and_expands_as_the_rest_list_does() {
+    let site = demo_site();
+    let api = user_with_key(site.path(), "ed@example.com", "editor");
+    let server = Server::start(site.path());
+    let raw = Raw { server: &server, key: mcp_key(site.path(), "ed@example.com") };
+    let session = raw.open();
+
+    let query = "filter%5Bauthor%5D=ada&filter%5Bdate%5D%5Bgte%5D=2026-01-01&orderBy=date&direction=asc&fields=date&expand=author";
+    let (status, rest_list) = server.get(&format!("/cms/collections/blog-posts/items?{query}"), Some(&api));
+    assert_eq!(status, 200, "{rest_list}");
+    let listed = raw.call_tool(
+        &session,
+        "list_items",
+        json!({
+            "collection": "blog-posts",
+            "filter": {"author": "ada", "date[gte]": "2026-01-01"},
+            "orderBy": "date", "direction": "asc", "fields": "date", "expand": "author",
+        }),
+    );
+    assert_ne!(listed["isError"], true, "{listed}");
+    let entries = |list: &Value| -> Vec<(Value, Value)> {
+        list.as_array().unwrap().iter().map(|e| (e["slug"].clone(), e["fm"].clone())).collect()
+    };
+    let mcp_entries = entries(&listed["structuredContent"]["items"]);
+    assert_eq!(mcp_entries, entries(&rest_list["data"]), "{listed}");
+    let slugs: Vec<&Value> = mcp_entries.iter().map(|(slug, _)| slug).collect();
+    assert_eq!(slugs, [&json!("hello-world"), &json!("tables-and-lists")], "ada's posts, oldest first");
+    assert_eq!(mcp_entries[0].1["author"]["title"], "Ada Lovelace", "{listed}");
+
+    let refused = raw.call_tool(
+        &session,
+        "list_items",
+        json!({"collection": "blog-posts", "filter": {"colour": "red"}}),
+    );
+    assert_eq!(refused["isError"], true, "{refused}");
+    let text = refused["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("filter[colour]: this collection has no field \"colour\""), "{text}");
+}

@@ -71,8 +71,47 @@ pub struct KeptField {
     /// Present and not null, not empty (what `exists` asks).
     pub set: bool,
     pub value: KeptValue,
-    /// The frontmatter's value as JSON text, for a list entry's `fm`; `None` when absent.
-    pub json: Option<Box<str>>,
+    /// How the frontmatter wrote the value, when [`Self::value`] does not say it.
+    written: Written,
+}
+
+/// The frontmatter's value of a kept field, as far as its [`KeptValue`] does not give it:
+/// most values (a text, a whole number, a list of texts) are not kept twice.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+enum Written {
+    Absent,
+    /// The JSON of the kept value (see [`KeptValue::to_json`]).
+    AsKept,
+    /// Another JSON text (a date-time as written, `4.0`, tags as one string...).
+    Json(Box<str>),
+}
+
+impl KeptField {
+    /// The frontmatter's value; `None` when the field is absent.
+    pub fn json(&self) -> Option<Value> {
+        match &self.written {
+            Written::Absent => None,
+            Written::AsKept => Some(self.value.to_json()),
+            Written::Json(text) => Some(serde_json::from_str(text).unwrap_or(Value::Null)),
+        }
+    }
+}
+
+impl KeptValue {
+    /// The JSON a value of this kind is written as most of the time.
+    fn to_json(&self) -> Value {
+        match self {
+            Self::None => Value::Null,
+            Self::Scalar(Comparable::Number(n)) if n.fract() == 0.0 && n.abs() < 9.0e15 => {
+                Value::from(*n as i64)
+            }
+            Self::Scalar(Comparable::Number(n)) => Value::from(*n),
+            Self::Scalar(Comparable::Bool(b)) => Value::Bool(*b),
+            Self::Scalar(Comparable::Text(text)) => Value::String(text.clone()),
+            Self::Scalar(Comparable::Instant(_)) => Value::Null,
+            Self::Elements(elements) => elements.iter().map(|e| Value::String(e.to_string())).collect(),
+        }
+    }
 }
 
 /// A kept field's value as filters compare it.
@@ -240,7 +279,16 @@ fn kept_field(field: &Field, value: Option<&Value>) -> KeptField {
         let elements = elements(value);
         if elements.is_empty() { KeptValue::None } else { KeptValue::Elements(elements.into()) }
     };
-    KeptField { set, value: kept, json: value.map(|v| v.to_string().into_boxed_str()) }
+    let written = match value {
+        None => Written::Absent,
+        Some(value)
+            if *value == kept.to_json() && !matches!(kept, KeptValue::Scalar(Comparable::Instant(_))) =>
+        {
+            Written::AsKept
+        }
+        Some(value) => Written::Json(value.to_string().into_boxed_str()),
+    };
+    KeptField { set, value: kept, written }
 }
 
 impl FieldFilter {
@@ -313,10 +361,8 @@ fn contains(field: &KeptField, needle: &str) -> bool {
         KeptValue::Elements(have) => have.iter().any(|element| **element == *needle),
         KeptValue::Scalar(Comparable::Text(text)) => text.to_lowercase().contains(&needle.to_lowercase()),
         // Text as written (a date-time's own text, not its instant).
-        _ => field
-            .json
-            .as_deref()
-            .and_then(|json| serde_json::from_str::<String>(json).ok())
-            .is_some_and(|text| text.to_lowercase().contains(&needle.to_lowercase())),
+        _ => {
+            matches!(field.json(), Some(Value::String(text)) if text.to_lowercase().contains(&needle.to_lowercase()))
+        }
     }
 }

@@ -334,3 +334,21 @@ fn unknown_fields_operators_and_values_are_refused_by_name() {
         model.sort_field("nope").unwrap_err().contains("the fields it can sort by are title, summary, price")
     );
 }
+
+/// What the index keeps of a field gives back the value as the file wrote it, whether it
+/// keeps a second copy of it (a date-time, `4.0`, tags as one string) or not.
+#[test]
+fn kept_fields_give_back_each_value_as_written() {
+    let model = posts();
+    for value in [
+        json!({ "title": "A \"quoted\" title", "price": 4, "tags": ["a", "b"], "date": "2026-01-12 09:30:00 +0100" }),
+        json!({ "title": "B", "price": 4.0, "tags": "a, b", "featured": true }),
+        json!({ "title": "C", "price": 2.5, "tags": [], "summary": null }),
+    ] {
+        let written = fm(value);
+        let kept = model.keep(&written);
+        for (field, kept) in model.fields.iter().zip(kept.iter()) {
+            assert_eq!(kept.json().as_ref(), written.get(&field.name), "{}", field.name);
+        }
+    }
+}

@@ -73,8 +73,7 @@ impl Cms {
         for name in query.fields.iter().chain(&query.expand) {
             let Some(at) = model.fields.iter().position(|f| f.name == *name) else { continue };
             let kept = summary.item.fields.as_deref().and_then(|fields| fields.get(at));
-            let Some(json) = kept.and_then(|f| f.json.as_deref()) else { continue };
-            let value: serde_json::Value = serde_json::from_str(json).unwrap_or(serde_json::Value::Null);
+            let Some(value) = kept.and_then(|f| f.json()) else { continue };
             if let (crate::model::Kind::Reference { collection: target }, true) =
                 (&model.fields[at].kind, query.expand.contains(name))
             {

@@ -15,7 +15,7 @@ use cms_core::codec::{self, YamlLimits};
 use cms_core::document::Frontmatter;
 use cms_core::item::{self, Status};
 use cms_core::model::{Field, FieldError, Kind, Model};
-use cms_core::slug::is_iso_date;
+use cms_core::slug::is_calendar_date;
 use cms_core::{CoreError, CoreResult};
 use serde_json::{Map, Number, Value};
 
@@ -133,10 +133,23 @@ fn show(field: &Field, name: &str, value: &Value, raw: &mut Raw) -> bool {
         }
         // A box cannot show `"yes"` (and ticking it twice would leave it as it was).
         (Kind::List { .. } | Kind::Object(_) | Kind::Multiselect { .. } | Kind::Boolean, _) => false,
+        // A value of another JSON type (`price: "12"`, `rating: 4.0`, `title: 2024`) goes
+        // to the YAML box: its input would show text that looks right while the stored
+        // type is wrong, and a save of that text would change nothing.
+        (kind, value) if !of_its_type(kind, value) => false,
         (_, value) => match line_of(value) {
             Some(text) => one(raw, text),
             None => false,
         },
+    }
+}
+
+/// Whether a scalar input's value has the JSON type its kind is written as.
+fn of_its_type(kind: &Kind, value: &Value) -> bool {
+    match kind {
+        Kind::Number(_) => value.is_number(),
+        Kind::Integer(_) => value.is_i64() || value.is_u64(),
+        _ => value.is_string(),
     }
 }
 
@@ -466,7 +479,7 @@ pub fn humanise(name: &str) -> String {
 
 /// Whether `text` is a date an `<input type="date">` can show.
 pub fn date_input_can_show(text: &str) -> bool {
-    text.is_empty() || is_iso_date(text)
+    text.is_empty() || is_calendar_date(text)
 }
 
 #[cfg(test)]
@@ -593,6 +606,27 @@ secret: { type: string, hidden: true }
         typed.raw.insert("fm.price".into(), vec!["3".into()]);
         let error = typed.changes_from(&model, &stored, None).unwrap_err().to_string();
         assert!(error.contains("price has its own field"), "{error}");
+    }
+
+    /// A value of the wrong JSON type whose text looks right (`price: "12"`) is shown in
+    /// the YAML box, where retyping it fixes the type; its input is empty.
+    #[test]
+    fn a_value_of_the_wrong_json_type_goes_to_the_yaml_box() {
+        let model = model();
+        let stored = fm(json!({"title": 2024, "price": "12", "rating": 4.0, "summary": 42}));
+        let form = ModelForm::of(&model, &stored, "").unwrap();
+        for input in ["fm.title", "fm.price", "fm.rating", "fm.summary"] {
+            assert!(form.values(input).is_empty(), "{input}");
+        }
+        let mut keys = yaml_box_keys(&form);
+        keys.sort();
+        assert_eq!(keys, ["price", "rating", "summary", "title"]);
+        let mut fixed = form.clone();
+        fixed.extra = "price: 12\nrating: 4\ntitle: '2024'\nsummary: '42'\n".into();
+        let changes = fixed.changes_from(&model, &stored, None).unwrap();
+        assert_eq!(changes.get("price"), Some(&json!(12)));
+        assert_eq!(changes.get("rating"), Some(&json!(4)));
+        assert_eq!(changes.get("title"), Some(&json!("2024")));
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! summary of the errors at the top of the page.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
+use cms_core::index::IndexedItem;
 use cms_core::model::{Field, FieldError, Kind, Model};
 use cms_core::policy::Principal;
 
@@ -113,11 +115,23 @@ impl Lookups {
             {
                 let mut items = Vec::new();
                 if let Ok(target) = state.cms.collection(collection)
-                    && let Ok(indexed) = state.cms.indexed_items(target).await
+                    && let Ok(mut indexed) = state.cms.indexed_items(target).await
                 {
+                    // The first REFERENCE_LIMIT by title: chosen in linear time, and only
+                    // those sorted (a collection may hold 100,000 items).
+                    let caseless = |a: &Arc<IndexedItem>, b: &Arc<IndexedItem>| {
+                        a.meta
+                            .title
+                            .chars()
+                            .flat_map(char::to_lowercase)
+                            .cmp(b.meta.title.chars().flat_map(char::to_lowercase))
+                    };
+                    if indexed.len() > REFERENCE_LIMIT {
+                        indexed.select_nth_unstable_by(REFERENCE_LIMIT - 1, caseless);
+                        indexed.truncate(REFERENCE_LIMIT);
+                    }
+                    indexed.sort_by_cached_key(|i| i.meta.title.to_lowercase());
                     items = indexed.iter().map(|i| (i.meta.slug.clone(), i.meta.title.clone())).collect();
-                    items.sort_by_key(|(_, title)| title.to_lowercase());
-                    items.truncate(REFERENCE_LIMIT);
                 }
                 lookups.references.insert(collection.clone(), items);
             }
@@ -298,7 +312,9 @@ fn add_rows(
             }
         }
         Kind::Number(bounds) | Kind::Integer(bounds) => {
-            if value.is_empty() || value.parse::<f64>().is_ok() {
+            // Only what a number input shows as it is: it empties `inf`, `+5` or `5.`, and
+            // an emptied input would remove the value on the next save.
+            if value.is_empty() || is_html_number(&value) {
                 row.input_type = "number";
                 for (attr, bound) in [("min", bounds.min), ("max", bounds.max)] {
                     if let Some(bound) = bound {
@@ -371,7 +387,10 @@ fn add_rows(
             let hint = (!hints.is_empty()).then(|| hints.join(" "));
             rows.push(Row { control: "open", wide: true, hint, ..row });
             for inner in fields.iter().filter(|f| has_input(f)) {
-                add_rows(inner, &format!("{name}.{}", inner.name), form, lookups, messages, boxed, rows);
+                // A field required inside an optional object is required only once the
+                // object is given: the browser must not insist on it.
+                let inner = Field { required: inner.required && field.required, ..inner.clone() };
+                add_rows(&inner, &format!("{name}.{}", inner.name), form, lookups, messages, boxed, rows);
             }
             rows.push(Row {
                 control: "close",
@@ -403,6 +422,23 @@ fn add_rows(
 
 /// The options, and any chosen value that is not one (a hand-edited file), so that
 /// nothing is lost: the check then names it at its field.
+/// An HTML "valid floating-point number" (`-1.5`, `2e3`, `.5`): what `<input
+/// type="number">` shows rather than empties.
+fn is_html_number(text: &str) -> bool {
+    let text = text.strip_prefix('-').unwrap_or(text);
+    let (mantissa, exponent) = match text.find(['e', 'E']) {
+        Some(at) => (&text[..at], Some(&text[at + 1..])),
+        None => (text, None),
+    };
+    let digits = |part: &str| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+    let mantissa_ok = match mantissa.split_once('.') {
+        Some((whole, fraction)) => (whole.is_empty() || digits(whole)) && digits(fraction),
+        None => digits(mantissa),
+    };
+    let exponent_ok = exponent.is_none_or(|e| digits(e.strip_prefix(['-', '+']).unwrap_or(e)));
+    mantissa_ok && exponent_ok
+}
+
 fn choices(id: &str, options: &[String], chosen: &[String]) -> Vec<Choice> {
     let mut all: Vec<String> = options.to_vec();
     all.extend(chosen.iter().filter(|c| !c.is_empty() && !options.contains(c)).cloned());
@@ -415,4 +451,19 @@ fn choices(id: &str, options: &[String], chosen: &[String]) -> Vec<Choice> {
             value,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_html_number;
+
+    #[test]
+    fn number_inputs_take_only_what_they_can_show() {
+        for good in ["0", "-1.5", "2e3", "1E-2", ".5", "12.25"] {
+            assert!(is_html_number(good), "{good}");
+        }
+        for bad in ["inf", "NaN", "+5", "5.", "1e", "", "-", "1,5", " 1"] {
+            assert!(!is_html_number(bad), "{bad}");
+        }
+    }
 }

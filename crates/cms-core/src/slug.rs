@@ -165,6 +165,24 @@ pub fn is_iso_date(text: &str) -> bool {
     (1..=12).contains(&month) && (1..=31).contains(&day)
 }
 
+/// `YYYY-MM-DD` naming a day of the calendar (no February 30th, no year 0): what a `date`
+/// field holds, and what a browser's date input can show.
+pub fn is_calendar_date(text: &str) -> bool {
+    if !is_iso_date(text) {
+        return false;
+    }
+    let number = |range: std::ops::Range<usize>| text[range].parse::<u32>().unwrap_or(0);
+    let (year, month, day) = (number(0..4), number(5..7), number(8..10));
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    year >= 1 && day <= days
+}
+
 /// How a request names an item: by bare slug or by full filename.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ItemRef {
@@ -213,6 +231,16 @@ impl fmt::Display for ItemRef {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn calendar_dates_are_days_that_exist() {
+        for good in ["2026-01-31", "2024-02-29", "2000-02-29", "0001-01-01", "2026-12-31"] {
+            assert!(is_calendar_date(good), "{good}");
+        }
+        for bad in ["2026-02-29", "1900-02-29", "2026-04-31", "0000-01-01", "2026-13-01", "2026-1-01"] {
+            assert!(!is_calendar_date(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn slug_rules() {

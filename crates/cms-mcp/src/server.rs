@@ -77,19 +77,18 @@ impl From<CoreError> for Failure {
 }
 
 impl IntoCallToolResult for Failure {
-    /// The sentence as the first text; with failing fields, `structuredContent` is
-    /// `{error, fields}` as REST's 400 body, also given as a second text (its JSON) for
-    /// clients that show the model only the text.
+    /// The sentence as the first text; with failing fields, a second text holding
+    /// `{error, fields}` as JSON, REST's 400 body. Not as `structuredContent`: some clients
+    /// (the TypeScript SDK, the Inspector) check that against the tool's `outputSchema`,
+    /// which describes its result, even on an error, and would hide the error behind their
+    /// own.
     fn into_call_tool_result(self) -> Result<CallToolResponse, ErrorData> {
         let mut content = vec![ContentBlock::text(self.message.clone())];
-        if self.fields.is_empty() {
-            return Ok(CallToolResult::error(content).into());
+        if !self.fields.is_empty() {
+            let data = serde_json::json!({ "error": self.message, "fields": self.fields });
+            content.push(ContentBlock::text(data.to_string()));
         }
-        let data = serde_json::json!({ "error": self.message, "fields": self.fields });
-        content.push(ContentBlock::text(data.to_string()));
-        let mut result = CallToolResult::error(content);
-        result.structured_content = Some(data);
-        Ok(result.into())
+        Ok(CallToolResult::error(content).into())
     }
 }
 
@@ -544,7 +543,7 @@ mod tests {
         });
         let result = wire(Failure::from(CoreError::fields(fields)));
         assert_eq!(result["isError"], true);
-        assert_eq!(result["structuredContent"], data);
+        assert_eq!(result.get("structuredContent"), None, "the result's schema is not the error's: {result}");
         assert_eq!(
             result["content"],
             json!([

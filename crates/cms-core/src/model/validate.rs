@@ -7,7 +7,7 @@ use super::{Bounds, Counts, ExtraFields, Field, Kind, Model, SERVER_READ_KEYS, T
 use crate::codec::json_type_name;
 use crate::dates::SiteZone;
 pub use crate::error::FieldError;
-use crate::slug::{Slug, is_iso_date};
+use crate::slug::{Slug, is_calendar_date};
 
 /// Something a frontmatter refers to that must exist.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -195,7 +195,7 @@ pub(super) fn check_value(field: &Field, value: &Value, path: &str, errors: &mut
             )),
         },
         Kind::Date => match value {
-            Value::String(text) if is_iso_date(text) => {}
+            Value::String(text) if is_calendar_date(text) => {}
             _ => fail(format!("must be a date like 2026-01-12, got {}", shown(value))),
         },
         Kind::Image | Kind::File => match value {

@@ -866,7 +866,9 @@ fn a_write_tool_that_breaks_the_model_names_the_same_fields_as_rest() {
     // A refused tool call: the sentence first, then {error, fields} as data and as JSON.
     let refused = |result: &Value, rest_body: &Value| {
         assert_eq!(result["isError"], true, "{result}");
-        let data = &result["structuredContent"];
+        assert_eq!(result.get("structuredContent"), None, "{result}");
+        let data: Value = serde_json::from_str(result["content"][1]["text"].as_str().unwrap()).unwrap();
+        let data = &data;
         assert_eq!(data["fields"], rest_body["fields"], "the same fields as REST: {result} {rest_body}");
         assert!(data["fields"].as_array().is_some_and(|f| !f.is_empty()), "{result}");
         assert_eq!(data["error"], rest_body["error"], "REST's sentence: {result}");

@@ -229,12 +229,13 @@ async def model():
                 check(contents.mime_type == "application/schema+json"
                       and json.loads(contents.text) == described["schema"], f"the schema resource: {contents}")
 
-                # A refused write: the sentence as text, each field as data, which the SDK hands over
-                # (it checks a result against the output schema only when it is not an error).
+                # A refused write: the sentence as text, then {error, fields} as JSON text (not
+                # structuredContent, which some clients check against the output schema).
                 result = await session.call_tool(
                     "create_item", {"collection": "blog-posts", "slug": "fixed", "fm": {"rating": 9}})
                 check(result.is_error, f"a write that breaks the model is a tool error: {result}")
-                fields = (result.structured_content or {}).get("fields")
+                check(result.structured_content is None, f"no structured content on an error: {result}")
+                fields = json.loads(result.content[1].text).get("fields")
                 check(fields == [{"field": "fm.title", "message": "is required"},
                                  {"field": "fm.rating", "message": "must be a whole number from 1 to 5, got 9"}],
                       f"the failing fields as data: {result}")

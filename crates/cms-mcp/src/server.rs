@@ -92,6 +92,19 @@ impl IntoCallToolResult for Failure {
     }
 }
 
+/// A `list_items` filter key as what follows `filter` in a query string: `price[gte]` is
+/// `[price][gte]`, `price` is `[price]`; a key written as in a query string
+/// (`filter[price][gte]`) is taken as it is.
+fn filter_name(key: &str) -> String {
+    if let Some(rest) = key.strip_prefix("filter").filter(|rest| rest.starts_with('[')) {
+        return rest.to_owned();
+    }
+    match key.split_once('[') {
+        Some((field, op)) => format!("[{field}][{op}"),
+        None => format!("[{key}]"),
+    }
+}
+
 /// Every list of this server is answered whole (no `nextCursor`), so no cursor is one the
 /// server gave: a client that sends one is told, as the MCP spec asks (`-32602`).
 fn no_cursor(request: Option<&PaginatedRequestParams>) -> Result<(), ErrorData> {
@@ -186,12 +199,11 @@ impl CmsServer {
             order_by: args.order_by,
             direction: args.direction,
             offset: number(args.offset),
-            // `price[gte]` here is `filter[price][gte]` in a query string.
-            filters: (args.filter.unwrap_or_default().into_iter())
-                .map(|(key, value)| match key.split_once('[') {
-                    Some((field, op)) => (format!("[{field}][{op}"), value),
-                    None => (format!("[{key}]"), value),
-                })
+            filters: args
+                .filter
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(key, value)| (filter_name(&key), value))
                 .collect(),
             fields: args.fields,
             expand: args.expand,
@@ -523,6 +535,14 @@ mod tests {
             unreachable!("a failure is a complete tool result")
         };
         serde_json::to_value(result).unwrap()
+    }
+
+    #[test]
+    fn filter_keys_are_read_as_the_query_string_writes_them() {
+        assert_eq!(filter_name("price"), "[price]");
+        assert_eq!(filter_name("price[gte]"), "[price][gte]");
+        assert_eq!(filter_name("filter[price][gte]"), "[price][gte]");
+        assert_eq!(filter_name("filter[price]"), "[price]");
     }
 
     #[test]

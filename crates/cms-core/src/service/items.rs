@@ -70,7 +70,9 @@ impl Cms {
         let Some(model) = collection.model.as_deref() else { return Ok(()) };
         let mut fm = crate::document::Frontmatter::new();
         let mut expanded = Vec::new();
-        for name in query.fields.iter().chain(&query.expand) {
+        // A reference both shown and expanded is expanded, once.
+        let shown = query.fields.iter().filter(|name| !query.expand.contains(name));
+        for name in shown.chain(&query.expand) {
             let Some(at) = model.fields.iter().position(|f| f.name == *name) else { continue };
             let kept = summary.item.fields.as_deref().and_then(|fields| fields.get(at));
             let Some(value) = kept.and_then(|f| f.json()) else { continue };

@@ -241,7 +241,8 @@ async fn orders_by_a_field_sort_missing_values_last_and_page_through_the_matches
 async fn fields_and_expand_show_the_asked_fields_and_follow_the_referred_items() {
     let (_world, cms) = world();
     let posts = cms.collection("posts").unwrap();
-    let q = query(&[("fields", "price,when,author"), ("expand", "author"), ("filter[price]", "6.5")], &cms).unwrap();
+    let q = query(&[("fields", "price,when,author"), ("expand", "author"), ("filter[price]", "6.5")], &cms)
+        .unwrap();
     let page = cms.list_items(posts, &q, &Viewer::Anonymous).await.unwrap();
     let entry = serde_json::to_value(cms_core::answers::ItemEntry::from(&page.items[0])).unwrap();
     let post = posts_by_slug(entry["slug"].as_str().unwrap());

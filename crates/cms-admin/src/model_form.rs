@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use cms_core::codec::{self, YamlLimits};
 use cms_core::document::Frontmatter;
 use cms_core::item::{self, Status};
-use cms_core::model::{Field, FieldError, Kind, Model};
+use cms_core::model::{Field, Kind, Model};
 use cms_core::slug::is_calendar_date;
 use cms_core::{CoreError, CoreResult};
 use serde_json::{Map, Number, Value};
@@ -153,9 +153,10 @@ fn of_its_type(kind: &Kind, value: &Value) -> bool {
     }
 }
 
-/// The value `field`'s input(s) say, `None` when left empty; what cannot be read is added
-/// to `errors` under the input's path.
-fn read(field: &Field, name: &str, raw: &Raw, errors: &mut Vec<FieldError>) -> Option<Value> {
+/// The value `field`'s input(s) say, `None` when left empty. Text that is not of the
+/// field's type (`abc` in a number box) is kept as text: the model's check then refuses it
+/// with the same words as REST, beside every other failing field.
+fn read(field: &Field, name: &str, raw: &Raw) -> Option<Value> {
     let values = raw.get(name).map(Vec::as_slice).unwrap_or_default();
     let text = values.last().map(String::as_str).unwrap_or("");
     match &field.kind {
@@ -176,20 +177,15 @@ fn read(field: &Field, name: &str, raw: &Raw, errors: &mut Vec<FieldError>) -> O
         Kind::List { of, .. } => {
             let mut elements = Vec::new();
             for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-                match scalar_value(&of.kind, line) {
-                    Ok(value) => elements.push(value),
-                    Err(message) => {
-                        errors.push(FieldError { field: format!("{name}[{}]", elements.len()), message });
-                        elements.push(Value::Null);
-                    }
-                }
+                elements
+                    .push(scalar_value(&of.kind, line).unwrap_or_else(|_| Value::String(line.to_owned())));
             }
             (!elements.is_empty()).then_some(Value::Array(elements))
         }
         Kind::Object(fields) => {
             let mut map = Map::new();
             for inner in fields.iter().filter(|f| has_input(f)) {
-                if let Some(value) = read(inner, &format!("{name}.{}", inner.name), raw, errors) {
+                if let Some(value) = read(inner, &format!("{name}.{}", inner.name), raw) {
                     map.insert(inner.name.clone(), value);
                 }
             }
@@ -201,13 +197,7 @@ fn read(field: &Field, name: &str, raw: &Raw, errors: &mut Vec<FieldError>) -> O
             if text.is_empty() {
                 return None;
             }
-            match scalar_value(kind, text) {
-                Ok(value) => Some(value),
-                Err(message) => {
-                    errors.push(FieldError { field: name.to_owned(), message });
-                    None
-                }
-            }
+            Some(scalar_value(kind, text).unwrap_or_else(|_| Value::String(text.to_owned())))
         }
     }
 }
@@ -349,12 +339,11 @@ impl ModelForm {
         let (shown, shown_extra) = split(model, fm);
         let extra = parse_extra(&self.extra)?;
         let mut changes = Map::new();
-        let mut errors = Vec::new();
         for field in model.fields.iter().filter(|f| has_input(f)) {
             let name = input_name(field);
             let mut names = Vec::new();
             names_of(field, &name, &mut names);
-            let value = read(field, &name, &self.raw, &mut errors);
+            let value = read(field, &name, &self.raw);
             let changed = (all && value.is_some())
                 || names.iter().any(|(n, f)| normal(f, self.raw.get(n)) != normal(f, shown.get(n)));
             if extra.contains_key(&field.name) {
@@ -369,9 +358,6 @@ impl ModelForm {
             if changed {
                 changes.insert(field.name.clone(), value.unwrap_or(Value::Null));
             }
-        }
-        if !errors.is_empty() {
-            return Err(CoreError::fields(errors));
         }
         for (key, value) in &extra {
             if key == "status" {
@@ -573,7 +559,7 @@ secret: { type: string, hidden: true }
     }
 
     #[test]
-    fn emptied_inputs_remove_their_keys_and_unreadable_ones_are_field_errors() {
+    fn emptied_inputs_remove_their_keys_and_unreadable_ones_stay_text_for_the_model_to_refuse() {
         let model = model();
         let stored = fm(json!({"title": "Hello", "price": 2, "links": ["https://a.example"]}));
         let mut form = ModelForm::of(&model, &stored, "").unwrap();
@@ -583,12 +569,14 @@ secret: { type: string, hidden: true }
         assert_eq!(Value::Object(changes), json!({"price": null, "links": null}));
         form.raw.insert("fm.price".into(), vec!["ten".into()]);
         form.raw.insert("fm.rating".into(), vec!["4.0".into()]);
-        let changes = form.changes_from(&model, &stored, None);
-        assert_eq!(changes.unwrap_err().field_errors().len(), 1, "4.0 is a whole number");
+        let changes = form.changes_from(&model, &stored, None).unwrap();
+        assert_eq!(changes.get("rating"), Some(&json!(4)), "4.0 is a whole number");
+        assert_eq!(changes.get("price"), Some(&json!("ten")), "kept as typed, for the model to refuse");
         form.raw.insert("fm.rating".into(), vec!["2.5".into()]);
-        let error = form.changes_from(&model, &stored, None).unwrap_err();
-        let fields: Vec<&str> = error.field_errors().iter().map(|e| e.field.as_str()).collect();
-        assert_eq!(fields, ["fm.price", "fm.rating"]);
+        let changes = form.changes_from(&model, &stored, None).unwrap();
+        let merged: Frontmatter = stored.into_iter().chain(changes).collect();
+        let failing: Vec<String> = model.validate(&merged).into_iter().map(|e| e.field).collect();
+        assert_eq!(failing, ["fm.price", "fm.rating"], "both, at once, by the model");
     }
 
     #[test]

@@ -164,19 +164,23 @@ fn a_save_writes_typed_values_and_a_refused_one_keeps_what_was_typed() {
     assert_eq!(fs::read(site.path().join("content/posts/2026-01-12-hello-world.md")).unwrap(), stored);
     for needle in [
         r#"<section class="error-summary" id="error-summary" tabindex="-1" aria-labelledby="error-summary-title" role="alert" data-autofocus>"#,
-        "Nothing was saved: 1 field to fix",
-        r##"<li><a href="#f-rating">Rating</a> must be a whole number, got &#34;2.5&#34;</li>"##,
+        // Every failing field at once, in the model's words (as REST says them): the
+        // unreadable rating beside the model's own checks.
+        "Nothing was saved: 4 fields to fix",
+        r##"<li><a href="#f-price">Price</a> must be a number ≥ 0, got -1</li>"##,
+        r##"<li><a href="#f-rating">Rating</a> must be a whole number from 1 to 5, got a string</li>"##,
+        r##"<li><a href="#f-sku">Sku</a> must match the pattern [A-Z]{3}-[0-9]+</li>"##,
         r#"value="Typed, then refused""#,
         r#"<input type="checkbox" id="f-featured" name="fm.featured" value="true" checked>"#,
         r#"value="2.5" min="1" max="5" step="1" aria-invalid="true" aria-describedby="f-rating-error">"#,
-        r#"<p class="field-error" id="f-rating-error">Rating must be a whole number, got &#34;2.5&#34;.</p>"#,
+        r#"<p class="field-error" id="f-rating-error">Rating must be a whole number from 1 to 5, got a string.</p>"#,
         "colour: blue",
         "Typed text.",
     ] {
         assert!(body.contains(needle), "{needle}\n{body}");
     }
 
-    // Readable now: the model's own checks, every failing field at once.
+    // The rating mended: the other three remain.
     let refused = tab.post(
         HELLO,
         &[

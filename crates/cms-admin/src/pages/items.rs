@@ -308,7 +308,12 @@ pub async fn edit(
     let ItemAt { collection, raw, .. } = ItemAt::read(&state, &collection, &item).await?;
     let form = Form::of(collection, &raw.doc.fm, &raw.doc.body)?;
     // An item edited by hand may break the model: shown at its fields, as a save's errors.
-    let errors = state.cms.model_errors(collection, &raw.doc.fm).await?;
+    // Only a notice: when it cannot be worked out (a media folder unreadable), the page
+    // still opens.
+    let errors = state.cms.model_errors(collection, &raw.doc.fm).await.unwrap_or_else(|error| {
+        tracing::warn!(%error, collection = collection.slug.as_str(), "cannot check an item against its model");
+        Vec::new()
+    });
     let l = Layout::new(&state, &user, Section::Collection(collection.index))
         .with_notice(query_param(&req, "ok").as_deref());
     let filename = Some(&*raw.meta.filename);

@@ -226,7 +226,14 @@ fn normal(field: &Field, values: Option<&Vec<String>>) -> Vec<String> {
     let values = values.cloned().unwrap_or_default();
     match &field.kind {
         Kind::Boolean => vec![(values.last().map(String::as_str) == Some("true")).to_string()],
-        Kind::Multiselect { .. } => values.into_iter().filter(|v| !v.is_empty()).collect(),
+        // The browser sends the chosen boxes in the options' order: a stored order is
+        // not a change.
+        Kind::Multiselect { .. } => {
+            let mut chosen: Vec<String> = values.into_iter().filter(|v| !v.is_empty()).collect();
+            chosen.sort();
+            chosen.dedup();
+            chosen
+        }
         Kind::Text(_) | Kind::List { .. } => values
             .last()
             .map(|t| unix_lines(t).trim_end().to_owned())
@@ -594,6 +601,19 @@ secret: { type: string, hidden: true }
         typed.raw.insert("fm.price".into(), vec!["3".into()]);
         let error = typed.changes_from(&model, &stored, None).unwrap_err().to_string();
         assert!(error.contains("price has its own field"), "{error}");
+    }
+
+    /// A multiselect stored in another order than the options' is left as it is when its
+    /// boxes are not changed.
+    #[test]
+    fn an_unchanged_multiselect_keeps_its_stored_order() {
+        let model = model();
+        let stored = fm(json!({"title": "T", "topics": ["web", "rust"]}));
+        let mut form = ModelForm::of(&model, &stored, "").unwrap();
+        form.raw.insert("fm.topics".into(), vec!["rust".into(), "web".into()]);
+        assert_eq!(form.changes_from(&model, &stored, None).unwrap(), Map::new());
+        form.raw.insert("fm.topics".into(), vec!["rust".into()]);
+        assert_eq!(form.changes_from(&model, &stored, None).unwrap().get("topics"), Some(&json!(["rust"])));
     }
 
     /// A value of the wrong JSON type whose text looks right (`price: "12"`) is shown in

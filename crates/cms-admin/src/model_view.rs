@@ -218,12 +218,23 @@ fn input_of(path: &str) -> &str {
     path.split('[').next().unwrap_or(path)
 }
 
+/// An error's message as its input shows it: an element of a list (one per line) says
+/// which line (`fm.links[1]` → "line 2: ...").
+fn message_of(error: &FieldError) -> String {
+    let line =
+        error.field.split_once('[').and_then(|(_, rest)| rest.split(']').next()?.parse::<usize>().ok());
+    match line {
+        Some(index) => format!("line {}: {}", index + 1, error.message),
+        None => error.message.clone(),
+    }
+}
+
 impl ModelView {
     /// Rows for `form`'s inputs, with `errors` at their fields.
     pub fn new(model: &Model, form: &ModelForm, lookups: &Lookups, errors: &[FieldError]) -> Self {
-        let mut messages: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        let mut messages: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         for error in errors {
-            messages.entry(input_of(&error.field)).or_default().push(&error.message);
+            messages.entry(input_of(&error.field)).or_default().push(message_of(error));
         }
         let mut rows = Vec::new();
         let boxed_keys = yaml_box_keys(form);
@@ -249,12 +260,14 @@ impl ModelView {
             .iter()
             .map(|error| {
                 let input = input_of(&error.field);
-                let row = self.rows.iter().find(|r| r.name == input && r.control != "open");
+                // An input, else an object's group (an error about the object itself).
+                let row = (self.rows.iter().find(|r| r.name == input && r.control != "open"))
+                    .or_else(|| self.rows.iter().find(|r| r.name == input));
                 let path = error.field.strip_prefix("fm.").unwrap_or(&error.field);
                 SummaryItem {
                     href: format!("#{}", row.map_or_else(|| "extra".to_owned(), Row::anchor)),
                     label: row.map_or_else(|| path.to_owned(), |r| r.label.clone()),
-                    message: error.message.clone(),
+                    message: message_of(error),
                 }
             })
             .collect();
@@ -267,7 +280,7 @@ fn add_rows(
     name: &str,
     form: &ModelForm,
     lookups: &Lookups,
-    messages: &BTreeMap<&str, Vec<&str>>,
+    messages: &BTreeMap<&str, Vec<String>>,
     boxed: bool,
     rows: &mut Vec<Row>,
 ) {
@@ -455,7 +468,16 @@ fn choices(id: &str, options: &[String], chosen: &[String]) -> Vec<Choice> {
 
 #[cfg(test)]
 mod tests {
-    use super::is_html_number;
+    use super::{is_html_number, message_of};
+    use cms_core::model::FieldError;
+
+    #[test]
+    fn an_element_of_a_list_is_named_by_its_line() {
+        let error = |field: &str| FieldError { field: field.into(), message: "must be a URL".into() };
+        assert_eq!(message_of(&error("fm.links[1]")), "line 2: must be a URL");
+        assert_eq!(message_of(&error("fm.links")), "must be a URL");
+        assert_eq!(message_of(&error("fm.seo.title")), "must be a URL");
+    }
 
     #[test]
     fn number_inputs_take_only_what_they_can_show() {

@@ -1,6 +1,6 @@
 //! `cargo xtask test`: the README's test command. It installs, without root, what the
 //! real-client tests need (Python packages and SeaweedFS, each in a venv under `target/`;
-//! axe-core with npm under `target/axe`),
+//! the TypeScript compiler and axe-core with npm under `target/`),
 //! and with root the Debian packages too (xmllint, Chromium and its driver, curl); runs
 //! `cargo test --workspace --locked` with those tools named in the environment; then
 //! lists every check that was skipped because its tool could not be had, with the reason

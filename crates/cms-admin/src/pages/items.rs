@@ -344,6 +344,7 @@ pub async fn create(
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
     let collection = state.cms.collection(&path)?;
+    Form::check_kind(collection, &posted.fields)?;
     let form = Form::from_fields(collection, &posted.fields);
     let created = async {
         let fm = form.new_frontmatter()?;
@@ -391,6 +392,7 @@ pub async fn save(
     let (collection, item) = path.into_inner();
     let collection = state.cms.collection(&collection)?;
     let fields = &posted.fields;
+    Form::check_kind(collection, fields)?;
     let form = Form::from_fields(collection, fields);
     let etag = fields.required("etag", "The version the form was made from (etag)")?.to_owned();
     let (status, done) = match fields.get("action").unwrap_or("save") {
@@ -501,6 +503,20 @@ impl<'a> Form<'a> {
             Some(model) => Self::Modelled(model.as_ref(), ModelForm::from_fields(model, fields)),
             None => Self::Plain(ItemForm::from_fields(fields)),
         }
+    }
+
+    /// A posted form of the kind the collection has now: one opened before `cms.yaml` gave
+    /// the collection its fields (or took them away) lacks the inputs the other kind reads,
+    /// which a save would take as emptied.
+    fn check_kind(collection: &Collection, fields: &Fields) -> AdminResult<()> {
+        let posted_model_form = fields.get("form") == Some("model");
+        if posted_model_form == collection.model.is_some() {
+            return Ok(());
+        }
+        Err(AdminError::bad_request(
+            "this form was opened before the collection's fields changed in cms.yaml, so nothing \
+             was saved; open the item again (copy what you typed first: use Back)",
+        ))
     }
 
     fn changes_from(&self, fm: &Frontmatter, status: Option<Status>) -> CoreResult<Frontmatter> {

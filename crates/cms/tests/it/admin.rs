@@ -378,9 +378,9 @@ fn forms_without_the_csrf_token_or_from_another_site_are_refused() {
     let csrf = tab.csrf();
     let new = "/admin/collections/blog-posts/new";
     let zeros = "0".repeat(64);
-    let item = [("fm.title", "Forged"), ("status", "published"), ("body", "x")];
-    let wrong = [item[0], item[1], item[2], ("csrf", zeros.as_str())];
-    let right = [item[0], item[1], item[2], ("csrf", csrf.as_str())];
+    let item = [("form", "model"), ("fm.title", "Forged"), ("status", "published"), ("body", "x")];
+    let wrong = [item[0], item[1], item[2], item[3], ("csrf", zeros.as_str())];
+    let right = [item[0], item[1], item[2], item[3], ("csrf", csrf.as_str())];
 
     let no_token = tab.post(new, &item, &[]);
     assert_eq!(no_token.status, 403, "{}", no_token.body);

@@ -144,6 +144,7 @@ fn a_save_writes_typed_values_and_a_refused_one_keeps_what_was_typed() {
         HELLO,
         &[
             ("csrf", &csrf),
+            ("form", "model"),
             ("etag", &etag),
             ("action", "save"),
             ("fm.title", "Typed, then refused"),
@@ -185,6 +186,7 @@ fn a_save_writes_typed_values_and_a_refused_one_keeps_what_was_typed() {
         HELLO,
         &[
             ("csrf", &csrf),
+            ("form", "model"),
             ("etag", &etag),
             ("fm.title", "Typed, then refused"),
             ("fm.price", "-1"),
@@ -233,6 +235,7 @@ fn a_save_writes_typed_values_and_a_refused_one_keeps_what_was_typed() {
         HELLO,
         &[
             ("csrf", &csrf),
+            ("form", "model"),
             ("etag", &etag),
             ("action", "save"),
             ("fm.title", "Hello, typed"),
@@ -282,7 +285,14 @@ fn a_save_writes_typed_values_and_a_refused_one_keeps_what_was_typed() {
     // A save over a version someone else replaced meanwhile: nothing written, both shown.
     let stale = tab.post(
         HELLO,
-        &[("csrf", &csrf), ("etag", &etag), ("fm.title", "Mine"), ("status", "published"), ("body", "Mine.")],
+        &[
+            ("csrf", &csrf),
+            ("form", "model"),
+            ("etag", &etag),
+            ("fm.title", "Mine"),
+            ("status", "published"),
+            ("body", "Mine."),
+        ],
         &[],
     );
     assert_eq!(stale.status, 409, "{}", stale.body);
@@ -301,6 +311,7 @@ fn a_save_writes_typed_values_and_a_refused_one_keeps_what_was_typed() {
         HELLO,
         &[
             ("csrf", &csrf),
+            ("form", "model"),
             ("etag", &etag),
             ("fm.title", "Hello, typed"),
             ("fm.date", "2026-01-12T09:30:00+01:00"),
@@ -346,8 +357,10 @@ fn a_new_item_is_created_from_the_typed_inputs() {
     );
     let csrf = form.input("csrf");
     let new = "/admin/collections/blog-posts/new";
+    assert!(form.body.contains(r#"<input type="hidden" name="form" value="model">"#), "{}", form.body);
     let fields = [
         ("csrf", csrf.as_str()),
+        ("form", "model"),
         ("slug", "refused"),
         ("fm.title", ""),
         ("fm.rating", "9"),
@@ -362,6 +375,7 @@ fn a_new_item_is_created_from_the_typed_inputs() {
         new,
         &[
             ("csrf", &csrf),
+            ("form", "model"),
             ("slug", "typed"),
             ("fm.title", "Typed"),
             ("fm.price", "3"),
@@ -379,6 +393,24 @@ fn a_new_item_is_created_from_the_typed_inputs() {
         .unwrap();
     let fm = frontmatter(site.path(), &name);
     assert_eq!(fm, json!({"title": "Typed", "price": 3, "featured": false, "status": "draft"}));
+}
+
+/// A form of the kind the collection had before `cms.yaml` gave it fields (no `form=model`)
+/// is refused and changes nothing: its missing inputs would read as emptied.
+#[test]
+fn a_form_opened_before_the_model_changed_is_refused_and_saves_nothing() {
+    let site = modelled_site();
+    user_with_password(site.path(), "owner@example.com", "owner");
+    let server = Server::start(site.path());
+    let mut tab = signed_in(&server);
+    let page = tab.get(HELLO);
+    let (csrf, etag) = (page.input("csrf"), page.input("etag"));
+    let stored = fs::read(site.path().join("content/posts/2026-01-12-hello-world.md")).unwrap();
+    let old_form = [("csrf", csrf.as_str()), ("etag", etag.as_str()), ("title", "Hello"), ("body", "x")];
+    let refused = tab.post(HELLO, &old_form, &[]);
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(refused.body.contains("open the item again"), "{}", refused.body);
+    assert_eq!(fs::read(site.path().join("content/posts/2026-01-12-hello-world.md")).unwrap(), stored);
 }
 
 /// A post edited by hand so that it breaks the model: the item list marks it, the edit page

@@ -92,6 +92,67 @@ fn the_editor_works_in_a_real_browser() {
     run(command, "the browser tour");
 }
 
+/// What a browser script needs: a Python with selenium, Chromium, its driver, axe-core.
+#[allow(dead_code)] // used by the browser scripts that come with issue 36
+pub struct BrowserTools {
+    python: PathBuf,
+    chromium: PathBuf,
+    driver: PathBuf,
+    axe: PathBuf,
+}
+
+/// The browser tools, or `None` after recording the check as skipped (a failure under
+/// `CMS_REQUIRE_VALIDATORS=1`).
+#[allow(dead_code)]
+pub fn browser_tools() -> Option<BrowserTools> {
+    let chromium = tool("CMS_CHROMIUM", "/usr/bin/chromium");
+    let driver = tool("CMS_CHROMEDRIVER", "/usr/bin/chromedriver");
+    let python = python();
+    let axe = axe_script();
+    let missing: Vec<&str> = [
+        (python.is_none(), "Python's selenium (target/browser-venv)"),
+        (!runs(&chromium, &["--version"]), "chromium"),
+        (!runs(&driver, &["--version"]), "chromium-driver"),
+        (axe.is_none(), "axe-core (target/axe)"),
+    ]
+    .into_iter()
+    .filter_map(|(missing, what)| missing.then_some(what))
+    .collect();
+    if !missing.is_empty() {
+        cms_s3::testing::skip_check(
+            &missing.join(", "),
+            "apt-get install chromium chromium-driver (needs root), then cargo xtask test (installs selenium into target/browser-venv and axe-core into target/axe)",
+        );
+        return None;
+    }
+    Some(BrowserTools { python: python?, chromium, driver, axe: axe? })
+}
+
+/// Runs `tests/browser/{script}` (which imports `tests/browser/editor.py`) against
+/// `server`, signed in as `owner@example.com` or `editor@example.com` (both with
+/// [`PASSWORD`], made by the caller); `env` adds variables of the script's own.
+#[allow(dead_code)]
+pub fn run_script(tools: &BrowserTools, script: &str, server: &Server, env: &[(&str, &str)]) {
+    let shots = Path::new(WORKSPACE)
+        .join(std::env::var_os("CMS_ADMIN_SCREENSHOTS").unwrap_or_else(|| "target/admin-screenshots".into()));
+    std::fs::create_dir_all(&shots).unwrap();
+    let mut command = Command::new(&tools.python);
+    command
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser").join(script))
+        .env("CMS_BASE", &server.base)
+        .env("CMS_OWNER", "owner@example.com")
+        .env("CMS_EDITOR", "editor@example.com")
+        .env("CMS_PASSWORD", PASSWORD)
+        .env("CMS_SCREENSHOTS", &shots)
+        .env("CMS_AXE_JS", &tools.axe)
+        .env("CMS_CHROMIUM", &tools.chromium)
+        .env("CMS_CHROMEDRIVER", &tools.driver);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    run(command, script);
+}
+
 /// Runs a browser script; fails when it fails or takes longer than [`TIME_LIMIT`].
 fn run(mut command: Command, what: &str) {
     let mut child = command.spawn().unwrap();

@@ -12,7 +12,6 @@ use cms_core::document::Frontmatter;
 use cms_core::item::Status;
 use cms_core::model::{FieldError, Model};
 use cms_core::policy::Principal;
-use cms_core::render;
 use cms_core::service::{ItemUpdate, NewItem, Precondition, UpdateMode};
 use cms_core::slug::slugify;
 use cms_core::{CoreError, CoreResult};
@@ -24,8 +23,10 @@ use crate::diff::{self, Row};
 use crate::error::{AdminError, AdminResult, form_error_status, message_of};
 use crate::forms::{Fields, unix_lines};
 use crate::item_form::ItemForm;
+use crate::media_library::{MediaLibrary, MediaView};
 use crate::model_form::ModelForm;
 use crate::model_view::{Lookups, ModelView, Summary};
+use crate::preview;
 use crate::view::{self, Layout, Section, path_escape, query_escape};
 
 /// Items on one page of the list.
@@ -230,6 +231,8 @@ struct EditPage {
     model: Option<ModelView>,
     /// Field errors: of a refused save, or of a stored item that breaks its model.
     summary: Option<Summary>,
+    /// The media library the body's *Insert image* and image fields pick from.
+    media: Option<MediaView>,
 }
 
 impl EditPage {
@@ -242,13 +245,14 @@ impl EditPage {
             delete_href: base.map(|b| format!("{b}/delete")).unwrap_or_default(),
             collection: CollectionLink::of(collection),
             filename: filename.map(str::to_owned),
-            preview: render::to_html(&form.body),
+            preview: preview::html(&form.body),
             form,
             etag,
             error: None,
             conflict: None,
             model: None,
             summary: None,
+            media: None,
         }
     }
 
@@ -268,12 +272,14 @@ impl EditPage {
         refused: bool,
     ) -> Self {
         let mut page = Self::new(l, collection, filename, form.shared(), etag);
+        let media = MediaLibrary::load(state, principal).await;
+        page.media = media.view();
         if let Form::Modelled(model, form) = form {
             if page.form.title.trim().is_empty() {
                 // A model without a title field: the heading names the file.
                 page.form.title = filename.unwrap_or_default().to_owned();
             }
-            let lookups = Lookups::load(state, principal, model).await;
+            let lookups = Lookups::load(state, model, &media).await;
             let view = ModelView::new(model, form, &lookups, errors);
             let count = errors.len();
             let heading = if refused {
@@ -556,11 +562,12 @@ impl<'a> Form<'a> {
     }
 }
 
-/// `POST /admin/preview` (`body`): the Markdown as the site renders it.
+/// `POST /admin/preview` (`body`): the Markdown as the site renders it, its headings
+/// under the preview's (`preview.rs`).
 pub async fn preview(posted: PostedForm) -> HttpResponse {
     HttpResponse::Ok()
         .content_type("text/html; charset=utf-8")
-        .body(render::to_html(&unix_lines(posted.fields.text("body"))))
+        .body(preview::html(&unix_lines(posted.fields.text("body"))))
 }
 
 /// `GET /admin/collections/{collection}/items/{item}/delete`

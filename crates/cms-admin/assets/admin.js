@@ -1,5 +1,6 @@
 // The web editor's only script: live preview, uploads with progress (picker and drag and
-// drop), copy buttons, the focus on a refused form's errors, media pickers with thumbnails.
+// drop), copy buttons, the focus on a refused form's errors, media pickers with thumbnails
+// (image fields and the body's Insert image), Ctrl/⌘+S and the leave warning of the edit form.
 // Every page works without it; it adds what a form cannot do.
 "use strict";
 

@@ -3,7 +3,7 @@
 //! sit under its own, the media library the body's "Insert image" and image fields pick
 //! from, and the media page's URL and Markdown of each file at a chosen size. The
 //! browser half (the leave warning, Ctrl+S, inserting at the cursor, copying, the
-//! keyboard, axe-core) is `admin_writing_browser` below, `tests/browser/writing.py`.
+//! keyboard, axe-core) is `writing_works_in_a_real_browser` below (`tests/browser/writing.py`).
 
 use crate::admin::{PASSWORD, Tab, user_with_password};
 use crate::admin_browser::{browser_tools, run_script};
@@ -146,6 +146,27 @@ fn the_edit_page_has_a_pinned_action_bar_a_labelled_preview_and_the_media_librar
     );
     assert_eq!(conflict.status, 409);
     assert!(conflict.body.contains("id=\"edit-form\" data-unsaved>"), "{}", conflict.body);
+}
+
+/// A collection without a model (the fixed fields) gets the same bar, preview and library.
+#[test]
+fn a_collection_without_a_model_has_the_same_bar_preview_and_library() {
+    let site = crate::admin_model::modelled_site();
+    user_with_password(site.path(), "owner@example.com", "owner");
+    let server = Server::start(site.path());
+    let mut tab = signed_in(&server);
+    let page = tab.get("/admin/collections/pages/items/about.md");
+    assert_eq!(page.status, 200);
+    let body = &page.body;
+    assert!(!body.contains("name=\"form\" value=\"model\""), "the fixed fields");
+    let bar = between(body, "<div class=\"action-bar\" id=\"action-bar\">", "</div>");
+    assert!(bar.contains("id=\"save\"") && bar.contains("id=\"preview-link\""), "{bar}");
+    assert!(body.contains("id=\"preview-section\" aria-labelledby=\"preview-title\""));
+    assert_eq!(count(body, "<h1"), 1);
+    assert_eq!(count(body, "<datalist id=\"dl-images\">"), 1);
+    assert!(body.contains("data-insert-image=\"body\""));
+    let new = tab.get("/admin/collections/pages/new");
+    assert!(between(&new.body, "<div class=\"action-bar\"", "</div>").contains("id=\"create\""));
 }
 
 #[test]

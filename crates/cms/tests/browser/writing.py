@@ -72,12 +72,20 @@ def in_view_unscrolled(element_id, width):
 
 
 def tab_order(last, limit=120):
-    """The ids the Tab key gives the focus to, from the top of the page to `last`."""
+    """The ids the Tab key gives the focus to, from the top of the page to `last`; each
+    focused control is scrolled into view and not hidden under the pinned bar."""
     driver.execute_script("document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0)")
     seen = []
     for _ in range(limit):
         keys(Keys.TAB)
         seen.append(active_id())
+        hidden = driver.execute_script(
+            """
+            const e = document.activeElement, b = e.getBoundingClientRect();
+            const hit = document.elementFromPoint(b.left + Math.min(b.width / 2, 20), b.top + Math.min(b.height / 2, 10));
+            return hit && (hit === e || e.contains(hit)) ? null : [e.id || e.tagName, b.top, window.innerHeight];
+            """)
+        assert not hidden, f"the focused control is hidden: {hidden}"
         if seen[-1] == last:
             return seen
     raise AssertionError(f"#{last} was not reached with the Tab key: {seen}")
@@ -166,7 +174,12 @@ def run():
     assert leave_warns(), "a pick is a change too"
     console()
 
-    step("keyboard only: the order of the edit page")
+    step("keyboard only: the order of the edit page, at 1280 and 375 px")
+    driver.set_window_size(375, 800)
+    go(HELLO)
+    find("#body-image-choose")
+    tab_order("history")
+    driver.set_window_size(1280, 800)
     go(HELLO)
     find("#body-image-choose")
     order = tab_order("history")

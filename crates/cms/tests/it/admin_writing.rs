@@ -54,7 +54,10 @@ fn the_edit_page_has_a_pinned_action_bar_a_labelled_preview_and_the_media_librar
     let page = tab.get(&location);
     assert_eq!(page.status, 200);
     assert!(page.header("content-type").unwrap().starts_with("text/html"));
+    let csp = page.header("content-security-policy").unwrap();
+    assert!(csp.contains("script-src 'self'") && csp.contains("style-src 'self'"), "{csp}");
     let body = &page.body;
+    assert!(!body.contains(" style=") && !body.contains("<script>"), "no inline style or script");
     // The bar: status, Save (with its shortcut), Publish, Preview; after the text.
     let bar = between(body, "<div class=\"action-bar\" id=\"action-bar\">", "</div>");
     assert!(bar.contains("Status: <span class=\"badge draft\" id=\"bar-status\">Draft</span>"), "{bar}");
@@ -178,6 +181,7 @@ fn the_media_page_offers_each_files_url_and_markdown_at_a_chosen_size() {
     let page = tab.get("/admin/media");
     assert_eq!(page.status, 200);
     let body = &page.body;
+    assert!(!body.contains(" style=") && !body.contains("<script>"), "no inline style or script");
     // Without the script the form still has its Upload button.
     assert!(body.contains("<button type=\"submit\" id=\"upload\">Upload</button>"));
 

@@ -3,7 +3,7 @@ crates/cms/tests/it/admin_writing.rs (`writing_works_in_a_real_browser`) on a co
 demo site, with the environment editor.py describes.
 
 Steps: the action bar (Save, Publish, Preview, the status) is in view without scrolling at
-1280x800 and 375x800 on the edit and new-item pages; axe-core on the edit page at both
+1280x800 and 375x800 on the edit and new-item pages; axe-core on both pages at both
 widths; a changed form (typed into, or an image picked) asks the browser to warn before
 leaving (its beforeunload handler cancels the event; classic WebDriver accepts the prompt
 itself, so the alert cannot be seen) and an unchanged one leaves at once; keyboard only: Tab walks the page in
@@ -144,6 +144,7 @@ def run():
     for width in (1280, 375):
         in_view_unscrolled("create", width)
     axe("the new item page", 1280)
+    axe("the new item page", 375)
     console()
 
     step("axe-core on the edit page at 1280 and 375 px")

@@ -30,6 +30,7 @@ pub mod item_form;
 pub mod model_form;
 pub mod model_view;
 pub mod pages;
+pub mod readable;
 pub mod security;
 pub mod throttle;
 pub mod view;

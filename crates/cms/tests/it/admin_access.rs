@@ -6,6 +6,7 @@
 //! navigation, tables as cards) is `tests/browser/access.py`.
 
 use crate::admin::{PASSWORD, Tab, user_with_password};
+use crate::admin_browser::{browser_tools, run_script};
 use crate::{Server, cms, demo_site, stdout};
 
 /// `<a ... href="HREF"` is on the page (an ampersand as askama escapes it).
@@ -211,4 +212,17 @@ fn share_links_take_a_date_and_time_and_theme_colours_a_colour_input() {
     let surface = [("csrf", csrf.as_str()), ("surface_color", "#112233")];
     assert_eq!(tab.post("/admin/theme", &surface, &[]).status, 303);
     assert!(tab.get("/admin/theme").body.contains("type=\"color\" value=\"#112233\""));
+}
+
+/// `tests/browser/access.py`: axe-core finds no serious or critical violation on any page
+/// at 1280 and 375 px, the focused element keeps a visible outline with forced colours
+/// emulated, the navigation folds behind Menu on a phone (header at most 80 px), and
+/// tables stack into cards there instead of scrolling sideways.
+#[test]
+fn every_page_passes_axe_at_both_widths_and_keeps_its_focus_outline_in_forced_colours() {
+    let site = demo_site();
+    user_with_password(site.path(), "owner@example.com", "owner");
+    let server = Server::start(site.path());
+    let Some(tools) = browser_tools() else { return };
+    run_script(&tools, "access.py", &server, &[]);
 }

@@ -54,8 +54,9 @@ struct ItemRow {
     title: String,
     filename: String,
     href: String,
-    /// `published`, `draft`, or why a published item is not live now (see [`shown_status`]).
-    status: &'static str,
+    /// `published`, `draft`, or why a published item is not live now (see [`shown_status`]),
+    /// and the badge's class.
+    status: (&'static str, &'static str),
     /// The item's date read as an instant, else as written.
     date: Result<Moment, String>,
     tags: String,
@@ -217,19 +218,21 @@ pub async fn list(
     })
 }
 
-/// An item's status as the list shows it: a published item that is not live now says why.
-fn shown_status(meta: &ItemMeta, now: i64) -> &'static str {
+/// An item's status as the list shows it, and its badge's class: a published item that is
+/// not live now says why.
+fn shown_status(meta: &ItemMeta, now: i64) -> (&'static str, &'static str) {
     match (meta.status, &meta.schedule) {
         (Status::Published, Some(schedule)) if !meta.live_at(now) => {
             if schedule.publish_at.is_some_and(|at| whole_secs(at) > now) {
-                "scheduled"
+                ("scheduled", "scheduled")
             } else if schedule.unpublish_at.is_some_and(|at| whole_secs(at) <= now) {
-                "expired"
+                ("expired", "expired")
             } else {
-                "not live"
+                // A `publish_date` that names no instant keeps the item hidden.
+                ("hidden: unreadable date", "hidden")
             }
         }
-        (status, _) => status.as_str(),
+        (status, _) => (status.as_str(), status.as_str()),
     }
 }
 

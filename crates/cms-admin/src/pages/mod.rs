@@ -64,7 +64,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         web::resource("/webhooks/remove")
             .route(web::get().to(webhooks::confirm_remove))
             .route(web::post().to(webhooks::remove)),
-        web::resource("/webhooks/log/clear").route(web::post().to(webhooks::clear_log)),
+        web::resource("/webhooks/log/clear")
+            .route(web::get().to(webhooks::confirm_clear_log))
+            .route(web::post().to(webhooks::clear_log)),
         web::resource("/theme").route(web::get().to(theme::form)).route(web::post().to(theme::save)),
         web::resource("/users").route(web::get().to(users::list)).route(web::post().to(users::add)),
         web::resource("/users/role").route(web::post().to(users::set_role)),

@@ -165,6 +165,24 @@ pub async fn remove(posted: PostedForm, state: web::Data<AdminState>) -> AdminRe
     Ok(view::see_other("/admin/webhooks?ok=webhook-removed"))
 }
 
+/// `GET /admin/webhooks/log/clear`: a confirmation first (the log is the only record of
+/// past deliveries).
+pub async fn confirm_clear_log(user: SignedIn, state: web::Data<AdminState>) -> AdminResult<HttpResponse> {
+    let entries = state.cms.webhook_log(&user.principal).await?.len();
+    view::ok(&ConfirmPage {
+        l: Layout::new(&state, &user, Section::Webhooks),
+        heading: "Clear the delivery log?".into(),
+        message: format!(
+            "{} of the delivery log will be deleted. Subscriptions stay as they are.",
+            crate::readable::count(entries, "entry", "entries")
+        ),
+        action: "/admin/webhooks/log/clear".into(),
+        fields: Vec::new(),
+        button: "Clear the log",
+        cancel: "/admin/webhooks".into(),
+    })
+}
+
 /// `POST /admin/webhooks/log/clear`
 pub async fn clear_log(posted: PostedForm, state: web::Data<AdminState>) -> AdminResult<HttpResponse> {
     state.cms.clear_webhook_log(&posted.user.principal).await?;

@@ -79,6 +79,7 @@ def run():
         (revoke, "the key revocation confirmation"),
         ("/admin/webhooks", "webhooks"),
         (remove_hook, "the webhook removal confirmation"),
+        ("/admin/webhooks/log/clear", "the delivery log clearing confirmation"),
         ("/admin/theme", "theme"),
         ("/admin/no-such-page", "a 404"),
     ]
@@ -97,6 +98,7 @@ def run():
         go(path)
         find("table.list")
         no_sideways_scroll(path)
+        shot(path.rsplit("/", 1)[-1] + "-375", 375)
     go("/admin/users")
     driver.set_window_size(375, 800)
     label = driver.execute_script(
@@ -112,8 +114,12 @@ def run():
     height = driver.execute_script("return document.querySelector('header.top').getBoundingClientRect().height")
     assert height <= 80, f"the header is {height} px tall at 375 px"
     assert not find("header nav").is_displayed(), "folded"
+    if SHOTS:
+        driver.save_screenshot(os.path.join(SHOTS, "home-375.png"))
     find("details.menu summary").click()
     wait.until(lambda d: find("header nav").is_displayed())
+    if SHOTS:
+        driver.save_screenshot(os.path.join(SHOTS, "menu-375.png"))
     find('header nav a[href="/admin/keys"]').click()
     wait.until(EC.url_contains("/admin/keys"))
     driver.set_window_size(1280, 900)

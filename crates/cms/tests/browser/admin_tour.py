@@ -305,7 +305,8 @@ try:
     find("#webhooks button[value=disable]").click()
     wait.until(EC.url_contains("ok=webhook-disabled"))
     assert "disabled" in text_of("#webhooks")
-    find("#clear-log").click()
+    find("#clear-log").click()  # a confirmation first
+    find("#confirm").click()
     wait.until(EC.url_contains("ok=log-cleared"))
     assert "No deliveries yet." in text_of("main")
     find("#webhooks a.danger").click()  # a confirmation first

@@ -89,6 +89,14 @@ fn revoking_a_key_and_removing_a_webhook_ask_first_and_each_control_names_its_ob
     assert_eq!(confirm.input("id"), hook);
     assert!(stdout(&cms(root, &["webhooks", "list"])).contains(&hook), "asking removes nothing");
     assert_eq!(tab.get("/admin/webhooks/remove?id=nope").status, 404);
+    let clear = tab.get("/admin/webhooks/log/clear");
+    assert_eq!(clear.status, 200, "{}", clear.body);
+    assert!(
+        clear.body.contains("0 entries of the delivery log will be deleted.")
+            && clear.body.contains("action=\"/admin/webhooks/log/clear\""),
+        "the log is cleared after a confirmation too: {}",
+        clear.body
+    );
     let removed = tab.post("/admin/webhooks/remove", &[("csrf", &csrf), ("id", &hook)], &[]);
     assert_eq!(removed.status, 303);
     assert_eq!(stdout(&cms(root, &["webhooks", "list"])), "");

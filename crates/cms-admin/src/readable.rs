@@ -71,9 +71,9 @@ fn relative(offset: Duration) -> Option<String> {
         return Some("just now".into());
     }
     let (n, one, many) = match away {
-        ..3_600 => (away / 60, "minute", "minutes"),
-        ..86_400 => (away / 3_600, "hour", "hours"),
-        ..604_800 => (away / 86_400, "day", "days"),
+        60..3_600 => (away / 60, "minute", "minutes"),
+        3_600..86_400 => (away / 3_600, "hour", "hours"),
+        86_400..604_800 => (away / 86_400, "day", "days"),
         _ => return None,
     };
     let amount = count(n as usize, one, many);

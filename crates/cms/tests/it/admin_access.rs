@@ -114,6 +114,14 @@ fn revoking_a_key_and_removing_a_webhook_ask_first_and_each_control_names_its_ob
     assert!(home.contains("New item<span class=\"sr-only\"> in Blog Posts</span>"), "{home}");
     // The navigation can fold behind a <details> on narrow screens (no script needed).
     assert!(home.contains("<details class=\"menu\"><summary>Menu</summary></details>"), "{home}");
+
+    // The confirmations are owner pages, like the actions they lead to.
+    user_with_password(root, "ed@example.com", "editor");
+    let mut editor = Tab::new(&server);
+    assert_eq!(editor.sign_in("ed@example.com", PASSWORD).status, 303);
+    for path in ["/admin/keys/revoke?id=x", "/admin/webhooks/remove?id=x", "/admin/webhooks/log/clear"] {
+        assert_eq!(editor.get(path).status, 403, "{path}");
+    }
 }
 
 #[test]

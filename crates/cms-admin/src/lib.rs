@@ -33,6 +33,7 @@ pub mod model_form;
 pub mod model_view;
 pub mod pages;
 pub mod preview;
+pub mod readable;
 pub mod security;
 pub mod throttle;
 pub mod view;

@@ -36,7 +36,7 @@ struct FileRow {
     name: String,
     url: String,
     size: String,
-    modified: String,
+    modified: crate::readable::Moment,
     is_image: bool,
     /// What a file that is not an image shows instead of a thumbnail: its extension.
     kind: String,
@@ -138,7 +138,7 @@ pub async fn browse(
             name: f.name.clone(),
             url: f.url.clone(),
             size: view::size(f.size),
-            modified: view::unix_time(f.modified),
+            modified: crate::readable::Moment::unix(f.modified),
             is_image: f.is_image,
             kind: f.name.rsplit_once('.').map_or("FILE".to_owned(), |(_, ext)| ext.to_uppercase()),
             delete_href: delete_href(&f.name),

@@ -271,14 +271,15 @@ try:
     wait.until(lambda d: find('[data-copied="new-key"]').text != "")
     assert api("/cms/collections/blog-posts/items?status=all", key) == 200
     shot("keys")
-    key_id = None
-    for button in driver.find_elements(By.CSS_SELECTOR, "#keys button"):
-        cells = button.find_element(By.XPATH, "./ancestor::tr").text
-        if "browser tour" in cells:
-            key_id = button.get_attribute("aria-label")
-            button.click()
+    revoke = None
+    for link in driver.find_elements(By.CSS_SELECTOR, "#keys a.danger"):
+        if "browser tour" in link.find_element(By.XPATH, "./ancestor::tr").text:
+            revoke = link
             break
-    assert key_id, "the new key is listed"
+    assert revoke, "the new key is listed"
+    revoke.click()  # a confirmation first
+    assert "browser tour" in text_of("h1")
+    find("#confirm").click()
     wait.until(EC.url_contains("ok=key-revoked"))
     assert "browser tour" not in text_of("main")
     assert api("/cms/collections/blog-posts/items?status=all", key) == 401, "a revoked key stops at once"
@@ -303,10 +304,12 @@ try:
     find("#webhooks button[value=disable]").click()
     wait.until(EC.url_contains("ok=webhook-disabled"))
     assert "disabled" in text_of("#webhooks")
-    find("#clear-log").click()
+    find("#clear-log").click()  # a confirmation first
+    find("#confirm").click()
     wait.until(EC.url_contains("ok=log-cleared"))
     assert "No deliveries yet." in text_of("main")
-    find("#webhooks button.danger").click()
+    find("#webhooks a.danger").click()  # a confirmation first
+    find("#confirm").click()
     wait.until(EC.url_contains("ok=webhook-removed"))
     assert "None yet." in text_of("main")
     console()

@@ -1,6 +1,7 @@
 //! The real `cms` binary on temporary sites: the CLI, and the server over HTTP.
 
 mod admin;
+mod admin_access;
 mod admin_browser;
 mod admin_model;
 mod admin_writing;

@@ -40,6 +40,7 @@ use actix_web::middleware::from_fn;
 use actix_web::{HttpResponse, web};
 use cms_core::Cms;
 use cms_core::config::SigninConfig;
+use cms_core::ports::SessionStore;
 use cms_core::session::{SessionPolicy, Sessions};
 
 pub use error::AdminError;
@@ -56,11 +57,19 @@ pub struct AdminState {
 }
 
 impl AdminState {
-    /// The editor of `cms`'s site; `signin` bounds its sign-in attempts.
-    pub fn new(cms: Arc<Cms>, signin: &SigninConfig, upload_limit: u64, form_limit: usize) -> Self {
+    /// The editor of `cms`'s site, its sessions kept in `sessions` (the site's store, so
+    /// that they outlive a restart and every server knows them); `signin` bounds its
+    /// sign-in attempts.
+    pub fn new(
+        cms: Arc<Cms>,
+        sessions: Arc<dyn SessionStore>,
+        signin: &SigninConfig,
+        upload_limit: u64,
+        form_limit: usize,
+    ) -> Self {
         Self {
             cms,
-            sessions: Sessions::new(SessionPolicy::default()),
+            sessions: Sessions::new(SessionPolicy::default(), sessions),
             throttle: throttle::Throttle::new(throttle::ThrottlePolicy::from(signin)),
             upload_limit,
             form_limit,

@@ -5,7 +5,7 @@ use cms_core::Ports;
 use cms_core::ports::{Clock, EventSink, Sharing, SiteStorage, WebhookDirectory};
 
 use crate::{
-    FsAccounts, FsChangeSource, FsContentStore, FsLicense, FsPreviewKeys, FsResourceStore, FsSettings,
+    FsAccounts, FsChangeSource, FsContentStore, FsLicense, FsPreviewKeys, FsResourceStore, FsSessionStore, FsSettings,
     FsSnapshots, FsStateDocuments, FsVariantStore, FsVersionStore, STATE_DIR,
 };
 
@@ -28,6 +28,7 @@ pub fn open(site: &Path) -> SiteStorage {
         snapshots: Arc::new(FsSnapshots::new(&state)),
         variants: Arc::new(FsVariantStore::new(&state)),
         previews: Arc::new(FsPreviewKeys::new(&state)),
+        sessions: Arc::new(FsSessionStore::new(&state)),
         state: Arc::new(FsStateDocuments::new(&state)),
         sharing: Sharing::OneServer,
         description: format!("site folder: {}", site.display()),

@@ -109,13 +109,16 @@ pub async fn submit(
     };
     attempt.succeeded();
     let (user, hash) = user;
-    let started = state.cms.start_session(
-        &state.sessions,
-        &user,
-        hash.as_deref(),
-        random::<TOKEN_RANDOM_BYTES>()?,
-        random::<TOKEN_RANDOM_BYTES>()?,
-    );
+    let started = state
+        .cms
+        .start_session(
+            &state.sessions,
+            &user,
+            hash.as_deref(),
+            random::<TOKEN_RANDOM_BYTES>()?,
+            random::<TOKEN_RANDOM_BYTES>()?,
+        )
+        .await?;
     let lifetime = state.sessions.policy().absolute.whole_seconds();
     let mut cookie = for_request(&req, session_cookie(SESSION_COOKIE, started.token));
     cookie.set_max_age(CookieDuration::seconds(lifetime));
@@ -130,7 +133,7 @@ pub async fn submit(
 
 /// `POST /admin/signout`: ends the session here and in the browser.
 pub async fn sign_out(form: PostedForm, state: web::Data<AdminState>) -> AdminResult<HttpResponse> {
-    state.sessions.end(&form.user.token);
+    state.sessions.end(&form.user.token).await?;
     let mut response = view::see_other("/admin/signin?out=1");
     response
         .add_removal_cookie(&session_cookie(SESSION_COOKIE, String::new()))

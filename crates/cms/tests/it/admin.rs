@@ -18,7 +18,7 @@ pub fn user_with_password(site: &Path, email: &str, role: &str) {
 }
 
 /// `cms users passwd --email E` with `input` on standard input.
-fn passwd(site: &Path, email: &str, input: &str) -> std::process::Output {
+pub(crate) fn passwd(site: &Path, email: &str, input: &str) -> std::process::Output {
     let mut child = Command::new(BIN)
         .args(["--site"])
         .arg(site)
@@ -37,7 +37,7 @@ fn passwd(site: &Path, email: &str, input: &str) -> std::process::Output {
 pub(crate) struct Tab<'a> {
     server: &'a Server,
     agent: ureq::Agent,
-    cookies: BTreeMap<String, String>,
+    pub(crate) cookies: BTreeMap<String, String>,
 }
 
 /// What came back: status, headers we look at, body.

@@ -3,6 +3,7 @@
 mod admin;
 mod admin_browser;
 mod admin_model;
+mod admin_sessions;
 mod caching;
 mod changes;
 mod cli;

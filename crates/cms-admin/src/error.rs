@@ -1,12 +1,25 @@
 //! The editor's one error type, answered as an HTML page with the matching status.
+//!
+//! Every error page sits inside the editor's frame (the full layout for a signed-in user,
+//! the site's name otherwise), says what happened in plain sentences and offers a way on:
+//! the start page, the page it came from, and the sign-in form where signing in is the way
+//! on (`401`, `429`, with how long to wait). A form that could not be acted on is shown
+//! again whole ([`crate::kept`]). [`ResponseError`] draws a plain page without the request;
+//! [`pages`], a middleware, draws it again with the request (session, cookies, the page
+//! the user came from) and keeps status and headers (`Retry-After`).
 
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::cookie::Cookie;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
-use actix_web::{HttpResponse, ResponseError};
+use actix_web::middleware::Next;
+use actix_web::{HttpMessage, HttpRequest, HttpResponse, ResponseError, web};
 use askama::Template;
 use cms_core::CoreError;
 
-use crate::cookies::{SESSION_COOKIE, session_cookie};
+use crate::cookies::{SESSION_COOKIE, SIGNIN_COOKIE, session_cookie};
+use crate::kept::{KeptForm, SIGNIN_EMAIL, SIGNIN_PASSWORD, Why};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
@@ -19,8 +32,8 @@ pub enum AdminError {
     SignInRequired { next: Option<String> },
     /// A state-changing request without the session's CSRF token, or from another site.
     #[error(
-        "this form was refused: it did not carry this session's security token (CSRF) or came from \
-         another site; reload the page and try again"
+        "this form was refused: it came from another site, or without this page's security token, so \
+         nothing was done"
     )]
     Csrf,
     /// Too many failed sign-ins for the account or the address.
@@ -30,6 +43,19 @@ pub enum AdminError {
     BadRequest(String),
     #[error("the page could not be drawn")]
     Template(#[from] askama::Error),
+    /// A form not acted on, shown again with everything typed and a way to send it.
+    #[error("nothing was saved yet: {}", kept_reason(&.0.why))]
+    Kept(Box<KeptForm>),
+}
+
+fn kept_reason(why: &Why) -> &'static str {
+    match why {
+        Why::SessionEnded => "the session had ended",
+        Why::SignInFailed => "wrong email or password",
+        Why::SignInExpired => "the sign-in form had expired",
+        Why::Throttled(_) => "signing in is paused",
+        Why::TokenRefused => "the form's security token is not this session's",
+    }
 }
 
 impl AdminError {
@@ -37,19 +63,115 @@ impl AdminError {
         Self::BadRequest(message.to_string())
     }
 
+    /// A form kept whole (see [`crate::kept`]).
+    pub fn kept(form: KeptForm) -> Self {
+        Self::Kept(Box::new(form))
+    }
+
     fn title(&self) -> &'static str {
-        match self.status_code() {
-            StatusCode::BAD_REQUEST => "That did not work",
-            StatusCode::UNAUTHORIZED => "Sign in first",
-            StatusCode::FORBIDDEN => "Not allowed",
-            StatusCode::NOT_FOUND => "Not found",
-            StatusCode::CONFLICT => "Conflict",
-            StatusCode::PRECONDITION_FAILED => "Changed meanwhile",
-            StatusCode::PAYLOAD_TOO_LARGE => "Too large",
-            StatusCode::TOO_MANY_REQUESTS => "Too many tries",
-            StatusCode::PAYMENT_REQUIRED => "No license",
-            _ => "Something went wrong",
+        match self {
+            Self::Kept(kept) => match kept.why {
+                Why::TokenRefused => "Send your changes again",
+                Why::Throttled(_) => "Too many sign-in attempts",
+                _ => "Sign in to keep your work",
+            },
+            Self::Throttled(_) => "Too many sign-in attempts",
+            Self::Csrf => "Not sent",
+            _ => match self.status_code() {
+                StatusCode::BAD_REQUEST => "That did not work",
+                StatusCode::UNAUTHORIZED => "Sign in to continue",
+                StatusCode::FORBIDDEN => "Not allowed",
+                StatusCode::NOT_FOUND => "Page not found",
+                StatusCode::CONFLICT => "Conflict",
+                StatusCode::PRECONDITION_FAILED => "Changed meanwhile",
+                StatusCode::PAYLOAD_TOO_LARGE => "Too large",
+                StatusCode::TOO_MANY_REQUESTS => "Too many tries",
+                StatusCode::PAYMENT_REQUIRED => "No license",
+                _ => "Something went wrong",
+            },
         }
+    }
+
+    /// What happened, in plain sentences.
+    fn sentences(&self) -> Vec<String> {
+        match self {
+            Self::Core(error) => vec![sentence(&message_of(error))],
+            Self::SignInRequired { .. } => {
+                vec!["You are not signed in, or your session has ended. Sign in to go on.".into()]
+            }
+            Self::Csrf => vec![
+                "This form came from another site, or without this page's security token, so nothing was done."
+                    .into(),
+                "Open the page in the editor and send the form from there.".into(),
+            ],
+            Self::Throttled(seconds) => vec![format!(
+                "After several failed tries, signing in is paused for this account or address for {}.",
+                seconds_text(*seconds)
+            )],
+            Self::BadRequest(message) => vec![sentence(message)],
+            Self::Template(_) => vec!["This page could not be drawn; the server log has the details.".into()],
+            Self::Kept(kept) => {
+                let kept_here = "What you typed is kept on this page.";
+                match kept.why {
+                    Why::SessionEnded => vec![
+                        "Your session ended before this form was sent, so nothing was saved yet.".into(),
+                        format!("{kept_here} Sign in, and it is sent as it is."),
+                    ],
+                    Why::SignInFailed => vec![
+                        "Wrong email or password (or no password is set for this account).".into(),
+                        format!("{kept_here} Try again."),
+                    ],
+                    Why::SignInExpired => vec![
+                        "This sign-in form had expired (another tab may have signed in first).".into(),
+                        format!("{kept_here} Sign in again."),
+                    ],
+                    Why::Throttled(seconds) => vec![
+                        format!(
+                            "After several failed tries, signing in is paused for {}.",
+                            seconds_text(seconds)
+                        ),
+                        format!("{kept_here} Sign in once the wait is over."),
+                    ],
+                    Why::TokenRefused => vec![
+                        "This form was opened before you last signed in, so it was not accepted and nothing \
+                         was saved yet."
+                            .into(),
+                        format!("{kept_here} Send it again."),
+                    ],
+                }
+            }
+        }
+    }
+
+    fn retry_after(&self) -> Option<u64> {
+        match self {
+            Self::Throttled(seconds) => Some(*seconds),
+            Self::Kept(kept) => match kept.why {
+                Why::Throttled(seconds) => Some(seconds),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+/// `no item x in posts` → `No item x in posts.`
+fn sentence(text: &str) -> String {
+    let text = text.trim();
+    let mut chars = text.chars();
+    let Some(first) = chars.next() else { return String::new() };
+    let mut out: String = first.to_uppercase().chain(chars).collect();
+    if !out.ends_with(['.', '!', '?', ')']) {
+        out.push('.');
+    }
+    out
+}
+
+fn seconds_text(seconds: u64) -> String {
+    match seconds {
+        1 => "1 second".into(),
+        s if s < 120 => format!("{s} seconds"),
+        s => format!("{} minutes", s.div_ceil(60)),
     }
 }
 
@@ -72,13 +194,118 @@ pub fn message_of(error: &CoreError) -> String {
     error.public_message()
 }
 
+/// The form on an error page: the inline sign-in, the sign-in page's form, or a kept
+/// form to send again.
+struct FormView {
+    action: String,
+    csrf: String,
+    hidden: Vec<(String, String)>,
+    /// With email and password inputs.
+    sign_in: bool,
+    email_name: &'static str,
+    password_name: &'static str,
+    email: String,
+    button: &'static str,
+}
+
+/// What an error page says and offers.
+struct Content {
+    title: &'static str,
+    message: Vec<String>,
+    retry_after: Option<u64>,
+    wait_text: String,
+    form: Option<FormView>,
+    typed: Vec<(String, String)>,
+    /// `(href, label)`: the ways on.
+    links: Vec<(String, &'static str)>,
+}
+
 #[derive(Template)]
 #[template(path = "error.html")]
 struct ErrorPage<'a> {
+    site_name: &'a str,
     assets: &'a str,
-    title: &'a str,
-    message: &'a str,
-    status: u16,
+    c: Content,
+}
+
+#[derive(Template)]
+#[template(path = "error_in_layout.html")]
+struct ErrorInLayout {
+    l: crate::view::Layout,
+    c: Content,
+}
+
+/// What the page knows of its request (none: the plain page of [`ResponseError`]).
+struct Context {
+    /// The session's CSRF token, when signed in.
+    session_csrf: Option<String>,
+    /// The sign-in form's token (also set in its cookie).
+    signin_csrf: Option<String>,
+    /// The editor page the request came from, if any.
+    back: Option<String>,
+    /// The path asked for.
+    path: String,
+}
+
+impl Content {
+    fn of(error: &AdminError, context: &Context) -> Self {
+        let retry_after = error.retry_after();
+        let mut content = Content {
+            title: error.title(),
+            message: error.sentences(),
+            retry_after,
+            wait_text: retry_after.map(seconds_text).unwrap_or_default(),
+            form: None,
+            typed: Vec::new(),
+            links: Vec::new(),
+        };
+        let back = context.back.clone().filter(|back| *back != context.path);
+        let sign_in_page = |csrf: &String, next: String| FormView {
+            action: "/admin/signin".into(),
+            csrf: csrf.clone(),
+            hidden: vec![("next".into(), next)],
+            sign_in: true,
+            email_name: "email",
+            password_name: "password",
+            email: String::new(),
+            button: "Sign in",
+        };
+        match error {
+            AdminError::Kept(kept) => {
+                content.typed = kept.typed();
+                let csrf = match kept.why {
+                    Why::TokenRefused => context.session_csrf.as_ref(),
+                    _ => context.signin_csrf.as_ref(),
+                };
+                content.form = csrf.map(|csrf| FormView {
+                    action: kept.action.clone(),
+                    csrf: csrf.clone(),
+                    hidden: kept.fields.clone(),
+                    sign_in: kept.why != Why::TokenRefused,
+                    email_name: SIGNIN_EMAIL,
+                    password_name: SIGNIN_PASSWORD,
+                    email: kept.email.clone(),
+                    button: if kept.why == Why::TokenRefused { "Send again" } else { "Sign in and send" },
+                });
+            }
+            AdminError::SignInRequired { .. } | AdminError::Throttled(_) => {
+                let next = back.clone().unwrap_or_else(|| "/admin/".into());
+                content.form = context.signin_csrf.as_ref().map(|csrf| sign_in_page(csrf, next));
+            }
+            // The sign-in form's own token was refused (a sign-in page left open too
+            // long): the form again, with a fresh one.
+            AdminError::Csrf if context.path == "/admin/signin" => {
+                content.message = vec!["This sign-in form had expired. Sign in again below.".into()];
+                content.form = context.signin_csrf.as_ref().map(|csrf| sign_in_page(csrf, "/admin/".into()));
+            }
+            _ => {}
+        }
+        if let Some(back) = back {
+            content.links.push((back, "Back to the page you came from"));
+        }
+        content.links.push(("/admin/".into(), "Go to the start page"));
+        content
+    }
 }
 
 impl ResponseError for AdminError {
@@ -91,9 +318,15 @@ impl ResponseError for AdminError {
             Self::Throttled(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Template(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Kept(kept) => match kept.why {
+                Why::TokenRefused => StatusCode::FORBIDDEN,
+                Why::Throttled(_) => StatusCode::TOO_MANY_REQUESTS,
+                Why::SessionEnded | Why::SignInFailed | Why::SignInExpired => StatusCode::UNAUTHORIZED,
+            },
         }
     }
 
+    /// The plain page (no request at hand); [`pages`] draws it again in the frame.
     fn error_response(&self) -> HttpResponse {
         if let Self::SignInRequired { next: Some(next) } = self {
             let location = format!("/admin/signin?next={}", crate::escape::query_escape(next));
@@ -101,32 +334,39 @@ impl ResponseError for AdminError {
             forget_session(&mut response);
             return response;
         }
-        let message = match self {
-            Self::Core(error) => message_of(error),
-            other => other.to_string(),
-        };
         if self.status_code().is_server_error() {
             tracing::error!(error = %self, "an editor page failed");
         }
-        let page = ErrorPage {
-            assets: crate::assets::VERSION.as_str(),
-            title: self.title(),
-            message: &message,
-            status: self.status_code().as_u16(),
-        };
-        let body = page.render().unwrap_or_else(|_| message.clone());
+        let context = Context { session_csrf: None, signin_csrf: None, back: None, path: String::new() };
+        let body = draw(self, &context, None, "the editor");
         let mut response =
             HttpResponse::build(self.status_code()).content_type("text/html; charset=utf-8").body(body);
-        if let Self::Throttled(seconds) = self
+        if let Some(seconds) = self.retry_after()
             && let Ok(value) = HeaderValue::from_str(&seconds.to_string())
         {
             response.headers_mut().insert(header::RETRY_AFTER, value);
         }
-        if matches!(self, Self::SignInRequired { .. }) {
+        if matches!(self, Self::SignInRequired { .. } | Self::Kept(_))
+            && !matches!(self, Self::Kept(kept) if kept.why == Why::TokenRefused)
+        {
             forget_session(&mut response);
         }
         response
     }
+}
+
+fn draw(
+    error: &AdminError,
+    context: &Context,
+    layout: Option<crate::view::Layout>,
+    site_name: &str,
+) -> String {
+    let c = Content::of(error, context);
+    let drawn = match layout {
+        Some(l) => ErrorInLayout { l, c }.render(),
+        None => ErrorPage { site_name, assets: crate::assets::VERSION.as_str(), c }.render(),
+    };
+    drawn.unwrap_or_else(|_| error.to_string())
 }
 
 /// The cookie named no session that stands (or none at all): tell the browser to drop it.
@@ -134,4 +374,118 @@ fn forget_session(response: &mut HttpResponse) {
     let _ = response.add_removal_cookie(&session_cookie(SESSION_COOKIE, String::new()));
 }
 
+/// A session an inline sign-in started while the request was answered: its cookie goes
+/// on the answer, whatever it is (see `auth::PostedForm`).
+#[derive(Clone)]
+pub struct StartedSession(pub Cookie<'static>);
+
+/// Draws every error page of the editor in its frame, with the request at hand, and puts
+/// the cookie of a session started on the way on the answer.
+pub async fn pages(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let mut res = next.call(req).await?.map_into_boxed_body();
+    let started = res.request().extensions().get::<StartedSession>().cloned();
+    if let Some(StartedSession(cookie)) = started {
+        let response = res.response_mut();
+        let _ = response.add_cookie(&cookie);
+        let _ = response.add_removal_cookie(&session_cookie(SIGNIN_COOKIE, String::new()));
+    }
+    let Some(error) = res.response().error().and_then(|e| e.as_error::<AdminError>()) else {
+        return Ok(res);
+    };
+    if matches!(error, AdminError::SignInRequired { next: Some(_) }) {
+        return Ok(res);
+    }
+    let request = res.request().clone();
+    let (body, signin_cookie) = redraw(&request, error).await;
+    let mut res = res.map_body(|_, _| BoxBody::new(body));
+    let response = res.response_mut();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    if let Some(cookie) = signin_cookie {
+        let _ = response.add_cookie(&cookie);
+    }
+    Ok(res)
+}
+
+/// The page of `error` for `req`, and the sign-in token's cookie when it has a sign-in form.
+async fn redraw(req: &HttpRequest, error: &AdminError) -> (String, Option<Cookie<'static>>) {
+    let Some(state) = req.app_data::<web::Data<crate::AdminState>>() else {
+        return (draw(error, &Context::plain(req), None, "the editor"), None);
+    };
+    let site_name = state.cms.site().name.clone();
+    // Signed in (a 403 or 404 met on the way): the page in the full layout.
+    let signed_in = match req.cookie(SESSION_COOKIE) {
+        Some(cookie) if !matches!(error, AdminError::SignInRequired { .. }) => {
+            match state.cms.resume_session(&state.sessions, cookie.value()).await {
+                Ok(Some((principal, session))) => {
+                    Some(crate::auth::SignedIn { principal, session, token: cookie.value().to_owned() })
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    let mut context = Context::plain(req);
+    context.session_csrf = signed_in.as_ref().map(|user| user.session.csrf.clone());
+    let wants_sign_in = match error {
+        AdminError::SignInRequired { .. } | AdminError::Throttled(_) => true,
+        AdminError::Kept(kept) => kept.why != Why::TokenRefused,
+        AdminError::Csrf => context.path == "/admin/signin",
+        _ => false,
+    };
+    let mut cookie = None;
+    if wants_sign_in {
+        // The token a sign-in page already set is used again, so that two tabs showing
+        // a sign-in form can both send it.
+        let existing = req.cookie(SIGNIN_COOKIE).map(|c| c.value().to_owned()).filter(|v| is_token(v));
+        let token = match existing {
+            Some(token) => Some(token),
+            None => crate::auth::random::<{ cms_core::session::TOKEN_RANDOM_BYTES }>().ok().map(hex::encode),
+        };
+        if let Some(token) = &token {
+            cookie = Some(crate::auth::for_request(req, session_cookie(SIGNIN_COOKIE, token.clone())));
+        }
+        context.signin_csrf = token;
+    }
+    let layout = signed_in.as_ref().map(|user| {
+        let mut layout = crate::view::Layout::new(state, user, crate::view::Section::Home);
+        for link in &mut layout.nav {
+            link.current = false;
+        }
+        layout
+    });
+    (draw(error, &context, layout, &site_name), cookie)
+}
+
+fn is_token(value: &str) -> bool {
+    value.len() == 64 && value.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+impl Context {
+    fn plain(req: &HttpRequest) -> Self {
+        Self {
+            session_csrf: None,
+            signin_csrf: None,
+            back: crate::auth::referring_page(req),
+            path: req.path().to_owned(),
+        }
+    }
+}
+
 pub type AdminResult<T> = Result<T, AdminError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_read_as_sentences() {
+        assert_eq!(sentence("no item x in posts"), "No item x in posts.");
+        assert_eq!(sentence("Done."), "Done.");
+        assert_eq!(seconds_text(1), "1 second");
+        assert_eq!(seconds_text(30), "30 seconds");
+        assert_eq!(seconds_text(900), "15 minutes");
+    }
+}

@@ -27,6 +27,7 @@ pub mod error;
 pub mod escape;
 pub mod forms;
 pub mod item_form;
+pub mod kept;
 pub mod model_form;
 pub mod model_view;
 pub mod pages;
@@ -87,6 +88,7 @@ pub fn mount(cfg: &mut web::ServiceConfig, state: web::Data<AdminState>) {
     .service(
         web::scope("/admin")
             .app_data(state)
+            .wrap(from_fn(error::pages))
             .wrap(from_fn(security::headers))
             .configure(pages::routes)
             .default_service(web::to(pages::not_found)),

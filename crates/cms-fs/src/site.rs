@@ -5,8 +5,8 @@ use cms_core::Ports;
 use cms_core::ports::{Clock, EventSink, Sharing, SiteStorage, WebhookDirectory};
 
 use crate::{
-    FsAccounts, FsChangeSource, FsContentStore, FsLicense, FsPreviewKeys, FsResourceStore, FsSessionStore, FsSettings,
-    FsSnapshots, FsStateDocuments, FsVariantStore, FsVersionStore, STATE_DIR,
+    FsAccounts, FsChangeSource, FsContentStore, FsLicense, FsPreviewKeys, FsResourceStore, FsSessionStore,
+    FsSettings, FsSnapshots, FsStateDocuments, FsVariantStore, FsVersionStore, STATE_DIR,
 };
 
 /// Opens the site folder `site` as a backend: every port on its files (its `.cms/` for

@@ -522,7 +522,11 @@ pub struct MemorySessionStore {
 
 impl Default for MemorySessionStore {
     fn default() -> Self {
-        Self { records: Mutex::default(), next_version: AtomicU64::new(1), now: AtomicI64::new(1_767_225_600) }
+        Self {
+            records: Mutex::default(),
+            next_version: AtomicU64::new(1),
+            now: AtomicI64::new(1_767_225_600),
+        }
     }
 }
 

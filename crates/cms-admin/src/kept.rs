@@ -65,7 +65,14 @@ impl KeptForm {
                     && !bookkeeping.contains(&name.as_str())
                     && !name.contains("password")
             })
-            .map(|(name, value)| (name.strip_prefix("fm.").unwrap_or(name).to_owned(), value.clone()))
+            .map(|(name, value)| {
+                let label = match name.as_str() {
+                    "body" => "text",
+                    "extra" => "other fields (YAML)",
+                    other => other.strip_prefix("fm.").unwrap_or(other),
+                };
+                (label.to_owned(), value.clone())
+            })
             .collect()
     }
 }
@@ -92,7 +99,7 @@ mod tests {
         assert_eq!(kept.email, "ed@example.com");
         assert_eq!(
             kept.typed(),
-            [("title".to_owned(), "Hello".to_owned()), ("body".to_owned(), "Line 1\r\nLine 2".to_owned())]
+            [("title".to_owned(), "Hello".to_owned()), ("text".to_owned(), "Line 1\r\nLine 2".to_owned())]
         );
         assert!(keeps_forms_of("/admin/collections/posts/items/a.md"));
         assert!(!keeps_forms_of("/admin/preview"));

@@ -255,3 +255,23 @@ fn error_pages_sit_in_the_layout_in_plain_sentences_with_a_way_on() {
     }
     assert!(locked.header("content-security-policy").is_some());
 }
+
+/// In a real browser (`tests/browser/sessions.py`): the text typed before the session
+/// ended comes back on the page, and signing in there saves it; error pages in the layout,
+/// the locked sign-in counting down; axe-core finds nothing serious on them.
+#[test]
+fn typed_work_survives_a_sign_out_in_a_real_browser() {
+    use crate::admin_browser::{browser_tools, run_script};
+    let site = demo_site();
+    user_with_password(site.path(), "owner@example.com", "owner");
+    user_with_password(site.path(), "editor@example.com", "editor");
+    let server = Server::start(site.path());
+    let Some(tools) = browser_tools() else { return };
+    run_script(&tools, "sessions.py", &server, &[]);
+    let file = std::fs::read_to_string(site.path().join(HELLO_FILE)).unwrap();
+    assert!(file.contains("title: Kept through a sign-out"), "{file}");
+    assert!(
+        file.contains("Typed in the browser while the session ended.\nSecond line, still here."),
+        "{file}"
+    );
+}

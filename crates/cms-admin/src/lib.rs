@@ -8,6 +8,11 @@
 //!   extractor that every page takes, and [`auth::PostedForm`], the one way a
 //!   state-changing form is read: it checks the session's CSRF token and the request's
 //!   origin before a handler sees a field.
+//!   Sessions live in the site's store (`cms_core::session`), so they outlive a restart
+//!   and every server of a bucket site knows them.
+//! - [`kept`]: a form that could not be acted on (its session ended, its token is another
+//!   session's) is shown again whole and sent again, with an inline sign-in.
+//! - [`error`]: every error page in the editor's frame, in plain sentences with a way on.
 //! - [`throttle`]: failed sign-ins slow down further tries, per account and per address.
 //! - [`security`]: the headers of every page (a strict `Content-Security-Policy` with no
 //!   inline script or style, no framing, no caching).

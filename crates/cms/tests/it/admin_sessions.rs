@@ -236,6 +236,25 @@ fn error_pages_sit_in_the_layout_in_plain_sentences_with_a_way_on() {
     );
     assert_eq!(signed.status, 303, "{}", signed.body);
 
+    // A sign-in form left open too long (its token replaced): the form again, fresh.
+    let mut late = Tab::new(&server);
+    late.get("/admin/signin");
+    let stale = late.post(
+        "/admin/signin",
+        &[("csrf", &"0".repeat(64)), ("email", "ed@example.com"), ("password", PASSWORD)],
+        &[],
+    );
+    assert_eq!(stale.status, 403, "{}", stale.body);
+    assert!(stale.body.contains("This sign-in form had expired"), "{}", stale.body);
+    let fresh = stale.input("csrf");
+    assert_eq!(late.cookies.get("cms_signin"), Some(&fresh));
+    let signed = late.post(
+        "/admin/signin",
+        &[("csrf", &fresh), ("email", "ed@example.com"), ("password", PASSWORD), ("next", "/admin/")],
+        &[],
+    );
+    assert_eq!(signed.status, 303, "{}", signed.body);
+
     // 429: how long to wait (also in Retry-After, with a countdown), and the form.
     let mut guesser = Tab::new(&server);
     for _ in 0..5 {

@@ -100,8 +100,8 @@ async fn signed_in(req: &HttpRequest) -> AdminResult<SignedIn> {
 /// `csrf` field) matched the session's and the request came from this site. Every
 /// state-changing urlencoded form goes through this.
 ///
-/// A form from this site's own pages (its `Origin` or `Sec-Fetch-Site` says so) that
-/// cannot be acted on is never dropped: one whose session ended, or whose token is another
+/// A form from this site's own pages (its `Origin` or `Sec-Fetch-Site` says so, and it
+/// carries a token as the editor's forms do) that cannot be acted on is never dropped: one whose session ended, or whose token is another
 /// session's, is answered with everything it sent ([`AdminError::Kept`]), in a form that
 /// sends it again, with an inline sign-in when there is no session. That sign-in comes
 /// back here: checked like the sign-in page's (its own token and cookie, the throttle,
@@ -125,8 +125,11 @@ impl FromRequest for PostedForm {
             let limit = state_of(&req).form_limit;
             let user = match signed_in {
                 Ok(user) => user,
-                Err(AdminError::SignInRequired { .. }) if keeps => {
+                Err(AdminError::SignInRequired { next }) if keeps => {
                     let fields = read_form(&req, payload, limit).await?;
+                    if !made_by_the_editor(&fields) {
+                        return Err(AdminError::SignInRequired { next });
+                    }
                     let user = sign_in_inline(&req, &fields).await?;
                     return Ok(Self { user, fields: fields.without(&[SIGNIN_EMAIL, SIGNIN_PASSWORD]) });
                 }
@@ -135,13 +138,21 @@ impl FromRequest for PostedForm {
             let fields = read_form(&req, payload, limit).await?;
             match check_csrf(&fields, &user.session.csrf) {
                 Ok(()) => Ok(Self { user, fields }),
-                Err(_) if keeps => {
+                Err(_) if keeps && made_by_the_editor(&fields) => {
                     Err(AdminError::kept(KeptForm::new(Why::TokenRefused, &action_of(&req), &fields)))
                 }
                 Err(error) => Err(error),
             }
         })
     }
+}
+
+/// Whether a form looks like one of the editor's own: they all carry a token (`csrf`, 64
+/// hex digits), if perhaps no longer the session's. One without is not offered back.
+fn made_by_the_editor(fields: &Fields) -> bool {
+    fields.get("csrf").is_some_and(|token| {
+        token.len() == 2 * TOKEN_RANDOM_BYTES && token.bytes().all(|b| b.is_ascii_hexdigit())
+    })
 }
 
 /// Where a form was posted (path and query): the kept form goes there again.

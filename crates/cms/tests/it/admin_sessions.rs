@@ -160,6 +160,12 @@ fn a_save_with_another_sessions_token_is_kept_and_sent_again_in_one_click() {
     let file = std::fs::read_to_string(site.path().join(HELLO_FILE)).unwrap();
     assert!(file.contains("title: Typed after the session ended"), "{file}");
 
+    // A form the editor did not make (no token at all), even from this site: refused.
+    let tokenless = tab.post(HELLO, &with_csrf(&typed, "")[1..], &origin);
+    assert_eq!(tokenless.status, 403);
+    assert!(tokenless.body.contains("security token"), "{}", tokenless.body);
+    assert!(!tokenless.body.contains("Typed while signed out"), "{}", tokenless.body);
+
     // From another site: refused, and nothing of it is offered back to be sent.
     let forged = tab.post(HELLO, &with_csrf(&typed, &old_csrf), &[("Origin", "https://evil.example")]);
     assert_eq!(forged.status, 403);

@@ -139,7 +139,7 @@ impl FromRequest for PostedForm {
             match check_csrf(&fields, &user.session.csrf) {
                 Ok(()) => Ok(Self { user, fields }),
                 Err(_) if keeps && made_by_the_editor(&fields) => {
-                    Err(AdminError::kept(KeptForm::new(Why::TokenRefused, &action_of(&req), &fields)))
+                    Err(AdminError::kept(KeptForm::new(Why::TokenRefused, &action_of(&req), fields.pairs())))
                 }
                 Err(error) => Err(error),
             }
@@ -164,7 +164,7 @@ fn action_of(req: &HttpRequest) -> String {
 /// carries a good password with the sign-in's own token; then a new session, whose cookie
 /// the answer gets (`error::pages`).
 async fn sign_in_inline(req: &HttpRequest, fields: &Fields) -> AdminResult<SignedIn> {
-    let keep = |why| AdminError::kept(KeptForm::new(why, &action_of(req), fields));
+    let keep = |why| AdminError::kept(KeptForm::new(why, &action_of(req), fields.pairs()));
     if fields.get(SIGNIN_PASSWORD).is_none() {
         return Err(keep(Why::SessionEnded));
     }
@@ -175,13 +175,18 @@ async fn sign_in_inline(req: &HttpRequest, fields: &Fields) -> AdminResult<Signe
     let email = fields.text(SIGNIN_EMAIL).trim().to_ascii_lowercase();
     match sign_in(req, &email, fields.text(SIGNIN_PASSWORD).to_owned()).await? {
         SignIn::Started { user, cookie } => {
-            req.extensions_mut().insert(crate::error::StartedSession(cookie));
+            req.extensions_mut().insert(StartedSession(cookie));
             Ok(*user)
         }
         SignIn::Refused => Err(keep(Why::SignInFailed)),
         SignIn::Locked(seconds) => Err(keep(Why::Throttled(seconds))),
     }
 }
+
+/// A session an inline sign-in started while the request was answered: its cookie goes
+/// on the answer, whatever it is (`error_pages::pages` puts it there).
+#[derive(Clone)]
+pub struct StartedSession(pub Cookie<'static>);
 
 /// What a sign-in came to.
 pub enum SignIn {

@@ -4,21 +4,17 @@
 //! the site's name otherwise), says what happened in plain sentences and offers a way on:
 //! the start page, the page it came from, and the sign-in form where signing in is the way
 //! on (`401`, `429`, with how long to wait). A form that could not be acted on is shown
-//! again whole ([`crate::kept`]). [`ResponseError`] draws a plain page without the request;
-//! [`pages`], a middleware, draws it again with the request (session, cookies, the page
-//! the user came from) and keeps status and headers (`Retry-After`).
+//! again whole (`kept.rs`). [`ResponseError`] draws a plain page without the request;
+//! `error_pages.rs`, a middleware, draws it again with the request (session, cookies, the
+//! page the user came from) and keeps status and headers (`Retry-After`).
 
-use actix_web::body::{BoxBody, MessageBody};
-use actix_web::cookie::Cookie;
-use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
-use actix_web::middleware::Next;
-use actix_web::{HttpMessage, HttpRequest, HttpResponse, ResponseError, web};
+use actix_web::{HttpResponse, ResponseError};
 use askama::Template;
 use cms_core::CoreError;
 
-use crate::cookies::{SESSION_COOKIE, SIGNIN_COOKIE, session_cookie};
+use crate::cookies::{SESSION_COOKIE, session_cookie};
 use crate::kept::{KeptForm, SIGNIN_EMAIL, SIGNIN_PASSWORD, Why};
 
 #[derive(Debug, thiserror::Error)]
@@ -196,28 +192,28 @@ pub fn message_of(error: &CoreError) -> String {
 
 /// The form on an error page: the inline sign-in, the sign-in page's form, or a kept
 /// form to send again.
-struct FormView {
-    action: String,
-    csrf: String,
-    hidden: Vec<(String, String)>,
+pub(crate) struct FormView {
+    pub(crate) action: String,
+    pub(crate) csrf: String,
+    pub(crate) hidden: Vec<(String, String)>,
     /// With email and password inputs.
-    sign_in: bool,
-    email_name: &'static str,
-    password_name: &'static str,
-    email: String,
-    button: &'static str,
+    pub(crate) sign_in: bool,
+    pub(crate) email_name: &'static str,
+    pub(crate) password_name: &'static str,
+    pub(crate) email: String,
+    pub(crate) button: &'static str,
 }
 
 /// What an error page says and offers.
-struct Content {
-    title: &'static str,
-    message: Vec<String>,
-    retry_after: Option<u64>,
-    wait_text: String,
-    form: Option<FormView>,
-    typed: Vec<(String, String)>,
+pub(crate) struct Content {
+    pub(crate) title: &'static str,
+    pub(crate) message: Vec<String>,
+    pub(crate) retry_after: Option<u64>,
+    pub(crate) wait_text: String,
+    pub(crate) form: Option<FormView>,
+    pub(crate) typed: Vec<(String, String)>,
     /// `(href, label)`: the ways on.
-    links: Vec<(String, &'static str)>,
+    pub(crate) links: Vec<(String, &'static str)>,
 }
 
 #[derive(Template)]
@@ -228,27 +224,20 @@ struct ErrorPage<'a> {
     c: Content,
 }
 
-#[derive(Template)]
-#[template(path = "error_in_layout.html")]
-struct ErrorInLayout {
-    l: crate::view::Layout,
-    c: Content,
-}
-
 /// What the page knows of its request (none: the plain page of [`ResponseError`]).
-struct Context {
+pub(crate) struct Context {
     /// The session's CSRF token, when signed in.
-    session_csrf: Option<String>,
+    pub(crate) session_csrf: Option<String>,
     /// The sign-in form's token (also set in its cookie).
-    signin_csrf: Option<String>,
+    pub(crate) signin_csrf: Option<String>,
     /// The editor page the request came from, if any.
-    back: Option<String>,
+    pub(crate) back: Option<String>,
     /// The path asked for.
-    path: String,
+    pub(crate) path: String,
 }
 
 impl Content {
-    fn of(error: &AdminError, context: &Context) -> Self {
+    pub(crate) fn of(error: &AdminError, context: &Context) -> Self {
         let retry_after = error.retry_after();
         let mut content = Content {
             title: error.title(),
@@ -326,7 +315,8 @@ impl ResponseError for AdminError {
         }
     }
 
-    /// The plain page (no request at hand); [`pages`] draws it again in the frame.
+    /// The plain page (no request at hand); `error_pages::pages` draws it again in the
+    /// frame.
     fn error_response(&self) -> HttpResponse {
         if let Self::SignInRequired { next: Some(next) } = self {
             let location = format!("/admin/signin?next={}", crate::escape::query_escape(next));
@@ -338,7 +328,7 @@ impl ResponseError for AdminError {
             tracing::error!(error = %self, "an editor page failed");
         }
         let context = Context { session_csrf: None, signin_csrf: None, back: None, path: String::new() };
-        let body = draw(self, &context, None, "the editor");
+        let body = draw(self, &context, "the editor");
         let mut response =
             HttpResponse::build(self.status_code()).content_type("text/html; charset=utf-8").body(body);
         if let Some(seconds) = self.retry_after()
@@ -355,123 +345,16 @@ impl ResponseError for AdminError {
     }
 }
 
-fn draw(
-    error: &AdminError,
-    context: &Context,
-    layout: Option<crate::view::Layout>,
-    site_name: &str,
-) -> String {
+/// The page of `error` in the frame of a visitor who is not signed in.
+pub(crate) fn draw(error: &AdminError, context: &Context, site_name: &str) -> String {
     let c = Content::of(error, context);
-    let drawn = match layout {
-        Some(l) => ErrorInLayout { l, c }.render(),
-        None => ErrorPage { site_name, assets: crate::assets::VERSION.as_str(), c }.render(),
-    };
-    drawn.unwrap_or_else(|_| error.to_string())
+    let page = ErrorPage { site_name, assets: crate::assets::VERSION.as_str(), c };
+    page.render().unwrap_or_else(|_| error.to_string())
 }
 
 /// The cookie named no session that stands (or none at all): tell the browser to drop it.
 fn forget_session(response: &mut HttpResponse) {
     let _ = response.add_removal_cookie(&session_cookie(SESSION_COOKIE, String::new()));
-}
-
-/// A session an inline sign-in started while the request was answered: its cookie goes
-/// on the answer, whatever it is (see `auth::PostedForm`).
-#[derive(Clone)]
-pub struct StartedSession(pub Cookie<'static>);
-
-/// Draws every error page of the editor in its frame, with the request at hand, and puts
-/// the cookie of a session started on the way on the answer.
-pub async fn pages(
-    req: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let mut res = next.call(req).await?.map_into_boxed_body();
-    let started = res.request().extensions().get::<StartedSession>().cloned();
-    if let Some(StartedSession(cookie)) = started {
-        let response = res.response_mut();
-        let _ = response.add_cookie(&cookie);
-        let _ = response.add_removal_cookie(&session_cookie(SIGNIN_COOKIE, String::new()));
-    }
-    let Some(error) = res.response().error().and_then(|e| e.as_error::<AdminError>()) else {
-        return Ok(res);
-    };
-    if matches!(error, AdminError::SignInRequired { next: Some(_) }) {
-        return Ok(res);
-    }
-    let request = res.request().clone();
-    let (body, signin_cookie) = redraw(&request, error).await;
-    let mut res = res.map_body(|_, _| BoxBody::new(body));
-    let response = res.response_mut();
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
-    if let Some(cookie) = signin_cookie {
-        let _ = response.add_cookie(&cookie);
-    }
-    Ok(res)
-}
-
-/// The page of `error` for `req`, and the sign-in token's cookie when it has a sign-in form.
-async fn redraw(req: &HttpRequest, error: &AdminError) -> (String, Option<Cookie<'static>>) {
-    let Some(state) = req.app_data::<web::Data<crate::AdminState>>() else {
-        return (draw(error, &Context::plain(req), None, "the editor"), None);
-    };
-    let site_name = state.cms.site().name.clone();
-    // Signed in (a 403 or 404 met on the way): the page in the full layout.
-    let signed_in = match req.cookie(SESSION_COOKIE) {
-        Some(cookie) if !matches!(error, AdminError::SignInRequired { .. }) => {
-            match state.cms.resume_session(&state.sessions, cookie.value()).await {
-                Ok(Some((principal, session))) => {
-                    Some(crate::auth::SignedIn { principal, session, token: cookie.value().to_owned() })
-                }
-                _ => None,
-            }
-        }
-        _ => None,
-    };
-    let mut context = Context::plain(req);
-    context.session_csrf = signed_in.as_ref().map(|user| user.session.csrf.clone());
-    let wants_sign_in = match error {
-        AdminError::SignInRequired { .. } | AdminError::Throttled(_) => true,
-        AdminError::Kept(kept) => kept.why != Why::TokenRefused,
-        AdminError::Csrf => context.path == "/admin/signin",
-        _ => false,
-    };
-    let mut cookie = None;
-    if wants_sign_in {
-        // The token a sign-in page already set is used again, so that two tabs showing
-        // a sign-in form can both send it.
-        let existing = req.cookie(SIGNIN_COOKIE).map(|c| c.value().to_owned()).filter(|v| is_token(v));
-        let token = match existing {
-            Some(token) => Some(token),
-            None => crate::auth::random::<{ cms_core::session::TOKEN_RANDOM_BYTES }>().ok().map(hex::encode),
-        };
-        if let Some(token) = &token {
-            cookie = Some(crate::auth::for_request(req, session_cookie(SIGNIN_COOKIE, token.clone())));
-        }
-        context.signin_csrf = token;
-    }
-    let layout = signed_in.as_ref().map(|user| {
-        let mut layout = crate::view::Layout::new(state, user, crate::view::Section::Home);
-        for link in &mut layout.nav {
-            link.current = false;
-        }
-        layout
-    });
-    (draw(error, &context, layout, &site_name), cookie)
-}
-
-fn is_token(value: &str) -> bool {
-    value.len() == 64 && value.bytes().all(|b| b.is_ascii_hexdigit())
-}
-
-impl Context {
-    fn plain(req: &HttpRequest) -> Self {
-        Self {
-            session_csrf: None,
-            signin_csrf: None,
-            back: crate::auth::referring_page(req),
-            path: req.path().to_owned(),
-        }
-    }
 }
 
 pub type AdminResult<T> = Result<T, AdminError>;

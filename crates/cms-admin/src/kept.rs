@@ -2,8 +2,7 @@
 //! had ended, its security token was refused, or the sign-in sent with it failed. The
 //! answer shows it again, with what was typed and a way to send it (signing in on the
 //! spot when needed); see `error.rs` for the page and `auth.rs` for the inline sign-in.
-
-use crate::forms::Fields;
+//! A leaf: it names no other module of the crate.
 
 /// The names of the inline sign-in's inputs: distinct from any field a kept form may have
 /// (the Users page has its own `email` and `password`).
@@ -39,18 +38,15 @@ pub struct KeptForm {
 }
 
 impl KeptForm {
-    pub fn new(why: Why, action: &str, fields: &Fields) -> Self {
+    /// `fields` as the form sent them, in order.
+    pub fn new(why: Why, action: &str, fields: &[(String, String)]) -> Self {
         let dropped = ["csrf", SIGNIN_EMAIL, SIGNIN_PASSWORD];
+        let email = fields.iter().find(|(name, _)| name == SIGNIN_EMAIL).map(|(_, value)| value.trim());
         Self {
             why,
             action: action.to_owned(),
-            fields: fields
-                .pairs()
-                .iter()
-                .filter(|(name, _)| !dropped.contains(&name.as_str()))
-                .cloned()
-                .collect(),
-            email: fields.text(SIGNIN_EMAIL).trim().to_owned(),
+            fields: fields.iter().filter(|(name, _)| !dropped.contains(&name.as_str())).cloned().collect(),
+            email: email.unwrap_or_default().to_owned(),
         }
     }
 
@@ -89,11 +85,12 @@ mod tests {
 
     #[test]
     fn a_kept_form_drops_its_token_and_the_sign_in_but_keeps_every_field() {
-        let fields = Fields::parse(
+        let fields = crate::forms::Fields::parse(
             b"csrf=old&etag=%22e%22&form=model&fm.title=Hello&body=Line+1%0D%0ALine+2&action=publish\
               &signin_email=ed%40example.com&signin_password=secret&empty=",
         );
-        let kept = KeptForm::new(Why::SessionEnded, "/admin/collections/posts/items/a.md", &fields);
+        let fields = fields.pairs();
+        let kept = KeptForm::new(Why::SessionEnded, "/admin/collections/posts/items/a.md", fields);
         let names: Vec<&str> = kept.fields.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["etag", "form", "fm.title", "body", "action", "empty"]);
         assert_eq!(kept.email, "ed@example.com");

@@ -12,7 +12,8 @@
 //!   and every server of a bucket site knows them.
 //! - [`kept`]: a form that could not be acted on (its session ended, its token is another
 //!   session's) is shown again whole and sent again, with an inline sign-in.
-//! - [`error`]: every error page in the editor's frame, in plain sentences with a way on.
+//! - [`error`], [`error_pages`]: every error page in the editor's frame, in plain
+//!   sentences with a way on.
 //! - [`throttle`]: failed sign-ins slow down further tries, per account and per address.
 //! - [`security`]: the headers of every page (a strict `Content-Security-Policy` with no
 //!   inline script or style, no framing, no caching).
@@ -29,6 +30,7 @@ pub mod auth;
 pub mod cookies;
 pub mod diff;
 pub mod error;
+pub mod error_pages;
 pub mod escape;
 pub mod forms;
 pub mod item_form;
@@ -93,7 +95,7 @@ pub fn mount(cfg: &mut web::ServiceConfig, state: web::Data<AdminState>) {
     .service(
         web::scope("/admin")
             .app_data(state)
-            .wrap(from_fn(error::pages))
+            .wrap(from_fn(error_pages::pages))
             .wrap(from_fn(security::headers))
             .configure(pages::routes)
             .default_service(web::to(pages::not_found)),

@@ -100,10 +100,11 @@ impl AdminError {
                     .into(),
                 "Open the page in the editor and send the form from there.".into(),
             ],
-            Self::Throttled(seconds) => vec![format!(
-                "After several failed tries, signing in is paused for this account or address for {}.",
-                seconds_text(*seconds)
-            )],
+            Self::Throttled(_) => vec![
+                "After several failed tries, signing in to this account (or from this address) is paused for \
+                 a while."
+                    .into(),
+            ],
             Self::BadRequest(message) => vec![sentence(message)],
             Self::Template(_) => vec!["This page could not be drawn; the server log has the details.".into()],
             Self::Kept(kept) => {
@@ -121,11 +122,8 @@ impl AdminError {
                         "This sign-in form had expired (another tab may have signed in first).".into(),
                         format!("{kept_here} Sign in again."),
                     ],
-                    Why::Throttled(seconds) => vec![
-                        format!(
-                            "After several failed tries, signing in is paused for {}.",
-                            seconds_text(seconds)
-                        ),
+                    Why::Throttled(_) => vec![
+                        "After several failed tries, signing in is paused for a while.".into(),
                         format!("{kept_here} Sign in once the wait is over."),
                     ],
                     Why::TokenRefused => vec![

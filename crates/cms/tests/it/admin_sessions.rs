@@ -226,8 +226,14 @@ fn error_pages_sit_in_the_layout_in_plain_sentences_with_a_way_on() {
     );
 
     // 401: the sign-in form, with its own token in a cookie.
-    let unsigned = stranger.post("/admin/media/folder", &[("name", "x")], &[]);
+    let media = format!("{}/admin/media?folder=0", server.base);
+    let unsigned = stranger.post("/admin/media/folder", &[("name", "x")], &[("Referer", &media)]);
     assert_eq!(unsigned.status, 401, "{}", unsigned.body);
+    assert!(
+        unsigned.body.contains(r#"<a href="/admin/media?folder=0">Back to the page you came from</a>"#),
+        "{}",
+        unsigned.body
+    );
     assert!(unsigned.body.contains("<h1>Sign in to continue</h1>"), "{}", unsigned.body);
     assert!(unsigned.body.contains(r#"action="/admin/signin""#), "{}", unsigned.body);
     assert!(unsigned.body.contains(r#"name="password" type="password""#), "{}", unsigned.body);
@@ -241,6 +247,13 @@ fn error_pages_sit_in_the_layout_in_plain_sentences_with_a_way_on() {
         &[],
     );
     assert_eq!(signed.status, 303, "{}", signed.body);
+    assert_eq!(signed.header("location"), Some("/admin/media?folder=0"), "back where it was");
+    let elsewhere = Tab::new(&server).post(
+        "/admin/media/folder",
+        &[("name", "x")],
+        &[("Referer", "https://evil.example/admin/media")],
+    );
+    assert!(!elsewhere.body.contains("Back to the page"), "another site is no way back: {}", elsewhere.body);
 
     // A sign-in form left open too long (its token replaced): the form again, fresh.
     let mut late = Tab::new(&server);
@@ -299,4 +312,35 @@ fn typed_work_survives_a_sign_out_in_a_real_browser() {
         file.contains("Typed in the browser while the session ended.\nSecond line, still here."),
         "{file}"
     );
+}
+
+#[test]
+fn a_kept_form_stays_kept_while_signing_in_is_paused() {
+    let site = demo_site();
+    user_with_password(site.path(), "ed@example.com", "editor");
+    let server = Server::start(site.path());
+    let origin = [("Origin", server.base.as_str())];
+    let mut tab = Tab::new(&server);
+    assert_eq!(tab.sign_in("ed@example.com", PASSWORD).status, 303);
+    let page = tab.get(HELLO);
+    let (csrf, etag) = (page.input("csrf"), page.input("etag"));
+    assert_eq!(tab.post("/admin/signout", &[("csrf", &csrf)], &[]).status, 303);
+    let mut guesser = Tab::new(&server);
+    for _ in 0..5 {
+        assert_eq!(guesser.sign_in("ed@example.com", "wrong password").status, 401);
+    }
+
+    let typed = typed_save(&etag);
+    let kept = tab.post(HELLO, &with_csrf(&typed, &csrf), &origin);
+    assert_eq!(kept.status, 401);
+    let signin_csrf = kept.input("csrf");
+    let mut fields = with_csrf(&typed, &signin_csrf);
+    fields.extend([("signin_email", "ed@example.com"), ("signin_password", PASSWORD)]);
+    let paused = tab.post(HELLO, &fields, &origin);
+    assert_eq!(paused.status, 429, "{}", paused.body);
+    assert!(paused.header("retry-after").is_some_and(|s| s.parse::<u64>().unwrap() >= 1));
+    assert!(paused.body.contains("<h1>Too many sign-in attempts</h1>"), "{}", paused.body);
+    assert!(paused.body.contains("data-countdown="), "{}", paused.body);
+    assert!(paused.body.contains(r#"value="ed@example.com""#), "the email stays filled in");
+    assert_keeps_everything(&paused.body);
 }

@@ -5,6 +5,7 @@ mod admin_access;
 mod admin_browser;
 mod admin_model;
 mod admin_writing;
+mod admin_sessions;
 mod caching;
 mod changes;
 mod cli;

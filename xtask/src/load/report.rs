@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use super::cases::Case;
-use super::writes::{CONCURRENT_WRITERS, Visibility, WRITE_SIZE, WriteFigures, Writes};
+use super::writes::{
+    CONCURRENT_WRITERS, ValidationCost, Visibility, WRITE_SIZE, WriteFigures, Writes, median,
+};
 use super::wrk::Figures;
 
 pub struct Report {
@@ -438,8 +440,9 @@ fn write_verdicts(writes: Option<&Result<WriteFigures, String>>) -> Vec<Verdict>
     let one_target = "one writer p99 < 10 ms".to_owned();
     let many_target = format!("{CONCURRENT_WRITERS} writers ≥ 1,040 writes/s");
     let edit_target = "outside edit visible < 1 s".to_owned();
+    let validation_target = "the model adds < 5% to a write's server CPU".to_owned();
     let Some(Ok(writes)) = writes else {
-        return [one_target, many_target, edit_target]
+        return [one_target, many_target, edit_target, validation_target]
             .into_iter()
             .map(|target| Verdict { target, measured: "not measured".into(), met: false })
             .collect();
@@ -466,7 +469,41 @@ fn write_verdicts(writes: Option<&Result<WriteFigures, String>>) -> Vec<Verdict>
             measured: visibility(&writes.outside_edit),
             met: visible.is_some_and(|delay| delay < Duration::from_secs(1)),
         },
+        Verdict {
+            target: validation_target,
+            measured: match &writes.validation {
+                Ok(cost) => cost.added_share().map_or_else(|| "no writes".into(), signed_percent),
+                Err(error) => format!("failed: {error}"),
+            },
+            met: writes
+                .validation
+                .as_ref()
+                .is_ok_and(|cost| cost.added_share().is_some_and(|share| share < 0.05)),
+        },
     ]
+}
+
+fn signed_percent(share: f64) -> String {
+    format!("{:+.1}%", share * 100.0)
+}
+
+/// The rounds of the validation cost, and the medians.
+fn validation_section(validation: &Result<ValidationCost, String>) -> String {
+    let cost = match validation {
+        Ok(cost) => cost,
+        Err(error) => return format!("\nValidation cost: not measured: {error}\n"),
+    };
+    let rounds = |values: &[f64]| values.iter().map(|v| format!("{v:.0}")).collect::<Vec<_>>().join(", ");
+    let median_of = |values: &[f64]| median(values).map_or_else(String::new, |v| format!("{v:.0}"));
+    format!(
+        "\nServer CPU per write ({CONCURRENT_WRITERS} writers, µs; rounds in turn, then the median): \
+         with the model {} → **{}**; the same items without a model {} → **{}**; the model adds {}.\n",
+        rounds(&cost.modelled_us),
+        median_of(&cost.modelled_us),
+        rounds(&cost.plain_us),
+        median_of(&cost.plain_us),
+        cost.added_share().map_or_else(|| "nothing measurable".into(), signed_percent),
+    )
 }
 
 fn writes_section(writes: &Result<WriteFigures, String>) -> String {
@@ -497,6 +534,7 @@ fn writes_section(writes: &Result<WriteFigures, String>) -> String {
         "\nOutside edit (new title, renamed into place) visible in the item route after: {}\n",
         visibility(&writes.outside_edit)
     );
+    out += &validation_section(&writes.validation);
     out
 }
 

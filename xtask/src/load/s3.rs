@@ -103,8 +103,8 @@ pub fn run(root: &Path, duration: Duration) -> anyhow::Result<()> {
 
     settle(&node_a);
     let slugs = &site.published_slugs;
-    let one = writes::run_writers(&node_a.base, &site.owner_key, &slugs[..1]);
-    let many = writes::run_writers(&node_a.base, &site.owner_key, &slugs[1..=16]);
+    let one = writes::run_writers(&node_a.base, &site.owner_key, super::sitegen::COLLECTION, &slugs[..1]);
+    let many = writes::run_writers(&node_a.base, &site.owner_key, super::sitegen::COLLECTION, &slugs[1..=16]);
     writeln!(
         report,
         "\n| Writes (PATCH, conditional PUT) | writes/s | p50 | p99 | failures |\n|---|---|---|---|---|"

@@ -11,13 +11,18 @@ use std::process::Command;
 use anyhow::{Context, bail};
 
 /// Change this whenever the generated files change, so that old sites are remade.
-const GENERATOR_VERSION: &str = "bench-site v3";
+const GENERATOR_VERSION: &str = "bench-site v4";
 /// The collection's folder, and its address in URLs (the slug of its label).
 pub const CONTENT_DIR: &str = "content/posts";
 pub const COLLECTION: &str = "posts";
 const OWNER: &str = "bench-owner@example.com";
 /// Files of ours inside the site folder (the server never reads or serves them).
 const BENCH_DIR: &str = ".bench";
+/// The collection without a model (see `CONFIG`), and how many of the first published
+/// items it holds too: one per writer of the write cases.
+pub const PLAIN_COLLECTION: &str = "notes";
+const PLAIN_DIR: &str = "content/notes";
+pub const PLAIN_ITEMS: usize = super::writes::CONCURRENT_WRITERS;
 
 const CONFIG: &str = "# Written by `cargo xtask bench`: one dated collection with a content model, the
 # demo's license.
@@ -37,6 +42,12 @@ collections:
       tags: { type: tags }
       author: { type: string }
       rating: { type: integer, min: 1, max: 5 }
+  # The same first items without a model: what validation adds to a write is measured
+  # beside them.
+  - label: Notes
+    path: content/notes
+    page_path: /notes
+    date_prefix: true
 license:
   public_key: null
 ";
@@ -132,6 +143,11 @@ fn write_files(site: &Path, items: usize) -> anyhow::Result<()> {
     let mut slugs = String::new();
     for item in (0..items).map(Item::nth).filter(|item| item.published) {
         writeln!(slugs, "{}", item.slug)?;
+    }
+    let plain = site.join(PLAIN_DIR);
+    fs::create_dir_all(&plain)?;
+    for item in (0..items).map(Item::nth).filter(|item| item.published).take(PLAIN_ITEMS) {
+        fs::write(plain.join(item.filename()), item.text())?;
     }
     fs::write(site.join(BENCH_DIR).join("published-slugs.txt"), slugs)?;
     Ok(())

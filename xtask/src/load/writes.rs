@@ -1,6 +1,8 @@
 //! Writes, measured at 10,000 items: one writer saving one item over and over, many
-//! writers each saving its own item at once, and how soon an edit made outside the
-//! server (a file renamed into place, as editors save) shows in the item route.
+//! writers each saving its own item at once, how soon an edit made outside the server (a
+//! file renamed into place, as editors save) shows in the item route, and what checking
+//! a write against the collection's model costs (the server's CPU per write in the
+//! modelled collection beside the same items in a collection without a model).
 
 use std::fs;
 use std::path::PathBuf;
@@ -10,7 +12,8 @@ use anyhow::Context;
 
 use super::cases::item_path;
 use super::client::Client;
-use super::sitegen::{BenchSite, CONTENT_DIR};
+use super::process::Server;
+use super::sitegen::{BenchSite, COLLECTION, CONTENT_DIR, PLAIN_COLLECTION, PLAIN_ITEMS};
 
 /// The site size at which writes are measured.
 pub const WRITE_SIZE: usize = 10_000;
@@ -20,11 +23,38 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// A cap on loops, should requests fail instantly for the whole write time.
 const MAX_WRITES_PER_WRITER: u64 = 100_000;
 const VISIBILITY_CAP: Duration = Duration::from_secs(10);
+/// Rounds of the validation cost: each collection is measured this many times, in turn.
+const COST_ROUNDS: usize = 3;
+/// Linux's clock ticks per second, the unit of a process's CPU time in `/proc`.
+const TICKS_PER_SECOND: f64 = 100.0;
 
 pub struct WriteFigures {
     pub one_writer: Writes,
     pub many_writers: Writes,
     pub outside_edit: Visibility,
+    pub validation: Result<ValidationCost, String>,
+}
+
+/// The server's CPU time per write, in microseconds, each round: in the collection with a
+/// model and in the one without.
+pub struct ValidationCost {
+    pub modelled_us: Vec<f64>,
+    pub plain_us: Vec<f64>,
+}
+
+impl ValidationCost {
+    /// What the model adds to a write's CPU, as a share of a write without it (medians of
+    /// the rounds).
+    pub fn added_share(&self) -> Option<f64> {
+        let (modelled, plain) = (median(&self.modelled_us)?, median(&self.plain_us)?);
+        (plain > 0.0).then(|| (modelled - plain) / plain)
+    }
+}
+
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied()
 }
 
 /// What a group of writers achieved.
@@ -58,21 +88,54 @@ pub enum Visibility {
 }
 
 /// Needs `CONCURRENT_WRITERS + 2` published items; the server must be answering.
-pub fn measure(base: &str, site: &BenchSite) -> anyhow::Result<WriteFigures> {
+pub fn measure(server: &Server, site: &BenchSite) -> anyhow::Result<WriteFigures> {
+    let base = server.base.as_str();
     let slugs = &site.published_slugs;
     if slugs.len() < CONCURRENT_WRITERS + 2 {
         anyhow::bail!("the site has too few published items for the write cases");
     }
-    let one_writer = run_writers(base, &site.owner_key, &slugs[..1]);
-    let many_writers = run_writers(base, &site.owner_key, &slugs[1..=CONCURRENT_WRITERS]);
+    let one_writer = run_writers(base, &site.owner_key, COLLECTION, &slugs[..1]);
+    let many_writers = run_writers(base, &site.owner_key, COLLECTION, &slugs[1..=CONCURRENT_WRITERS]);
     let outside_edit = outside_edit(base, site, &slugs[CONCURRENT_WRITERS + 1])
         .unwrap_or_else(|error| Visibility::Failed(format!("{error:#}")));
-    Ok(WriteFigures { one_writer, many_writers, outside_edit })
+    let validation = validation_cost(server, site).map_err(|error| format!("{error:#}"));
+    Ok(WriteFigures { one_writer, many_writers, outside_edit, validation })
 }
 
-/// One thread per slug, each with its own connection, `PATCH`ing its item for
-/// `WRITE_TIME`.
-pub fn run_writers(base: &str, key: &str, slugs: &[String]) -> Writes {
+/// `CONCURRENT_WRITERS` writers in the modelled collection, then the same in the one
+/// without a model (the same items, the same `PATCH`), `COST_ROUNDS` times in turn; the
+/// server's CPU time over each run divided by its writes.
+fn validation_cost(server: &Server, site: &BenchSite) -> anyhow::Result<ValidationCost> {
+    let slugs = &site.published_slugs[..PLAIN_ITEMS.min(site.published_slugs.len())];
+    let mut cost = ValidationCost { modelled_us: Vec::new(), plain_us: Vec::new() };
+    for _ in 0..COST_ROUNDS {
+        for (collection, into) in
+            [(COLLECTION, &mut cost.modelled_us), (PLAIN_COLLECTION, &mut cost.plain_us)]
+        {
+            super::settle(server);
+            into.push(cpu_per_write(server, &site.owner_key, collection, slugs)?);
+        }
+    }
+    Ok(cost)
+}
+
+fn cpu_per_write(server: &Server, key: &str, collection: &str, slugs: &[String]) -> anyhow::Result<f64> {
+    let cpu = || server.cpu_ticks().context("cannot read the server's CPU time from /proc");
+    let before = cpu()?;
+    let writes = run_writers(&server.base, key, collection, slugs);
+    let used = cpu()?.saturating_sub(before);
+    if let Some(failure) = writes.first_failure {
+        anyhow::bail!("{} writes in {collection} failed (first: {failure})", writes.failures);
+    }
+    if writes.latencies.is_empty() {
+        anyhow::bail!("no write in {collection} succeeded");
+    }
+    Ok(used as f64 / TICKS_PER_SECOND * 1e6 / writes.latencies.len() as f64)
+}
+
+/// One thread per slug, each with its own connection, `PATCH`ing its item of
+/// `collection` for `WRITE_TIME`.
+pub fn run_writers(base: &str, key: &str, collection: &str, slugs: &[String]) -> Writes {
     let started = Instant::now();
     let deadline = started + WRITE_TIME;
     // A new value on every write and every run, so that every write changes the file.
@@ -82,7 +145,7 @@ pub fn run_writers(base: &str, key: &str, slugs: &[String]) -> Writes {
         let writers: Vec<_> = slugs
             .iter()
             .map(|slug| {
-                let url = format!("{base}{}", item_path(slug));
+                let url = format!("{base}/cms/collections/{collection}/items/{slug}");
                 scope.spawn(move || write_until(&url, key, deadline, first_value))
             })
             .collect();
@@ -184,6 +247,14 @@ mod tests {
             Some("---\ntitle: New\ndate: 2024-05-01\n---\n\ntitle: in the body\n")
         );
         assert_eq!(with_title("---\ndate: 2024-05-01\n---\n", "New"), None);
+    }
+
+    #[test]
+    fn the_validation_cost_is_the_medians_difference_over_the_plain_write() {
+        let cost =
+            ValidationCost { modelled_us: vec![110.0, 300.0, 105.0], plain_us: vec![100.0, 90.0, 400.0] };
+        assert_eq!(cost.added_share(), Some(0.1));
+        assert_eq!(ValidationCost { modelled_us: vec![1.0], plain_us: vec![] }.added_share(), None);
     }
 
     #[test]

@@ -359,11 +359,26 @@ pub trait Clock: Send + Sync {
 }
 
 /// One stored snapshot of an item.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VersionStamp {
     /// Unix seconds; unique per item.
     pub timestamp: i64,
     pub size: u64,
+    /// Who made the change that kept it (see [`crate::policy::Caller::author`]); `None` for
+    /// versions kept before authors were recorded.
+    pub author: Option<String>,
+}
+
+/// Characters of a version's author kept at most.
+pub const MAX_AUTHOR_CHARS: usize = 200;
+
+/// A version's author as stores keep it and read it back: one line of at most
+/// [`MAX_AUTHOR_CHARS`], without control characters; `None` when nothing is left. Stores
+/// keep it beside the snapshot, so that the snapshot's own bytes stay the item's.
+pub fn author_line(raw: &str) -> Option<String> {
+    let line: String = raw.chars().filter(|c| !c.is_control()).take(MAX_AUTHOR_CHARS).collect();
+    let line = line.trim();
+    (!line.is_empty()).then(|| line.to_owned())
 }
 
 /// An item's current bytes to keep as its newest version (see
@@ -375,6 +390,8 @@ pub struct KeepSnapshot<'a> {
     pub now: i64,
     /// How many snapshots the item keeps (`versions.keep`).
     pub keep: usize,
+    /// Who makes the change the snapshot is kept for.
+    pub author: Option<&'a str>,
 }
 
 /// What keeping a version means for the write it was kept for (see
@@ -416,7 +433,7 @@ impl KeepSnapshot<'_> {
 /// served as items. Keyed by collection and item filename, so a deleted item keeps it.
 #[async_trait]
 pub trait VersionStore: Send + Sync {
-    /// The snapshots of one item file, in any order.
+    /// The snapshots of one item file, in any order, each with its author.
     async fn list_versions(
         &self,
         collection: &Collection,
@@ -434,15 +451,27 @@ pub trait VersionStore: Send + Sync {
         name: &ItemFilename,
         timestamp: i64,
     ) -> CoreResult<Option<Vec<u8>>>;
-    /// Stores a snapshot atomically; `Conflict` if that timestamp is taken (a shared store
-    /// may accept the very same bytes again: two servers keeping one version at once).
+    /// The author kept with one snapshot; `None` when none was kept (an older version) or
+    /// there is no such snapshot.
+    async fn version_author(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+    ) -> CoreResult<Option<String>>;
+    /// Stores a snapshot atomically, with its author when given; `Conflict` if that
+    /// timestamp is taken (a shared store may accept the very same bytes again: two
+    /// servers keeping one version at once). The author is kept best effort, after the
+    /// bytes: a crash between the two leaves a version whose author is unknown.
     async fn save_version(
         &self,
         collection: &Collection,
         name: &ItemFilename,
         timestamp: i64,
         bytes: &[u8],
+        author: Option<&str>,
     ) -> CoreResult<()>;
+    /// Removes a snapshot and its author.
     async fn remove_version(
         &self,
         collection: &Collection,
@@ -474,7 +503,7 @@ pub trait VersionStore: Send + Sync {
         {
             return Ok(KeptVersion::default());
         }
-        self.save_version(collection, name, plan.timestamp, snapshot.bytes).await?;
+        self.save_version(collection, name, plan.timestamp, snapshot.bytes, snapshot.author).await?;
         for old in plan.drop {
             self.remove_version(collection, name, old).await?;
         }
@@ -666,8 +695,9 @@ mod tests {
 
     #[test]
     fn a_snapshot_plan_keeps_timestamps_unique_and_drops_the_oldest() {
-        let plan =
-            |now, keep, timestamps: &[i64]| KeepSnapshot { bytes: b"", now, keep }.plan(timestamps.to_vec());
+        let plan = |now, keep, timestamps: &[i64]| {
+            KeepSnapshot { bytes: b"", now, keep, author: None }.plan(timestamps.to_vec())
+        };
         assert_eq!(plan(100, 3, &[]), SnapshotPlan { newest: None, timestamp: 100, drop: vec![] });
         assert_eq!(
             plan(100, 3, &[90, 100, 95]),

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use cms_core::collection::Collection;
-use cms_core::ports::{FileStamp, KeepSnapshot, KeptVersion, SnapshotPlan, VersionStamp, VersionStore};
+use cms_core::ports::{
+    FileStamp, KeepSnapshot, KeptVersion, SnapshotPlan, VersionStamp, VersionStore, author_line,
+};
 use cms_core::slug::ItemFilename;
 use cms_core::{CoreError, CoreResult};
 
@@ -17,14 +19,18 @@ use crate::history_memo::{KnownHistories, KnownHistory, digest, folder_stamp};
 use crate::stamp;
 
 /// History under `.cms/versions/<collection path>/<item filename>/<timestamp>.md`: inside
-/// the private state folder, so snapshots are never listed or served as items.
+/// the private state folder, so snapshots are never listed or served as items. Who made the
+/// change that kept a version is the one line of `<timestamp>.author` beside it (versions
+/// kept before authors were recorded have none): written after the snapshot without an
+/// fsync of its own, so a crash right after a write may leave that version's author
+/// unknown, never its bytes.
 ///
 /// With the site's item files at hand ([`FsVersionStore::linking_items_of`]), the snapshot
 /// a write keeps is the item's own file under a second name (a hard link) whenever that
-/// file holds the bytes to keep: no copy, no new file, no fsync of data; the write then
-/// renames its new file over the item's name, which leaves the old one to the history
-/// alone. Such a snapshot keeps the item file's mode and owner (a copy is 0600); its bytes
-/// are the same either way. Where a link cannot be made (another file system, a file
+/// file holds the bytes to keep: no copy, no fsync of data (the author's line is the one new
+/// file); the write then renames its new file over the item's name, which leaves the old
+/// one to the history alone. Such a snapshot keeps the item file's mode and owner (a copy
+/// is 0600); its bytes are the same either way. Where a link cannot be made (another file system, a file
 /// changed meanwhile), the bytes are copied as before. Between the link and the write's
 /// rename the item's file and its newest snapshot are one file. A program that rewrites
 /// the item in place (not by rename) in that moment changes both; the write then finds
@@ -89,6 +95,10 @@ impl FsVersionStore {
     fn version_path(&self, collection: &Collection, name: &ItemFilename, timestamp: i64) -> PathBuf {
         self.item_dir(collection, name).join(format!("{timestamp}.md"))
     }
+
+    fn author_path(&self, collection: &Collection, name: &ItemFilename, timestamp: i64) -> PathBuf {
+        self.item_dir(collection, name).join(format!("{timestamp}.author"))
+    }
 }
 
 /// Entries of a folder; a missing folder has none.
@@ -115,7 +125,8 @@ impl FsVersionStore {
             let Some(timestamp) = entry.file_name().to_str().and_then(timestamp_of) else { continue };
             let meta = entry.metadata().map_err(io_error(&entry.path()))?;
             if meta.is_file() {
-                versions.push(VersionStamp { timestamp, size: meta.len() });
+                let author = self.version_author_blocking(collection, name, timestamp)?;
+                versions.push(VersionStamp { timestamp, size: meta.len(), author });
             }
         }
         Ok(versions)
@@ -152,19 +163,69 @@ impl FsVersionStore {
         }
     }
 
+    fn version_author_blocking(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+    ) -> CoreResult<Option<String>> {
+        let path = self.author_path(collection, name, timestamp);
+        match fs::read(&path) {
+            Ok(bytes) => Ok(author_line(&String::from_utf8_lossy(&bytes))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_error(&path)(e)),
+        }
+    }
+
+    /// Records who kept the version at `timestamp` (or that nobody is known, replacing what
+    /// a removed version of that timestamp left). Best effort: the version is kept already,
+    /// so a failure is logged, not answered.
+    fn keep_author_blocking(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+        author: Option<&str>,
+    ) {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = self.author_path(collection, name, timestamp);
+        let kept = match author.and_then(author_line) {
+            Some(line) => fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&path)
+                .and_then(|mut file| file.write_all(line.as_bytes())),
+            None => match fs::remove_file(&path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            },
+        };
+        if let Err(error) = kept {
+            tracing::warn!(path = %path.display(), %error, "a version's author was not kept");
+        }
+    }
+
     fn save_version_blocking(
         &self,
         collection: &Collection,
         name: &ItemFilename,
         timestamp: i64,
         bytes: &[u8],
+        author: Option<&str>,
     ) -> CoreResult<()> {
         let path = self.version_path(collection, name, timestamp);
         match atomic::create_private(&path, bytes) {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 Err(CoreError::Conflict(format!("version {timestamp} of {} exists", name.as_str())))
             }
-            other => other.map_err(io_error(&path)),
+            Err(e) => Err(io_error(&path)(e)),
+            Ok(()) => {
+                self.keep_author_blocking(collection, name, timestamp, author);
+                Ok(())
+            }
         }
     }
 
@@ -174,11 +235,15 @@ impl FsVersionStore {
         name: &ItemFilename,
         timestamp: i64,
     ) -> CoreResult<()> {
-        let path = self.version_path(collection, name, timestamp);
-        match fs::remove_file(&path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io_error(&path)(e)),
-            _ => Ok(()),
+        for path in
+            [self.version_path(collection, name, timestamp), self.author_path(collection, name, timestamp)]
+        {
+            match fs::remove_file(&path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_error(&path)(e)),
+                _ => {}
+            }
         }
+        Ok(())
     }
 
     /// [`VersionStore::keep_version`]'s steps, in one trip to the blocking pool: from what
@@ -224,7 +289,7 @@ impl FsVersionStore {
         if plan.newest.is_some() && newest == Some(bytes_digest) {
             return Ok(Kept { timestamps, newest: bytes_digest, linked: None });
         }
-        match self.store_snapshot(collection, name, snapshot.bytes, &plan, timestamps) {
+        match self.store_snapshot(collection, name, &snapshot, &plan, timestamps) {
             Ok((timestamps, linked)) => Ok(Kept { timestamps, newest: bytes_digest, linked }),
             // The timestamp was taken unseen by another process: decide again, once, from
             // the folder.
@@ -241,14 +306,18 @@ impl FsVersionStore {
         &self,
         collection: &Collection,
         name: &ItemFilename,
-        bytes: &[u8],
+        snapshot: &KeepSnapshot<'_>,
         plan: &SnapshotPlan,
         mut timestamps: Vec<i64>,
     ) -> CoreResult<(Vec<i64>, Option<LinkedSnapshot>)> {
+        let bytes = snapshot.bytes;
         let linked = match self.link_item_blocking(collection, name, plan.timestamp, bytes)? {
-            Some(stamp) => Some(LinkedSnapshot { timestamp: plan.timestamp, stamp }),
+            Some(stamp) => {
+                self.keep_author_blocking(collection, name, plan.timestamp, snapshot.author);
+                Some(LinkedSnapshot { timestamp: plan.timestamp, stamp })
+            }
             None => {
-                self.save_version_blocking(collection, name, plan.timestamp, bytes)?;
+                self.save_version_blocking(collection, name, plan.timestamp, bytes, snapshot.author)?;
                 None
             }
         };
@@ -333,7 +402,11 @@ impl FsVersionStore {
         for entry in entries(&self.root.join(&collection.path))? {
             let Ok(file_name) = entry.file_name().into_string() else { continue };
             let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-            if is_dir && ItemFilename::parse(&file_name).is_some() && !entries(&entry.path())?.is_empty() {
+            let holds_a_version = |entries: Vec<fs::DirEntry>| {
+                entries.iter().any(|e| e.file_name().to_str().and_then(timestamp_of).is_some())
+            };
+            if is_dir && ItemFilename::parse(&file_name).is_some() && holds_a_version(entries(&entry.path())?)
+            {
                 names.push(file_name);
             }
         }
@@ -367,18 +440,29 @@ impl VersionStore for FsVersionStore {
         blocking::run(move || store.read_version_blocking(&collection, &name, timestamp)).await
     }
 
+    async fn version_author(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+    ) -> CoreResult<Option<String>> {
+        let (store, collection, name) = (self.clone(), collection.clone(), name.clone());
+        blocking::run(move || store.version_author_blocking(&collection, &name, timestamp)).await
+    }
+
     async fn save_version(
         &self,
         collection: &Collection,
         name: &ItemFilename,
         timestamp: i64,
         bytes: &[u8],
+        author: Option<&str>,
     ) -> CoreResult<()> {
-        let (store, collection, name, bytes) =
-            (self.clone(), collection.clone(), name.clone(), bytes.to_vec());
+        let (store, collection, name, bytes, author) =
+            (self.clone(), collection.clone(), name.clone(), bytes.to_vec(), author.map(str::to_owned));
         blocking::run(move || {
             store.known.forget(&store.item_dir(&collection, &name));
-            store.save_version_blocking(&collection, &name, timestamp, &bytes)
+            store.save_version_blocking(&collection, &name, timestamp, &bytes, author.as_deref())
         })
         .await
     }
@@ -408,10 +492,16 @@ impl VersionStore for FsVersionStore {
         name: &ItemFilename,
         snapshot: KeepSnapshot<'_>,
     ) -> CoreResult<KeptVersion> {
-        let (store, collection, name, bytes) =
-            (self.clone(), collection.clone(), name.clone(), snapshot.bytes.to_vec());
+        let (store, collection, name, bytes, author) = (
+            self.clone(),
+            collection.clone(),
+            name.clone(),
+            snapshot.bytes.to_vec(),
+            snapshot.author.map(str::to_owned),
+        );
         let linked = blocking::run(move || {
-            store.keep_snapshot_blocking(&collection, &name, KeepSnapshot { bytes: &bytes, ..snapshot })
+            let snapshot = KeepSnapshot { bytes: &bytes, author: author.as_deref(), ..snapshot };
+            store.keep_snapshot_blocking(&collection, &name, snapshot)
         })
         .await?;
         Ok(LinkedSnapshot::kept(linked))
@@ -442,7 +532,9 @@ mod tests {
 
     fn keep(store: &FsVersionStore, bytes: &[u8], now: i64) {
         let item = ItemFilename::parse("hello.md").unwrap();
-        store.keep_snapshot_blocking(&posts(), &item, KeepSnapshot { bytes, now, keep: 3 }).unwrap();
+        store
+            .keep_snapshot_blocking(&posts(), &item, KeepSnapshot { bytes, now, keep: 3, author: None })
+            .unwrap();
     }
 
     fn history(store: &FsVersionStore) -> Vec<(i64, String)> {
@@ -471,7 +563,9 @@ mod tests {
         let store = FsVersionStore::new(&site.path().join(".cms")).linking_items_of(items);
         let item = ItemFilename::parse("hello.md").unwrap();
         let keep = |bytes: &[u8], now| {
-            store.keep_snapshot_blocking(&posts(), &item, KeepSnapshot { bytes, now, keep: 3 }).unwrap()
+            store
+                .keep_snapshot_blocking(&posts(), &item, KeepSnapshot { bytes, now, keep: 3, author: None })
+                .unwrap()
         };
 
         let shared = keep(b"one", 200).expect("kept through the item's file");
@@ -501,7 +595,7 @@ mod tests {
         let store =
             FsVersionStore::new(&site.path().join(".cms")).linking_items_of(FsContentStore::new(site.path()));
         let item = ItemFilename::parse("hello.md").unwrap();
-        let snapshot = KeepSnapshot { bytes: b"one", now: 200, keep: 3 };
+        let snapshot = KeepSnapshot { bytes: b"one", now: 200, keep: 3, author: None };
         let kept = store.keep_version(&posts(), &item, snapshot).await.unwrap();
         assert!(kept.item_stamp.is_some(), "linked");
 

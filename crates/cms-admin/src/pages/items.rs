@@ -85,6 +85,9 @@ struct ItemsPage {
     tags: Vec<(String, bool)>,
     pages: Vec<PageLink>,
     skipped: Vec<(String, String)>,
+    /// After a delete: its Undo.
+    undo: Option<super::deleted::Undo>,
+    deleted_href: String,
 }
 
 /// `GET /admin/collections/{collection}?status=&tag=&q=&page=`
@@ -188,6 +191,8 @@ pub async fn list(
         .collect();
     view::ok(&ItemsPage {
         l,
+        undo: super::deleted::Undo::offered(&req, &user, collection),
+        deleted_href: super::deleted::list_href(collection),
         collection: CollectionLink::of(collection),
         items,
         total,
@@ -594,7 +599,7 @@ pub async fn delete(
     let (collection, item) = path.into_inner();
     let collection = state.cms.collection(&collection)?;
     let etag = posted.fields.get("etag").filter(|e| !e.is_empty());
-    state
+    let outcome = state
         .cms
         .delete_item(
             &posted.user.principal,
@@ -603,7 +608,8 @@ pub async fn delete(
             etag.map(Precondition::from_if_match).as_ref(),
         )
         .await?;
-    Ok(view::see_other(&format!("/admin/collections/{}?ok=deleted", collection.slug)))
+    let undo = format!("undo={}", query_escape(&outcome.filename));
+    Ok(view::see_other(&format!("/admin/collections/{}?ok=deleted&{undo}", collection.slug)))
 }
 
 impl ItemForm {

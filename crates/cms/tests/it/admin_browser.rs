@@ -93,7 +93,6 @@ fn the_editor_works_in_a_real_browser() {
 }
 
 /// What a browser script needs: a Python with selenium, Chromium, its driver, axe-core.
-#[allow(dead_code)] // used by the browser scripts that come with issue 36
 pub struct BrowserTools {
     python: PathBuf,
     chromium: PathBuf,
@@ -103,7 +102,6 @@ pub struct BrowserTools {
 
 /// The browser tools, or `None` after recording the check as skipped (a failure under
 /// `CMS_REQUIRE_VALIDATORS=1`).
-#[allow(dead_code)]
 pub fn browser_tools() -> Option<BrowserTools> {
     let chromium = tool("CMS_CHROMIUM", "/usr/bin/chromium");
     let driver = tool("CMS_CHROMEDRIVER", "/usr/bin/chromedriver");
@@ -131,7 +129,6 @@ pub fn browser_tools() -> Option<BrowserTools> {
 /// Runs `tests/browser/{script}` (which imports `tests/browser/editor.py`) against
 /// `server`, signed in as `owner@example.com` or `editor@example.com` (both with
 /// [`PASSWORD`], made by the caller); `env` adds variables of the script's own.
-#[allow(dead_code)]
 pub fn run_script(tools: &BrowserTools, script: &str, server: &Server, env: &[(&str, &str)]) {
     let shots = Path::new(WORKSPACE)
         .join(std::env::var_os("CMS_ADMIN_SCREENSHOTS").unwrap_or_else(|| "target/admin-screenshots".into()));

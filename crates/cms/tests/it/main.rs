@@ -2,6 +2,7 @@
 
 mod admin;
 mod admin_browser;
+mod admin_history;
 mod admin_model;
 mod caching;
 mod changes;

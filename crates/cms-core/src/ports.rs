@@ -369,18 +369,6 @@ pub struct VersionStamp {
     pub author: Option<String>,
 }
 
-/// Characters of a version's author kept at most.
-pub const MAX_AUTHOR_CHARS: usize = 200;
-
-/// A version's author as stores keep it and read it back: one line of at most
-/// [`MAX_AUTHOR_CHARS`], without control characters; `None` when nothing is left. Stores
-/// keep it beside the snapshot, so that the snapshot's own bytes stay the item's.
-pub fn author_line(raw: &str) -> Option<String> {
-    let line: String = raw.chars().filter(|c| !c.is_control()).take(MAX_AUTHOR_CHARS).collect();
-    let line = line.trim();
-    (!line.is_empty()).then(|| line.to_owned())
-}
-
 /// An item's current bytes to keep as its newest version (see
 /// [`VersionStore::keep_version`]).
 #[derive(Debug, Clone, Copy)]
@@ -462,7 +450,8 @@ pub trait VersionStore: Send + Sync {
     /// Stores a snapshot atomically, with its author when given; `Conflict` if that
     /// timestamp is taken (a shared store may accept the very same bytes again: two
     /// servers keeping one version at once). The author is kept best effort, after the
-    /// bytes: a crash between the two leaves a version whose author is unknown.
+    /// bytes (see [`crate::version_authors`]): a crash between the two, or a failure to
+    /// keep it, leaves a version whose author is unknown.
     async fn save_version(
         &self,
         collection: &Collection,
@@ -471,7 +460,6 @@ pub trait VersionStore: Send + Sync {
         bytes: &[u8],
         author: Option<&str>,
     ) -> CoreResult<()>;
-    /// Removes a snapshot and its author.
     async fn remove_version(
         &self,
         collection: &Collection,

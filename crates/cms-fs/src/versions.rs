@@ -5,10 +5,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use cms_core::collection::Collection;
-use cms_core::ports::{
-    FileStamp, KeepSnapshot, KeptVersion, SnapshotPlan, VersionStamp, VersionStore, author_line,
-};
+use cms_core::ports::{FileStamp, KeepSnapshot, KeptVersion, SnapshotPlan, VersionStamp, VersionStore};
 use cms_core::slug::ItemFilename;
+use cms_core::version_authors::{self, AUTHORS_FILE};
 use cms_core::{CoreError, CoreResult};
 
 use crate::atomic;
@@ -20,15 +19,16 @@ use crate::stamp;
 
 /// History under `.cms/versions/<collection path>/<item filename>/<timestamp>.md`: inside
 /// the private state folder, so snapshots are never listed or served as items. Who made the
-/// change that kept a version is the one line of `<timestamp>.author` beside it (versions
-/// kept before authors were recorded have none): written after the snapshot without an
-/// fsync of its own, so a crash right after a write may leave that version's author
-/// unknown, never its bytes.
+/// change that kept a version is a line appended to the folder's `authors` file
+/// ([`cms_core::version_authors`]): after the snapshot, without an fsync of its own (a
+/// crash right after a write may leave that version's author unknown, never its bytes),
+/// and without a new file per write (new inodes are what a write costs most here; see
+/// `docs/performance.md`). The file is rewritten without the lines of removed versions once
+/// it passes [`AUTHORS_COMPACT_BYTES`].
 ///
 /// With the site's item files at hand ([`FsVersionStore::linking_items_of`]), the snapshot
 /// a write keeps is the item's own file under a second name (a hard link) whenever that
-/// file holds the bytes to keep: no copy, no fsync of data (the author's line is the one new
-/// file); the write then renames its new file over the item's name, which leaves the old
+/// file holds the bytes to keep: no copy, no new file, no fsync of data; the write then renames its new file over the item's name, which leaves the old
 /// one to the history alone. Such a snapshot keeps the item file's mode and owner (a copy
 /// is 0600); its bytes are the same either way. Where a link cannot be made (another file system, a file
 /// changed meanwhile), the bytes are copied as before. Between the link and the write's
@@ -96,10 +96,14 @@ impl FsVersionStore {
         self.item_dir(collection, name).join(format!("{timestamp}.md"))
     }
 
-    fn author_path(&self, collection: &Collection, name: &ItemFilename, timestamp: i64) -> PathBuf {
-        self.item_dir(collection, name).join(format!("{timestamp}.author"))
+    fn authors_path(&self, collection: &Collection, name: &ItemFilename) -> PathBuf {
+        self.item_dir(collection, name).join(AUTHORS_FILE)
     }
 }
+
+/// Size past which an `authors` file is rewritten with the lines of the versions left
+/// only: at `versions.keep: 50` and long emails about every 150th write of an item.
+const AUTHORS_COMPACT_BYTES: u64 = 32 * 1024;
 
 /// Entries of a folder; a missing folder has none.
 fn entries(dir: &Path) -> CoreResult<Vec<fs::DirEntry>> {
@@ -121,11 +125,15 @@ impl FsVersionStore {
         name: &ItemFilename,
     ) -> CoreResult<Vec<VersionStamp>> {
         let mut versions = Vec::new();
+        let mut authors = None;
         for entry in entries(&self.item_dir(collection, name))? {
             let Some(timestamp) = entry.file_name().to_str().and_then(timestamp_of) else { continue };
             let meta = entry.metadata().map_err(io_error(&entry.path()))?;
             if meta.is_file() {
-                let author = self.version_author_blocking(collection, name, timestamp)?;
+                if authors.is_none() {
+                    authors = Some(self.authors_blocking(collection, name)?);
+                }
+                let author = authors.as_ref().and_then(|a| a.get(&timestamp).cloned().flatten());
                 versions.push(VersionStamp { timestamp, size: meta.len(), author });
             }
         }
@@ -163,23 +171,23 @@ impl FsVersionStore {
         }
     }
 
-    fn version_author_blocking(
+    /// What the item's `authors` file records (nothing when there is none).
+    fn authors_blocking(
         &self,
         collection: &Collection,
         name: &ItemFilename,
-        timestamp: i64,
-    ) -> CoreResult<Option<String>> {
-        let path = self.author_path(collection, name, timestamp);
+    ) -> CoreResult<std::collections::BTreeMap<i64, Option<String>>> {
+        let path = self.authors_path(collection, name);
         match fs::read(&path) {
-            Ok(bytes) => Ok(author_line(&String::from_utf8_lossy(&bytes))),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Ok(bytes) => Ok(version_authors::parse(&String::from_utf8_lossy(&bytes))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Default::default()),
             Err(e) => Err(io_error(&path)(e)),
         }
     }
 
-    /// Records who kept the version at `timestamp` (or that nobody is known, replacing what
-    /// a removed version of that timestamp left). Best effort: the version is kept already,
-    /// so a failure is logged, not answered.
+    /// Records who kept the version at `timestamp` (an unknown one only where the file
+    /// exists: it may hold a line of a removed version of that timestamp). Best effort:
+    /// the version is kept already, so a failure is logged, not answered.
     fn keep_author_blocking(
         &self,
         collection: &Collection,
@@ -189,23 +197,33 @@ impl FsVersionStore {
     ) {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
-        let path = self.author_path(collection, name, timestamp);
-        let kept = match author.and_then(author_line) {
-            Some(line) => fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&path)
-                .and_then(|mut file| file.write_all(line.as_bytes())),
-            None => match fs::remove_file(&path) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-                _ => Ok(()),
-            },
+        let path = self.authors_path(collection, name);
+        let line = version_authors::record(timestamp, author);
+        let known = author.and_then(version_authors::author_line).is_some();
+        let appended =
+            fs::OpenOptions::new().append(true).create(known).mode(0o600).open(&path).and_then(|mut file| {
+                // One write, so that two processes' lines never interleave.
+                file.write_all(line.as_bytes())?;
+                file.metadata()
+            });
+        let compacted = match appended {
+            Ok(meta) if meta.len() > AUTHORS_COMPACT_BYTES => self.compact_authors_blocking(collection, name),
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound && !known => Ok(()),
+            Err(e) => Err(io_error(&path)(e)),
         };
-        if let Err(error) = kept {
+        if let Err(error) = compacted {
             tracing::warn!(path = %path.display(), %error, "a version's author was not kept");
         }
+    }
+
+    /// Rewrites the `authors` file with the lines of the versions left only.
+    fn compact_authors_blocking(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<()> {
+        let path = self.authors_path(collection, name);
+        let text = fs::read_to_string(&path).map_err(io_error(&path))?;
+        let kept = self.version_timestamps_blocking(collection, name)?;
+        atomic::write_private(&path, version_authors::compact(&text, &kept).as_bytes())
+            .map_err(io_error(&path))
     }
 
     fn save_version_blocking(
@@ -235,15 +253,11 @@ impl FsVersionStore {
         name: &ItemFilename,
         timestamp: i64,
     ) -> CoreResult<()> {
-        for path in
-            [self.version_path(collection, name, timestamp), self.author_path(collection, name, timestamp)]
-        {
-            match fs::remove_file(&path) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_error(&path)(e)),
-                _ => {}
-            }
+        let path = self.version_path(collection, name, timestamp);
+        match fs::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io_error(&path)(e)),
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     /// [`VersionStore::keep_version`]'s steps, in one trip to the blocking pool: from what
@@ -447,7 +461,8 @@ impl VersionStore for FsVersionStore {
         timestamp: i64,
     ) -> CoreResult<Option<String>> {
         let (store, collection, name) = (self.clone(), collection.clone(), name.clone());
-        blocking::run(move || store.version_author_blocking(&collection, &name, timestamp)).await
+        blocking::run(move || Ok(store.authors_blocking(&collection, &name)?.remove(&timestamp).flatten()))
+            .await
     }
 
     async fn save_version(
@@ -608,6 +623,25 @@ mod tests {
         let kept = fs::metadata(folder(&site.path().join(".cms")).join("200.md")).unwrap();
         assert_ne!(kept.ino(), fs::metadata(&item_path).unwrap().ino());
         assert_eq!(kept.permissions().mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn the_authors_file_is_rewritten_with_the_versions_left_once_it_grows() {
+        let state = tempfile::tempdir().unwrap();
+        let store = FsVersionStore::new(state.path());
+        let item = ItemFilename::parse("hello.md").unwrap();
+        let author = "a".repeat(200);
+        for now in 0..200 {
+            let bytes = now.to_string();
+            let snapshot = KeepSnapshot { bytes: bytes.as_bytes(), now, keep: 3, author: Some(&author) };
+            store.keep_snapshot_blocking(&posts(), &item, snapshot).unwrap();
+        }
+        let text = fs::read_to_string(folder(state.path()).join("authors")).unwrap();
+        assert!(text.len() as u64 <= AUTHORS_COMPACT_BYTES, "{} bytes", text.len());
+        assert!(text.lines().count() < 200, "compacted");
+        let versions = store.list_versions_blocking(&posts(), &item).unwrap();
+        assert_eq!(versions.len(), 3);
+        assert!(versions.iter().all(|v| v.author.as_deref() == Some(author.as_str())));
     }
 
     #[test]

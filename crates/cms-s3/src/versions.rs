@@ -1,17 +1,23 @@
 //! History under `.cms/versions/<collection path>/<item filename>/<timestamp>.md`, as on a
-//! site folder, each version's author in `<timestamp>.author` beside it (none for versions
-//! kept before authors were recorded). The author is written after the version, best
-//! effort: a failure leaves it unknown and does not fail the write.
-
-use futures_util::future::try_join_all;
+//! site folder, with who made each version in the history's `authors` object, in the same
+//! form ([`cms_core::version_authors`]). Keeping an author reads that object and writes it
+//! back only if it is still the one read (a few tries, then it is left unknown): best
+//! effort, after the version, so a failure never fails the write.
 
 use async_trait::async_trait;
 use cms_core::collection::Collection;
-use cms_core::ports::{VersionStamp, VersionStore, author_line};
+use cms_core::ports::{VersionStamp, VersionStore};
 use cms_core::slug::ItemFilename;
+use cms_core::version_authors::{self, AUTHORS_FILE};
 use cms_core::{CoreError, CoreResult};
 
 use crate::bucket::Bucket;
+
+/// Tries of keeping an author while other nodes change the same `authors` object.
+const AUTHOR_TRIES: usize = 3;
+/// Size past which the `authors` object is written back without the lines of removed
+/// versions (as on a folder).
+const AUTHORS_COMPACT_BYTES: usize = 32 * 1024;
 
 pub struct S3VersionStore {
     bucket: Bucket,
@@ -34,10 +40,24 @@ impl S3VersionStore {
         format!("{}/{timestamp}.md", Self::item_dir(collection, name))
     }
 
-    fn author_key(collection: &Collection, name: &ItemFilename, timestamp: i64) -> String {
-        format!("{}/{timestamp}.author", Self::item_dir(collection, name))
+    fn authors_key(collection: &Collection, name: &ItemFilename) -> String {
+        format!("{}/{AUTHORS_FILE}", Self::item_dir(collection, name))
     }
 
+    /// What the history's `authors` object records (nothing when there is none).
+    async fn authors(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+    ) -> CoreResult<std::collections::BTreeMap<i64, Option<String>>> {
+        let stored = self.bucket.get(&Self::authors_key(collection, name)).await?;
+        Ok(stored
+            .map(|(bytes, _)| version_authors::parse(&String::from_utf8_lossy(&bytes)))
+            .unwrap_or_default())
+    }
+
+    /// Records who kept the version at `timestamp` (an unknown one only where the object
+    /// exists: it may hold a line of a removed version of that timestamp).
     async fn keep_author(
         &self,
         collection: &Collection,
@@ -45,15 +65,42 @@ impl S3VersionStore {
         timestamp: i64,
         author: Option<&str>,
     ) {
-        let key = Self::author_key(collection, name, timestamp);
-        let kept = match author.and_then(author_line) {
-            Some(line) => self.bucket.put(&key, line.into_bytes()).await.map(|_| ()),
-            // What a removed version of that timestamp may have left.
-            None => self.bucket.delete(&key).await,
-        };
-        if let Err(error) = kept {
-            tracing::warn!(key, %error, "a version's author was not kept");
+        let key = Self::authors_key(collection, name);
+        let known = author.and_then(version_authors::author_line).is_some();
+        let line = version_authors::record(timestamp, author);
+        for _ in 0..AUTHOR_TRIES {
+            let written = match self.bucket.get(&key).await {
+                Ok(None) if !known => return,
+                Ok(None) => self.bucket.put_new(&key, line.clone().into_bytes()).await,
+                Ok(Some((bytes, meta))) => {
+                    let mut text = String::from_utf8_lossy(&bytes).into_owned() + &line;
+                    if text.len() > AUTHORS_COMPACT_BYTES {
+                        match self.version_timestamps(collection, name).await {
+                            Ok(kept) => text = version_authors::compact(&text, &kept),
+                            Err(error) => {
+                                tracing::warn!(key, %error, "a version's author was not kept");
+                                return;
+                            }
+                        }
+                    }
+                    match meta.e_tag {
+                        Some(etag) => self.bucket.put_if(&key, text.into_bytes(), &etag).await,
+                        None => self.bucket.put(&key, text.into_bytes()).await.map(Ok),
+                    }
+                }
+                Err(error) => Err(error),
+            };
+            match written {
+                Ok(Ok(_)) => return,
+                // Another node changed it meanwhile: read it again.
+                Ok(Err(_)) => continue,
+                Err(error) => {
+                    tracing::warn!(key, %error, "a version's author was not kept");
+                    return;
+                }
+            }
         }
+        tracing::warn!(key, "a version's author was not kept: the authors object kept changing");
     }
 }
 
@@ -69,20 +116,16 @@ impl VersionStore for S3VersionStore {
         name: &ItemFilename,
     ) -> CoreResult<Vec<VersionStamp>> {
         let (objects, _) = self.bucket.list_dir(&Self::item_dir(collection, name)).await?;
-        let names: Vec<&str> = objects.iter().filter_map(|meta| meta.location.filename()).collect();
-        let has_author = |timestamp: i64| names.contains(&format!("{timestamp}.author").as_str());
-        // Only the authors the listing shows are read, all at once.
-        let versions = objects.iter().filter_map(|meta| {
-            let timestamp = timestamp_of(meta.location.filename()?)?;
-            Some(async move {
-                let author = match has_author(timestamp) {
-                    true => self.version_author(collection, name, timestamp).await?,
-                    false => None,
-                };
-                CoreResult::Ok(VersionStamp { timestamp, size: meta.size, author })
+        let has_authors = objects.iter().any(|meta| meta.location.filename() == Some(AUTHORS_FILE));
+        let authors = if has_authors { self.authors(collection, name).await? } else { Default::default() };
+        Ok(objects
+            .iter()
+            .filter_map(|meta| {
+                let timestamp = timestamp_of(meta.location.filename()?)?;
+                let author = authors.get(&timestamp).cloned().flatten();
+                Some(VersionStamp { timestamp, size: meta.size, author })
             })
-        });
-        try_join_all(versions).await
+            .collect())
     }
 
     async fn version_author(
@@ -91,8 +134,7 @@ impl VersionStore for S3VersionStore {
         name: &ItemFilename,
         timestamp: i64,
     ) -> CoreResult<Option<String>> {
-        let stored = self.bucket.get(&Self::author_key(collection, name, timestamp)).await?;
-        Ok(stored.and_then(|(bytes, _)| author_line(&String::from_utf8_lossy(&bytes))))
+        Ok(self.authors(collection, name).await?.remove(&timestamp).flatten())
     }
 
     async fn read_version(
@@ -131,8 +173,7 @@ impl VersionStore for S3VersionStore {
         name: &ItemFilename,
         timestamp: i64,
     ) -> CoreResult<()> {
-        self.bucket.delete(&Self::key(collection, name, timestamp)).await?;
-        self.bucket.delete(&Self::author_key(collection, name, timestamp)).await
+        self.bucket.delete(&Self::key(collection, name, timestamp)).await
     }
 
     /// Folders appear in a listing only while they hold objects, so every one listed has

@@ -390,7 +390,7 @@ impl VersionStore for MemoryVersions {
         if history.contains_key(&timestamp) {
             return Err(CoreError::Conflict(format!("version {timestamp} of {} exists", name.as_str())));
         }
-        history.insert(timestamp, (bytes.to_vec(), author.and_then(crate::ports::author_line)));
+        history.insert(timestamp, (bytes.to_vec(), author.and_then(crate::version_authors::author_line)));
         Ok(())
     }
 

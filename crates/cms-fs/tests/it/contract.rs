@@ -47,7 +47,7 @@ async fn an_older_history_reads_with_unknown_authors_and_a_linked_version_names_
     let kept = store.keep_version(&posts, &item, snapshot).await.unwrap();
     assert!(kept.item_stamp.is_some(), "kept through the item's file");
     assert_eq!(store.version_author(&posts, &item, 200).await.unwrap().as_deref(), Some("ed@example.com"));
-    assert_eq!(std::fs::read_to_string(history.join("200.author")).unwrap(), "ed@example.com");
+    assert_eq!(std::fs::read_to_string(history.join("authors")).unwrap(), "200 ed@example.com\n");
 }
 
 #[tokio::test]

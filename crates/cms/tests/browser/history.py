@@ -91,14 +91,14 @@ def run():
     widths = driver.execute_script(
         "return [...document.querySelectorAll('table.diff tr:first-child td')].map(td => td.getBoundingClientRect().width)")
     assert widths[1] > 3 * widths[0], f"line numbers narrow, text wide: {widths}"
-    shot("diff")
+    shot("history-diff")
     check_pages("a change's diff")
     driver.set_window_size(375, 800)
     text_widths = driver.execute_script(
         "return [...document.querySelectorAll('table.diff td.line')].filter(td => td.offsetParent)"
         ".map(td => td.getBoundingClientRect().width)")
     assert text_widths and min(text_widths) > 200, f"one wide column at 375 px: {text_widths}"
-    shot("diff-375", 375)
+    shot("history-diff-375", 375)
     driver.set_window_size(1280, 900)
 
 

@@ -1,5 +1,6 @@
 // The web editor's only script: live preview, uploads with progress (picker and drag and
-// drop), copy buttons, the focus on a refused form's errors, media pickers with thumbnails.
+// drop), copy buttons, the focus on a refused form's errors, media pickers with thumbnails
+// (image fields and the body's Insert image), Ctrl/⌘+S and the leave warning of the edit form.
 // Every page works without it; it adds what a form cannot do.
 "use strict";
 
@@ -24,7 +25,8 @@ function setUpPreview(textarea) {
       if (ticket !== sent) return; // a newer preview is on its way
       if (!response.ok) throw new Error("the server answered " + response.status);
       target.innerHTML = await response.text(); // rendered by the server, raw HTML removed
-      if (state) state.textContent = "";
+      // A short word in the status line, not the whole body read again.
+      if (state) state.textContent = "Preview updated.";
     } catch (error) {
       if (state) state.textContent = "Preview not updated: " + error.message;
     }
@@ -137,36 +139,33 @@ function setUpCopy(button) {
   });
 }
 
-/** Image and file fields: a panel of the resource folders' files (the input's datalist)
- *  to pick from, thumbnails for images, and a thumbnail of the image chosen. */
-function setUpMediaPicker(input) {
-  const list = document.getElementById(input.getAttribute("list"));
-  if (!list) return;
-  const images = input.dataset.media === "image";
+/** The media picker: a button that opens a panel of the library's files (the URLs of
+ *  `list`, a datalist), thumbnails for images, and an upload that picks what it stored.
+ *  `choose(url)` takes the pick. Image fields and the body's "Insert image" both use it.
+ *  Keyboard: the panel takes the focus when it opens, Escape closes it and gives the
+ *  focus back to its button; a pick gives it to what `choose` focuses. */
+function mediaPicker(list, images, id, toggleText, choose) {
   const thumb = (url) => url + "?w=160";
   const picker = document.createElement("div");
   picker.className = "picker";
-  const chosen = document.createElement("img");
-  chosen.className = "chosen";
-  chosen.alt = "";
-  chosen.hidden = true;
   const toggle = document.createElement("button");
   toggle.type = "button";
-  toggle.id = input.id + "-choose";
-  toggle.textContent = images ? "Choose an image" : "Choose a file";
+  toggle.id = id + "-choose";
+  toggle.textContent = toggleText;
   toggle.setAttribute("aria-expanded", "false");
   const panel = document.createElement("ul");
   panel.className = "picks";
-  panel.id = input.id + "-picks";
+  panel.id = id + "-picks";
   panel.hidden = true;
   toggle.setAttribute("aria-controls", panel.id);
   const listed = new Set();
-  const choose = (url) => {
-    input.value = url;
-    input.dispatchEvent(new Event("input", { bubbles: true }));
+  const close = () => {
     panel.hidden = true;
     toggle.setAttribute("aria-expanded", "false");
-    input.focus();
+  };
+  const pick = (url) => {
+    close();
+    choose(url);
   };
   const add = (url) => {
     listed.add(url);
@@ -185,7 +184,7 @@ function setUpMediaPicker(input) {
     const label = document.createElement("span");
     label.textContent = url.split("/").pop();
     button.append(label);
-    button.addEventListener("click", () => choose(url));
+    button.addEventListener("click", () => pick(url));
     item.append(button);
     panel.append(item);
   };
@@ -194,11 +193,11 @@ function setUpMediaPicker(input) {
   const upload = document.createElement("li");
   upload.className = "upload";
   const uploadLabel = document.createElement("label");
-  uploadLabel.htmlFor = input.id + "-upload";
+  uploadLabel.htmlFor = id + "-upload";
   uploadLabel.textContent = images ? "Upload an image" : "Upload a file";
   const file = document.createElement("input");
   file.type = "file";
-  file.id = input.id + "-upload";
+  file.id = id + "-upload";
   if (images) file.accept = "image/*";
   const state = document.createElement("span");
   state.className = "hint";
@@ -224,22 +223,54 @@ function setUpMediaPicker(input) {
         }
         state.textContent = "Uploaded.";
         add(answer[0].url);
-        choose(answer[0].url);
+        pick(answer[0].url);
       })
       .catch((error) => { state.textContent = "Not uploaded: " + error.message; });
   });
+  toggle.addEventListener("click", () => {
+    panel.hidden = !panel.hidden;
+    toggle.setAttribute("aria-expanded", String(!panel.hidden));
+    if (!panel.hidden) {
+      const first = panel.querySelector("li:not(.upload) button") || file;
+      first.focus();
+    }
+  });
+  picker.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && !panel.hidden) {
+      event.preventDefault();
+      event.stopPropagation();
+      close();
+      toggle.focus();
+    }
+  });
+  picker.append(toggle, panel);
+  return { picker, listed, thumb };
+}
+
+/** Image and file fields: the media picker sets the input, and a thumbnail shows the
+ *  image chosen. */
+function setUpMediaPicker(input) {
+  const list = document.getElementById(input.getAttribute("list"));
+  if (!list) return;
+  const images = input.dataset.media === "image";
+  const chosen = document.createElement("img");
+  chosen.className = "chosen";
+  chosen.alt = "";
+  chosen.hidden = true;
+  const { picker, listed, thumb } = mediaPicker(
+    list, images, input.id, images ? "Choose an image" : "Choose a file", (url) => {
+      input.value = url;
+      input.dispatchEvent(new Event("input", { bubbles: true }));
+      input.focus();
+    });
   const show = () => {
     const value = input.value.trim();
     chosen.hidden = !(images && listed.has(value));
     if (!chosen.hidden) chosen.src = thumb(value);
   };
-  toggle.addEventListener("click", () => {
-    panel.hidden = !panel.hidden;
-    toggle.setAttribute("aria-expanded", String(!panel.hidden));
-  });
   input.addEventListener("input", show);
   show();
-  picker.append(chosen, toggle, panel);
+  picker.prepend(chosen);
   input.after(picker);
 }
 
@@ -251,4 +282,88 @@ document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("form[data-upload]").forEach(setUpUpload);
   document.querySelectorAll("button[data-copy]").forEach(setUpCopy);
   document.querySelectorAll("input[data-media][list]").forEach(setUpMediaPicker);
+  setUpWriting();
 });
+
+// ---------------------------------------------------------------------------------------
+// Writing (issue 36): the edit form never leaves typed work silently, saves with
+// Ctrl+S or ⌘S; the body's "Insert image" (the same media picker as image fields); the
+// media page uploads as soon as files are chosen, and its sizes change the Markdown to copy.
+
+/** The edit form: a warning before leaving it changed (armed by the first change, or at
+ *  once when the page holds text that was not saved: a conflict, a refused save), disarmed
+ *  by a submit; Ctrl+S or ⌘S saves (Save, or Create on a new item). */
+function setUpEditForm(form) {
+  let changed = form.hasAttribute("data-unsaved");
+  const arm = () => { changed = true; };
+  form.addEventListener("input", arm);
+  form.addEventListener("change", arm);
+  form.addEventListener("submit", () => { changed = false; });
+  window.addEventListener("beforeunload", (event) => {
+    if (!changed) return undefined;
+    event.preventDefault();
+    event.returnValue = ""; // older browsers ask for a value
+    return "";
+  });
+  document.addEventListener("keydown", (event) => {
+    if (!(event.ctrlKey || event.metaKey) || event.altKey || event.shiftKey) return;
+    if (event.key !== "s" && event.key !== "S") return;
+    event.preventDefault(); // not the browser's "Save page as"
+    const save = form.querySelector("#save, #create");
+    if (save && typeof form.requestSubmit === "function") form.requestSubmit(save);
+    else if (save) save.click();
+  });
+}
+
+/** `![alt](url)` of a library URL, as the media page writes it (`media_library.rs`): the
+ *  alt is the file's name without its extension, `-` and `_` as spaces. */
+function markdownOf(url) {
+  let name = url.split("?")[0].split("/").pop();
+  try { name = decodeURIComponent(name); } catch (_) { /* keep it encoded */ }
+  const dot = name.lastIndexOf(".");
+  const stem = dot > 0 ? name.slice(0, dot) : name;
+  const alt = stem.replace(/[-_]/g, " ").split(/\s+/).filter(Boolean).join(" ").replace(/[\\[\]]/g, "\\$&");
+  const target = /[ ()]/.test(url) ? "<" + url + ">" : url;
+  return "![" + alt + "](" + target + ")";
+}
+
+/** The body's "Insert image": the media picker over the library's images; a pick puts its
+ *  Markdown at the text's cursor (replacing a selection) and gives the text the focus. */
+function setUpInsertImage(place) {
+  const textarea = document.getElementById(place.dataset.insertImage);
+  const list = document.getElementById(place.dataset.list);
+  if (!textarea || !list) return;
+  const { picker } = mediaPicker(list, true, textarea.id + "-image", "Insert image", (url) => {
+    const start = textarea.selectionStart;
+    const end = textarea.selectionEnd;
+    textarea.focus();
+    textarea.setRangeText(markdownOf(url), start, end, "end");
+    textarea.dispatchEvent(new Event("input", { bubbles: true }));
+  });
+  place.replaceChildren(picker);
+}
+
+/** The media page: a choice of files (or a drop) uploads at once, so its Upload button
+ *  goes; the size of an image changes the Markdown its button copies. */
+function setUpMediaPage() {
+  const form = document.querySelector("form[data-upload]");
+  if (form) {
+    const submit = form.querySelector("#upload");
+    if (submit) submit.hidden = true;
+    form.elements.file.addEventListener("change", () => form.requestSubmit());
+  }
+  document.querySelectorAll("select[data-markdown-for]").forEach((select) => {
+    const field = document.getElementById(select.dataset.markdownFor);
+    if (!field) return;
+    select.addEventListener("change", () => {
+      field.value = select.selectedOptions[0].dataset.markdown;
+    });
+  });
+}
+
+function setUpWriting() {
+  const edit = document.getElementById("edit-form");
+  if (edit) setUpEditForm(edit);
+  document.querySelectorAll("[data-insert-image]").forEach(setUpInsertImage);
+  setUpMediaPage();
+}

@@ -17,7 +17,8 @@
 //!   HTML-escaped by default, so a template error is a build error rather than a broken
 //!   page, and nothing renders at run time from text a user could change.
 //! - `assets/`: the stylesheet and one small script (live preview, uploads with progress,
-//!   copy buttons), embedded in the binary: no build step beyond cargo.
+//!   copy buttons, the media picker, Ctrl/⌘+S and the leave warning), embedded in the
+//!   binary: no build step beyond cargo.
 
 pub mod assets;
 pub mod auth;
@@ -27,9 +28,12 @@ pub mod error;
 pub mod escape;
 pub mod forms;
 pub mod item_form;
+pub mod media_library;
 pub mod model_form;
 pub mod model_view;
 pub mod pages;
+pub mod preview;
+pub mod readable;
 pub mod security;
 pub mod throttle;
 pub mod view;

@@ -1,17 +1,18 @@
 //! The model form as the edit page draws it: a flat list of rows (a fieldset's opening
 //! and closing are rows too, so the template needs no recursion), each input with its
 //! label, hint and error (`aria-invalid`, `aria-describedby`), the `datalist`s that offer
-//! the items a reference may name and the files of the resource folders, and the
-//! summary of the errors at the top of the page.
+//! the items a reference may name (the files of the resource folders are the page's
+//! media library, `media_library.rs`), and the summary of the errors at the top of the
+//! page.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use cms_core::index::IndexedItem;
 use cms_core::model::{Field, FieldError, Kind, Model};
-use cms_core::policy::Principal;
 
 use crate::AdminState;
+use crate::media_library::{Datalist, FILES_LIST, IMAGES_LIST, MediaLibrary};
 use crate::model_form::{ModelForm, date_input_can_show, has_input, humanise, yaml_box_keys};
 
 /// One option of a select or a checkbox group.
@@ -65,27 +66,16 @@ impl Row {
     }
 }
 
-/// Suggestions for an input (`<datalist>`): values with a label.
-pub struct Datalist {
-    pub id: String,
-    pub options: Vec<(String, String)>,
-}
-
 /// What the inputs offer to choose from, read once per page.
 #[derive(Default)]
 pub struct Lookups {
     /// The items of each referred-to collection: slug and title.
     references: BTreeMap<String, Vec<(String, String)>>,
-    /// The files of the resource folders by URL path, and whether each is an image.
-    media: Vec<(String, bool)>,
-    /// The resource folders could be listed (so files can be picked, or uploaded).
+    /// The resource folders could be listed: image and file inputs get the media picker
+    /// over the page's lists of the library (`media_library.rs`).
     media_listed: bool,
 }
 
-/// Files a media list offers at most (the top of each folder and one level below).
-const MEDIA_LIMIT: usize = 500;
-/// Subfolders of a resource folder looked into for the media list.
-const SUBFOLDER_LIMIT: usize = 20;
 /// Items a reference's list offers at most (the first by title): past that, the slug is
 /// typed (the page must stay small for a collection of 100,000 items).
 const REFERENCE_LIMIT: usize = 1000;
@@ -102,13 +92,13 @@ fn kinds<'a>(fields: &'a [Field], out: &mut Vec<&'a Kind>) {
 }
 
 impl Lookups {
-    /// Reads what `model`'s inputs offer: the items of the collections its references name,
-    /// the files of the resource folders when it has image or file fields. What cannot be
-    /// read (a role that may not list media) offers nothing: the input still takes text.
-    pub async fn load(state: &AdminState, principal: &Principal, model: &Model) -> Self {
+    /// Reads what `model`'s inputs offer: the items of the collections its references
+    /// name; image and file fields pick from `media` (the page's library). What cannot be
+    /// read offers nothing: the input still takes text.
+    pub async fn load(state: &AdminState, model: &Model, media: &MediaLibrary) -> Self {
         let mut found = Vec::new();
         kinds(&model.fields, &mut found);
-        let mut lookups = Self::default();
+        let mut lookups = Self { media_listed: media.listed, ..Self::default() };
         for kind in &found {
             if let Kind::Reference { collection } = kind
                 && !lookups.references.contains_key(collection)
@@ -136,49 +126,17 @@ impl Lookups {
                 lookups.references.insert(collection.clone(), items);
             }
         }
-        if found.iter().any(|k| matches!(k, Kind::Image | Kind::File)) {
-            for index in 0..state.cms.resource_folders().len() {
-                let folder = index.to_string();
-                let Ok(top) = state.cms.list_resources(principal, Some(&folder), None).await else {
-                    continue;
-                };
-                lookups.media_listed = true;
-                lookups.media.extend(top.files.iter().map(|f| (f.url.clone(), f.is_image)));
-                for dir in top.dirs.iter().take(SUBFOLDER_LIMIT) {
-                    if lookups.media.len() >= MEDIA_LIMIT {
-                        break;
-                    }
-                    if let Ok(inner) = state.cms.list_resources(principal, Some(&folder), Some(dir)).await {
-                        lookups.media.extend(inner.files.iter().map(|f| (f.url.clone(), f.is_image)));
-                    }
-                }
-            }
-            lookups.media.truncate(MEDIA_LIMIT);
-        }
         lookups
     }
 
     fn datalists(&self) -> Vec<Datalist> {
-        let mut lists: Vec<Datalist> = self
-            .references
+        self.references
             .iter()
             .map(|(collection, items)| Datalist {
                 id: format!("dl-ref-{}", collection),
                 options: items.clone(),
             })
-            .collect();
-        if self.media_listed {
-            let images = self.media.iter().filter(|(_, image)| *image);
-            lists.push(Datalist {
-                id: "dl-images".into(),
-                options: images.map(|(u, _)| (u.clone(), String::new())).collect(),
-            });
-            lists.push(Datalist {
-                id: "dl-files".into(),
-                options: self.media.iter().map(|(u, _)| (u.clone(), String::new())).collect(),
-            });
-        }
-        lists
+            .collect()
     }
 }
 
@@ -371,7 +329,7 @@ fn add_rows(
         Kind::Image | Kind::File => {
             let image = matches!(field.kind, Kind::Image);
             if lookups.media_listed {
-                row.attrs.push(("list", if image { "dl-images" } else { "dl-files" }.into()));
+                row.attrs.push(("list", if image { IMAGES_LIST } else { FILES_LIST }.into()));
                 // The script adds a picker (with thumbnails for images) from the list.
                 row.attrs.push(("data-media", if image { "image" } else { "file" }.into()));
             }

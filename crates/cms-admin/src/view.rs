@@ -150,7 +150,7 @@ pub fn time_text(time: OffsetDateTime) -> String {
 pub fn size(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
     if bytes < 1000 {
-        return format!("{bytes} bytes");
+        return crate::readable::count(bytes as usize, "byte", "bytes");
     }
     let mut value = bytes as f64 / 1000.0;
     let mut unit = 0;
@@ -168,6 +168,7 @@ mod tests {
     #[test]
     fn formats() {
         assert_eq!(size(512), "512 bytes");
+        assert_eq!(size(1), "1 byte");
         assert_eq!(size(1_234), "1.2 KB");
         assert_eq!(size(5_600_000), "5.6 MB");
         assert_eq!(unix_time(1_767_225_600), "2026-01-01 00:00:00 UTC");

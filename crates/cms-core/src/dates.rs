@@ -55,6 +55,14 @@ impl SiteZone {
         self.parse_with(text, true)
     }
 
+    /// The zone's offset from UTC at `at` (for showing an instant as the zone's local time).
+    pub fn offset_at(&self, at: OffsetDateTime) -> UtcOffset {
+        jiff::Timestamp::from_second(at.unix_timestamp())
+            .ok()
+            .and_then(|instant| UtcOffset::from_whole_seconds(self.zone.to_offset(instant).seconds()).ok())
+            .unwrap_or(UtcOffset::UTC)
+    }
+
     fn parse_with(&self, text: &str, exact: bool) -> Option<OffsetDateTime> {
         let text = text.trim();
         let date = parse_date(text.get(..10)?)?;
@@ -206,6 +214,16 @@ mod tests {
             "the offset is kept"
         );
         assert_eq!(utc("2018-04-19T16:07:00.25Z").unwrap(), "2018-04-19 16:07:00.25 +00:00:00");
+    }
+
+    #[test]
+    fn the_offset_at_an_instant_follows_summer_time() {
+        let berlin = SiteZone::named("Europe/Berlin").unwrap();
+        let winter = SiteZone::utc().parse("2024-03-01 12:00").unwrap();
+        let summer = SiteZone::utc().parse("2024-07-01 12:00").unwrap();
+        assert_eq!(berlin.offset_at(winter).whole_hours(), 1);
+        assert_eq!(berlin.offset_at(summer).whole_hours(), 2);
+        assert_eq!(SiteZone::utc().offset_at(summer), UtcOffset::UTC);
     }
 
     #[test]

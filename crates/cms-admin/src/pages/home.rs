@@ -15,8 +15,12 @@ struct CollectionCard {
     new_href: String,
     label: String,
     path: String,
+    /// Live now.
     published: usize,
-    drafts: usize,
+    /// Published but outside their window (docs/publishing.md): shown when there are any.
+    scheduled: usize,
+    /// `1 draft`, `3 drafts`.
+    drafts: String,
     /// Why the collection cannot be listed, if it cannot.
     problem: Option<String>,
 }
@@ -37,12 +41,14 @@ pub async fn dashboard(
 ) -> AdminResult<HttpResponse> {
     let mut collections = Vec::new();
     for collection in state.cms.collections() {
-        let (mut published, mut drafts, mut problem) = (0, 0, None);
+        let (mut published, mut scheduled, mut drafts, mut problem) = (0, 0, 0, None);
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
         match state.cms.indexed_items(collection).await {
             Ok(items) => {
                 for item in items {
                     match item.meta.status {
-                        Status::Published => published += 1,
+                        Status::Published if item.meta.live_at(now) => published += 1,
+                        Status::Published => scheduled += 1,
                         Status::Draft => drafts += 1,
                     }
                 }
@@ -55,7 +61,8 @@ pub async fn dashboard(
             label: collection.label.clone(),
             path: collection.path.clone(),
             published,
-            drafts,
+            scheduled,
+            drafts: crate::readable::count(drafts, "draft", "drafts"),
             problem,
         });
     }

@@ -9,10 +9,10 @@ use askama::Template;
 use cms_core::codec;
 use cms_core::collection::Collection;
 use cms_core::document::Frontmatter;
-use cms_core::item::Status;
+use cms_core::item::{ItemMeta, Status, whole_secs};
 use cms_core::model::{FieldError, Model};
 use cms_core::policy::Principal;
-use cms_core::render;
+use cms_core::query::StatusFilter;
 use cms_core::service::{ItemUpdate, NewItem, Precondition, UpdateMode};
 use cms_core::slug::slugify;
 use cms_core::{CoreError, CoreResult};
@@ -24,8 +24,11 @@ use crate::diff::{self, Row};
 use crate::error::{AdminError, AdminResult, form_error_status, message_of};
 use crate::forms::{Fields, unix_lines};
 use crate::item_form::ItemForm;
+use crate::media_library::{MediaLibrary, MediaView};
 use crate::model_form::ModelForm;
 use crate::model_view::{Lookups, ModelView, Summary};
+use crate::preview;
+use crate::readable::{self, Moment};
 use crate::view::{self, Layout, Section, path_escape, query_escape};
 
 /// Items on one page of the list.
@@ -52,10 +55,13 @@ struct ItemRow {
     title: String,
     filename: String,
     href: String,
-    status: &'static str,
-    date: String,
+    /// `published`, `draft`, or why a published item is not live now (see [`shown_status`]),
+    /// and the badge's class.
+    status: (&'static str, &'static str),
+    /// The item's date read as an instant, else as written.
+    date: Result<Moment, String>,
     tags: String,
-    modified: String,
+    modified: Moment,
     /// The file breaks its collection's model (edited by hand): its edit page says how.
     breaks_model: bool,
 }
@@ -78,9 +84,11 @@ struct ItemsPage {
     l: Layout,
     collection: CollectionLink,
     items: Vec<ItemRow>,
-    total: usize,
     filters: Filters,
-    status_options: [(&'static str, &'static str, bool); 3],
+    status_options: [(&'static str, &'static str, bool); 4],
+    /// `3 items`, `1 item`.
+    count: String,
+    skipped_count: String,
     /// Every tag of the collection, and whether it is the one filtered on.
     tags: Vec<(String, bool)>,
     pages: Vec<PageLink>,
@@ -103,10 +111,20 @@ pub async fn list(
         tag: query_param(&req, "tag").unwrap_or_default(),
         q: query_param(&req, "q").unwrap_or_default().trim().to_owned(),
     };
+    // As `status=` of the REST API: published means live now; scheduled, published but
+    // outside its window (docs/publishing.md).
     let status = match filters.status.as_str() {
-        "all" | "" => None,
-        other => Some(other.parse::<Status>()?),
+        "all" | "" => StatusFilter::All,
+        "published" => StatusFilter::Published,
+        "scheduled" => StatusFilter::Scheduled,
+        "draft" => StatusFilter::Draft,
+        other => {
+            return Err(AdminError::bad_request(format!(
+                "status must be all, published, scheduled or draft, not {other:?}"
+            )));
+        }
     };
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let page: usize = match query_param(&req, "page") {
         None => 1,
         Some(raw) => raw.parse().ok().filter(|p| *p >= 1).ok_or_else(|| {
@@ -121,7 +139,7 @@ pub async fn list(
     let needle = filters.q.to_lowercase();
     let mut matching: Vec<_> = all
         .into_iter()
-        .filter(|item| status.is_none_or(|s| item.meta.status == s))
+        .filter(|item| status.admits(item.meta.status, item.meta.live_at(now)))
         .filter(|item| tag_slug.is_empty() || item.meta.has_any_tag(std::slice::from_ref(&tag_slug)))
         .filter(|item| {
             needle.is_empty()
@@ -144,10 +162,10 @@ pub async fn list(
             title: item.meta.title.clone(),
             filename: item.meta.filename.to_string(),
             href: item_href(collection, &item.meta.filename),
-            status: item.meta.status.as_str(),
-            date: item.meta.date.clone().unwrap_or_default(),
+            status: shown_status(&item.meta, now),
+            date: item.meta.date_at.map(Moment::of).ok_or_else(|| item.meta.date.clone().unwrap_or_default()),
             tags: item.meta.tags.join(", "),
-            modified: view::unix_time(item.meta.modified),
+            modified: Moment::unix(item.meta.modified),
             breaks_model: item.breaks_model,
         })
         .collect();
@@ -167,7 +185,7 @@ pub async fn list(
     } else {
         Vec::new()
     };
-    let skipped = state
+    let skipped: Vec<(String, String)> = state
         .cms
         .skipped_files()
         .await
@@ -178,9 +196,10 @@ pub async fn list(
     let l = Layout::new(&state, &user, Section::Collection(collection.index))
         .with_notice(query_param(&req, "ok").as_deref());
     let status_options = [
-        ("all", "All", status.is_none()),
-        ("published", "Published", status == Some(Status::Published)),
-        ("draft", "Drafts", status == Some(Status::Draft)),
+        ("all", "All", status == StatusFilter::All),
+        ("published", "Published", status == StatusFilter::Published),
+        ("scheduled", "Scheduled", status == StatusFilter::Scheduled),
+        ("draft", "Drafts", status == StatusFilter::Draft),
     ];
     let tags = tags
         .into_iter()
@@ -195,13 +214,32 @@ pub async fn list(
         deleted_href: super::deleted::list_href(collection),
         collection: CollectionLink::of(collection),
         items,
-        total,
+        count: readable::count(total, "item", "items"),
+        skipped_count: readable::count(skipped.len(), "file", "files"),
         filters,
         status_options,
         tags,
         pages,
         skipped,
     })
+}
+
+/// An item's status as the list shows it, and its badge's class: a published item that is
+/// not live now says why.
+fn shown_status(meta: &ItemMeta, now: i64) -> (&'static str, &'static str) {
+    match (meta.status, &meta.schedule) {
+        (Status::Published, Some(schedule)) if !meta.live_at(now) => {
+            if schedule.publish_at.is_some_and(|at| whole_secs(at) > now) {
+                ("scheduled", "scheduled")
+            } else if schedule.unpublish_at.is_some_and(|at| whole_secs(at) <= now) {
+                ("expired", "expired")
+            } else {
+                // A `publish_date` that names no instant keeps the item hidden.
+                ("hidden: unreadable date", "hidden")
+            }
+        }
+        (status, _) => (status.as_str(), status.as_str()),
+    }
 }
 
 pub(super) fn item_href(collection: &Collection, filename: &str) -> String {
@@ -235,6 +273,8 @@ struct EditPage {
     model: Option<ModelView>,
     /// Field errors: of a refused save, or of a stored item that breaks its model.
     summary: Option<Summary>,
+    /// The media library the body's *Insert image* and image fields pick from.
+    media: Option<MediaView>,
 }
 
 impl EditPage {
@@ -247,13 +287,14 @@ impl EditPage {
             delete_href: base.map(|b| format!("{b}/delete")).unwrap_or_default(),
             collection: CollectionLink::of(collection),
             filename: filename.map(str::to_owned),
-            preview: render::to_html(&form.body),
+            preview: preview::html(&form.body),
             form,
             etag,
             error: None,
             conflict: None,
             model: None,
             summary: None,
+            media: None,
         }
     }
 
@@ -273,12 +314,14 @@ impl EditPage {
         refused: bool,
     ) -> Self {
         let mut page = Self::new(l, collection, filename, form.shared(), etag);
+        let media = MediaLibrary::load(state, principal).await;
+        page.media = media.view();
         if let Form::Modelled(model, form) = form {
             if page.form.title.trim().is_empty() {
                 // A model without a title field: the heading names the file.
                 page.form.title = filename.unwrap_or_default().to_owned();
             }
-            let lookups = Lookups::load(state, principal, model).await;
+            let lookups = Lookups::load(state, model, &media).await;
             let view = ModelView::new(model, form, &lookups, errors);
             let count = errors.len();
             let heading = if refused {
@@ -561,11 +604,12 @@ impl<'a> Form<'a> {
     }
 }
 
-/// `POST /admin/preview` (`body`): the Markdown as the site renders it.
+/// `POST /admin/preview` (`body`): the Markdown as the site renders it, its headings
+/// under the preview's (`preview.rs`).
 pub async fn preview(posted: PostedForm) -> HttpResponse {
     HttpResponse::Ok()
         .content_type("text/html; charset=utf-8")
-        .body(render::to_html(&unix_lines(posted.fields.text("body"))))
+        .body(preview::html(&unix_lines(posted.fields.text("body"))))
 }
 
 /// `GET /admin/collections/{collection}/items/{item}/delete`

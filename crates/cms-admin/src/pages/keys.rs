@@ -6,19 +6,24 @@ use askama::Template;
 use cms_core::account::{KEY_RANDOM_BYTES, KeyFamily};
 use cms_core::policy::Operation;
 
-use super::query_param;
+use cms_core::CoreError;
+
+use super::{ConfirmPage, query_param};
 use crate::AdminState;
 use crate::auth::{PostedForm, SignedIn, random};
-use crate::error::{AdminResult, message_of};
-use crate::view::{self, Layout, Section};
+use crate::error::{AdminError, AdminResult, message_of};
+use crate::readable::Moment;
+use crate::view::{self, Layout, Section, query_escape};
 
 struct KeyRow {
     id: String,
+    /// `/admin/keys/revoke?id=`: the confirmation.
+    revoke_href: String,
     /// `api` (the REST API) or `mcp` (the AI-agent endpoint).
     kind: &'static str,
     email: String,
     name: String,
-    created: String,
+    created: Moment,
 }
 
 /// A key just made: its plaintext is on this page and nowhere else, ever.
@@ -46,10 +51,11 @@ async fn page(state: &AdminState, user: &SignedIn, l: Layout) -> AdminResult<Key
         .into_iter()
         .map(|k| KeyRow {
             kind: KeyFamily::of(&k).as_str(),
+            revoke_href: format!("/admin/keys/revoke?id={}", query_escape(&k.id)),
             id: k.id,
             email: k.email,
             name: k.name,
-            created: view::unix_time(k.created),
+            created: Moment::unix(k.created),
         })
         .collect();
     let users = state.cms.users_by_role(&user.principal).await?.into_iter().map(|u| u.email).collect();
@@ -101,6 +107,40 @@ pub async fn create(posted: PostedForm, state: web::Data<AdminState>) -> AdminRe
             view::page(StatusCode::UNPROCESSABLE_ENTITY, &page)
         }
     }
+}
+
+/// `GET /admin/keys/revoke?id=`: what revoking the key stops, and the form that does it
+/// (a key is not brought back: a confirmation first, as for removing a user).
+pub async fn confirm_revoke(
+    user: SignedIn,
+    req: HttpRequest,
+    state: web::Data<AdminState>,
+) -> AdminResult<HttpResponse> {
+    let id = query_param(&req, "id")
+        .filter(|id| !id.is_empty())
+        .ok_or_else(|| AdminError::bad_request("name the key to revoke"))?;
+    let key = state
+        .cms
+        .keys(&user.principal)
+        .await?
+        .into_iter()
+        .find(|k| k.id == id)
+        .ok_or_else(|| CoreError::not_found(format!("no key {id}")))?;
+    view::ok(&ConfirmPage {
+        l: Layout::new(&state, &user, Section::Keys),
+        heading: format!("Revoke the key “{}”?", key.name),
+        message: format!(
+            "The {} key {} of {} will stop working at once: anything that uses it gets 401 \
+             until it is given a new key. A revoked key cannot be brought back.",
+            KeyFamily::of(&key).as_str(),
+            key.id,
+            key.email
+        ),
+        action: "/admin/keys/revoke".into(),
+        fields: vec![("id", key.id)],
+        button: "Revoke",
+        cancel: "/admin/keys".into(),
+    })
 }
 
 /// `POST /admin/keys/revoke` (`id`)

@@ -1,5 +1,6 @@
 //! Media: browse the resource folders, upload (form or drag and drop, streamed to the
-//! store), rename, move, delete, new folders.
+//! store), rename, move, delete, new folders; each file's URL and Markdown to copy into a
+//! post (an image's at a chosen size: `media_library.rs`).
 
 use actix_multipart::{Field, Multipart};
 use actix_web::http::header;
@@ -15,6 +16,7 @@ use super::{ConfirmPage, query_param};
 use crate::AdminState;
 use crate::auth::{self, PostedForm, SignedIn};
 use crate::error::{AdminError, AdminResult, message_of};
+use crate::media_library::{self, SizeChoice};
 use crate::view::{self, Layout, Section, query_escape};
 
 /// Largest text field of an upload form.
@@ -34,13 +36,17 @@ struct FileRow {
     name: String,
     url: String,
     size: String,
-    modified: String,
+    modified: crate::readable::Moment,
     is_image: bool,
     /// What a file that is not an image shows instead of a thumbnail: its extension.
     kind: String,
     delete_href: String,
     /// The presets' variants (`images.presets`).
     variants: Vec<VariantRow>,
+    /// What puts it into a post: `![alt](url)` of an image, `[name](url)` of another file.
+    markdown: String,
+    /// An image's sizes to choose from for its Markdown (empty for other files).
+    sizes: Vec<SizeChoice>,
 }
 
 /// One preset's variant of an image, as the media library shows it.
@@ -132,11 +138,21 @@ pub async fn browse(
             name: f.name.clone(),
             url: f.url.clone(),
             size: view::size(f.size),
-            modified: view::unix_time(f.modified),
+            modified: crate::readable::Moment::unix(f.modified),
             is_image: f.is_image,
             kind: f.name.rsplit_once('.').map_or("FILE".to_owned(), |(_, ext)| ext.to_uppercase()),
             delete_href: delete_href(&f.name),
             variants: variant_rows(f),
+            markdown: if f.is_image {
+                media_library::image_markdown(&media_library::alt_of(&f.name), &f.url)
+            } else {
+                media_library::link_markdown(&f.name, &f.url)
+            },
+            sizes: if f.is_image {
+                media_library::size_choices(f, &state.cms.images().sizes)
+            } else {
+                Vec::new()
+            },
         })
         .collect();
     let tabs = state

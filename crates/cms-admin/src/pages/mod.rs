@@ -61,11 +61,17 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route(web::post().to(media::delete)),
         web::resource("/media/folder").route(web::post().to(media::create_folder)),
         web::resource("/keys").route(web::get().to(keys::list)).route(web::post().to(keys::create)),
-        web::resource("/keys/revoke").route(web::post().to(keys::revoke)),
+        web::resource("/keys/revoke")
+            .route(web::get().to(keys::confirm_revoke))
+            .route(web::post().to(keys::revoke)),
         web::resource("/webhooks").route(web::get().to(webhooks::list)).route(web::post().to(webhooks::add)),
         web::resource("/webhooks/state").route(web::post().to(webhooks::set_state)),
-        web::resource("/webhooks/remove").route(web::post().to(webhooks::remove)),
-        web::resource("/webhooks/log/clear").route(web::post().to(webhooks::clear_log)),
+        web::resource("/webhooks/remove")
+            .route(web::get().to(webhooks::confirm_remove))
+            .route(web::post().to(webhooks::remove)),
+        web::resource("/webhooks/log/clear")
+            .route(web::get().to(webhooks::confirm_clear_log))
+            .route(web::post().to(webhooks::clear_log)),
         web::resource("/theme").route(web::get().to(theme::form)).route(web::post().to(theme::save)),
         web::resource("/users").route(web::get().to(users::list)).route(web::post().to(users::add)),
         web::resource("/users/role").route(web::post().to(users::set_role)),

@@ -20,6 +20,40 @@ struct ThemeField {
     value: String,
     /// A multi-line box (the palette, as JSON).
     multiline: bool,
+    /// A colour: a colour input, whose value is always `#rrggbb`.
+    color: Option<ColorInput>,
+}
+
+/// A colour field as a colour input; an optional one (`surface_color`) has a box to leave
+/// it unset, since a colour input always sends a colour.
+struct ColorInput {
+    value: String,
+    optional: bool,
+    unset: bool,
+}
+
+/// The colour fields, and whether each may be left unset.
+const COLORS: [(&str, bool); 2] = [("accent_color", false), ("surface_color", true)];
+
+/// `#abc` as a colour input needs it, `#aabbcc` (lowercase); `None` for anything else.
+fn full_hex(text: &str) -> Option<String> {
+    let digits = text.strip_prefix('#').filter(|d| d.chars().all(|c| c.is_ascii_hexdigit()))?;
+    match digits.len() {
+        6 => Some(format!("#{}", digits.to_ascii_lowercase())),
+        3 => Some(digits.chars().flat_map(|c| [c, c]).fold("#".to_owned(), |mut s, c| {
+            s.push(c.to_ascii_lowercase());
+            s
+        })),
+        _ => None,
+    }
+}
+
+/// What the form sent for `name`: an optional colour with its "unset" box checked is empty.
+fn posted_value<'a>(fields: &'a crate::forms::Fields, name: &str) -> Option<&'a str> {
+    if fields.get(&format!("{name}_unset")).is_some() {
+        return Some("");
+    }
+    fields.get(name).map(str::trim)
 }
 
 #[derive(Template)]
@@ -33,13 +67,13 @@ struct ThemePage {
 fn describe(name: &str) -> (&'static str, &'static str) {
     match name {
         "preset" => ("Preset", "The theme's base look, e.g. default."),
-        "accent_color" => ("Accent color", "#rgb or #rrggbb."),
+        "accent_color" => ("Accent color", "Links and buttons."),
         "font_heading" => ("Heading font", "A font family name."),
         "font_body" => ("Body font", "A font family name."),
         "custom_palette" => {
             ("Custom palette", "Empty, or a JSON object of names to colors: {\"brand\": \"#123456\"}.")
         }
-        "surface_color" => ("Surface color", "Empty, or #rgb or #rrggbb."),
+        "surface_color" => ("Surface color", "The background of cards and panels; the preset's when unset."),
         "site_name" => ("Site name", "Shown by the theme."),
         "logo" => ("Logo", "A path on this site, e.g. /media/uploads/logo.svg."),
         "logo_dark" => ("Logo on dark backgrounds", "A path on this site."),
@@ -61,7 +95,14 @@ fn fields(values: impl Fn(&str) -> String) -> Vec<ThemeField> {
         .iter()
         .map(|&name| {
             let (label, hint) = describe(name);
-            ThemeField { name, label, hint, value: values(name), multiline: name == "custom_palette" }
+            let value = values(name);
+            // A value a colour input cannot show (a save refused for it) stays a text box.
+            let color = COLORS.iter().find(|(color, _)| *color == name).and_then(|&(_, optional)| {
+                let unset = optional && value.is_empty();
+                let hex = if unset { Some("#ffffff".to_owned()) } else { full_hex(&value) };
+                hex.map(|value| ColorInput { value, optional, unset })
+            });
+            ThemeField { name, label, hint, value, multiline: name == "custom_palette", color }
         })
         .collect()
 }
@@ -88,8 +129,10 @@ pub async fn save(posted: PostedForm, state: web::Data<AdminState>) -> AdminResu
         let mut patch = Map::new();
         for name in theme::FIELDS {
             // A field the form did not send is left as it is.
-            let Some(text) = posted.fields.get(name).map(str::trim) else { continue };
-            if current.get(name).map(shown).unwrap_or_default() == text {
+            let Some(text) = posted_value(&posted.fields, name) else { continue };
+            let stored = current.get(name).map(shown).unwrap_or_default();
+            // `#abc` comes back from a colour input as `#aabbcc`: the same colour, unchanged.
+            if stored == text || full_hex(&stored).is_some_and(|hex| Some(hex) == full_hex(text)) {
                 continue;
             }
             let value = match (name, text) {
@@ -110,7 +153,7 @@ pub async fn save(posted: PostedForm, state: web::Data<AdminState>) -> AdminResu
             let l = Layout::new(&state, &posted.user, Section::Theme);
             let page = ThemePage {
                 l,
-                fields: fields(|name| posted.fields.text(name).to_owned()),
+                fields: fields(|name| posted_value(&posted.fields, name).unwrap_or_default().to_owned()),
                 error: Some(message_of(&error)),
             };
             view::page(actix_web::http::StatusCode::UNPROCESSABLE_ENTITY, &page)

@@ -10,12 +10,13 @@ use super::{ConfirmPage, query_param};
 use crate::AdminState;
 use crate::auth::{PostedForm, SignedIn, random};
 use crate::error::{AdminError, AdminResult, form_error_status, message_of};
+use crate::readable::Moment;
 use crate::view::{self, Layout, Section, query_escape};
 
 struct UserRow {
     email: String,
     role: &'static str,
-    created: String,
+    created: Moment,
     is_me: bool,
     remove_href: String,
 }
@@ -44,7 +45,7 @@ async fn page(state: &AdminState, user: &SignedIn, l: Layout) -> AdminResult<Use
             is_me: u.email == user.email(),
             remove_href: format!("/admin/users/remove?email={}", query_escape(&u.email)),
             role: u.role.as_str(),
-            created: view::unix_time(u.created),
+            created: Moment::unix(u.created),
             email: u.email,
         })
         .collect();

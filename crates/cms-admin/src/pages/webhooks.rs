@@ -3,25 +3,29 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
+use cms_core::CoreError;
 use cms_core::events::EventKind;
 use cms_core::service::Principal;
 
-use super::query_param;
+use super::{ConfirmPage, query_param};
 use crate::AdminState;
 use crate::auth::{PostedForm, SignedIn};
-use crate::error::{AdminResult, form_error_status, message_of};
-use crate::view::{self, Layout, Section};
+use crate::error::{AdminError, AdminResult, form_error_status, message_of};
+use crate::readable::Moment;
+use crate::view::{self, Layout, Section, query_escape};
 
 struct HookRow {
     id: String,
+    /// `/admin/webhooks/remove?id=`: the confirmation.
+    remove_href: String,
     url: String,
     events: String,
     enabled: bool,
-    created: String,
+    created: Moment,
 }
 
 struct LogRow {
-    time: String,
+    time: Moment,
     event: &'static str,
     url: String,
     status: String,
@@ -55,10 +59,11 @@ async fn page(state: &AdminState, principal: &Principal, l: Layout) -> AdminResu
         .into_iter()
         .map(|h| HookRow {
             events: h.events.iter().map(|e| e.as_str()).collect::<Vec<_>>().join(", "),
+            remove_href: format!("/admin/webhooks/remove?id={}", query_escape(&h.id)),
             id: h.id,
             url: h.url,
             enabled: h.enabled,
-            created: view::time_text(h.created_at),
+            created: Moment::of(h.created_at),
         })
         .collect();
     let log = cms
@@ -66,7 +71,7 @@ async fn page(state: &AdminState, principal: &Principal, l: Layout) -> AdminResu
         .await?
         .into_iter()
         .map(|d| LogRow {
-            time: view::time_text(d.time),
+            time: Moment::of(d.time),
             event: d.event.as_str(),
             url: d.url,
             status: d.status.map(|s| s.to_string()).unwrap_or_else(|| "–".into()),
@@ -121,11 +126,61 @@ pub async fn set_state(posted: PostedForm, state: web::Data<AdminState>) -> Admi
     Ok(view::see_other(&format!("/admin/webhooks?ok={done}")))
 }
 
+/// `GET /admin/webhooks/remove?id=`: a confirmation first (its secret goes with it, so
+/// adding it again means a new secret at the receiver).
+pub async fn confirm_remove(
+    user: SignedIn,
+    req: HttpRequest,
+    state: web::Data<AdminState>,
+) -> AdminResult<HttpResponse> {
+    let id = query_param(&req, "id")
+        .filter(|id| !id.is_empty())
+        .ok_or_else(|| AdminError::bad_request("name the webhook to remove"))?;
+    let hook = state
+        .cms
+        .webhook_settings(&user.principal)
+        .await?
+        .into_iter()
+        .find(|h| h.id == id)
+        .ok_or_else(|| CoreError::not_found(format!("no webhook {id}")))?;
+    view::ok(&ConfirmPage {
+        l: Layout::new(&state, &user, Section::Webhooks),
+        heading: format!("Remove the webhook to {}?", hook.url),
+        message: format!(
+            "{} will get no more events, and its signing secret is forgotten: adding it again \
+             makes a new secret. To pause deliveries instead, disable it.",
+            hook.url
+        ),
+        action: "/admin/webhooks/remove".into(),
+        fields: vec![("id", hook.id)],
+        button: "Remove",
+        cancel: "/admin/webhooks".into(),
+    })
+}
+
 /// `POST /admin/webhooks/remove` (`id`)
 pub async fn remove(posted: PostedForm, state: web::Data<AdminState>) -> AdminResult<HttpResponse> {
     let id = posted.fields.required("id", "The webhook id")?;
     state.cms.remove_webhook(&posted.user.principal, id).await?;
     Ok(view::see_other("/admin/webhooks?ok=webhook-removed"))
+}
+
+/// `GET /admin/webhooks/log/clear`: a confirmation first (the log is the only record of
+/// past deliveries).
+pub async fn confirm_clear_log(user: SignedIn, state: web::Data<AdminState>) -> AdminResult<HttpResponse> {
+    let entries = state.cms.webhook_log(&user.principal).await?.len();
+    view::ok(&ConfirmPage {
+        l: Layout::new(&state, &user, Section::Webhooks),
+        heading: "Clear the delivery log?".into(),
+        message: format!(
+            "{} of the delivery log will be deleted. Subscriptions stay as they are.",
+            crate::readable::count(entries, "entry", "entries")
+        ),
+        action: "/admin/webhooks/log/clear".into(),
+        fields: Vec::new(),
+        button: "Clear the log",
+        cancel: "/admin/webhooks".into(),
+    })
 }
 
 /// `POST /admin/webhooks/log/clear`

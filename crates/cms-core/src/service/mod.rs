@@ -367,6 +367,12 @@ impl Cms {
         &self.site
     }
 
+    /// The site's time zone (`site.timezone`): where a date without an offset happened,
+    /// and the zone the editor's date and time inputs are in.
+    pub fn zone(&self) -> &crate::dates::SiteZone {
+        &self.zone
+    }
+
     /// Which names are this server (same-server origins) and whose forwarded headers are
     /// believed; the composition root tells it the bound addresses.
     pub fn hosts(&self) -> &crate::host_policy::HostPolicy {

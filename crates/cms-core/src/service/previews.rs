@@ -113,6 +113,11 @@ impl Cms {
         self.preview_keys()?.0.rotate().await
     }
 
+    /// How long a link lasts when its maker names no time (`previews.ttl_secs`).
+    pub fn default_preview_ttl(&self) -> CoreResult<u64> {
+        Ok(self.preview_keys()?.1)
+    }
+
     fn preview_keys(&self) -> CoreResult<&(std::sync::Arc<dyn crate::ports::PreviewKeys>, u64)> {
         self.previews
             .as_ref()

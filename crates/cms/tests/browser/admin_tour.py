@@ -236,8 +236,7 @@ try:
     image = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"tour-{os.getpid()}.png")
     with open(image, "wb") as out:
         out.write(png(96, 64, (29, 78, 216)))
-    find("#file").send_keys(image)
-    find("#upload").click()
+    find("#file").send_keys(image)  # uploaded at once: no Upload button with the script
     wait.until(EC.url_contains("ok=uploaded"))
     name = os.path.basename(image)
     thumb = find(f'.files img[src$="/{name}"]')
@@ -272,14 +271,15 @@ try:
     wait.until(lambda d: find('[data-copied="new-key"]').text != "")
     assert api("/cms/collections/blog-posts/items?status=all", key) == 200
     shot("keys")
-    key_id = None
-    for button in driver.find_elements(By.CSS_SELECTOR, "#keys button"):
-        cells = button.find_element(By.XPATH, "./ancestor::tr").text
-        if "browser tour" in cells:
-            key_id = button.get_attribute("aria-label")
-            button.click()
+    revoke = None
+    for link in driver.find_elements(By.CSS_SELECTOR, "#keys a.danger"):
+        if "browser tour" in link.find_element(By.XPATH, "./ancestor::tr").text:
+            revoke = link
             break
-    assert key_id, "the new key is listed"
+    assert revoke, "the new key is listed"
+    revoke.click()  # a confirmation first
+    assert "browser tour" in text_of("h1")
+    find("#confirm").click()
     wait.until(EC.url_contains("ok=key-revoked"))
     assert "browser tour" not in text_of("main")
     assert api("/cms/collections/blog-posts/items?status=all", key) == 401, "a revoked key stops at once"
@@ -304,10 +304,12 @@ try:
     find("#webhooks button[value=disable]").click()
     wait.until(EC.url_contains("ok=webhook-disabled"))
     assert "disabled" in text_of("#webhooks")
-    find("#clear-log").click()
+    find("#clear-log").click()  # a confirmation first
+    find("#confirm").click()
     wait.until(EC.url_contains("ok=log-cleared"))
     assert "No deliveries yet." in text_of("main")
-    find("#webhooks button.danger").click()
+    find("#webhooks a.danger").click()  # a confirmation first
+    find("#confirm").click()
     wait.until(EC.url_contains("ok=webhook-removed"))
     assert "None yet." in text_of("main")
     console()
@@ -323,7 +325,7 @@ try:
     driver.get(item_url)
     tab_until("save")
     go("/admin/media")
-    tab_until("upload")
+    tab_until("file")
     for path in ("/admin/", "/admin/collections/blog-posts", item_url.replace(BASE, ""), "/admin/media", "/admin/keys"):
         go(path)
         find("main")

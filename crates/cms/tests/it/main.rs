@@ -1,9 +1,11 @@
 //! The real `cms` binary on temporary sites: the CLI, and the server over HTTP.
 
 mod admin;
+mod admin_access;
 mod admin_browser;
 mod admin_history;
 mod admin_model;
+mod admin_writing;
 mod caching;
 mod changes;
 mod cli;

@@ -15,6 +15,7 @@ use super::query_param;
 use crate::AdminState;
 use crate::auth::{PostedForm, SignedIn};
 use crate::error::{AdminError, AdminResult};
+use crate::readable::{self, Moment};
 use crate::view::{self, Layout, Section, path_escape};
 
 /// Deleted items on one page of the view.
@@ -48,7 +49,7 @@ impl Undo {
 struct DeletedRow {
     title: String,
     filename: String,
-    deleted: String,
+    deleted: Moment,
     author: String,
     history_href: String,
     restore_action: String,
@@ -66,7 +67,8 @@ struct DeletedPage {
     l: Layout,
     collection: CollectionLink,
     items: Vec<DeletedRow>,
-    total: usize,
+    /// `3 items`, `1 item`.
+    count: String,
     may_restore: bool,
     pages: Vec<PageLink>,
 }
@@ -92,7 +94,7 @@ pub async fn list(
         .map(|item| DeletedRow {
             history_href: format!("{}/history", item_href(collection, &item.filename)),
             restore_action: restore_href(collection, &item.filename),
-            deleted: view::unix_time(item.newest.timestamp),
+            deleted: Moment::unix(item.newest.timestamp),
             author: author_text(item.newest.author.as_deref()),
             title: item.title,
             filename: item.filename,
@@ -115,7 +117,7 @@ pub async fn list(
             .with_notice(query_param(&req, "ok").as_deref()),
         collection: CollectionLink::of(collection),
         items,
-        total: deleted.total,
+        count: readable::count(deleted.total, "item", "items"),
         may_restore: policy::may(&user.principal, Operation::RestoreVersion),
         pages,
     })

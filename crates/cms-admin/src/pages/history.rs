@@ -13,6 +13,7 @@ use crate::AdminState;
 use crate::auth::{PostedForm, SignedIn};
 use crate::diff::{self, Row};
 use crate::error::AdminResult;
+use crate::readable::Moment;
 use crate::view::{self, Layout, Section};
 
 /// Who made a version, as the pages show it.
@@ -21,7 +22,9 @@ pub(super) fn author_text(author: Option<&str>) -> String {
 }
 
 struct VersionRow {
-    when: String,
+    when: Moment,
+    /// The instant to the second, naming the version to a screen reader.
+    label: String,
     author: String,
     size: String,
     href: String,
@@ -35,8 +38,8 @@ struct HistoryPage {
     title: String,
     filename: String,
     item_href: String,
-    /// `None` once the item is deleted.
-    current: Option<String>,
+    /// When the current file changed, and its size; `None` once the item is deleted.
+    current: Option<(Moment, String)>,
     versions: Vec<VersionRow>,
     deleted_href: String,
 }
@@ -76,14 +79,14 @@ pub async fn versions(
         .versions
         .iter()
         .map(|v| VersionRow {
-            when: view::unix_time(v.timestamp),
+            when: Moment::unix(v.timestamp),
+            label: view::unix_time(v.timestamp),
             author: author_text(v.author.as_deref()),
             size: view::size(v.size),
             href: format!("{href}/history/{}", v.timestamp),
         })
         .collect();
-    let current =
-        list.current.map(|(modified, size)| format!("{}, {}", view::unix_time(modified), view::size(size)));
+    let current = list.current.map(|(modified, size)| (Moment::unix(modified), view::size(size)));
     view::ok(&HistoryPage {
         l: Layout::new(&state, &user, Section::Collection(collection.index)),
         collection: CollectionLink::of(collection),

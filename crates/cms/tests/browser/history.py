@@ -4,7 +4,8 @@ Run by crates/cms/tests/it/admin_history.rs (see editor.py for the environment).
 an editor: delete a page, and Undo in the notice brings it back; delete it again, open the
 collection's Deleted view, the item's history and a version's diff (its lines marked −, and
 a change's + and −), and Restore it from the Deleted view. axe-core checks the Deleted view,
-the history and the diff at 1280 and 375 px (no violation at all); at 375 px the diff is one column whose text is
+the history and the diff at 1280 and 375 px (no violation at all), and that nothing
+scrolls sideways at 375 px; at 375 px the diff is one column whose text is
 not squeezed into a narrow one.
 """
 
@@ -20,8 +21,20 @@ def delete_about():
 
 
 def check_pages(where):
+    """axe-core at 1280 and 375 px, and at 375 px nothing scrolls sideways."""
     for width in (1280, 375):
         axe(where, width)
+    driver.set_window_size(375, 800)
+    page, viewport, wide = driver.execute_script(
+        """
+        const wide = [...document.querySelectorAll(".table-wrap")]
+          .filter((box) => box.scrollWidth > box.clientWidth + 1)
+          .map((box) => box.querySelector("table").id || box.querySelector("table").className);
+        return [document.documentElement.scrollWidth, window.innerWidth, wide];
+        """
+    )
+    driver.set_window_size(1280, 900)
+    assert page <= viewport and not wide, f"{where} at 375 px: {page} px wide, scrolling {wide}"
 
 
 def run():

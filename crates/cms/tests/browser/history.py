@@ -104,6 +104,18 @@ def run():
     widths = driver.execute_script(
         "return [...document.querySelectorAll('table.diff tr:first-child td')].map(td => td.getBoundingClientRect().width)")
     assert widths[1] > 3 * widths[0], f"line numbers narrow, text wide: {widths}"
+    outside = driver.execute_script(
+        """
+        return [...document.querySelectorAll('table.diff .mark')].filter((mark) => {
+          if (!mark.textContent) return false;
+          const range = document.createRange();
+          range.selectNodeContents(mark);
+          const glyph = range.getBoundingClientRect(), cell = mark.closest('td').getBoundingClientRect();
+          return glyph.left < cell.left || glyph.right > cell.right;
+        }).length;
+        """
+    )
+    assert outside == 0, f"{outside} markers drawn outside their cell"
     shot("history-diff")
     check_pages("a change's diff")
     driver.set_window_size(375, 800)

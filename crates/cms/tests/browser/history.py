@@ -51,6 +51,7 @@ def run():
     step("delete, then Undo in the notice")
     delete_about()
     assert "Item deleted." in notice(), notice()
+    shot("deleted-undo")
     find("#undo-delete").click()
     wait.until(lambda d: "ok=undeleted" in d.current_url)
     assert "Item restored from its history." in notice(), notice()

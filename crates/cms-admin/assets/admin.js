@@ -367,3 +367,27 @@ function setUpWriting() {
   document.querySelectorAll("[data-insert-image]").forEach(setUpInsertImage);
   setUpMediaPage();
 }
+
+// ---- Sessions and error pages (issue 36: typed work kept, error pages) ----------------
+
+/** A `data-countdown` span (how long a sign-in is paused): counts down to "now". The
+ * page says the same without the script; the form stays usable, the server decides. */
+function setUpCountdown(span) {
+  let left = Number(span.dataset.countdown);
+  if (!Number.isFinite(left) || left <= 0) return;
+  const until = Date.now() + left * 1000;
+  const show = () => {
+    left = Math.max(0, Math.ceil((until - Date.now()) / 1000));
+    if (left === 0) {
+      span.textContent = "a moment: you can sign in now";
+      clearInterval(timer);
+      return;
+    }
+    span.textContent = left < 120 ? `${left} second${left === 1 ? "" : "s"}` : `${Math.ceil(left / 60)} minutes`;
+  };
+  const timer = setInterval(show, 1000);
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  document.querySelectorAll("span[data-countdown]").forEach(setUpCountdown);
+});

@@ -1,19 +1,24 @@
 //! Who is signed in, and the checks every state-changing form goes through.
 
+use std::time::Instant;
+
 use actix_web::cookie::Cookie;
+use actix_web::cookie::time::Duration as CookieDuration;
 use actix_web::dev::Payload;
 use actix_web::http::{Method, header};
-use actix_web::{FromRequest, HttpRequest, web};
-use cms_core::account::Role;
+use actix_web::{FromRequest, HttpMessage, HttpRequest, web};
+use cms_core::account::{self, Role};
 use cms_core::host_policy::RequestOrigin;
 use cms_core::service::Principal;
-use cms_core::session::{Session, same_secret};
+use cms_core::session::{Session, TOKEN_RANDOM_BYTES, same_secret};
 use futures_util::StreamExt;
 use futures_util::future::LocalBoxFuture;
 
 use crate::AdminState;
 use crate::error::{AdminError, AdminResult};
 use crate::forms::Fields;
+use crate::kept::{KeptForm, SIGNIN_EMAIL, SIGNIN_PASSWORD, Why};
+use crate::throttle::Subject;
 
 pub use crate::cookies::{COOKIE_PATH, SESSION_COOKIE, SIGNIN_COOKIE, session_cookie};
 
@@ -94,6 +99,13 @@ async fn signed_in(req: &HttpRequest) -> AdminResult<SignedIn> {
 /// A submitted form of a signed-in user, read only after its CSRF token (the hidden
 /// `csrf` field) matched the session's and the request came from this site. Every
 /// state-changing urlencoded form goes through this.
+///
+/// A form from this site's own pages (its `Origin` or `Sec-Fetch-Site` says so, and it
+/// carries a token as the editor's forms do) that cannot be acted on is never dropped: one whose session ended, or whose token is another
+/// session's, is answered with everything it sent ([`AdminError::Kept`]), in a form that
+/// sends it again, with an inline sign-in when there is no session. That sign-in comes
+/// back here: checked like the sign-in page's (its own token and cookie, the throttle,
+/// the password), it starts a session and the form is acted on at once.
 pub struct PostedForm {
     pub user: SignedIn,
     pub fields: Fields,
@@ -107,12 +119,178 @@ impl FromRequest for PostedForm {
         let req = req.clone();
         let payload = payload.take();
         Box::pin(async move {
-            let user = signed_in(&req).await?;
+            let signed_in = signed_in(&req).await;
             require_same_origin(&req)?;
-            let fields = read_form(&req, payload, state_of(&req).form_limit).await?;
-            check_csrf(&fields, &user.session.csrf)?;
-            Ok(Self { user, fields })
+            let keeps = from_this_sites_page(&req) && crate::kept::keeps_forms_of(req.path());
+            let limit = state_of(&req).form_limit;
+            let user = match signed_in {
+                Ok(user) => user,
+                Err(AdminError::SignInRequired { next }) if keeps => {
+                    let fields = read_form(&req, payload, limit).await?;
+                    if !made_by_the_editor(&fields) {
+                        return Err(AdminError::SignInRequired { next });
+                    }
+                    let user = sign_in_inline(&req, &fields).await?;
+                    return Ok(Self { user, fields: fields.without(&[SIGNIN_EMAIL, SIGNIN_PASSWORD]) });
+                }
+                Err(error) => return Err(error),
+            };
+            let fields = read_form(&req, payload, limit).await?;
+            match check_csrf(&fields, &user.session.csrf) {
+                Ok(()) => Ok(Self { user, fields }),
+                Err(_) if keeps && made_by_the_editor(&fields) => {
+                    Err(AdminError::kept(KeptForm::new(Why::TokenRefused, &action_of(&req), fields.pairs())))
+                }
+                Err(error) => Err(error),
+            }
         })
+    }
+}
+
+/// Whether a form looks like one of the editor's own: they all carry a token (`csrf`, 64
+/// hex digits), if perhaps no longer the session's. One without is not offered back.
+fn made_by_the_editor(fields: &Fields) -> bool {
+    fields.get("csrf").is_some_and(|token| {
+        token.len() == 2 * TOKEN_RANDOM_BYTES && token.bytes().all(|b| b.is_ascii_hexdigit())
+    })
+}
+
+/// Where a form was posted (path and query): the kept form goes there again.
+fn action_of(req: &HttpRequest) -> String {
+    req.uri().path_and_query().map_or_else(|| req.path().to_owned(), |pq| pq.as_str().to_owned())
+}
+
+/// The inline sign-in of a kept form (no session): `Kept` again, with why, unless it
+/// carries a good password with the sign-in's own token; then a new session, whose cookie
+/// the answer gets (`error::pages`).
+async fn sign_in_inline(req: &HttpRequest, fields: &Fields) -> AdminResult<SignedIn> {
+    let keep = |why| AdminError::kept(KeptForm::new(why, &action_of(req), fields.pairs()));
+    if fields.get(SIGNIN_PASSWORD).is_none() {
+        return Err(keep(Why::SessionEnded));
+    }
+    let expected = req.cookie(SIGNIN_COOKIE).map(|c| c.value().to_owned()).unwrap_or_default();
+    if check_csrf(fields, &expected).is_err() {
+        return Err(keep(Why::SignInExpired));
+    }
+    let email = fields.text(SIGNIN_EMAIL).trim().to_ascii_lowercase();
+    match sign_in(req, &email, fields.text(SIGNIN_PASSWORD).to_owned()).await? {
+        SignIn::Started { user, cookie } => {
+            req.extensions_mut().insert(StartedSession(cookie));
+            Ok(*user)
+        }
+        SignIn::Refused => Err(keep(Why::SignInFailed)),
+        SignIn::Locked(seconds) => Err(keep(Why::Throttled(seconds))),
+    }
+}
+
+/// A session an inline sign-in started while the request was answered: its cookie goes
+/// on the answer, whatever it is (`error_pages::pages` puts it there).
+#[derive(Clone)]
+pub struct StartedSession(pub Cookie<'static>);
+
+/// What a sign-in came to.
+pub enum SignIn {
+    /// A new session, and its cookie for the answer.
+    Started { user: Box<SignedIn>, cookie: Cookie<'static> },
+    /// Wrong email or password (or none set).
+    Refused,
+    /// The account or address is locked for this many seconds.
+    Locked(u64),
+}
+
+/// Checks a password and starts a session: the one way of signing in (the sign-in page
+/// and a kept form's inline sign-in). The attempt is counted before the password is
+/// hashed, and an account has one check in flight at a time (see [`crate::throttle`]).
+pub async fn sign_in(req: &HttpRequest, email: &str, password: String) -> AdminResult<SignIn> {
+    let state = state_of(req);
+    let address = Subject::address(client_address(req));
+    let attempt = match state.throttle.begin(Subject::Account(email.to_owned()), address, Instant::now()) {
+        Ok(attempt) => attempt,
+        Err(wait) => return Ok(SignIn::Locked(wait.as_secs().max(1))),
+    };
+    let credentials = state.cms.user_credentials(email).await?;
+    let stored = credentials.as_ref().and_then(|(_, hash)| hash.clone());
+    // Argon2 takes tens of milliseconds: off the async worker. An unknown account is
+    // checked against a decoy hash, so it answers as slowly.
+    let matches = web::block(move || account::verify_password(stored.as_deref(), &password))
+        .await
+        .map_err(|e| cms_core::CoreError::internal("checking a password", e.to_string()))?;
+    let (user, hash) = match credentials {
+        Some(found) if matches => found,
+        _ => {
+            drop(attempt);
+            tracing::info!(email, "a sign-in to the editor failed");
+            return Ok(SignIn::Refused);
+        }
+    };
+    attempt.succeeded();
+    let started = state
+        .cms
+        .start_session(
+            &state.sessions,
+            &user,
+            hash.as_deref(),
+            random::<TOKEN_RANDOM_BYTES>()?,
+            random::<TOKEN_RANDOM_BYTES>()?,
+        )
+        .await?;
+    let lifetime = state.sessions.policy().absolute.whole_seconds();
+    let mut cookie = for_request(req, session_cookie(SESSION_COOKIE, started.token.clone()));
+    cookie.set_max_age(CookieDuration::seconds(lifetime));
+    tracing::info!(email = user.email, "signed in to the editor");
+    let user = SignedIn {
+        principal: Principal { user, key_id: cms_core::service::SESSION_KEY_ID.to_owned(), key_name: None },
+        session: started.session,
+        token: started.token,
+    };
+    Ok(SignIn::Started { user: Box::new(user), cookie })
+}
+
+/// Whether the browser says the request comes from this site's own pages: an `Origin`
+/// that is this server, or `Sec-Fetch-Site: same-origin`. (Without either, as from an old
+/// browser or a script, a refused form is not offered back: a form it did not make could
+/// otherwise be put before the user to send.)
+fn from_this_sites_page(req: &HttpRequest) -> bool {
+    let headers = req.headers();
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if text("sec-fetch-site") == Some("same-origin") {
+        return true;
+    }
+    text("origin").is_some_and(|origin| is_this_origin(req, origin.trim_end_matches('/')))
+}
+
+fn is_this_origin(req: &HttpRequest, origin: &str) -> bool {
+    let cms = &state_of(req).cms;
+    origin.eq_ignore_ascii_case(site_origin(&cms.site().url)) || cms.hosts().is_this_server(origin)
+}
+
+/// The editor page the request came from (`Referer`, when it is this server's), to offer
+/// a way back.
+pub fn referring_page(req: &HttpRequest) -> Option<String> {
+    let referer = req.headers().get(header::REFERER)?.to_str().ok()?;
+    let (scheme, rest) = referer.split_once("://")?;
+    let at = rest.find('/')?;
+    let origin = &referer[..scheme.len() + 3 + at];
+    if !is_this_origin(req, origin) {
+        return None;
+    }
+    let page = &rest[at..];
+    let page = page.split('#').next().unwrap_or(page);
+    (safe_next(Some(page)) == page).then(|| page.to_owned())
+}
+
+/// Where to go after signing in: a page of the editor, never another site.
+pub fn safe_next(next: Option<&str>) -> String {
+    match next {
+        Some(next)
+            if next.starts_with("/admin/")
+                && !next.contains("//")
+                && !next.contains('\\')
+                && !next.chars().any(char::is_control) =>
+        {
+            next.to_owned()
+        }
+        _ => "/admin/".to_owned(),
     }
 }
 

@@ -31,6 +31,16 @@ impl Fields {
         }
     }
 
+    /// Every field, in the order sent.
+    pub fn pairs(&self) -> &[(String, String)] {
+        &self.pairs
+    }
+
+    /// The same fields without those named.
+    pub fn without(self, names: &[&str]) -> Self {
+        Self { pairs: self.pairs.into_iter().filter(|(k, _)| !names.contains(&k.as_str())).collect() }
+    }
+
     /// Every value of a field (checkbox groups).
     pub fn all(&self, name: &str) -> Vec<&str> {
         self.pairs.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str()).collect()

@@ -8,6 +8,12 @@
 //!   extractor that every page takes, and [`auth::PostedForm`], the one way a
 //!   state-changing form is read: it checks the session's CSRF token and the request's
 //!   origin before a handler sees a field.
+//!   Sessions live in the site's store (`cms_core::session`), so they outlive a restart
+//!   and every server of a bucket site knows them.
+//! - [`kept`]: a form that could not be acted on (its session ended, its token is another
+//!   session's) is shown again whole and sent again, with an inline sign-in.
+//! - [`error`], [`error_pages`]: every error page in the editor's frame, in plain
+//!   sentences with a way on.
 //! - [`throttle`]: failed sign-ins slow down further tries, per account and per address.
 //! - [`security`]: the headers of every page (a strict `Content-Security-Policy` with no
 //!   inline script or style, no framing, no caching).
@@ -25,9 +31,11 @@ pub mod auth;
 pub mod cookies;
 pub mod diff;
 pub mod error;
+pub mod error_pages;
 pub mod escape;
 pub mod forms;
 pub mod item_form;
+pub mod kept;
 pub mod media_library;
 pub mod model_form;
 pub mod model_view;
@@ -44,6 +52,7 @@ use actix_web::middleware::from_fn;
 use actix_web::{HttpResponse, web};
 use cms_core::Cms;
 use cms_core::config::SigninConfig;
+use cms_core::ports::SessionStore;
 use cms_core::session::{SessionPolicy, Sessions};
 
 pub use error::AdminError;
@@ -60,11 +69,19 @@ pub struct AdminState {
 }
 
 impl AdminState {
-    /// The editor of `cms`'s site; `signin` bounds its sign-in attempts.
-    pub fn new(cms: Arc<Cms>, signin: &SigninConfig, upload_limit: u64, form_limit: usize) -> Self {
+    /// The editor of `cms`'s site, its sessions kept in `sessions` (the site's store, so
+    /// that they outlive a restart and every server knows them); `signin` bounds its
+    /// sign-in attempts.
+    pub fn new(
+        cms: Arc<Cms>,
+        sessions: Arc<dyn SessionStore>,
+        signin: &SigninConfig,
+        upload_limit: u64,
+        form_limit: usize,
+    ) -> Self {
         Self {
             cms,
-            sessions: Sessions::new(SessionPolicy::default()),
+            sessions: Sessions::new(SessionPolicy::default(), sessions),
             throttle: throttle::Throttle::new(throttle::ThrottlePolicy::from(signin)),
             upload_limit,
             form_limit,
@@ -82,6 +99,7 @@ pub fn mount(cfg: &mut web::ServiceConfig, state: web::Data<AdminState>) {
     .service(
         web::scope("/admin")
             .app_data(state)
+            .wrap(from_fn(error_pages::pages))
             .wrap(from_fn(security::headers))
             .configure(pages::routes)
             .default_service(web::to(pages::not_found)),

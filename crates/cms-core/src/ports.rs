@@ -56,6 +56,36 @@ pub trait PreviewKeys: Send + Sync {
     async fn item_links_ended(&self, item: &str) -> CoreResult<Option<i64>>;
 }
 
+/// A web editor session's record as [`SessionStore::get`] reads it: the text the core
+/// wrote (see `crate::session`) and the version it was read at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredSession {
+    pub text: String,
+    /// Changes with every write (a file's digest, a bucket's ETag).
+    pub version: String,
+}
+
+/// The web editor's sessions, kept in the site's store so that every server of the site
+/// (and a restarted one) knows them: one small record per session, named by the SHA-256
+/// of its token (64 hex digits: safe as a file or object name; the token itself is never
+/// stored). The text is the core's; the store keeps it as given.
+#[async_trait]
+pub trait SessionStore: Send + Sync {
+    /// The record named `key`, if there is one.
+    async fn get(&self, key: &str) -> CoreResult<Option<StoredSession>>;
+    /// Writes a record, whatever was there (a key names a fresh random token: it is new).
+    async fn put(&self, key: &str, text: &str) -> CoreResult<()>;
+    /// Replaces a record only while it is still at `version`: `false`, writing nothing,
+    /// when it changed or is gone (a sign-out in between must not be undone by a request
+    /// that read the record before it).
+    async fn replace(&self, key: &str, text: &str, version: &str) -> CoreResult<bool>;
+    /// Removes a record (absent is fine).
+    async fn remove(&self, key: &str) -> CoreResult<()>;
+    /// Every record's key with when it was last written (Unix seconds, the store's
+    /// clock), to remove the stale ones without reading them.
+    async fn list(&self) -> CoreResult<Vec<(String, i64)>>;
+}
+
 /// Item files of the collections.
 #[async_trait]
 pub trait ContentStore: Send + Sync {
@@ -346,6 +376,8 @@ pub struct SiteStorage {
     /// A node's own cache on every backend (the local `.cms/variants/`).
     pub variants: Arc<dyn VariantStore>,
     pub previews: Arc<dyn PreviewKeys>,
+    /// The web editor's sessions.
+    pub sessions: Arc<dyn SessionStore>,
     /// The webhook subscriptions and log, the schedule's mark.
     pub state: Arc<dyn StateDocuments>,
     pub sharing: Sharing,

@@ -39,13 +39,17 @@ impl ChangeSource for FsChangeSource {
         let mut folders: Vec<PathBuf> = collections.iter().map(|c| site.join(&c.path)).collect();
         folders.push(site.join(STATE_DIR));
         // A crash during a write leaves a staging file beside its target. Swept: the
-        // collections, the snapshot folder (a snapshot is as large as an index) and `.cms/`
-        // itself (accounts, webhook log): now, once the grace period has passed for what
+        // collections, the snapshot folder (a snapshot is as large as an index), `.cms/`
+        // itself (accounts, webhook log) and the editor's sessions: now, once the grace period has passed for what
         // is found now, and every few minutes while the feed lives (see `sweep.rs`).
         let swept: Vec<PathBuf> = folders[..collections.len()]
             .iter()
             .cloned()
-            .chain([site.join(STATE_DIR), site.join(STATE_DIR).join(crate::snapshots::SNAPSHOT_DIR)])
+            .chain([
+                site.join(STATE_DIR),
+                site.join(STATE_DIR).join(crate::snapshots::SNAPSHOT_DIR),
+                site.join(STATE_DIR).join(crate::sessions::SESSIONS_DIR),
+            ])
             .collect();
         let sweeper = StagingSweep::new(swept).start();
         let (watcher, batches) = FolderWatcher::start(folders, QUIET, MAX_DELAY)

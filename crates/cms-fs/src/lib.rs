@@ -8,6 +8,7 @@
 //!   .cms/versions/     item history: [`FsVersionStore`]
 //!   .cms/index/        each collection's index between runs: [`FsSnapshots`]
 //!   .cms/variants/     rendered image variants of resource files: [`FsVariantStore`]
+//!   .cms/sessions/     the web editor's sessions: [`FsSessionStore`]
 //!   .cms/ (unnamed)    rendered single items of a running server: [`FsRenderCache`]
 //!   media/<name>/      resource folders: [`FsResourceStore`] (uploads staged in .cms/uploads/)
 //! ```
@@ -30,6 +31,7 @@ mod license;
 mod previews;
 mod render_cache;
 mod resources;
+mod sessions;
 mod settings;
 mod site;
 mod site_root;
@@ -52,6 +54,7 @@ pub use license::{FsLicense, LICENSE_FILE};
 pub use previews::FsPreviewKeys;
 pub use render_cache::FsRenderCache;
 pub use resources::FsResourceStore;
+pub use sessions::{FsSessionStore, SESSIONS_DIR};
 pub use settings::FsSettings;
 pub use site::{open, site_ports};
 pub use snapshots::FsSnapshots;

@@ -5,8 +5,8 @@ use cms_core::Ports;
 use cms_core::ports::{Clock, EventSink, Sharing, SiteStorage, WebhookDirectory};
 
 use crate::{
-    FsAccounts, FsChangeSource, FsContentStore, FsLicense, FsPreviewKeys, FsResourceStore, FsSettings,
-    FsSnapshots, FsStateDocuments, FsVariantStore, FsVersionStore, STATE_DIR,
+    FsAccounts, FsChangeSource, FsContentStore, FsLicense, FsPreviewKeys, FsResourceStore, FsSessionStore,
+    FsSettings, FsSnapshots, FsStateDocuments, FsVariantStore, FsVersionStore, STATE_DIR,
 };
 
 /// Opens the site folder `site` as a backend: every port on its files (its `.cms/` for
@@ -28,6 +28,7 @@ pub fn open(site: &Path) -> SiteStorage {
         snapshots: Arc::new(FsSnapshots::new(&state)),
         variants: Arc::new(FsVariantStore::new(&state)),
         previews: Arc::new(FsPreviewKeys::new(&state)),
+        sessions: Arc::new(FsSessionStore::new(&state)),
         state: Arc::new(FsStateDocuments::new(&state)),
         sharing: Sharing::OneServer,
         description: format!("site folder: {}", site.display()),

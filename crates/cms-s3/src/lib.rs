@@ -34,6 +34,7 @@ mod objects;
 mod previews;
 mod probe;
 mod resources;
+mod sessions;
 mod settings;
 mod state;
 mod versions;
@@ -58,6 +59,7 @@ pub use license::S3License;
 pub use objects::{ObjectInfo, SharedState};
 pub use previews::S3PreviewKeys;
 pub use resources::S3ResourceStore;
+pub use sessions::S3SessionStore;
 pub use settings::S3Settings;
 pub use versions::S3VersionStore;
 
@@ -257,6 +259,11 @@ impl S3Site {
         S3PreviewKeys::new(&self.bucket, self.state_max_age)
     }
 
+    /// The web editor's sessions, shared by every node.
+    pub fn session_store(&self) -> S3SessionStore {
+        S3SessionStore::new(&self.bucket)
+    }
+
     /// The stores one by one, for the contract tests.
     pub fn content_store(&self) -> S3ContentStore {
         S3ContentStore::new(self.bucket.clone(), self.journal.clone())
@@ -310,6 +317,7 @@ impl S3Site {
             settings: Arc::new(self.settings_store()),
             changes: Arc::new(self.change_source()),
             previews: Arc::new(self.preview_keys()),
+            sessions: Arc::new(self.session_store()),
             state: Arc::new(S3StateDocuments::new(self)),
             sharing: Sharing::Servers,
             description: format!("bucket: {}", self.description),

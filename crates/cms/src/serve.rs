@@ -68,6 +68,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
     // The web editor at /admin/, on the same facade.
     let admin = web::Data::new(cms_admin::AdminState::new(
         open.cms.clone(),
+        open.sessions.clone(),
         &open.config.signin,
         open.config.limits.upload_bytes,
         open.config.limits.json_bytes,

@@ -53,6 +53,8 @@ pub struct OpenSite {
     pub webhook_store: WebhookStore,
     /// Up to when scheduled changes were announced (likewise shared on a bucket site).
     pub schedule_mark: ScheduleMark,
+    /// The web editor's sessions (in the store: shared by every server, kept over restarts).
+    pub sessions: Arc<dyn cms_core::ports::SessionStore>,
     /// Where the content lives, for the operator (`site folder: ...` or `bucket: s3://...`).
     pub storage: String,
 }
@@ -167,6 +169,7 @@ impl Site {
             webhooks,
             webhook_store,
             schedule_mark,
+            sessions: storage.sessions,
             storage: storage.description,
         })
     }

@@ -112,7 +112,10 @@ async fn wrong_method(req: HttpRequest) -> HttpResponse {
 
 /// Anything else under `/admin/`.
 pub async fn not_found(req: HttpRequest) -> Result<HttpResponse, AdminError> {
-    Err(AdminError::Core(cms_core::CoreError::not_found(format!("the editor has no page at {}", req.path()))))
+    Err(AdminError::Core(cms_core::CoreError::not_found(format!(
+        "there is no page at {} in the editor; the address may be mistyped, or what it showed was moved or deleted",
+        req.path()
+    ))))
 }
 
 /// A query parameter of a page (`?name=value`), first value wins.

@@ -1,19 +1,16 @@
 //! Signing in and out.
 
-use std::time::Instant;
-
-use actix_web::cookie::time::Duration as CookieDuration;
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
-use cms_core::account;
 use cms_core::session::TOKEN_RANDOM_BYTES;
 
 use super::query_param;
 use crate::AdminState;
-use crate::auth::{self, PostedForm, SESSION_COOKIE, SIGNIN_COOKIE, for_request, random, session_cookie};
+use crate::auth::{
+    self, PostedForm, SESSION_COOKIE, SIGNIN_COOKIE, SignIn, for_request, random, safe_next, session_cookie,
+};
 use crate::error::{AdminError, AdminResult};
-use crate::throttle::Subject;
 use crate::view;
 
 /// Largest sign-in form body.
@@ -84,53 +81,26 @@ pub async fn submit(
     let email = fields.text("email").trim().to_ascii_lowercase();
     let password = fields.text("password").to_owned();
 
-    let address = Subject::address(auth::client_address(&req));
-    // Counted now, before the password is hashed; the account's only check in flight.
-    let attempt = match state.throttle.begin(Subject::Account(email.clone()), address, Instant::now()) {
-        Ok(attempt) => attempt,
-        Err(wait) => return Err(AdminError::Throttled(wait.as_secs().max(1))),
-    };
-
-    let credentials = state.cms.user_credentials(&email).await?;
-    let stored = credentials.as_ref().and_then(|(_, hash)| hash.clone());
-    // Argon2 takes tens of milliseconds: off the async worker. An unknown account is
-    // checked against a decoy hash, so it answers as slowly.
-    let matches = web::block(move || account::verify_password(stored.as_deref(), &password))
-        .await
-        .map_err(|e| cms_core::CoreError::internal("checking a password", e.to_string()))?;
-    let user = match credentials {
-        Some((user, hash)) if matches => (user, hash),
-        _ => {
-            drop(attempt);
-            tracing::info!(email, "a sign-in to the editor failed");
-            let error = "Wrong email or password (or no password is set: `cms users passwd`).".to_owned();
-            return render(&req, &state, StatusCode::UNAUTHORIZED, next, email, Some(error), false);
+    match auth::sign_in(&req, &email, password).await? {
+        SignIn::Started { cookie, .. } => {
+            let mut response = view::see_other(&next);
+            response.add_cookie(&cookie).map_err(|e| cookie_error(&e))?;
+            response
+                .add_removal_cookie(&session_cookie(SIGNIN_COOKIE, String::new()))
+                .map_err(|e| cookie_error(&e))?;
+            Ok(response)
         }
-    };
-    attempt.succeeded();
-    let (user, hash) = user;
-    let started = state.cms.start_session(
-        &state.sessions,
-        &user,
-        hash.as_deref(),
-        random::<TOKEN_RANDOM_BYTES>()?,
-        random::<TOKEN_RANDOM_BYTES>()?,
-    );
-    let lifetime = state.sessions.policy().absolute.whole_seconds();
-    let mut cookie = for_request(&req, session_cookie(SESSION_COOKIE, started.token));
-    cookie.set_max_age(CookieDuration::seconds(lifetime));
-    let mut response = view::see_other(&next);
-    response.add_cookie(&cookie).map_err(|e| cookie_error(&e))?;
-    response
-        .add_removal_cookie(&session_cookie(SIGNIN_COOKIE, String::new()))
-        .map_err(|e| cookie_error(&e))?;
-    tracing::info!(email = user.email, "signed in to the editor");
-    Ok(response)
+        SignIn::Refused => {
+            let error = "Wrong email or password (or no password is set: `cms users passwd`).".to_owned();
+            render(&req, &state, StatusCode::UNAUTHORIZED, next, email, Some(error), false)
+        }
+        SignIn::Locked(seconds) => Err(AdminError::Throttled(seconds)),
+    }
 }
 
 /// `POST /admin/signout`: ends the session here and in the browser.
 pub async fn sign_out(form: PostedForm, state: web::Data<AdminState>) -> AdminResult<HttpResponse> {
-    state.sessions.end(&form.user.token);
+    state.sessions.end(&form.user.token).await?;
     let mut response = view::see_other("/admin/signin?out=1");
     response
         .add_removal_cookie(&session_cookie(SESSION_COOKIE, String::new()))
@@ -142,24 +112,9 @@ fn cookie_error(error: &dyn std::fmt::Display) -> AdminError {
     AdminError::bad_request(format!("cannot set the cookie: {error}"))
 }
 
-/// Where to go after signing in: a page of the editor, never another site.
-fn safe_next(next: Option<&str>) -> String {
-    match next {
-        Some(next)
-            if next.starts_with("/admin/")
-                && !next.contains("//")
-                && !next.contains('\\')
-                && !next.chars().any(char::is_control) =>
-        {
-            next.to_owned()
-        }
-        _ => "/admin/".to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::safe_next;
+    use crate::auth::safe_next;
 
     #[test]
     fn next_stays_in_the_editor() {

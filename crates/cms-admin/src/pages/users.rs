@@ -143,13 +143,13 @@ pub async fn confirm_remove(
     })
 }
 
-/// `POST /admin/users/remove` (`email`): the user, their keys and their sessions go.
+/// `POST /admin/users/remove` (`email`): the user and their keys go; their sessions no
+/// longer stand for anyone (`Session::stands_for`), so every server refuses them at once.
 pub async fn remove(posted: PostedForm, state: web::Data<AdminState>) -> AdminResult<HttpResponse> {
     state.cms.authorize(&posted.user.principal, Operation::ManageUsers).await?;
     let email = posted.fields.required("email", "The user's email")?.to_ascii_lowercase();
     check_last_owner(&state, &posted.user, &email, None).await?;
     state.cms.remove_user(&posted.user.principal, &email).await?;
-    state.sessions.end_user(&email);
     Ok(view::see_other("/admin/users?ok=user-removed"))
 }
 

@@ -131,32 +131,32 @@ impl Cms {
 
     /// Starts a web editor session for a user whose password was just verified against
     /// `password_hash`; randomness comes from the caller.
-    pub fn start_session(
+    pub async fn start_session(
         &self,
         sessions: &Sessions,
         user: &User,
         password_hash: Option<&str>,
         token_random: [u8; crate::session::TOKEN_RANDOM_BYTES],
         csrf_random: [u8; crate::session::TOKEN_RANDOM_BYTES],
-    ) -> crate::session::NewSession {
-        sessions.start(user, password_hash, token_random, csrf_random, self.now())
+    ) -> CoreResult<crate::session::NewSession> {
+        sessions.start(user, password_hash, token_random, csrf_random, self.now()).await
     }
 
     /// The signed-in user behind a session token, as stored now (so a role change shows at
-    /// once); `None` once the session has expired or its user was removed or changed
-    /// password (the session is then forgotten).
+    /// once); `None` once the session has expired or ended, or its user was removed or
+    /// changed password (the session is then removed).
     pub async fn resume_session(
         &self,
         sessions: &Sessions,
         token: &str,
     ) -> CoreResult<Option<(Principal, Session)>> {
-        let Some(session) = sessions.resume(token, self.now()) else { return Ok(None) };
+        let Some(session) = sessions.resume(token, self.now()).await? else { return Ok(None) };
         match self.ports.users.find_user_with_password(&session.email).await? {
             Some((user, hash)) if session.stands_for(&user, hash.as_deref()) => {
                 Ok(Some((Principal { user, key_id: SESSION_KEY_ID.to_owned(), key_name: None }, session)))
             }
             _ => {
-                sessions.end(token);
+                sessions.end(token).await?;
                 Ok(None)
             }
         }

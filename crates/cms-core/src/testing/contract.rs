@@ -365,6 +365,38 @@ pub async fn preview_keys(keys: &dyn PreviewKeys) {
     assert_eq!(keys.item_links_ended("0a1b2c").await.unwrap(), Some(2_000), "a later end moves it on");
 }
 
+/// Runs every `SessionStore` case: none at first; a record is read back with a version;
+/// a replace at that version lands and one at an old version (or of a removed record)
+/// writes nothing; records are listed with when they were written; removing is idempotent.
+pub async fn session_store(store: &dyn crate::ports::SessionStore) {
+    let key = "a".repeat(64);
+    let other = "b".repeat(64);
+    assert_eq!(store.get(&key).await.unwrap(), None);
+    assert!(store.list().await.unwrap().is_empty());
+    store.put(&key, "{\"n\":1}").await.unwrap();
+    let first = store.get(&key).await.unwrap().expect("a record is read back");
+    assert_eq!(first.text, "{\"n\":1}");
+    assert!(store.replace(&key, "{\"n\":2}", &first.version).await.unwrap(), "a replace at its version");
+    let second = store.get(&key).await.unwrap().unwrap();
+    assert_eq!(second.text, "{\"n\":2}");
+    assert_ne!(second.version, first.version, "a write changes the version");
+    assert!(!store.replace(&key, "{\"n\":3}", &first.version).await.unwrap(), "an old version is refused");
+    assert_eq!(store.get(&key).await.unwrap().unwrap().text, "{\"n\":2}");
+
+    store.put(&other, "{}").await.unwrap();
+    let mut listed = store.list().await.unwrap();
+    listed.sort();
+    assert_eq!(listed.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), [key.as_str(), other.as_str()]);
+    assert!(listed.iter().all(|(_, written)| *written > 1_600_000_000), "written times are Unix seconds");
+
+    store.remove(&key).await.unwrap();
+    store.remove(&key).await.unwrap();
+    assert_eq!(store.get(&key).await.unwrap(), None);
+    assert!(!store.replace(&key, "{}", &second.version).await.unwrap(), "a removed record stays removed");
+    assert_eq!(store.get(&key).await.unwrap(), None);
+    assert_eq!(store.list().await.unwrap().len(), 1);
+}
+
 /// Runs every `IndexSnapshots` case: none at first; a save is loaded back byte for byte,
 /// per collection, and replaced by the next.
 pub async fn index_snapshots(store: &dyn IndexSnapshots) {

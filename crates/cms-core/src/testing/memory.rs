@@ -534,3 +534,83 @@ impl crate::ports::StateDocuments for MemoryStateDocuments {
         format!("{name} in memory")
     }
 }
+
+/// Editor sessions in a map. Writes are stamped with its own clock (Unix seconds, from
+/// 2026-01-01; [`Self::advance`] moves it), as a store stamps its files.
+pub struct MemorySessionStore {
+    /// key → (text, version, written).
+    records: Mutex<HashMap<String, (String, u64, i64)>>,
+    next_version: AtomicU64,
+    now: AtomicI64,
+}
+
+impl Default for MemorySessionStore {
+    fn default() -> Self {
+        Self {
+            records: Mutex::default(),
+            next_version: AtomicU64::new(1),
+            now: AtomicI64::new(1_767_225_600),
+        }
+    }
+}
+
+impl MemorySessionStore {
+    /// Moves the clock that stamps writes.
+    pub fn advance(&self, seconds: i64) {
+        self.now.fetch_add(seconds, Ordering::Relaxed);
+    }
+
+    /// Every record's key and text, for tests.
+    pub fn texts(&self) -> Vec<(String, String)> {
+        self.lock().iter().map(|(key, (text, ..))| (key.clone(), text.clone())).collect()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, u64, i64)>> {
+        self.records.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn record(&self, text: &str) -> (String, u64, i64) {
+        (text.to_owned(), self.next_version.fetch_add(1, Ordering::Relaxed), self.now.load(Ordering::Relaxed))
+    }
+}
+
+#[async_trait]
+impl crate::ports::SessionStore for MemorySessionStore {
+    async fn get(&self, key: &str) -> CoreResult<Option<crate::ports::StoredSession>> {
+        Ok(self.lock().get(key).map(|(text, version, _)| crate::ports::StoredSession {
+            text: text.clone(),
+            version: version.to_string(),
+        }))
+    }
+
+    async fn put(&self, key: &str, text: &str) -> CoreResult<()> {
+        let record = self.record(text);
+        self.lock().insert(key.to_owned(), record);
+        Ok(())
+    }
+
+    async fn replace(&self, key: &str, text: &str, version: &str) -> CoreResult<bool> {
+        let record = self.record(text);
+        let mut records = self.lock();
+        match records.get_mut(key) {
+            Some(current) if current.1.to_string() == version => {
+                *current = record;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn remove(&self, key: &str) -> CoreResult<()> {
+        self.lock().remove(key);
+        Ok(())
+    }
+
+    async fn list(&self) -> CoreResult<Vec<(String, i64)>> {
+        Ok(self.lock().iter().map(|(key, (_, _, written))| (key.clone(), *written)).collect())
+    }
+}

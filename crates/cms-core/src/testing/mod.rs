@@ -10,8 +10,8 @@ mod memory_resources;
 mod memory_variants;
 
 pub use memory::{
-    FixedClock, MemoryAccounts, MemoryContentStore, MemoryLicense, MemoryPreviewKeys, MemorySettings,
-    MemorySnapshots, MemoryStateDocuments, MemoryVersions, MemoryWebhooks, RecordingEvents,
+    FixedClock, MemoryAccounts, MemoryContentStore, MemoryLicense, MemoryPreviewKeys, MemorySessionStore,
+    MemorySettings, MemorySnapshots, MemoryStateDocuments, MemoryVersions, MemoryWebhooks, RecordingEvents,
 };
 pub use memory_resources::MemoryResources;
 pub use memory_variants::MemoryVariants;

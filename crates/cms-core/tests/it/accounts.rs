@@ -82,11 +82,12 @@ async fn license_features_gate_routes() {
 #[tokio::test]
 async fn passwords_and_sessions_follow_the_user_as_stored() {
     use cms_core::account::{hash_password, verify_password};
-    use cms_core::session::Sessions;
+    use cms_core::session::{SessionPolicy, Sessions};
 
     let world = MemoryWorld::new();
     let cms = world.cms();
-    let sessions = Sessions::default();
+    let store = std::sync::Arc::new(cms_core::testing::MemorySessionStore::default());
+    let sessions = Sessions::new(SessionPolicy::default(), store.clone());
     let hash = hash_password("correct horse", [3; 16]).unwrap();
     assert!(matches!(
         cms.set_password(Caller::Operator, "nobody@example.com", &hash).await,
@@ -99,7 +100,7 @@ async fn passwords_and_sessions_follow_the_user_as_stored() {
 
     let (user, stored) = cms.user_credentials("ann@example.com").await.unwrap().unwrap();
     assert!(verify_password(stored.as_deref(), "correct horse"));
-    let started = cms.start_session(&sessions, &user, stored.as_deref(), [1; 32], [2; 32]);
+    let started = cms.start_session(&sessions, &user, stored.as_deref(), [1; 32], [2; 32]).await.unwrap();
     let (principal, session) = cms.resume_session(&sessions, &started.token).await.unwrap().unwrap();
     assert_eq!((principal.user.role, principal.key_id.as_str()), (Role::Editor, "session"));
     assert_eq!(session.csrf, started.session.csrf);
@@ -116,10 +117,10 @@ async fn passwords_and_sessions_follow_the_user_as_stored() {
     .await
     .unwrap();
     assert!(cms.resume_session(&sessions, &started.token).await.unwrap().is_none(), "a new password ends it");
-    assert!(sessions.is_empty(), "and it is forgotten");
+    assert!(store.is_empty(), "and it is removed");
 
     let (user, stored) = cms.user_credentials("ann@example.com").await.unwrap().unwrap();
-    let again = cms.start_session(&sessions, &user, stored.as_deref(), [5; 32], [6; 32]);
+    let again = cms.start_session(&sessions, &user, stored.as_deref(), [5; 32], [6; 32]).await.unwrap();
     cms.remove_user(Caller::Operator, "ann@example.com").await.unwrap();
     assert!(cms.resume_session(&sessions, &again.token).await.unwrap().is_none(), "removal ends it");
     cms.add_user(Caller::Operator, "ann@example.com", Role::Editor).await.unwrap();

@@ -45,6 +45,11 @@ async fn memory_preview_keys_meet_the_contract() {
 }
 
 #[tokio::test]
+async fn memory_session_store_meets_the_contract() {
+    contract::session_store(&cms_core::testing::MemorySessionStore::default()).await;
+}
+
+#[tokio::test]
 async fn memory_snapshots_meet_the_contract() {
     contract::index_snapshots(&MemorySnapshots::default()).await;
 }

@@ -81,6 +81,12 @@ async fn fs_preview_keys_meet_the_contract() {
 }
 
 #[tokio::test]
+async fn fs_session_store_meets_the_contract() {
+    let site = tempfile::tempdir().unwrap();
+    contract::session_store(&cms_fs::FsSessionStore::new(&site.path().join(".cms"))).await;
+}
+
+#[tokio::test]
 async fn fs_snapshots_meet_the_contract() {
     let site = tempfile::tempdir().unwrap();
     contract::index_snapshots(&FsSnapshots::new(&site.path().join(".cms"))).await;

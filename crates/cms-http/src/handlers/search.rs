@@ -24,6 +24,10 @@ pub async fn search(
         page: q.remove("page"),
         per_page: q.remove("per_page"),
     };
+    // The tag names the search indexes as built: a search that arrives while the build
+    // started at start-up still runs waits for it here (one flag per collection once
+    // done), so that its tag is the one the next read compares.
+    state.run(Shape::Envelope, state.cms.prepare_search()).await?;
     // Search reads the search indexes, updated just after the item indexes: both count.
     let has_key = caller.viewer.has_key();
     let version = || {

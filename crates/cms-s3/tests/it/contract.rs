@@ -122,6 +122,12 @@ async fn s3_preview_keys_meet_the_contract() {
     contract::preview_keys(&site.preview_keys()).await;
 }
 
+#[tokio::test]
+async fn s3_session_store_meets_the_contract() {
+    let Some(site) = site() else { return };
+    contract::session_store(&site.session_store()).await;
+}
+
 /// Plain threads: the state documents block on the bucket's round trips.
 #[test]
 fn s3_state_documents_meet_the_contract() {

@@ -18,7 +18,7 @@ pub fn user_with_password(site: &Path, email: &str, role: &str) {
 }
 
 /// `cms users passwd --email E` with `input` on standard input.
-fn passwd(site: &Path, email: &str, input: &str) -> std::process::Output {
+pub(crate) fn passwd(site: &Path, email: &str, input: &str) -> std::process::Output {
     let mut child = Command::new(BIN)
         .args(["--site"])
         .arg(site)
@@ -37,7 +37,7 @@ fn passwd(site: &Path, email: &str, input: &str) -> std::process::Output {
 pub(crate) struct Tab<'a> {
     server: &'a Server,
     agent: ureq::Agent,
-    cookies: BTreeMap<String, String>,
+    pub(crate) cookies: BTreeMap<String, String>,
 }
 
 /// What came back: status, headers we look at, body.
@@ -299,7 +299,7 @@ fn wrong_passwords_are_refused_and_slowed_per_account() {
     let locked = tab.sign_in("owner@example.com", PASSWORD);
     assert_eq!(locked.status, 429, "{}", locked.body);
     assert!(locked.header("retry-after").is_some_and(|s| s.parse::<u64>().unwrap() >= 1));
-    assert!(locked.body.contains("too many failed sign-ins"), "{}", locked.body);
+    assert!(locked.body.contains("Too many sign-in attempts"), "{}", locked.body);
     assert_eq!(tab.sign_in("ed@example.com", PASSWORD).status, 303, "other accounts are not locked");
 }
 

@@ -331,3 +331,25 @@ fn if_match_takes_the_tag_of_a_compressed_read() {
     assert_eq!(patch(&tag), 200);
     assert_eq!(patch(&tag), 412, "the item changed since");
 }
+
+/// A search asked while the search index is still being built (just after start) gets the
+/// tag of the index it was answered from, so that asking again with that tag gets `304`.
+/// The site is large enough that the build the server starts in the background is still
+/// running when the first search arrives.
+#[test]
+fn a_search_during_the_first_index_build_has_the_tag_of_its_answer() {
+    let site = demo_site();
+    let posts = site.path().join("content/posts");
+    for n in 0..3000 {
+        let text =
+            format!("---\ntitle: Filler {n}\ndate: 2020-01-01\n---\nSome markdown words, number {n}.\n");
+        std::fs::write(posts.join(format!("filler-{n}.md")), text).unwrap();
+    }
+    let server = Server::start(site.path());
+    let path = "/cms/search?q=markdown";
+    let first = get(&server, path, &[]);
+    assert_eq!(first.status, 200);
+    let etag = first.header("etag").expect("search answers carry an ETag").to_owned();
+    let again = get(&server, path, &[("If-None-Match", &etag)]);
+    assert_eq!(again.status, 304, "the tag of the first answer still names the same results");
+}

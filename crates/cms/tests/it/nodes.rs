@@ -256,3 +256,51 @@ fn a_bucket_that_does_not_answer_stops_the_start_naming_the_setting() {
         "credentials never in the file: {stderr}"
     );
 }
+
+/// `cms users passwd` for a user of the bucket, with the password on standard input.
+fn set_password(node: &Path, email: &str, password: &str) {
+    use std::io::Write;
+    let mut child = with_credentials(Command::new(BIN).arg("--site").arg(node))
+        .args(["users", "passwd", "--email", email])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(format!("{password}\n").as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+/// An editor session made on one node works on the other (no sticky sessions needed); a
+/// sign-out on one ends it on both at once, and so does a new password.
+#[test]
+fn an_editor_session_works_on_every_node_and_ends_on_all_of_them() {
+    use crate::admin::{PASSWORD, Tab};
+    let Some(site) = bucket_site(2) else { return };
+    let nodes: Vec<&Path> = site.nodes.iter().map(TempDir::path).collect();
+    cms(nodes[0], &["users", "add", "--email", "ed@example.com", "--role", "editor"]);
+    set_password(nodes[0], "ed@example.com", PASSWORD);
+    let servers: Vec<Server> = nodes.iter().map(|node| serve(node)).collect();
+
+    let mut first = Tab::new(&servers[0]);
+    assert_eq!(first.sign_in("ed@example.com", PASSWORD).status, 303);
+    let mut second = Tab::new(&servers[1]);
+    second.cookies = first.cookies.clone();
+    let home = second.get("/admin/");
+    assert_eq!(home.status, 200, "the other node knows the session: {}", home.body);
+    let csrf = home.input("csrf");
+    let out = second.post("/admin/signout", &[("csrf", &csrf)], &[]);
+    assert_eq!(out.status, 303);
+    assert_eq!(first.get("/admin/").status, 303, "signed out on one node is signed out on the other");
+
+    assert_eq!(first.sign_in("ed@example.com", PASSWORD).status, 303);
+    second.cookies = first.cookies.clone();
+    assert_eq!(second.get("/admin/").status, 200);
+    set_password(nodes[1], "ed@example.com", "a brand new password");
+    let started = Instant::now();
+    while [&mut first, &mut second].into_iter().any(|tab| tab.get("/admin/").status == 200) {
+        assert!(started.elapsed() < VISIBLE_WITHIN * 5, "a new password ends the session on every node");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -239,7 +239,7 @@ pub async fn sign_in(req: &HttpRequest, email: &str, password: String) -> AdminR
     cookie.set_max_age(CookieDuration::seconds(lifetime));
     tracing::info!(email = user.email, "signed in to the editor");
     let user = SignedIn {
-        principal: Principal { user, key_id: cms_core::service::SESSION_KEY_ID.to_owned() },
+        principal: Principal { user, key_id: cms_core::service::SESSION_KEY_ID.to_owned(), key_name: None },
         session: started.session,
         token: started.token,
     };

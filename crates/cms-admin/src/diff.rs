@@ -53,6 +53,25 @@ impl Row {
     pub fn right_no(&self) -> String {
         self.right_number.map(|n| n.to_string()).unwrap_or_default()
     }
+
+    /// The marker before the left line (`−` when it is not on the right), so that colour
+    /// is not the only cue (WCAG 1.4.1); [`Self::left_said`] is what a screen reader hears.
+    pub fn left_mark(&self) -> &'static str {
+        if matches!(self.kind, RowKind::Removed | RowKind::Changed) { "−" } else { "" }
+    }
+
+    pub fn left_said(&self) -> &'static str {
+        if self.left_mark().is_empty() { "" } else { "removed: " }
+    }
+
+    /// The marker before the right line (`+` when it is not on the left).
+    pub fn right_mark(&self) -> &'static str {
+        if matches!(self.kind, RowKind::Added | RowKind::Changed) { "+" } else { "" }
+    }
+
+    pub fn right_said(&self) -> &'static str {
+        if self.right_mark().is_empty() { "" } else { "added: " }
+    }
 }
 
 /// The rows showing `left` against `right`, line by line.
@@ -145,5 +164,9 @@ mod tests {
         assert!(differs(&rows));
         assert!(!differs(&side_by_side("same\n", "same\n")));
         assert_eq!(side_by_side("x\n", "")[0].kind, Removed);
+        let marks = |row: &Row| (row.left_mark(), row.left_said(), row.right_mark(), row.right_said());
+        assert_eq!(marks(&rows[1]), ("−", "removed: ", "+", "added: "), "a changed line is both");
+        assert_eq!(marks(&rows[9]), ("", "", "+", "added: "));
+        assert_eq!(marks(&rows[0]), ("", "", "", ""));
     }
 }

@@ -102,6 +102,7 @@ pub fn notice(code: &str) -> Option<&'static str> {
         "unpublished" => "Saved as a draft.",
         "deleted" => "Item deleted. Its history is kept.",
         "restored" => "Version restored. The content it replaced is in the history.",
+        "undeleted" => "Item restored from its history.",
         "uploaded" => "Uploaded.",
         "renamed" => "Renamed.",
         "moved" => "Moved.",

@@ -192,6 +192,11 @@ pub struct VersionStamp {
     /// Pass it as `version`.
     pub timestamp: i64,
     pub size: u64,
+    /// Who made the change that kept this version: the user's email (web editor), the
+    /// key's name (REST API, MCP) or `cms CLI`. Absent for versions kept before authors
+    /// were recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -217,7 +222,7 @@ impl From<VersionList> for VersionListing {
             versions: list
                 .versions
                 .into_iter()
-                .map(|v| VersionStamp { timestamp: v.timestamp, size: v.size })
+                .map(|v| VersionStamp { timestamp: v.timestamp, size: v.size, author: v.author })
                 .collect(),
             current: list.current.map(|(modified, size)| CurrentStamp { modified, size }),
         }

@@ -37,6 +37,7 @@ pub mod state_rows;
 pub mod theme;
 pub mod upload;
 pub mod urls;
+pub mod version_authors;
 
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -13,6 +13,8 @@ use crate::license::{Feature, LicenseState};
 pub struct Principal {
     pub user: User,
     pub key_id: String,
+    /// The name the key was given (REST, MCP); `None` in an editor session.
+    pub key_name: Option<String>,
 }
 
 impl Principal {
@@ -37,6 +39,20 @@ pub enum Caller<'a> {
     /// The machine's operator, on the command line: who can read the site's files may do
     /// anything, whatever the license says.
     Operator,
+}
+
+/// Who a version's history names for the CLI's writes.
+pub const OPERATOR_AUTHOR: &str = "cms CLI";
+
+impl Caller<'_> {
+    /// Who the history names as having made a change: the key's name for a key, the
+    /// user's email in an editor session, `cms CLI` for the operator.
+    pub fn author(&self) -> &str {
+        match self {
+            Self::User(principal) => principal.key_name.as_deref().unwrap_or(&principal.user.email),
+            Self::Operator => OPERATOR_AUTHOR,
+        }
+    }
 }
 
 impl<'a> From<&'a Principal> for Caller<'a> {
@@ -208,7 +224,11 @@ mod tests {
     use super::*;
 
     fn principal(role: Role) -> Principal {
-        Principal { user: User { email: "a@example.com".into(), role, created: 0 }, key_id: "key_1".into() }
+        Principal {
+            user: User { email: "a@example.com".into(), role, created: 0 },
+            key_id: "key_1".into(),
+            key_name: None,
+        }
     }
 
     #[test]

@@ -391,11 +391,14 @@ pub trait Clock: Send + Sync {
 }
 
 /// One stored snapshot of an item.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VersionStamp {
     /// Unix seconds; unique per item.
     pub timestamp: i64,
     pub size: u64,
+    /// Who made the change that kept it (see [`crate::policy::Caller::author`]); `None` for
+    /// versions kept before authors were recorded.
+    pub author: Option<String>,
 }
 
 /// An item's current bytes to keep as its newest version (see
@@ -407,6 +410,8 @@ pub struct KeepSnapshot<'a> {
     pub now: i64,
     /// How many snapshots the item keeps (`versions.keep`).
     pub keep: usize,
+    /// Who makes the change the snapshot is kept for.
+    pub author: Option<&'a str>,
 }
 
 /// What keeping a version means for the write it was kept for (see
@@ -448,7 +453,7 @@ impl KeepSnapshot<'_> {
 /// served as items. Keyed by collection and item filename, so a deleted item keeps it.
 #[async_trait]
 pub trait VersionStore: Send + Sync {
-    /// The snapshots of one item file, in any order.
+    /// The snapshots of one item file, in any order, each with its author.
     async fn list_versions(
         &self,
         collection: &Collection,
@@ -466,14 +471,26 @@ pub trait VersionStore: Send + Sync {
         name: &ItemFilename,
         timestamp: i64,
     ) -> CoreResult<Option<Vec<u8>>>;
-    /// Stores a snapshot atomically; `Conflict` if that timestamp is taken (a shared store
-    /// may accept the very same bytes again: two servers keeping one version at once).
+    /// The author kept with one snapshot; `None` when none was kept (an older version) or
+    /// there is no such snapshot.
+    async fn version_author(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+    ) -> CoreResult<Option<String>>;
+    /// Stores a snapshot atomically, with its author when given; `Conflict` if that
+    /// timestamp is taken (a shared store may accept the very same bytes again: two
+    /// servers keeping one version at once). The author is kept best effort, after the
+    /// bytes (see [`crate::version_authors`]): a crash between the two, or a failure to
+    /// keep it, leaves a version whose author is unknown.
     async fn save_version(
         &self,
         collection: &Collection,
         name: &ItemFilename,
         timestamp: i64,
         bytes: &[u8],
+        author: Option<&str>,
     ) -> CoreResult<()>;
     async fn remove_version(
         &self,
@@ -506,7 +523,7 @@ pub trait VersionStore: Send + Sync {
         {
             return Ok(KeptVersion::default());
         }
-        self.save_version(collection, name, plan.timestamp, snapshot.bytes).await?;
+        self.save_version(collection, name, plan.timestamp, snapshot.bytes, snapshot.author).await?;
         for old in plan.drop {
             self.remove_version(collection, name, old).await?;
         }
@@ -698,8 +715,9 @@ mod tests {
 
     #[test]
     fn a_snapshot_plan_keeps_timestamps_unique_and_drops_the_oldest() {
-        let plan =
-            |now, keep, timestamps: &[i64]| KeepSnapshot { bytes: b"", now, keep }.plan(timestamps.to_vec());
+        let plan = |now, keep, timestamps: &[i64]| {
+            KeepSnapshot { bytes: b"", now, keep, author: None }.plan(timestamps.to_vec())
+        };
         assert_eq!(plan(100, 3, &[]), SnapshotPlan { newest: None, timestamp: 100, drop: vec![] });
         assert_eq!(
             plan(100, 3, &[90, 100, 95]),

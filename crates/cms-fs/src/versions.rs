@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use cms_core::collection::Collection;
 use cms_core::ports::{FileStamp, KeepSnapshot, KeptVersion, SnapshotPlan, VersionStamp, VersionStore};
 use cms_core::slug::ItemFilename;
+use cms_core::version_authors::{self, AUTHORS_FILE};
 use cms_core::{CoreError, CoreResult};
 
 use crate::atomic;
@@ -17,14 +18,19 @@ use crate::history_memo::{KnownHistories, KnownHistory, digest, folder_stamp};
 use crate::stamp;
 
 /// History under `.cms/versions/<collection path>/<item filename>/<timestamp>.md`: inside
-/// the private state folder, so snapshots are never listed or served as items.
+/// the private state folder, so snapshots are never listed or served as items. Who made the
+/// change that kept a version is a line appended to the folder's `authors` file
+/// ([`cms_core::version_authors`]): after the snapshot, without an fsync of its own (a
+/// crash right after a write may leave that version's author unknown, never its bytes),
+/// and without a new file per write (new inodes are what a write costs most here; see
+/// `docs/performance.md`). The file is rewritten without the lines of removed versions once
+/// it passes [`AUTHORS_COMPACT_BYTES`].
 ///
 /// With the site's item files at hand ([`FsVersionStore::linking_items_of`]), the snapshot
 /// a write keeps is the item's own file under a second name (a hard link) whenever that
-/// file holds the bytes to keep: no copy, no new file, no fsync of data; the write then
-/// renames its new file over the item's name, which leaves the old one to the history
-/// alone. Such a snapshot keeps the item file's mode and owner (a copy is 0600); its bytes
-/// are the same either way. Where a link cannot be made (another file system, a file
+/// file holds the bytes to keep: no copy, no new file, no fsync of data; the write then renames its new file over the item's name, which leaves the old
+/// one to the history alone. Such a snapshot keeps the item file's mode and owner (a copy
+/// is 0600); its bytes are the same either way. Where a link cannot be made (another file system, a file
 /// changed meanwhile), the bytes are copied as before. Between the link and the write's
 /// rename the item's file and its newest snapshot are one file. A program that rewrites
 /// the item in place (not by rename) in that moment changes both; the write then finds
@@ -89,7 +95,15 @@ impl FsVersionStore {
     fn version_path(&self, collection: &Collection, name: &ItemFilename, timestamp: i64) -> PathBuf {
         self.item_dir(collection, name).join(format!("{timestamp}.md"))
     }
+
+    fn authors_path(&self, collection: &Collection, name: &ItemFilename) -> PathBuf {
+        self.item_dir(collection, name).join(AUTHORS_FILE)
+    }
 }
+
+/// Size past which an `authors` file is rewritten with the lines of the versions left
+/// only: at `versions.keep: 50` and long emails about every 150th write of an item.
+const AUTHORS_COMPACT_BYTES: u64 = 32 * 1024;
 
 /// Entries of a folder; a missing folder has none.
 fn entries(dir: &Path) -> CoreResult<Vec<fs::DirEntry>> {
@@ -111,11 +125,16 @@ impl FsVersionStore {
         name: &ItemFilename,
     ) -> CoreResult<Vec<VersionStamp>> {
         let mut versions = Vec::new();
+        let mut authors = None;
         for entry in entries(&self.item_dir(collection, name))? {
             let Some(timestamp) = entry.file_name().to_str().and_then(timestamp_of) else { continue };
             let meta = entry.metadata().map_err(io_error(&entry.path()))?;
             if meta.is_file() {
-                versions.push(VersionStamp { timestamp, size: meta.len() });
+                if authors.is_none() {
+                    authors = Some(self.authors_blocking(collection, name)?);
+                }
+                let author = authors.as_ref().and_then(|a| a.get(&timestamp).cloned().flatten());
+                versions.push(VersionStamp { timestamp, size: meta.len(), author });
             }
         }
         Ok(versions)
@@ -152,19 +171,79 @@ impl FsVersionStore {
         }
     }
 
+    /// What the item's `authors` file records (nothing when there is none).
+    fn authors_blocking(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+    ) -> CoreResult<std::collections::BTreeMap<i64, Option<String>>> {
+        let path = self.authors_path(collection, name);
+        match fs::read(&path) {
+            Ok(bytes) => Ok(version_authors::parse(&String::from_utf8_lossy(&bytes))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Default::default()),
+            Err(e) => Err(io_error(&path)(e)),
+        }
+    }
+
+    /// Records who kept the version at `timestamp` (an unknown one only where the file
+    /// exists: it may hold a line of a removed version of that timestamp). Best effort:
+    /// the version is kept already, so a failure is logged, not answered.
+    fn keep_author_blocking(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+        author: Option<&str>,
+    ) {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = self.authors_path(collection, name);
+        let line = version_authors::record(timestamp, author);
+        let known = author.and_then(version_authors::author_line).is_some();
+        let appended =
+            fs::OpenOptions::new().append(true).create(known).mode(0o600).open(&path).and_then(|mut file| {
+                // One write, so that two processes' lines never interleave.
+                file.write_all(line.as_bytes())?;
+                file.metadata()
+            });
+        let compacted = match appended {
+            Ok(meta) if meta.len() > AUTHORS_COMPACT_BYTES => self.compact_authors_blocking(collection, name),
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound && !known => Ok(()),
+            Err(e) => Err(io_error(&path)(e)),
+        };
+        if let Err(error) = compacted {
+            tracing::warn!(path = %path.display(), %error, "a version's author was not kept");
+        }
+    }
+
+    /// Rewrites the `authors` file with the lines of the versions left only.
+    fn compact_authors_blocking(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<()> {
+        let path = self.authors_path(collection, name);
+        let text = fs::read_to_string(&path).map_err(io_error(&path))?;
+        let kept = self.version_timestamps_blocking(collection, name)?;
+        atomic::write_private(&path, version_authors::compact(&text, &kept).as_bytes())
+            .map_err(io_error(&path))
+    }
+
     fn save_version_blocking(
         &self,
         collection: &Collection,
         name: &ItemFilename,
         timestamp: i64,
         bytes: &[u8],
+        author: Option<&str>,
     ) -> CoreResult<()> {
         let path = self.version_path(collection, name, timestamp);
         match atomic::create_private(&path, bytes) {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 Err(CoreError::Conflict(format!("version {timestamp} of {} exists", name.as_str())))
             }
-            other => other.map_err(io_error(&path)),
+            Err(e) => Err(io_error(&path)(e)),
+            Ok(()) => {
+                self.keep_author_blocking(collection, name, timestamp, author);
+                Ok(())
+            }
         }
     }
 
@@ -224,7 +303,7 @@ impl FsVersionStore {
         if plan.newest.is_some() && newest == Some(bytes_digest) {
             return Ok(Kept { timestamps, newest: bytes_digest, linked: None });
         }
-        match self.store_snapshot(collection, name, snapshot.bytes, &plan, timestamps) {
+        match self.store_snapshot(collection, name, &snapshot, &plan, timestamps) {
             Ok((timestamps, linked)) => Ok(Kept { timestamps, newest: bytes_digest, linked }),
             // The timestamp was taken unseen by another process: decide again, once, from
             // the folder.
@@ -241,14 +320,18 @@ impl FsVersionStore {
         &self,
         collection: &Collection,
         name: &ItemFilename,
-        bytes: &[u8],
+        snapshot: &KeepSnapshot<'_>,
         plan: &SnapshotPlan,
         mut timestamps: Vec<i64>,
     ) -> CoreResult<(Vec<i64>, Option<LinkedSnapshot>)> {
+        let bytes = snapshot.bytes;
         let linked = match self.link_item_blocking(collection, name, plan.timestamp, bytes)? {
-            Some(stamp) => Some(LinkedSnapshot { timestamp: plan.timestamp, stamp }),
+            Some(stamp) => {
+                self.keep_author_blocking(collection, name, plan.timestamp, snapshot.author);
+                Some(LinkedSnapshot { timestamp: plan.timestamp, stamp })
+            }
             None => {
-                self.save_version_blocking(collection, name, plan.timestamp, bytes)?;
+                self.save_version_blocking(collection, name, plan.timestamp, bytes, snapshot.author)?;
                 None
             }
         };
@@ -333,7 +416,11 @@ impl FsVersionStore {
         for entry in entries(&self.root.join(&collection.path))? {
             let Ok(file_name) = entry.file_name().into_string() else { continue };
             let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-            if is_dir && ItemFilename::parse(&file_name).is_some() && !entries(&entry.path())?.is_empty() {
+            let holds_a_version = |entries: Vec<fs::DirEntry>| {
+                entries.iter().any(|e| e.file_name().to_str().and_then(timestamp_of).is_some())
+            };
+            if is_dir && ItemFilename::parse(&file_name).is_some() && holds_a_version(entries(&entry.path())?)
+            {
                 names.push(file_name);
             }
         }
@@ -367,18 +454,30 @@ impl VersionStore for FsVersionStore {
         blocking::run(move || store.read_version_blocking(&collection, &name, timestamp)).await
     }
 
+    async fn version_author(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+    ) -> CoreResult<Option<String>> {
+        let (store, collection, name) = (self.clone(), collection.clone(), name.clone());
+        blocking::run(move || Ok(store.authors_blocking(&collection, &name)?.remove(&timestamp).flatten()))
+            .await
+    }
+
     async fn save_version(
         &self,
         collection: &Collection,
         name: &ItemFilename,
         timestamp: i64,
         bytes: &[u8],
+        author: Option<&str>,
     ) -> CoreResult<()> {
-        let (store, collection, name, bytes) =
-            (self.clone(), collection.clone(), name.clone(), bytes.to_vec());
+        let (store, collection, name, bytes, author) =
+            (self.clone(), collection.clone(), name.clone(), bytes.to_vec(), author.map(str::to_owned));
         blocking::run(move || {
             store.known.forget(&store.item_dir(&collection, &name));
-            store.save_version_blocking(&collection, &name, timestamp, &bytes)
+            store.save_version_blocking(&collection, &name, timestamp, &bytes, author.as_deref())
         })
         .await
     }
@@ -408,10 +507,16 @@ impl VersionStore for FsVersionStore {
         name: &ItemFilename,
         snapshot: KeepSnapshot<'_>,
     ) -> CoreResult<KeptVersion> {
-        let (store, collection, name, bytes) =
-            (self.clone(), collection.clone(), name.clone(), snapshot.bytes.to_vec());
+        let (store, collection, name, bytes, author) = (
+            self.clone(),
+            collection.clone(),
+            name.clone(),
+            snapshot.bytes.to_vec(),
+            snapshot.author.map(str::to_owned),
+        );
         let linked = blocking::run(move || {
-            store.keep_snapshot_blocking(&collection, &name, KeepSnapshot { bytes: &bytes, ..snapshot })
+            let snapshot = KeepSnapshot { bytes: &bytes, author: author.as_deref(), ..snapshot };
+            store.keep_snapshot_blocking(&collection, &name, snapshot)
         })
         .await?;
         Ok(LinkedSnapshot::kept(linked))
@@ -442,7 +547,9 @@ mod tests {
 
     fn keep(store: &FsVersionStore, bytes: &[u8], now: i64) {
         let item = ItemFilename::parse("hello.md").unwrap();
-        store.keep_snapshot_blocking(&posts(), &item, KeepSnapshot { bytes, now, keep: 3 }).unwrap();
+        store
+            .keep_snapshot_blocking(&posts(), &item, KeepSnapshot { bytes, now, keep: 3, author: None })
+            .unwrap();
     }
 
     fn history(store: &FsVersionStore) -> Vec<(i64, String)> {
@@ -471,7 +578,9 @@ mod tests {
         let store = FsVersionStore::new(&site.path().join(".cms")).linking_items_of(items);
         let item = ItemFilename::parse("hello.md").unwrap();
         let keep = |bytes: &[u8], now| {
-            store.keep_snapshot_blocking(&posts(), &item, KeepSnapshot { bytes, now, keep: 3 }).unwrap()
+            store
+                .keep_snapshot_blocking(&posts(), &item, KeepSnapshot { bytes, now, keep: 3, author: None })
+                .unwrap()
         };
 
         let shared = keep(b"one", 200).expect("kept through the item's file");
@@ -501,7 +610,7 @@ mod tests {
         let store =
             FsVersionStore::new(&site.path().join(".cms")).linking_items_of(FsContentStore::new(site.path()));
         let item = ItemFilename::parse("hello.md").unwrap();
-        let snapshot = KeepSnapshot { bytes: b"one", now: 200, keep: 3 };
+        let snapshot = KeepSnapshot { bytes: b"one", now: 200, keep: 3, author: None };
         let kept = store.keep_version(&posts(), &item, snapshot).await.unwrap();
         assert!(kept.item_stamp.is_some(), "linked");
 
@@ -514,6 +623,25 @@ mod tests {
         let kept = fs::metadata(folder(&site.path().join(".cms")).join("200.md")).unwrap();
         assert_ne!(kept.ino(), fs::metadata(&item_path).unwrap().ino());
         assert_eq!(kept.permissions().mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn the_authors_file_is_rewritten_with_the_versions_left_once_it_grows() {
+        let state = tempfile::tempdir().unwrap();
+        let store = FsVersionStore::new(state.path());
+        let item = ItemFilename::parse("hello.md").unwrap();
+        let author = "a".repeat(200);
+        for now in 0..200 {
+            let bytes = now.to_string();
+            let snapshot = KeepSnapshot { bytes: bytes.as_bytes(), now, keep: 3, author: Some(&author) };
+            store.keep_snapshot_blocking(&posts(), &item, snapshot).unwrap();
+        }
+        let text = fs::read_to_string(folder(state.path()).join("authors")).unwrap();
+        assert!(text.len() as u64 <= AUTHORS_COMPACT_BYTES, "{} bytes", text.len());
+        assert!(text.lines().count() < 200, "compacted");
+        let versions = store.list_versions_blocking(&posts(), &item).unwrap();
+        assert_eq!(versions.len(), 3);
+        assert!(versions.iter().all(|v| v.author.as_deref() == Some(author.as_str())));
     }
 
     #[test]

@@ -304,7 +304,7 @@ impl CmsServer {
     }
 
     /// List an item's saved versions, newest first (each write keeps the content it
-    /// replaced), and its current size.
+    /// replaced, with the author of that write when recorded), and its current size.
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
     async fn list_versions(
         &self,

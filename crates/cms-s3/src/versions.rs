@@ -1,13 +1,23 @@
 //! History under `.cms/versions/<collection path>/<item filename>/<timestamp>.md`, as on a
-//! site folder.
+//! site folder, with who made each version in the history's `authors` object, in the same
+//! form ([`cms_core::version_authors`]). Keeping an author reads that object and writes it
+//! back only if it is still the one read (a few tries, then it is left unknown): best
+//! effort, after the version, so a failure never fails the write.
 
 use async_trait::async_trait;
 use cms_core::collection::Collection;
 use cms_core::ports::{VersionStamp, VersionStore};
 use cms_core::slug::ItemFilename;
+use cms_core::version_authors::{self, AUTHORS_FILE};
 use cms_core::{CoreError, CoreResult};
 
 use crate::bucket::Bucket;
+
+/// Tries of keeping an author while other nodes change the same `authors` object.
+const AUTHOR_TRIES: usize = 3;
+/// Size past which the `authors` object is written back without the lines of removed
+/// versions (as on a folder).
+const AUTHORS_COMPACT_BYTES: usize = 32 * 1024;
 
 pub struct S3VersionStore {
     bucket: Bucket,
@@ -29,6 +39,69 @@ impl S3VersionStore {
     fn key(collection: &Collection, name: &ItemFilename, timestamp: i64) -> String {
         format!("{}/{timestamp}.md", Self::item_dir(collection, name))
     }
+
+    fn authors_key(collection: &Collection, name: &ItemFilename) -> String {
+        format!("{}/{AUTHORS_FILE}", Self::item_dir(collection, name))
+    }
+
+    /// What the history's `authors` object records (nothing when there is none).
+    async fn authors(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+    ) -> CoreResult<std::collections::BTreeMap<i64, Option<String>>> {
+        let stored = self.bucket.get(&Self::authors_key(collection, name)).await?;
+        Ok(stored
+            .map(|(bytes, _)| version_authors::parse(&String::from_utf8_lossy(&bytes)))
+            .unwrap_or_default())
+    }
+
+    /// Records who kept the version at `timestamp` (an unknown one only where the object
+    /// exists: it may hold a line of a removed version of that timestamp).
+    async fn keep_author(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+        author: Option<&str>,
+    ) {
+        let key = Self::authors_key(collection, name);
+        let known = author.and_then(version_authors::author_line).is_some();
+        let line = version_authors::record(timestamp, author);
+        for _ in 0..AUTHOR_TRIES {
+            let written = match self.bucket.get(&key).await {
+                Ok(None) if !known => return,
+                Ok(None) => self.bucket.put_new(&key, line.clone().into_bytes()).await,
+                Ok(Some((bytes, meta))) => {
+                    let mut text = String::from_utf8_lossy(&bytes).into_owned() + &line;
+                    if text.len() > AUTHORS_COMPACT_BYTES {
+                        match self.version_timestamps(collection, name).await {
+                            Ok(kept) => text = version_authors::compact(&text, &kept),
+                            Err(error) => {
+                                tracing::warn!(key, %error, "a version's author was not kept");
+                                return;
+                            }
+                        }
+                    }
+                    match meta.e_tag {
+                        Some(etag) => self.bucket.put_if(&key, text.into_bytes(), &etag).await,
+                        None => self.bucket.put(&key, text.into_bytes()).await.map(Ok),
+                    }
+                }
+                Err(error) => Err(error),
+            };
+            match written {
+                Ok(Ok(_)) => return,
+                // Another node changed it meanwhile: read it again.
+                Ok(Err(_)) => continue,
+                Err(error) => {
+                    tracing::warn!(key, %error, "a version's author was not kept");
+                    return;
+                }
+            }
+        }
+        tracing::warn!(key, "a version's author was not kept: the authors object kept changing");
+    }
 }
 
 fn timestamp_of(file_name: &str) -> Option<i64> {
@@ -43,13 +116,25 @@ impl VersionStore for S3VersionStore {
         name: &ItemFilename,
     ) -> CoreResult<Vec<VersionStamp>> {
         let (objects, _) = self.bucket.list_dir(&Self::item_dir(collection, name)).await?;
+        let has_authors = objects.iter().any(|meta| meta.location.filename() == Some(AUTHORS_FILE));
+        let authors = if has_authors { self.authors(collection, name).await? } else { Default::default() };
         Ok(objects
             .iter()
             .filter_map(|meta| {
                 let timestamp = timestamp_of(meta.location.filename()?)?;
-                Some(VersionStamp { timestamp, size: meta.size })
+                let author = authors.get(&timestamp).cloned().flatten();
+                Some(VersionStamp { timestamp, size: meta.size, author })
             })
             .collect())
+    }
+
+    async fn version_author(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+    ) -> CoreResult<Option<String>> {
+        Ok(self.authors(collection, name).await?.remove(&timestamp).flatten())
     }
 
     async fn read_version(
@@ -67,10 +152,14 @@ impl VersionStore for S3VersionStore {
         name: &ItemFilename,
         timestamp: i64,
         bytes: &[u8],
+        author: Option<&str>,
     ) -> CoreResult<()> {
         let key = Self::key(collection, name, timestamp);
         match self.bucket.put_new(&key, bytes.to_vec()).await? {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                self.keep_author(collection, name, timestamp, author).await;
+                Ok(())
+            }
             // Two nodes keeping the same version in the same second (each read the item
             // before one of them changed it): one snapshot is what both meant.
             Err(_) if self.bucket.get(&key).await?.is_some_and(|(stored, _)| stored == bytes) => Ok(()),

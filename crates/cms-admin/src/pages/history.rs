@@ -1,19 +1,31 @@
-//! An item's history: its versions, any version against the current text, restore.
+//! An item's history: its versions, any version against the current text, restore. A
+//! deleted item has the same pages (its history is kept): the item's name comes from its
+//! newest version, and a version is compared with nothing.
 
 use actix_web::{HttpResponse, web};
 use askama::Template;
-use cms_core::service::VersionId;
+use cms_core::collection::Collection;
+use cms_core::policy::{self, Operation, Principal};
+use cms_core::service::{VersionId, VersionList};
 
-use super::ItemAt;
 use super::items::{CollectionLink, item_href};
 use crate::AdminState;
 use crate::auth::{PostedForm, SignedIn};
 use crate::diff::{self, Row};
 use crate::error::AdminResult;
+use crate::readable::Moment;
 use crate::view::{self, Layout, Section};
 
+/// Who made a version, as the pages show it.
+pub(super) fn author_text(author: Option<&str>) -> String {
+    author.unwrap_or("unknown").to_owned()
+}
+
 struct VersionRow {
-    when: String,
+    when: Moment,
+    /// The instant to the second, naming the version to a screen reader.
+    label: String,
+    author: String,
     size: String,
     href: String,
 }
@@ -26,8 +38,30 @@ struct HistoryPage {
     title: String,
     filename: String,
     item_href: String,
-    current: String,
+    /// When the current file changed, and its size; `None` once the item is deleted.
+    current: Option<(Moment, String)>,
     versions: Vec<VersionRow>,
+    deleted_href: String,
+}
+
+/// The item's name as the pages show it: the current file's title, else (deleted) the
+/// newest version's, else the filename.
+async fn title_of(
+    state: &AdminState,
+    principal: &Principal,
+    collection: &Collection,
+    list: &VersionList,
+) -> AdminResult<String> {
+    let title = match (&list.current, list.versions.first()) {
+        (Some(_), _) => Some(state.cms.read_raw(collection, &list.filename).await?.meta.title),
+        (None, Some(newest)) => {
+            let newest = VersionId::new(newest.timestamp)?;
+            let version = state.cms.read_version(principal, collection, &list.filename, newest).await?;
+            version.doc.fm.get("title").and_then(|t| t.as_str()).map(str::to_owned)
+        }
+        (None, None) => None,
+    };
+    Ok(title.filter(|t| !t.trim().is_empty()).unwrap_or_else(|| list.filename.clone()))
 }
 
 /// `GET /admin/collections/{collection}/items/{item}/history`
@@ -37,29 +71,31 @@ pub async fn versions(
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
     let (collection, item) = path.into_inner();
-    let ItemAt { collection, raw, href } = ItemAt::read(&state, &collection, &item).await?;
+    let collection = state.cms.collection(&collection)?;
     let list = state.cms.list_versions(&user.principal, collection, &item).await?;
+    let title = title_of(&state, &user.principal, collection, &list).await?;
+    let href = item_href(collection, &list.filename);
     let versions = list
         .versions
         .iter()
         .map(|v| VersionRow {
-            when: view::unix_time(v.timestamp),
+            when: Moment::unix(v.timestamp),
+            label: view::unix_time(v.timestamp),
+            author: author_text(v.author.as_deref()),
             size: view::size(v.size),
             href: format!("{href}/history/{}", v.timestamp),
         })
         .collect();
-    let current = list
-        .current
-        .map(|(modified, size)| format!("{}, {}", view::unix_time(modified), view::size(size)))
-        .unwrap_or_default();
+    let current = list.current.map(|(modified, size)| (Moment::unix(modified), view::size(size)));
     view::ok(&HistoryPage {
         l: Layout::new(&state, &user, Section::Collection(collection.index)),
         collection: CollectionLink::of(collection),
-        title: raw.meta.title,
-        filename: raw.meta.filename.to_string(),
+        title,
+        filename: list.filename,
         item_href: href,
         current,
         versions,
+        deleted_href: super::deleted::list_href(collection),
     })
 }
 
@@ -71,13 +107,18 @@ struct DiffPage {
     title: String,
     item_href: String,
     when: String,
-    restore_action: String,
+    author: String,
+    /// The item is deleted: the version is compared with nothing.
+    deleted: bool,
+    deleted_href: String,
+    /// `None` when the role may not restore.
+    restore_action: Option<String>,
     rows: Vec<Row>,
     differs: bool,
 }
 
 /// `GET /admin/collections/{collection}/items/{item}/history/{version}`: the version (left)
-/// against the current file (right).
+/// against the current file (right), or against nothing once the item is deleted.
 pub async fn diff(
     user: SignedIn,
     path: web::Path<(String, String, String)>,
@@ -85,23 +126,38 @@ pub async fn diff(
 ) -> AdminResult<HttpResponse> {
     let (collection, item, version) = path.into_inner();
     let collection = state.cms.collection(&collection)?;
-    let old = state.cms.read_version(&user.principal, collection, &item, VersionId::parse(&version)?).await?;
-    let current = state.cms.read_raw(collection, &item).await?;
-    let rows = diff::side_by_side(&old.doc.to_file_text()?, &current.doc.to_file_text()?);
-    let href = item_href(collection, &current.meta.filename);
+    let version = VersionId::parse(&version)?;
+    let list = state.cms.list_versions(&user.principal, collection, &item).await?;
+    let old = state.cms.read_version(&user.principal, collection, &list.filename, version).await?;
+    let author =
+        list.versions.iter().find(|v| v.timestamp == old.stamp.timestamp).and_then(|v| v.author.clone());
+    let (title, current_text) = match list.current {
+        Some(_) => {
+            let current = state.cms.read_raw(collection, &list.filename).await?;
+            (current.meta.title, current.doc.to_file_text()?)
+        }
+        None => (title_of(&state, &user.principal, collection, &list).await?, String::new()),
+    };
+    let rows = diff::side_by_side(&old.doc.to_file_text()?, &current_text);
+    let href = item_href(collection, &list.filename);
+    let may_restore = policy::may(&user.principal, Operation::RestoreVersion);
     view::ok(&DiffPage {
         l: Layout::new(&state, &user, Section::Collection(collection.index)),
         collection: CollectionLink::of(collection),
-        title: current.meta.title,
-        restore_action: format!("{href}/history/{}/restore", old.stamp.timestamp),
+        title,
+        restore_action: may_restore.then(|| format!("{href}/history/{}/restore", old.stamp.timestamp)),
         item_href: href,
         when: view::unix_time(old.stamp.timestamp),
+        author: author_text(author.as_deref()),
+        deleted: list.current.is_none(),
+        deleted_href: super::deleted::list_href(collection),
         differs: diff::differs(&rows),
         rows,
     })
 }
 
-/// `POST /admin/collections/{collection}/items/{item}/history/{version}/restore`
+/// `POST /admin/collections/{collection}/items/{item}/history/{version}/restore`: also
+/// brings a deleted item back.
 pub async fn restore(
     posted: PostedForm,
     path: web::Path<(String, String, String)>,

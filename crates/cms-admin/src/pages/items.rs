@@ -93,6 +93,9 @@ struct ItemsPage {
     tags: Vec<(String, bool)>,
     pages: Vec<PageLink>,
     skipped: Vec<(String, String)>,
+    /// After a delete: its Undo.
+    undo: Option<super::deleted::Undo>,
+    deleted_href: String,
 }
 
 /// `GET /admin/collections/{collection}?status=&tag=&q=&page=`
@@ -207,6 +210,8 @@ pub async fn list(
         .collect();
     view::ok(&ItemsPage {
         l,
+        undo: super::deleted::Undo::offered(&req, &user, collection),
+        deleted_href: super::deleted::list_href(collection),
         collection: CollectionLink::of(collection),
         items,
         count: readable::count(total, "item", "items"),
@@ -638,7 +643,7 @@ pub async fn delete(
     let (collection, item) = path.into_inner();
     let collection = state.cms.collection(&collection)?;
     let etag = posted.fields.get("etag").filter(|e| !e.is_empty());
-    state
+    let outcome = state
         .cms
         .delete_item(
             &posted.user.principal,
@@ -647,7 +652,8 @@ pub async fn delete(
             etag.map(Precondition::from_if_match).as_ref(),
         )
         .await?;
-    Ok(view::see_other(&format!("/admin/collections/{}?ok=deleted", collection.slug)))
+    let undo = format!("undo={}", query_escape(&outcome.filename));
+    Ok(view::see_other(&format!("/admin/collections/{}?ok=deleted&{undo}", collection.slug)))
 }
 
 impl ItemForm {

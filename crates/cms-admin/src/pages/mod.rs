@@ -1,6 +1,7 @@
 //! The editor's pages, one module per area. Handlers are thin: extract (the signed-in
 //! user, a CSRF-checked form), check the role, call the facade, render or redirect.
 
+mod deleted;
 mod history;
 mod home;
 mod items;
@@ -47,6 +48,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route(web::get().to(history::diff)),
         web::resource("/collections/{collection}/items/{item}/history/{version}/restore")
             .route(web::post().to(history::restore)),
+        // Deleted items come back (their history pages are the ones above).
+        web::resource("/collections/{collection}/deleted").route(web::get().to(deleted::list)),
+        web::resource("/collections/{collection}/deleted/{item}/restore")
+            .route(web::post().to(deleted::restore)),
         web::resource("/media").route(web::get().to(media::browse)),
         web::resource("/media/upload").route(web::post().to(media::upload)),
         web::resource("/media/rename").route(web::post().to(media::rename)),

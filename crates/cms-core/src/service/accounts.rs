@@ -153,7 +153,7 @@ impl Cms {
         let Some(session) = sessions.resume(token, self.now()).await? else { return Ok(None) };
         match self.ports.users.find_user_with_password(&session.email).await? {
             Some((user, hash)) if session.stands_for(&user, hash.as_deref()) => {
-                Ok(Some((Principal { user, key_id: SESSION_KEY_ID.to_owned() }, session)))
+                Ok(Some((Principal { user, key_id: SESSION_KEY_ID.to_owned(), key_name: None }, session)))
             }
             _ => {
                 sessions.end(token).await?;

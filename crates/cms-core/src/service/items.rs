@@ -400,6 +400,7 @@ impl Cms {
         update: ItemUpdate,
         if_match: Option<&Precondition>,
     ) -> CoreResult<WriteOutcome> {
+        let caller = caller.into();
         self.authorize(caller, Operation::UpdateItem).await?;
         item::validate_frontmatter(&update.fm)?;
         let item_ref = ItemRef::parse(item)?;
@@ -427,11 +428,12 @@ impl Cms {
             // A stale attempt's snapshot is still right: those bytes were current (one kept
             // through the item's file is made a copy of its own again), and a retry over the
             // same bytes adds no second entry (the snapshot skips a repeat).
-            let stamp = match self.snapshot_and_replace(collection, &name, &file, &bytes).await {
-                Ok(stamp) => stamp,
-                Err(CoreError::Stale(_)) => continue,
-                Err(other) => return Err(other),
-            };
+            let stamp =
+                match self.snapshot_and_replace(collection, &name, &file, &bytes, caller.author()).await {
+                    Ok(stamp) => stamp,
+                    Err(CoreError::Stale(_)) => continue,
+                    Err(other) => return Err(other),
+                };
             self.publish(EventKind::FileUpdated, file_event(collection, &name));
             let outcome = outcome(collection, &name, Some(&bytes));
             let kept = body_kept.then(|| KeptBody { read_etag: etag_of(&file.bytes), wrote_excerpt });
@@ -453,12 +455,13 @@ impl Cms {
         item: &str,
         if_match: Option<&Precondition>,
     ) -> CoreResult<WriteOutcome> {
+        let caller = caller.into();
         self.authorize(caller, Operation::DeleteItem).await?;
         let item_ref = ItemRef::parse(item)?;
         let _guard = self.item_locks.lock(collection.index, item_ref.slug()).await;
         let (name, file) = self.load(collection, &item_ref).await?;
         check(if_match, &file.bytes)?;
-        self.snapshot_and_delete(collection, &name, &file).await?;
+        self.snapshot_and_delete(collection, &name, &file, caller.author()).await?;
         self.index_removed(collection, &name);
         self.end_preview_links(collection, name.slug()).await;
         self.publish(EventKind::FileDeleted, file_event(collection, &name));

@@ -50,7 +50,7 @@ pub use rendered::AheadSink;
 pub use resources::{ResourceFile, ResourceListing, ServedFile, Upload};
 pub use search::{SearchHit, SearchParams};
 pub use variants::{ServedVariant, VariantBody, VariantInfo};
-pub use versions::{VersionContent, VersionId, VersionList};
+pub use versions::{DeletedItem, DeletedItems, VersionContent, VersionId, VersionList};
 
 /// The adapters the facade works through.
 #[derive(Clone)]
@@ -481,7 +481,7 @@ impl Cms {
             self.ports.users.find_user(&key.email).await?.ok_or_else(|| {
                 CoreError::Unauthorized(format!("the user of this {noun} no longer exists"))
             })?;
-        Ok(Principal { user, key_id: key.id })
+        Ok(Principal { user, key_id: key.id, key_name: Some(key.name) })
     }
 
     fn publish(&self, kind: EventKind, data: EventData) {

@@ -28,6 +28,25 @@ pub struct VersionContent {
     pub doc: ItemDocument,
 }
 
+/// A collection's deleted items, one page of them in name order: the items whose file is
+/// gone but whose history remains.
+#[derive(Debug, Clone)]
+pub struct DeletedItems {
+    pub items: Vec<DeletedItem>,
+    /// Deleted items in the collection, on every page.
+    pub total: usize,
+}
+
+/// One deleted item, as its newest version (the content the delete kept) tells it.
+#[derive(Debug, Clone)]
+pub struct DeletedItem {
+    pub filename: String,
+    /// `fm.title` of the newest version, else the filename.
+    pub title: String,
+    /// The newest version: when the item was deleted (or last changed before that).
+    pub newest: VersionStamp,
+}
+
 /// Names one version of an item's history: the timestamp the versions list gives it
 /// (Unix seconds, never negative). Adapters parse what they received into it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -70,6 +89,50 @@ impl Cms {
         })
     }
 
+    /// One page (from 1) of the collection's deleted items, `per_page` to a page, in name
+    /// order. The cost is one listing of the collection's histories and, for the page's
+    /// items only, one listing of each history and one read of its newest version: never
+    /// a file per item of the collection.
+    pub async fn deleted_items(
+        &self,
+        caller: impl Into<Caller<'_>>,
+        collection: &Collection,
+        page: usize,
+        per_page: usize,
+    ) -> CoreResult<DeletedItems> {
+        self.authorize(caller, Operation::ReadHistory).await?;
+        let with_history = self.ports.versions.items_with_history(collection).await?;
+        let mut deleted: Vec<ItemFilename> = {
+            let index = self.index(collection).await?;
+            with_history
+                .iter()
+                .filter_map(|filename| ItemFilename::parse(filename))
+                .filter(|name| index.stamp(name.as_str()).is_none())
+                .collect()
+        };
+        deleted.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        let total = deleted.len();
+        let mut items = Vec::new();
+        for name in deleted.into_iter().skip(page.saturating_sub(1) * per_page).take(per_page) {
+            let versions = &self.ports.versions;
+            // Removed meanwhile (another server, by hand): the page is one shorter.
+            let Some(timestamp) = versions.version_timestamps(collection, &name).await?.into_iter().max()
+            else {
+                continue;
+            };
+            let Some(bytes) = versions.read_version(collection, &name, timestamp).await? else { continue };
+            let author = versions.version_author(collection, &name, timestamp).await?;
+            let newest = VersionStamp { timestamp, size: bytes.len() as u64, author };
+            let title = parse_bytes(&name, &bytes)
+                .ok()
+                .and_then(|doc| doc.fm.get("title").and_then(|t| t.as_str()).map(str::to_owned))
+                .filter(|title| !title.trim().is_empty())
+                .unwrap_or_else(|| name.as_str().to_owned());
+            items.push(DeletedItem { filename: name.as_str().to_owned(), title, newest });
+        }
+        Ok(DeletedItems { items, total })
+    }
+
     pub async fn read_version(
         &self,
         caller: impl Into<Caller<'_>>,
@@ -82,7 +145,8 @@ impl Cms {
         let (name, _) = self.resolve_history(collection, &ItemRef::parse(item)?).await?;
         let bytes = self.version_bytes(collection, &name, timestamp).await?;
         let doc = parse_bytes(&name, &bytes)?;
-        Ok(VersionContent { stamp: VersionStamp { timestamp, size: bytes.len() as u64 }, doc })
+        let author = self.ports.versions.version_author(collection, &name, timestamp).await?;
+        Ok(VersionContent { stamp: VersionStamp { timestamp, size: bytes.len() as u64, author }, doc })
     }
 
     /// Makes a historical version current. The content it replaces is snapshotted first,
@@ -95,6 +159,7 @@ impl Cms {
         version: VersionId,
         if_match: Option<&Precondition>,
     ) -> CoreResult<(WriteOutcome, i64)> {
+        let caller = caller.into();
         self.authorize(caller, Operation::RestoreVersion).await?;
         let timestamp = version.timestamp();
         let item_ref = ItemRef::parse(item)?;
@@ -109,7 +174,8 @@ impl Cms {
         match current {
             Some(file) => {
                 check(if_match, &file.bytes)?;
-                let stamp = self.snapshot_and_replace(collection, &name, &file, &bytes).await?;
+                let stamp =
+                    self.snapshot_and_replace(collection, &name, &file, &bytes, caller.author()).await?;
                 self.index_written(collection, &name, &StoredFile { bytes: bytes.clone(), stamp });
             }
             None => {
@@ -149,8 +215,9 @@ impl Cms {
         name: &ItemFilename,
         file: &StoredFile,
         bytes: &[u8],
+        author: &str,
     ) -> CoreResult<FileStamp> {
-        let kept = self.snapshot(collection, name, file).await?;
+        let kept = self.snapshot(collection, name, file, author).await?;
         let expected = kept.item_stamp.as_ref().unwrap_or(&file.stamp);
         let replaced = self.ports.content.replace(collection, name, bytes, expected).await;
         if replaced.is_err() {
@@ -165,8 +232,9 @@ impl Cms {
         collection: &Collection,
         name: &ItemFilename,
         file: &StoredFile,
+        author: &str,
     ) -> CoreResult<()> {
-        let kept = self.snapshot(collection, name, file).await?;
+        let kept = self.snapshot(collection, name, file, author).await?;
         let deleted = self.ports.content.delete(collection, name).await;
         if deleted.is_err() {
             self.write_failed(collection, name, &kept, file).await;
@@ -179,9 +247,14 @@ impl Cms {
         collection: &Collection,
         name: &ItemFilename,
         file: &StoredFile,
+        author: &str,
     ) -> CoreResult<KeptVersion> {
-        let snapshot =
-            KeepSnapshot { bytes: &file.bytes, now: self.now().unix_timestamp(), keep: self.keep_versions };
+        let snapshot = KeepSnapshot {
+            bytes: &file.bytes,
+            now: self.now().unix_timestamp(),
+            keep: self.keep_versions,
+            author: Some(author),
+        };
         self.ports.versions.keep_version(collection, name, snapshot).await
     }
 

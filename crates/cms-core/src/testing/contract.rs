@@ -108,29 +108,41 @@ pub async fn version_store(store: &dyn VersionStore) {
     assert!(store.list_versions(&c, &item).await.unwrap().is_empty());
     assert!(store.items_with_history(&c).await.unwrap().is_empty());
 
-    store.save_version(&c, &item, 100, b"first").await.unwrap();
-    store.save_version(&c, &item, 101, b"second!").await.unwrap();
+    // 100 as kept before authors were recorded.
+    store.save_version(&c, &item, 100, b"first", None).await.unwrap();
+    store.save_version(&c, &item, 101, b"second!", Some("ed@example.com")).await.unwrap();
     assert!(
-        matches!(store.save_version(&c, &item, 101, b"again").await, Err(CoreError::Conflict(_))),
+        matches!(store.save_version(&c, &item, 101, b"again", None).await, Err(CoreError::Conflict(_))),
         "a timestamp is never overwritten"
     );
     let mut versions = store.list_versions(&c, &item).await.unwrap();
     versions.sort_by_key(|v| v.timestamp);
+    let author = Some("ed@example.com".to_owned());
     assert_eq!(
         versions,
-        [VersionStamp { timestamp: 100, size: 5 }, VersionStamp { timestamp: 101, size: 7 }]
+        [
+            VersionStamp { timestamp: 100, size: 5, author: None },
+            VersionStamp { timestamp: 101, size: 7, author: author.clone() }
+        ]
     );
+    assert_eq!(store.version_author(&c, &item, 101).await.unwrap(), author);
+    assert_eq!(store.version_author(&c, &item, 100).await.unwrap(), None, "an older version's is unknown");
+    assert_eq!(store.version_author(&c, &item, 999).await.unwrap(), None);
     assert_eq!(store.read_version(&c, &item, 101).await.unwrap().unwrap(), b"second!");
     assert!(store.read_version(&c, &item, 999).await.unwrap().is_none());
     assert_eq!(store.items_with_history(&c).await.unwrap(), ["2024-01-02-hello.md"]);
 
     store.remove_version(&c, &item, 100).await.unwrap();
     assert_eq!(store.list_versions(&c, &item).await.unwrap().len(), 1);
+    // A version's author goes with it.
+    store.remove_version(&c, &item, 101).await.unwrap();
+    store.save_version(&c, &item, 101, b"second!", None).await.unwrap();
+    assert_eq!(store.list_versions(&c, &item).await.unwrap()[0].author, None);
 
     // Keeping snapshots: a repeat of the newest adds none, a second one within the same
     // second takes the next free timestamp, and the oldest beyond `keep` go.
     let kept = name("2024-01-03-kept.md");
-    let keep = |bytes: &'static [u8], now| KeepSnapshot { bytes, now, keep: 2 };
+    let keep = |bytes: &'static [u8], now| KeepSnapshot { bytes, now, keep: 2, author: Some("Deploy bot") };
     store.keep_version(&c, &kept, keep(b"one", 200)).await.unwrap();
     store.keep_version(&c, &kept, keep(b"one", 205)).await.unwrap();
     store.keep_version(&c, &kept, keep(b"two", 200)).await.unwrap();
@@ -143,6 +155,16 @@ pub async fn version_store(store: &dyn VersionStore) {
         "the oldest beyond `keep` went"
     );
     assert_eq!(store.read_version(&c, &kept, 300).await.unwrap().unwrap(), b"three");
+    let authors: Vec<Option<String>> =
+        store.list_versions(&c, &kept).await.unwrap().into_iter().map(|v| v.author).collect();
+    assert_eq!(authors, [Some("Deploy bot".to_owned()), Some("Deploy bot".to_owned())]);
+    // An author is one line of plain text, however it came.
+    let odd = KeepSnapshot { bytes: b"four", now: 400, keep: 2, author: Some(" two\nlines\u{7} ") };
+    store.keep_version(&c, &kept, odd).await.unwrap();
+    assert_eq!(store.version_author(&c, &kept, 400).await.unwrap().as_deref(), Some("twolines"));
+    // The version dropped beyond `keep` took its author with it.
+    store.save_version(&c, &kept, 201, b"two", None).await.unwrap();
+    assert_eq!(store.version_author(&c, &kept, 201).await.unwrap(), None);
     let other = Collection { index: 1, path: "content/pages".into(), ..posts() };
     assert!(store.list_versions(&other, &item).await.unwrap().is_empty(), "histories are per collection");
     assert!(store.items_with_history(&other).await.unwrap().is_empty());

@@ -321,8 +321,8 @@ impl Clock for FixedClock {
     }
 }
 
-/// Snapshots of one item: timestamp → bytes.
-type History = BTreeMap<i64, Vec<u8>>;
+/// Snapshots of one item: timestamp → bytes and author.
+type History = BTreeMap<i64, (Vec<u8>, Option<String>)>;
 
 /// Item history in memory: (collection path, filename) → history.
 #[derive(Default)]
@@ -340,7 +340,15 @@ impl VersionStore for MemoryVersions {
         let histories = self.histories.lock().unwrap();
         Ok(histories
             .get(&MemoryContentStore::key(collection, name))
-            .map(|h| h.iter().map(|(t, b)| VersionStamp { timestamp: *t, size: b.len() as u64 }).collect())
+            .map(|h| {
+                h.iter()
+                    .map(|(t, (b, author))| VersionStamp {
+                        timestamp: *t,
+                        size: b.len() as u64,
+                        author: author.clone(),
+                    })
+                    .collect()
+            })
             .unwrap_or_default())
     }
 
@@ -351,7 +359,22 @@ impl VersionStore for MemoryVersions {
         timestamp: i64,
     ) -> CoreResult<Option<Vec<u8>>> {
         let histories = self.histories.lock().unwrap();
-        Ok(histories.get(&MemoryContentStore::key(collection, name)).and_then(|h| h.get(&timestamp)).cloned())
+        Ok(histories
+            .get(&MemoryContentStore::key(collection, name))
+            .and_then(|h| h.get(&timestamp))
+            .map(|v| v.0.clone()))
+    }
+
+    async fn version_author(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+    ) -> CoreResult<Option<String>> {
+        let histories = self.histories.lock().unwrap();
+        let version =
+            histories.get(&MemoryContentStore::key(collection, name)).and_then(|h| h.get(&timestamp));
+        Ok(version.and_then(|(_, author)| author.clone()))
     }
 
     async fn save_version(
@@ -360,13 +383,14 @@ impl VersionStore for MemoryVersions {
         name: &ItemFilename,
         timestamp: i64,
         bytes: &[u8],
+        author: Option<&str>,
     ) -> CoreResult<()> {
         let mut histories = self.histories.lock().unwrap();
         let history = histories.entry(MemoryContentStore::key(collection, name)).or_default();
         if history.contains_key(&timestamp) {
             return Err(CoreError::Conflict(format!("version {timestamp} of {} exists", name.as_str())));
         }
-        history.insert(timestamp, bytes.to_vec());
+        history.insert(timestamp, (bytes.to_vec(), author.and_then(crate::version_authors::author_line)));
         Ok(())
     }
 

@@ -222,8 +222,18 @@ impl VersionStore for SharingOnce {
     async fn read_version(&self, c: &Collection, n: &ItemFilename, t: i64) -> CoreResult<Option<Vec<u8>>> {
         self.inner.read_version(c, n, t).await
     }
-    async fn save_version(&self, c: &Collection, n: &ItemFilename, t: i64, bytes: &[u8]) -> CoreResult<()> {
-        self.inner.save_version(c, n, t, bytes).await
+    async fn version_author(&self, c: &Collection, n: &ItemFilename, t: i64) -> CoreResult<Option<String>> {
+        self.inner.version_author(c, n, t).await
+    }
+    async fn save_version(
+        &self,
+        c: &Collection,
+        n: &ItemFilename,
+        t: i64,
+        bytes: &[u8],
+        author: Option<&str>,
+    ) -> CoreResult<()> {
+        self.inner.save_version(c, n, t, bytes, author).await
     }
     async fn remove_version(&self, c: &Collection, n: &ItemFilename, t: i64) -> CoreResult<()> {
         self.inner.remove_version(c, n, t).await
@@ -283,4 +293,66 @@ async fn a_write_expects_the_stamp_its_snapshot_answered_and_unshares_it_when_th
     assert_eq!(bodies(&cms).await, ["v1"], "one snapshot: the retry's is a repeat");
     let read = cms.read_raw(&pages, "about").await.unwrap();
     assert_eq!(read.doc.body, "v2");
+}
+
+fn principal(email: &str, key_name: Option<&str>) -> cms_core::policy::Principal {
+    let user =
+        cms_core::account::User { email: email.into(), role: cms_core::account::Role::Editor, created: 0 };
+    cms_core::policy::Principal { user, key_id: "k".into(), key_name: key_name.map(str::to_owned) }
+}
+
+#[tokio::test]
+async fn each_version_names_who_made_the_change_that_kept_it() {
+    let (_world, cms) = setup().await;
+    let pages = cms.collection("pages").unwrap().clone();
+    let update =
+        |body: &str| ItemUpdate { mode: UpdateMode::Patch, fm: Frontmatter::new(), body: Some(body.into()) };
+    let session = principal("ed@example.com", None);
+    let key = principal("ann@example.com", Some("Deploy bot"));
+    cms.update_item(&session, &pages, "about", update("v2"), None).await.unwrap();
+    cms.update_item(&key, &pages, "about", update("v3"), None).await.unwrap();
+    cms.delete_item(Caller::Operator, &pages, "about", None).await.unwrap();
+    let list = cms.list_versions(Caller::Operator, &pages, "about").await.unwrap();
+    let authors: Vec<Option<&str>> = list.versions.iter().map(|v| v.author.as_deref()).collect();
+    assert_eq!(authors, [Some("cms CLI"), Some("Deploy bot"), Some("ed@example.com")], "newest first");
+    let newest = VersionId::new(list.versions[0].timestamp).unwrap();
+    let read = cms.read_version(Caller::Operator, &pages, "about", newest).await.unwrap();
+    assert_eq!((read.doc.body.as_str(), read.stamp.author.as_deref()), ("v3", Some("cms CLI")));
+    cms.restore_version(&session, &pages, "about", newest, None).await.unwrap();
+    // Replacing the restored text keeps nothing new (the newest version holds it already);
+    // replacing that change keeps it, with its author.
+    cms.update_item(&session, &pages, "about", update("v4"), None).await.unwrap();
+    cms.update_item(&session, &pages, "about", update("v5"), None).await.unwrap();
+    let list = cms.list_versions(Caller::Operator, &pages, "about").await.unwrap();
+    assert_eq!(list.versions[0].author.as_deref(), Some("ed@example.com"));
+}
+
+#[tokio::test]
+async fn deleted_items_are_listed_by_name_a_page_at_a_time_with_their_newest_version() {
+    let (_world, cms) = setup().await;
+    let pages = cms.collection("pages").unwrap().clone();
+    for slug in ["b-gone", "a-gone", "kept"] {
+        let new = NewItem {
+            slug: Some(slug.into()),
+            fm: fm(json!({"title": format!("Title of {slug}")})),
+            ..Default::default()
+        };
+        cms.create_item(Caller::Operator, &pages, new).await.unwrap();
+    }
+    patch(&cms, "v2").await;
+    let editor = principal("ed@example.com", None);
+    cms.delete_item(&editor, &pages, "b-gone", None).await.unwrap();
+    cms.delete_item(&editor, &pages, "a-gone", None).await.unwrap();
+    let first = cms.deleted_items(Caller::Operator, &pages, 1, 1).await.unwrap();
+    assert_eq!(first.total, 2, "an item with a history and a file is not deleted");
+    let item = &first.items[0];
+    assert_eq!((item.filename.as_str(), item.title.as_str()), ("a-gone.md", "Title of a-gone"));
+    assert_eq!(item.newest.author.as_deref(), Some("ed@example.com"));
+    let second = cms.deleted_items(Caller::Operator, &pages, 2, 1).await.unwrap();
+    assert_eq!(second.items[0].filename, "b-gone.md");
+    assert!(cms.deleted_items(Caller::Operator, &pages, 3, 1).await.unwrap().items.is_empty());
+    // Restored, it is no longer deleted.
+    let version = VersionId::new(item.newest.timestamp).unwrap();
+    cms.restore_version(&editor, &pages, "a-gone.md", version, None).await.unwrap();
+    assert_eq!(cms.deleted_items(Caller::Operator, &pages, 1, 20).await.unwrap().total, 1);
 }

@@ -25,6 +25,31 @@ async fn fs_version_store_meets_the_contract() {
     contract::version_store(&FsVersionStore::new(&site.path().join(".cms"))).await;
 }
 
+/// A history folder as older versions of the server left it (snapshots only) still reads,
+/// its versions' authors unknown; a version kept through the item's own file (a link)
+/// names its author too.
+#[tokio::test]
+async fn an_older_history_reads_with_unknown_authors_and_a_linked_version_names_its_author() {
+    use cms_core::ports::{KeepSnapshot, VersionStore};
+    let site = tempfile::tempdir().unwrap();
+    let posts = cms_core::testing::fixtures::posts();
+    let history = site.path().join(".cms/versions/content/posts/hello.md");
+    std::fs::create_dir_all(&history).unwrap();
+    std::fs::write(history.join("100.md"), "old").unwrap();
+    std::fs::create_dir_all(site.path().join("content/posts")).unwrap();
+    std::fs::write(site.path().join("content/posts/hello.md"), "now").unwrap();
+    let store =
+        FsVersionStore::new(&site.path().join(".cms")).linking_items_of(FsContentStore::new(site.path()));
+    let item = cms_core::slug::ItemFilename::parse("hello.md").unwrap();
+    let versions = store.list_versions(&posts, &item).await.unwrap();
+    assert_eq!((versions.len(), versions[0].author.as_deref()), (1, None));
+    let snapshot = KeepSnapshot { bytes: b"now", now: 200, keep: 5, author: Some("ed@example.com") };
+    let kept = store.keep_version(&posts, &item, snapshot).await.unwrap();
+    assert!(kept.item_stamp.is_some(), "kept through the item's file");
+    assert_eq!(store.version_author(&posts, &item, 200).await.unwrap().as_deref(), Some("ed@example.com"));
+    assert_eq!(std::fs::read_to_string(history.join("authors")).unwrap(), "200 ed@example.com\n");
+}
+
 #[tokio::test]
 async fn fs_resource_store_meets_the_contract() {
     let site = tempfile::tempdir().unwrap();

@@ -58,6 +58,7 @@ async fn view(cms: &Cms) -> Vec<Vec<String>> {
             created: 0,
         },
         key_id: "k".into(),
+        key_name: None,
     });
     let mut views = Vec::new();
     let lists =

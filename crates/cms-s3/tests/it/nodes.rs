@@ -130,12 +130,12 @@ async fn two_nodes_keeping_one_version_at_once_agree_and_other_bytes_conflict() 
     use cms_core::ports::VersionStore;
     let Some((a, b)) = two_nodes().await else { return };
     let item = name("kept.md");
-    a.version_store().save_version(&posts(), &item, 100, b"same").await.unwrap();
+    a.version_store().save_version(&posts(), &item, 100, b"same", None).await.unwrap();
     b.version_store()
-        .save_version(&posts(), &item, 100, b"same")
+        .save_version(&posts(), &item, 100, b"same", None)
         .await
         .expect("the same snapshot is no conflict");
-    let other = b.version_store().save_version(&posts(), &item, 100, b"other").await;
+    let other = b.version_store().save_version(&posts(), &item, 100, b"other", None).await;
     assert!(matches!(other, Err(CoreError::Conflict(_))), "{other:?}");
     assert_eq!(a.version_store().list_versions(&posts(), &item).await.unwrap().len(), 1);
 }

@@ -768,7 +768,7 @@ fn owner_pages_media_and_deletes_act_through_the_facade() {
         tab.post("/admin/collections/pages/items/about/delete", &[("csrf", csrf), ("etag", &etag)], &[]);
     assert_eq!(
         (deleted.status, deleted.header("location")),
-        (303, Some("/admin/collections/pages?ok=deleted"))
+        (303, Some("/admin/collections/pages?ok=deleted&undo=about.md"))
     );
     assert!(!root.join("content/pages/about.md").exists());
     assert!(root.join(".cms/versions").is_dir());

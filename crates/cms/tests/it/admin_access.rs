@@ -242,3 +242,45 @@ fn every_page_passes_axe_at_both_widths_and_keeps_its_focus_outline_in_forced_co
     let Some(tools) = browser_tools() else { return };
     run_script(&tools, "access.py", &server, &[]);
 }
+
+/// A refused form's error takes the focus when the page loads (`data-autofocus`, read by
+/// the script; `tabindex="-1"` makes it focusable) and describes the inputs of the form it
+/// refused, so a screen reader reads it at each of them; without an error, no input points
+/// at it.
+#[test]
+fn a_refused_forms_error_takes_the_focus_and_describes_its_inputs() {
+    let site = demo_site();
+    user_with_password(site.path(), "owner@example.com", "owner");
+    let server = Server::start(site.path());
+    let mut tab = Tab::new(&server);
+    assert_eq!(tab.sign_in("owner@example.com", PASSWORD).status, 303);
+    let csrf = tab.csrf();
+    let error = "<p class=\"error\" id=\"form-error\" role=\"alert\" tabindex=\"-1\" data-autofocus>";
+    let refusals = [
+        (
+            "/admin/users",
+            vec![("email", "ann@example.com"), ("role", "editor"), ("password", "short")],
+            vec!["id=\"user-email\"", "id=\"user-password\""],
+        ),
+        (
+            "/admin/webhooks",
+            vec![("url", "http://hooks.example.com/x"), ("events", "file.created")],
+            vec!["id=\"hook-url\""],
+        ),
+        ("/admin/keys", vec![("user", "nobody@example.com"), ("name", "build")], vec!["id=\"key-name\""]),
+    ];
+    for (path, fields, inputs) in refusals {
+        let mut form = vec![("csrf", csrf.as_str())];
+        form.extend(fields);
+        let refused = tab.post(path, &form, &[]);
+        assert!((400..500).contains(&refused.status), "{path}: {} {}", refused.status, refused.body);
+        assert!(refused.body.contains(error), "{path}: {}", refused.body);
+        for input in inputs {
+            let tag =
+                refused.body.split(input).nth(1).and_then(|rest| rest.split('>').next()).unwrap_or_default();
+            assert!(tag.contains("form-error"), "{path}: {input} is described by the error: {tag}");
+        }
+        let page = tab.get(path);
+        assert!(!page.body.contains("form-error"), "{path}: no error, nothing points at one");
+    }
+}

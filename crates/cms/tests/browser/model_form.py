@@ -20,93 +20,12 @@ test then reads the file for the typed values. Any error the browser logs fails 
 except the refusal's own 422.
 """
 
-import json
-import os
 import struct
-import time
 import zlib
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
-from selenium.webdriver.common.by import By
-from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support import expected_conditions as EC
-from selenium.webdriver.support.ui import Select, WebDriverWait
+from editor import *  # noqa: F403 (the driver, sign-in, find and fill, axe-core, shots)
 
-BASE = os.environ["CMS_BASE"].rstrip("/")
-OWNER = os.environ["CMS_OWNER"]
-PASSWORD = os.environ["CMS_PASSWORD"]
-with open(os.environ["CMS_AXE_JS"], encoding="utf-8") as source:
-    AXE = source.read()
-SHOTS = os.environ.get("CMS_SCREENSHOTS", "")
-STARTED = time.monotonic()
 ITEM = "/admin/collections/blog-posts/items/2026-01-12-hello-world.md"
-
-
-def step(name):
-    print(f"[{time.monotonic() - STARTED:5.1f} s] {name}", flush=True)
-
-
-options = webdriver.ChromeOptions()
-options.binary_location = os.environ.get("CMS_CHROMIUM", "/usr/bin/chromium")
-for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1280,900"):
-    options.add_argument(argument)
-options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-service = Service(executable_path=os.environ.get("CMS_CHROMEDRIVER", "/usr/bin/chromedriver"))
-driver = webdriver.Chrome(options=options, service=service)
-driver.set_script_timeout(60)
-wait = WebDriverWait(driver, 10)
-
-
-def find(css):
-    return wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, css)))
-
-
-def fill(css, text):
-    field = find(css)
-    field.clear()
-    field.send_keys(text)
-    return field
-
-
-def console(expected=()):
-    """Fails on any error the browser logged since the last call, but those expected."""
-    errors = [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
-    unexpected = [m for m in errors if not any(e in m for e in expected)]
-    assert not unexpected, f"browser console errors: {unexpected}"
-
-
-def axe(where):
-    """axe-core on the whole page: no violation of any rule it runs by default."""
-    driver.execute_script(AXE)
-    violations = driver.execute_async_script(
-        """
-        const done = arguments[arguments.length - 1];
-        axe.run(document, { resultTypes: ["violations"] }).then(
-          (result) => done({
-            passed: result.passes.length,
-            violations: result.violations.map((v) => ({
-              id: v.id, impact: v.impact, help: v.help,
-              nodes: v.nodes.map((n) => n.target.join(" ")),
-            })),
-          }),
-          (error) => done({ passed: 0, violations: [{ id: "axe-error", help: String(error), nodes: [] }] }),
-        );
-        """
-    )
-    assert not violations["violations"], f"axe-core on {where}: {json.dumps(violations, indent=2)}"
-    assert violations["passed"] > 10, f"axe-core ran only {violations['passed']} rules on {where}"
-
-
-def shot(name):
-    """A screenshot of the whole page, when CMS_SCREENSHOTS names a folder."""
-    if not SHOTS:
-        return
-    height = driver.execute_script("return document.documentElement.scrollHeight")
-    driver.set_window_size(1280, min(max(height, 600), 3000))
-    driver.save_screenshot(os.path.join(SHOTS, f"{name}.png"))
-    driver.set_window_size(1280, 900)
 
 
 def png(width, height, rgb):
@@ -115,10 +34,6 @@ def png(width, height, rgb):
     chunk = lambda kind, data: struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
-
-
-def active_id():
-    return driver.execute_script("return document.activeElement && document.activeElement.id")
 
 
 try:

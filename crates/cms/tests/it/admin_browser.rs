@@ -1,7 +1,7 @@
 //! The web editor in a real browser: `tests/browser/admin_tour.py` drives Debian's
 //! Chromium through Selenium against the real server (see that script for the steps).
 //!
-//! It runs when Chromium, its driver and Python's `selenium` are installed, and is
+//! Each script runs when Chromium, its driver, Python's `selenium` and axe-core are installed, and is
 //! recorded as skipped otherwise (`cms_s3::testing::skip_check`: `cargo xtask test` lists
 //! it); `CMS_REQUIRE_VALIDATORS=1` turns a missing one into a failure. The Python is `CMS_BROWSER_PYTHON`, else the venv
 //! `.ci/run` makes under `target/browser-venv`. Screenshots go to `CMS_ADMIN_SCREENSHOTS`
@@ -17,8 +17,6 @@ use crate::admin::{PASSWORD, user_with_password};
 use crate::{Server, demo_site};
 
 const WORKSPACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/admin_tour.py");
-const MODEL_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/model_form.py");
 /// The whole tour takes well under a minute; this only stops a hung browser.
 const TIME_LIMIT: Duration = Duration::from_secs(150);
 
@@ -45,24 +43,7 @@ fn tool(variable: &str, default: &str) -> PathBuf {
 
 #[test]
 fn the_editor_works_in_a_real_browser() {
-    let chromium = tool("CMS_CHROMIUM", "/usr/bin/chromium");
-    let driver = tool("CMS_CHROMEDRIVER", "/usr/bin/chromedriver");
-    let python = python();
-    let missing: Vec<&str> = [
-        (python.is_none(), "Python's selenium (target/browser-venv)"),
-        (!runs(&chromium, &["--version"]), "chromium"),
-        (!runs(&driver, &["--version"]), "chromium-driver"),
-    ]
-    .into_iter()
-    .filter_map(|(missing, what)| missing.then_some(what))
-    .collect();
-    if !missing.is_empty() {
-        return cms_s3::testing::skip_check(
-            &missing.join(", "),
-            "apt-get install chromium chromium-driver (needs root), then cargo xtask test (installs selenium into target/browser-venv)",
-        );
-    }
-
+    let Some(tools) = browser_tools() else { return };
     let site = demo_site();
     // The tour's webhook is on loopback (nothing listens there; its delivery fails).
     let config = site.path().join("cms.yaml");
@@ -73,23 +54,7 @@ fn the_editor_works_in_a_real_browser() {
     user_with_password(site.path(), "owner@example.com", "owner");
     user_with_password(site.path(), "editor@example.com", "editor");
     let server = Server::start(site.path());
-    let shots = match std::env::var_os("CMS_ADMIN_SCREENSHOTS") {
-        Some(dir) => Path::new(WORKSPACE).join(dir),
-        None => Path::new(WORKSPACE).join("target/admin-screenshots"),
-    };
-    std::fs::create_dir_all(&shots).unwrap();
-
-    let mut command = Command::new(python.unwrap());
-    command
-        .arg(SCRIPT)
-        .env("CMS_BASE", &server.base)
-        .env("CMS_OWNER", "owner@example.com")
-        .env("CMS_EDITOR", "editor@example.com")
-        .env("CMS_PASSWORD", PASSWORD)
-        .env("CMS_SCREENSHOTS", &shots)
-        .env("CMS_CHROMIUM", &chromium)
-        .env("CMS_CHROMEDRIVER", &driver);
-    run(command, "the browser tour");
+    run_script(&tools, "admin_tour.py", &server, &[]);
 }
 
 /// What a browser script needs: a Python with selenium, Chromium, its driver, axe-core.
@@ -182,43 +147,11 @@ fn axe_script() -> Option<PathBuf> {
 /// finds no accessibility violation on the form, before and after the refusal.
 #[test]
 fn the_form_of_a_modelled_collection_works_in_a_real_browser() {
-    let chromium = tool("CMS_CHROMIUM", "/usr/bin/chromium");
-    let driver = tool("CMS_CHROMEDRIVER", "/usr/bin/chromedriver");
-    let python = python();
-    let axe = axe_script();
-    let missing: Vec<&str> = [
-        (python.is_none(), "Python's selenium (target/browser-venv)"),
-        (!runs(&chromium, &["--version"]), "chromium"),
-        (!runs(&driver, &["--version"]), "chromium-driver"),
-        (axe.is_none(), "axe-core (target/axe)"),
-    ]
-    .into_iter()
-    .filter_map(|(missing, what)| missing.then_some(what))
-    .collect();
-    if !missing.is_empty() {
-        return cms_s3::testing::skip_check(
-            &missing.join(", "),
-            "apt-get install chromium chromium-driver (needs root), then cargo xtask test (installs selenium into target/browser-venv and axe-core into target/axe)",
-        );
-    }
-
+    let Some(tools) = browser_tools() else { return };
     let site = crate::admin_model::modelled_site();
     user_with_password(site.path(), "owner@example.com", "owner");
     let server = Server::start(site.path());
-    let shots = Path::new(WORKSPACE)
-        .join(std::env::var_os("CMS_ADMIN_SCREENSHOTS").unwrap_or_else(|| "target/admin-screenshots".into()));
-    std::fs::create_dir_all(&shots).unwrap();
-    let mut command = Command::new(python.unwrap());
-    command
-        .arg(MODEL_SCRIPT)
-        .env("CMS_SCREENSHOTS", &shots)
-        .env("CMS_BASE", &server.base)
-        .env("CMS_OWNER", "owner@example.com")
-        .env("CMS_PASSWORD", PASSWORD)
-        .env("CMS_AXE_JS", axe.unwrap())
-        .env("CMS_CHROMIUM", &chromium)
-        .env("CMS_CHROMEDRIVER", &driver);
-    run(command, "the model form's browser test");
+    run_script(&tools, "model_form.py", &server, &[]);
 
     let fm = crate::admin_model::frontmatter(site.path(), "2026-01-12-hello-world.md");
     assert_eq!(fm["sku"], "ABC-12", "{fm}");

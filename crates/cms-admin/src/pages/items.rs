@@ -275,6 +275,9 @@ struct EditPage {
     summary: Option<Summary>,
     /// The media library the body's *Insert image* and image fields pick from.
     media: Option<MediaView>,
+    /// The stored item's status as the list shows it (a published item not live now says
+    /// scheduled or expired), for the action bar; `None` on a new or refused form.
+    stored_status: Option<(&'static str, &'static str)>,
 }
 
 impl EditPage {
@@ -295,6 +298,7 @@ impl EditPage {
             model: None,
             summary: None,
             media: None,
+            stored_status: None,
         }
     }
 
@@ -365,10 +369,10 @@ pub async fn edit(
     let l = Layout::new(&state, &user, Section::Collection(collection.index))
         .with_notice(query_param(&req, "ok").as_deref());
     let filename = Some(&*raw.meta.filename);
-    view::ok(
-        &EditPage::of(&state, &user.principal, l, collection, filename, &form, raw.etag, &errors, false)
-            .await,
-    )
+    let mut page =
+        EditPage::of(&state, &user.principal, l, collection, filename, &form, raw.etag, &errors, false).await;
+    page.stored_status = Some(shown_status(&raw.meta, time::OffsetDateTime::now_utc().unix_timestamp()));
+    view::ok(&page)
 }
 
 /// `GET /admin/collections/{collection}/new`

@@ -165,6 +165,16 @@ fn the_item_list_filters_scheduled_items_and_counts_read_in_words() {
     assert!(drafts.contains("<p class=\"hint\" id=\"count\">1 item</p>"), "one item, not 1 items: {drafts}");
     let all = list(&mut tab, "all");
     assert!(all.contains(">Launch</a>") && all.contains(">Idea</a>") && all.contains(">About</a>"), "{all}");
+    // The edit page's action bar says the same of the stored item.
+    for (file, badge) in [
+        ("launch.md", "<span class=\"badge scheduled\" id=\"bar-status\">Scheduled</span>"),
+        ("gone.md", "<span class=\"badge expired\" id=\"bar-status\">Expired</span>"),
+        ("idea.md", "<span class=\"badge draft\" id=\"bar-status\">Draft</span>"),
+        ("about.md", "<span class=\"badge published\" id=\"bar-status\">Published</span>"),
+    ] {
+        let edit = tab.get(&format!("/admin/collections/pages/items/{file}"));
+        assert!(edit.body.contains(badge), "{file}: {}", edit.body);
+    }
     assert!(all.contains("data-label=\"Changed\"><time datetime=\""), "times are <time>s: {all}");
     assert_eq!(tab.get("/admin/collections/pages?status=later").status, 400);
 

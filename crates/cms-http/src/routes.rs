@@ -83,7 +83,9 @@ pub const RESOURCE_FOLDERS: &str = "/cms/resources/folders";
 /// (`/cms/items/related` before `/cms/items/{slug}`). The item and list routes, the
 /// busiest, come before the other patterns: each pattern tried costs a regex match. The
 /// list route is matched as [`ITEMS_MATCHED`], which leaves `/cms/collections/items/items`
-/// to the legacy read of slug `items`.
+/// to the legacy read of slug `items`. The feeds, polled by readers, come next, after the
+/// legacy read (so that `/cms/collections/items/rss` stays the read of slug `rss`) and
+/// before the tag and item-anywhere patterns.
 pub const ROUTES: &[RouteInfo] = &[
     route("GET", "/", Auth::None, |r| r.to(service::status)),
     route("GET", "/status", Auth::None, |r| r.to(service::status)),
@@ -100,14 +102,14 @@ pub const ROUTES: &[RouteInfo] = &[
     route("GET", ITEMS, Auth::Optional, |r| r.to(items::list)),
     route("POST", ITEMS, Auth::Required, |r| r.to(items::create)),
     route("GET", LEGACY_ITEM, Auth::Optional, |r| r.to(discovery::legacy_read)),
+    route("GET", RSS, Auth::Optional, |r| r.to(discovery::rss)),
+    route("GET", SITEMAP, Auth::Optional, |r| r.to(discovery::sitemap)),
+    route("GET", SCHEMA, Auth::Optional, |r| r.to(service::collection_schema)),
     route("GET", SEARCH, Auth::Optional, |r| r.to(search::search)),
     route("GET", TAGS, Auth::Optional, |r| r.to(discovery::tags)),
     route("GET", TAG_ITEMS, Auth::Optional, |r| r.to(discovery::tag_items)),
     route("GET", RELATED, Auth::Optional, |r| r.to(discovery::related)),
     route("GET", ITEM_ANYWHERE, Auth::Optional, |r| r.to(discovery::read_anywhere)),
-    route("GET", RSS, Auth::Optional, |r| r.to(discovery::rss)),
-    route("GET", SITEMAP, Auth::Optional, |r| r.to(discovery::sitemap)),
-    route("GET", SCHEMA, Auth::Optional, |r| r.to(service::collection_schema)),
     route("GET", ITEM_RAW, Auth::Required, |r| r.to(items::raw)),
     route("POST", ITEM_PREVIEW, Auth::Required, |r| r.to(previews::create)),
     route("GET", PREVIEW, Auth::None, |r| r.to(previews::read)),

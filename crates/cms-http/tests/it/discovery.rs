@@ -495,6 +495,12 @@ async fn fixed_paths_are_not_captured_by_patterns() {
     let post =
         h.send(TestRequest::post().uri("/cms/collections/items/items").insert_header(h.bearer())).await;
     post.assert_envelope_error(405, "allowed: GET, HEAD");
+    // Nor are slugs named like the feeds and the schema, which are matched right after it.
+    for slug in ["rss", "sitemap", "schema"] {
+        h.send(get(&format!("/cms/collections/items/{slug}?collectionPath=content/posts")))
+            .await
+            .assert_envelope_error(404, &format!("no published item \"{slug}\""));
+    }
     // `/cms/items/related` is the related route, not an item called `related`.
     h.send(get("/cms/items/related")).await.assert_envelope_error(400, "contentPath");
     assert!(json_of(&h, "/cms/collections/search-index?collectionPath=content/posts").await.is_array());

@@ -15,6 +15,8 @@ use actix_web::web::Bytes;
 pub struct BodyCache {
     inner: Mutex<Inner>,
     budget: usize,
+    /// The largest body kept: one huge answer must not flush everything else.
+    largest: usize,
 }
 
 #[derive(Default)]
@@ -25,8 +27,9 @@ struct Inner {
 }
 
 impl BodyCache {
-    pub fn new(budget: usize) -> Self {
-        Self { inner: Mutex::default(), budget }
+    /// A cache of `budget` bytes that keeps bodies of up to `budget / share` bytes.
+    pub fn new(budget: usize, share: usize) -> Self {
+        Self { inner: Mutex::default(), budget, largest: budget / share.max(1) }
     }
 
     pub fn get(&self, key: u64) -> Option<Bytes> {
@@ -35,12 +38,12 @@ impl BodyCache {
 
     /// Whether a body of `len` bytes would be kept.
     pub fn keeps(&self, len: usize) -> bool {
-        len <= self.budget / 8
+        len <= self.largest
     }
 
     pub fn put(&self, key: u64, body: Bytes) {
         if !self.keeps(body.len()) {
-            return; // one huge page must not flush everything else
+            return;
         }
         let mut inner = self.lock();
         let size = body.len();
@@ -68,7 +71,7 @@ mod tests {
 
     #[test]
     fn keeps_the_newest_within_the_budget() {
-        let cache = BodyCache::new(800);
+        let cache = BodyCache::new(800, 8);
         for key in 0..20u64 {
             cache.put(key, Bytes::from(vec![b'x'; 100]));
         }

@@ -15,8 +15,12 @@ use crate::error::{ApiError, Shape};
 /// (`reply::kept_page`, `kept_item`).
 const BODY_CACHE_BYTES: usize = 32 * 1024 * 1024;
 
-/// Budget of the documents' cache: a feed or a search index up to 2 MiB is kept.
-const DOCUMENT_CACHE_BYTES: usize = 16 * 1024 * 1024;
+/// Budget of the documents' cache (feeds, sitemaps, search indexes, `openapi.json`), and
+/// the share of it one document may take: up to 16 MiB is kept, so that the default
+/// sitemap of 50,000 URLs (about 7 MB) is made and compressed once per change, not per
+/// request.
+const DOCUMENT_CACHE_BYTES: usize = 64 * 1024 * 1024;
+const DOCUMENT_SHARE: usize = 4;
 
 /// Public answers may be stored by any cache, which asks again (cheaply, with the ETag)
 /// before each use.
@@ -77,8 +81,8 @@ impl AppState {
             started,
             started_header: HeaderValue::from_str(&header::HttpDate::from(started).to_string())
                 .expect("an HTTP date"),
-            bodies: crate::body_cache::BodyCache::new(BODY_CACHE_BYTES),
-            documents: crate::body_cache::BodyCache::new(DOCUMENT_CACHE_BYTES),
+            bodies: crate::body_cache::BodyCache::new(BODY_CACHE_BYTES, 8),
+            documents: crate::body_cache::BodyCache::new(DOCUMENT_CACHE_BYTES, DOCUMENT_SHARE),
             answers: None,
             public_cache_control: HeaderValue::from_static(PUBLIC_NO_CACHE),
         }

@@ -100,6 +100,10 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
                 .configure(|cfg| cms_admin::mount(cfg, admin.clone()))
                 .wrap(deadlines.middleware())
         })
+        // Nagle's algorithm off (actix-web keeps the system's default, on): with it on, the
+        // last segment of a body larger than one write waits for the client's delayed ACK
+        // on a kept-alive connection (up to 40 ms; a 50 KB sitemap took 26 ms, not 0.7).
+        .tcp_nodelay(true)
         .client_request_timeout(deadlines.header)
         .keep_alive(KeepAlive::Timeout(deadlines.keep_alive))
         .client_disconnect_timeout(CLIENT_DISCONNECT_TIMEOUT)

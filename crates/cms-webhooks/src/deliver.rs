@@ -3,9 +3,11 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cms_core::events::EventKind;
+use cms_core::ports::Clock;
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
 use ureq::unversioned::transport::DefaultConnector;
 
@@ -60,10 +62,12 @@ pub struct Deliverer {
     /// Set when the configuration could not be used (e.g. an unreadable `ca_file`):
     /// every delivery is then logged as not sent, with this reason.
     unusable: Option<String>,
+    /// Dates each attempt (its signed `webhook-timestamp`) and its log entry.
+    clock: Arc<dyn Clock>,
 }
 
 impl Deliverer {
-    pub fn new(config: &DeliveryConfig) -> Result<Self, SetupError> {
+    pub fn new(config: &DeliveryConfig, clock: Arc<dyn Clock>) -> Result<Self, SetupError> {
         let mut tls = TlsConfig::builder();
         if let Some(path) = &config.ca_file {
             tls = tls.root_certs(roots_with(path)?);
@@ -91,6 +95,7 @@ impl Deliverer {
             public_only,
             timeout: config.timeout,
             unusable: None,
+            clock,
         })
     }
 
@@ -116,7 +121,7 @@ impl Deliverer {
         let started = Instant::now();
         // Standard Webhooks: the id is the delivery id (the same on every attempt, so
         // receivers drop duplicates); the timestamp is this attempt's (replays refused).
-        let timestamp = time::OffsetDateTime::now_utc().unix_timestamp();
+        let timestamp = self.clock.now().unix_timestamp();
         let result = self.check_proxied(&subscription.url).and_then(|()| {
             self.agent
                 .post(&subscription.url)
@@ -147,7 +152,7 @@ impl Deliverer {
     /// Delivers and returns the log entry of the attempt.
     /// A deliverer that sends nothing and logs every delivery as not sent, for a process
     /// that must run (a CLI command) although the delivery settings are broken.
-    pub fn unusable(config: &DeliveryConfig, error: &SetupError) -> Self {
+    pub fn unusable(config: &DeliveryConfig, error: &SetupError, clock: Arc<dyn Clock>) -> Self {
         let agent = ureq::Agent::config_builder().https_only(true).build().into();
         let reason = format!("the webhook settings cannot be used ({error})");
         Self {
@@ -156,6 +161,7 @@ impl Deliverer {
             public_only: !config.allow_private_addresses,
             timeout: config.timeout,
             unusable: Some(reason),
+            clock,
         }
     }
 
@@ -168,11 +174,11 @@ impl Deliverer {
         attempt: u32,
     ) -> LogEntry {
         if let Some(reason) = &self.unusable {
-            return LogEntry::not_sent(subscription, event, reason);
+            return LogEntry::not_sent(subscription, event, reason, self.clock.now());
         }
         let sent = self.send(subscription, event, body, delivery);
         LogEntry {
-            time: crate::model::log_time(),
+            time: crate::model::log_time(self.clock.now()),
             delivery: delivery.to_owned(),
             webhook: subscription.id.clone(),
             event,
@@ -224,6 +230,10 @@ fn roots_with(path: &Path) -> Result<RootCerts, SetupError> {
 mod tests {
     use super::*;
 
+    fn clock() -> Arc<dyn Clock> {
+        Arc::new(cms_core::testing::FixedClock::at_unix(0))
+    }
+
     #[test]
     fn a_ca_file_must_hold_certificates() {
         let dir = tempfile::tempdir().unwrap();
@@ -234,11 +244,11 @@ mod tests {
             allow_private_addresses: false,
         };
         let missing = dir.path().join("missing.pem");
-        let message = Deliverer::new(&config(&missing)).err().unwrap().to_string();
+        let message = Deliverer::new(&config(&missing), clock()).err().unwrap().to_string();
         assert!(message.starts_with("webhooks.ca_file") && message.contains("missing.pem"), "{message}");
         let empty = dir.path().join("empty.pem");
         fs::write(&empty, "nothing here\n").unwrap();
-        let message = Deliverer::new(&config(&empty)).err().unwrap().to_string();
+        let message = Deliverer::new(&config(&empty), clock()).err().unwrap().to_string();
         assert!(message.contains("no PEM certificate"), "{message}");
     }
 

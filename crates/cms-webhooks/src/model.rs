@@ -141,10 +141,10 @@ impl std::fmt::Debug for Subscription {
 }
 
 impl LogEntry {
-    /// An entry for a delivery that was never attempted.
-    pub fn not_sent(subscription: &Subscription, event: EventKind, why: &str) -> Self {
+    /// An entry, dated `now`, for a delivery that was never attempted.
+    pub fn not_sent(subscription: &Subscription, event: EventKind, why: &str, now: OffsetDateTime) -> Self {
         Self {
-            time: log_time(),
+            time: log_time(now),
             delivery: delivery_id(),
             webhook: subscription.id.clone(),
             event,
@@ -173,9 +173,8 @@ impl LogEntry {
     }
 }
 
-/// The current time to the millisecond, for log entries.
-pub fn log_time() -> OffsetDateTime {
-    let now = OffsetDateTime::now_utc();
+/// `now` to the millisecond, for log entries.
+pub fn log_time(now: OffsetDateTime) -> OffsetDateTime {
     now.replace_millisecond(now.millisecond()).unwrap_or(now)
 }
 

@@ -166,17 +166,17 @@ impl WebhookSink {
     /// Starts the workers, which deliver only while `gate` allows. Fails when
     /// `webhooks.ca_file` cannot be used.
     pub fn start(config: SinkConfig, gate: Arc<dyn DeliveryGate>) -> Result<Self, SetupError> {
-        let deliverer = Deliverer::new(&config.delivery)?;
+        let deliverer = Deliverer::new(&config.delivery, config.store.clock())?;
         Ok(Self::with_deliverer(config, deliverer, gate))
     }
 
     /// Like [`WebhookSink::start`], but broken delivery settings do not stop the caller:
     /// deliveries are then logged as not sent, and the problem is returned to report.
     pub fn start_or_log(config: SinkConfig, gate: Arc<dyn DeliveryGate>) -> (Self, Option<SetupError>) {
-        match Deliverer::new(&config.delivery) {
+        match Deliverer::new(&config.delivery, config.store.clock()) {
             Ok(deliverer) => (Self::with_deliverer(config, deliverer, gate), None),
             Err(error) => {
-                let deliverer = Deliverer::unusable(&config.delivery, &error);
+                let deliverer = Deliverer::unusable(&config.delivery, &error, config.store.clock());
                 (Self::with_deliverer(config, deliverer, gate), Some(error))
             }
         }
@@ -332,7 +332,7 @@ impl Shared {
                 let (subscription, event) = entry;
                 let logged = match &allowed {
                     Ok(()) => self.deliverer.deliver(&subscription, event, &body, &id, attempt),
-                    Err(why) => LogEntry::not_sent(&subscription, event, why),
+                    Err(why) => LogEntry::not_sent(&subscription, event, why, self.store.clock().now()),
                 };
                 if lock(&self.pending).remove(&id).is_some() {
                     let attempted = logged.duration_ms.is_some();
@@ -467,11 +467,12 @@ impl Shared {
     }
 
     fn log_not_sent(&self, event: &Event, why: &str) {
+        let now = self.store.clock().now();
         let entries: Vec<LogEntry> = self
             .targets(event)
             .unwrap_or_default()
             .iter()
-            .map(|s| LogEntry::not_sent(s, event.kind, why))
+            .map(|s| LogEntry::not_sent(s, event.kind, why, now))
             .collect();
         if !entries.is_empty() {
             tracing::warn!(
@@ -491,9 +492,10 @@ impl Shared {
         // Holding the queue, no worker is half-way through registering an event.
         let queue = lock(&self.queue);
         let why = "the process stopped before this delivery finished (it may have reached the receiver)";
+        let now = self.store.clock().now();
         let mut entries: Vec<LogEntry> = lock(&self.pending)
             .drain()
-            .map(|(_, p)| LogEntry::not_sent(&p.subscription, p.event, why))
+            .map(|(_, p)| LogEntry::not_sent(&p.subscription, p.event, why, now))
             .collect();
         while let Ok(queued) = queue.try_recv() {
             let why = "the process stopped before this event was delivered";
@@ -503,7 +505,7 @@ impl Shared {
                         self.targets(&event)
                             .unwrap_or_default()
                             .iter()
-                            .map(|s| LogEntry::not_sent(s, event.kind, why)),
+                            .map(|s| LogEntry::not_sent(s, event.kind, why, now)),
                     );
                 }
                 Queued::Retry(retry) => lock(&self.waiting).push((Instant::now(), retry)),
@@ -569,12 +571,13 @@ impl Shared {
     fn abandon_waiting(&self) -> usize {
         let waiting = std::mem::take(&mut *lock(&self.waiting));
         let subscriptions = self.store.list().unwrap_or_default();
+        let now = self.store.clock().now();
         let entries: Vec<LogEntry> = waiting
             .into_iter()
             .filter_map(|(_, retry)| {
                 let subscription = subscriptions.iter().find(|s| s.id == retry.webhook)?;
                 let why = format!("the process stopped before attempt {} was due", retry.attempt);
-                let mut entry = LogEntry::not_sent(subscription, retry.event, &why);
+                let mut entry = LogEntry::not_sent(subscription, retry.event, &why, now);
                 entry.delivery = retry.delivery;
                 entry.attempt = retry.attempt;
                 Some(entry)

@@ -85,6 +85,11 @@ impl WebhookStore {
         Self { files, clock, allow_private_addresses: false }
     }
 
+    /// The site's clock: it dates subscriptions, and the sink's attempts and log entries.
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        Arc::clone(&self.clock)
+    }
+
     /// The store with `webhooks.allow_private_addresses` as the site sets it (off by
     /// default): whether `add` accepts internal addresses.
     pub fn allowing_private_addresses(mut self, allow: bool) -> Self {

@@ -326,7 +326,6 @@ pub async fn users(site: &OpenSite, command: UsersCommand) -> anyhow::Result<()>
     match command {
         UsersCommand::Add { email, role } => {
             let role: Role = role.parse()?;
-            refuse_last_owner(site, &email, Some(role)).await?;
             let (user, created) = site.cms.add_user(Caller::Operator, &email, role).await?;
             let verb = if created { "added" } else { "updated" };
             println!("{verb} {} ({})", user.email, user.role);
@@ -337,7 +336,6 @@ pub async fn users(site: &OpenSite, command: UsersCommand) -> anyhow::Result<()>
             }
         }
         UsersCommand::Remove { email, confirm } => {
-            refuse_last_owner(site, &email, None).await?;
             let keys = site
                 .cms
                 .keys(Caller::Operator)
@@ -508,7 +506,7 @@ fn deliverer(site: &OpenSite) -> anyhow::Result<cms_webhooks::Deliverer> {
         &site.config.webhooks,
         site.webhook_store.clone(),
     );
-    Ok(cms_webhooks::Deliverer::new(&config.delivery)?)
+    Ok(cms_webhooks::Deliverer::new(&config.delivery, site.webhook_store.clock())?)
 }
 
 /// Logs one attempt made by a command and prints it; a failure is the command's error.
@@ -538,29 +536,6 @@ fn unix_rfc3339(seconds: i64) -> String {
 /// `1 entry`, `2 entries`, `0 entries`.
 pub fn plural(count: usize, one: &str, many: &str) -> String {
     if count == 1 { format!("1 {one}") } else { format!("{count} {many}") }
-}
-
-/// Refuses to leave the site without an owner, as the web editor does: the last owner can
-/// be neither removed (`role` `None`) nor given a lower role.
-async fn refuse_last_owner(site: &OpenSite, email: &str, role: Option<Role>) -> anyhow::Result<()> {
-    if role == Some(Role::Owner) {
-        return Ok(());
-    }
-    let email = email.trim().to_ascii_lowercase();
-    let owners: Vec<String> = site
-        .cms
-        .users(Caller::Operator)
-        .await?
-        .into_iter()
-        .filter(|u| u.role == Role::Owner)
-        .map(|u| u.email)
-        .collect();
-    if owners.len() == 1 && owners[0] == email {
-        anyhow::bail!(
-            "{email} is the only owner; make another user an owner first (cms users add --email OTHER --role owner)"
-        );
-    }
-    Ok(())
 }
 
 /// `<time> <delivery> <webhook> <event> <url> attempt=<n> <status|-> success|error[: why]`

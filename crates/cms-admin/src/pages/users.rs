@@ -80,7 +80,6 @@ pub async fn add(posted: PostedForm, state: web::Data<AdminState>) -> AdminResul
     let password = fields.text("password").to_owned();
     let added = async {
         let role: Role = role.parse()?;
-        check_last_owner(&state, &posted.user, &email, Some(role)).await?;
         if !password.is_empty() {
             account::check_password_rules(&password)?;
         }
@@ -114,7 +113,6 @@ pub async fn set_role(posted: PostedForm, state: web::Data<AdminState>) -> Admin
     state.cms.authorize(&posted.user.principal, Operation::ManageUsers).await?;
     let email = posted.fields.required("email", "The user's email")?;
     let role: Role = posted.fields.text("role").parse()?;
-    check_last_owner(&state, &posted.user, email, Some(role)).await?;
     if state.cms.user_credentials(email).await?.is_none() {
         return Err(CoreError::not_found(format!("no user {email}")).into());
     }
@@ -148,35 +146,6 @@ pub async fn confirm_remove(
 pub async fn remove(posted: PostedForm, state: web::Data<AdminState>) -> AdminResult<HttpResponse> {
     state.cms.authorize(&posted.user.principal, Operation::ManageUsers).await?;
     let email = posted.fields.required("email", "The user's email")?.to_ascii_lowercase();
-    check_last_owner(&state, &posted.user, &email, None).await?;
     state.cms.remove_user(&posted.user.principal, &email).await?;
     Ok(view::see_other("/admin/users?ok=user-removed"))
-}
-
-/// Refuses to leave the site without an owner: the last owner can be neither removed
-/// (`role` `None`) nor given a lower role.
-async fn check_last_owner(
-    state: &AdminState,
-    user: &SignedIn,
-    email: &str,
-    role: Option<Role>,
-) -> Result<(), CoreError> {
-    if role == Some(Role::Owner) {
-        return Ok(());
-    }
-    let email = email.trim().to_ascii_lowercase();
-    let owners: Vec<String> = state
-        .cms
-        .users(&user.principal)
-        .await?
-        .into_iter()
-        .filter(|u| u.role == Role::Owner)
-        .map(|u| u.email)
-        .collect();
-    if owners.len() == 1 && owners[0] == email {
-        return Err(CoreError::invalid(format!(
-            "{email} is the only owner; make another user an owner first"
-        )));
-    }
-    Ok(())
 }

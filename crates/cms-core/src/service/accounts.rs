@@ -31,6 +31,9 @@ impl Cms {
         match self.ports.users.find_user(&email).await? {
             Some(existing) if existing.role == role => Ok((existing, false)),
             Some(existing) => {
+                if existing.role == Role::Owner {
+                    self.refuse_last_owner(&email).await?;
+                }
                 let user = User { role, ..existing };
                 self.ports.users.put_user(user.clone()).await?;
                 self.publish(EventKind::UserUpdated, EventData::User { email, role: None });
@@ -49,12 +52,25 @@ impl Cms {
     pub async fn remove_user(&self, caller: impl Into<Caller<'_>>, email: &str) -> CoreResult<()> {
         self.authorize(caller, Operation::ManageUsers).await?;
         let email = account::parse_email(email)?;
+        if self.ports.users.find_user(&email).await?.is_some_and(|user| user.role == Role::Owner) {
+            self.refuse_last_owner(&email).await?;
+        }
         if !self.ports.users.remove_user(&email).await? {
             return Err(CoreError::not_found(format!("no user {email}")));
         }
         self.ports.keys.remove_keys(&|k| k.email == email).await?;
         self.publish(EventKind::UserDeleted, EventData::User { email, role: None });
         Ok(())
+    }
+
+    /// Refuses to leave the site without an owner (every surface: the editor, the CLI): the
+    /// owner `email` may lose that role, or be removed, only while another owner remains.
+    async fn refuse_last_owner(&self, email: &str) -> CoreResult<()> {
+        let users = self.ports.users.list_users().await?;
+        if users.iter().any(|user| user.role == Role::Owner && user.email != email) {
+            return Ok(());
+        }
+        Err(CoreError::invalid(format!("{email} is the only owner; make another user an owner first")))
     }
 
     pub async fn keys(&self, caller: impl Into<Caller<'_>>) -> CoreResult<Vec<KeyRecord>> {

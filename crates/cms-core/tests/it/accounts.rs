@@ -38,7 +38,7 @@ async fn removing_a_user_removes_their_keys_and_emits_events() {
     let world = MemoryWorld::new();
     let cms = world.cms();
     cms.add_user(Caller::Operator, "bob@example.com", Role::Editor).await.unwrap();
-    cms.add_user(Caller::Operator, "bob@example.com", Role::Owner).await.unwrap();
+    cms.add_user(Caller::Operator, "bob@example.com", Role::Admin).await.unwrap();
     let key = cms.create_key(Caller::Operator, "bob@example.com", "k", [2; 32]).await.unwrap();
     cms.remove_user(Caller::Operator, "bob@example.com").await.unwrap();
     assert!(cms.authenticate(&key.plaintext).await.is_err());
@@ -121,6 +121,8 @@ async fn passwords_and_sessions_follow_the_user_as_stored() {
 
     let (user, stored) = cms.user_credentials("ann@example.com").await.unwrap().unwrap();
     let again = cms.start_session(&sessions, &user, stored.as_deref(), [5; 32], [6; 32]).await.unwrap();
+    // (Another owner first: the only owner cannot be removed.)
+    cms.add_user(Caller::Operator, "own@example.com", Role::Owner).await.unwrap();
     cms.remove_user(Caller::Operator, "ann@example.com").await.unwrap();
     assert!(cms.resume_session(&sessions, &again.token).await.unwrap().is_none(), "removal ends it");
     cms.add_user(Caller::Operator, "ann@example.com", Role::Editor).await.unwrap();
@@ -129,6 +131,30 @@ async fn passwords_and_sessions_follow_the_user_as_stored() {
         None,
         "the password went too"
     );
+}
+
+/// The site always keeps an owner, whoever asks (the editor, the CLI): the only owner can
+/// be neither removed nor given a lower role, until another user is an owner.
+#[tokio::test]
+async fn the_only_owner_can_be_neither_removed_nor_demoted() {
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    cms.add_user(Caller::Operator, "own@example.com", Role::Owner).await.unwrap();
+    cms.add_user(Caller::Operator, "ed@example.com", Role::Editor).await.unwrap();
+    for refused in [
+        cms.remove_user(Caller::Operator, "OWN@example.com").await.map(|_| ()),
+        cms.add_user(Caller::Operator, "own@example.com", Role::Admin).await.map(|_| ()),
+    ] {
+        let Err(CoreError::Invalid(message)) = refused else { panic!("{refused:?}") };
+        assert_eq!(message, "own@example.com is the only owner; make another user an owner first");
+    }
+    assert_eq!(cms.users(Caller::Operator).await.unwrap().len(), 2, "nothing changed");
+    // Others come and go as before; with a second owner, the first may step down.
+    cms.remove_user(Caller::Operator, "ed@example.com").await.unwrap();
+    cms.add_user(Caller::Operator, "two@example.com", Role::Owner).await.unwrap();
+    cms.add_user(Caller::Operator, "own@example.com", Role::Editor).await.unwrap();
+    assert!(cms.remove_user(Caller::Operator, "two@example.com").await.is_err(), "now two@ is the only one");
+    cms.remove_user(Caller::Operator, "own@example.com").await.unwrap();
 }
 
 #[tokio::test]

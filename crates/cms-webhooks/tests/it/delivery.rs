@@ -1,6 +1,7 @@
 use cms_core::policy::Caller;
 use std::collections::BTreeSet;
 use std::fs;
+use std::sync::Arc;
 use std::time::Duration;
 
 use cms_core::account::Role;
@@ -8,8 +9,9 @@ use cms_core::document::Frontmatter;
 use cms_core::events::EventKind;
 use cms_core::ports::EventSink;
 use cms_core::service::{ItemUpdate, NewItem, UpdateMode};
+use cms_core::testing::FixedClock;
 use cms_webhooks::testing::{Answer, Receiver, TestCa, dead_url};
-use cms_webhooks::{SinkConfig, WebhookSink};
+use cms_webhooks::{SinkConfig, WebhookSink, WebhookStore};
 use ring::hmac;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -260,4 +262,29 @@ fn internal_receivers_are_refused_at_delivery_in_every_spelling() {
             "{entry:?}"
         );
     }
+}
+
+/// Attempts and log entries are dated by the site's clock (the `Clock` port), not the
+/// machine's: the signed `webhook-timestamp`, the attempt's log time and a not-sent entry's.
+#[test]
+fn attempts_and_log_entries_are_dated_by_the_sites_clock() {
+    let mut f = Fixture::new();
+    let clock = Arc::new(FixedClock::at_unix(1_700_000_000));
+    f.store = WebhookStore::new(Arc::new(cms_fs::FsStateDocuments::new(&f.dir.path().join(".cms"))), clock)
+        .allowing_private_addresses(true);
+    let receiver = Receiver::start(&f.ca, Answer::Status(200));
+    f.add(&receiver.url(), "file.created");
+    let sink = f.sink();
+    sink.publish(file_event(EventKind::FileCreated));
+    let got = receiver.wait_for(1, SETTLE);
+    assert_eq!(got[0].header("webhook-timestamp"), Some("1700000000"));
+    assert!(sink.shutdown(SETTLE).finished);
+    // After shutdown an event is logged as not sent, dated by the same clock.
+    sink.publish(file_event(EventKind::FileCreated));
+    let log = f.store.log().unwrap();
+    assert_eq!(log.len(), 2, "{log:?}");
+    for entry in &log {
+        assert_eq!(entry.time.unix_timestamp(), 1_700_000_000, "{entry:?}");
+    }
+    assert_eq!(log.iter().filter(|e| e.duration_ms.is_none()).count(), 1, "one not sent: {log:?}");
 }

@@ -140,12 +140,12 @@ function setUpCopy(button) {
 }
 
 /** The media picker: a button that opens a panel of the library's files (the URLs of
- *  `list`, a datalist), thumbnails for images, and an upload that picks what it stored.
+ *  `list`, a datalist), thumbnails for images (each option's `data-thumb`, a width the
+ *  site renders), and an upload that picks what it stored.
  *  `choose(url)` takes the pick. Image fields and the body's "Insert image" both use it.
  *  Keyboard: the panel takes the focus when it opens, Escape closes it and gives the
  *  focus back to its button; a pick gives it to what `choose` focuses. */
 function mediaPicker(list, images, id, toggleText, choose) {
-  const thumb = (url) => url + "?w=160";
   const picker = document.createElement("div");
   picker.className = "picker";
   const toggle = document.createElement("button");
@@ -158,7 +158,7 @@ function mediaPicker(list, images, id, toggleText, choose) {
   panel.id = id + "-picks";
   panel.hidden = true;
   toggle.setAttribute("aria-controls", panel.id);
-  const listed = new Set();
+  const listed = new Map(); // URL → its thumbnail's URL (images)
   const close = () => {
     panel.hidden = true;
     toggle.setAttribute("aria-expanded", "false");
@@ -167,16 +167,16 @@ function mediaPicker(list, images, id, toggleText, choose) {
     close();
     choose(url);
   };
-  const add = (url) => {
-    listed.add(url);
+  const add = (url, thumb) => {
+    listed.set(url, thumb);
     const item = document.createElement("li");
     const button = document.createElement("button");
     button.type = "button";
     button.dataset.value = url;
     button.setAttribute("aria-label", "Choose " + url);
-    if (images) {
+    if (images && thumb) {
       const img = document.createElement("img");
-      img.src = thumb(url);
+      img.src = thumb;
       img.alt = "";
       img.loading = "lazy";
       button.append(img);
@@ -188,7 +188,7 @@ function mediaPicker(list, images, id, toggleText, choose) {
     item.append(button);
     panel.append(item);
   };
-  for (const option of list.options) add(option.value);
+  for (const option of list.options) add(option.value, option.dataset.thumb);
   // Upload a new file into the first resource folder, and choose it.
   const upload = document.createElement("li");
   upload.className = "upload";
@@ -222,7 +222,7 @@ function mediaPicker(list, images, id, toggleText, choose) {
           throw new Error(answer && answer.error ? answer.error : "the server answered " + response.status);
         }
         state.textContent = "Uploaded.";
-        add(answer[0].url);
+        add(answer[0].url, answer[0].thumb);
         pick(answer[0].url);
       })
       .catch((error) => { state.textContent = "Not uploaded: " + error.message; });
@@ -244,7 +244,7 @@ function mediaPicker(list, images, id, toggleText, choose) {
     }
   });
   picker.append(toggle, panel);
-  return { picker, listed, thumb };
+  return { picker, listed };
 }
 
 /** Image and file fields: the media picker sets the input, and a thumbnail shows the
@@ -257,7 +257,7 @@ function setUpMediaPicker(input) {
   chosen.className = "chosen";
   chosen.alt = "";
   chosen.hidden = true;
-  const { picker, listed, thumb } = mediaPicker(
+  const { picker, listed } = mediaPicker(
     list, images, input.id, images ? "Choose an image" : "Choose a file", (url) => {
       input.value = url;
       input.dispatchEvent(new Event("input", { bubbles: true }));
@@ -265,8 +265,9 @@ function setUpMediaPicker(input) {
     });
   const show = () => {
     const value = input.value.trim();
-    chosen.hidden = !(images && listed.has(value));
-    if (!chosen.hidden) chosen.src = thumb(value);
+    const thumb = images && listed.get(value);
+    chosen.hidden = !thumb;
+    if (thumb) chosen.src = thumb;
   };
   input.addEventListener("input", show);
   show();

@@ -21,18 +21,33 @@ pub const IMAGES_LIST: &str = "dl-images";
 /// The id of the `datalist` of every file.
 pub const FILES_LIST: &str = "dl-files";
 
-/// Suggestions for an input (`<datalist>`): values with a label. The media picker reads
-/// its files from one; a reference's input offers its items with one (`model_view.rs`).
+/// Suggestions for an input (`<datalist>`). The media picker reads its files from one
+/// (each image with its thumbnail); a reference's input offers its items with one
+/// (`model_view.rs`).
 pub struct Datalist {
     pub id: String,
-    pub options: Vec<(String, String)>,
+    pub options: Vec<Suggestion>,
+}
+
+/// One `<option>`: its value, a label (empty: none), and for an image the URL of its
+/// thumbnail (`data-thumb`, read by the picker).
+pub struct Suggestion {
+    pub value: String,
+    pub label: String,
+    pub thumb: Option<String>,
+}
+
+impl Suggestion {
+    pub fn labelled(value: String, label: String) -> Self {
+        Self { value, label, thumb: None }
+    }
 }
 
 /// The files of the resource folders, read once for an edit page.
 #[derive(Debug, Default)]
 pub struct MediaLibrary {
-    /// Each file's URL path, and whether it is an image.
-    files: Vec<(String, bool)>,
+    /// Each file's URL path, and its thumbnail's when it is an image.
+    files: Vec<(String, Option<String>)>,
     /// The resource folders could be listed (so files can be picked, or uploaded).
     pub listed: bool,
 }
@@ -42,19 +57,21 @@ impl MediaLibrary {
     /// role that may not list media) offers nothing: the inputs still take text.
     pub async fn load(state: &AdminState, principal: &Principal) -> Self {
         let mut library = Self::default();
+        let sizes = &state.cms.images().sizes;
+        let entry = |f: &ResourceFile| (f.url.clone(), f.is_image.then(|| thumbnail_url(f, sizes)));
         for index in 0..state.cms.resource_folders().len() {
             let folder = index.to_string();
             let Ok(top) = state.cms.list_resources(principal, Some(&folder), None).await else {
                 continue;
             };
             library.listed = true;
-            library.files.extend(top.files.iter().map(|f| (f.url.clone(), f.is_image)));
+            library.files.extend(top.files.iter().map(entry));
             for dir in top.dirs.iter().take(SUBFOLDER_LIMIT) {
                 if library.files.len() >= MEDIA_LIMIT {
                     break;
                 }
                 if let Ok(inner) = state.cms.list_resources(principal, Some(&folder), Some(dir)).await {
-                    library.files.extend(inner.files.iter().map(|f| (f.url.clone(), f.is_image)));
+                    library.files.extend(inner.files.iter().map(entry));
                 }
             }
         }
@@ -70,8 +87,12 @@ impl MediaLibrary {
         let options = |images_only: bool| {
             self.files
                 .iter()
-                .filter(|(_, image)| *image || !images_only)
-                .map(|(url, _)| (url.clone(), String::new()))
+                .filter(|(_, thumb)| thumb.is_some() || !images_only)
+                .map(|(url, thumb)| Suggestion {
+                    value: url.clone(),
+                    label: String::new(),
+                    thumb: thumb.clone(),
+                })
                 .collect()
         };
         Some(MediaView {
@@ -115,6 +136,22 @@ pub fn link_markdown(text: &str, url: &str) -> String {
     }
     let target = if url.contains([' ', '(', ')']) { format!("<{url}>") } else { url.to_owned() };
     format!("[{escaped}]({target})")
+}
+
+/// The smallest of `images.sizes` a thumbnail is drawn from: tiles are at most 80 CSS
+/// pixels wide, so this is sharp on a screen of two device pixels per CSS pixel.
+const THUMBNAIL_WIDTH: u32 = 160;
+
+/// The URL of an image's thumbnail (the media page's tiles, the picker's buttons): the
+/// variant of the smallest width of `images.sizes` that is at least [`THUMBNAIL_WIDTH`],
+/// else of the largest (every such width is one the site renders), never the original,
+/// which may be a photo of many megabytes.
+pub fn thumbnail_url(file: &ResourceFile, sizes: &[u32]) -> String {
+    let width =
+        sizes.iter().copied().filter(|w| *w >= THUMBNAIL_WIDTH).min().or_else(|| sizes.iter().copied().max());
+    let Some(width) = width else { return file.url.clone() };
+    let join = if file.url.contains('?') { '&' } else { '?' };
+    format!("{}{join}w={width}", file.url)
 }
 
 /// One size an image can go into a post at: a variant URL the site serves.
@@ -193,5 +230,22 @@ mod tests {
         assert_eq!(choices[3].markdown, "![hero](/media/u/hero.jpg?w=800)");
         let pdf = ResourceFile { name: "a.pdf".into(), is_image: false, variants: vec![], ..file };
         assert_eq!(size_choices(&pdf, &[160]).len(), 1);
+    }
+
+    #[test]
+    fn a_thumbnail_is_a_width_the_site_renders() {
+        let file = ResourceFile {
+            name: "hero.jpg".into(),
+            size: 1,
+            url: "/media/u/hero.jpg".into(),
+            modified: 0,
+            is_image: true,
+            variants: vec![],
+        };
+        let thumb = |sizes: &[u32]| thumbnail_url(&file, sizes);
+        assert_eq!(thumb(&[1600, 160, 320]), "/media/u/hero.jpg?w=160");
+        assert_eq!(thumb(&[1600, 240, 800]), "/media/u/hero.jpg?w=240", "the smallest from 160");
+        assert_eq!(thumb(&[64, 100]), "/media/u/hero.jpg?w=100", "else the largest");
+        assert_eq!(thumb(&[]), "/media/u/hero.jpg");
     }
 }

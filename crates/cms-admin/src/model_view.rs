@@ -12,7 +12,7 @@ use cms_core::index::IndexedItem;
 use cms_core::model::{Field, FieldError, Kind, Model};
 
 use crate::AdminState;
-use crate::media_library::{Datalist, FILES_LIST, IMAGES_LIST, MediaLibrary};
+use crate::media_library::{Datalist, FILES_LIST, IMAGES_LIST, MediaLibrary, Suggestion};
 use crate::model_form::{ModelForm, date_input_can_show, has_input, humanise, yaml_box_keys};
 
 /// One option of a select or a checkbox group.
@@ -134,7 +134,10 @@ impl Lookups {
             .iter()
             .map(|(collection, items)| Datalist {
                 id: format!("dl-ref-{}", collection),
-                options: items.clone(),
+                options: items
+                    .iter()
+                    .map(|(value, label)| Suggestion::labelled(value.clone(), label.clone()))
+                    .collect(),
             })
             .collect()
     }

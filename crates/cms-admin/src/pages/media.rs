@@ -38,6 +38,8 @@ struct FileRow {
     size: String,
     modified: crate::readable::Moment,
     is_image: bool,
+    /// An image's tile: a small variant, not the original.
+    thumb: String,
     /// What a file that is not an image shows instead of a thumbnail: its extension.
     kind: String,
     delete_href: String,
@@ -140,6 +142,7 @@ pub async fn browse(
             size: view::size(f.size),
             modified: crate::readable::Moment::unix(f.modified),
             is_image: f.is_image,
+            thumb: media_library::thumbnail_url(f, &state.cms.images().sizes),
             kind: f.name.rsplit_once('.').map_or("FILE".to_owned(), |(_, ext)| ext.to_uppercase()),
             delete_href: delete_href(&f.name),
             variants: variant_rows(f),
@@ -203,7 +206,8 @@ pub async fn upload(
                         .iter()
                         .map(|v| json!({"name": v.name, "url": v.url, "width": v.width, "height": v.height, "size": v.size}))
                         .collect();
-                    json!({"name": f.name, "url": f.url, "size": f.size, "is_image": f.is_image, "variants": variants})
+                    let thumb = f.is_image.then(|| media_library::thumbnail_url(f, &state.cms.images().sizes));
+                    json!({"name": f.name, "url": f.url, "size": f.size, "is_image": f.is_image, "thumb": thumb, "variants": variants})
                 })
                 .collect::<Vec<_>>(),
         ),

@@ -239,7 +239,7 @@ try:
     find("#file").send_keys(image)  # uploaded at once: no Upload button with the script
     wait.until(EC.url_contains("ok=uploaded"))
     name = os.path.basename(image)
-    thumb = find(f'.files img[src$="/{name}"]')
+    thumb = find(f'.files img[src$="/{name}?w=160"]')
     wait.until(lambda d: d.execute_script("return arguments[0].complete && arguments[0].naturalWidth", thumb) == 96)
     os.remove(image)
     dropped = base64.b64encode(png(40, 40, (6, 118, 71))).decode()
@@ -255,8 +255,8 @@ try:
         """,
         dropped,
     )
-    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, '.files img[src$="/dropped.png"]'))
-    thumb = find('.files img[src$="/dropped.png"]')
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, '.files img[src$="/dropped.png?w=160"]'))
+    thumb = find('.files img[src$="/dropped.png?w=160"]')
     wait.until(lambda d: d.execute_script("return arguments[0].complete && arguments[0].naturalWidth", thumb) == 40)
     shot("media")
     console()

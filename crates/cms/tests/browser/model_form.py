@@ -96,12 +96,15 @@ try:
     name = os.path.basename(image)
     wait.until(lambda d: find("#f-cover").get_attribute("value") == f"/media/uploads/{name}")
     os.remove(image)
-    assert find(f'#f-cover-picks button[data-value="/media/uploads/{name}"]')
+    uploaded = find(f'#f-cover-picks button[data-value="/media/uploads/{name}"] img')
+    # Thumbnails are small variants the server names (the upload's answer, the datalist).
+    assert uploaded.get_attribute("src").endswith(f"/media/uploads/{name}?w=160"), uploaded.get_attribute("src")
     # Back to the listed one, so that the saved file names it.
     find("#f-cover-choose").click()
     find('#f-cover-picks button[data-value="/media/uploads/logo.png"]').click()
     assert find("#f-cover").get_attribute("value") == "/media/uploads/logo.png"
     chosen = find("#f-cover + .picker img.chosen")
+    assert chosen.get_attribute("src").endswith("/media/uploads/logo.png?w=160"), chosen.get_attribute("src")
     wait.until(lambda d: d.execute_script("return arguments[0].complete && arguments[0].naturalWidth", chosen))
     Select(find("#f-category")).select_by_value("guide")
     find('input[name="fm.topics"][value="web"]').click()

@@ -255,7 +255,7 @@ def run():
     wait.until(EC.url_contains("ok=uploaded"))
     os.remove(image)
     name = os.path.basename(image)
-    card = find(f'.files img[src$="/{name}"]').find_element(By.XPATH, "./ancestor::li[contains(@class, 'file')]")
+    card = find(f'.files img[src$="/{name}?w=160"]').find_element(By.XPATH, "./ancestor::li[contains(@class, 'file')]")
     url_field = card.find_element(By.CSS_SELECTOR, 'input[id^="url-"]')
     index = url_field.get_attribute("id").split("-")[1]
     url = f"/media/uploads/{name}"

@@ -720,8 +720,12 @@ fn owner_pages_media_and_deletes_act_through_the_facade() {
         again.body
     );
     assert!(again.body.contains("\"variants\":[{\"name\":\"large\""), "the demo's presets: {}", again.body);
+    assert!(again.body.contains("\"thumb\":\"/media/uploads/pic-1.png?w=160\""), "{}", again.body);
     let media = tab.get("/admin/media?folder=0");
-    assert!(media.body.contains("<img src=\"/media/uploads/pic.png\""), "a thumbnail: {}", media.body);
+    // A tile shows a small variant (the smallest of `images.sizes` from 160), not the original.
+    assert!(media.body.contains("<img src=\"/media/uploads/pic.png?w=160\""), "a thumbnail: {}", media.body);
+    let thumbnail = tab.get("/media/uploads/pic.png?w=160");
+    assert_eq!((thumbnail.status, thumbnail.header("content-type")), (200, Some("image/png")));
     assert!(
         media.body.contains("aria-label=\"Variants of pic.png\"")
             && media.body.contains("href=\"/media/uploads/pic.png?preset=thumb&#38;v="),

@@ -106,8 +106,9 @@ fn the_edit_form_has_an_input_per_field_of_the_model_in_its_order() {
         r#"<input type="checkbox" id="f-topics-0" name="fm.topics" value="rust">"#,
         r#"<input type="date" id="f-event_day" name="fm.event_day" value="">"#,
         r#"name="fm.cover" value="" list="dl-images""#,
-        r#"<option value="/media/uploads/logo.png"></option>"#,
-        r#"<option value="/media/uploads/2026/hero.png"></option>"#,
+        // Each image with its thumbnail: a width of `images.sizes`, not the original.
+        r#"<option value="/media/uploads/logo.png" data-thumb="/media/uploads/logo.png?w=160"></option>"#,
+        r#"<option value="/media/uploads/2026/hero.png" data-thumb="/media/uploads/2026/hero.png?w=160"></option>"#,
         r#"name="fm.related" value="" list="dl-ref-pages""#,
         r#"<option value="about" label="About"></option>"#,
         r#"<input type="url" id="f-homepage" name="fm.homepage""#,

@@ -1,6 +1,7 @@
 // The web editor's only script: live preview, uploads with progress (picker and drag and
 // drop), copy buttons, the focus on a refused form's errors, media pickers with thumbnails
-// (image fields and the body's Insert image), Ctrl/⌘+S and the leave warning of the edit form.
+// (image fields and the body's Insert image), a reference's search, Ctrl/⌘+S and the leave
+// warning of the edit form.
 // Every page works without it; it adds what a form cannot do.
 "use strict";
 
@@ -275,6 +276,44 @@ function setUpMediaPicker(input) {
   input.after(picker);
 }
 
+/** A reference's input: its list holds the first page of the collection by title; what is
+ *  typed (two characters or more) is searched for in the whole collection by the server,
+ *  and the matches join the list (the browser's own suggestions show them). */
+function setUpSuggest(input) {
+  const list = document.getElementById(input.getAttribute("list"));
+  if (!list) return;
+  let timer = null;
+  let sent = 0;
+  const search = async () => {
+    const typed = input.value.trim();
+    if (typed.length < 2) return;
+    const ticket = ++sent;
+    try {
+      const response = await fetch(input.dataset.suggest + "?q=" + encodeURIComponent(typed), {
+        credentials: "same-origin", headers: { Accept: "application/json" },
+      });
+      if (ticket !== sent || !response.ok) return; // a newer search, or nothing to offer
+      const found = await response.json();
+      list.querySelectorAll("option[data-suggested]").forEach((option) => option.remove());
+      const listed = new Set(Array.from(list.options, (option) => option.value));
+      for (const { value, label } of found) {
+        if (listed.has(value)) continue;
+        const option = document.createElement("option");
+        option.value = value;
+        option.label = label;
+        option.dataset.suggested = "";
+        list.append(option);
+      }
+    } catch (error) {
+      // The list stays as it was; the slug can still be typed.
+    }
+  };
+  input.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(search, 150);
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   // A refused save: the summary of its errors takes the focus, so that it is read first.
   const summary = document.querySelector("[data-autofocus]");
@@ -283,6 +322,7 @@ document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("form[data-upload]").forEach(setUpUpload);
   document.querySelectorAll("button[data-copy]").forEach(setUpCopy);
   document.querySelectorAll("input[data-media][list]").forEach(setUpMediaPicker);
+  document.querySelectorAll("input[data-suggest][list]").forEach(setUpSuggest);
   setUpWriting();
 });
 

@@ -6,10 +6,11 @@
 //! page.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use cms_core::index::IndexedItem;
 use cms_core::model::{Field, FieldError, Kind, Model};
+use cms_core::policy::Principal;
+use cms_core::query::{Direction, ListQuery, OrderBy, StatusFilter};
+use cms_core::service::Viewer;
 
 use crate::AdminState;
 use crate::media_library::{Datalist, FILES_LIST, IMAGES_LIST, MediaLibrary, Suggestion};
@@ -76,9 +77,10 @@ pub struct Lookups {
     media_listed: bool,
 }
 
-/// Items a reference's list offers at most (the first by title): past that, the slug is
-/// typed (the page must stay small for a collection of 100,000 items).
-const REFERENCE_LIMIT: usize = 1000;
+/// Items a reference's list offers (the first by title, one page of the facade's list):
+/// with the script, what is typed is searched for among all of them (`pages/suggest.rs`);
+/// without, the slug is typed.
+const REFERENCE_LIMIT: usize = 100;
 
 fn kinds<'a>(fields: &'a [Field], out: &mut Vec<&'a Kind>) {
     for field in fields {
@@ -95,33 +97,37 @@ impl Lookups {
     /// Reads what `model`'s inputs offer: the items of the collections its references
     /// name; image and file fields pick from `media` (the page's library). What cannot be
     /// read offers nothing: the input still takes text.
-    pub async fn load(state: &AdminState, model: &Model, media: &MediaLibrary) -> Self {
+    pub async fn load(
+        state: &AdminState,
+        principal: &Principal,
+        model: &Model,
+        media: &MediaLibrary,
+    ) -> Self {
         let mut found = Vec::new();
         kinds(&model.fields, &mut found);
         let mut lookups = Self { media_listed: media.listed, ..Self::default() };
+        // Drafts too: a reference may name an item before it is published.
+        let first_by_title = ListQuery {
+            status: StatusFilter::All,
+            order_by: OrderBy::Title,
+            direction: Direction::Asc,
+            per_page: Some(REFERENCE_LIMIT),
+            ..ListQuery::default()
+        };
+        let viewer = Viewer::Key(principal.clone());
         for kind in &found {
             if let Kind::Reference { collection } = kind
                 && !lookups.references.contains_key(collection)
             {
                 let mut items = Vec::new();
                 if let Ok(target) = state.cms.collection(collection)
-                    && let Ok(mut indexed) = state.cms.indexed_items(target).await
+                    && let Ok(page) = state.cms.list_items(target, &first_by_title, &viewer).await
                 {
-                    // The first REFERENCE_LIMIT by title: chosen in linear time, and only
-                    // those sorted (a collection may hold 100,000 items).
-                    let caseless = |a: &Arc<IndexedItem>, b: &Arc<IndexedItem>| {
-                        a.meta
-                            .title
-                            .chars()
-                            .flat_map(char::to_lowercase)
-                            .cmp(b.meta.title.chars().flat_map(char::to_lowercase))
-                    };
-                    if indexed.len() > REFERENCE_LIMIT {
-                        indexed.select_nth_unstable_by(REFERENCE_LIMIT - 1, caseless);
-                        indexed.truncate(REFERENCE_LIMIT);
-                    }
-                    indexed.sort_by_cached_key(|i| i.meta.title.to_lowercase());
-                    items = indexed.iter().map(|i| (i.meta.slug.clone(), i.meta.title.clone())).collect();
+                    items = page
+                        .items
+                        .iter()
+                        .map(|i| (i.item.meta.slug.clone(), i.item.meta.title.clone()))
+                        .collect();
                 }
                 lookups.references.insert(collection.clone(), items);
             }
@@ -344,6 +350,8 @@ fn add_rows(
         }
         Kind::Reference { collection } => {
             row.attrs.push(("list", format!("dl-ref-{collection}")));
+            // The script searches the whole collection as the slug is typed.
+            row.attrs.push(("data-suggest", format!("/admin/collections/{collection}/suggest")));
             hints.push(format!("The slug of an item of {collection}: pick one from the list or type it."));
         }
         Kind::Url => {

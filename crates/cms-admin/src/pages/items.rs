@@ -325,7 +325,7 @@ impl EditPage {
                 // A model without a title field: the heading names the file.
                 page.form.title = filename.unwrap_or_default().to_owned();
             }
-            let lookups = Lookups::load(state, model, &media).await;
+            let lookups = Lookups::load(state, principal, model, &media).await;
             let view = ModelView::new(model, form, &lookups, errors);
             let count = errors.len();
             let heading = if refused {

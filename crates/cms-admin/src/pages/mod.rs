@@ -9,6 +9,7 @@ mod keys;
 mod media;
 mod share;
 mod signin;
+mod suggest;
 mod theme;
 mod users;
 mod webhooks;
@@ -30,6 +31,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         web::resource("/signout").route(web::post().to(signin::sign_out)),
         web::resource("/preview").route(web::post().to(items::preview)),
         web::resource("/collections/{collection}").route(web::get().to(items::list)),
+        web::resource("/collections/{collection}/suggest").route(web::get().to(suggest::suggest)),
         web::resource("/collections/{collection}/new")
             .route(web::get().to(items::new_form))
             .route(web::post().to(items::create)),

@@ -115,6 +115,12 @@ try:
     offered = driver.execute_script(
         "return Array.from(document.querySelectorAll('#dl-ref-pages option')).map(o => [o.value, o.label])")
     assert ["about", "About"] in offered, offered
+    assert ["zulu-draft", "Zulu draft"] not in offered, "past the first page by title"
+    step("what is typed into a reference is searched for in the whole collection, drafts too")
+    related.send_keys("zulu")
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, '#dl-ref-pages option[value="zulu-draft"]'))
+    assert find('#dl-ref-pages option[value="zulu-draft"]').get_attribute("label") == "Zulu draft"
+    related.clear()
     related.send_keys("abo")
     related.send_keys("ut")
     find("#save").click()

@@ -150,6 +150,15 @@ fn the_form_of_a_modelled_collection_works_in_a_real_browser() {
     let Some(tools) = browser_tools() else { return };
     let site = crate::admin_model::modelled_site();
     user_with_password(site.path(), "owner@example.com", "owner");
+    // More pages than the reference's list holds (the first 100 by title), and past them
+    // a draft that only the search finds.
+    let pages = site.path().join("content/pages");
+    for n in 0..110 {
+        std::fs::write(pages.join(format!("yak-{n}.md")), format!("---\ntitle: Yak {n}\n---\nA yak.\n"))
+            .unwrap();
+    }
+    std::fs::write(pages.join("zulu-draft.md"), "---\ntitle: Zulu draft\nstatus: draft\n---\nSoon.\n")
+        .unwrap();
     let server = Server::start(site.path());
     run_script(&tools, "model_form.py", &server, &[]);
 

@@ -461,3 +461,47 @@ fn an_item_that_breaks_the_model_is_marked_in_the_list_and_on_its_edit_page() {
     assert!(!body.contains("data-autofocus"), "a notice, not a refused save");
     assert!(body.contains("<h1>2026-03-20-tables-and-lists.md</h1>"), "without a title, the file: {body}");
 }
+
+/// A reference's input offers the first page of its collection by title; what is typed is
+/// searched for in the whole collection (`/admin/collections/{c}/suggest`), drafts too.
+#[test]
+fn a_reference_searches_its_whole_collection() {
+    let site = modelled_site();
+    user_with_password(site.path(), "owner@example.com", "owner");
+    let pages = site.path().join("content/pages");
+    for n in 0..110 {
+        fs::write(pages.join(format!("yak-{n}.md")), format!("---\ntitle: Yak {n}\n---\nA yak.\n")).unwrap();
+    }
+    fs::write(pages.join("zulu-draft.md"), "---\ntitle: Zulu draft\nstatus: draft\n---\nSoon.\n").unwrap();
+    let server = Server::start(site.path());
+    let mut tab = Tab::new(&server);
+    let anonymous = tab.get("/admin/collections/pages/suggest?q=zulu");
+    assert_eq!(anonymous.status, 303, "signed in only");
+    assert!(
+        anonymous.header("location").unwrap().starts_with("/admin/signin"),
+        "{:?}",
+        anonymous.header("location")
+    );
+    assert_eq!(tab.sign_in("owner@example.com", PASSWORD).status, 303);
+
+    let edit = tab.get(HELLO);
+    assert!(
+        edit.body.contains(r#"list="dl-ref-pages" data-suggest="/admin/collections/pages/suggest""#),
+        "{}",
+        edit.body
+    );
+    let listed = edit.body.matches(r#"<option value="yak-"#).count();
+    assert!(listed < 110 && edit.body.contains(r#"<option value="about" label="About">"#), "{listed}");
+    assert!(!edit.body.contains("zulu-draft"), "past the first page by title");
+
+    let found = tab.get("/admin/collections/pages/suggest?q=Zulu");
+    assert_eq!((found.status, found.header("cache-control")), (200, Some("no-store")));
+    assert_eq!(
+        serde_json::from_str::<Value>(&found.body).unwrap(),
+        json!([{"value": "zulu-draft", "label": "Zulu draft"}])
+    );
+    let prefix: Value = serde_json::from_str(&tab.get("/admin/collections/pages/suggest?q=ya").body).unwrap();
+    assert_eq!(prefix.as_array().unwrap().len(), 20, "at most 20: {prefix}");
+    assert_eq!(tab.get("/admin/collections/pages/suggest?q=z").body, "[]", "two characters at least");
+    assert_eq!(tab.get("/admin/collections/nope/suggest?q=zulu").status, 404);
+}

@@ -149,7 +149,6 @@ impl Deliverer {
         }
     }
 
-    /// Delivers and returns the log entry of the attempt.
     /// A deliverer that sends nothing and logs every delivery as not sent, for a process
     /// that must run (a CLI command) although the delivery settings are broken.
     pub fn unusable(config: &DeliveryConfig, error: &SetupError, clock: Arc<dyn Clock>) -> Self {
@@ -165,6 +164,7 @@ impl Deliverer {
         }
     }
 
+    /// Delivers and returns the log entry of the attempt.
     pub fn deliver(
         &self,
         subscription: &Subscription,

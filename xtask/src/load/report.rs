@@ -497,7 +497,8 @@ fn validation_section(validation: &Result<ValidationCost, String>) -> String {
     let median_of = |values: &[f64]| median(values).map_or_else(String::new, |v| format!("{v:.0}"));
     format!(
         "\nServer CPU per write ({CONCURRENT_WRITERS} writers, µs; rounds in turn, then the median): \
-         with the model {} → **{}**; the same items without a model {} → **{}**; the model adds {}.\n",
+         with the model {} → **{}**; the same items without a model {} → **{}**; the model adds {} \
+         (the median of each round's pair).\n",
         rounds(&cost.modelled_us),
         median_of(&cost.modelled_us),
         rounds(&cost.plain_us),

@@ -181,6 +181,7 @@ impl IndexedItem {
                 .author
                 .as_ref()
                 .is_none_or(|a| self.meta.author.as_deref().is_some_and(|b| b.eq_ignore_ascii_case(a)))
+            && query.text.as_ref().is_none_or(|text| text.admits(&self.meta))
     }
 }
 
@@ -271,6 +272,9 @@ fn order_slot(order: OrderBy) -> usize {
         OrderBy::Title => 1,
         OrderBy::Slug => 2,
         OrderBy::Modified => 3,
+        // Not kept: a list in this order takes its candidates from the date order (any kept
+        // order would do) and sorts its matches.
+        OrderBy::Newest => 0,
     }
 }
 
@@ -283,6 +287,7 @@ fn compare(order: OrderBy, a: &IndexedItem, b: &IndexedItem) -> Ordering {
         OrderBy::Title => caseless_cmp(&a.meta.title, &b.meta.title),
         OrderBy::Slug => a.meta.slug.cmp(&b.meta.slug),
         OrderBy::Modified => a.meta.modified.cmp(&b.meta.modified),
+        OrderBy::Newest => (a.meta.date_at, a.meta.modified).cmp(&(b.meta.date_at, b.meta.modified)),
     };
     primary.then_with(|| a.meta.filename.cmp(&b.meta.filename))
 }
@@ -515,6 +520,21 @@ impl CollectionIndex {
         self.slots.iter().flatten().filter_map(|s| s.item.clone().ok()).collect()
     }
 
+    /// Every tag of the usable items (of the live ones only, for `live_only`), once per
+    /// slug: the slug, how the newest item carrying it spells it, and how many items carry
+    /// it. From the tag lists (no walk of the items), in no particular order.
+    pub fn tags(&self, live_only: bool) -> Vec<(&str, &str, usize)> {
+        let mut found = Vec::with_capacity(self.by_tag.len());
+        for (slug, lists) in &self.by_tag {
+            let ids = if live_only { &lists.published } else { &lists.all };
+            let Some(newest) = ids.last() else { continue };
+            let item = self.usable_item(*newest);
+            let spelling = item.meta.tags.iter().zip(item.tag_slugs()).find(|(_, s)| s == slug);
+            found.push((slug.as_str(), spelling.map_or(slug.as_str(), |(tag, _)| &**tag), ids.len()));
+        }
+        found
+    }
+
     /// The published items, newest first (by `date`, then filename).
     pub fn published_newest_first(&self) -> impl Iterator<Item = &Arc<IndexedItem>> {
         self.sorted_published[order_slot(OrderBy::DatePublished)].iter().rev().map(|id| self.usable_item(*id))
@@ -659,9 +679,11 @@ impl CollectionIndex {
     pub fn select(&self, query: &ListQuery, page: usize, per_page: usize) -> Selection {
         let start = query.offset.saturating_add((page - 1).saturating_mul(per_page));
         let k = order_slot(query.order_by);
-        // Filters on the model's fields need a look at each item; an order by one of its
-        // fields is not kept sorted (below: only the matches are, as far as the page needs).
-        let on_fields = !query.filters.is_empty() || query.order_field.is_some();
+        // Filters on the model's fields and on text need a look at each item; an order by
+        // one of the model's fields, or newest first, is not kept sorted (below: only the
+        // matches are, as far as the page needs).
+        let unkept_order = query.order_field.is_some() || query.order_by == OrderBy::Newest;
+        let on_fields = !query.filters.is_empty() || query.text.is_some() || unkept_order;
         let kept: Option<&[Id]> =
             match (query.tags.as_slice(), query.author.is_none() && !on_fields, query.status) {
                 (_, false, _) | (_, _, StatusFilter::Draft | StatusFilter::Scheduled) => None,
@@ -685,7 +707,7 @@ impl CollectionIndex {
             return Selection { items, total };
         }
         let walked: Option<&[Id]> = match query.tags.as_slice() {
-            _ if query.order_field.is_some() => None,
+            _ if unkept_order => None,
             [] => Some(&self.sorted_all[k]),
             // One tag in date order: its own list is already in that order.
             [tag] if query.order_by == OrderBy::DatePublished => {
@@ -712,8 +734,8 @@ impl CollectionIndex {
             candidates.dedup();
         }
         candidates.retain(|id| self.usable_item(*id).admitted_by(query, self.now));
-        // Several tags, one in another order, or an order by a field of the model: sort
-        // only the matches, and only as far as the page needs.
+        // Several tags, one in another order, an order by a field of the model, or newest
+        // first: sort only the matches, and only as far as the page needs.
         let mut ids = candidates;
         let total = ids.len().saturating_sub(query.offset);
         let wanted = start.saturating_add(per_page).min(ids.len());
@@ -1037,6 +1059,9 @@ fn sort_by_order<'a>(order: OrderBy, ids: &mut [Id], item: impl Fn(Id) -> &'a In
         }),
         OrderBy::Slug => by_key(ids, item, |i| (prefix_number(&i.meta.slug), i.meta.slug.as_str())),
         OrderBy::Modified => by_key(ids, item, |i| i.meta.modified),
+        OrderBy::Newest => {
+            by_key(ids, item, |i| (i.meta.date_at.map(|d| d.unix_timestamp_nanos()), i.meta.modified))
+        }
     }
 }
 

@@ -211,6 +211,10 @@ struct Slot {
 
 type Id = u32;
 
+/// The longest run of items of one date that a newest-first page sorts around its window
+/// (see `CollectionIndex::newest_window`); past it, the page is selected from the matches.
+const NEWEST_RUN_LIMIT: usize = 4096;
+
 /// The files that carry one slug, in filename order: nearly always one, kept without a
 /// list of its own.
 #[derive(Debug)]
@@ -673,11 +677,15 @@ impl CollectionIndex {
     }
 
     /// One page of a list query: a slice of a kept order when only `status` filters (or
-    /// one tag in date order, from the tag's own lists); a walk of a kept order for other
+    /// one tag in date order, from the tag's own lists); newest first, such a slice of the
+    /// date order re-sorted inside its runs of one date; a walk of a kept order for other
     /// filters; for several tags, a partial selection of their matches (never a full
     /// sort of the collection).
     pub fn select(&self, query: &ListQuery, page: usize, per_page: usize) -> Selection {
         let start = query.offset.saturating_add((page - 1).saturating_mul(per_page));
+        if let Some(selection) = self.newest_window(query, start, per_page) {
+            return selection;
+        }
         let k = order_slot(query.order_by);
         // Filters on the model's fields and on text need a look at each item; an order by
         // one of the model's fields, or newest first, is not kept sorted (below: only the
@@ -754,6 +762,62 @@ impl CollectionIndex {
         ids.sort_unstable_by(order);
         let items = ids.iter().skip(start).map(|id| Arc::clone(self.usable_item(*id))).collect();
         Selection { items, total }
+    }
+
+    /// A page newest first ([`OrderBy::Newest`]) filtered by status alone or with one tag:
+    /// the kept date order differs from it only inside runs of one date, so the page's
+    /// window of that order, widened to whole runs, is all that is sorted. `None` for
+    /// other filters, or when a run is longer than [`NEWEST_RUN_LIMIT`] (a folder of
+    /// undated items): then the matches are selected as for other unkept orders.
+    fn newest_window(&self, query: &ListQuery, start: usize, per_page: usize) -> Option<Selection> {
+        let filtered = query.author.is_some() || query.text.is_some() || !query.filters.is_empty();
+        if query.order_by != OrderBy::Newest || query.order_field.is_some() || filtered {
+            return None;
+        }
+        let published = match query.status {
+            StatusFilter::All => false,
+            StatusFilter::Published => true,
+            StatusFilter::Draft | StatusFilter::Scheduled => return None,
+        };
+        let k = order_slot(OrderBy::DatePublished);
+        let ids: &[Id] = match query.tags.as_slice() {
+            [] if published => &self.sorted_published[k],
+            [] => &self.sorted_all[k],
+            [tag] => self.by_tag.get(tag).map_or(&[][..], |l| if published { &l.published } else { &l.all }),
+            _ => return None,
+        };
+        let total = ids.len().saturating_sub(query.offset);
+        let end = start.saturating_add(per_page).min(ids.len());
+        if start >= end {
+            return Some(Selection { items: Vec::new(), total });
+        }
+        // The window as positions of the ascending list.
+        let (first, last) = match query.direction {
+            Direction::Asc => (start, end),
+            Direction::Desc => (ids.len() - end, ids.len() - start),
+        };
+        let date = |at: usize| self.usable_item(ids[at]).meta.date_at;
+        let (mut from, mut to) = (first, last);
+        while from > 0 && date(from - 1) == date(first) {
+            from -= 1;
+            if first - from > NEWEST_RUN_LIMIT {
+                return None;
+            }
+        }
+        while to < ids.len() && date(to) == date(last - 1) {
+            to += 1;
+            if to - last > NEWEST_RUN_LIMIT {
+                return None;
+            }
+        }
+        let mut runs = ids[from..to].to_vec();
+        runs.sort_unstable_by(|a, b| compare(OrderBy::Newest, self.usable_item(*a), self.usable_item(*b)));
+        let window = &runs[first - from..last - from];
+        let items = match query.direction {
+            Direction::Asc => self.page_of(window.iter(), 0, per_page),
+            Direction::Desc => self.page_of(window.iter().rev(), 0, per_page),
+        };
+        Some(Selection { items, total })
     }
 
     fn page_of<'a>(
@@ -1313,6 +1377,32 @@ mod tests {
         assert_eq!(index.fingerprint(), original);
     }
 
+    /// A run of one date longer than the window may sort (undated items, here) is selected
+    /// from the matches instead, in the same order.
+    #[test]
+    fn newest_first_over_a_long_run_of_undated_items() {
+        let entries = (0..NEWEST_RUN_LIMIT as u64 + 100)
+            .map(|i| {
+                // File names in the other order than last changes.
+                let (_, stamp, item) = file(&format!("p{:05}.md", 99_999 - i), i, "title: P");
+                (stamp, held(item))
+            })
+            .chain([{
+                let (_, stamp, item) = file("dated.md", 0, "title: D\ndate: 2024-01-01");
+                (stamp, held(item))
+            }])
+            .collect();
+        let index = CollectionIndex::build(entries, 0);
+        let q = ListQuery { order_by: OrderBy::Newest, status: StatusFilter::All, ..ListQuery::default() };
+        for (page, per_page) in [(1, 20), (2, 20), (206, 20), (211, 20)] {
+            let got = index.select(&q, page, per_page);
+            let names: Vec<String> = got.items.iter().map(|i| i.meta.filename.to_string()).collect();
+            assert_eq!((names, got.total), reference(&index, &q, page, per_page), "page {page}");
+        }
+        let first = index.select(&q, 1, 2).items;
+        assert_eq!(first.iter().map(|i| &*i.meta.filename).collect::<Vec<_>>(), ["dated.md", "p95804.md"]);
+    }
+
     #[test]
     fn a_slug_names_its_files_in_filename_order() {
         let located = |index: &CollectionIndex| {
@@ -1393,8 +1483,21 @@ mod tests {
             vec![("author", "A1")],
             vec![("tags", "all"), ("orderBy", "title")],
         ];
-        for pairs in queries {
-            let q = query(&pairs);
+        // Newest first (not a client's order): from the date order's window, or selected.
+        let newest = [
+            vec![],
+            vec![("status", "all")],
+            vec![("status", "all"), ("direction", "asc"), ("offset", "2")],
+            vec![("status", "draft")],
+            vec![("tags", "t0"), ("status", "all")],
+            vec![("tags", "all")],
+            vec![("tags", "t1,t2"), ("status", "all")],
+            vec![("author", "A1"), ("status", "all")],
+        ];
+        let queries = queries.into_iter().map(|pairs| (query(&pairs), pairs));
+        let newest =
+            newest.into_iter().map(|pairs| (ListQuery { order_by: OrderBy::Newest, ..query(&pairs) }, pairs));
+        for (q, pairs) in queries.chain(newest) {
             for (page, per_page) in [(1, 5), (2, 5), (3, 7), (9, 5)] {
                 let got = index.select(&q, page, per_page);
                 let got_names: Vec<String> = got.items.iter().map(|i| i.meta.filename.to_string()).collect();

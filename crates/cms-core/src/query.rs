@@ -85,8 +85,9 @@ pub enum OrderBy {
     Modified,
     /// Newest first as the web editor lists items: by date, undated items after the dated
     /// ones, each run of one date (and the undated) by last change. Not a client's
-    /// `orderBy`; the index keeps no list in this order, so a list sorts its matches (as
-    /// far as the page needs).
+    /// `orderBy`. The index keeps no list in this order (it would move on every write): a
+    /// page filtered by status and at most one tag re-sorts the kept date order's window
+    /// widened to whole runs of one date; other pages sort their matches as far as needed.
     Newest,
 }
 

@@ -181,6 +181,7 @@ impl IndexedItem {
                 .author
                 .as_ref()
                 .is_none_or(|a| self.meta.author.as_deref().is_some_and(|b| b.eq_ignore_ascii_case(a)))
+            && query.text.as_ref().is_none_or(|text| text.admits(&self.meta))
     }
 }
 
@@ -209,6 +210,10 @@ struct Slot {
 }
 
 type Id = u32;
+
+/// The longest run of items of one date that a newest-first page sorts around its window
+/// (see `CollectionIndex::newest_window`); past it, the page is selected from the matches.
+const NEWEST_RUN_LIMIT: usize = 4096;
 
 /// The files that carry one slug, in filename order: nearly always one, kept without a
 /// list of its own.
@@ -271,6 +276,9 @@ fn order_slot(order: OrderBy) -> usize {
         OrderBy::Title => 1,
         OrderBy::Slug => 2,
         OrderBy::Modified => 3,
+        // Not kept: a list in this order takes its candidates from the date order (any kept
+        // order would do) and sorts its matches.
+        OrderBy::Newest => 0,
     }
 }
 
@@ -283,6 +291,7 @@ fn compare(order: OrderBy, a: &IndexedItem, b: &IndexedItem) -> Ordering {
         OrderBy::Title => caseless_cmp(&a.meta.title, &b.meta.title),
         OrderBy::Slug => a.meta.slug.cmp(&b.meta.slug),
         OrderBy::Modified => a.meta.modified.cmp(&b.meta.modified),
+        OrderBy::Newest => (a.meta.date_at, a.meta.modified).cmp(&(b.meta.date_at, b.meta.modified)),
     };
     primary.then_with(|| a.meta.filename.cmp(&b.meta.filename))
 }
@@ -515,6 +524,21 @@ impl CollectionIndex {
         self.slots.iter().flatten().filter_map(|s| s.item.clone().ok()).collect()
     }
 
+    /// Every tag of the usable items (of the live ones only, for `live_only`), once per
+    /// slug: the slug, how the newest item carrying it spells it, and how many items carry
+    /// it. From the tag lists (no walk of the items), in no particular order.
+    pub fn tags(&self, live_only: bool) -> Vec<(&str, &str, usize)> {
+        let mut found = Vec::with_capacity(self.by_tag.len());
+        for (slug, lists) in &self.by_tag {
+            let ids = if live_only { &lists.published } else { &lists.all };
+            let Some(newest) = ids.last() else { continue };
+            let item = self.usable_item(*newest);
+            let spelling = item.meta.tags.iter().zip(item.tag_slugs()).find(|(_, s)| s == slug);
+            found.push((slug.as_str(), spelling.map_or(slug.as_str(), |(tag, _)| &**tag), ids.len()));
+        }
+        found
+    }
+
     /// The published items, newest first (by `date`, then filename).
     pub fn published_newest_first(&self) -> impl Iterator<Item = &Arc<IndexedItem>> {
         self.sorted_published[order_slot(OrderBy::DatePublished)].iter().rev().map(|id| self.usable_item(*id))
@@ -653,15 +677,21 @@ impl CollectionIndex {
     }
 
     /// One page of a list query: a slice of a kept order when only `status` filters (or
-    /// one tag in date order, from the tag's own lists); a walk of a kept order for other
+    /// one tag in date order, from the tag's own lists); newest first, such a slice of the
+    /// date order re-sorted inside its runs of one date; a walk of a kept order for other
     /// filters; for several tags, a partial selection of their matches (never a full
     /// sort of the collection).
     pub fn select(&self, query: &ListQuery, page: usize, per_page: usize) -> Selection {
         let start = query.offset.saturating_add((page - 1).saturating_mul(per_page));
+        if let Some(selection) = self.newest_window(query, start, per_page) {
+            return selection;
+        }
         let k = order_slot(query.order_by);
-        // Filters on the model's fields need a look at each item; an order by one of its
-        // fields is not kept sorted (below: only the matches are, as far as the page needs).
-        let on_fields = !query.filters.is_empty() || query.order_field.is_some();
+        // Filters on the model's fields and on text need a look at each item; an order by
+        // one of the model's fields, or newest first, is not kept sorted (below: only the
+        // matches are, as far as the page needs).
+        let unkept_order = query.order_field.is_some() || query.order_by == OrderBy::Newest;
+        let on_fields = !query.filters.is_empty() || query.text.is_some() || unkept_order;
         let kept: Option<&[Id]> =
             match (query.tags.as_slice(), query.author.is_none() && !on_fields, query.status) {
                 (_, false, _) | (_, _, StatusFilter::Draft | StatusFilter::Scheduled) => None,
@@ -685,7 +715,7 @@ impl CollectionIndex {
             return Selection { items, total };
         }
         let walked: Option<&[Id]> = match query.tags.as_slice() {
-            _ if query.order_field.is_some() => None,
+            _ if unkept_order => None,
             [] => Some(&self.sorted_all[k]),
             // One tag in date order: its own list is already in that order.
             [tag] if query.order_by == OrderBy::DatePublished => {
@@ -712,8 +742,8 @@ impl CollectionIndex {
             candidates.dedup();
         }
         candidates.retain(|id| self.usable_item(*id).admitted_by(query, self.now));
-        // Several tags, one in another order, or an order by a field of the model: sort
-        // only the matches, and only as far as the page needs.
+        // Several tags, one in another order, an order by a field of the model, or newest
+        // first: sort only the matches, and only as far as the page needs.
         let mut ids = candidates;
         let total = ids.len().saturating_sub(query.offset);
         let wanted = start.saturating_add(per_page).min(ids.len());
@@ -732,6 +762,62 @@ impl CollectionIndex {
         ids.sort_unstable_by(order);
         let items = ids.iter().skip(start).map(|id| Arc::clone(self.usable_item(*id))).collect();
         Selection { items, total }
+    }
+
+    /// A page newest first ([`OrderBy::Newest`]) filtered by status alone or with one tag:
+    /// the kept date order differs from it only inside runs of one date, so the page's
+    /// window of that order, widened to whole runs, is all that is sorted. `None` for
+    /// other filters, or when a run is longer than [`NEWEST_RUN_LIMIT`] (a folder of
+    /// undated items): then the matches are selected as for other unkept orders.
+    fn newest_window(&self, query: &ListQuery, start: usize, per_page: usize) -> Option<Selection> {
+        let filtered = query.author.is_some() || query.text.is_some() || !query.filters.is_empty();
+        if query.order_by != OrderBy::Newest || query.order_field.is_some() || filtered {
+            return None;
+        }
+        let published = match query.status {
+            StatusFilter::All => false,
+            StatusFilter::Published => true,
+            StatusFilter::Draft | StatusFilter::Scheduled => return None,
+        };
+        let k = order_slot(OrderBy::DatePublished);
+        let ids: &[Id] = match query.tags.as_slice() {
+            [] if published => &self.sorted_published[k],
+            [] => &self.sorted_all[k],
+            [tag] => self.by_tag.get(tag).map_or(&[][..], |l| if published { &l.published } else { &l.all }),
+            _ => return None,
+        };
+        let total = ids.len().saturating_sub(query.offset);
+        let end = start.saturating_add(per_page).min(ids.len());
+        if start >= end {
+            return Some(Selection { items: Vec::new(), total });
+        }
+        // The window as positions of the ascending list.
+        let (first, last) = match query.direction {
+            Direction::Asc => (start, end),
+            Direction::Desc => (ids.len() - end, ids.len() - start),
+        };
+        let date = |at: usize| self.usable_item(ids[at]).meta.date_at;
+        let (mut from, mut to) = (first, last);
+        while from > 0 && date(from - 1) == date(first) {
+            from -= 1;
+            if first - from > NEWEST_RUN_LIMIT {
+                return None;
+            }
+        }
+        while to < ids.len() && date(to) == date(last - 1) {
+            to += 1;
+            if to - last > NEWEST_RUN_LIMIT {
+                return None;
+            }
+        }
+        let mut runs = ids[from..to].to_vec();
+        runs.sort_unstable_by(|a, b| compare(OrderBy::Newest, self.usable_item(*a), self.usable_item(*b)));
+        let window = &runs[first - from..last - from];
+        let items = match query.direction {
+            Direction::Asc => self.page_of(window.iter(), 0, per_page),
+            Direction::Desc => self.page_of(window.iter().rev(), 0, per_page),
+        };
+        Some(Selection { items, total })
     }
 
     fn page_of<'a>(
@@ -1037,6 +1123,9 @@ fn sort_by_order<'a>(order: OrderBy, ids: &mut [Id], item: impl Fn(Id) -> &'a In
         }),
         OrderBy::Slug => by_key(ids, item, |i| (prefix_number(&i.meta.slug), i.meta.slug.as_str())),
         OrderBy::Modified => by_key(ids, item, |i| i.meta.modified),
+        OrderBy::Newest => {
+            by_key(ids, item, |i| (i.meta.date_at.map(|d| d.unix_timestamp_nanos()), i.meta.modified))
+        }
     }
 }
 
@@ -1288,6 +1377,32 @@ mod tests {
         assert_eq!(index.fingerprint(), original);
     }
 
+    /// A run of one date longer than the window may sort (undated items, here) is selected
+    /// from the matches instead, in the same order.
+    #[test]
+    fn newest_first_over_a_long_run_of_undated_items() {
+        let entries = (0..NEWEST_RUN_LIMIT as u64 + 100)
+            .map(|i| {
+                // File names in the other order than last changes.
+                let (_, stamp, item) = file(&format!("p{:05}.md", 99_999 - i), i, "title: P");
+                (stamp, held(item))
+            })
+            .chain([{
+                let (_, stamp, item) = file("dated.md", 0, "title: D\ndate: 2024-01-01");
+                (stamp, held(item))
+            }])
+            .collect();
+        let index = CollectionIndex::build(entries, 0);
+        let q = ListQuery { order_by: OrderBy::Newest, status: StatusFilter::All, ..ListQuery::default() };
+        for (page, per_page) in [(1, 20), (2, 20), (206, 20), (211, 20)] {
+            let got = index.select(&q, page, per_page);
+            let names: Vec<String> = got.items.iter().map(|i| i.meta.filename.to_string()).collect();
+            assert_eq!((names, got.total), reference(&index, &q, page, per_page), "page {page}");
+        }
+        let first = index.select(&q, 1, 2).items;
+        assert_eq!(first.iter().map(|i| &*i.meta.filename).collect::<Vec<_>>(), ["dated.md", "p95804.md"]);
+    }
+
     #[test]
     fn a_slug_names_its_files_in_filename_order() {
         let located = |index: &CollectionIndex| {
@@ -1368,8 +1483,21 @@ mod tests {
             vec![("author", "A1")],
             vec![("tags", "all"), ("orderBy", "title")],
         ];
-        for pairs in queries {
-            let q = query(&pairs);
+        // Newest first (not a client's order): from the date order's window, or selected.
+        let newest = [
+            vec![],
+            vec![("status", "all")],
+            vec![("status", "all"), ("direction", "asc"), ("offset", "2")],
+            vec![("status", "draft")],
+            vec![("tags", "t0"), ("status", "all")],
+            vec![("tags", "all")],
+            vec![("tags", "t1,t2"), ("status", "all")],
+            vec![("author", "A1"), ("status", "all")],
+        ];
+        let queries = queries.into_iter().map(|pairs| (query(&pairs), pairs));
+        let newest =
+            newest.into_iter().map(|pairs| (ListQuery { order_by: OrderBy::Newest, ..query(&pairs) }, pairs));
+        for (q, pairs) in queries.chain(newest) {
             for (page, per_page) in [(1, 5), (2, 5), (3, 7), (9, 5)] {
                 let got = index.select(&q, page, per_page);
                 let got_names: Vec<String> = got.items.iter().map(|i| i.meta.filename.to_string()).collect();

@@ -83,6 +83,12 @@ pub enum OrderBy {
     Title,
     Slug,
     Modified,
+    /// Newest first as the web editor lists items: by date, undated items after the dated
+    /// ones, each run of one date (and the undated) by last change. Not a client's
+    /// `orderBy`. The index keeps no list in this order (it would move on every write): a
+    /// page filtered by status and at most one tag re-sorts the kept date order's window
+    /// widened to whole runs of one date; other pages sort their matches as far as needed.
+    Newest,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -113,6 +119,9 @@ pub struct ListQuery {
     pub fields: Vec<String>,
     /// `expand=`: reference fields whose items a list entry's `fm` shows inline.
     pub expand: Vec<String>,
+    /// A text the item's title, file name or author contains, or one of its tags is (the
+    /// web editor's search box); `None`: any item.
+    pub text: Option<TextMatch>,
 }
 
 impl Default for ListQuery {
@@ -130,6 +139,7 @@ impl Default for ListQuery {
             filters: Vec::new(),
             fields: Vec::new(),
             expand: Vec::new(),
+            text: None,
         }
     }
 }
@@ -226,7 +236,8 @@ impl ListQuery {
         Ok(query)
     }
 
-    /// Whether an item passes the filters (status, tags, author) at `now` (Unix seconds).
+    /// Whether an item passes the filters (status, tags, author, text) at `now` (Unix
+    /// seconds).
     pub fn admits(&self, item: &ItemMeta, now: i64) -> bool {
         self.status.admits(item.status, item.live_at(now))
             && (self.tags.is_empty() || item.has_any_tag(&self.tags))
@@ -234,6 +245,7 @@ impl ListQuery {
                 .author
                 .as_ref()
                 .is_none_or(|a| item.author.as_deref().is_some_and(|b| b.eq_ignore_ascii_case(a)))
+            && self.text.as_ref().is_none_or(|text| text.admits(item))
     }
 
     /// Orders two items; ties fall back to the filename so pages are stable.
@@ -243,12 +255,39 @@ impl ListQuery {
             OrderBy::Title => a.title.to_lowercase().cmp(&b.title.to_lowercase()),
             OrderBy::Slug => a.slug.cmp(&b.slug),
             OrderBy::Modified => a.modified.cmp(&b.modified),
+            OrderBy::Newest => (a.date_at, a.modified).cmp(&(b.date_at, b.modified)),
         };
         let ordered = primary.then_with(|| a.filename.cmp(&b.filename));
         match self.direction {
             Direction::Asc => ordered,
             Direction::Desc => ordered.reverse(),
         }
+    }
+}
+
+/// The web editor's search box as a list condition: an item whose title, file name or
+/// author contains the text, or that has a tag equal to it, both ignoring case.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TextMatch {
+    /// Lowercase, so that each item costs one lowercasing of its own texts.
+    lowercase: String,
+}
+
+impl TextMatch {
+    /// The condition for `text` without its surrounding blanks; `None` for a blank text,
+    /// which every item matches.
+    pub fn new(text: &str) -> Option<Self> {
+        let text = text.trim();
+        (!text.is_empty()).then(|| Self { lowercase: text.to_lowercase() })
+    }
+
+    pub fn admits(&self, item: &ItemMeta) -> bool {
+        let needle = self.lowercase.as_str();
+        [&*item.title, &*item.filename]
+            .into_iter()
+            .chain(item.author.as_deref())
+            .any(|text| text.to_lowercase().contains(needle))
+            || item.tags.iter().any(|tag| tag.to_lowercase() == needle)
     }
 }
 

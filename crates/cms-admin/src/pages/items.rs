@@ -1,8 +1,6 @@
 //! Items: the list with filters and pages, the edit form with its live preview, create,
 //! save (with `If-Match`), publish and unpublish, delete.
 
-use std::cmp::Reverse;
-
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
@@ -12,8 +10,8 @@ use cms_core::document::Frontmatter;
 use cms_core::item::{ItemMeta, Status, whole_secs};
 use cms_core::model::{FieldError, Model};
 use cms_core::policy::Principal;
-use cms_core::query::StatusFilter;
-use cms_core::service::{ItemUpdate, NewItem, Precondition, UpdateMode};
+use cms_core::query::{ListQuery, OrderBy, StatusFilter, TextMatch};
+use cms_core::service::{ItemUpdate, NewItem, Precondition, UpdateMode, Viewer};
 use cms_core::slug::slugify;
 use cms_core::{CoreError, CoreResult};
 
@@ -124,40 +122,33 @@ pub async fn list(
             )));
         }
     };
-    let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let page: usize = match query_param(&req, "page") {
         None => 1,
         Some(raw) => raw.parse().ok().filter(|p| *p >= 1).ok_or_else(|| {
             AdminError::bad_request(format!("page must be a whole number from 1, got {raw:?}"))
         })?,
     };
-    let all = state.cms.indexed_items(collection).await?;
-    let mut tags: Vec<String> = all.iter().flat_map(|i| i.meta.tags.iter().map(|t| t.to_string())).collect();
-    tags.sort_by_key(|t| t.to_lowercase());
-    tags.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
+    // The REST API's list, as the signed-in user: a page cut from the kept index, in the
+    // editor's order (newest first; undated items after the dated ones, by last change).
     let tag_slug = slugify(&filters.tag);
-    let needle = filters.q.to_lowercase();
-    let mut matching: Vec<_> = all
-        .into_iter()
-        .filter(|item| status.admits(item.meta.status, item.meta.live_at(now)))
-        .filter(|item| tag_slug.is_empty() || item.meta.has_any_tag(std::slice::from_ref(&tag_slug)))
-        .filter(|item| {
-            needle.is_empty()
-                || [&*item.meta.title, &*item.meta.filename]
-                    .iter()
-                    .chain(item.meta.author.as_deref().iter())
-                    .any(|text| text.to_lowercase().contains(&needle))
-                || item.meta.tags.iter().any(|t| t.to_lowercase() == needle)
-        })
-        .collect();
-    // Newest first; undated items after the dated ones, by last change.
-    matching.sort_by_key(|item| (Reverse(item.meta.date_at), Reverse(item.meta.modified)));
-    let total = matching.len();
-    let last_page = total.div_ceil(PER_PAGE).max(1);
-    let items = matching
+    let query = ListQuery {
+        page,
+        per_page: Some(PER_PAGE),
+        status,
+        tags: if tag_slug.is_empty() { Vec::new() } else { vec![tag_slug.clone()] },
+        order_by: OrderBy::Newest,
+        text: TextMatch::new(&filters.q),
+        ..ListQuery::default()
+    };
+    let viewer = Viewer::Key(user.principal.clone());
+    let listed = state.cms.list_items(collection, &query, &viewer).await?;
+    let tags = state.cms.collection_tags(collection, &viewer).await?;
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let (total, last_page) = (listed.total_items, listed.last_page);
+    let items = listed
+        .items
         .iter()
-        .skip((page - 1) * PER_PAGE)
-        .take(PER_PAGE)
+        .map(|entry| &entry.item)
         .map(|item| ItemRow {
             title: item.meta.title.clone(),
             filename: item.meta.filename.to_string(),
@@ -201,11 +192,12 @@ pub async fn list(
         ("scheduled", "Scheduled", status == StatusFilter::Scheduled),
         ("draft", "Drafts", status == StatusFilter::Draft),
     ];
+    // One entry per tag slug, selected when it is the one filtered on (however spelled).
     let tags = tags
         .into_iter()
         .map(|tag| {
-            let selected = tag.eq_ignore_ascii_case(&filters.tag);
-            (tag, selected)
+            let selected = !tag_slug.is_empty() && tag.slug == tag_slug;
+            (tag.tag, selected)
         })
         .collect();
     view::ok(&ItemsPage {

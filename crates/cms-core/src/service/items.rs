@@ -7,7 +7,8 @@ use time::OffsetDateTime;
 use super::index::KeptBody;
 use super::rendered::{Rendered, Version};
 use super::{
-    ItemSummary, ItemUpdate, ItemVersion, ItemView, NewItem, RawItem, UpdateMode, Viewer, WriteOutcome,
+    CollectionTag, ItemSummary, ItemUpdate, ItemVersion, ItemView, NewItem, RawItem, UpdateMode, Viewer,
+    WriteOutcome,
 };
 use crate::codec::YamlLimits;
 use crate::collection::Collection;
@@ -165,6 +166,26 @@ impl Cms {
             ));
         }
         Ok(query.per_page.unwrap_or(self.site.per_page).min(self.site.max_per_page))
+    }
+
+    /// The tags of a collection's items that the viewer may see (of drafts and scheduled
+    /// items too, with a key), each once by slug, by spelling ignoring case: from the
+    /// index's tag lists, without a walk of the items.
+    pub async fn collection_tags(
+        &self,
+        collection: &Collection,
+        viewer: &Viewer,
+    ) -> CoreResult<Vec<CollectionTag>> {
+        let mut tags: Vec<CollectionTag> = {
+            let index = self.index(collection).await?;
+            index
+                .tags(!viewer.has_key())
+                .into_iter()
+                .map(|(slug, tag, items)| CollectionTag { slug: slug.to_owned(), tag: tag.to_owned(), items })
+                .collect()
+        };
+        tags.sort_by_cached_key(|t| (t.tag.to_lowercase(), t.slug.clone()));
+        Ok(tags)
     }
 
     /// Every usable item of a collection, as the index holds them.

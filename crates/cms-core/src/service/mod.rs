@@ -197,6 +197,17 @@ pub struct ItemSummary {
     pub expanded: Vec<(String, Option<Box<ItemSummary>>)>,
 }
 
+/// A tag of a collection's items, as the web editor's tag filter offers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectionTag {
+    /// What a list's `tags` filter takes.
+    pub slug: String,
+    /// As the newest item carrying it writes it.
+    pub tag: String,
+    /// How many items carry it.
+    pub items: usize,
+}
+
 /// The body of a create request.
 #[derive(Debug, Clone, Default)]
 pub struct NewItem {

@@ -6,7 +6,7 @@ use cms_core::CoreError;
 use cms_core::account::Role;
 use cms_core::document::Frontmatter;
 use cms_core::events::{EventData, EventKind};
-use cms_core::query::{ListParams, ListQuery, OrderBy};
+use cms_core::query::{ListParams, ListQuery, OrderBy, StatusFilter, TextMatch};
 use cms_core::service::{AheadSink, ItemUpdate, ItemView, NewItem, UpdateMode, Viewer};
 use cms_core::testing::MemoryWorld;
 use serde_json::{Value, json};
@@ -228,6 +228,73 @@ async fn lists_filter_sort_and_paginate() {
     assert_eq!(page.per_page, 50, "per_page is clamped to max_per_page");
     assert_eq!(page.items[0].url, "/blog/d");
     assert_eq!(page.items[0].canonical_url, "https://example.com/blog/d");
+}
+
+/// What the web editor's list asks of the facade: newest first with each run of one date
+/// (and the undated) by last change, a text condition, and the tags with their counts.
+#[tokio::test]
+async fn the_editors_list_orders_newest_first_by_last_change_and_matches_text() {
+    let world = MemoryWorld::new();
+    let viewer = keyed(&world).await;
+    let cms = world.cms();
+    let posts = cms.collection("posts").unwrap().clone();
+    for (name, modified, fields) in [
+        ("old.md", 1, "title: Old news\ndate: 2024-01-01\nstatus: published\ntags: [Rust]"),
+        ("same-a.md", 5, "title: Alpha\ndate: 2024-02-01\nstatus: published\nauthor: Zed"),
+        ("same-b.md", 2, "title: Beta\ndate: 2024-02-01\nstatus: draft\ntags: [Web Dev]"),
+        ("undated-x.md", 9, "title: Gamma\nstatus: published"),
+        ("undated-y.md", 3, "title: Delta\nstatus: published\ntags: [rust]"),
+    ] {
+        world.content.now.store(1_700_000_000 + modified, Ordering::Relaxed);
+        world.content.put_raw(POSTS, name, format!("---\n{fields}\n---\n\nx").as_bytes());
+    }
+    let newest = ListQuery { status: StatusFilter::All, order_by: OrderBy::Newest, ..Default::default() };
+    let list = async |query: ListQuery| {
+        let page = cms.list_items(&posts, &query, &viewer).await.unwrap();
+        let names = page.items.iter().map(|s| s.item.meta.filename.to_string()).collect::<Vec<_>>();
+        (names, page.total_items)
+    };
+    let all = list(newest.clone()).await.0;
+    assert_eq!(all, ["same-a.md", "same-b.md", "old.md", "undated-x.md", "undated-y.md"]);
+    let by_date = list(ListQuery { order_by: OrderBy::DatePublished, ..newest.clone() }).await.0;
+    assert_eq!(
+        by_date,
+        ["same-b.md", "same-a.md", "old.md", "undated-y.md", "undated-x.md"],
+        "the kept date order breaks ties by file name instead"
+    );
+    let second = list(ListQuery { page: 2, per_page: Some(2), ..newest.clone() }).await;
+    assert_eq!(second, (vec!["old.md".to_owned(), "undated-x.md".to_owned()], 5));
+
+    let text = |text: &str| ListQuery { text: TextMatch::new(text), ..newest.clone() };
+    assert_eq!(TextMatch::new("  "), None, "a blank text is no condition");
+    assert_eq!(list(text(" ALPHA ")).await.0, ["same-a.md"], "a title, ignoring case and blanks");
+    assert_eq!(list(text("zed")).await.0, ["same-a.md"], "an author");
+    assert_eq!(list(text("undated")).await.0, ["undated-x.md", "undated-y.md"], "a file name");
+    assert_eq!(list(text("RUST")).await.0, ["old.md", "undated-y.md"], "a tag, equal ignoring case");
+    assert_eq!(list(text("rus")).await.0, Vec::<String>::new(), "a tag must be equal, not contain it");
+    let rust = vec!["rust".to_owned()];
+    assert_eq!(list(ListQuery { tags: rust, ..text("undated") }).await, (vec!["undated-y.md".to_owned()], 1));
+    let drafts = ListQuery { status: StatusFilter::Draft, ..text("beta") };
+    assert_eq!(list(drafts).await.0, ["same-b.md"]);
+    let published = ListQuery { status: StatusFilter::Published, ..text("beta") };
+    assert_eq!(list(published).await.0, Vec::<String>::new());
+    // The REST API's order is the kept date order; a text narrows it the same way.
+    let published_text = ListQuery { text: TextMatch::new("a"), ..Default::default() };
+    let page = cms.list_items(&posts, &published_text, &Viewer::Anonymous).await.unwrap();
+    let names: Vec<_> = page.items.iter().map(|s| s.item.meta.filename.to_string()).collect();
+    assert_eq!(names, ["same-a.md", "undated-y.md", "undated-x.md"]);
+
+    let tags = async |viewer: Viewer| {
+        let tags = cms.collection_tags(&posts, &viewer).await.unwrap();
+        tags.into_iter().map(|t| (t.slug, t.tag, t.items)).collect::<Vec<_>>()
+    };
+    let rust = ("rust".to_owned(), "Rust".to_owned(), 2);
+    assert_eq!(
+        tags(viewer.clone()).await,
+        [rust.clone(), ("web-dev".to_owned(), "Web Dev".to_owned(), 1)],
+        "a draft's tags too, with a key; spelled as the newest item spells it"
+    );
+    assert_eq!(tags(Viewer::Anonymous).await, [rust], "the published items' only, without one");
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@ mod admin;
 mod admin_access;
 mod admin_browser;
 mod admin_history;
+mod admin_list;
 mod admin_model;
 mod admin_sessions;
 mod admin_writing;

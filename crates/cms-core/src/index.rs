@@ -335,6 +335,18 @@ pub struct Selection {
     pub total: usize,
 }
 
+/// A collection's items by status, as the web editor's dashboard shows them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatusCounts {
+    pub live: usize,
+    pub scheduled: usize,
+    pub drafts: usize,
+}
+
+fn is_draft(item: &IndexedItem) -> bool {
+    item.meta.status == Status::Draft
+}
+
 #[derive(Debug, Default)]
 pub struct CollectionIndex {
     slots: Vec<Option<Slot>>,
@@ -350,6 +362,8 @@ pub struct CollectionIndex {
     usable: usize,
     /// Usable items that break the collection's model (see [`IndexedItem::breaks_model`]).
     breaking_model: usize,
+    /// Usable items whose status is draft (see [`Self::status_counts`]).
+    drafts: usize,
     /// Item files that cannot be used, in filename order (so the skipped-file report
     /// does not walk every slot).
     unusable: std::collections::BTreeMap<Arc<str>, Id>,
@@ -509,6 +523,15 @@ impl CollectionIndex {
         self.breaking_model
     }
 
+    /// How many usable items are live (published and inside their window at the index's
+    /// clock), scheduled (published, outside it) and drafts: from the kept lists and
+    /// counts, without a walk.
+    pub fn status_counts(&self) -> StatusCounts {
+        let live = self.sorted_published[0].len();
+        let drafts = self.drafts;
+        StatusCounts { live, scheduled: self.usable.saturating_sub(live + drafts), drafts }
+    }
+
     /// The stamp the index holds for a file.
     pub fn stamp(&self, name: &str) -> Option<&FileStamp> {
         self.by_name.get(name).map(|id| &self.slot(*id).stamp)
@@ -643,6 +666,7 @@ impl CollectionIndex {
         let old = Arc::clone(slot.item.as_ref().expect("usable id"));
         self.breaking_model =
             self.breaking_model + usize::from(new.breaks_model) - usize::from(old.breaks_model);
+        self.drafts = self.drafts + usize::from(is_draft(&new)) - usize::from(is_draft(&old));
         self.fingerprint ^= stamp_hash(&slot.stamp) ^ stamp_hash(&stamp);
         slot.stamp = stamp;
         self.forget_schedule(id, &old);
@@ -659,6 +683,7 @@ impl CollectionIndex {
             self.unlink_sorted(id);
             self.usable -= 1;
             self.breaking_model -= usize::from(item.breaks_model);
+            self.drafts -= usize::from(is_draft(&item));
             self.forget_schedule(id, &item);
         } else {
             self.unusable.remove(name);
@@ -891,6 +916,7 @@ impl CollectionIndex {
             self.usable += 1;
             let item = Arc::clone(self.usable_item(id));
             self.breaking_model += usize::from(item.breaks_model);
+            self.drafts += usize::from(is_draft(&item));
             self.note_schedule(id, &item);
             if link {
                 self.link_sorted(id);
@@ -1508,6 +1534,14 @@ mod tests {
                 );
             }
         }
+        // The kept status counts equal a walk (post-4 went from draft to published, post-7
+        // and post-9 left the usable items).
+        let items = index.items();
+        let live = items.iter().filter(|i| i.meta.live_at(index.now)).count();
+        let drafts = items.iter().filter(|i| i.meta.status == Status::Draft).count();
+        let counts = index.status_counts();
+        assert_eq!(counts, StatusCounts { live, scheduled: items.len() - live - drafts, drafts });
+        assert_eq!(counts.drafts, 9, "ten drafts, one published since: {counts:?}");
         assert_eq!(index.file_count(), 41);
         assert!(matches!(index.get("broken.md"), Some(Err("broken"))));
         assert_eq!(index.skipped(), [("2024-01-10-post-9.md", "broken"), ("broken.md", "broken")]);

@@ -2,7 +2,6 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
-use cms_core::item::Status;
 
 use super::query_param;
 use crate::AdminState;
@@ -42,17 +41,8 @@ pub async fn dashboard(
     let mut collections = Vec::new();
     for collection in state.cms.collections() {
         let (mut published, mut scheduled, mut drafts, mut problem) = (0, 0, 0, None);
-        let now = time::OffsetDateTime::now_utc().unix_timestamp();
-        match state.cms.indexed_items(collection).await {
-            Ok(items) => {
-                for item in items {
-                    match item.meta.status {
-                        Status::Published if item.meta.live_at(now) => published += 1,
-                        Status::Published => scheduled += 1,
-                        Status::Draft => drafts += 1,
-                    }
-                }
-            }
+        match state.cms.status_counts(collection).await {
+            Ok(counts) => (published, scheduled, drafts) = (counts.live, counts.scheduled, counts.drafts),
             Err(error) => problem = Some(crate::error::message_of(&error)),
         }
         collections.push(CollectionCard {

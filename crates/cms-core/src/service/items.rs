@@ -188,6 +188,12 @@ impl Cms {
         Ok(tags)
     }
 
+    /// How many of a collection's items are live, scheduled and drafts now (at the index's
+    /// clock, which the scheduler moves): kept counts, no walk of the items.
+    pub async fn status_counts(&self, collection: &Collection) -> CoreResult<crate::index::StatusCounts> {
+        Ok(self.index(collection).await?.status_counts())
+    }
+
     /// Every usable item of a collection, as the index holds them.
     pub async fn indexed_items(&self, collection: &Collection) -> CoreResult<Vec<Arc<IndexedItem>>> {
         Ok(self.index(collection).await?.items())

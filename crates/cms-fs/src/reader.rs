@@ -70,3 +70,29 @@ fn read_at(file: &File, buffer: &mut [u8], at: u64) -> io::Result<usize> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use futures_util::TryStreamExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_range_comes_in_chunks_and_stops_where_the_file_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("file.bin");
+        let bytes: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let reader = FsReader::boxed(File::open(&path).unwrap(), path.clone());
+
+        let chunks: Vec<Bytes> = reader.range(10..150_000).try_collect().await.unwrap();
+        assert_eq!(chunks.iter().map(Bytes::len).collect::<Vec<_>>(), [65_536, 65_536, 18_918]);
+        assert!(chunks.concat() == bytes[10..150_000]);
+
+        // Shortened after it was opened: the read ends where the file now does (the web
+        // layer, which promised a length, then cuts the connection).
+        File::options().write(true).open(&path).unwrap().set_len(100).unwrap();
+        let chunks: Vec<Bytes> = reader.range(0..150_000).try_collect().await.unwrap();
+        assert_eq!(chunks.concat(), bytes[..100]);
+    }
+}

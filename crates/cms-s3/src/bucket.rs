@@ -16,7 +16,6 @@ use object_store::{
     GetOptions, GetRange, ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
     UpdateVersion,
 };
-
 use tokio::sync::mpsc;
 
 use crate::error::{S3Error, store_error};
@@ -198,9 +197,11 @@ impl Bucket {
     /// The ranged GET starts when the stream is first polled (a `HEAD` answer sends none);
     /// its body is read on the I/O runtime, where the client's connections live, and
     /// handed on through a channel of [`STREAM_AHEAD`] chunks, so a slow reader holds the
-    /// download back instead of having it buffered, and one that goes away ends it.
+    /// download back instead of having it buffered, and one that goes away ends it. A body
+    /// that ends before the range does (the runtime stopped) ends the stream with an error.
     pub(crate) fn get_range_stream(&self, key: &str, range: Range<u64>) -> ByteStream {
         let (store, path, io) = (self.store.clone(), self.path(key), self.io.clone());
+        let length = range.end - range.start;
         let started = async move {
             let (chunks, received) = mpsc::channel(STREAM_AHEAD);
             io.handle().spawn(async move {
@@ -220,8 +221,17 @@ impl Bucket {
                     }
                 }
             });
-            stream::unfold(received, |mut received| async move {
-                received.recv().await.map(|chunk| (chunk, received))
+            stream::unfold(Some((received, length)), |state| async move {
+                let (mut received, left) = state?;
+                match received.recv().await {
+                    Some(Ok(chunk)) => {
+                        let left = left.saturating_sub(chunk.len() as u64);
+                        Some((Ok(chunk), Some((received, left))))
+                    }
+                    Some(Err(e)) => Some((Err(e), None)),
+                    None if left > 0 => Some((Err(S3Error::Stopped.into()), None)),
+                    None => None,
+                }
             })
         };
         Box::pin(stream::once(started).flatten())

@@ -49,6 +49,8 @@ mod tests {
     const CORE_MAY_USE: &[&str] = &[
         "argon2",
         "async-trait",
+        // The chunks a resource read streams (`ports::ByteStream`): a buffer type, no I/O.
+        "bytes",
         "comrak",
         "futures-util",
         "gif",

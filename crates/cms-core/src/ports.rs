@@ -6,9 +6,12 @@
 //! core names no runtime: it only awaits the futures the adapters return. The event sink
 //! and the clock stay synchronous: they never wait.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use bytes::Bytes;
+use futures_util::stream::BoxStream;
 use time::OffsetDateTime;
 
 use crate::account::{KeyRecord, User};
@@ -554,9 +557,21 @@ pub struct ResourceStat {
     pub modified: i64,
 }
 
-/// A readable, seekable resource file (for serving with `Range`).
-pub trait ResourceReader: std::io::Read + std::io::Seek + Send {}
-impl<T: std::io::Read + std::io::Seek + Send> ResourceReader for T {}
+/// Bytes of a file as an adapter reads them, chunk by chunk (a large file is never held
+/// whole); an error ends the stream.
+pub type ByteStream = BoxStream<'static, CoreResult<Bytes>>;
+
+/// An open resource file or stored variant, for serving (whole, or one `Range` of it).
+///
+/// Reading is asynchronous and by byte range: the bucket adapter streams a ranged GET,
+/// the folder adapter reads its open file in positional chunks on the blocking pool, so no
+/// thread waits on a response's client. A handle may be read any number of times.
+pub trait ResourceReader: Send + Sync {
+    /// Bytes `range` of the file as it was opened, cut at its end: a range that starts
+    /// at or past the end reads nothing. Lazy: nothing is read until the stream is polled
+    /// (a `HEAD` or a `304` reads nothing), and a read that fails is an error in the stream.
+    fn range(&self, range: Range<u64>) -> ByteStream;
+}
 
 /// An upload being received. Bytes go to a temporary place as they arrive (never held
 /// whole in memory); `commit` moves them into place under a name no file has yet;

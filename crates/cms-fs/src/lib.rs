@@ -29,6 +29,7 @@ mod error;
 mod history_memo;
 mod license;
 mod previews;
+mod reader;
 mod render_cache;
 mod resources;
 mod sessions;

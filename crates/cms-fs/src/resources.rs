@@ -14,6 +14,7 @@ use tempfile::NamedTempFile;
 use crate::beneath::{Entry, Folder};
 use crate::blocking;
 use crate::error::io_error;
+use crate::reader::FsReader;
 
 /// How many numbered names (`-1`, `-2`, ...) an upload tries before giving up.
 const MAX_NUMBERED: u32 = 10_000;
@@ -148,7 +149,7 @@ impl FsResourceStore {
         name: &FileName,
         max: usize,
     ) -> CoreResult<Vec<u8>> {
-        let Some((file, _)) = self.open_blocking(folder, dir, name)? else {
+        let Some((file, _, _)) = self.open_blocking(folder, dir, name)? else {
             return Err(CoreError::not_found(format!("no file {name}")));
         };
         let mut head = Vec::with_capacity(max);
@@ -165,7 +166,7 @@ impl FsResourceStore {
         name: &FileName,
         max: u64,
     ) -> CoreResult<Option<Vec<u8>>> {
-        let Some((file, stat)) = self.open_blocking(folder, dir, name)? else { return Ok(None) };
+        let Some((file, _, stat)) = self.open_blocking(folder, dir, name)? else { return Ok(None) };
         if stat.size > max {
             return Err(CoreError::TooLarge(format!("{name} is over {max} bytes")));
         }
@@ -180,16 +181,17 @@ impl FsResourceStore {
         Ok(Some(bytes))
     }
 
+    /// A regular file, open, with its path (for messages); `None` if there is none.
     fn open_blocking(
         &self,
         folder: &ResourceFolder,
         dir: &Subpath,
         name: &FileName,
-    ) -> CoreResult<Option<(Box<dyn ResourceReader>, ResourceStat)>> {
+    ) -> CoreResult<Option<(fs::File, PathBuf, ResourceStat)>> {
         let Some(dir) = self.dir(folder, dir)? else { return Ok(None) };
-        let opened = dir.open_file(name.as_str()).map_err(io_error(&dir.path().join(name.as_str())))?;
-        Ok(opened
-            .map(|(file, entry)| (Box::new(file) as Box<dyn ResourceReader>, stat(name.clone(), &entry))))
+        let path = dir.path().join(name.as_str());
+        let opened = dir.open_file(name.as_str()).map_err(io_error(&path))?;
+        Ok(opened.map(|(file, entry)| (file, path, stat(name.clone(), &entry))))
     }
 
     fn begin_upload_blocking(&self) -> CoreResult<Box<dyn UploadSink>> {
@@ -293,8 +295,8 @@ impl ResourceStore for FsResourceStore {
         blocking::run(move || store.read_all_blocking(&folder, &dir, &name, max)).await
     }
 
-    /// Opens the file on the blocking pool; the reader it returns is synchronous (the web
-    /// layer streams it from its own blocking tasks).
+    /// Opens the file on the blocking pool; its reads are positional chunks, each a short
+    /// task there (see `reader.rs`).
     async fn open(
         &self,
         folder: &ResourceFolder,
@@ -302,7 +304,8 @@ impl ResourceStore for FsResourceStore {
         name: &FileName,
     ) -> CoreResult<Option<(Box<dyn ResourceReader>, ResourceStat)>> {
         let (store, folder, dir, name) = (self.clone(), folder.clone(), dir.clone(), name.clone());
-        blocking::run(move || store.open_blocking(&folder, &dir, &name)).await
+        let opened = blocking::run(move || store.open_blocking(&folder, &dir, &name)).await?;
+        Ok(opened.map(|(file, path, stat)| (FsReader::boxed(file, path), stat)))
     }
 
     async fn begin_upload(&self) -> CoreResult<Box<dyn UploadSink>> {

@@ -23,6 +23,7 @@ use cms_core::{CoreError, CoreResult};
 use crate::atomic;
 use crate::blocking;
 use crate::error::io_error;
+use crate::reader::FsReader;
 
 /// The variant store of a site folder.
 #[derive(Debug, Clone)]
@@ -100,7 +101,7 @@ impl VariantStore for FsVariantStore {
         blocking::run(move || match fs::File::open(&path) {
             Ok(file) => {
                 let size = file.metadata().map_err(io_error(&path))?.len();
-                Ok(Some((Box::new(file) as Box<dyn ResourceReader>, size)))
+                Ok(Some((FsReader::boxed(file, path), size)))
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(io_error(&path)(e)),

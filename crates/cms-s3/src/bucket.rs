@@ -5,18 +5,23 @@
 //! `.cms/users.yaml`), so that `aws s3 sync` of a site folder is a valid site.
 
 use std::future::Future;
+use std::ops::Range;
 use std::sync::Arc;
 
-use cms_core::ports::FileStamp;
+use cms_core::ports::{ByteStream, FileStamp};
 use cms_core::{CoreError, CoreResult};
-use futures_util::TryStreamExt;
+use futures_util::{StreamExt, TryStreamExt, stream};
 use object_store::path::Path;
 use object_store::{
     GetOptions, GetRange, ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
     UpdateVersion,
 };
+use tokio::sync::mpsc;
 
 use crate::error::{S3Error, store_error};
+
+/// How many chunks of an object's body a stream fetches ahead of its reader.
+const STREAM_AHEAD: usize = 4;
 
 /// A tokio runtime of the adapter's own: the HTTP client's connections live on it, so a
 /// call works from any caller (an actix worker's single-threaded runtime, the binary's
@@ -107,7 +112,8 @@ impl Bucket {
         self.io.handle().spawn(request);
     }
 
-    /// The same, for a thread that may block (the resource reader on the blocking pool).
+    /// The same, for a thread that may block (the tools of `objects.rs`, the license, the
+    /// probe).
     pub(crate) fn run_blocking<T, F>(&self, request: F) -> CoreResult<T>
     where
         T: Send + 'static,
@@ -176,14 +182,59 @@ impl Bucket {
         .await
     }
 
-    /// Bytes `range` of an object.
-    pub(crate) fn get_range_blocking(&self, key: &str, range: std::ops::Range<u64>) -> CoreResult<Vec<u8>> {
+    /// Bytes `range` of an object (not empty, within the object), in memory.
+    pub(crate) async fn get_range(&self, key: &str, range: Range<u64>) -> CoreResult<Vec<u8>> {
         let (store, path) = (self.store.clone(), self.path(key));
-        self.run_blocking(async move {
+        self.run(async move {
             let options = GetOptions { range: Some(GetRange::Bounded(range)), ..GetOptions::default() };
             let found = store.get_opts(&path, options).await.map_err(store_error(&path))?;
             Ok(found.bytes().await.map_err(store_error(&path))?.to_vec())
         })
+        .await
+    }
+
+    /// Bytes `range` of an object (not empty, within the object), streamed as they arrive.
+    /// The ranged GET starts when the stream is first polled (a `HEAD` answer sends none);
+    /// its body is read on the I/O runtime, where the client's connections live, and
+    /// handed on through a channel of [`STREAM_AHEAD`] chunks, so a slow reader holds the
+    /// download back instead of having it buffered, and one that goes away ends it. A body
+    /// that ends before the range does (the runtime stopped) ends the stream with an error.
+    pub(crate) fn get_range_stream(&self, key: &str, range: Range<u64>) -> ByteStream {
+        let (store, path, io) = (self.store.clone(), self.path(key), self.io.clone());
+        let length = range.end - range.start;
+        let started = async move {
+            let (chunks, received) = mpsc::channel(STREAM_AHEAD);
+            io.handle().spawn(async move {
+                let options = GetOptions { range: Some(GetRange::Bounded(range)), ..GetOptions::default() };
+                let mut body = match store.get_opts(&path, options).await {
+                    Ok(found) => found.into_stream(),
+                    Err(e) => {
+                        let _ = chunks.send(Err(store_error(&path)(e))).await;
+                        return;
+                    }
+                };
+                while let Some(chunk) = body.next().await {
+                    let chunk = chunk.map_err(store_error(&path));
+                    let failed = chunk.is_err();
+                    if chunks.send(chunk).await.is_err() || failed {
+                        return;
+                    }
+                }
+            });
+            stream::unfold(Some((received, length)), |state| async move {
+                let (mut received, left) = state?;
+                match received.recv().await {
+                    Some(Ok(chunk)) => {
+                        let left = left.saturating_sub(chunk.len() as u64);
+                        Some((Ok(chunk), Some((received, left))))
+                    }
+                    Some(Err(e)) => Some((Err(e), None)),
+                    None if left > 0 => Some((Err(S3Error::Stopped.into()), None)),
+                    None => None,
+                }
+            })
+        };
+        Box::pin(stream::once(started).flatten())
     }
 
     pub(crate) async fn head(&self, key: &str) -> CoreResult<Option<ObjectMeta>> {

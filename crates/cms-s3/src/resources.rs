@@ -10,10 +10,10 @@
 //! upload's free name is checked before its copy, so two nodes storing the same name at
 //! the same instant can both pick it (the last copy wins).
 
-use std::io::{self, Read, Seek, SeekFrom};
+use std::ops::Range;
 
 use async_trait::async_trait;
-use cms_core::ports::{ResourceReader, ResourceStat, ResourceStore, UploadSink};
+use cms_core::ports::{ByteStream, ResourceReader, ResourceStat, ResourceStore, UploadSink};
 use cms_core::resource::{FileName, ResourceFolder, Subpath};
 use cms_core::{CoreError, CoreResult};
 use object_store::{MultipartUpload, ObjectMeta, ObjectStoreExt, PutPayload};
@@ -27,8 +27,6 @@ pub const FOLDER_MARKER: &str = ".keep";
 /// Uploads up to this size are one PUT; larger ones are multipart uploads of such parts
 /// (S3 wants at least 5 MiB a part).
 const PART_SIZE: usize = 8 * 1024 * 1024;
-/// How much a reader fetches at once.
-const READ_AHEAD: u64 = 1024 * 1024;
 /// How many numbered names (`-1`, `-2`, ...) an upload tries before giving up.
 const MAX_NUMBERED: u32 = 10_000;
 
@@ -139,7 +137,10 @@ impl ResourceStore for S3ResourceStore {
         match self.bucket.get_at_most(&key, max as u64).await? {
             None => Err(CoreError::not_found(format!("no file {name}"))),
             Some(Ok((bytes, _))) => Ok(bytes),
-            Some(Err(size)) => S3Reader::new(self.bucket.clone(), key, size).range(0, max as u64).await,
+            Some(Err(size)) => match (max as u64).min(size) {
+                0 => Ok(Vec::new()),
+                end => self.bucket.get_range(&key, 0..end).await,
+            },
         }
     }
 
@@ -165,7 +166,7 @@ impl ResourceStore for S3ResourceStore {
     ) -> CoreResult<Option<(Box<dyn ResourceReader>, ResourceStat)>> {
         let key = file_key(folder, dir, name);
         let Some(meta) = self.bucket.head(&key).await? else { return Ok(None) };
-        let reader = S3Reader::new(self.bucket.clone(), key, meta.size);
+        let reader = S3Reader { bucket: self.bucket.clone(), key, size: meta.size };
         Ok(Some((Box::new(reader), file_stat(name.clone(), &meta))))
     }
 
@@ -223,75 +224,23 @@ impl ResourceStore for S3ResourceStore {
     }
 }
 
-/// A resource object read in ranged GETs of [`READ_AHEAD`] bytes, for serving files with
-/// `Range` without holding them whole. Synchronous: the web layer reads it on its
-/// blocking threads.
+/// A resource object, each read by range one ranged GET streamed as it arrives (see
+/// [`Bucket::get_range_stream`]).
 struct S3Reader {
     bucket: Bucket,
     key: String,
+    /// As the object was when it was opened.
     size: u64,
-    position: u64,
-    /// Bytes from `buffer_start` on, as last fetched.
-    buffer: Vec<u8>,
-    buffer_start: u64,
 }
 
-impl S3Reader {
-    fn new(bucket: Bucket, key: String, size: u64) -> Self {
-        Self { bucket, key, size, position: 0, buffer: Vec::new(), buffer_start: 0 }
-    }
-
-    /// Bytes `start..start + len` (cut at the end), fetched on the I/O runtime.
-    async fn range(self, start: u64, len: u64) -> CoreResult<Vec<u8>> {
-        let end = (start + len).min(self.size);
-        if start >= end {
-            return Ok(Vec::new());
+impl ResourceReader for S3Reader {
+    fn range(&self, range: Range<u64>) -> ByteStream {
+        let end = range.end.min(self.size);
+        if range.start >= end {
+            // A ranged GET must name at least one byte of the object.
+            return Box::pin(futures_util::stream::empty());
         }
-        let (bucket, key) = (self.bucket.clone(), self.key.clone());
-        let path = bucket.path(&key);
-        let store = bucket.store().clone();
-        bucket
-            .run(async move {
-                let bytes = store.get_range(&path, start..end).await.map_err(store_error(&path))?;
-                Ok(bytes.to_vec())
-            })
-            .await
-    }
-}
-
-impl Read for S3Reader {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        if self.position >= self.size || out.is_empty() {
-            return Ok(0);
-        }
-        let buffered = self.buffer_start..self.buffer_start + self.buffer.len() as u64;
-        if !buffered.contains(&self.position) {
-            let end = (self.position + READ_AHEAD).min(self.size);
-            self.buffer =
-                self.bucket.get_range_blocking(&self.key, self.position..end).map_err(io::Error::other)?;
-            self.buffer_start = self.position;
-            if self.buffer.is_empty() {
-                return Ok(0);
-            }
-        }
-        let offset = (self.position - self.buffer_start) as usize;
-        let n = out.len().min(self.buffer.len() - offset);
-        out[..n].copy_from_slice(&self.buffer[offset..offset + n]);
-        self.position += n as u64;
-        Ok(n)
-    }
-}
-
-impl Seek for S3Reader {
-    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
-        let target = match to {
-            SeekFrom::Start(n) => Some(n),
-            SeekFrom::End(n) => self.size.checked_add_signed(n),
-            SeekFrom::Current(n) => self.position.checked_add_signed(n),
-        };
-        self.position =
-            target.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before the start"))?;
-        Ok(self.position)
+        self.bucket.get_range_stream(&self.key, range.start..end)
     }
 }
 

@@ -1,14 +1,16 @@
 //! Cases every adapter of a port must pass. Each adapter crate calls these from its own
 //! tests with a factory for a fresh, empty adapter.
 
+use futures_util::TryStreamExt;
+
 use crate::account::{KeyRecord, Role, User};
 use crate::collection::Collection;
 use crate::error::CoreError;
 use crate::images::{ImagesConfig, VariantKey, content_hash};
 use crate::ports::{
     ChangeSource, ContentStore, IndexSnapshots, KeepSnapshot, KeyStore, LicenseSource, PreviewKeys,
-    ResourceStore, SettingsStore, StateDocuments, StorageChange, UserStore, VariantSource, VariantStore,
-    VersionStamp, VersionStore,
+    ResourceReader, ResourceStore, SettingsStore, StateDocuments, StorageChange, UserStore, VariantSource,
+    VariantStore, VersionStamp, VersionStore,
 };
 use crate::resource::{FileName, ResourceFolder, Subpath};
 use crate::testing::fixtures::{item_name as name, pages, posts};
@@ -225,10 +227,8 @@ pub async fn resource_store(store: &dyn ResourceStore) {
     assert!(matches!(store.list(&folder, &dir("missing")).await, Err(CoreError::NotFound(_))));
 
     assert_eq!(store.read_head(&folder, &root, &file("hero-1.jpg"), 2).await.unwrap(), b"tw");
-    let (mut reader, stat) = store.open(&folder, &root, &file("hero-1.jpg")).await.unwrap().unwrap();
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut reader, &mut bytes).unwrap();
-    assert_eq!((bytes.as_slice(), stat.size), (b"two!".as_slice(), 4));
+    let (reader, stat) = store.open(&folder, &root, &file("hero-1.jpg")).await.unwrap().unwrap();
+    assert_eq!((read(&*reader, 0..stat.size).await.as_slice(), stat.size), (b"two!".as_slice(), 4));
     assert_eq!(store.read_all(&folder, &root, &file("hero-1.jpg"), 4).await.unwrap().unwrap(), b"two!");
     assert!(matches!(
         store.read_all(&folder, &root, &file("hero-1.jpg"), 3).await,
@@ -254,6 +254,56 @@ pub async fn resource_store(store: &dyn ResourceStore) {
     store.delete(&folder, &dir("2026"), &file("moved.jpg")).await.unwrap();
     store.delete(&folder, &root, &file("2026")).await.unwrap();
     assert!(matches!(store.delete(&folder, &root, &file("2026")).await, Err(CoreError::NotFound(_))));
+
+    resource_reads(store, &folder).await;
+}
+
+/// All of `range` of an open file, its chunks joined.
+async fn read(reader: &dyn ResourceReader, range: std::ops::Range<u64>) -> Vec<u8> {
+    let chunks: Vec<_> = reader.range(range).try_collect().await.unwrap();
+    chunks.concat()
+}
+
+/// The reads of an open file by range: whole, a middle part, the last byte, a range cut at
+/// the end and one past it, an empty file, and a file of many chunks (larger than any
+/// adapter reads at once), each read again from the same handle.
+async fn resource_reads(store: &dyn ResourceStore, folder: &ResourceFolder) {
+    let root = Subpath::root();
+    let store_file = async |name: &str, bytes: &[u8]| {
+        let mut sink = store.begin_upload().await.unwrap();
+        sink.write(bytes).await.unwrap();
+        let name = FileName::parse(name).unwrap();
+        sink.commit(folder, &root, &name).await.unwrap();
+        store.open(folder, &root, &name).await.unwrap().unwrap()
+    };
+
+    let large: Vec<u8> = (0..300 * 1024 + 7).map(|i: u32| (i * 31 % 251) as u8).collect();
+    let (reader, stat) = store_file("large.bin", &large).await;
+    let size = stat.size;
+    assert_eq!(size, large.len() as u64);
+    assert!(read(&*reader, 0..size).await == large, "the whole file");
+    assert!(read(&*reader, 1000..70_000).await == large[1000..70_000], "a middle range across chunks");
+    assert_eq!(read(&*reader, size - 1..size).await, large[large.len() - 1..]);
+    assert_eq!(read(&*reader, size - 10..size + 100).await, large[large.len() - 10..], "cut at the end");
+    assert!(read(&*reader, size..size + 10).await.is_empty(), "from the end on");
+    assert!(read(&*reader, size + 5..size + 10).await.is_empty(), "past the end");
+    assert!(read(&*reader, 5..5).await.is_empty());
+    assert!(read(&*reader, 0..size).await == large, "the handle reads again");
+
+    let (reader, stat) = store_file("small.txt", b"0123456789").await;
+    assert_eq!(read(&*reader, 3..7).await, b"3456");
+    assert_eq!(read(&*reader, 0..1).await, b"0");
+    assert_eq!(read(&*reader, 9..10).await, b"9");
+    assert_eq!(read(&*reader, 0..stat.size).await, b"0123456789");
+
+    let (reader, stat) = store_file("empty.txt", b"").await;
+    assert_eq!(stat.size, 0);
+    assert!(read(&*reader, 0..0).await.is_empty());
+    assert!(read(&*reader, 0..10).await.is_empty());
+
+    for name in ["large.bin", "small.txt", "empty.txt"] {
+        store.delete(folder, &root, &FileName::parse(name).unwrap()).await.unwrap();
+    }
 }
 
 /// Runs every `VariantStore` case.
@@ -276,9 +326,8 @@ pub async fn variant_store(store: &dyn VariantStore) {
     let (old, new) = (content_hash(b"old"), content_hash(b"new"));
     let key = |hash: &str, query: &str| VariantKey::new(hash, &spec(query));
     let read = async |source: VariantSource<'_>, key: &VariantKey| {
-        let (mut reader, size) = store.open(source, key).await.unwrap()?;
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut reader, &mut bytes).unwrap();
+        let (reader, size) = store.open(source, key).await.unwrap()?;
+        let bytes = read(&*reader, 0..size).await;
         assert_eq!(bytes.len() as u64, size);
         Some(bytes)
     };

@@ -1,7 +1,6 @@
 //! Image variants in memory.
 
 use std::collections::BTreeMap;
-use std::io::Cursor;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -9,6 +8,7 @@ use async_trait::async_trait;
 use crate::error::CoreResult;
 use crate::images::VariantKey;
 use crate::ports::{ResourceReader, VariantSource, VariantStore};
+use crate::testing::memory_resources::MemoryReader;
 
 /// Source (folder path, subpath, name) → its variants.
 type Sources = BTreeMap<(String, String, String), BTreeMap<VariantKey, Vec<u8>>>;
@@ -38,9 +38,10 @@ impl VariantStore for MemoryVariants {
         key: &VariantKey,
     ) -> CoreResult<Option<(Box<dyn ResourceReader>, u64)>> {
         let sources = self.sources.lock().unwrap();
-        Ok(sources.get(&source_key(source)).and_then(|v| v.get(key)).map(|bytes| {
-            (Box::new(Cursor::new(bytes.clone())) as Box<dyn ResourceReader>, bytes.len() as u64)
-        }))
+        Ok(sources
+            .get(&source_key(source))
+            .and_then(|v| v.get(key))
+            .map(|bytes| (MemoryReader::boxed(bytes), bytes.len() as u64)))
     }
 
     async fn put(&self, source: VariantSource<'_>, key: &VariantKey, bytes: &[u8]) -> CoreResult<()> {

@@ -3,7 +3,6 @@
 //! sandboxed so it cannot run script in the site's origin, and HTML and XML documents as
 //! downloads.
 
-use std::io::{Read, Seek, SeekFrom};
 use std::time::{Duration, UNIX_EPOCH};
 
 use actix_web::body::SizedStream;
@@ -14,14 +13,12 @@ use actix_web::http::header::{
 use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
 use cms_core::ports::ResourceReader;
 use cms_core::resource::Disposition;
-use futures_util::stream;
+use futures_util::TryStreamExt;
 
 use crate::encoding::{self, Effort};
 use crate::error::{ApiError, Shape};
 use crate::reply;
 use crate::state::AppState;
-
-const CHUNK: usize = 64 * 1024;
 
 /// The largest text media file sent compressed (larger ones are sent as they are, in
 /// chunks, with ranges).
@@ -134,15 +131,16 @@ pub(super) async fn serve(
 
     if let Some(coding) = coding {
         response.insert_header((header::CONTENT_ENCODING, coding.token()));
-        let mut reader = file.reader;
-        let read = web::block(move || {
-            let mut bytes = Vec::with_capacity(size as usize);
-            reader.read_to_end(&mut bytes).map(|_| encoding::compress(coding, &bytes, Effort::Dynamic))
-        })
-        .await;
-        return match read {
-            Ok(Ok(compressed)) => Ok(response.body(compressed)),
-            _ => Err(ApiError::new(
+        // At most MAX_COMPRESSED_MEDIA, read whole, then compressed on the blocking pool.
+        let compressed = match file.reader.range(0..size).try_collect::<Vec<_>>().await {
+            Ok(chunks) => {
+                web::block(move || encoding::compress(coding, &chunks.concat(), Effort::Dynamic)).await.ok()
+            }
+            Err(_) => None,
+        };
+        return match compressed {
+            Some(compressed) => Ok(response.body(compressed)),
+            None => Err(ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 Shape::Envelope,
                 "the file could not be read",
@@ -172,7 +170,7 @@ pub(super) async fn serve(
                 .finish());
         }
     };
-    Ok(response.body(SizedStream::new(length, read_chunks(file.reader, start, length))))
+    Ok(response.body(SizedStream::new(length, read_chunks(&*file.reader, start, length))))
 }
 
 /// Whether an `If-Range` value names the current file: its ETag (compared strongly: a weak
@@ -201,37 +199,15 @@ fn attachment(name: &str) -> ContentDisposition {
     }
 }
 
-/// The bytes `start..start + length` of a file, read in chunks on the blocking pool.
+/// The bytes `start..start + length` of a file, streamed as the store reads them. Nothing
+/// is read before the body is polled (a `HEAD` reads nothing); a failed read ends the
+/// body early, which closes the connection (the status was already sent).
 pub(super) fn read_chunks(
-    reader: Box<dyn ResourceReader>,
+    reader: &dyn ResourceReader,
     start: u64,
     length: u64,
-) -> impl futures_util::Stream<Item = Result<web::Bytes, actix_web::Error>> {
-    stream::unfold((Some(reader), length, false), move |(reader, remaining, positioned)| async move {
-        let mut reader = reader?;
-        if remaining == 0 {
-            return None;
-        }
-        let read = web::block(move || {
-            if !positioned {
-                reader.seek(SeekFrom::Start(start))?;
-            }
-            let mut buffer = vec![0; CHUNK.min(remaining as usize)];
-            let n = reader.read(&mut buffer)?;
-            buffer.truncate(n);
-            Ok::<_, std::io::Error>((reader, buffer))
-        })
-        .await;
-        match read {
-            Ok(Ok((_, buffer))) if buffer.is_empty() => None,
-            Ok(Ok((reader, buffer))) => {
-                let left = remaining - buffer.len() as u64;
-                Some((Ok(web::Bytes::from(buffer)), (Some(reader), left, true)))
-            }
-            Ok(Err(e)) => Some((Err(actix_web::error::ErrorInternalServerError(e)), (None, 0, true))),
-            Err(e) => Some((Err(actix_web::error::ErrorInternalServerError(e)), (None, 0, true))),
-        }
-    })
+) -> impl futures_util::Stream<Item = Result<web::Bytes, actix_web::Error>> + use<> {
+    reader.range(start..start + length).map_err(actix_web::error::ErrorInternalServerError)
 }
 
 #[cfg(test)]

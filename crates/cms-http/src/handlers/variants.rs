@@ -72,7 +72,7 @@ pub async fn serve(
     match variant.body {
         VariantBody::Fresh(bytes) => response.body(bytes),
         VariantBody::Stored(reader) => {
-            response.body(SizedStream::new(variant.size, read_chunks(reader, 0, variant.size)))
+            response.body(SizedStream::new(variant.size, read_chunks(&*reader, 0, variant.size)))
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use cms_core::collection::Collection;
@@ -112,4 +113,76 @@ async fn without_conditional_writes_the_last_writer_wins_silently() {
         .await
         .expect("not refused: the store ignores If-Match");
     assert_eq!(a.read(&posts, &item).await.unwrap().unwrap().bytes, b"from a", "b's write is gone");
+}
+
+/// The in-memory store, counting the ranged GETs it answers.
+#[derive(Debug, Default)]
+struct CountsRangedGets(InMemory, AtomicUsize);
+
+impl fmt::Display for CountsRangedGets {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CountsRangedGets")
+    }
+}
+
+#[async_trait]
+impl ObjectStore for CountsRangedGets {
+    async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> Result<PutResult> {
+        self.0.put_opts(location, payload, opts).await
+    }
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> Result<Box<dyn MultipartUpload>> {
+        self.0.put_multipart_opts(location, opts).await
+    }
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        if options.range.is_some() {
+            self.1.fetch_add(1, Ordering::SeqCst);
+        }
+        self.0.get_opts(location, options).await
+    }
+    fn delete_stream(&self, locations: BoxStream<'static, Result<Path>>) -> BoxStream<'static, Result<Path>> {
+        self.0.delete_stream(locations)
+    }
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+        self.0.list(prefix)
+    }
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        self.0.list_with_delimiter(prefix).await
+    }
+    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
+        self.0.copy_opts(from, to, options).await
+    }
+}
+
+/// A read of an open resource is one ranged GET, sent when its stream is first polled: a
+/// `HEAD` or a `304`, which never poll the body, fetch nothing; a range past the end
+/// fetches nothing either.
+#[tokio::test]
+async fn a_resource_read_is_one_ranged_get_sent_when_first_polled() {
+    use cms_core::ports::ResourceStore;
+    use cms_core::resource::{FileName, ResourceFolder, Subpath};
+    use futures_util::TryStreamExt;
+
+    let store = Arc::new(CountsRangedGets::default());
+    let resources = site_on(store.clone()).resource_store();
+    let folder =
+        ResourceFolder { index: 0, label: "Uploads".into(), path: "media".into(), url: "/media".into() };
+    let (root, name) = (Subpath::root(), FileName::parse("a.bin").unwrap());
+    let bytes: Vec<u8> = (0..100).collect();
+    let mut upload = resources.begin_upload().await.unwrap();
+    upload.write(&bytes).await.unwrap();
+    upload.commit(&folder, &root, &name).await.unwrap();
+    let gets = || store.1.load(Ordering::SeqCst);
+
+    let (reader, stat) = resources.open(&folder, &root, &name).await.unwrap().unwrap();
+    drop(reader.range(0..stat.size));
+    let part = reader.range(10..20);
+    let past_the_end = reader.range(stat.size..stat.size + 5);
+    assert_eq!(gets(), 0, "nothing is fetched before a stream is polled");
+    assert_eq!(part.try_collect::<Vec<_>>().await.unwrap().concat(), bytes[10..20]);
+    assert!(past_the_end.try_collect::<Vec<_>>().await.unwrap().is_empty());
+    assert_eq!(gets(), 1);
 }

@@ -6,11 +6,12 @@ use std::sync::Arc;
 
 use cms_core::answers::{ItemEntry, PageMeta, TagEntry, VersionListing, VersionText};
 use cms_core::model::FieldError;
+use cms_core::query::{ListInput, ListQuery};
 use cms_core::service::{
-    ItemUpdate, NewItem, Precondition, Principal, SearchParams, TagsParams, UpdateMode, VersionId, Viewer,
-    WriteOutcome,
+    ItemUpdate, NewItem, Precondition, Principal, SearchInput, SearchQuery, TagsParams, UpdateMode,
+    VersionId, Viewer, WriteOutcome,
 };
-use cms_core::{Cms, CoreError, CoreResult, query::ListParams, query::ListQuery};
+use cms_core::{Cms, CoreError, CoreResult};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{IntoCallToolResult, ToolCallContext};
 use rmcp::handler::server::wrapper::Parameters;
@@ -146,6 +147,12 @@ fn number(value: Option<u64>) -> Option<String> {
     value.map(|n| n.to_string())
 }
 
+/// A count an argument carries as a JSON number (the input schema has checked its bounds),
+/// as the facade's typed inputs take it; past `usize` (not on 64 bits), the largest.
+fn count(value: Option<u64>) -> Option<usize> {
+    value.map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+}
+
 // Each tool answers `Result<Json<T>, Failure>`: structured output with `T`'s schema as its
 // output schema, or the REST route's error message as a tool error (`isError`). Spelled out
 // in every signature, since the macro reads the output schema from it.
@@ -190,15 +197,15 @@ impl CmsServer {
         Parameters(args): Parameters<ListItemsArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<ItemList>, Failure> {
-        let params = ListParams {
-            page: number(args.page),
-            per_page: number(args.per_page),
+        let params = ListInput {
+            page: count(args.page),
+            per_page: count(args.per_page),
+            offset: count(args.offset),
             status: args.status,
             tags: args.tags,
             author: args.author,
             order_by: args.order_by,
             direction: args.direction,
-            offset: number(args.offset),
             filters: args
                 .filter
                 .unwrap_or_default()
@@ -210,7 +217,7 @@ impl CmsServer {
         };
         let list = async |cms: &Cms, user| {
             let collection = cms.collection(&args.collection)?;
-            let query = ListQuery::parse_for(&params, collection.model.as_deref())?;
+            let query = ListQuery::from_input(&params, collection.model.as_deref())?;
             cms.list_items(collection, &query, &Viewer::Key(user)).await
         };
         answer(&self.cms, &ctx, list, |page| ItemList {
@@ -365,13 +372,14 @@ impl CmsServer {
         Parameters(args): Parameters<SearchArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<SearchResults>, Failure> {
-        let params = SearchParams {
+        let input = SearchInput {
             q: Some(args.q),
             collection: args.collection,
-            page: number(args.page),
-            per_page: number(args.per_page),
+            page: count(args.page),
+            per_page: count(args.per_page),
         };
-        let search = async |cms: &Cms, user| cms.search(&params, &Viewer::Key(user)).await;
+        let search =
+            async |cms: &Cms, user| cms.search(&SearchQuery::from_input(&input)?, &Viewer::Key(user)).await;
         answer(&self.cms, &ctx, search, |page| SearchResults {
             meta: PageMeta::from(&page),
             results: page.items.into_iter().map(SearchResult::from).collect(),

@@ -44,11 +44,6 @@ fn principal(ctx: &RequestContext<RoleServer>) -> Result<Principal, String> {
         .ok_or_else(|| "this request carries no mcp_ key".to_owned())
 }
 
-/// The key's user as a reader.
-fn caller(ctx: &RequestContext<RoleServer>) -> Result<Viewer, String> {
-    principal(ctx).map(Viewer::Key)
-}
-
 /// The REST API's words for a failure: the one table in core (an internal cause is
 /// logged, not sent).
 fn fail(error: CoreError) -> String {
@@ -235,10 +230,10 @@ impl CmsServer {
         Parameters(args): Parameters<ItemArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<ItemOut>, Failure> {
-        let read = async |cms: &Cms, user| {
+        let read = async |cms: &Cms, user: Principal| {
             let collection = cms.collection(&args.collection)?;
-            let view = cms.read_item(collection, &args.slug, &Viewer::Key(user)).await?;
-            let raw = cms.read_raw(collection, &view.meta.filename).await?;
+            let view = cms.read_item(collection, &args.slug, &Viewer::Key(user.clone())).await?;
+            let raw = cms.read_item_source(&user, collection, &view.meta.filename).await?;
             Ok((view, raw))
         };
         answer(&self.cms, &ctx, read, |(view, raw)| ItemOut::new(view, raw)).await
@@ -498,7 +493,8 @@ impl ServerHandler for CmsServer {
         request: ReadResourceRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let viewer = caller(&ctx).map_err(|e| ErrorData::invalid_request(e, None))?;
+        let user = principal(&ctx).map_err(|e| ErrorData::invalid_request(e, None))?;
+        let viewer = Viewer::Key(user.clone());
         let uri = request.uri.as_str();
         let to_error = |error: CoreError| match error {
             CoreError::NotFound(message) => ErrorData::resource_not_found(message, None),
@@ -509,7 +505,11 @@ impl ServerHandler for CmsServer {
             Target::Item(collection, slug) => {
                 // Drafts too: an mcp_ key is a key (as on REST with a key).
                 let view = self.cms.read_item(collection, &slug, &viewer).await.map_err(to_error)?;
-                let raw = self.cms.read_raw(collection, &view.meta.filename).await.map_err(to_error)?;
+                let raw = self
+                    .cms
+                    .read_item_source(&user, collection, &view.meta.filename)
+                    .await
+                    .map_err(to_error)?;
                 let text = raw.doc.to_file_text().map_err(to_error)?;
                 resources::markdown(uri, text)
             }

@@ -43,8 +43,7 @@ impl MediaLibrary {
     pub async fn load(state: &AdminState, principal: &Principal) -> Self {
         let mut library = Self::default();
         for index in 0..state.cms.resource_folders().len() {
-            let folder = index.to_string();
-            let Ok(top) = state.cms.list_resources(principal, Some(&folder), None).await else {
+            let Ok(top) = state.cms.list_resources(principal, index, None).await else {
                 continue;
             };
             library.listed = true;
@@ -53,7 +52,7 @@ impl MediaLibrary {
                 if library.files.len() >= MEDIA_LIMIT {
                     break;
                 }
-                if let Ok(inner) = state.cms.list_resources(principal, Some(&folder), Some(dir)).await {
+                if let Ok(inner) = state.cms.list_resources(principal, index, Some(dir)).await {
                     library.files.extend(inner.files.iter().map(|f| (f.url.clone(), f.is_image)));
                 }
             }

@@ -138,10 +138,6 @@ fn written(outcome: WriteOutcome, message: &str, restored: Option<i64>) -> Writt
     }
 }
 
-fn number(value: Option<u64>) -> Option<String> {
-    value.map(|n| n.to_string())
-}
-
 /// A count an argument carries as a JSON number (the input schema has checked its bounds),
 /// as the facade's typed inputs take it; past `usize` (not on 64 bits), the largest.
 fn count(value: Option<u64>) -> Option<usize> {
@@ -406,10 +402,8 @@ impl CmsServer {
         Parameters(args): Parameters<ListResourcesArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<ResourcesOut>, Failure> {
-        let folder = number(args.folder);
-        let list = async |cms: &Cms, user| {
-            cms.list_resources(&user, folder.as_deref(), args.subpath.as_deref()).await
-        };
+        let folder = count(args.folder).unwrap_or(0);
+        let list = async |cms: &Cms, user| cms.list_resources(&user, folder, args.subpath.as_deref()).await;
         answer(&self.cms, &ctx, list, ResourcesOut::from).await
     }
 }

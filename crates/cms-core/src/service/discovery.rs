@@ -5,6 +5,7 @@
 //! changed files only re-read) and shows published items only, whoever asks.
 
 use std::collections::HashMap;
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use time::OffsetDateTime;
@@ -58,20 +59,71 @@ pub struct TagItemsParams {
     pub per_page: Option<String>,
 }
 
-/// `GET /cms/collections/{collection}/rss`, as sent.
-#[derive(Debug, Clone, Default, Hash)]
+/// An RSS feed's options, checked: what [`Cms::rss`] takes. Absent: the default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct RssParams {
+    /// The channel's title; the site's name by default.
     pub title: Option<String>,
+    /// The channel's description; "{collection} from {site}" by default.
     pub description: Option<String>,
+    /// The channel's link, an absolute URL without a trailing `/`; the collection's page
+    /// by default.
     pub link: Option<String>,
-    pub limit: Option<String>,
+    /// Items in the feed; [`RSS_DEFAULT_LIMIT`] by default.
+    pub limit: Option<NonZeroUsize>,
 }
 
-/// `GET /cms/collections/{collection}/sitemap`, as sent.
-#[derive(Debug, Clone, Default, Hash)]
+impl RssParams {
+    /// The options as a query string sends them (blank is absent): `limit` is checked
+    /// first, then `link`.
+    pub fn parse(
+        title: Option<String>,
+        description: Option<String>,
+        link: Option<String>,
+        limit: Option<String>,
+    ) -> CoreResult<Self> {
+        let limit = count("limit", limit.as_deref())?;
+        let link = given(&link).map(|link| urls::parse_site_url("link", link)).transpose()?;
+        Ok(Self {
+            title: given(&title).map(str::to_owned),
+            description: given(&description).map(str::to_owned),
+            link,
+            limit,
+        })
+    }
+}
+
+/// A sitemap's options, checked: what [`Cms::sitemap`] takes. Absent: the default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct SitemapParams {
+    /// What the URLs start with, an absolute URL without a trailing `/`; the site's URL by
+    /// default.
     pub base_url: Option<String>,
-    pub limit: Option<String>,
+    /// URLs in the sitemap, at most [`SITEMAP_MAX_URLS`] (more is read as that many); that
+    /// many by default.
+    pub limit: Option<NonZeroUsize>,
+}
+
+impl SitemapParams {
+    /// The options as a query string sends them (blank is absent): `limit` is checked
+    /// first, then `baseUrl`.
+    pub fn parse(base_url: Option<String>, limit: Option<String>) -> CoreResult<Self> {
+        let limit = count("limit", limit.as_deref())?;
+        let base_url = given(&base_url).map(|url| urls::parse_site_url("baseUrl", url)).transpose()?;
+        Ok(Self { base_url, limit })
+    }
+}
+
+/// A count sent as text: absent or blank is `None`, else a whole number of 1 or more
+/// (the message is [`urls::parse_limit`]'s).
+fn count(param: &str, raw: Option<&str>) -> CoreResult<Option<NonZeroUsize>> {
+    match raw.map(str::trim).filter(|text| !text.is_empty()) {
+        None => Ok(None),
+        Some(_) => {
+            let n = urls::parse_limit(param, raw, 1, usize::MAX)?;
+            Ok(NonZeroUsize::new(n))
+        }
+    }
 }
 
 /// `GET /cms/items/related`, as sent.
@@ -365,9 +417,9 @@ impl Cms {
 
     /// An RSS 2.0 feed of the collection's newest published items.
     pub async fn rss(&self, collection: &Collection, params: &RssParams) -> CoreResult<String> {
-        let limit = urls::parse_limit("limit", params.limit.as_deref(), RSS_DEFAULT_LIMIT, usize::MAX)?;
-        let link = match given(&params.link) {
-            Some(link) => urls::parse_site_url("link", link)?,
+        let limit = params.limit.map_or(RSS_DEFAULT_LIMIT, NonZeroUsize::get);
+        let link = match &params.link {
+            Some(link) => link.clone(),
             None => self.site.absolute_url(&collection.page_path),
         };
         let mut newest: Option<OffsetDateTime> = None;
@@ -393,10 +445,10 @@ impl Cms {
             })
             .collect();
         let channel = RssChannel {
-            title: given(&params.title).map_or_else(|| self.site.name.clone(), str::to_owned),
+            title: params.title.clone().unwrap_or_else(|| self.site.name.clone()),
             link,
-            description: given(&params.description)
-                .map_or_else(|| format!("{} from {}", collection.label, self.site.name), str::to_owned),
+            description: (params.description.clone())
+                .unwrap_or_else(|| format!("{} from {}", collection.label, self.site.name)),
             last_build_date: newest.and_then(feed::rfc822),
         };
         Ok(feed::rss_xml(&channel, &items))
@@ -406,8 +458,8 @@ impl Cms {
     /// published item it lists the collection's own page, so that the document stays valid
     /// (the schema wants at least one `url`).
     pub async fn sitemap(&self, collection: &Collection, params: &SitemapParams) -> CoreResult<String> {
-        let limit = urls::parse_limit("limit", params.limit.as_deref(), SITEMAP_MAX_URLS, SITEMAP_MAX_URLS)?;
-        let base = self.site_url_or_default("baseUrl", given(&params.base_url))?;
+        let limit = params.limit.map_or(SITEMAP_MAX_URLS, NonZeroUsize::get).min(SITEMAP_MAX_URLS);
+        let base = params.base_url.clone().unwrap_or_else(|| self.site.url.clone());
         let mut urls: Vec<SitemapUrl> = self
             .published(collection)
             .await?
@@ -547,5 +599,51 @@ mod tests {
         assert_eq!(resolve_image("/img/a.jpg", Some("/media/uploads")), "/img/a.jpg");
         assert_eq!(resolve_image("https://cdn.example/a.jpg", Some("/media")), "https://cdn.example/a.jpg");
         assert_eq!(resolve_image("a.jpg", None), "a.jpg");
+    }
+
+    fn text(value: &str) -> Option<String> {
+        Some(value.to_owned())
+    }
+
+    #[test]
+    fn feed_options_are_read_from_text_limit_first() {
+        use super::{NonZeroUsize, RssParams};
+        let read =
+            RssParams::parse(text(" A "), text(""), text("https://example.com/news/"), text(" 2 ")).unwrap();
+        let want = RssParams {
+            title: text("A"),
+            description: None,
+            link: text("https://example.com/news"),
+            limit: NonZeroUsize::new(2),
+        };
+        assert_eq!(read, want);
+        assert_eq!(RssParams::parse(None, None, text(" "), text("")).unwrap(), RssParams::default());
+        let refused = |link, limit| RssParams::parse(None, None, link, limit).unwrap_err().to_string();
+        assert_eq!(
+            refused(text("ftp://x"), text("0")),
+            r#"limit must be a whole number of 1 or more, got "0""#
+        );
+        assert!(refused(text("ftp://x"), None).starts_with("link "), "{}", refused(text("ftp://x"), None));
+    }
+
+    #[test]
+    fn sitemap_options_are_read_from_text_limit_first() {
+        use super::{NonZeroUsize, SitemapParams};
+        let read = SitemapParams::parse(text("https://cdn.example.com/"), text("999999")).unwrap();
+        assert_eq!(
+            (read.base_url.as_deref(), read.limit),
+            (Some("https://cdn.example.com"), NonZeroUsize::new(999999))
+        );
+        assert_eq!(SitemapParams::parse(None, text(" ")).unwrap(), SitemapParams::default());
+        let refused = |base, limit| SitemapParams::parse(base, limit).unwrap_err().to_string();
+        assert_eq!(
+            refused(text("/relative"), text("-1")),
+            r#"limit must be a whole number of 1 or more, got "-1""#
+        );
+        assert!(
+            refused(text("/relative"), None).starts_with("baseUrl "),
+            "{}",
+            refused(text("/relative"), None)
+        );
     }
 }

@@ -126,15 +126,44 @@ fn count(param: &str, raw: Option<&str>) -> CoreResult<Option<NonZeroUsize>> {
     }
 }
 
-/// `GET /cms/items/related`, as sent.
-#[derive(Debug, Clone, Default, Hash)]
+/// What [`Cms::related`] takes: the source item's and the pages' paths as sent (the
+/// facade resolves them against the site's folders), the other options checked.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct RelatedParams {
+    /// The source item's file, relative to the site folder or absolute.
     pub content_path: Option<String>,
-    pub by: Option<String>,
-    pub limit: Option<String>,
+    /// What makes items related, each once; tags when empty.
+    pub by: Vec<Criterion>,
+    /// Items at most; [`RELATED_DEFAULT_LIMIT`] by default.
+    pub limit: Option<NonZeroUsize>,
+    /// Where the items' pages live (`/blog/{slug}`); the collection's by default.
     pub page_path: Option<String>,
+    /// An absolute URL without a trailing `/`; the site's URL by default.
     pub site_url: Option<String>,
-    pub pretty_urls: Option<String>,
+    /// Whether page URLs end in `/`; yes by default.
+    pub pretty_urls: Option<bool>,
+}
+
+impl RelatedParams {
+    /// The options as a query string sends them: `by`, `limit`, `pretty_urls` and
+    /// `site_url` are checked here, in that order; the paths are the facade's to resolve.
+    pub fn parse(
+        content_path: Option<String>,
+        by: Option<String>,
+        limit: Option<String>,
+        page_path: Option<String>,
+        site_url: Option<String>,
+        pretty_urls: Option<String>,
+    ) -> CoreResult<Self> {
+        let by = related::parse_criteria(given(&by))?;
+        let limit = count("limit", limit.as_deref())?;
+        let pretty_urls = match pretty_urls.as_deref().map(str::trim).filter(|flag| !flag.is_empty()) {
+            Some(_) => Some(urls::parse_flag("pretty_urls", pretty_urls.as_deref(), true)?),
+            None => None,
+        };
+        let site_url = given(&site_url).map(|url| urls::parse_site_url("site_url", url)).transpose()?;
+        Ok(Self { content_path, by, limit, page_path, site_url, pretty_urls })
+    }
 }
 
 /// A tag with the URL of its page.
@@ -481,10 +510,10 @@ impl Cms {
     /// Published items of the source item's collection related to it by `by`, best first,
     /// never the source itself; items with nothing in common are left out.
     pub async fn related(&self, params: &RelatedParams) -> CoreResult<Vec<RelatedItem>> {
-        let criteria = related::parse_criteria(given(&params.by))?;
-        let limit = urls::parse_limit("limit", params.limit.as_deref(), RELATED_DEFAULT_LIMIT, usize::MAX)?;
-        let pretty = urls::parse_flag("pretty_urls", params.pretty_urls.as_deref(), true)?;
-        let site_url = self.site_url_or_default("site_url", given(&params.site_url))?;
+        let criteria = if params.by.is_empty() { vec![Criterion::Tags] } else { params.by.clone() };
+        let limit = params.limit.map_or(RELATED_DEFAULT_LIMIT, NonZeroUsize::get);
+        let pretty = params.pretty_urls.unwrap_or(true);
+        let site_url = params.site_url.clone().unwrap_or_else(|| self.site.url.clone());
         let (collection, item_ref) = self.item_at_path("contentPath", params.content_path.as_deref())?;
         let pages = self.item_pages(collection, given(&params.page_path), pretty)?;
 
@@ -624,6 +653,39 @@ mod tests {
             r#"limit must be a whole number of 1 or more, got "0""#
         );
         assert!(refused(text("ftp://x"), None).starts_with("link "), "{}", refused(text("ftp://x"), None));
+    }
+
+    #[test]
+    fn related_options_are_read_from_text_in_the_order_they_were_checked() {
+        use super::{Criterion, NonZeroUsize, RelatedParams};
+        let read = RelatedParams::parse(
+            text("content/posts/a.md"),
+            text("content, TAGS, content"),
+            text("3"),
+            text("/blog/{slug}"),
+            text("https://example.com/"),
+            text(" No "),
+        )
+        .unwrap();
+        let want = RelatedParams {
+            content_path: text("content/posts/a.md"),
+            by: vec![Criterion::Content, Criterion::Tags],
+            limit: NonZeroUsize::new(3),
+            page_path: text("/blog/{slug}"),
+            site_url: text("https://example.com"),
+            pretty_urls: Some(false),
+        };
+        assert_eq!(read, want);
+        let defaults = RelatedParams::parse(None, None, None, None, None, text(" ")).unwrap();
+        assert_eq!(defaults, RelatedParams { by: vec![Criterion::Tags], ..RelatedParams::default() });
+        let refused = |by, limit, site_url, pretty| {
+            RelatedParams::parse(None, by, limit, None, site_url, pretty).unwrap_err().to_string()
+        };
+        let (by, limit, url, flag) = (|| text("colour"), || text("0"), || text("/x"), || text("maybe"));
+        assert!(refused(by(), limit(), url(), flag()).starts_with("by must be"));
+        assert!(refused(None, limit(), url(), flag()).starts_with("limit must be"));
+        assert_eq!(refused(None, None, url(), flag()), r#"pretty_urls must be true or false, got "maybe""#);
+        assert!(refused(None, None, url(), None).starts_with("site_url "));
     }
 
     #[test]

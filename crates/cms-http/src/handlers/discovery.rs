@@ -183,7 +183,8 @@ pub async fn related(
 ) -> Result<HttpResponse, ApiError> {
     let [content_path, by, limit, page_path, site_url, pretty_urls] =
         named(&req, ["contentPath", "by", "limit", "page_path", "site_url", "pretty_urls"])?;
-    let params = RelatedParams { content_path, by, limit, page_path, site_url, pretty_urls };
+    let params = RelatedParams::parse(content_path, by, limit, page_path, site_url, pretty_urls)
+        .map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
     // Related by content walks the search index's postings: its version counts too.
     let version =
         || documents::version_of("related", (site_version(&state), state.cms.search_version()), &params);

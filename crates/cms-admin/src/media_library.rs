@@ -60,8 +60,7 @@ impl MediaLibrary {
         let sizes = &state.cms.images().sizes;
         let entry = |f: &ResourceFile| (f.url.clone(), f.is_image.then(|| thumbnail_url(f, sizes)));
         for index in 0..state.cms.resource_folders().len() {
-            let folder = index.to_string();
-            let Ok(top) = state.cms.list_resources(principal, Some(&folder), None).await else {
+            let Ok(top) = state.cms.list_resources(principal, index, None).await else {
                 continue;
             };
             library.listed = true;
@@ -70,7 +69,7 @@ impl MediaLibrary {
                 if library.files.len() >= MEDIA_LIMIT {
                     break;
                 }
-                if let Ok(inner) = state.cms.list_resources(principal, Some(&folder), Some(dir)).await {
+                if let Ok(inner) = state.cms.list_resources(principal, index, Some(dir)).await {
                     library.files.extend(inner.files.iter().map(entry));
                 }
             }

@@ -7,7 +7,8 @@ use crate::item::{ItemMeta, Status};
 use crate::model::{FieldFilter, Kind, Model};
 use crate::slug::slugify;
 
-/// The raw list parameters as a client sent them; [`ListQuery::parse`] validates them.
+/// The raw list parameters as a client sent them in a query string: [`ListParams::typed`]
+/// reads their numbers, [`ListQuery::from_input`] validates the rest.
 #[derive(Debug, Clone, Default)]
 pub struct ListParams {
     pub page: Option<String>,
@@ -53,6 +54,54 @@ impl ListParams {
         }
         params
     }
+
+    /// The numbers read from their text (`page` and `per_page` of 1 or more, `offset` of 0
+    /// or more), the rest as sent: what [`ListQuery::from_input`] validates.
+    pub fn typed(&self) -> CoreResult<ListInput> {
+        let offset = |raw: &String| {
+            raw.trim().parse().map_err(|_| {
+                CoreError::invalid(format!("offset must be a whole number of 0 or more, got {raw:?}"))
+            })
+        };
+        Ok(ListInput {
+            page: self.page.as_deref().map(|p| positive("page", p)).transpose()?,
+            per_page: self.per_page.as_deref().map(|p| positive("per_page", p)).transpose()?,
+            offset: self.offset.as_ref().map(offset).transpose()?,
+            status: self.status.clone(),
+            tags: self.tags.clone(),
+            author: self.author.clone(),
+            order_by: self.order_by.clone(),
+            direction: self.direction.clone(),
+            filters: self.filters.clone(),
+            fields: self.fields.clone(),
+            expand: self.expand.clone(),
+        })
+    }
+}
+
+/// A list query's parameters with its numbers typed, as an adapter that receives numbers
+/// (MCP) passes them; [`ListQuery::from_input`] validates them. The words (status, order,
+/// filters, field names) stay text: only the collection's model can tell a field's name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct ListInput {
+    /// 1 or more.
+    pub page: Option<usize>,
+    /// 1 or more; clamped to the site's maximum when listed.
+    pub per_page: Option<usize>,
+    pub offset: Option<usize>,
+    /// `published`, `draft`, `scheduled` or `all`.
+    pub status: Option<String>,
+    /// Comma-separated tags, each read as a slug.
+    pub tags: Option<String>,
+    pub author: Option<String>,
+    /// `date_published`, `title`, `slug`, `modified` or a field of the model.
+    pub order_by: Option<String>,
+    /// `asc` or `desc`.
+    pub direction: Option<String>,
+    /// As in [`ListParams::filters`].
+    pub filters: Vec<(String, String)>,
+    pub fields: Option<String>,
+    pub expand: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -151,20 +200,24 @@ impl ListQuery {
         Self::parse_for(params, None)
     }
 
-    /// The query of a collection with `model` (if it has one).
+    /// The query of a collection with `model` (if it has one), from the text a client
+    /// sent: [`ListParams::typed`], then [`Self::from_input`].
     pub fn parse_for(params: &ListParams, model: Option<&Model>) -> CoreResult<Self> {
+        Self::from_input(&params.typed()?, model)
+    }
+
+    /// The query of a collection with `model` (if it has one), from values an adapter
+    /// already holds typed (MCP's numbers): the same checks and messages as
+    /// [`Self::parse_for`].
+    pub fn from_input(params: &ListInput, model: Option<&Model>) -> CoreResult<Self> {
         let mut query = Self::default();
-        if let Some(page) = &params.page {
-            query.page = positive("page", page)?;
+        if let Some(page) = params.page {
+            query.page = at_least_one("page", page)?;
         }
-        if let Some(per_page) = &params.per_page {
-            query.per_page = Some(positive("per_page", per_page)?);
+        if let Some(per_page) = params.per_page {
+            query.per_page = Some(at_least_one("per_page", per_page)?);
         }
-        if let Some(offset) = &params.offset {
-            query.offset = offset.trim().parse().map_err(|_| {
-                CoreError::invalid(format!("offset must be a whole number of 0 or more, got {offset:?}"))
-            })?;
-        }
+        query.offset = params.offset.unwrap_or(0);
         if let Some(status) = &params.status {
             query.status = match status.as_str() {
                 "published" => StatusFilter::Published,
@@ -317,6 +370,15 @@ fn field_names(
     Ok(names)
 }
 
+/// A page number or size as typed values carry it: 1 or more.
+pub(crate) fn at_least_one(name: &str, n: usize) -> CoreResult<usize> {
+    if n >= 1 {
+        Ok(n)
+    } else {
+        Err(CoreError::invalid(format!("{name} must be a whole number of 1 or more, got {n}")))
+    }
+}
+
 pub(crate) fn positive(name: &str, raw: &str) -> CoreResult<usize> {
     match raw.trim().parse::<usize>() {
         Ok(n) if n >= 1 => Ok(n),
@@ -403,6 +465,53 @@ mod tests {
         ] {
             let message = ListQuery::parse(&params(&[(key, value)])).unwrap_err().to_string();
             assert!(message.contains(value), "{key}={value}: {message}");
+        }
+    }
+
+    #[test]
+    fn typed_numbers_are_checked_as_their_text_is() {
+        for (input, message) in [
+            (
+                ListInput { page: Some(0), ..ListInput::default() },
+                "page must be a whole number of 1 or more, got 0",
+            ),
+            (
+                ListInput { per_page: Some(0), ..ListInput::default() },
+                "per_page must be a whole number of 1 or more, got 0",
+            ),
+        ] {
+            assert_eq!(ListQuery::from_input(&input, None).unwrap_err().to_string(), message);
+        }
+        let input = ListInput { page: Some(2), per_page: Some(5), offset: Some(3), ..ListInput::default() };
+        let query = ListQuery::from_input(&input, None).unwrap();
+        assert_eq!((query.page, query.per_page, query.offset), (2, Some(5), 3));
+        // The words are the text parser's: the same messages.
+        let input = ListInput { status: Some("deleted".into()), ..ListInput::default() };
+        let typed = ListQuery::from_input(&input, None).unwrap_err().to_string();
+        assert_eq!(typed, ListQuery::parse(&params(&[("status", "deleted")])).unwrap_err().to_string());
+    }
+
+    #[test]
+    fn text_reads_into_the_typed_input() {
+        let text = params(&[("page", " 2 "), ("per_page", "5"), ("offset", "0"), ("orderBy", "title")]);
+        let input = text.typed().unwrap();
+        assert_eq!(
+            input,
+            ListInput {
+                page: Some(2),
+                per_page: Some(5),
+                offset: Some(0),
+                order_by: Some("title".into()),
+                ..ListInput::default()
+            }
+        );
+        assert_eq!(ListQuery::parse(&text).unwrap(), ListQuery::from_input(&input, None).unwrap());
+        for (key, value, message) in [
+            ("page", "0", r#"page must be a whole number of 1 or more, got "0""#),
+            ("per_page", "x", r#"per_page must be a whole number of 1 or more, got "x""#),
+            ("offset", "-3", r#"offset must be a whole number of 0 or more, got "-3""#),
+        ] {
+            assert_eq!(params(&[(key, value)]).typed().unwrap_err().to_string(), message);
         }
     }
 

@@ -11,7 +11,7 @@ use crate::error::{CoreError, CoreResult};
 use crate::slug::slugify;
 
 /// What makes two items related.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Criterion {
     /// Shared tags, compared by slug (`Rust Lang` ≡ `rust-lang`).
     Tags,

@@ -6,11 +6,12 @@ use std::sync::Arc;
 
 use cms_core::answers::{ItemEntry, PageMeta, TagEntry, VersionListing, VersionText};
 use cms_core::model::FieldError;
+use cms_core::query::{ListInput, ListQuery};
 use cms_core::service::{
-    ItemUpdate, NewItem, Precondition, Principal, SearchParams, TagsParams, UpdateMode, VersionId, Viewer,
-    WriteOutcome,
+    ItemUpdate, NewItem, Precondition, Principal, SearchInput, SearchQuery, TagsParams, UpdateMode,
+    VersionId, Viewer, WriteOutcome,
 };
-use cms_core::{Cms, CoreError, CoreResult, query::ListParams, query::ListQuery};
+use cms_core::{Cms, CoreError, CoreResult};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{IntoCallToolResult, ToolCallContext};
 use rmcp::handler::server::wrapper::Parameters;
@@ -41,11 +42,6 @@ fn principal(ctx: &RequestContext<RoleServer>) -> Result<Principal, String> {
         .and_then(|extensions| extensions.get::<Principal>())
         .cloned()
         .ok_or_else(|| "this request carries no mcp_ key".to_owned())
-}
-
-/// The key's user as a reader.
-fn caller(ctx: &RequestContext<RoleServer>) -> Result<Viewer, String> {
-    principal(ctx).map(Viewer::Key)
 }
 
 /// The REST API's words for a failure: the one table in core (an internal cause is
@@ -142,8 +138,10 @@ fn written(outcome: WriteOutcome, message: &str, restored: Option<i64>) -> Writt
     }
 }
 
-fn number(value: Option<u64>) -> Option<String> {
-    value.map(|n| n.to_string())
+/// A count an argument carries as a JSON number (the input schema has checked its bounds),
+/// as the facade's typed inputs take it; past `usize` (not on 64 bits), the largest.
+fn count(value: Option<u64>) -> Option<usize> {
+    value.map(|n| usize::try_from(n).unwrap_or(usize::MAX))
 }
 
 // Each tool answers `Result<Json<T>, Failure>`: structured output with `T`'s schema as its
@@ -190,15 +188,15 @@ impl CmsServer {
         Parameters(args): Parameters<ListItemsArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<ItemList>, Failure> {
-        let params = ListParams {
-            page: number(args.page),
-            per_page: number(args.per_page),
+        let params = ListInput {
+            page: count(args.page),
+            per_page: count(args.per_page),
+            offset: count(args.offset),
             status: args.status,
             tags: args.tags,
             author: args.author,
             order_by: args.order_by,
             direction: args.direction,
-            offset: number(args.offset),
             filters: args
                 .filter
                 .unwrap_or_default()
@@ -210,7 +208,7 @@ impl CmsServer {
         };
         let list = async |cms: &Cms, user| {
             let collection = cms.collection(&args.collection)?;
-            let query = ListQuery::parse_for(&params, collection.model.as_deref())?;
+            let query = ListQuery::from_input(&params, collection.model.as_deref())?;
             cms.list_items(collection, &query, &Viewer::Key(user)).await
         };
         answer(&self.cms, &ctx, list, |page| ItemList {
@@ -228,10 +226,10 @@ impl CmsServer {
         Parameters(args): Parameters<ItemArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<ItemOut>, Failure> {
-        let read = async |cms: &Cms, user| {
+        let read = async |cms: &Cms, user: Principal| {
             let collection = cms.collection(&args.collection)?;
-            let view = cms.read_item(collection, &args.slug, &Viewer::Key(user)).await?;
-            let raw = cms.read_raw(collection, &view.meta.filename).await?;
+            let view = cms.read_item(collection, &args.slug, &Viewer::Key(user.clone())).await?;
+            let raw = cms.read_item_source(&user, collection, &view.meta.filename).await?;
             Ok((view, raw))
         };
         answer(&self.cms, &ctx, read, |(view, raw)| ItemOut::new(view, raw)).await
@@ -365,13 +363,14 @@ impl CmsServer {
         Parameters(args): Parameters<SearchArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<SearchResults>, Failure> {
-        let params = SearchParams {
+        let input = SearchInput {
             q: Some(args.q),
             collection: args.collection,
-            page: number(args.page),
-            per_page: number(args.per_page),
+            page: count(args.page),
+            per_page: count(args.per_page),
         };
-        let search = async |cms: &Cms, user| cms.search(&params, &Viewer::Key(user)).await;
+        let search =
+            async |cms: &Cms, user| cms.search(&SearchQuery::from_input(&input)?, &Viewer::Key(user)).await;
         answer(&self.cms, &ctx, search, |page| SearchResults {
             meta: PageMeta::from(&page),
             results: page.items.into_iter().map(SearchResult::from).collect(),
@@ -403,10 +402,8 @@ impl CmsServer {
         Parameters(args): Parameters<ListResourcesArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<ResourcesOut>, Failure> {
-        let folder = number(args.folder);
-        let list = async |cms: &Cms, user| {
-            cms.list_resources(&user, folder.as_deref(), args.subpath.as_deref()).await
-        };
+        let folder = count(args.folder).unwrap_or(0);
+        let list = async |cms: &Cms, user| cms.list_resources(&user, folder, args.subpath.as_deref()).await;
         answer(&self.cms, &ctx, list, ResourcesOut::from).await
     }
 }
@@ -490,7 +487,8 @@ impl ServerHandler for CmsServer {
         request: ReadResourceRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let viewer = caller(&ctx).map_err(|e| ErrorData::invalid_request(e, None))?;
+        let user = principal(&ctx).map_err(|e| ErrorData::invalid_request(e, None))?;
+        let viewer = Viewer::Key(user.clone());
         let uri = request.uri.as_str();
         let to_error = |error: CoreError| match error {
             CoreError::NotFound(message) => ErrorData::resource_not_found(message, None),
@@ -501,7 +499,11 @@ impl ServerHandler for CmsServer {
             Target::Item(collection, slug) => {
                 // Drafts too: an mcp_ key is a key (as on REST with a key).
                 let view = self.cms.read_item(collection, &slug, &viewer).await.map_err(to_error)?;
-                let raw = self.cms.read_raw(collection, &view.meta.filename).await.map_err(to_error)?;
+                let raw = self
+                    .cms
+                    .read_item_source(&user, collection, &view.meta.filename)
+                    .await
+                    .map_err(to_error)?;
                 let text = raw.doc.to_file_text().map_err(to_error)?;
                 resources::markdown(uri, text)
             }

@@ -53,7 +53,9 @@ async fn title_of(
     list: &VersionList,
 ) -> AdminResult<String> {
     let title = match (&list.current, list.versions.first()) {
-        (Some(_), _) => Some(state.cms.read_raw(collection, &list.filename).await?.meta.title),
+        (Some(_), _) => {
+            Some(state.cms.read_item_source(principal, collection, &list.filename).await?.meta.title)
+        }
         (None, Some(newest)) => {
             let newest = VersionId::new(newest.timestamp)?;
             let version = state.cms.read_version(principal, collection, &list.filename, newest).await?;
@@ -133,7 +135,7 @@ pub async fn diff(
         list.versions.iter().find(|v| v.timestamp == old.stamp.timestamp).and_then(|v| v.author.clone());
     let (title, current_text) = match list.current {
         Some(_) => {
-            let current = state.cms.read_raw(collection, &list.filename).await?;
+            let current = state.cms.read_item_source(&user.principal, collection, &list.filename).await?;
             (current.meta.title, current.doc.to_file_text()?)
         }
         None => (title_of(&state, &user.principal, collection, &list).await?, String::new()),

@@ -6,7 +6,7 @@ use actix_multipart::{Field, Multipart};
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
 use askama::Template;
-use cms_core::service::ResourceFile;
+use cms_core::service::{ResourceFile, parse_folder_index};
 use cms_core::session::same_secret;
 use cms_core::upload::{self, UploadFailed};
 use futures_util::StreamExt;
@@ -104,7 +104,8 @@ pub async fn browse(
 ) -> AdminResult<HttpResponse> {
     let folder_param = query_param(&req, "folder");
     let path = query_param(&req, "path").unwrap_or_default();
-    let listing = state.cms.list_resources(&user.principal, folder_param.as_deref(), Some(&path)).await?;
+    let folder = parse_folder_index(folder_param.as_deref())?;
+    let listing = state.cms.list_resources(&user.principal, folder, Some(&path)).await?;
     let folder = listing.folder.index;
     let here = listing.subpath.clone();
     let delete_href = |name: &str| {

@@ -5,7 +5,7 @@
 //! in the search index, not a walk of the collection.
 
 use actix_web::{HttpRequest, HttpResponse, web};
-use cms_core::service::{SearchParams, Viewer};
+use cms_core::service::{SearchInput, SearchQuery, Viewer};
 use serde::Serialize;
 
 use super::query_param;
@@ -36,13 +36,13 @@ pub async fn suggest(
     let typed = typed.trim();
     let mut suggestions = Vec::new();
     if typed.chars().count() >= SHORTEST {
-        let params = SearchParams {
+        let query = SearchQuery::from_input(&SearchInput {
             q: Some(typed.to_owned()),
             collection: Some(collection.index.to_string()),
             page: None,
-            per_page: Some(SUGGESTIONS.to_string()),
-        };
-        let hits = state.cms.search(&params, &Viewer::Key(user.principal.clone())).await?;
+            per_page: Some(SUGGESTIONS),
+        })?;
+        let hits = state.cms.search(&query, &Viewer::Key(user.principal.clone())).await?;
         suggestions.extend(
             hits.items.iter().map(|hit| Suggestion {
                 value: hit.item.meta.slug.clone(),

@@ -5,6 +5,7 @@
 //! changed files only re-read) and shows published items only, whoever asks.
 
 use std::collections::HashMap;
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use time::OffsetDateTime;
@@ -58,31 +59,111 @@ pub struct TagItemsParams {
     pub per_page: Option<String>,
 }
 
-/// `GET /cms/collections/{collection}/rss`, as sent.
-#[derive(Debug, Clone, Default, Hash)]
+/// An RSS feed's options, checked: what [`Cms::rss`] takes. Absent: the default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct RssParams {
+    /// The channel's title; the site's name by default.
     pub title: Option<String>,
+    /// The channel's description; "{collection} from {site}" by default.
     pub description: Option<String>,
+    /// The channel's link, an absolute URL without a trailing `/`; the collection's page
+    /// by default.
     pub link: Option<String>,
-    pub limit: Option<String>,
+    /// Items in the feed; [`RSS_DEFAULT_LIMIT`] by default.
+    pub limit: Option<NonZeroUsize>,
 }
 
-/// `GET /cms/collections/{collection}/sitemap`, as sent.
-#[derive(Debug, Clone, Default, Hash)]
+impl RssParams {
+    /// The options as a query string sends them (blank is absent): `limit` is checked
+    /// first, then `link`.
+    pub fn parse(
+        title: Option<String>,
+        description: Option<String>,
+        link: Option<String>,
+        limit: Option<String>,
+    ) -> CoreResult<Self> {
+        let limit = count("limit", limit.as_deref())?;
+        let link = given(&link).map(|link| urls::parse_site_url("link", link)).transpose()?;
+        Ok(Self {
+            title: given(&title).map(str::to_owned),
+            description: given(&description).map(str::to_owned),
+            link,
+            limit,
+        })
+    }
+}
+
+/// A sitemap's options, checked: what [`Cms::sitemap`] takes. Absent: the default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct SitemapParams {
+    /// What the URLs start with, an absolute URL without a trailing `/`; the site's URL by
+    /// default.
     pub base_url: Option<String>,
-    pub limit: Option<String>,
+    /// URLs in the sitemap, at most [`SITEMAP_MAX_URLS`] (more is read as that many); that
+    /// many by default.
+    pub limit: Option<NonZeroUsize>,
 }
 
-/// `GET /cms/items/related`, as sent.
-#[derive(Debug, Clone, Default, Hash)]
+impl SitemapParams {
+    /// The options as a query string sends them (blank is absent): `limit` is checked
+    /// first, then `baseUrl`.
+    pub fn parse(base_url: Option<String>, limit: Option<String>) -> CoreResult<Self> {
+        let limit = count("limit", limit.as_deref())?;
+        let base_url = given(&base_url).map(|url| urls::parse_site_url("baseUrl", url)).transpose()?;
+        Ok(Self { base_url, limit })
+    }
+}
+
+/// A count sent as text: absent or blank is `None`, else a whole number of 1 or more
+/// (the message is [`urls::parse_limit`]'s).
+fn count(param: &str, raw: Option<&str>) -> CoreResult<Option<NonZeroUsize>> {
+    match raw.map(str::trim).filter(|text| !text.is_empty()) {
+        None => Ok(None),
+        Some(_) => {
+            let n = urls::parse_limit(param, raw, 1, usize::MAX)?;
+            Ok(NonZeroUsize::new(n))
+        }
+    }
+}
+
+/// What [`Cms::related`] takes: the source item's and the pages' paths as sent (the
+/// facade resolves them against the site's folders), the other options checked.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct RelatedParams {
+    /// The source item's file, relative to the site folder or absolute.
     pub content_path: Option<String>,
-    pub by: Option<String>,
-    pub limit: Option<String>,
+    /// What makes items related, each once; tags when empty.
+    pub by: Vec<Criterion>,
+    /// Items at most; [`RELATED_DEFAULT_LIMIT`] by default.
+    pub limit: Option<NonZeroUsize>,
+    /// Where the items' pages live (`/blog/{slug}`); the collection's by default.
     pub page_path: Option<String>,
+    /// An absolute URL without a trailing `/`; the site's URL by default.
     pub site_url: Option<String>,
-    pub pretty_urls: Option<String>,
+    /// Whether page URLs end in `/`; yes by default.
+    pub pretty_urls: Option<bool>,
+}
+
+impl RelatedParams {
+    /// The options as a query string sends them: `by`, `limit`, `pretty_urls` and
+    /// `site_url` are checked here, in that order; the paths are the facade's to resolve.
+    pub fn parse(
+        content_path: Option<String>,
+        by: Option<String>,
+        limit: Option<String>,
+        page_path: Option<String>,
+        site_url: Option<String>,
+        pretty_urls: Option<String>,
+    ) -> CoreResult<Self> {
+        let by = related::parse_criteria(given(&by))?;
+        let limit = count("limit", limit.as_deref())?;
+        let pretty_urls = match pretty_urls.as_deref().map(str::trim).filter(|flag| !flag.is_empty()) {
+            Some(_) => Some(urls::parse_flag("pretty_urls", pretty_urls.as_deref(), true)?),
+            None => None,
+        };
+        let site_url = given(&site_url).map(|url| urls::parse_site_url("site_url", url)).transpose()?;
+        Ok(Self { content_path, by, limit, page_path, site_url, pretty_urls })
+    }
 }
 
 /// A tag with the URL of its page.
@@ -365,9 +446,9 @@ impl Cms {
 
     /// An RSS 2.0 feed of the collection's newest published items.
     pub async fn rss(&self, collection: &Collection, params: &RssParams) -> CoreResult<String> {
-        let limit = urls::parse_limit("limit", params.limit.as_deref(), RSS_DEFAULT_LIMIT, usize::MAX)?;
-        let link = match given(&params.link) {
-            Some(link) => urls::parse_site_url("link", link)?,
+        let limit = params.limit.map_or(RSS_DEFAULT_LIMIT, NonZeroUsize::get);
+        let link = match &params.link {
+            Some(link) => link.clone(),
             None => self.site.absolute_url(&collection.page_path),
         };
         let mut newest: Option<OffsetDateTime> = None;
@@ -393,10 +474,10 @@ impl Cms {
             })
             .collect();
         let channel = RssChannel {
-            title: given(&params.title).map_or_else(|| self.site.name.clone(), str::to_owned),
+            title: params.title.clone().unwrap_or_else(|| self.site.name.clone()),
             link,
-            description: given(&params.description)
-                .map_or_else(|| format!("{} from {}", collection.label, self.site.name), str::to_owned),
+            description: (params.description.clone())
+                .unwrap_or_else(|| format!("{} from {}", collection.label, self.site.name)),
             last_build_date: newest.and_then(feed::rfc822),
         };
         Ok(feed::rss_xml(&channel, &items))
@@ -406,8 +487,8 @@ impl Cms {
     /// published item it lists the collection's own page, so that the document stays valid
     /// (the schema wants at least one `url`).
     pub async fn sitemap(&self, collection: &Collection, params: &SitemapParams) -> CoreResult<String> {
-        let limit = urls::parse_limit("limit", params.limit.as_deref(), SITEMAP_MAX_URLS, SITEMAP_MAX_URLS)?;
-        let base = self.site_url_or_default("baseUrl", given(&params.base_url))?;
+        let limit = params.limit.map_or(SITEMAP_MAX_URLS, NonZeroUsize::get).min(SITEMAP_MAX_URLS);
+        let base = params.base_url.clone().unwrap_or_else(|| self.site.url.clone());
         let mut urls: Vec<SitemapUrl> = self
             .published(collection)
             .await?
@@ -429,10 +510,10 @@ impl Cms {
     /// Published items of the source item's collection related to it by `by`, best first,
     /// never the source itself; items with nothing in common are left out.
     pub async fn related(&self, params: &RelatedParams) -> CoreResult<Vec<RelatedItem>> {
-        let criteria = related::parse_criteria(given(&params.by))?;
-        let limit = urls::parse_limit("limit", params.limit.as_deref(), RELATED_DEFAULT_LIMIT, usize::MAX)?;
-        let pretty = urls::parse_flag("pretty_urls", params.pretty_urls.as_deref(), true)?;
-        let site_url = self.site_url_or_default("site_url", given(&params.site_url))?;
+        let criteria = if params.by.is_empty() { vec![Criterion::Tags] } else { params.by.clone() };
+        let limit = params.limit.map_or(RELATED_DEFAULT_LIMIT, NonZeroUsize::get);
+        let pretty = params.pretty_urls.unwrap_or(true);
+        let site_url = params.site_url.clone().unwrap_or_else(|| self.site.url.clone());
         let (collection, item_ref) = self.item_at_path("contentPath", params.content_path.as_deref())?;
         let pages = self.item_pages(collection, given(&params.page_path), pretty)?;
 
@@ -547,5 +628,84 @@ mod tests {
         assert_eq!(resolve_image("/img/a.jpg", Some("/media/uploads")), "/img/a.jpg");
         assert_eq!(resolve_image("https://cdn.example/a.jpg", Some("/media")), "https://cdn.example/a.jpg");
         assert_eq!(resolve_image("a.jpg", None), "a.jpg");
+    }
+
+    fn text(value: &str) -> Option<String> {
+        Some(value.to_owned())
+    }
+
+    #[test]
+    fn feed_options_are_read_from_text_limit_first() {
+        use super::{NonZeroUsize, RssParams};
+        let read =
+            RssParams::parse(text(" A "), text(""), text("https://example.com/news/"), text(" 2 ")).unwrap();
+        let want = RssParams {
+            title: text("A"),
+            description: None,
+            link: text("https://example.com/news"),
+            limit: NonZeroUsize::new(2),
+        };
+        assert_eq!(read, want);
+        assert_eq!(RssParams::parse(None, None, text(" "), text("")).unwrap(), RssParams::default());
+        let refused = |link, limit| RssParams::parse(None, None, link, limit).unwrap_err().to_string();
+        assert_eq!(
+            refused(text("ftp://x"), text("0")),
+            r#"limit must be a whole number of 1 or more, got "0""#
+        );
+        assert!(refused(text("ftp://x"), None).starts_with("link "), "{}", refused(text("ftp://x"), None));
+    }
+
+    #[test]
+    fn related_options_are_read_from_text_in_the_order_they_were_checked() {
+        use super::{Criterion, NonZeroUsize, RelatedParams};
+        let read = RelatedParams::parse(
+            text("content/posts/a.md"),
+            text("content, TAGS, content"),
+            text("3"),
+            text("/blog/{slug}"),
+            text("https://example.com/"),
+            text(" No "),
+        )
+        .unwrap();
+        let want = RelatedParams {
+            content_path: text("content/posts/a.md"),
+            by: vec![Criterion::Content, Criterion::Tags],
+            limit: NonZeroUsize::new(3),
+            page_path: text("/blog/{slug}"),
+            site_url: text("https://example.com"),
+            pretty_urls: Some(false),
+        };
+        assert_eq!(read, want);
+        let defaults = RelatedParams::parse(None, None, None, None, None, text(" ")).unwrap();
+        assert_eq!(defaults, RelatedParams { by: vec![Criterion::Tags], ..RelatedParams::default() });
+        let refused = |by, limit, site_url, pretty| {
+            RelatedParams::parse(None, by, limit, None, site_url, pretty).unwrap_err().to_string()
+        };
+        let (by, limit, url, flag) = (|| text("colour"), || text("0"), || text("/x"), || text("maybe"));
+        assert!(refused(by(), limit(), url(), flag()).starts_with("by must be"));
+        assert!(refused(None, limit(), url(), flag()).starts_with("limit must be"));
+        assert_eq!(refused(None, None, url(), flag()), r#"pretty_urls must be true or false, got "maybe""#);
+        assert!(refused(None, None, url(), None).starts_with("site_url "));
+    }
+
+    #[test]
+    fn sitemap_options_are_read_from_text_limit_first() {
+        use super::{NonZeroUsize, SitemapParams};
+        let read = SitemapParams::parse(text("https://cdn.example.com/"), text("999999")).unwrap();
+        assert_eq!(
+            (read.base_url.as_deref(), read.limit),
+            (Some("https://cdn.example.com"), NonZeroUsize::new(999999))
+        );
+        assert_eq!(SitemapParams::parse(None, text(" ")).unwrap(), SitemapParams::default());
+        let refused = |base, limit| SitemapParams::parse(base, limit).unwrap_err().to_string();
+        assert_eq!(
+            refused(text("/relative"), text("-1")),
+            r#"limit must be a whole number of 1 or more, got "-1""#
+        );
+        assert!(
+            refused(text("/relative"), None).starts_with("baseUrl "),
+            "{}",
+            refused(text("/relative"), None)
+        );
     }
 }

@@ -47,8 +47,8 @@ pub use accounts::SESSION_KEY_ID;
 pub use index::{Indexing, SkippedFile};
 pub use previews::PreviewLink;
 pub use rendered::AheadSink;
-pub use resources::{ResourceFile, ResourceListing, ServedFile, Upload};
-pub use search::{SearchHit, SearchParams};
+pub use resources::{ResourceFile, ResourceListing, ServedFile, Upload, parse_folder_index};
+pub use search::{SearchHit, SearchInput, SearchParams, SearchQuery};
 pub use variants::{ServedVariant, VariantBody, VariantInfo};
 pub use versions::{DeletedItem, DeletedItems, VersionContent, VersionId, VersionList};
 

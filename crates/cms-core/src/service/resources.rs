@@ -58,8 +58,9 @@ pub struct ServedFile {
     pub disposition: resource::Disposition,
 }
 
-/// Where a resource request points: folder index (default 0) and subpath.
-fn parse_folder_index(raw: Option<&str>) -> CoreResult<usize> {
+/// A resource folder's index as a client sent it in text (absent or blank: 0), for the
+/// facade calls that take it typed ([`Cms::list_resources`]).
+pub fn parse_folder_index(raw: Option<&str>) -> CoreResult<usize> {
     match raw.map(str::trim).filter(|r| !r.is_empty()) {
         None => Ok(0),
         Some(raw) => raw.parse().map_err(|_| {
@@ -84,20 +85,25 @@ impl Cms {
 
     /// A resource folder by its index as a client sent it (absent: 0).
     pub fn resource_folder(&self, raw_index: Option<&str>) -> CoreResult<&ResourceFolder> {
-        let index = parse_folder_index(raw_index)?;
+        self.resource_folder_at(parse_folder_index(raw_index)?)
+    }
+
+    /// A resource folder by its index.
+    pub fn resource_folder_at(&self, index: usize) -> CoreResult<&ResourceFolder> {
         self.resource_folders
             .get(index)
             .ok_or_else(|| CoreError::not_found(no_such_folder(index, self.resource_folders.len())))
     }
 
+    /// What resource folder `folder` holds at `subpath`.
     pub async fn list_resources(
         &self,
         caller: impl Into<Caller<'_>>,
-        folder: Option<&str>,
+        folder: usize,
         subpath: Option<&str>,
     ) -> CoreResult<ResourceListing> {
         self.authorize(caller, Operation::UploadResource).await?;
-        let folder = self.resource_folder(folder)?.clone();
+        let folder = self.resource_folder_at(folder)?.clone();
         let dir = Subpath::parse(subpath.unwrap_or(""))?;
         let mut entries = self.ports.resources.list(&folder, &dir).await?;
         entries.sort_by(|a, b| a.name.cmp(&b.name));
@@ -278,5 +284,16 @@ mod tests {
         );
         assert_eq!(super::no_such_folder(3, 1), "no resource folder 3; there is one, folder 0");
         assert_eq!(super::no_such_folder(9, 2), "no resource folder 9; there are 2 (0 to 1)");
+    }
+
+    #[test]
+    fn a_folder_index_sent_as_text_is_read_before_the_typed_call() {
+        use super::parse_folder_index;
+        assert_eq!((parse_folder_index(None).unwrap(), parse_folder_index(Some(" ")).unwrap()), (0, 0));
+        assert_eq!(parse_folder_index(Some(" 2 ")).unwrap(), 2);
+        assert_eq!(
+            parse_folder_index(Some("x")).unwrap_err().to_string(),
+            r#"folder must be a resource folder index (0, 1, ...), got "x""#
+        );
     }
 }

@@ -14,7 +14,7 @@ use crate::document::ItemDocument;
 use crate::error::{CoreError, CoreResult};
 use crate::index::IndexedItem;
 use crate::ports::{FileStamp, StoredFile};
-use crate::query::{Page, positive};
+use crate::query::{Page, at_least_one, positive};
 use crate::render;
 use crate::search::{MAX_QUERY_CHARS, Query, SearchIndex, SearchText};
 use crate::slug::ItemFilename;
@@ -25,7 +25,7 @@ const SNIPPET_CHARS: usize = 160;
 /// held until the batch is indexed).
 const BUILD_BATCH: usize = 512;
 
-/// `GET /cms/search` and the `search` tool, as sent.
+/// `GET /cms/search` as sent, in text; [`SearchQuery::parse`] validates it.
 #[derive(Debug, Clone, Default, Hash)]
 pub struct SearchParams {
     pub q: Option<String>,
@@ -33,6 +33,85 @@ pub struct SearchParams {
     pub collection: Option<String>,
     pub page: Option<String>,
     pub per_page: Option<String>,
+}
+
+/// A search's parameters with its numbers typed, as an adapter that receives numbers (the
+/// `search` tool) passes them; [`SearchQuery::from_input`] validates them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct SearchInput {
+    pub q: Option<String>,
+    /// A collection's index or label slug; all collections when absent or blank.
+    pub collection: Option<String>,
+    /// 1 or more.
+    pub page: Option<usize>,
+    /// 1 or more; clamped to the site's maximum.
+    pub per_page: Option<usize>,
+}
+
+/// A validated search, what [`Cms::search`] takes: words to look for (present, not too
+/// long), the collection to search (resolved by the search, so that an unknown one is
+/// reported after the parameters' mistakes), the page.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SearchQuery {
+    q: String,
+    collection: Option<String>,
+    page: usize,
+    /// `None`: the site's default page size.
+    per_page: Option<usize>,
+}
+
+impl SearchQuery {
+    /// From the text a client sent: `q` is checked first, then the numbers, as ever.
+    pub fn parse(params: &SearchParams) -> CoreResult<Self> {
+        let q = checked_words(params.q.as_deref())?;
+        Self::from_input(&SearchInput {
+            q: Some(q.to_owned()),
+            collection: params.collection.clone(),
+            page: params.page.as_deref().map(|p| positive("page", p)).transpose()?,
+            per_page: params.per_page.as_deref().map(|p| positive("per_page", p)).transpose()?,
+        })
+    }
+
+    /// From typed values: the same checks and messages as [`Self::parse`].
+    pub fn from_input(input: &SearchInput) -> CoreResult<Self> {
+        let q = checked_words(input.q.as_deref())?.to_owned();
+        let page = input.page.map(|p| at_least_one("page", p)).transpose()?.unwrap_or(1);
+        let per_page = input.per_page.map(|p| at_least_one("per_page", p)).transpose()?;
+        let collection =
+            input.collection.as_deref().map(str::trim).filter(|key| !key.is_empty()).map(str::to_owned);
+        Ok(Self { q, collection, page, per_page })
+    }
+
+    /// The words searched for.
+    pub fn words(&self) -> &str {
+        &self.q
+    }
+
+    /// The collection searched (its index or label slug); `None`: all of them.
+    pub fn collection(&self) -> Option<&str> {
+        self.collection.as_deref()
+    }
+
+    pub fn page(&self) -> usize {
+        self.page
+    }
+
+    /// `None`: the site's default page size.
+    pub fn per_page(&self) -> Option<usize> {
+        self.per_page
+    }
+}
+
+/// The words of a search: required, and at most [`MAX_QUERY_CHARS`] long.
+fn checked_words(q: Option<&str>) -> CoreResult<&str> {
+    let q = q.unwrap_or_default();
+    if q.is_empty() {
+        return Err(CoreError::invalid("q is required: the words to search for"));
+    }
+    if q.chars().count() > MAX_QUERY_CHARS {
+        return Err(CoreError::invalid(format!("q must be at most {MAX_QUERY_CHARS} characters")));
+    }
+    Ok(q)
 }
 
 /// One search result.
@@ -63,27 +142,14 @@ pub(super) struct SearchCell {
 impl Cms {
     /// Ranked full-text search over title, tags and body of one collection or all of
     /// them; drafts only for a key.
-    pub async fn search(&self, params: &SearchParams, viewer: &Viewer) -> CoreResult<Page<SearchHit>> {
-        let q = params.q.as_deref().unwrap_or_default();
-        if q.is_empty() {
-            return Err(CoreError::invalid("q is required: the words to search for"));
-        }
-        if q.chars().count() > MAX_QUERY_CHARS {
-            return Err(CoreError::invalid(format!("q must be at most {MAX_QUERY_CHARS} characters")));
-        }
+    pub async fn search(&self, search: &SearchQuery, viewer: &Viewer) -> CoreResult<Page<SearchHit>> {
         // A query without letters or digits matches nothing (it is not an error).
-        let query = Query::parse(q);
-        let page = params.page.as_deref().map(|p| positive("page", p)).transpose()?.unwrap_or(1);
-        let per_page = params
-            .per_page
-            .as_deref()
-            .map(|p| positive("per_page", p))
-            .transpose()?
-            .unwrap_or(self.site.per_page)
-            .min(self.site.max_per_page);
-        let collections: Vec<&Collection> = match params.collection.as_deref().map(str::trim) {
-            Some(key) if !key.is_empty() => vec![self.collection(key)?],
-            _ => self.collections.iter().collect(),
+        let query = Query::parse(search.words());
+        let page = search.page();
+        let per_page = search.per_page().unwrap_or(self.site.per_page).min(self.site.max_per_page);
+        let collections: Vec<&Collection> = match search.collection() {
+            Some(key) => vec![self.collection(key)?],
+            None => self.collections.iter().collect(),
         };
 
         let start = (page - 1).saturating_mul(per_page);
@@ -325,4 +391,87 @@ fn plain_bodies(files: Vec<StoredFile>) -> Vec<(FileStamp, String)> {
         let workers: Vec<_> = files.chunks(chunk).map(|part| scope.spawn(move || texts(part))).collect();
         workers.into_iter().flat_map(|w| w.join().expect("a search worker panicked")).collect()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(pairs: &[(&str, &str)]) -> SearchParams {
+        let mut params = SearchParams::default();
+        for (name, value) in pairs {
+            let slot = match *name {
+                "q" => &mut params.q,
+                "collection" => &mut params.collection,
+                "page" => &mut params.page,
+                _ => &mut params.per_page,
+            };
+            *slot = Some((*value).to_owned());
+        }
+        params
+    }
+
+    fn refused(params: &SearchParams) -> String {
+        SearchQuery::parse(params).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn the_words_are_checked_first_then_the_numbers() {
+        assert_eq!(refused(&text(&[])), "q is required: the words to search for");
+        assert_eq!(refused(&text(&[("q", ""), ("page", "0")])), "q is required: the words to search for");
+        let long = "a".repeat(MAX_QUERY_CHARS + 1);
+        assert_eq!(
+            refused(&text(&[("q", &long)])),
+            format!("q must be at most {MAX_QUERY_CHARS} characters")
+        );
+        assert!(SearchQuery::parse(&text(&[("q", &"é".repeat(MAX_QUERY_CHARS))])).is_ok());
+        assert_eq!(
+            refused(&text(&[("q", "x"), ("page", "0")])),
+            r#"page must be a whole number of 1 or more, got "0""#
+        );
+        assert_eq!(
+            refused(&text(&[("q", "x"), ("per_page", "two")])),
+            r#"per_page must be a whole number of 1 or more, got "two""#
+        );
+    }
+
+    #[test]
+    fn typed_values_are_checked_as_their_text_is() {
+        let refused = |input: SearchInput| SearchQuery::from_input(&input).unwrap_err().to_string();
+        assert_eq!(refused(SearchInput::default()), "q is required: the words to search for");
+        let words = || SearchInput { q: Some("x".into()), ..SearchInput::default() };
+        assert_eq!(
+            refused(SearchInput { page: Some(0), ..words() }),
+            "page must be a whole number of 1 or more, got 0"
+        );
+        assert_eq!(
+            refused(SearchInput { per_page: Some(0), ..words() }),
+            "per_page must be a whole number of 1 or more, got 0"
+        );
+        let query = SearchQuery::from_input(&SearchInput {
+            collection: Some("  ".into()),
+            page: Some(2),
+            per_page: Some(7),
+            ..words()
+        })
+        .unwrap();
+        assert_eq!(
+            (query.words(), query.collection(), query.page(), query.per_page()),
+            ("x", None, 2, Some(7))
+        );
+    }
+
+    #[test]
+    fn text_and_typed_values_make_the_same_query() {
+        let parsed = SearchQuery::parse(&text(&[("q", "rust"), ("collection", " posts "), ("page", " 3")]));
+        let typed = SearchQuery::from_input(&SearchInput {
+            q: Some("rust".into()),
+            collection: Some("posts".into()),
+            page: Some(3),
+            per_page: None,
+        });
+        assert_eq!(parsed.unwrap(), typed.unwrap());
+        let defaults = SearchQuery::parse(&text(&[("q", "rust")])).unwrap();
+        assert_eq!((defaults.collection(), defaults.page(), defaults.per_page()), (None, 1, None));
+    }
 }

@@ -3,6 +3,7 @@
 
 use cms_core::CoreError;
 use cms_core::query::ListQuery;
+use cms_core::related::Criterion;
 use cms_core::service::{RelatedParams, RssParams, SearchIndexParams, SitemapParams, TagItemsParams, Viewer};
 use cms_core::testing::MemoryWorld;
 
@@ -66,7 +67,7 @@ async fn related_by_content_compares_stems_of_significant_title_and_body_words()
     let cms = world.cms();
     let params = RelatedParams {
         content_path: Some("content/posts/src".into()),
-        by: Some("content".into()),
+        by: vec![Criterion::Content],
         ..Default::default()
     };
     let found: Vec<(String, f64)> = cms
@@ -93,11 +94,9 @@ async fn related_scores_combine_criteria_and_skip_the_source_and_drafts() {
     );
     let cms = world.cms();
     let related = async |by: &str| {
-        let params = RelatedParams {
-            content_path: Some("content/posts/src".into()),
-            by: Some(by.into()),
-            ..Default::default()
-        };
+        let params =
+            RelatedParams::parse(Some("content/posts/src".into()), Some(by.into()), None, None, None, None)
+                .unwrap();
         cms.related(&params)
             .await
             .unwrap()

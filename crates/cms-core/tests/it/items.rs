@@ -554,3 +554,24 @@ async fn lists_and_single_reads_share_the_excerpt_rule() {
         "From the frontmatter."
     );
 }
+
+/// An item's source is privileged as drafts are: checked against the policy table for a
+/// key's user, open to the operator, and what the unchecked read gives.
+#[tokio::test]
+async fn the_source_of_an_item_is_read_as_its_caller_may() {
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    let posts = cms.collection("posts").unwrap().clone();
+    let draft =
+        NewItem { fm: fm(json!({"title": "Secret"})), body: "Draft body".into(), ..Default::default() };
+    let out = cms.create_item(Caller::Operator, &posts, draft).await.unwrap();
+    let Viewer::Key(editor) = keyed(&world).await else { unreachable!("keyed answers a key") };
+    assert!(cms_core::policy::may(&editor, cms_core::policy::Operation::ReadDrafts));
+    let by_key = cms.read_item_source(&editor, &posts, &out.slug).await.unwrap();
+    let by_operator = cms.read_item_source(Caller::Operator, &posts, &out.slug).await.unwrap();
+    let unchecked = cms.read_raw(&posts, &out.slug).await.unwrap();
+    assert_eq!((by_key.doc.body.as_str(), &by_key.etag), ("Draft body", &unchecked.etag));
+    assert_eq!(by_operator.etag, unchecked.etag);
+    let missing = cms.read_item_source(&editor, &posts, "nope").await;
+    assert!(matches!(missing, Err(CoreError::NotFound(_))), "{missing:?}");
+}

@@ -11,7 +11,8 @@ use cms_core::account::Role;
 use cms_core::events::{EventData, EventKind};
 use cms_core::query::{ListParams, ListQuery};
 use cms_core::service::{
-    ItemUpdate, RssParams, SearchIndexParams, SearchParams, SitemapParams, TagsParams, UpdateMode, Viewer,
+    ItemUpdate, RssParams, SearchIndexParams, SearchParams, SearchQuery, SitemapParams, TagsParams,
+    UpdateMode, Viewer,
 };
 use cms_core::testing::MemoryWorld;
 use serde_json::json;
@@ -65,7 +66,8 @@ async fn public_slugs(cms: &cms_core::Cms) -> Vec<Vec<String>> {
             .map(|s| s.to_string())
             .collect(),
     );
-    let search = SearchParams { q: Some("zebras".into()), ..Default::default() };
+    let search =
+        SearchQuery::parse(&SearchParams { q: Some("zebras".into()), ..Default::default() }).unwrap();
     let mut found: Vec<String> = cms
         .search(&search, &Viewer::Anonymous)
         .await

@@ -4,7 +4,8 @@
 use cms_core::CoreError;
 use cms_core::account::Role;
 use cms_core::policy::Caller;
-use cms_core::service::{Cms, ItemUpdate, NewItem, SearchParams, UpdateMode, Viewer};
+use cms_core::query::Page;
+use cms_core::service::{Cms, ItemUpdate, NewItem, SearchHit, SearchParams, SearchQuery, UpdateMode, Viewer};
 use cms_core::testing::MemoryWorld;
 use serde_json::json;
 
@@ -20,14 +21,19 @@ fn params(q: &str) -> SearchParams {
     SearchParams { q: Some(q.into()), ..SearchParams::default() }
 }
 
+/// The search of `params` as REST sends it: parsed, then asked of the facade.
+async fn search(cms: &Cms, params: &SearchParams, viewer: &Viewer) -> Result<Page<SearchHit>, CoreError> {
+    cms.search(&SearchQuery::parse(params)?, viewer).await
+}
+
 async fn found(cms: &Cms, q: &str, viewer: &Viewer) -> Vec<String> {
-    let page = cms.search(&params(q), viewer).await.unwrap();
+    let page = search(cms, &params(q), viewer).await.unwrap();
     page.items.iter().map(|hit| hit.item.meta.slug.clone()).collect()
 }
 
 /// The excerpt of the first public hit.
 async fn public_excerpt(cms: &Cms, q: &str) -> String {
-    let page = cms.search(&params(q), &Viewer::Anonymous).await.unwrap();
+    let page = search(cms, &params(q), &Viewer::Anonymous).await.unwrap();
     page.items[0].item.excerpt().to_owned()
 }
 
@@ -68,7 +74,7 @@ async fn search_follows_the_facades_writes_at_once() {
 
     cms.delete_item(Caller::Operator, posts, "penguin-draft", None).await.unwrap();
     assert!(found(&cms, "walrus", &key).await.is_empty());
-    let hit = cms.search(&params("penguins"), &key).await.unwrap();
+    let hit = search(&cms, &params("penguins"), &key).await.unwrap();
     assert_eq!(hit.items[0].snippet, "<mark>Penguins</mark>.");
     assert_eq!(hit.items[0].url, "/blog/old");
 }
@@ -154,13 +160,13 @@ async fn search_follows_outside_edits_reported_by_the_store() {
 async fn bad_search_input_is_refused_clearly() {
     let world = MemoryWorld::new();
     let cms = world.cms();
-    let refused = |r: Result<_, CoreError>| r.map(|_: cms_core::query::Page<_>| ()).unwrap_err().to_string();
+    let refused = |r: Result<_, CoreError>| r.map(|_: Page<_>| ()).unwrap_err().to_string();
     let anon = Viewer::Anonymous;
-    assert!(refused(cms.search(&SearchParams::default(), &anon).await).contains("q is required"));
-    assert!(refused(cms.search(&params(&"x".repeat(501)), &anon).await).contains("at most 500"));
+    assert!(refused(search(&cms, &SearchParams::default(), &anon).await).contains("q is required"));
+    assert!(refused(search(&cms, &params(&"x".repeat(501)), &anon).await).contains("at most 500"));
     let page0 = SearchParams { page: Some("0".into()), ..params("x") };
-    assert!(refused(cms.search(&page0, &anon).await).contains("page must be"));
+    assert!(refused(search(&cms, &page0, &anon).await).contains("page must be"));
     let unknown = SearchParams { collection: Some("nope".into()), ..params("x") };
-    assert!(matches!(cms.search(&unknown, &anon).await, Err(CoreError::NotFound(_))));
-    assert!(cms.search(&params("?!"), &anon).await.unwrap().items.is_empty(), "no words: nothing");
+    assert!(matches!(search(&cms, &unknown, &anon).await, Err(CoreError::NotFound(_))));
+    assert!(search(&cms, &params("?!"), &anon).await.unwrap().items.is_empty(), "no words: nothing");
 }

@@ -153,7 +153,8 @@ pub async fn rss(
     let collection =
         state.cms.collection(&collection).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
     let [title, description, link, limit] = named(&req, ["title", "description", "link", "limit"])?;
-    let params = RssParams { title, description, link, limit };
+    let params = RssParams::parse(title, description, link, limit)
+        .map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
     let render = state.cms.rss(collection, &params);
     collection_document(&state, &req, collection, ("rss", documents::RSS), &params, render).await
 }
@@ -168,7 +169,8 @@ pub async fn sitemap(
     let collection =
         state.cms.collection(&collection).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
     let [base_url, limit] = named(&req, ["baseUrl", "limit"])?;
-    let params = SitemapParams { base_url, limit };
+    let params =
+        SitemapParams::parse(base_url, limit).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
     let render = state.cms.sitemap(collection, &params);
     collection_document(&state, &req, collection, ("sitemap", documents::XML), &params, render).await
 }
@@ -181,7 +183,8 @@ pub async fn related(
 ) -> Result<HttpResponse, ApiError> {
     let [content_path, by, limit, page_path, site_url, pretty_urls] =
         named(&req, ["contentPath", "by", "limit", "page_path", "site_url", "pretty_urls"])?;
-    let params = RelatedParams { content_path, by, limit, page_path, site_url, pretty_urls };
+    let params = RelatedParams::parse(content_path, by, limit, page_path, site_url, pretty_urls)
+        .map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
     // Related by content walks the search index's postings: its version counts too.
     let version =
         || documents::version_of("related", (site_version(&state), state.cms.search_version()), &params);

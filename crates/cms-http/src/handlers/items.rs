@@ -103,7 +103,7 @@ pub async fn read(
 /// `GET /cms/collections/{collection}/items/{slug}/raw`
 pub async fn raw(
     state: web::Data<AppState>,
-    _user: KeyUser<Editor>,
+    user: KeyUser<Editor>,
     path: web::Path<(String, String)>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
@@ -111,7 +111,7 @@ pub async fn raw(
     let raw = state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            cms.read_raw(cms.collection(&collection)?, &slug).await
+            cms.read_item_source(&user.principal, cms.collection(&collection)?, &slug).await
         })
         .await?;
     if let Some(response) = not_modified(&req, &raw.etag, Shape::Editor) {

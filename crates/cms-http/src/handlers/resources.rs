@@ -5,7 +5,7 @@ use actix_web::http::StatusCode;
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use cms_core::license::Feature;
-use cms_core::service::Upload;
+use cms_core::service::{Upload, parse_folder_index};
 use cms_core::upload::{self, UploadFailed};
 use futures_util::StreamExt;
 use serde_json::json;
@@ -31,8 +31,8 @@ pub async fn list(
     let (folder, subpath) = (query.remove("folder"), query.remove("subpath"));
     let (listing, licensed) = state
         .run(SHAPE, async {
-            let listing =
-                state.cms.list_resources(&user.principal, folder.as_deref(), subpath.as_deref()).await?;
+            let folder = parse_folder_index(folder.as_deref())?;
+            let listing = state.cms.list_resources(&user.principal, folder, subpath.as_deref()).await?;
             Ok((listing, state.cms.license_state().await?.has(Feature::JsonApi)))
         })
         .await?;

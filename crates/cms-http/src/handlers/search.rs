@@ -2,7 +2,7 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use cms_core::answers::{PageMeta, SearchResultEntry};
-use cms_core::service::SearchParams;
+use cms_core::service::{SearchParams, SearchQuery};
 
 use crate::auth::Caller;
 use crate::documents;
@@ -24,6 +24,9 @@ pub async fn search(
         page: q.remove("page"),
         per_page: q.remove("per_page"),
     };
+    // Parsed before the answer is looked up: the kept documents are keyed by the query
+    // as read (so `page=01` and `page=1` share one), never by a query that is refused.
+    let query = SearchQuery::parse(&params).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
     // The tag names the search indexes as built: a search that arrives while the build
     // started at start-up still runs waits for it here (one flag per collection once
     // done), so that its tag is the one the next read compares.
@@ -32,7 +35,7 @@ pub async fn search(
     let has_key = caller.viewer.has_key();
     let version = || {
         let content = (documents::site_version(&state), state.cms.search_version());
-        documents::version_of("search", content, (has_key, &params))
+        documents::version_of("search", content, (has_key, &query))
     };
     documents::answer(&req, version, documents::ENVELOPE, || async {
         #[derive(serde::Serialize)]
@@ -41,7 +44,7 @@ pub async fn search(
             data: Vec<SearchResultEntry>,
             meta: PageMeta,
         }
-        let page = state.run(Shape::Envelope, state.cms.search(&params, &caller.viewer)).await?;
+        let page = state.run(Shape::Envelope, state.cms.search(&query, &caller.viewer)).await?;
         let meta = PageMeta::from(&page);
         let data = page.items.into_iter().map(SearchResultEntry::from).collect();
         serde_json::to_vec(&Results { success: true, data, meta }).map_err(|e| {

@@ -35,6 +35,7 @@ fn probes() -> Vec<(Operation, Probe)> {
     use Probe::*;
     vec![
         (ReadDrafts, Rest("GET", "/cms/collections/blog-posts/items?status=all", None)),
+        (ReadDrafts, Rest("GET", "/cms/collections/blog-posts/items/hello-world/raw", None)),
         (
             CreatePreview,
             Rest("POST", "/cms/collections/blog-posts/items/hello-world/preview", Some(json!({}))),
@@ -51,6 +52,7 @@ fn probes() -> Vec<(Operation, Probe)> {
         (ManageWebhooks, Editor("/admin/webhooks")),
         (EditTheme, Editor("/admin/theme")),
         (ReadDrafts, Mcp("list_items", json!({"collection": "blog-posts", "status": "all"}))),
+        (ReadDrafts, Mcp("get_item", json!({"collection": "blog-posts", "slug": "hello-world"}))),
         (ReadHistory, Mcp("list_versions", json!({"collection": "blog-posts", "slug": "hello-world"}))),
         (
             UpdateItem,
@@ -183,7 +185,7 @@ fn check_matrix(server: &Server, site: &Path, members: &mut [Member<'_>], featur
             }
         }
     }
-    assert_eq!(asked, 3 * 16 + 3, "every probe asked on its surface");
+    assert_eq!(asked, 3 * 18 + 3, "every probe asked on its surface");
 }
 
 #[test]

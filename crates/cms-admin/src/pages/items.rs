@@ -349,7 +349,7 @@ pub async fn edit(
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
     let (collection, item) = path.into_inner();
-    let ItemAt { collection, raw, .. } = ItemAt::read(&state, &collection, &item).await?;
+    let ItemAt { collection, raw, .. } = ItemAt::read(&state, &user.principal, &collection, &item).await?;
     let form = Form::of(collection, &raw.doc.fm, &raw.doc.body)?;
     // An item edited by hand may break the model: shown at its fields, as a save's errors.
     // Only a notice: when it cannot be worked out (a media folder unreadable), the page
@@ -445,7 +445,7 @@ pub async fn save(
         "unpublish" => (Some(Status::Draft), "unpublished"),
         other => return Err(AdminError::bad_request(format!("unknown action {other:?}"))),
     };
-    let stored = state.cms.read_raw(collection, &item).await?;
+    let stored = state.cms.read_item_source(&posted.user.principal, collection, &item).await?;
     let saved = async {
         let changes = form.changes_from(&stored.doc.fm, status)?;
         let mut body = form.body().to_owned();
@@ -474,7 +474,7 @@ pub async fn save(
         Err(CoreError::PreconditionFailed(_)) => {
             // Someone saved first. Nothing was written: show both, and let a second save
             // (against their version now) put this one over it on purpose.
-            let theirs = state.cms.read_raw(collection, &item).await?;
+            let theirs = state.cms.read_item_source(&posted.user.principal, collection, &item).await?;
             let conflict = Conflict {
                 rows: diff::side_by_side(&theirs.doc.body, form.body()),
                 their_fields: match &form {
@@ -615,7 +615,7 @@ pub async fn confirm_delete(
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
     let (collection, item) = path.into_inner();
-    let ItemAt { collection, raw, href } = ItemAt::read(&state, &collection, &item).await?;
+    let ItemAt { collection, raw, href } = ItemAt::read(&state, &user.principal, &collection, &item).await?;
     view::ok(&ConfirmPage {
         l: Layout::new(&state, &user, Section::Collection(collection.index)),
         heading: format!("Delete “{}”?", raw.meta.title),

@@ -16,6 +16,7 @@ mod webhooks;
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use cms_core::collection::Collection;
+use cms_core::policy::Principal;
 use cms_core::service::RawItem;
 
 use crate::AdminState;
@@ -95,9 +96,15 @@ struct ItemAt<'a> {
 }
 
 impl<'a> ItemAt<'a> {
-    async fn read(state: &'a AdminState, collection: &str, item: &str) -> AdminResult<Self> {
+    /// Read as `user` may (the policy's `ReadDrafts`).
+    async fn read(
+        state: &'a AdminState,
+        user: &Principal,
+        collection: &str,
+        item: &str,
+    ) -> AdminResult<Self> {
         let collection = state.cms.collection(collection)?;
-        let raw = state.cms.read_raw(collection, item).await?;
+        let raw = state.cms.read_item_source(user, collection, item).await?;
         let href = items::item_href(collection, &raw.meta.filename);
         Ok(Self { collection, raw, href })
     }

@@ -75,7 +75,7 @@ pub async fn confirm(
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
     let (collection, item) = path.into_inner();
-    let ItemAt { collection, raw, href } = ItemAt::read(&state, &collection, &item).await?;
+    let ItemAt { collection, raw, href } = ItemAt::read(&state, &user.principal, &collection, &item).await?;
     let l = Layout::new(&state, &user, Section::Collection(collection.index));
     view::ok(&ShareForm::new(&state, l, raw.meta.title, href, None))
 }
@@ -111,7 +111,8 @@ pub async fn create(
     req: HttpRequest,
 ) -> AdminResult<HttpResponse> {
     let (collection, item) = path.into_inner();
-    let ItemAt { collection, raw, href } = ItemAt::read(&state, &collection, &item).await?;
+    let ItemAt { collection, raw, href } =
+        ItemAt::read(&state, &posted.user.principal, &collection, &item).await?;
     let l = Layout::new(&state, &posted.user, Section::Collection(collection.index));
     let expires = posted.fields.text("expires");
     let made = match ttl_of(&state, expires) {

@@ -334,10 +334,9 @@ impl Cms {
         self.read_raw(collection, item).await
     }
 
-    /// An item's frontmatter and Markdown as stored, unchecked: [`Self::read_item_source`] is the
-    /// adapters' way in. Left public for the web editor's item pages (`ItemAt`, the item
-    /// form's save), which do not pass the signed-in user yet.
-    pub async fn read_raw(&self, collection: &Collection, item: &str) -> CoreResult<RawItem> {
+    /// An item's frontmatter and Markdown as stored, unchecked: [`Self::read_item_source`] is
+    /// every adapter's way in.
+    pub(crate) async fn read_raw(&self, collection: &Collection, item: &str) -> CoreResult<RawItem> {
         let item_ref = ItemRef::parse(item)?;
         let (name, file) = self.load(collection, &item_ref).await?;
         let doc = parse_stored(&name, &file)?;

@@ -125,7 +125,7 @@ async fn the_facades_own_writes_are_seen_by_the_very_next_request() {
     assert_eq!((view.meta.title.as_str(), view.meta.tags.to_strings()), ("Aardvark", vec!["z".to_owned()]));
     assert_eq!(view.fm["keep"], "me", "PATCH merged the frontmatter");
     assert_eq!(Some(view.etag), out.etag);
-    let raw = cms.read_raw(&posts, "b").await.unwrap();
+    let raw = cms.read_item_source(Caller::Operator, &posts, "b").await.unwrap();
     assert_eq!((raw.doc.fm["title"].as_str(), raw.doc.fm["keep"].as_str()), (Some("Aardvark"), Some("me")));
 
     // Publishing a draft makes it public at once; a null removes a key.
@@ -142,7 +142,7 @@ async fn the_facades_own_writes_are_seen_by_the_very_next_request() {
     assert!(slugs(&cms, &[("tags", "y")], &anon).await.is_empty());
     assert_eq!(tag_slugs(&cms).await, ["z"]);
     assert!(matches!(cms.read_item(&posts, "a", &anon).await, Err(CoreError::NotFound(_))));
-    assert!(matches!(cms.read_raw(&posts, "a").await, Err(CoreError::NotFound(_))));
+    assert!(matches!(cms.read_item_source(Caller::Operator, &posts, "a").await, Err(CoreError::NotFound(_))));
     cms.create_item(Caller::Operator, &posts, new_post("a", published("Again", json!(["y"]), "2024-03-01")))
         .await
         .unwrap();
@@ -281,7 +281,7 @@ async fn a_read_answers_the_etag_the_write_returned() {
         cms.create_item(Caller::Operator, &pages, new_post("e", json!({"title": "E"}))).await.unwrap();
     let mut etag = created.etag.clone().unwrap();
     assert_eq!(cms.read_item(&pages, "e", &viewer).await.unwrap().etag, etag);
-    assert_eq!(cms.read_raw(&pages, "e").await.unwrap().etag, etag);
+    assert_eq!(cms.read_item_source(Caller::Operator, &pages, "e").await.unwrap().etag, etag);
     assert_eq!(listed_etag().await, etag);
     assert_eq!(stored_etag(), etag, "the ETag is the stored bytes'");
 
@@ -295,7 +295,11 @@ async fn a_read_answers_the_etag_the_write_returned() {
             .unwrap();
         etag = out.etag.unwrap();
         assert_eq!(cms.read_item(&pages, "e", &viewer).await.unwrap().etag, etag, "update {i}");
-        assert_eq!(cms.read_raw(&pages, "e").await.unwrap().etag, etag, "update {i}");
+        assert_eq!(
+            cms.read_item_source(Caller::Operator, &pages, "e").await.unwrap().etag,
+            etag,
+            "update {i}"
+        );
         assert_eq!(listed_etag().await, etag, "update {i}");
         assert_eq!(stored_etag(), etag, "update {i}");
     }
@@ -406,7 +410,7 @@ async fn concurrent_patches_of_one_item_serialize_and_lose_nothing() {
     let outcomes: Vec<_> = join_all(patches).await.into_iter().map(Result::unwrap).collect();
     assert_eq!(store.most_in_flight.load(Ordering::SeqCst), 1, "writes to one item never overlap");
 
-    let raw = cms.read_raw(&pages, "one").await.unwrap();
+    let raw = cms.read_item_source(Caller::Operator, &pages, "one").await.unwrap();
     for i in 0..20 {
         assert_eq!(raw.doc.fm.get(&format!("k{i}")), Some(&json!(i)), "the PATCH adding k{i} was lost");
     }
@@ -495,7 +499,7 @@ fn the_facades_futures_are_send() {
     assert_send(&cms.start());
     assert_send(&cms.list_items(posts, &q, &anon));
     assert_send(&cms.read_item(posts, "a", &anon));
-    assert_send(&cms.read_raw(posts, "a"));
+    assert_send(&cms.read_item_source(Caller::Operator, posts, "a"));
     assert_send(&cms.create_item(Caller::Operator, posts, NewItem::default()));
     assert_send(&cms.update_item(Caller::Operator, posts, "a", patch(json!({})), None));
     assert_send(&cms.delete_item(Caller::Operator, posts, "a", None));
@@ -603,7 +607,7 @@ async fn concurrent_first_requests_build_the_index_once() {
     );
     applied.unwrap();
     updated.unwrap();
-    let raw = cms.read_raw(&posts, "n1").await.unwrap();
+    let raw = cms.read_item_source(Caller::Operator, &posts, "n1").await.unwrap();
     assert_eq!((raw.doc.fm["title"].as_str(), raw.doc.fm["k"].as_i64()), (Some("Outside"), Some(1)));
     let all = [("per_page", "50")];
     assert_eq!(list(&cms, &all, &anon).await, list(&world.cms(), &all, &anon).await);

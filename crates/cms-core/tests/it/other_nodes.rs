@@ -131,7 +131,7 @@ async fn a_write_by_another_node_in_between_is_merged_not_lost() {
         cms.update_item(Caller::Operator, &pages, "one", patch(json!({"mine": 2})), None).await.unwrap();
     assert_eq!(store.replaces.load(Ordering::SeqCst), 2, "one stale attempt, then the write");
 
-    let raw = cms.read_raw(&pages, "one").await.unwrap();
+    let raw = cms.read_item_source(Caller::Operator, &pages, "one").await.unwrap();
     assert_eq!(raw.doc.fm.get("other"), Some(&json!(1)), "the other node's write was lost");
     assert_eq!(raw.doc.fm.get("mine"), Some(&json!(2)));
     assert_eq!(raw.doc.fm["title"], "One");
@@ -169,7 +169,7 @@ async fn a_clients_if_match_is_checked_again_after_a_write_in_between() {
         .await;
     assert!(matches!(refused, Err(CoreError::PreconditionFailed(_))), "{refused:?}");
     assert_eq!(store.replaces.load(Ordering::SeqCst), 1);
-    let raw = cms.read_raw(&pages, "one").await.unwrap();
+    let raw = cms.read_item_source(Caller::Operator, &pages, "one").await.unwrap();
     assert_eq!(raw.doc.fm.get("other"), Some(&json!(1)));
     assert_eq!(raw.doc.fm.get("mine"), None, "nothing was written on the client's stale ETag");
 }
@@ -184,7 +184,7 @@ async fn an_item_that_keeps_changing_gives_up_with_stale_after_eight_attempts() 
     assert!(message.contains("retry"), "{message}");
     assert_eq!(store.replaces.load(Ordering::SeqCst), 8, "eight attempts, no more");
 
-    let raw = cms.read_raw(&pages, "one").await.unwrap();
+    let raw = cms.read_item_source(Caller::Operator, &pages, "one").await.unwrap();
     assert_eq!(raw.etag, etag, "nothing of this update was written");
     assert_eq!(raw.doc.fm.get("mine"), None);
     let versions = cms.list_versions(Caller::Operator, &pages, "one").await.unwrap().versions;

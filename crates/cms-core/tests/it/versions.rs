@@ -110,7 +110,7 @@ async fn restore_makes_a_version_current_and_is_itself_undoable() {
         .await
         .unwrap();
     assert_eq!((outcome.filename.as_str(), outcome.folder, restored), ("about.md", 1, v1));
-    assert_eq!(cms.read_raw(&pages, "about").await.unwrap().doc.body, "v1");
+    assert_eq!(cms.read_item_source(Caller::Operator, &pages, "about").await.unwrap().doc.body, "v1");
     assert_eq!(bodies(&cms).await, ["v2", "v1"], "the replaced content is a version on top");
     assert_eq!(world.events.take()[0].kind, EventKind::FileUpdated);
 
@@ -118,7 +118,7 @@ async fn restore_makes_a_version_current_and_is_itself_undoable() {
     cms.restore_version(Caller::Operator, &pages, "about", VersionId::new(undo).unwrap(), None)
         .await
         .unwrap();
-    assert_eq!(cms.read_raw(&pages, "about").await.unwrap().doc.body, "v2");
+    assert_eq!(cms.read_item_source(Caller::Operator, &pages, "about").await.unwrap().doc.body, "v2");
 }
 
 #[tokio::test]
@@ -129,7 +129,10 @@ async fn a_deleted_item_keeps_its_history_and_comes_back_on_restore() {
     let list = cms.list_versions(Caller::Operator, &pages, "about.md").await.unwrap();
     assert!(list.current.is_none());
     assert_eq!(list.versions.len(), 1);
-    assert!(matches!(cms.read_raw(&pages, "about").await, Err(CoreError::NotFound(_))));
+    assert!(matches!(
+        cms.read_item_source(Caller::Operator, &pages, "about").await,
+        Err(CoreError::NotFound(_))
+    ));
 
     let version = VersionId::new(list.versions[0].timestamp).unwrap();
     assert_eq!(
@@ -137,7 +140,7 @@ async fn a_deleted_item_keeps_its_history_and_comes_back_on_restore() {
         "About"
     );
     cms.restore_version(Caller::Operator, &pages, "about", version, None).await.unwrap();
-    assert_eq!(cms.read_raw(&pages, "about").await.unwrap().doc.body, "v1");
+    assert_eq!(cms.read_item_source(Caller::Operator, &pages, "about").await.unwrap().doc.body, "v1");
 }
 
 #[tokio::test]
@@ -175,8 +178,12 @@ async fn restore_honours_if_match() {
         )
         .await;
     assert!(matches!(stale, Err(CoreError::PreconditionFailed(_))));
-    assert_eq!(cms.read_raw(&pages, "about").await.unwrap().doc.body, "v2", "nothing changed");
-    let current = cms.read_raw(&pages, "about").await.unwrap().etag;
+    assert_eq!(
+        cms.read_item_source(Caller::Operator, &pages, "about").await.unwrap().doc.body,
+        "v2",
+        "nothing changed"
+    );
+    let current = cms.read_item_source(Caller::Operator, &pages, "about").await.unwrap().etag;
     cms.restore_version(
         Caller::Operator,
         &pages,
@@ -186,7 +193,7 @@ async fn restore_honours_if_match() {
     )
     .await
     .unwrap();
-    assert_eq!(cms.read_raw(&pages, "about").await.unwrap().doc.body, "v1");
+    assert_eq!(cms.read_item_source(Caller::Operator, &pages, "about").await.unwrap().doc.body, "v1");
     drop(world);
 }
 
@@ -291,7 +298,7 @@ async fn a_write_expects_the_stamp_its_snapshot_answered_and_unshares_it_when_th
     let now = world.clock.now_unix();
     assert_eq!(*versions.unshared.lock().unwrap(), [(now, v1)]);
     assert_eq!(bodies(&cms).await, ["v1"], "one snapshot: the retry's is a repeat");
-    let read = cms.read_raw(&pages, "about").await.unwrap();
+    let read = cms.read_item_source(Caller::Operator, &pages, "about").await.unwrap();
     assert_eq!(read.doc.body, "v2");
 }
 

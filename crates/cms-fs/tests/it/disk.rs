@@ -154,7 +154,7 @@ async fn concurrent_patches_to_one_item_lose_nothing() {
     for patch in patches {
         patch.await.unwrap();
     }
-    let raw = cms.read_raw(&collection, "item").await.unwrap();
+    let raw = cms.read_item_source(Caller::Operator, &collection, "item").await.unwrap();
     assert_eq!(raw.doc.fm.len(), 17, "{:?}", raw.doc.fm);
     assert_eq!(raw.doc.body, "body");
     let listed = cms.list_items(&collection, &ListQuery::default(), &Viewer::Anonymous).await.unwrap();
@@ -179,7 +179,7 @@ async fn an_oversized_item_file_does_not_break_the_list() {
         let page = cms.list_items(&posts, &ListQuery::default(), &Viewer::Anonymous).await.unwrap();
         assert_eq!(page.total_items, 1);
     }
-    assert!(cms.read_raw(&posts, "huge").await.is_err());
+    assert!(cms.read_item_source(Caller::Operator, &posts, "huge").await.is_err());
 }
 
 /// `stat` reports what `scan` and `read` report for a regular item file, and nothing for a

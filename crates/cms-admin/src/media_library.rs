@@ -198,14 +198,21 @@ mod tests {
         assert_eq!(link_markdown("report", "/media/u/report.pdf"), "[report](/media/u/report.pdf)");
     }
 
-    #[test]
-    fn sizes_are_the_original_the_presets_and_the_allowed_widths() {
-        let file = ResourceFile {
+    /// An image of the library, with no preset's variant.
+    fn hero() -> ResourceFile {
+        ResourceFile {
             name: "hero.jpg".into(),
             size: 1,
             url: "/media/u/hero.jpg".into(),
             modified: 0,
             is_image: true,
+            variants: vec![],
+        }
+    }
+
+    #[test]
+    fn sizes_are_the_original_the_presets_and_the_allowed_widths() {
+        let file = ResourceFile {
             variants: vec![cms_core::service::VariantInfo {
                 name: "thumb".into(),
                 url: "/media/u/hero.jpg?preset=thumb&v=abc".into(),
@@ -213,6 +220,7 @@ mod tests {
                 height: Some(320),
                 size: None,
             }],
+            ..hero()
         };
         let choices = size_choices(&file, &[160, 800]);
         let urls: Vec<&str> = choices.iter().map(|c| c.url.as_str()).collect();
@@ -233,14 +241,7 @@ mod tests {
 
     #[test]
     fn a_thumbnail_is_a_width_the_site_renders() {
-        let file = ResourceFile {
-            name: "hero.jpg".into(),
-            size: 1,
-            url: "/media/u/hero.jpg".into(),
-            modified: 0,
-            is_image: true,
-            variants: vec![],
-        };
+        let file = hero();
         let thumb = |sizes: &[u32]| thumbnail_url(&file, sizes);
         assert_eq!(thumb(&[1600, 160, 320]), "/media/u/hero.jpg?w=160");
         assert_eq!(thumb(&[1600, 240, 800]), "/media/u/hero.jpg?w=240", "the smallest from 160");

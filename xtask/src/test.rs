@@ -99,31 +99,24 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         }
     }
 
-    let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut command = Command::new(&cargo);
     command.args(["test", "--workspace", "--locked"]).args(cargo_args).current_dir(root);
-    for venv in &VENVS {
-        match install_venv(root, venv) {
-            Ok(path) => {
-                command.env(venv.variable, path);
-            }
-            // The tests that need it record themselves as skipped, with how to install it.
-            Err(error) => eprintln!("note: cannot install {}: {error:#}", venv.packages.join(" ")),
-        }
+    // The tools download and unpack while the workspace compiles (they wait on the network
+    // and the disk, the build on the CPU): on a fresh checkout that is minutes saved.
+    let mut build = Command::new(&cargo);
+    build.args(["test", "--workspace", "--locked", "--no-run"]).args(cargo_args).current_dir(root);
+    let (built, tools) = std::thread::scope(|scope| {
+        let tools = scope.spawn(|| install_tools(root));
+        let built = build.status().context("cannot run cargo test --no-run");
+        (built, tools.join().expect("the installing thread panicked"))
+    });
+    if !built?.success() {
+        bail!("the tests did not build (cargo test --no-run failed)");
     }
-    // What the tests use of each npm package, by the variable that names it.
-    let npm_tools = [
-        ("target/ts-tools", TYPESCRIPT, "CMS_TSC", ".bin/tsc"),
-        ("target/axe", AXE, "CMS_AXE_JS", "axe-core/axe.min.js"),
-    ];
-    for (folder, package, variable, named) in npm_tools {
-        match install_npm_package(root, folder, package) {
-            Ok(modules) => {
-                command.env(variable, modules.join(named));
-            }
-            Err(error) => eprintln!("note: cannot install {package}: {error:#}"),
-        }
+    for (variable, path) in tools {
+        command.env(variable, path);
     }
-    install_debian_tools();
     let skipped_file = root.join(SKIPPED_FILE);
     std::fs::create_dir_all(root.join("target"))?;
     match std::fs::remove_file(&skipped_file) {
@@ -144,6 +137,44 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
         bail!("{} check(s) skipped for a missing tool; in CI every check must run", skips.len());
     }
     Ok(())
+}
+
+/// Installs what the real-client tests need, each tool on its own thread: the variables
+/// that name what was had. What cannot be had is said here; the tests that need it record
+/// themselves as skipped, with how to install it.
+fn install_tools(root: &Path) -> Vec<(&'static str, PathBuf)> {
+    // What the tests use of each npm package, by the variable that names it.
+    let npm_tools = [
+        ("target/ts-tools", TYPESCRIPT, "CMS_TSC", ".bin/tsc"),
+        ("target/axe", AXE, "CMS_AXE_JS", "axe-core/axe.min.js"),
+    ];
+    std::thread::scope(|scope| {
+        let venvs: Vec<_> = VENVS
+            .iter()
+            .map(|venv| {
+                let installed = scope.spawn(move || install_venv(root, venv));
+                (venv.variable, venv.packages.join(" "), installed)
+            })
+            .collect();
+        let npm: Vec<_> = npm_tools
+            .into_iter()
+            .map(|(folder, package, variable, named)| {
+                let installed =
+                    scope.spawn(move || install_npm_package(root, folder, package).map(|m| m.join(named)));
+                (variable, package.to_owned(), installed)
+            })
+            .collect();
+        let debian = scope.spawn(install_debian_tools);
+        let mut found = Vec::new();
+        for (variable, what, installed) in venvs.into_iter().chain(npm) {
+            match installed.join().expect("an installing thread panicked") {
+                Ok(path) => found.push((variable, path)),
+                Err(error) => eprintln!("note: cannot install {what}: {error:#}"),
+            }
+        }
+        debian.join().expect("the apt thread panicked");
+        found
+    })
 }
 
 /// The venv's named file, installing the packages first when the check fails.

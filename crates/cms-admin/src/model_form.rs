@@ -424,14 +424,17 @@ impl ModelForm {
 }
 
 /// The inputs' texts for `fm`, and the keys left for the YAML box: those the model does
-/// not name, and values no input can show (hidden fields and `status` go to neither).
+/// not name, and values no input can show (`status` goes to neither, nor does a hidden
+/// field, unless its value breaks the model: then the YAML box shows it, to be mended,
+/// since a save would be refused for it).
 fn split(model: &Model, fm: &Frontmatter) -> (Raw, Frontmatter) {
     let mut raw = Raw::new();
     let mut extra = Map::new();
     let status_shown = model.field("status").is_none_or(has_input);
+    let hidden_broken = broken_hidden_fields(model, fm);
     for (key, value) in fm {
         match model.field(key) {
-            Some(field) if field.hidden => {}
+            Some(field) if field.hidden && !hidden_broken.contains(key.as_str()) => {}
             Some(field)
                 if has_input(field)
                     && (value.is_null() || show(field, &input_name(field), value, &mut raw)) => {}
@@ -442,6 +445,23 @@ fn split(model: &Model, fm: &Frontmatter) -> (Raw, Frontmatter) {
         }
     }
     (raw, extra)
+}
+
+/// The hidden fields whose values in `fm` break the model (by the top-level key of each
+/// error's path: `fm.seo.title` is `seo`).
+fn broken_hidden_fields(model: &Model, fm: &Frontmatter) -> std::collections::HashSet<String> {
+    if !model.fields.iter().any(|f| f.hidden) {
+        return Default::default();
+    }
+    model
+        .validate(fm)
+        .into_iter()
+        .filter_map(|error| {
+            let path = error.field.strip_prefix("fm.")?;
+            let key = path.split(['.', '[']).next().unwrap_or(path);
+            model.field(key).is_some_and(|f| f.hidden).then(|| key.to_owned())
+        })
+        .collect()
 }
 
 /// The YAML box as a mapping; `Invalid` with the parser's words when it is not one.
@@ -528,6 +548,16 @@ secret: { type: string, hidden: true }
         assert!(!form.extra.contains("secret") && !form.extra.contains("status"), "{}", form.extra);
         assert_eq!(form.status, "draft");
         assert_eq!(form.changes_from(&model, &stored, None).unwrap(), Map::new());
+
+        // A hidden field whose value breaks the model is shown in the YAML box, where it
+        // can be mended (a save would be refused for it); mended, it is saved.
+        let mut broken = stored.clone();
+        broken.insert("secret".into(), json!(12));
+        let form = ModelForm::of(&model, &broken, "Body").unwrap();
+        assert!(form.extra.contains("secret: 12"), "{}", form.extra);
+        assert_eq!(form.changes_from(&model, &broken, None).unwrap(), Map::new(), "untouched");
+        let mended = ModelForm { extra: form.extra.replace("secret: 12", "secret: twelve"), ..form };
+        assert_eq!(mended.changes_from(&model, &broken, None).unwrap(), fm(json!({"secret": "twelve"})));
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod handlers;
 pub mod middleware;
 pub mod openapi;
 pub mod reply;
+pub mod router;
 pub mod routes;
 pub mod state;
 pub mod timestamp;

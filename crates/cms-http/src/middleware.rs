@@ -48,8 +48,8 @@ pub async fn log_request(
     let (method, path) = (req.method().clone(), logged_path(req.path()));
     let response = next.call(req).await?.map_into_boxed_body();
     // The route that answered, not the path as sent: `/cms/%70review/TOKEN` is a preview.
-    let path = match response.request().match_pattern() {
-        Some(pattern) if pattern == crate::routes::PREVIEW => logged_path("/cms/preview/token"),
+    let path = match crate::router::route_of(response.request().match_info().as_str()) {
+        Some(crate::routes::PREVIEW) => logged_path("/cms/preview/token"),
         _ => path,
     };
     tracing::info!(

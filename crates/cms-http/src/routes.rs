@@ -8,6 +8,7 @@ use actix_web::http::Method;
 use actix_web::{HttpRequest, Route, web};
 
 use crate::handlers::{discovery, items, media, previews, resources, search, service, settings, versions};
+use crate::router;
 
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +37,7 @@ pub struct RouteInfo {
     pub method: &'static str,
     pub path: &'static str,
     pub auth: Auth,
-    attach: fn(Route) -> Route,
+    pub(crate) attach: fn(Route) -> Route,
 }
 
 const fn route(
@@ -61,14 +62,6 @@ pub const RELATED: &str = "/cms/items/related";
 pub const ITEM_ANYWHERE: &str = "/cms/items/{slug}";
 pub const ITEMS: &str = "/cms/collections/{collection}/items";
 pub const ITEM: &str = "/cms/collections/{collection}/items/{slug}";
-/// [`ITEMS`] as the router matches it: `{collection}` is any segment but `items` (spelled
-/// out letter by letter, since the regex engine has no look-ahead), so that
-/// `/cms/collections/items/items` is the legacy read of slug `items` ([`LEGACY_ITEM`]) even
-/// though the list route is tried first. A collection labelled `Items` is still reachable by
-/// its index.
-pub const ITEMS_MATCHED: &str = "/cms/collections/\
-    {collection:[^/i][^/]*|i(?:[^/t][^/]*|t(?:[^/e][^/]*|e(?:[^/m][^/]*|m(?:[^/s][^/]*|s[^/]+)?)?)?)?}\
-    /items";
 pub const ITEM_RAW: &str = "/cms/collections/{collection}/items/{slug}/raw";
 pub const ITEM_PREVIEW: &str = "/cms/collections/{collection}/items/{slug}/preview";
 pub const PREVIEW: &str = "/cms/preview/{token}";
@@ -79,13 +72,11 @@ pub const RESOURCES: &str = "/cms/resources";
 pub const RESOURCE_FOLDERS: &str = "/cms/resources/folders";
 
 /// Every route of the server, grouped by path. Paths are matched in the order they first
-/// appear here, so fixed paths come before patterns that could capture them
-/// (`/cms/items/related` before `/cms/items/{slug}`). The item and list routes, the
-/// busiest, come before the other patterns: each pattern tried costs a regex match. The
-/// list route is matched as [`ITEMS_MATCHED`], which leaves `/cms/collections/items/items`
-/// to the legacy read of slug `items`. The feeds, polled by readers, come next, after the
-/// legacy read (so that `/cms/collections/items/rss` stays the read of slug `rss`) and
-/// before the tag and item-anywhere patterns.
+/// appear here ([`crate::router`]), so fixed paths come before patterns that could capture
+/// them (`/cms/items/related` before `/cms/items/{slug}`). The list route's collection is
+/// never `items`, which leaves `/cms/collections/items/items` to the legacy read of slug
+/// `items`; the feeds come after the legacy read, so that `/cms/collections/items/rss`
+/// stays the read of slug `rss`.
 pub const ROUTES: &[RouteInfo] = &[
     route("GET", "/", Auth::None, |r| r.to(service::status)),
     route("GET", "/status", Auth::None, |r| r.to(service::status)),
@@ -127,11 +118,12 @@ pub const ROUTES: &[RouteInfo] = &[
     route("GET", "/cms/settings/webhooks", Auth::Required, |r| r.to(settings::webhooks)),
 ];
 
-/// Registers [`ROUTES`]: one resource per path, `HEAD` wherever `GET` is, and a `405`
-/// fallback (in the envelope, with `Allow`) for every other method.
+/// Registers [`ROUTES`]: the paths under [`router::PREFIX`] as one service that matches
+/// them by segments ([`router`]), the others as actix resources; `HEAD` wherever `GET` is,
+/// and a `405` (in the envelope, with `Allow`) for every other method.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     let mut paths: Vec<&'static str> = Vec::new();
-    for info in ROUTES {
+    for info in ROUTES.iter().filter(|info| !info.path.starts_with(router::PREFIX)) {
         if !paths.contains(&info.path) {
             paths.push(info.path);
         }
@@ -143,8 +135,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             allowed.push("HEAD");
         }
         let allow: Arc<str> = allowed.join(", ").into();
-        let matched = if path == ITEMS { ITEMS_MATCHED } else { path };
-        let mut resource = web::resource(matched).default_service(web::to(move |req: HttpRequest| {
+        let mut resource = web::resource(path).default_service(web::to(move |req: HttpRequest| {
             let allow = Arc::clone(&allow);
             async move { service::method_not_allowed(&req, &allow) }
         }));
@@ -157,6 +148,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         }
         cfg.service(resource);
     }
+    cfg.service(router::CmsRoutes);
 }
 
 /// The method of the public file URLs (`HEAD` comes with it, as everywhere).
@@ -179,32 +171,5 @@ pub fn configure_files(cfg: &mut web::ServiceConfig, folders: &[(usize, String)]
                     service::method_not_allowed(&req, "GET, HEAD")
                 })),
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use actix_web::dev::ResourceDef;
-
-    use super::{ITEMS, ITEMS_MATCHED};
-
-    #[test]
-    fn the_list_route_matches_every_collection_segment_but_items() {
-        let matched = ResourceDef::new(ITEMS_MATCHED);
-        let documented = ResourceDef::new(ITEMS);
-        for segment in
-            ["posts", "i", "it", "ite", "item", "itemz", "itemss", "items2", "Items", "x-items", "0"]
-        {
-            let path = format!("/cms/collections/{segment}/items");
-            assert!(matched.is_match(&path), "{path}");
-            assert!(documented.is_match(&path), "{path}");
-            let mut captured = actix_web::dev::Path::new(path.as_str());
-            assert!(matched.capture_match_info(&mut captured));
-            assert_eq!(captured.get("collection"), Some(segment));
-        }
-        for path in ["/cms/collections/items/items", "/cms/collections/a/b/items", "/cms/collections//items"]
-        {
-            assert!(!matched.is_match(path), "{path}");
-        }
     }
 }

@@ -39,6 +39,7 @@ pub mod kept;
 pub mod media_library;
 pub mod model_form;
 pub mod model_view;
+pub mod pager;
 pub mod pages;
 pub mod preview;
 pub mod readable;

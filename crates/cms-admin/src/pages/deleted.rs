@@ -15,6 +15,7 @@ use super::query_param;
 use crate::AdminState;
 use crate::auth::{PostedForm, SignedIn};
 use crate::error::{AdminError, AdminResult};
+use crate::pager::{PageLink, page_links};
 use crate::readable::{self, Moment};
 use crate::view::{self, Layout, Section, path_escape};
 
@@ -53,12 +54,6 @@ struct DeletedRow {
     author: String,
     history_href: String,
     restore_action: String,
-}
-
-struct PageLink {
-    label: String,
-    href: String,
-    current: bool,
 }
 
 #[derive(Template)]
@@ -101,17 +96,7 @@ pub async fn list(
         })
         .collect();
     let last_page = deleted.total.div_ceil(PER_PAGE).max(1);
-    let pages = if last_page > 1 {
-        (1..=last_page)
-            .map(|p| PageLink {
-                label: p.to_string(),
-                href: format!("{}?page={p}", list_href(collection)),
-                current: p == page,
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let pages = page_links(page, last_page, |p| format!("{}?page={p}", list_href(collection)));
     view::ok(&DeletedPage {
         l: Layout::new(&state, &user, Section::Collection(collection.index))
             .with_notice(query_param(&req, "ok").as_deref()),

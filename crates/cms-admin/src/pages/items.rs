@@ -25,6 +25,7 @@ use crate::item_form::ItemForm;
 use crate::media_library::{MediaLibrary, MediaView};
 use crate::model_form::ModelForm;
 use crate::model_view::{Lookups, ModelView, Summary};
+use crate::pager::{PageLink, page_links};
 use crate::preview;
 use crate::readable::{self, Moment};
 use crate::view::{self, Layout, Section, path_escape, query_escape};
@@ -68,12 +69,6 @@ struct Filters {
     status: String,
     tag: String,
     q: String,
-}
-
-struct PageLink {
-    label: String,
-    href: String,
-    current: bool,
 }
 
 #[derive(Template)]
@@ -169,13 +164,7 @@ pub async fn list(
             query_escape(&filters.q)
         )
     };
-    let pages = if last_page > 1 {
-        (1..=last_page)
-            .map(|p| PageLink { label: p.to_string(), href: link(p), current: p == page })
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let pages = page_links(page, last_page, link);
     let skipped: Vec<(String, String)> = state
         .cms
         .skipped_files()

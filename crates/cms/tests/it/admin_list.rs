@@ -86,6 +86,11 @@ fn the_item_list_pages_newest_first_and_filters_by_status_tag_and_text() {
     expected.extend(["untitled.md", "about.md", "contact.md"].map(str::to_owned));
     assert_eq!(rows(&second), expected);
     assert!(second.contains("aria-current=\"page\"><span class=\"sr-only\">Page </span>2</a>"), "{second}");
+    // Previous and next, as links with their `rel` (the pager's windowing has unit tests).
+    let next =
+        r#"<a href="/admin/collections/pages?status=all&#38;tag=&#38;q=&#38;page=2" rel="next">Next</a>"#;
+    assert!(first.contains(next), "{first}");
+    assert!(second.contains(r#"rel="prev">Previous</a>"#) && !second.contains(r#"rel="next""#), "{second}");
     assert!(rows(&list("?page=3")).is_empty(), "past the last page: no rows");
     assert!(list("?page=3").contains("No items match."));
     // The model's mark, on its row only; the unreadable file listed apart.

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::cases::Case;
+use super::sitegen::SMALL_ITEMS;
 use super::writes::{
     CONCURRENT_WRITERS, ValidationCost, Visibility, WRITE_SIZE, WriteFigures, Writes, median,
 };
@@ -497,8 +498,8 @@ fn validation_section(validation: &Result<ValidationCost, String>) -> String {
     let median_of = |values: &[f64]| median(values).map_or_else(String::new, |v| format!("{v:.0}"));
     format!(
         "\nServer CPU per write ({CONCURRENT_WRITERS} writers, µs; rounds in turn, then the median): \
-         with the model {} → **{}**; the same items without a model {} → **{}**; the model adds {} \
-         (the median of each round's pair).\n",
+         {SMALL_ITEMS} items with the model {} → **{}**; the same items without a model {} → **{}**; \
+         the model adds {} (the median of each round's pair).\n",
         rounds(&cost.modelled_us),
         median_of(&cost.modelled_us),
         rounds(&cost.plain_us),

@@ -11,18 +11,21 @@ use std::process::Command;
 use anyhow::{Context, bail};
 
 /// Change this whenever the generated files change, so that old sites are remade.
-const GENERATOR_VERSION: &str = "bench-site v4";
+const GENERATOR_VERSION: &str = "bench-site v5";
 /// The collection's folder, and its address in URLs (the slug of its label).
 pub const CONTENT_DIR: &str = "content/posts";
 pub const COLLECTION: &str = "posts";
 const OWNER: &str = "bench-owner@example.com";
 /// Files of ours inside the site folder (the server never reads or serves them).
 const BENCH_DIR: &str = ".bench";
-/// The collection without a model (see `CONFIG`), and how many of the first published
-/// items it holds too: one per writer of the write cases.
+/// Two small collections of the same first published items, one per writer of the write
+/// cases, with the model of [`COLLECTION`] and without one (see `CONFIG`): what checking
+/// a write against the model costs is measured between them, all else being equal.
 pub const PLAIN_COLLECTION: &str = "notes";
 const PLAIN_DIR: &str = "content/notes";
-pub const PLAIN_ITEMS: usize = super::writes::CONCURRENT_WRITERS;
+pub const MODELLED_COLLECTION: &str = "checked-notes";
+const MODELLED_DIR: &str = "content/checked-notes";
+pub const SMALL_ITEMS: usize = super::writes::CONCURRENT_WRITERS;
 
 const CONFIG: &str = "# Written by `cargo xtask bench`: one dated collection with a content model, the
 # demo's license.
@@ -42,8 +45,18 @@ collections:
       tags: { type: tags }
       author: { type: string }
       rating: { type: integer, min: 1, max: 5 }
-  # The same first items without a model: what validation adds to a write is measured
-  # beside them.
+  # The same first items twice, with the model and without: what validation adds to a
+  # write is measured between these two.
+  - label: Checked Notes
+    path: content/checked-notes
+    page_path: /checked-notes
+    date_prefix: true
+    fields:
+      title: { type: string, required: true }
+      date: { type: datetime }
+      tags: { type: tags }
+      author: { type: string }
+      rating: { type: integer, min: 1, max: 5 }
   - label: Notes
     path: content/notes
     page_path: /notes
@@ -144,10 +157,12 @@ fn write_files(site: &Path, items: usize) -> anyhow::Result<()> {
     for item in (0..items).map(Item::nth).filter(|item| item.published) {
         writeln!(slugs, "{}", item.slug)?;
     }
-    let plain = site.join(PLAIN_DIR);
-    fs::create_dir_all(&plain)?;
-    for item in (0..items).map(Item::nth).filter(|item| item.published).take(PLAIN_ITEMS) {
-        fs::write(plain.join(item.filename()), item.text())?;
+    for dir in [PLAIN_DIR, MODELLED_DIR] {
+        let small = site.join(dir);
+        fs::create_dir_all(&small)?;
+        for item in (0..items).map(Item::nth).filter(|item| item.published).take(SMALL_ITEMS) {
+            fs::write(small.join(item.filename()), item.text())?;
+        }
     }
     fs::write(site.join(BENCH_DIR).join("published-slugs.txt"), slugs)?;
     Ok(())

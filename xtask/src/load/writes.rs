@@ -1,8 +1,8 @@
 //! Writes, measured at 10,000 items: one writer saving one item over and over, many
 //! writers each saving its own item at once, how soon an edit made outside the server (a
 //! file renamed into place, as editors save) shows in the item route, and what checking
-//! a write against the collection's model costs (the server's CPU per write in the
-//! modelled collection beside the same items in a collection without a model).
+//! a write against the collection's model costs (the server's CPU per write in a small
+//! collection with the model beside the same items in one without).
 
 use std::fs;
 use std::path::PathBuf;
@@ -13,7 +13,9 @@ use anyhow::Context;
 use super::cases::item_path;
 use super::client::Client;
 use super::process::Server;
-use super::sitegen::{BenchSite, COLLECTION, CONTENT_DIR, PLAIN_COLLECTION, PLAIN_ITEMS};
+use super::sitegen::{
+    BenchSite, COLLECTION, CONTENT_DIR, MODELLED_COLLECTION, PLAIN_COLLECTION, SMALL_ITEMS,
+};
 
 /// The site size at which writes are measured.
 pub const WRITE_SIZE: usize = 10_000;
@@ -111,15 +113,16 @@ pub fn measure(server: &Server, site: &BenchSite) -> anyhow::Result<WriteFigures
     Ok(WriteFigures { one_writer, many_writers, outside_edit, validation })
 }
 
-/// `CONCURRENT_WRITERS` writers in the modelled collection, then the same in the one
-/// without a model (the same items, the same `PATCH`), `COST_ROUNDS` times in turn; the
-/// server's CPU time over each run divided by its writes.
+/// `CONCURRENT_WRITERS` writers in the small collection with the model, then the same in
+/// the one without (the same items, the same `PATCH`), `COST_ROUNDS` times in turn; the
+/// server's CPU time over each run divided by its writes. Two collections of the same size,
+/// so that only the model differs (the large one's bigger index costs each write more).
 fn validation_cost(server: &Server, site: &BenchSite) -> anyhow::Result<ValidationCost> {
-    let slugs = &site.published_slugs[..PLAIN_ITEMS.min(site.published_slugs.len())];
+    let slugs = &site.published_slugs[..SMALL_ITEMS.min(site.published_slugs.len())];
     let mut cost = ValidationCost { modelled_us: Vec::new(), plain_us: Vec::new() };
     for _ in 0..COST_ROUNDS {
         for (collection, into) in
-            [(COLLECTION, &mut cost.modelled_us), (PLAIN_COLLECTION, &mut cost.plain_us)]
+            [(MODELLED_COLLECTION, &mut cost.modelled_us), (PLAIN_COLLECTION, &mut cost.plain_us)]
         {
             super::settle(server);
             into.push(cpu_per_write(server, &site.owner_key, collection, slugs)?);

@@ -68,8 +68,8 @@ pub fn app_with(
     let until_indexed = warmup::UntilIndexed::new(state.cms.clone());
     App::new()
         .app_data(state)
-        .configure(routes::configure)
-        .configure(|cfg| routes::configure_files(cfg, &folders))
+        .configure(router::configure)
+        .configure(|cfg| router::configure_files(cfg, &folders))
         .configure(extra)
         .default_service(web::to(handlers::service::not_found))
         .wrap(until_indexed)

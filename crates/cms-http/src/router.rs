@@ -18,10 +18,10 @@ use actix_web::dev::{
     AppService, HttpServiceFactory, ResourceDef, Service, ServiceFactory, ServiceRequest, ServiceResponse,
 };
 use actix_web::http::Method;
-use actix_web::{Error, Route, web};
+use actix_web::{Error, HttpRequest, Route, web};
 use futures_util::future::LocalBoxFuture;
 
-use crate::handlers::service;
+use crate::handlers::{media, service};
 use crate::routes::{ITEMS, ROUTES, RouteInfo};
 
 /// Every path the router serves starts with this.
@@ -249,6 +249,57 @@ impl Service<ServiceRequest> for CmsRouter {
                 Box::pin(std::future::ready(Ok(req.into_response(response))))
             }
         }
+    }
+}
+
+/// Registers [`ROUTES`]: the paths under [`PREFIX`] as one service that matches
+/// them by segments (this module), the others as actix resources; `HEAD` wherever `GET` is,
+/// and a `405` (in the envelope, with `Allow`) for every other method.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    let mut paths: Vec<&'static str> = Vec::new();
+    for info in ROUTES.iter().filter(|info| !info.path.starts_with(PREFIX)) {
+        if !paths.contains(&info.path) {
+            paths.push(info.path);
+        }
+    }
+    for path in paths {
+        let routes: Vec<&RouteInfo> = ROUTES.iter().filter(|r| r.path == path).collect();
+        let mut allowed: Vec<&str> = routes.iter().map(|r| r.method).collect();
+        if allowed.contains(&"GET") {
+            allowed.push("HEAD");
+        }
+        let allow: Arc<str> = allowed.join(", ").into();
+        let mut resource = web::resource(path).default_service(web::to(move |req: HttpRequest| {
+            let allow = Arc::clone(&allow);
+            async move { service::method_not_allowed(&req, &allow) }
+        }));
+        for info in routes {
+            let method = Method::from_bytes(info.method.as_bytes()).expect("valid method in the route table");
+            if method == Method::GET {
+                resource = resource.route((info.attach)(web::route().method(Method::HEAD)));
+            }
+            resource = resource.route((info.attach)(web::route().method(method)));
+        }
+        cfg.service(resource);
+    }
+    cfg.service(CmsRoutes);
+}
+
+/// Registers the public file URLs of the resource folders ([`crate::routes::file_path`], `GET`/`HEAD`,
+/// no key). They depend on the site's configuration, so they are not in [`ROUTES`]; the
+/// document served for a site lists them ([`crate::openapi::document_for`]).
+pub fn configure_files(cfg: &mut web::ServiceConfig, folders: &[(usize, String)]) {
+    for (index, url) in folders {
+        let index = *index;
+        let serve = move |state, req, tail| media::serve(state, req, tail, index);
+        cfg.service(
+            web::resource(format!("{url}/{{path:.+}}"))
+                .route(web::get().to(serve))
+                .route(web::head().to(serve))
+                .default_service(web::to(|req: HttpRequest| async move {
+                    service::method_not_allowed(&req, "GET, HEAD")
+                })),
+        );
     }
 }
 

@@ -1,14 +1,10 @@
-//! The route table: the one list that registers every route and answers `405` with the
-//! right `Allow`. A test in [`crate::openapi`] holds it, and the public file URLs, to the
+//! The route table: the one list of every route ([`crate::router`] registers it and
+//! answers `405` with the right `Allow`). A test in [`crate::openapi`] holds it, and the public file URLs, to the
 //! OpenAPI document, which describes the API at `GET /cms/` and `GET /cms/openapi.json`.
 
-use std::sync::Arc;
+use actix_web::Route;
 
-use actix_web::http::Method;
-use actix_web::{HttpRequest, Route, web};
-
-use crate::handlers::{discovery, items, media, previews, resources, search, service, settings, versions};
-use crate::router;
+use crate::handlers::{discovery, items, previews, resources, search, service, settings, versions};
 
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,58 +114,7 @@ pub const ROUTES: &[RouteInfo] = &[
     route("GET", "/cms/settings/webhooks", Auth::Required, |r| r.to(settings::webhooks)),
 ];
 
-/// Registers [`ROUTES`]: the paths under [`router::PREFIX`] as one service that matches
-/// them by segments ([`router`]), the others as actix resources; `HEAD` wherever `GET` is,
-/// and a `405` (in the envelope, with `Allow`) for every other method.
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    let mut paths: Vec<&'static str> = Vec::new();
-    for info in ROUTES.iter().filter(|info| !info.path.starts_with(router::PREFIX)) {
-        if !paths.contains(&info.path) {
-            paths.push(info.path);
-        }
-    }
-    for path in paths {
-        let routes: Vec<&RouteInfo> = ROUTES.iter().filter(|r| r.path == path).collect();
-        let mut allowed: Vec<&str> = routes.iter().map(|r| r.method).collect();
-        if allowed.contains(&"GET") {
-            allowed.push("HEAD");
-        }
-        let allow: Arc<str> = allowed.join(", ").into();
-        let mut resource = web::resource(path).default_service(web::to(move |req: HttpRequest| {
-            let allow = Arc::clone(&allow);
-            async move { service::method_not_allowed(&req, &allow) }
-        }));
-        for info in routes {
-            let method = Method::from_bytes(info.method.as_bytes()).expect("valid method in the route table");
-            if method == Method::GET {
-                resource = resource.route((info.attach)(web::route().method(Method::HEAD)));
-            }
-            resource = resource.route((info.attach)(web::route().method(method)));
-        }
-        cfg.service(resource);
-    }
-    cfg.service(router::CmsRoutes);
-}
-
 /// The method of the public file URLs (`HEAD` comes with it, as everywhere).
 pub const FILE_ROUTE_METHOD: &str = "GET";
 
 pub use crate::openapi::file_path;
-
-/// Registers the public file URLs of the resource folders ([`file_path`], `GET`/`HEAD`,
-/// no key). They depend on the site's configuration, so they are not in [`ROUTES`]; the
-/// document served for a site lists them ([`crate::openapi::document_for`]).
-pub fn configure_files(cfg: &mut web::ServiceConfig, folders: &[(usize, String)]) {
-    for (index, url) in folders {
-        let index = *index;
-        let serve = move |state, req, tail| media::serve(state, req, tail, index);
-        cfg.service(
-            web::resource(format!("{url}/{{path:.+}}"))
-                .route(web::get().to(serve))
-                .route(web::head().to(serve))
-                .default_service(web::to(|req: HttpRequest| async move {
-                    service::method_not_allowed(&req, "GET, HEAD")
-                })),
-        );
-    }
-}

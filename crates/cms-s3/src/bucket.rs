@@ -193,21 +193,37 @@ impl Bucket {
         .await
     }
 
-    /// Bytes `range` of an object (not empty, within the object), streamed as they arrive.
+    /// Bytes `range` of an object (not empty, within the object), streamed as they arrive;
+    /// with `version` (the ETag it was opened at), of that version only: a changed or
+    /// deleted object ends the stream with [`S3Error::ChangedWhileRead`].
     /// The ranged GET starts when the stream is first polled (a `HEAD` answer sends none);
     /// its body is read on the I/O runtime, where the client's connections live, and
     /// handed on through a channel of [`STREAM_AHEAD`] chunks, so a slow reader holds the
     /// download back instead of having it buffered, and one that goes away ends it. A body
     /// that ends before the range does (the runtime stopped) ends the stream with an error.
-    pub(crate) fn get_range_stream(&self, key: &str, range: Range<u64>) -> ByteStream {
+    pub(crate) fn get_range_stream(
+        &self,
+        key: &str,
+        range: Range<u64>,
+        version: Option<String>,
+    ) -> ByteStream {
         let (store, path, io) = (self.store.clone(), self.path(key), self.io.clone());
+        let key = key.to_owned();
         let length = range.end - range.start;
         let started = async move {
             let (chunks, received) = mpsc::channel(STREAM_AHEAD);
             io.handle().spawn(async move {
-                let options = GetOptions { range: Some(GetRange::Bounded(range)), ..GetOptions::default() };
+                let options = GetOptions {
+                    range: Some(GetRange::Bounded(range)),
+                    if_match: version,
+                    ..GetOptions::default()
+                };
                 let mut body = match store.get_opts(&path, options).await {
                     Ok(found) => found.into_stream(),
+                    Err(object_store::Error::Precondition { .. } | object_store::Error::NotFound { .. }) => {
+                        let _ = chunks.send(Err(S3Error::ChangedWhileRead { key }.into())).await;
+                        return;
+                    }
                     Err(e) => {
                         let _ = chunks.send(Err(store_error(&path)(e))).await;
                         return;

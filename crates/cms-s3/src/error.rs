@@ -14,6 +14,10 @@ pub enum S3Error {
         #[source]
         source: object_store::Error,
     },
+    /// An object read by range changed (or went) after it was opened: a read never mixes
+    /// the bytes of two versions.
+    #[error("{key} changed while it was being read; ask for it again")]
+    ChangedWhileRead { key: String },
     /// The adapter's I/O runtime is gone (the process is shutting down).
     #[error("object store I/O runtime stopped")]
     Stopped,
@@ -52,6 +56,7 @@ impl From<S3Error> for CoreError {
     fn from(error: S3Error) -> Self {
         match error {
             S3Error::State { .. } => CoreError::Corrupt(error.to_string()),
+            S3Error::ChangedWhileRead { .. } => CoreError::Conflict(error.to_string()),
             other => CoreError::internal("bucket storage", other),
         }
     }

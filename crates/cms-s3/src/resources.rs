@@ -166,7 +166,8 @@ impl ResourceStore for S3ResourceStore {
     ) -> CoreResult<Option<(Box<dyn ResourceReader>, ResourceStat)>> {
         let key = file_key(folder, dir, name);
         let Some(meta) = self.bucket.head(&key).await? else { return Ok(None) };
-        let reader = S3Reader { bucket: self.bucket.clone(), key, size: meta.size };
+        let reader =
+            S3Reader { bucket: self.bucket.clone(), key, size: meta.size, version: meta.e_tag.clone() };
         Ok(Some((Box::new(reader), file_stat(name.clone(), &meta))))
     }
 
@@ -225,12 +226,14 @@ impl ResourceStore for S3ResourceStore {
 }
 
 /// A resource object, each read by range one ranged GET streamed as it arrives (see
-/// [`Bucket::get_range_stream`]).
+/// [`Bucket::get_range_stream`]), of the version opened: each GET names its ETag.
 struct S3Reader {
     bucket: Bucket,
     key: String,
     /// As the object was when it was opened.
     size: u64,
+    /// Its ETag then (stores that give none are read as they are).
+    version: Option<String>,
 }
 
 impl ResourceReader for S3Reader {
@@ -240,7 +243,7 @@ impl ResourceReader for S3Reader {
             // A ranged GET must name at least one byte of the object.
             return Box::pin(futures_util::stream::empty());
         }
-        self.bucket.get_range_stream(&self.key, range.start..end)
+        self.bucket.get_range_stream(&self.key, range.start..end, self.version.clone())
     }
 }
 

@@ -301,7 +301,17 @@ async fn resource_reads(store: &dyn ResourceStore, folder: &ResourceFolder) {
     assert!(read(&*reader, 0..0).await.is_empty());
     assert!(read(&*reader, 0..10).await.is_empty());
 
-    for name in ["large.bin", "small.txt", "empty.txt"] {
+    // Deleted and uploaded again under the same name after the handle was opened: the
+    // handle reads the bytes it opened, or fails; never the new file's.
+    let (reader, _) = store_file("replaced.txt", b"the first file").await;
+    store.delete(folder, &root, &FileName::parse("replaced.txt").unwrap()).await.unwrap();
+    store_file("replaced.txt", b"THE SECOND FILE, LONGER").await;
+    let chunks: Result<Vec<_>, _> = reader.range(0..14).try_collect().await;
+    if let Ok(chunks) = chunks {
+        assert_eq!(chunks.concat(), b"the first file", "a replaced file read through an old handle");
+    }
+
+    for name in ["large.bin", "small.txt", "empty.txt", "replaced.txt"] {
         store.delete(folder, &root, &FileName::parse(name).unwrap()).await.unwrap();
     }
 }

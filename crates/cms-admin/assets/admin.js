@@ -190,7 +190,8 @@ function mediaPicker(list, images, id, toggleText, choose) {
     panel.append(item);
   };
   for (const option of list.options) add(option.value, option.dataset.thumb);
-  // Upload a new file into the first resource folder, and choose it.
+  // Upload a new file into a resource folder (asked for when the site has several: the
+  // folders' datalist), and choose it.
   const upload = document.createElement("li");
   upload.className = "upload";
   const uploadLabel = document.createElement("label");
@@ -203,14 +204,27 @@ function mediaPicker(list, images, id, toggleText, choose) {
   const state = document.createElement("span");
   state.className = "hint";
   state.setAttribute("role", "status");
-  upload.append(uploadLabel, file, state);
+  const folders = document.getElementById("dl-folders");
+  let folder = null;
+  if (folders) {
+    const folderLabel = document.createElement("label");
+    folderLabel.htmlFor = id + "-upload-folder";
+    folderLabel.textContent = "Upload into";
+    folder = document.createElement("select");
+    folder.id = id + "-upload-folder";
+    for (const option of folders.options) folder.append(new Option(option.label, option.value));
+    // The folder first: choosing a file uploads it at once.
+    upload.append(folderLabel, folder, uploadLabel, file, state);
+  } else {
+    upload.append(uploadLabel, file, state);
+  }
   panel.prepend(upload);
   file.addEventListener("change", () => {
     const chosenFile = file.files[0];
     if (!chosenFile) return;
     const data = new FormData();
     data.append("csrf", csrfToken()); // the token goes first
-    data.append("folder", "0");
+    data.append("folder", folder ? folder.value : "0");
     data.append("path", "");
     data.append("file", chosenFile, chosenFile.name);
     state.textContent = "Uploading…";

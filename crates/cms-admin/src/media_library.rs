@@ -20,6 +20,9 @@ const SUBFOLDER_LIMIT: usize = 20;
 pub const IMAGES_LIST: &str = "dl-images";
 /// The id of the `datalist` of every file.
 pub const FILES_LIST: &str = "dl-files";
+/// The id of the `datalist` of the resource folders a picker may upload into (each option's
+/// value the folder's index, its label the folder's), when there are several.
+pub const FOLDERS_LIST: &str = "dl-folders";
 
 /// Suggestions for an input (`<datalist>`). The media picker reads its files from one
 /// (each image with its thumbnail); a reference's input offers its items with one
@@ -48,6 +51,8 @@ impl Suggestion {
 pub struct MediaLibrary {
     /// Each file's URL path, and its thumbnail's when it is an image.
     files: Vec<(String, Option<String>)>,
+    /// The resource folders that could be listed: index and label.
+    folders: Vec<(usize, String)>,
     /// The resource folders could be listed (so files can be picked, or uploaded).
     pub listed: bool,
 }
@@ -64,6 +69,7 @@ impl MediaLibrary {
                 continue;
             };
             library.listed = true;
+            library.folders.push((index, state.cms.resource_folders()[index].label.clone()));
             library.files.extend(top.files.iter().map(entry));
             for dir in top.dirs.iter().take(SUBFOLDER_LIMIT) {
                 if library.files.len() >= MEDIA_LIMIT {
@@ -94,13 +100,19 @@ impl MediaLibrary {
                 })
                 .collect()
         };
-        Some(MediaView {
-            images_list: IMAGES_LIST,
-            datalists: vec![
-                Datalist { id: IMAGES_LIST.into(), options: options(true) },
-                Datalist { id: FILES_LIST.into(), options: options(false) },
-            ],
-        })
+        let mut datalists = vec![
+            Datalist { id: IMAGES_LIST.into(), options: options(true) },
+            Datalist { id: FILES_LIST.into(), options: options(false) },
+        ];
+        if self.folders.len() > 1 {
+            // The picker's upload asks which folder (one folder: that one, no question).
+            let folders = self
+                .folders
+                .iter()
+                .map(|(index, label)| Suggestion::labelled(index.to_string(), label.clone()));
+            datalists.push(Datalist { id: FOLDERS_LIST.into(), options: folders.collect() });
+        }
+        Some(MediaView { images_list: IMAGES_LIST, datalists })
     }
 }
 

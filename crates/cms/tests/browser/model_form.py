@@ -13,10 +13,10 @@ Steps: open a post, check the page with axe-core; type an invalid value that the
 cannot check (a pattern) and save: the page comes back with the summary focused, the value
 still typed, the input marked aria-invalid and described by its message; axe-core again;
 follow the summary's link to the input, fix it, fill typed inputs, pick an image from the
-media picker (thumbnails; axe-core with it open), upload one from it (chosen at once),
-name a page in the reference input (its list offers the pages' slugs and titles) and save:
-saved. The Rust
-test then reads the file for the typed values. Any error the browser logs fails the run,
+media picker (thumbnails; axe-core with it open), upload one from it into the second
+resource folder (chosen at once), name a page in the reference input (its list offers the
+pages' slugs and titles) and save: saved. The Rust test then reads the file for the typed
+values and finds the upload in the folder chosen. Any error the browser logs fails the run,
 except the refusal's own 422.
 """
 
@@ -87,18 +87,19 @@ try:
     assert find("#f-cover").get_attribute("value") == "/media/uploads/logo.png"
     assert active_id() == "f-cover", "the focus goes back to the input"
 
-    step("upload an image from the picker; it is chosen")
+    step("upload an image from the picker into the second folder; it is chosen")
     find("#f-cover-choose").click()
+    Select(find("#f-cover-upload-folder")).select_by_visible_text("Documents")
     image = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"picked-{os.getpid()}.png")
     with open(image, "wb") as out:
         out.write(png(24, 24, (200, 80, 20)))
     find("#f-cover-upload").send_keys(image)
     name = os.path.basename(image)
-    wait.until(lambda d: find("#f-cover").get_attribute("value") == f"/media/uploads/{name}")
+    wait.until(lambda d: find("#f-cover").get_attribute("value") == f"/media/docs/{name}")
     os.remove(image)
-    uploaded = find(f'#f-cover-picks button[data-value="/media/uploads/{name}"] img')
+    uploaded = find(f'#f-cover-picks button[data-value="/media/docs/{name}"] img')
     # Thumbnails are small variants the server names (the upload's answer, the datalist).
-    assert uploaded.get_attribute("src").endswith(f"/media/uploads/{name}?w=160"), uploaded.get_attribute("src")
+    assert uploaded.get_attribute("src").endswith(f"/media/docs/{name}?w=160"), uploaded.get_attribute("src")
     # Back to the listed one, so that the saved file names it.
     find("#f-cover-choose").click()
     find('#f-cover-picks button[data-value="/media/uploads/logo.png"]').click()

@@ -159,8 +159,20 @@ fn the_form_of_a_modelled_collection_works_in_a_real_browser() {
     }
     std::fs::write(pages.join("zulu-draft.md"), "---\ntitle: Zulu draft\nstatus: draft\n---\nSoon.\n")
         .unwrap();
+    // A second resource folder: the picker's upload asks which one.
+    let config = site.path().join("cms.yaml");
+    let uploads = "    url: /media/uploads\n";
+    let text = std::fs::read_to_string(&config).unwrap().replacen(
+        uploads,
+        &format!("{uploads}  - label: Documents\n    path: media/docs\n    url: /media/docs\n"),
+        1,
+    );
+    std::fs::write(&config, text).unwrap();
+    std::fs::create_dir_all(site.path().join("media/docs")).unwrap();
     let server = Server::start(site.path());
     run_script(&tools, "model_form.py", &server, &[]);
+    let uploaded: Vec<_> = std::fs::read_dir(site.path().join("media/docs")).unwrap().flatten().collect();
+    assert_eq!(uploaded.len(), 1, "the picker's upload went into the folder chosen");
 
     let fm = crate::admin_model::frontmatter(site.path(), "2026-01-12-hello-world.md");
     assert_eq!(fm["sku"], "ABC-12", "{fm}");

@@ -105,12 +105,19 @@ struct Parts<'a> {
 impl<'a> Parts<'a> {
     /// `None` for a path with more segments than any pattern has.
     fn of(path: &'a str) -> Option<Self> {
+        if !path.starts_with('/') {
+            return None;
+        }
         let mut parts = Self { segments: [("", 0); MAX_SEGMENTS], len: 0 };
         let mut start = 1;
-        for segment in path.strip_prefix('/')?.split('/') {
-            *parts.segments.get_mut(parts.len)? = (segment, start);
-            parts.len += 1;
-            start += segment.len() + 1;
+        // A byte loop: paths are short, and `str::split`'s searcher cost more than the
+        // comparisons (a `/` byte is never inside a UTF-8 character).
+        for (at, byte) in path.bytes().enumerate().skip(1).chain([(path.len(), b'/')]) {
+            if byte == b'/' {
+                *parts.segments.get_mut(parts.len)? = (&path[start..at], start);
+                parts.len += 1;
+                start = at + 1;
+            }
         }
         Some(parts)
     }
@@ -305,7 +312,7 @@ pub fn configure_files(cfg: &mut web::ServiceConfig, folders: &[(usize, String)]
 
 #[cfg(test)]
 mod tests {
-    use super::{MAX_PARAMS, MAX_SEGMENTS, PATTERNS, Pattern, Segment, route_of};
+    use super::{MAX_PARAMS, MAX_SEGMENTS, PATTERNS, Parts, Pattern, Segment, route_of};
     use crate::routes::{ITEM, ITEMS, LEGACY_ITEM, PREVIEW, RESTORE, RSS, SEARCH_INDEX};
 
     #[test]
@@ -337,6 +344,22 @@ mod tests {
             assert!(params <= MAX_PARAMS, "{}", pattern.path);
         }
         assert_eq!(route_of("/cms/collections/a/items/b/versions/1/restore/x"), None, "too many segments");
+    }
+
+    #[test]
+    fn a_path_splits_as_str_split_would() {
+        for path in
+            ["/", "/cms", "/cms/", "//", "/cms//x/", "/cms/collections/café/items/é-1", "/a/b/c/d/e/f/g/h"]
+        {
+            let parts = Parts::of(path).expect(path);
+            let split: Vec<&str> = path[1..].split('/').collect();
+            assert_eq!(parts.iter().map(|(part, _)| part).collect::<Vec<_>>(), split, "{path}");
+            for (part, start) in parts.iter() {
+                assert_eq!(&path[start..start + part.len()], part, "{path}");
+            }
+        }
+        assert!(Parts::of("cms/").is_none() && Parts::of("").is_none());
+        assert!(Parts::of("/a/b/c/d/e/f/g/h/i").is_none(), "more segments than any pattern");
     }
 
     #[test]

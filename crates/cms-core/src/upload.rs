@@ -10,6 +10,7 @@ use futures_util::{Stream, StreamExt};
 
 use crate::error::CoreError;
 use crate::policy::Caller;
+use crate::resource::{FileName, Subpath};
 use crate::service::{Cms, ResourceFile, Upload};
 
 /// Why a file was not stored.
@@ -49,7 +50,7 @@ pub async fn receive<B: AsRef<[u8]>, E>(
 pub fn presets_later(
     cms: Arc<Cms>,
     folder: Option<String>,
-    subpath: Option<String>,
+    dir: Subpath,
     file: &ResourceFile,
 ) -> Option<impl Future<Output = ()> + 'static> {
     if !file.is_image || file.variants.is_empty() {
@@ -57,7 +58,9 @@ pub fn presets_later(
     }
     let name = file.name.clone();
     Some(async move {
-        if let Err(error) = cms.make_presets(folder.as_deref(), subpath.as_deref(), &name).await {
+        // The name the facade stored the file under, so a file name.
+        let made = async { cms.make_presets(folder.as_deref(), &dir, &FileName::parse(&name)?).await };
+        if let Err(error) = made.await {
             tracing::warn!(%error, file = %name, "the presets of an upload were not made");
         }
     })

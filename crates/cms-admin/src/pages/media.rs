@@ -6,6 +6,7 @@ use actix_multipart::{Field, Multipart};
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
 use askama::Template;
+use cms_core::resource::{FileName, Subpath, sanitize_upload_name};
 use cms_core::service::{ResourceFile, parse_folder_index};
 use cms_core::session::same_secret;
 use cms_core::upload::{self, UploadFailed};
@@ -105,7 +106,7 @@ pub async fn browse(
     let folder_param = query_param(&req, "folder");
     let path = query_param(&req, "path").unwrap_or_default();
     let folder = parse_folder_index(folder_param.as_deref())?;
-    let listing = state.cms.list_resources(&user.principal, folder, Some(&path)).await?;
+    let listing = state.cms.list_resources(&user.principal, folder, &Subpath::parse(&path)?).await?;
     let folder = listing.folder.index;
     let here = listing.subpath.clone();
     let delete_href = |name: &str| {
@@ -270,11 +271,10 @@ async fn receive(
                         UploadFailed::Refused(e) => AdminError::from(e),
                     },
                 )?;
-                let file = state.cms.finish_upload(upload, folder.as_deref(), Some(&path), &filename).await?;
+                let (dir, name) = (Subpath::parse(&path)?, sanitize_upload_name(&filename)?);
+                let file = state.cms.finish_upload(upload, folder.as_deref(), &dir, &name).await?;
                 // The presets are made after the answer, on the image workers.
-                if let Some(job) =
-                    upload::presets_later(state.cms.clone(), folder.clone(), Some(path.clone()), &file)
-                {
+                if let Some(job) = upload::presets_later(state.cms.clone(), folder.clone(), dir, &file) {
                     actix_web::rt::spawn(job);
                 }
                 stored.push(file);
@@ -317,9 +317,10 @@ pub async fn rename(posted: PostedForm, state: web::Data<AdminState>) -> AdminRe
     let (folder, path) = place(&posted, &state)?;
     let file = posted.fields.required("file", "The file")?;
     let new_name = posted.fields.required("new_name", "The new name")?;
+    let (dir, file, new_name) = (Subpath::parse(&path)?, FileName::parse(file)?, FileName::parse(new_name)?);
     state
         .cms
-        .rename_resource(&posted.user.principal, Some(&folder.to_string()), &path, file, new_name)
+        .rename_resource(&posted.user.principal, Some(&folder.to_string()), &dir, &file, &new_name)
         .await?;
     Ok(view::see_other(&format!("{}&ok=renamed", media_href(folder, &path))))
 }
@@ -330,9 +331,10 @@ pub async fn move_file(posted: PostedForm, state: web::Data<AdminState>) -> Admi
     let (folder, path) = place(&posted, &state)?;
     let file = posted.fields.required("file", "The file")?;
     let dest = posted.fields.text("dest").trim().trim_matches('/');
+    let (dir, file, dest) = (Subpath::parse(&path)?, FileName::parse(file)?, Subpath::parse(dest)?);
     state
         .cms
-        .move_resource(&posted.user.principal, Some(&folder.to_string()), &path, file, dest, None)
+        .move_resource(&posted.user.principal, Some(&folder.to_string()), &dir, &file, &dest, None)
         .await?;
     Ok(view::see_other(&format!("{}&ok=moved", media_href(folder, &path))))
 }
@@ -366,7 +368,8 @@ pub async fn confirm_delete(
 pub async fn delete(posted: PostedForm, state: web::Data<AdminState>) -> AdminResult<HttpResponse> {
     let (folder, path) = place(&posted, &state)?;
     let file = posted.fields.required("file", "The file")?;
-    state.cms.delete_resource(&posted.user.principal, Some(&folder.to_string()), &path, file).await?;
+    let (dir, file) = (Subpath::parse(&path)?, FileName::parse(file)?);
+    state.cms.delete_resource(&posted.user.principal, Some(&folder.to_string()), &dir, &file).await?;
     Ok(view::see_other(&format!("{}&ok=file-deleted", media_href(folder, &path))))
 }
 
@@ -374,6 +377,7 @@ pub async fn delete(posted: PostedForm, state: web::Data<AdminState>) -> AdminRe
 pub async fn create_folder(posted: PostedForm, state: web::Data<AdminState>) -> AdminResult<HttpResponse> {
     let (folder, path) = place(&posted, &state)?;
     let name = posted.fields.required("name", "The folder name")?;
-    state.cms.create_resource_folder(&posted.user.principal, Some(&folder.to_string()), &path, name).await?;
+    let (dir, name) = (Subpath::parse(&path)?, FileName::parse(name)?);
+    state.cms.create_resource_folder(&posted.user.principal, Some(&folder.to_string()), &dir, &name).await?;
     Ok(view::see_other(&format!("{}&ok=folder-created", media_href(folder, &path))))
 }

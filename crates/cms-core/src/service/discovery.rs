@@ -565,14 +565,13 @@ impl Cms {
 
     /// The first published item with this slug (or filename), looking through the
     /// collections in configuration order.
-    pub async fn read_item_anywhere(&self, item: &str) -> CoreResult<ItemView> {
-        let item_ref = ItemRef::parse(item)?;
+    pub async fn read_item_anywhere(&self, item: &ItemRef) -> CoreResult<ItemView> {
         for collection in &self.collections {
-            if let Some(view) = self.read_published(collection, &item_ref).await? {
+            if let Some(view) = self.read_published(collection, item).await? {
                 return Ok(view);
             }
         }
-        Err(CoreError::not_found(format!("no published item {item:?} in any collection")))
+        Err(CoreError::not_found(format!("no published item {:?} in any collection", item.to_string())))
     }
 
     /// The published item `item_ref` names in `collection` (found through the index, so a
@@ -584,7 +583,7 @@ impl Cms {
     ) -> CoreResult<Option<ItemView>> {
         let found = self.index(collection).await?.locate_published(item_ref).cloned();
         let Some(found) = found else { return Ok(None) };
-        match self.read_item(collection, &found.meta.filename, &Viewer::Anonymous).await {
+        match self.read_item(collection, &ItemRef::parse(&found.meta.filename)?, &Viewer::Anonymous).await {
             Ok(view) => Ok(Some(view)),
             // Deleted or made a draft since the index saw it.
             Err(CoreError::NotFound(_)) => Ok(None),

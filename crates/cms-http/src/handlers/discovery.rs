@@ -272,6 +272,8 @@ pub async fn read_anywhere(
     slug: web::Path<String>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let view = state.run(Shape::Envelope, state.cms.read_item_anywhere(&slug)).await?;
+    let view = state
+        .run(Shape::Envelope, async { state.cms.read_item_anywhere(&ItemRef::parse(&slug)?).await })
+        .await?;
     Ok(single_item(&req, view))
 }

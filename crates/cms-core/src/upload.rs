@@ -49,7 +49,7 @@ pub async fn receive<B: AsRef<[u8]>, E>(
 /// logged: the upload itself succeeded.
 pub fn presets_later(
     cms: Arc<Cms>,
-    folder: Option<String>,
+    folder: usize,
     dir: Subpath,
     file: &ResourceFile,
 ) -> Option<impl Future<Output = ()> + 'static> {
@@ -59,7 +59,7 @@ pub fn presets_later(
     let name = file.name.clone();
     Some(async move {
         // The name the facade stored the file under, so a file name.
-        let made = async { cms.make_presets(folder.as_deref(), &dir, &FileName::parse(&name)?).await };
+        let made = async { cms.make_presets(folder, &dir, &FileName::parse(&name)?).await };
         if let Err(error) = made.await {
             tracing::warn!(%error, file = %name, "the presets of an upload were not made");
         }

@@ -59,7 +59,7 @@ pub struct ServedFile {
 }
 
 /// A resource folder's index as a client sent it in text (absent or blank: 0), for the
-/// facade calls that take it typed ([`Cms::list_resources`]).
+/// facade calls that take it typed ([`Cms::list_resources`], the uploads and changes).
 pub fn parse_folder_index(raw: Option<&str>) -> CoreResult<usize> {
     match raw.map(str::trim).filter(|r| !r.is_empty()) {
         None => Ok(0),
@@ -86,11 +86,6 @@ fn no_such_folder(index: usize, count: usize) -> String {
 impl Cms {
     pub fn resource_folders(&self) -> &[ResourceFolder] {
         &self.resource_folders
-    }
-
-    /// A resource folder by its index as a client sent it (absent: 0).
-    pub fn resource_folder(&self, raw_index: Option<&str>) -> CoreResult<&ResourceFolder> {
-        self.resource_folder_at(parse_folder_index(raw_index)?)
     }
 
     /// A resource folder by its index.
@@ -162,11 +157,11 @@ impl Cms {
     pub async fn finish_upload(
         &self,
         upload: Upload,
-        folder: Option<&str>,
+        folder: usize,
         dir: &Subpath,
         name: &FileName,
     ) -> CoreResult<ResourceFile> {
-        let folder = self.resource_folder(folder)?.clone();
+        let folder = self.resource_folder_at(folder)?.clone();
         let hash = hex::encode(upload.digest.finish());
         let stat = upload.sink.commit(&folder, dir, name).await?;
         self.remember_source_hash(&folder, dir, &stat, hash);
@@ -177,13 +172,13 @@ impl Cms {
     pub async fn rename_resource(
         &self,
         caller: impl Into<Caller<'_>>,
-        folder: Option<&str>,
+        folder: usize,
         dir: &Subpath,
         from: &FileName,
         new_name: &FileName,
     ) -> CoreResult<String> {
         self.authorize(caller, Operation::ChangeResources).await?;
-        let folder = self.resource_folder(folder)?.clone();
+        let folder = self.resource_folder_at(folder)?.clone();
         let to = from.renamed(new_name)?;
         self.ports.resources.rename(&folder, (dir, from), (dir, &to)).await?;
         self.variants_follow(&folder, (dir, from), (dir, &to)).await;
@@ -194,14 +189,14 @@ impl Cms {
     pub async fn move_resource(
         &self,
         caller: impl Into<Caller<'_>>,
-        folder: Option<&str>,
+        folder: usize,
         dir: &Subpath,
         from: &FileName,
         dest: &Subpath,
         new_name: Option<&FileName>,
     ) -> CoreResult<String> {
         self.authorize(caller, Operation::ChangeResources).await?;
-        let folder = self.resource_folder(folder)?.clone();
+        let folder = self.resource_folder_at(folder)?.clone();
         let to = match new_name {
             Some(new) => from.renamed(new)?,
             None => from.clone(),
@@ -214,12 +209,12 @@ impl Cms {
     pub async fn delete_resource(
         &self,
         caller: impl Into<Caller<'_>>,
-        folder: Option<&str>,
+        folder: usize,
         dir: &Subpath,
         name: &FileName,
     ) -> CoreResult<()> {
         self.authorize(caller, Operation::ChangeResources).await?;
-        let folder = self.resource_folder(folder)?.clone();
+        let folder = self.resource_folder_at(folder)?.clone();
         self.ports.resources.delete(&folder, dir, name).await?;
         self.variants_drop(&folder, dir, name).await;
         Ok(())
@@ -229,12 +224,12 @@ impl Cms {
     pub async fn create_resource_folder(
         &self,
         caller: impl Into<Caller<'_>>,
-        folder: Option<&str>,
+        folder: usize,
         dir: &Subpath,
         name: &FileName,
     ) -> CoreResult<String> {
         self.authorize(caller, Operation::ChangeResources).await?;
-        let folder = self.resource_folder(folder)?.clone();
+        let folder = self.resource_folder_at(folder)?.clone();
         self.ports.resources.create_dir(&folder, dir, name).await?;
         Ok(name.as_str().to_owned())
     }

@@ -199,11 +199,11 @@ impl Cms {
 
     /// Makes the presets' variants of a file that was just uploaded (the caller runs this
     /// after answering). A file that is not a transformable image is left alone.
-    pub async fn make_presets(&self, folder: Option<&str>, dir: &Subpath, name: &FileName) -> CoreResult<()> {
+    pub async fn make_presets(&self, folder: usize, dir: &Subpath, name: &FileName) -> CoreResult<()> {
         if self.images.presets.is_empty() {
             return Ok(());
         }
-        let folder = self.resource_folder(folder)?.clone();
+        let folder = self.resource_folder_at(folder)?.clone();
         let content_type = resource::content_type(name);
         if !images::is_transformable(content_type) {
             return Ok(());

@@ -120,12 +120,13 @@ pub async fn upload(
     let (upload, filename) = received.ok_or_else(|| {
         bad_request(SHAPE, "missing the \"file\" part: send the file as multipart/form-data")
     })?;
-    let (dir, stored) = state
+    let (folder, dir, stored) = state
         .run(SHAPE, async {
+            let folder = parse_folder_index(folder.as_deref())?;
             let dir = self::subpath(subpath.as_deref())?;
             let name = sanitize_upload_name(&filename)?;
-            let stored = state.cms.finish_upload(upload, folder.as_deref(), &dir, &name).await?;
-            Ok((dir, stored))
+            let stored = state.cms.finish_upload(upload, folder, &dir, &name).await?;
+            Ok((folder, dir, stored))
         })
         .await?;
     // The presets are made after the answer, on the image workers.
@@ -167,9 +168,10 @@ pub async fn rename_or_move(
         None | Some("rename") => {
             let new_name = fields.required_string("newName")?;
             let renamed = async {
+                let folder = parse_folder_index(folder.as_deref())?;
                 let (dir, file) = (self::subpath(subpath.as_deref())?, FileName::parse(&file)?);
                 let new_name = FileName::parse(&new_name)?;
-                state.cms.rename_resource(&user.principal, folder.as_deref(), &dir, &file, &new_name).await
+                state.cms.rename_resource(&user.principal, folder, &dir, &file, &new_name).await
             };
             (state.run(SHAPE, renamed).await?, "File renamed.")
         }
@@ -177,14 +179,14 @@ pub async fn rename_or_move(
             let dest = fields.required_string("dest_subpath")?;
             let new_filename = fields.string("new_filename")?;
             let moved = async {
+                let folder = parse_folder_index(folder.as_deref())?;
                 let (dir, file) = (self::subpath(subpath.as_deref())?, FileName::parse(&file)?);
                 let dest = Subpath::parse(&dest)?;
                 // An empty new name keeps the file's name.
                 let new_name =
                     new_filename.as_deref().filter(|n| !n.is_empty()).map(FileName::parse).transpose()?;
                 let cms = &state.cms;
-                cms.move_resource(&user.principal, folder.as_deref(), &dir, &file, &dest, new_name.as_ref())
-                    .await
+                cms.move_resource(&user.principal, folder, &dir, &file, &dest, new_name.as_ref()).await
             };
             (state.run(SHAPE, moved).await?, "File moved.")
         }
@@ -210,8 +212,9 @@ pub async fn delete(
     let (folder, subpath, file) =
         (fields.index("folder")?, fields.string("subpath")?, fields.required_string("file")?);
     let delete = async {
+        let folder = parse_folder_index(folder.as_deref())?;
         let (dir, file) = (self::subpath(subpath.as_deref())?, FileName::parse(&file)?);
-        state.cms.delete_resource(&user.principal, folder.as_deref(), &dir, &file).await
+        state.cms.delete_resource(&user.principal, folder, &dir, &file).await
     };
     state.run(SHAPE, delete).await?;
     Ok(HttpResponse::Ok().json(json!({ "ok": true, "message": "File deleted." })))
@@ -229,8 +232,9 @@ pub async fn create_folder(
     let (folder, subpath, name) =
         (fields.index("folder")?, fields.string("subpath")?, fields.required_string("name")?);
     let create = async {
+        let folder = parse_folder_index(folder.as_deref())?;
         let (dir, name) = (self::subpath(subpath.as_deref())?, FileName::parse(&name)?);
-        state.cms.create_resource_folder(&user.principal, folder.as_deref(), &dir, &name).await
+        state.cms.create_resource_folder(&user.principal, folder, &dir, &name).await
     };
     let name = state.run(SHAPE, create).await?;
     Ok(HttpResponse::Ok().json(json!({ "ok": true, "message": "Folder created.", "name": name })))

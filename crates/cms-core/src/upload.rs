@@ -1,7 +1,8 @@
 //! The upload sequence the REST API and the web editor both run for one received file:
-//! begin, stream its chunks to storage (then `Cms::finish_upload` stores it under its
-//! sanitized name), and the job that makes its presets after the answer. Each inbound adapter reads its own form and
-//! words a cut-off stream its own way.
+//! begin, stream its chunks to storage (then `Cms::finish_upload` stores it under the
+//! name the adapter made of the client's with `resource::sanitize_upload_name`), and the
+//! job that makes its presets after the answer. Each inbound adapter reads its own form
+//! and words a cut-off stream its own way.
 
 use std::fmt::Display;
 use std::sync::Arc;

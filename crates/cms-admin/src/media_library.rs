@@ -7,6 +7,7 @@
 //! `admin.js`): both follow [`image_markdown`] and [`link_markdown`].
 
 use cms_core::policy::Principal;
+use cms_core::resource::Subpath;
 use cms_core::service::ResourceFile;
 
 use crate::AdminState;
@@ -65,7 +66,7 @@ impl MediaLibrary {
         let sizes = &state.cms.images().sizes;
         let entry = |f: &ResourceFile| (f.url.clone(), f.is_image.then(|| thumbnail_url(f, sizes)));
         for index in 0..state.cms.resource_folders().len() {
-            let Ok(top) = state.cms.list_resources(principal, index, None).await else {
+            let Ok(top) = state.cms.list_resources(principal, index, &Subpath::root()).await else {
                 continue;
             };
             library.listed = true;
@@ -75,7 +76,9 @@ impl MediaLibrary {
                 if library.files.len() >= MEDIA_LIMIT {
                     break;
                 }
-                if let Ok(inner) = state.cms.list_resources(principal, index, Some(dir)).await {
+                // A listed subfolder's name, so a subpath.
+                let Ok(dir) = Subpath::parse(dir) else { continue };
+                if let Ok(inner) = state.cms.list_resources(principal, index, &dir).await {
                     library.files.extend(inner.files.iter().map(entry));
                 }
             }

@@ -169,6 +169,33 @@ impl fmt::Display for FileName {
     }
 }
 
+/// A file inside a resource folder as a public URL names it after the folder's prefix
+/// (`2024/photo.jpg`): its subfolder and its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilePath {
+    pub dir: Subpath,
+    pub name: FileName,
+}
+
+impl FilePath {
+    /// The file a URL's tail names; `NotFound` when it cannot name one (a URL names a
+    /// file or nothing, it is not a malformed request).
+    pub fn from_url_tail(tail: &str) -> CoreResult<Self> {
+        let not_found = || CoreError::not_found(format!("no file at {tail:?}"));
+        let (dir, name) = match tail.rsplit_once('/') {
+            Some((dir, name)) => (Subpath::parse(dir).map_err(|_| not_found())?, name),
+            None => (Subpath::root(), tail),
+        };
+        Ok(Self { dir, name: FileName::parse(name).map_err(|_| not_found())? })
+    }
+}
+
+impl fmt::Display for FilePath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.dir.join(&self.name).as_str())
+    }
+}
+
 /// The stored name of an upload: the base name of what the client sent (anything up to
 /// the last `/` or `\` dropped), characters other than ASCII letters, digits, `.`, `-`
 /// and `_` replaced with `-`, leading dots and dashes removed, at most 120 bytes.
@@ -493,6 +520,19 @@ mod tests {
         assert!(FileName::parse("hero image.jpg").is_ok());
         for bad in ["", ".", "..", "../x", "a/b", ".htaccess", "a\0", "%2e%2e", &"x".repeat(256)] {
             assert!(FileName::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_url_tail_names_a_file_or_nothing() {
+        let path = FilePath::from_url_tail("2024/06/hero.jpg").unwrap();
+        assert_eq!((path.dir.as_str(), path.name.as_str()), ("2024/06", "hero.jpg"));
+        assert_eq!(path.to_string(), "2024/06/hero.jpg");
+        let top = FilePath::from_url_tail("logo.png").unwrap();
+        assert!(top.dir.is_root() && top.name.as_str() == "logo.png");
+        for nothing in ["", "a/", "../x.png", "a/../b.png", ".env", "a/.git/config", "%2e%2e/x"] {
+            let error = FilePath::from_url_tail(nothing).unwrap_err();
+            assert!(matches!(error, CoreError::NotFound(_)), "{nothing:?}: {error:?}");
         }
     }
 

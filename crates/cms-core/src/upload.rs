@@ -1,7 +1,8 @@
 //! The upload sequence the REST API and the web editor both run for one received file:
-//! begin, stream its chunks to storage (then `Cms::finish_upload` stores it under its
-//! sanitized name), and the job that makes its presets after the answer. Each inbound adapter reads its own form and
-//! words a cut-off stream its own way.
+//! begin, stream its chunks to storage (then `Cms::finish_upload` stores it under the
+//! name the adapter made of the client's with `resource::sanitize_upload_name`), and the
+//! job that makes its presets after the answer. Each inbound adapter reads its own form
+//! and words a cut-off stream its own way.
 
 use std::fmt::Display;
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use futures_util::{Stream, StreamExt};
 
 use crate::error::CoreError;
 use crate::policy::Caller;
+use crate::resource::{FileName, Subpath};
 use crate::service::{Cms, ResourceFile, Upload};
 
 /// Why a file was not stored.
@@ -48,8 +50,8 @@ pub async fn receive<B: AsRef<[u8]>, E>(
 /// logged: the upload itself succeeded.
 pub fn presets_later(
     cms: Arc<Cms>,
-    folder: Option<String>,
-    subpath: Option<String>,
+    folder: usize,
+    dir: Subpath,
     file: &ResourceFile,
 ) -> Option<impl Future<Output = ()> + 'static> {
     if !file.is_image || file.variants.is_empty() {
@@ -57,7 +59,9 @@ pub fn presets_later(
     }
     let name = file.name.clone();
     Some(async move {
-        if let Err(error) = cms.make_presets(folder.as_deref(), subpath.as_deref(), &name).await {
+        // The name the facade stored the file under, so a file name.
+        let made = async { cms.make_presets(folder, &dir, &FileName::parse(&name)?).await };
+        if let Err(error) = made.await {
             tracing::warn!(%error, file = %name, "the presets of an upload were not made");
         }
     })

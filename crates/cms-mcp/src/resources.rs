@@ -6,6 +6,7 @@
 use cms_core::Cms;
 use cms_core::CoreError;
 use cms_core::collection::Collection;
+use cms_core::slug::ItemRef;
 use rmcp::model::{Resource, ResourceContents, ResourceTemplate};
 
 pub const SCHEME: &str = "cms://";
@@ -77,7 +78,7 @@ pub fn templates() -> Vec<ResourceTemplate> {
 pub enum Target<'a> {
     Collection(&'a Collection),
     Schema(&'a Collection),
-    Item(&'a Collection, String),
+    Item(&'a Collection, ItemRef),
 }
 
 /// Parses a `cms://` URI; `Invalid`/`NotFound` errors say what is wrong with it.
@@ -91,7 +92,10 @@ pub fn parse<'a>(cms: &'a Cms, uri: &str) -> Result<Target<'a>, CoreError> {
         None => Ok(Target::Collection(cms.collection(rest)?)),
         Some((collection, "")) => Ok(Target::Collection(cms.collection(collection)?)),
         Some((collection, SCHEMA_SEGMENT)) => Ok(Target::Schema(cms.collection(collection)?)),
-        Some((collection, slug)) => Ok(Target::Item(cms.collection(collection)?, slug.to_owned())),
+        Some((collection, item)) => {
+            let collection = cms.collection(collection)?;
+            Ok(Target::Item(collection, ItemRef::parse(item)?))
+        }
     }
 }
 

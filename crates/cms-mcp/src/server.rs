@@ -7,10 +7,12 @@ use std::sync::Arc;
 use cms_core::answers::{ItemEntry, PageMeta, TagEntry, VersionListing, VersionText};
 use cms_core::model::FieldError;
 use cms_core::query::{ListInput, ListQuery};
+use cms_core::resource::Subpath;
 use cms_core::service::{
-    ItemUpdate, NewItem, Precondition, Principal, SearchInput, SearchQuery, TagsParams, UpdateMode,
+    ItemUpdate, ItemView, NewItem, Precondition, Principal, SearchInput, SearchQuery, TagsParams, UpdateMode,
     VersionId, Viewer, WriteOutcome,
 };
+use cms_core::slug::ItemRef;
 use cms_core::{Cms, CoreError, CoreResult};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::{IntoCallToolResult, ToolCallContext};
@@ -86,6 +88,12 @@ impl IntoCallToolResult for Failure {
         }
         Ok(CallToolResult::error(content).into())
     }
+}
+
+/// The item file a read answered with, to read its source: the same file even when its
+/// slug names several.
+fn source_of(view: &ItemView) -> CoreResult<ItemRef> {
+    ItemRef::parse(&view.meta.filename)
 }
 
 /// A `list_items` filter key as what follows `filter` in a query string: `price[gte]` is
@@ -228,8 +236,9 @@ impl CmsServer {
     ) -> Result<Json<ItemOut>, Failure> {
         let read = async |cms: &Cms, user: Principal| {
             let collection = cms.collection(&args.collection)?;
-            let view = cms.read_item(collection, &args.slug, &Viewer::Key(user.clone())).await?;
-            let raw = cms.read_item_source(&user, collection, &view.meta.filename).await?;
+            let view =
+                cms.read_item(collection, &ItemRef::parse(&args.slug)?, &Viewer::Key(user.clone())).await?;
+            let raw = cms.read_item_source(&user, collection, &source_of(&view)?).await?;
             Ok((view, raw))
         };
         answer(&self.cms, &ctx, read, |(view, raw)| ItemOut::new(view, raw)).await
@@ -276,8 +285,8 @@ impl CmsServer {
         let update = ItemUpdate { mode: UpdateMode::Patch, fm: args.fm.unwrap_or_default(), body: args.body };
         let if_match = args.if_match.as_deref().map(Precondition::from_if_match);
         let save = async |cms: &Cms, user| {
-            cms.update_item(&user, cms.collection(&args.collection)?, &args.slug, update, if_match.as_ref())
-                .await
+            let collection = cms.collection(&args.collection)?;
+            cms.update_item(&user, collection, &ItemRef::parse(&args.slug)?, update, if_match.as_ref()).await
         };
         answer(&self.cms, &ctx, save, |outcome| written(outcome, "File saved.", None)).await
     }
@@ -296,7 +305,8 @@ impl CmsServer {
     ) -> Result<Json<Deleted>, Failure> {
         let if_match = args.if_match.as_deref().map(Precondition::from_if_match);
         let delete = async |cms: &Cms, user| {
-            cms.delete_item(&user, cms.collection(&args.collection)?, &args.slug, if_match.as_ref()).await
+            let collection = cms.collection(&args.collection)?;
+            cms.delete_item(&user, collection, &ItemRef::parse(&args.slug)?, if_match.as_ref()).await
         };
         answer(&self.cms, &ctx, delete, |_| Deleted { ok: true, message: "File deleted.".into() }).await
     }
@@ -310,7 +320,7 @@ impl CmsServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<VersionListing>, Failure> {
         let list = async |cms: &Cms, user| {
-            cms.list_versions(&user, cms.collection(&args.collection)?, &args.slug).await
+            cms.list_versions(&user, cms.collection(&args.collection)?, &ItemRef::parse(&args.slug)?).await
         };
         answer(&self.cms, &ctx, list, VersionListing::from).await
     }
@@ -324,7 +334,8 @@ impl CmsServer {
     ) -> Result<Json<VersionText>, Failure> {
         let read = async |cms: &Cms, user| {
             let version = VersionId::new(args.version)?;
-            cms.read_version(&user, cms.collection(&args.collection)?, &args.slug, version).await
+            cms.read_version(&user, cms.collection(&args.collection)?, &ItemRef::parse(&args.slug)?, version)
+                .await
         };
         answer(&self.cms, &ctx, read, VersionText::from).await
     }
@@ -346,7 +357,8 @@ impl CmsServer {
         let restore = async |cms: &Cms, user| {
             let collection = cms.collection(&args.collection)?;
             let version = VersionId::new(args.version)?;
-            cms.restore_version(&user, collection, &args.slug, version, if_match.as_ref()).await
+            cms.restore_version(&user, collection, &ItemRef::parse(&args.slug)?, version, if_match.as_ref())
+                .await
         };
         answer(&self.cms, &ctx, restore, |(outcome, restored)| {
             written(outcome, "Version restored.", Some(restored))
@@ -403,7 +415,10 @@ impl CmsServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<ResourcesOut>, Failure> {
         let folder = count(args.folder).unwrap_or(0);
-        let list = async |cms: &Cms, user| cms.list_resources(&user, folder, args.subpath.as_deref()).await;
+        let list = async |cms: &Cms, user| {
+            let dir = Subpath::parse(args.subpath.as_deref().unwrap_or(""))?;
+            cms.list_resources(&user, folder, &dir).await
+        };
         answer(&self.cms, &ctx, list, ResourcesOut::from).await
     }
 }
@@ -496,14 +511,11 @@ impl ServerHandler for CmsServer {
             other => ErrorData::internal_error(fail(other), None),
         };
         let contents = match resources::parse(&self.cms, uri).map_err(to_error)? {
-            Target::Item(collection, slug) => {
+            Target::Item(collection, item) => {
                 // Drafts too: an mcp_ key is a key (as on REST with a key).
-                let view = self.cms.read_item(collection, &slug, &viewer).await.map_err(to_error)?;
-                let raw = self
-                    .cms
-                    .read_item_source(&user, collection, &view.meta.filename)
-                    .await
-                    .map_err(to_error)?;
+                let view = self.cms.read_item(collection, &item, &viewer).await.map_err(to_error)?;
+                let source = source_of(&view).map_err(to_error)?;
+                let raw = self.cms.read_item_source(&user, collection, &source).await.map_err(to_error)?;
                 let text = raw.doc.to_file_text().map_err(to_error)?;
                 resources::markdown(uri, text)
             }

@@ -8,6 +8,7 @@ use cms_core::CoreError;
 use cms_core::collection::Collection;
 use cms_core::policy::{self, Operation};
 use cms_core::service::VersionId;
+use cms_core::slug::ItemRef;
 
 use super::history::author_text;
 use super::items::{CollectionLink, item_href};
@@ -119,7 +120,7 @@ pub async fn restore(
     let (collection, item) = path.into_inner();
     let collection = state.cms.collection(&collection)?;
     let principal = &posted.user.principal;
-    let list = state.cms.list_versions(principal, collection, &item).await?;
+    let list = state.cms.list_versions(principal, collection, &ItemRef::parse(&item)?).await?;
     let href = item_href(collection, &list.filename);
     if list.current.is_some() {
         // Checked by the restore's role too: the answer must not tell more than a restore.
@@ -131,7 +132,9 @@ pub async fn restore(
         .first()
         .ok_or_else(|| CoreError::not_found(format!("item {:?} has no version to restore", list.filename)))?;
     let version = VersionId::new(newest.timestamp)?;
-    let (outcome, _) =
-        state.cms.restore_version(principal, collection, &list.filename, version, None).await?;
+    let (outcome, _) = state
+        .cms
+        .restore_version(principal, collection, &ItemRef::parse(&list.filename)?, version, None)
+        .await?;
     Ok(view::see_other(&format!("{}?ok=undeleted", item_href(collection, &outcome.filename))))
 }

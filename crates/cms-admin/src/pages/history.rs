@@ -7,6 +7,7 @@ use askama::Template;
 use cms_core::collection::Collection;
 use cms_core::policy::{self, Operation, Principal};
 use cms_core::service::{VersionId, VersionList};
+use cms_core::slug::ItemRef;
 
 use super::items::{CollectionLink, item_href};
 use crate::AdminState;
@@ -52,13 +53,12 @@ async fn title_of(
     collection: &Collection,
     list: &VersionList,
 ) -> AdminResult<String> {
+    let file = ItemRef::parse(&list.filename)?;
     let title = match (&list.current, list.versions.first()) {
-        (Some(_), _) => {
-            Some(state.cms.read_item_source(principal, collection, &list.filename).await?.meta.title)
-        }
+        (Some(_), _) => Some(state.cms.read_item_source(principal, collection, &file).await?.meta.title),
         (None, Some(newest)) => {
             let newest = VersionId::new(newest.timestamp)?;
-            let version = state.cms.read_version(principal, collection, &list.filename, newest).await?;
+            let version = state.cms.read_version(principal, collection, &file, newest).await?;
             version.doc.fm.get("title").and_then(|t| t.as_str()).map(str::to_owned)
         }
         (None, None) => None,
@@ -74,7 +74,7 @@ pub async fn versions(
 ) -> AdminResult<HttpResponse> {
     let (collection, item) = path.into_inner();
     let collection = state.cms.collection(&collection)?;
-    let list = state.cms.list_versions(&user.principal, collection, &item).await?;
+    let list = state.cms.list_versions(&user.principal, collection, &ItemRef::parse(&item)?).await?;
     let title = title_of(&state, &user.principal, collection, &list).await?;
     let href = item_href(collection, &list.filename);
     let versions = list
@@ -129,13 +129,15 @@ pub async fn diff(
     let (collection, item, version) = path.into_inner();
     let collection = state.cms.collection(&collection)?;
     let version = VersionId::parse(&version)?;
-    let list = state.cms.list_versions(&user.principal, collection, &item).await?;
-    let old = state.cms.read_version(&user.principal, collection, &list.filename, version).await?;
+    let list = state.cms.list_versions(&user.principal, collection, &ItemRef::parse(&item)?).await?;
+    // The file the history is of, to read the same file (a slug may name several).
+    let file = ItemRef::parse(&list.filename)?;
+    let old = state.cms.read_version(&user.principal, collection, &file, version).await?;
     let author =
         list.versions.iter().find(|v| v.timestamp == old.stamp.timestamp).and_then(|v| v.author.clone());
     let (title, current_text) = match list.current {
         Some(_) => {
-            let current = state.cms.read_item_source(&user.principal, collection, &list.filename).await?;
+            let current = state.cms.read_item_source(&user.principal, collection, &file).await?;
             (current.meta.title, current.doc.to_file_text()?)
         }
         None => (title_of(&state, &user.principal, collection, &list).await?, String::new()),
@@ -167,9 +169,10 @@ pub async fn restore(
 ) -> AdminResult<HttpResponse> {
     let (collection, item, version) = path.into_inner();
     let collection = state.cms.collection(&collection)?;
+    let version = VersionId::parse(&version)?;
     let (outcome, _) = state
         .cms
-        .restore_version(&posted.user.principal, collection, &item, VersionId::parse(&version)?, None)
+        .restore_version(&posted.user.principal, collection, &ItemRef::parse(&item)?, version, None)
         .await?;
     Ok(view::see_other(&format!("{}?ok=restored", item_href(collection, &outcome.filename))))
 }

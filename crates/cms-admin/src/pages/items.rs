@@ -12,7 +12,7 @@ use cms_core::model::{FieldError, Model};
 use cms_core::policy::Principal;
 use cms_core::query::{ListQuery, OrderBy, StatusFilter, TextMatch};
 use cms_core::service::{ItemUpdate, NewItem, Precondition, UpdateMode, Viewer};
-use cms_core::slug::slugify;
+use cms_core::slug::{ItemRef, slugify};
 use cms_core::{CoreError, CoreResult};
 
 use super::{ConfirmPage, ItemAt, query_param};
@@ -434,6 +434,7 @@ pub async fn save(
         "unpublish" => (Some(Status::Draft), "unpublished"),
         other => return Err(AdminError::bad_request(format!("unknown action {other:?}"))),
     };
+    let item = ItemRef::parse(&item)?;
     let stored = state.cms.read_item_source(&posted.user.principal, collection, &item).await?;
     let saved = async {
         let changes = form.changes_from(&stored.doc.fm, status)?;
@@ -628,6 +629,7 @@ pub async fn delete(
     let (collection, item) = path.into_inner();
     let collection = state.cms.collection(&collection)?;
     let etag = posted.fields.get("etag").filter(|e| !e.is_empty());
+    let item = ItemRef::parse(&item)?;
     let outcome = state
         .cms
         .delete_item(

@@ -6,6 +6,7 @@ use actix_multipart::{Field, Multipart};
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
 use askama::Template;
+use cms_core::resource::{FileName, Subpath, sanitize_upload_name};
 use cms_core::service::{ResourceFile, parse_folder_index};
 use cms_core::session::same_secret;
 use cms_core::upload::{self, UploadFailed};
@@ -105,7 +106,7 @@ pub async fn browse(
     let folder_param = query_param(&req, "folder");
     let path = query_param(&req, "path").unwrap_or_default();
     let folder = parse_folder_index(folder_param.as_deref())?;
-    let listing = state.cms.list_resources(&user.principal, folder, Some(&path)).await?;
+    let listing = state.cms.list_resources(&user.principal, folder, &Subpath::parse(&path)?).await?;
     let folder = listing.folder.index;
     let here = listing.subpath.clone();
     let delete_href = |name: &str| {
@@ -270,11 +271,11 @@ async fn receive(
                         UploadFailed::Refused(e) => AdminError::from(e),
                     },
                 )?;
-                let file = state.cms.finish_upload(upload, folder.as_deref(), Some(&path), &filename).await?;
+                let index = parse_folder_index(folder.as_deref())?;
+                let (dir, name) = (Subpath::parse(&path)?, sanitize_upload_name(&filename)?);
+                let file = state.cms.finish_upload(upload, index, &dir, &name).await?;
                 // The presets are made after the answer, on the image workers.
-                if let Some(job) =
-                    upload::presets_later(state.cms.clone(), folder.clone(), Some(path.clone()), &file)
-                {
+                if let Some(job) = upload::presets_later(state.cms.clone(), index, dir, &file) {
                     actix_web::rt::spawn(job);
                 }
                 stored.push(file);
@@ -288,7 +289,7 @@ async fn receive(
     if stored.is_empty() {
         return Err(AdminError::bad_request("choose a file to upload"));
     }
-    let folder = state.cms.resource_folder(folder.as_deref())?.index;
+    let folder = state.cms.resource_folder_at(parse_folder_index(folder.as_deref())?)?.index;
     Ok((folder, path, stored))
 }
 
@@ -308,7 +309,7 @@ async fn text_field(field: &mut Field) -> AdminResult<String> {
 
 /// The folder and subpath a media form acts in.
 fn place(posted: &PostedForm, state: &AdminState) -> AdminResult<(usize, String)> {
-    let folder = state.cms.resource_folder(posted.fields.get("folder"))?.index;
+    let folder = state.cms.resource_folder_at(parse_folder_index(posted.fields.get("folder"))?)?.index;
     Ok((folder, posted.fields.text("path").to_owned()))
 }
 
@@ -317,10 +318,8 @@ pub async fn rename(posted: PostedForm, state: web::Data<AdminState>) -> AdminRe
     let (folder, path) = place(&posted, &state)?;
     let file = posted.fields.required("file", "The file")?;
     let new_name = posted.fields.required("new_name", "The new name")?;
-    state
-        .cms
-        .rename_resource(&posted.user.principal, Some(&folder.to_string()), &path, file, new_name)
-        .await?;
+    let (dir, file, new_name) = (Subpath::parse(&path)?, FileName::parse(file)?, FileName::parse(new_name)?);
+    state.cms.rename_resource(&posted.user.principal, folder, &dir, &file, &new_name).await?;
     Ok(view::see_other(&format!("{}&ok=renamed", media_href(folder, &path))))
 }
 
@@ -330,10 +329,8 @@ pub async fn move_file(posted: PostedForm, state: web::Data<AdminState>) -> Admi
     let (folder, path) = place(&posted, &state)?;
     let file = posted.fields.required("file", "The file")?;
     let dest = posted.fields.text("dest").trim().trim_matches('/');
-    state
-        .cms
-        .move_resource(&posted.user.principal, Some(&folder.to_string()), &path, file, dest, None)
-        .await?;
+    let (dir, file, dest) = (Subpath::parse(&path)?, FileName::parse(file)?, Subpath::parse(dest)?);
+    state.cms.move_resource(&posted.user.principal, folder, &dir, &file, &dest, None).await?;
     Ok(view::see_other(&format!("{}&ok=moved", media_href(folder, &path))))
 }
 
@@ -343,7 +340,8 @@ pub async fn confirm_delete(
     req: HttpRequest,
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
-    let folder = state.cms.resource_folder(query_param(&req, "folder").as_deref())?.index;
+    let folder =
+        state.cms.resource_folder_at(parse_folder_index(query_param(&req, "folder").as_deref())?)?.index;
     let path = query_param(&req, "path").unwrap_or_default();
     let file = query_param(&req, "file")
         .filter(|f| !f.is_empty())
@@ -366,7 +364,8 @@ pub async fn confirm_delete(
 pub async fn delete(posted: PostedForm, state: web::Data<AdminState>) -> AdminResult<HttpResponse> {
     let (folder, path) = place(&posted, &state)?;
     let file = posted.fields.required("file", "The file")?;
-    state.cms.delete_resource(&posted.user.principal, Some(&folder.to_string()), &path, file).await?;
+    let (dir, file) = (Subpath::parse(&path)?, FileName::parse(file)?);
+    state.cms.delete_resource(&posted.user.principal, folder, &dir, &file).await?;
     Ok(view::see_other(&format!("{}&ok=file-deleted", media_href(folder, &path))))
 }
 
@@ -374,6 +373,7 @@ pub async fn delete(posted: PostedForm, state: web::Data<AdminState>) -> AdminRe
 pub async fn create_folder(posted: PostedForm, state: web::Data<AdminState>) -> AdminResult<HttpResponse> {
     let (folder, path) = place(&posted, &state)?;
     let name = posted.fields.required("name", "The folder name")?;
-    state.cms.create_resource_folder(&posted.user.principal, Some(&folder.to_string()), &path, name).await?;
+    let (dir, name) = (Subpath::parse(&path)?, FileName::parse(name)?);
+    state.cms.create_resource_folder(&posted.user.principal, folder, &dir, &name).await?;
     Ok(view::see_other(&format!("{}&ok=folder-created", media_href(folder, &path))))
 }

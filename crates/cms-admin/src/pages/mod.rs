@@ -18,6 +18,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use cms_core::collection::Collection;
 use cms_core::policy::Principal;
 use cms_core::service::RawItem;
+use cms_core::slug::ItemRef;
 
 use crate::AdminState;
 use crate::error::{AdminError, AdminResult};
@@ -104,7 +105,7 @@ impl<'a> ItemAt<'a> {
         item: &str,
     ) -> AdminResult<Self> {
         let collection = state.cms.collection(collection)?;
-        let raw = state.cms.read_item_source(user, collection, item).await?;
+        let raw = state.cms.read_item_source(user, collection, &ItemRef::parse(item)?).await?;
         let href = items::item_href(collection, &raw.meta.filename);
         Ok(Self { collection, raw, href })
     }

@@ -6,6 +6,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use askama::Template;
 use cms_core::CoreError;
 use cms_core::config::MAX_PREVIEW_TTL_SECS;
+use cms_core::slug::ItemRef;
 use time::macros::format_description;
 use time::{Duration, OffsetDateTime};
 
@@ -116,7 +117,9 @@ pub async fn create(
     let l = Layout::new(&state, &posted.user, Section::Collection(collection.index));
     let expires = posted.fields.text("expires");
     let made = match ttl_of(&state, expires) {
-        Ok(ttl) => state.cms.create_preview(&posted.user.principal, collection, &item, ttl).await,
+        Ok(ttl) => {
+            state.cms.create_preview(&posted.user.principal, collection, &ItemRef::parse(&item)?, ttl).await
+        }
         Err(error) => Err(error),
     };
     let link = match made {

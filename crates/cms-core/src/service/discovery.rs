@@ -31,32 +31,114 @@ pub const RELATED_DEFAULT_LIMIT: usize = 5;
 pub const DEFAULT_TAG_PAGE_PATH: &str = "/tags";
 pub const DEFAULT_AUTHOR_PAGE_PATH: &str = "/authors";
 
-/// `GET /cms/collections/search-index`, as sent.
-#[derive(Debug, Clone, Default, Hash)]
+/// What [`Cms::search_index`] takes: the folders' paths as sent (the facade resolves them
+/// against the site's folders), the other options checked. Absent: the default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct SearchIndexParams {
+    /// The collection's folder, relative to the site folder or absolute.
     pub collection_path: Option<String>,
+    /// A resource folder, as above: a relative `fm.image` is put under its public URL.
     pub resources_path: Option<String>,
+    /// Where the items' pages live (a site path such as `/blog`); the collection's by default.
     pub page_path: Option<String>,
+    /// Where tag pages live; [`DEFAULT_TAG_PAGE_PATH`] by default.
     pub tag_page_path: Option<String>,
+    /// Where author pages live; [`DEFAULT_AUTHOR_PAGE_PATH`] by default.
     pub author_page_path: Option<String>,
+    /// An absolute URL without a trailing `/`; the site's URL by default.
     pub site_url: Option<String>,
-    pub pretty_urls: Option<String>,
+    /// Whether page URLs end in `/{slug}` (else `?key={slug}`); yes by default.
+    pub pretty_urls: Option<bool>,
 }
 
-/// `GET /cms/tags`, as sent.
-#[derive(Debug, Clone, Default, Hash)]
+impl SearchIndexParams {
+    /// The options as a query string sends them (blank is absent): `pretty_urls`, the
+    /// page paths and `site_url` are checked here, in that order; the folders' paths are
+    /// the facade's to resolve.
+    pub fn parse(
+        collection_path: Option<String>,
+        resources_path: Option<String>,
+        page_path: Option<String>,
+        tag_page_path: Option<String>,
+        author_page_path: Option<String>,
+        site_url: Option<String>,
+        pretty_urls: Option<String>,
+    ) -> CoreResult<Self> {
+        let pretty_urls = flag("pretty_urls", pretty_urls.as_deref())?;
+        let page_path = page_path_of("page_path", &page_path)?;
+        let tag_page_path = page_path_of("tag_page_path", &tag_page_path)?;
+        let author_page_path = page_path_of("author_page_path", &author_page_path)?;
+        let site_url = given(&site_url).map(|url| urls::parse_site_url("site_url", url)).transpose()?;
+        Ok(Self {
+            collection_path,
+            resources_path,
+            page_path,
+            tag_page_path,
+            author_page_path,
+            site_url,
+            pretty_urls,
+        })
+    }
+}
+
+/// What [`Cms::tags`] takes: the collection's folder as sent (the facade resolves it),
+/// the other options checked. Absent: the default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct TagsParams {
+    /// The collection's folder, relative to the site folder or absolute.
     pub content_path: Option<String>,
+    /// Where tag pages live (a site path); [`DEFAULT_TAG_PAGE_PATH`] by default.
     pub tag_page_path: Option<String>,
-    pub pretty_urls: Option<String>,
+    /// Whether page URLs end in `/{slug}` (else `?tag={slug}`); yes by default.
+    pub pretty_urls: Option<bool>,
 }
 
-/// `GET /cms/tags/{tag}/items`, as sent.
-#[derive(Debug, Clone, Default)]
+impl TagsParams {
+    /// The options as a query string sends them (blank is absent): `pretty_urls`, then
+    /// `tag_page_path`; the folder's path is the facade's to resolve.
+    pub fn parse(
+        content_path: Option<String>,
+        tag_page_path: Option<String>,
+        pretty_urls: Option<String>,
+    ) -> CoreResult<Self> {
+        let pretty_urls = flag("pretty_urls", pretty_urls.as_deref())?;
+        let tag_page_path = page_path_of("tag_page_path", &tag_page_path)?;
+        Ok(Self { content_path, tag_page_path, pretty_urls })
+    }
+}
+
+/// What [`Cms::tag_items`] takes: the collection's folder as sent (the facade resolves
+/// it), the page checked.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TagItemsParams {
+    /// A collection's folder, relative to the site folder or absolute; every collection
+    /// when absent.
     pub content_path: Option<String>,
-    pub page: Option<String>,
-    pub per_page: Option<String>,
+    /// The page, from 1.
+    pub page: NonZeroUsize,
+    /// Items to a page; the site's page size by default (and at most its maximum).
+    pub per_page: Option<NonZeroUsize>,
+}
+
+impl Default for TagItemsParams {
+    fn default() -> Self {
+        Self { content_path: None, page: NonZeroUsize::MIN, per_page: None }
+    }
+}
+
+impl TagItemsParams {
+    /// The options as a query string sends them, `page` and `per_page` read as a list's
+    /// are (the same messages).
+    pub fn parse(
+        content_path: Option<String>,
+        page: Option<String>,
+        per_page: Option<String>,
+    ) -> CoreResult<Self> {
+        let query = ListQuery::parse(&ListParams { page, per_page, ..ListParams::default() })?;
+        // A list's query takes pages and sizes of 1 or more only.
+        let page = NonZeroUsize::new(query.page).unwrap_or(NonZeroUsize::MIN);
+        Ok(Self { content_path, page, per_page: query.per_page.and_then(NonZeroUsize::new) })
+    }
 }
 
 /// An RSS feed's options, checked: what [`Cms::rss`] takes. Absent: the default.
@@ -114,6 +196,21 @@ impl SitemapParams {
     }
 }
 
+/// A flag sent as text: absent or blank is `None` (the default), else true or false as
+/// [`urls::parse_flag`] reads it (and with its message).
+fn flag(param: &str, raw: Option<&str>) -> CoreResult<Option<bool>> {
+    match raw.map(str::trim).filter(|text| !text.is_empty()) {
+        None => Ok(None),
+        Some(_) => urls::parse_flag(param, raw, true).map(Some),
+    }
+}
+
+/// A site path (where pages live) sent as text: absent or blank is `None`, else checked by
+/// [`PagePath::parse`] and kept trimmed.
+fn page_path_of(param: &str, raw: &Option<String>) -> CoreResult<Option<String>> {
+    given(raw).map(|path| PagePath::parse(param, path, true).map(|_| path.to_owned())).transpose()
+}
+
 /// A count sent as text: absent or blank is `None`, else a whole number of 1 or more
 /// (the message is [`urls::parse_limit`]'s).
 fn count(param: &str, raw: Option<&str>) -> CoreResult<Option<NonZeroUsize>> {
@@ -157,10 +254,7 @@ impl RelatedParams {
     ) -> CoreResult<Self> {
         let by = related::parse_criteria(given(&by))?;
         let limit = count("limit", limit.as_deref())?;
-        let pretty_urls = match pretty_urls.as_deref().map(str::trim).filter(|flag| !flag.is_empty()) {
-            Some(_) => Some(urls::parse_flag("pretty_urls", pretty_urls.as_deref(), true)?),
-            None => None,
-        };
+        let pretty_urls = flag("pretty_urls", pretty_urls.as_deref())?;
         let site_url = given(&site_url).map(|url| urls::parse_site_url("site_url", url)).transpose()?;
         Ok(Self { content_path, by, limit, page_path, site_url, pretty_urls })
     }
@@ -304,27 +398,17 @@ impl Cms {
         }
     }
 
-    /// `site_url` when given (checked), else `site.url`.
-    fn site_url_or_default(&self, param: &str, raw: Option<&str>) -> CoreResult<String> {
-        match raw {
-            Some(url) => urls::parse_site_url(param, url),
-            None => Ok(self.site.url.clone()),
-        }
-    }
-
     // ---- search index -------------------------------------------------------------------
 
     /// Every published item of the collection at `collectionPath`, newest first.
     pub async fn search_index(&self, params: &SearchIndexParams) -> CoreResult<Vec<SearchEntry>> {
         let collection = self.collection_at_path("collectionPath", params.collection_path.as_deref())?;
-        let pretty = urls::parse_flag("pretty_urls", params.pretty_urls.as_deref(), true)?;
-        let pages = self.item_pages(collection, given(&params.page_path), pretty)?;
-        let tag_pages = tag_pages("tag_page_path", given(&params.tag_page_path), pretty)?;
-        let author_pages = match given(&params.author_page_path) {
-            Some(path) => PagePath::parse("author_page_path", path, pretty)?,
-            None => PagePath::trusted(DEFAULT_AUTHOR_PAGE_PATH, pretty),
-        };
-        let site_url = self.site_url_or_default("site_url", given(&params.site_url))?;
+        let pretty = params.pretty_urls.unwrap_or(true);
+        let pages = self.item_pages(collection, params.page_path.as_deref(), pretty)?;
+        let tag_pages = tag_pages(params.tag_page_path.as_deref(), pretty);
+        let author_pages =
+            PagePath::trusted(params.author_page_path.as_deref().unwrap_or(DEFAULT_AUTHOR_PAGE_PATH), pretty);
+        let site_url = params.site_url.clone().unwrap_or_else(|| self.site.url.clone());
         let resource_url =
             given(&params.resources_path).map(|raw| self.resource_url_at_path(raw)).transpose()?;
 
@@ -369,8 +453,7 @@ impl Cms {
     /// Every tag of the published items at `content_path`, most used first, then by slug.
     pub async fn tags(&self, params: &TagsParams) -> CoreResult<Vec<TagCount>> {
         let collection = self.collection_at_path("content_path", params.content_path.as_deref())?;
-        let pretty = urls::parse_flag("pretty_urls", params.pretty_urls.as_deref(), true)?;
-        let tag_pages = tag_pages("tag_page_path", given(&params.tag_page_path), pretty)?;
+        let tag_pages = tag_pages(params.tag_page_path.as_deref(), params.pretty_urls.unwrap_or(true));
 
         // slug → (items carrying it, spelling → uses)
         let mut tags: HashMap<String, (usize, HashMap<String, usize>)> = HashMap::new();
@@ -420,11 +503,6 @@ impl Cms {
                 "tag {tag:?} has no letters or digits, so it names no tag"
             )));
         }
-        let query = ListQuery::parse(&ListParams {
-            page: params.page.clone(),
-            per_page: params.per_page.clone(),
-            ..ListParams::default()
-        })?;
         let collections: Vec<&Collection> = match given(&params.content_path) {
             Some(path) => vec![self.collection_at_path("content_path", Some(path))?],
             None => self.collections.iter().collect(),
@@ -437,9 +515,13 @@ impl Cms {
                 }
             }
         }
-        items.sort_by(|a, b| query.compare(&a.1.meta, &b.1.meta).then_with(|| a.0.index.cmp(&b.0.index)));
-        let per_page = query.per_page.unwrap_or(self.site.per_page).min(self.site.max_per_page);
-        Ok(Page::cut(items, query.page, per_page, 0).map(|(collection, item)| self.summary(collection, item)))
+        // A list's default order: newest first.
+        let order = ListQuery::default();
+        items.sort_by(|a, b| order.compare(&a.1.meta, &b.1.meta).then_with(|| a.0.index.cmp(&b.0.index)));
+        let per_page =
+            params.per_page.map_or(self.site.per_page, NonZeroUsize::get).min(self.site.max_per_page);
+        let page = Page::cut(items, params.page.get(), per_page, 0);
+        Ok(page.map(|(collection, item)| self.summary(collection, item)))
     }
 
     // ---- feeds --------------------------------------------------------------------------
@@ -565,14 +647,13 @@ impl Cms {
 
     /// The first published item with this slug (or filename), looking through the
     /// collections in configuration order.
-    pub async fn read_item_anywhere(&self, item: &str) -> CoreResult<ItemView> {
-        let item_ref = ItemRef::parse(item)?;
+    pub async fn read_item_anywhere(&self, item: &ItemRef) -> CoreResult<ItemView> {
         for collection in &self.collections {
-            if let Some(view) = self.read_published(collection, &item_ref).await? {
+            if let Some(view) = self.read_published(collection, item).await? {
                 return Ok(view);
             }
         }
-        Err(CoreError::not_found(format!("no published item {item:?} in any collection")))
+        Err(CoreError::not_found(format!("no published item {:?} in any collection", item.to_string())))
     }
 
     /// The published item `item_ref` names in `collection` (found through the index, so a
@@ -584,7 +665,7 @@ impl Cms {
     ) -> CoreResult<Option<ItemView>> {
         let found = self.index(collection).await?.locate_published(item_ref).cloned();
         let Some(found) = found else { return Ok(None) };
-        match self.read_item(collection, &found.meta.filename, &Viewer::Anonymous).await {
+        match self.read_item(collection, &ItemRef::parse(&found.meta.filename)?, &Viewer::Anonymous).await {
             Ok(view) => Ok(Some(view)),
             // Deleted or made a draft since the index saw it.
             Err(CoreError::NotFound(_)) => Ok(None),
@@ -593,11 +674,9 @@ impl Cms {
     }
 }
 
-fn tag_pages(param: &str, raw: Option<&str>, pretty: bool) -> CoreResult<PagePath> {
-    match raw {
-        Some(path) => PagePath::parse(param, path, pretty),
-        None => Ok(PagePath::trusted(DEFAULT_TAG_PAGE_PATH, pretty)),
-    }
+/// Tag pages at `checked` (a page path the options' parse checked), else at the default.
+fn tag_pages(checked: Option<&str>, pretty: bool) -> PagePath {
+    PagePath::trusted(checked.unwrap_or(DEFAULT_TAG_PAGE_PATH), pretty)
 }
 
 /// When an item was published: the instant its `date` names (a date alone is midnight in
@@ -686,6 +765,78 @@ mod tests {
         assert!(refused(None, limit(), url(), flag()).starts_with("limit must be"));
         assert_eq!(refused(None, None, url(), flag()), r#"pretty_urls must be true or false, got "maybe""#);
         assert!(refused(None, None, url(), None).starts_with("site_url "));
+    }
+
+    #[test]
+    fn search_index_options_are_read_from_text_in_the_order_they_were_checked() {
+        use super::SearchIndexParams;
+        let read = SearchIndexParams::parse(
+            text("content/posts"),
+            text("media/uploads"),
+            text(" /blog "),
+            text("/tag.php"),
+            None,
+            text("https://example.com/"),
+            text("no"),
+        )
+        .unwrap();
+        let want = SearchIndexParams {
+            collection_path: text("content/posts"),
+            resources_path: text("media/uploads"),
+            page_path: text("/blog"),
+            tag_page_path: text("/tag.php"),
+            author_page_path: None,
+            site_url: text("https://example.com"),
+            pretty_urls: Some(false),
+        };
+        assert_eq!(read, want);
+        let blank = || text(" ");
+        let defaults = SearchIndexParams::parse(None, None, blank(), blank(), blank(), blank(), blank());
+        assert_eq!(defaults.unwrap(), SearchIndexParams::default());
+        let refused = |page, tag, author, url, pretty| {
+            SearchIndexParams::parse(None, None, page, tag, author, url, pretty).unwrap_err().to_string()
+        };
+        let (path, url, flag) = (|| text("blog"), || text("/x"), || text("maybe"));
+        assert_eq!(
+            refused(path(), path(), path(), url(), flag()),
+            r#"pretty_urls must be true or false, got "maybe""#
+        );
+        assert!(
+            refused(path(), path(), path(), url(), None)
+                .starts_with("page_path \"blog\" must start with '/'")
+        );
+        assert!(refused(None, path(), path(), url(), None).starts_with("tag_page_path "));
+        assert!(refused(None, None, path(), url(), None).starts_with("author_page_path "));
+        assert!(refused(None, None, None, url(), None).starts_with("site_url "));
+    }
+
+    #[test]
+    fn tag_options_are_read_from_text_flag_first() {
+        use super::{NonZeroUsize, TagItemsParams, TagsParams};
+        let read = TagsParams::parse(text("content/posts"), text("/t/"), text("FALSE")).unwrap();
+        assert_eq!(
+            read,
+            TagsParams {
+                content_path: text("content/posts"),
+                tag_page_path: text("/t/"),
+                pretty_urls: Some(false)
+            }
+        );
+        assert_eq!(TagsParams::parse(None, text(""), text(" ")).unwrap(), TagsParams::default());
+        let refused = |path, flag| TagsParams::parse(None, path, flag).unwrap_err().to_string();
+        assert_eq!(refused(text("t"), text("2")), r#"pretty_urls must be true or false, got "2""#);
+        assert!(refused(text("//evil.example"), None).starts_with("tag_page_path "));
+
+        let read = TagItemsParams::parse(text("content/pages"), text("3"), text("10")).unwrap();
+        assert_eq!((read.page, read.per_page), (NonZeroUsize::new(3).unwrap(), NonZeroUsize::new(10)));
+        assert_eq!(TagItemsParams::parse(None, None, None).unwrap(), TagItemsParams::default());
+        assert_eq!(TagItemsParams::default().page.get(), 1);
+        for (page, per_page, named) in
+            [(text("0"), None, "page"), (None, text("0"), "per_page"), (text("x"), None, "page")]
+        {
+            let message = TagItemsParams::parse(None, page, per_page).unwrap_err().to_string();
+            assert!(message.starts_with(named), "{message}");
+        }
     }
 
     #[test]

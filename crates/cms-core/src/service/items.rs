@@ -210,15 +210,14 @@ impl Cms {
     pub async fn item_version(
         &self,
         collection: &Collection,
-        item: &str,
+        item_ref: &ItemRef,
         viewer: &Viewer,
     ) -> CoreResult<Option<ItemVersion>> {
-        let item_ref = ItemRef::parse(item)?;
         let index = self.index(collection).await?;
-        let found = index.find(&item_ref).ok_or_else(|| item_not_found(collection, &item_ref))?;
+        let found = index.find(item_ref).ok_or_else(|| item_not_found(collection, item_ref))?;
         let Ok(indexed) = found else { return Ok(None) };
         if !index.is_live(indexed) && !viewer.has_key() {
-            return Err(item_not_found(collection, &item_ref));
+            return Err(item_not_found(collection, item_ref));
         }
         Ok(Some(ItemVersion::of(collection.index, indexed.file_version, &indexed.etag)))
     }
@@ -229,25 +228,24 @@ impl Cms {
     pub async fn read_item(
         &self,
         collection: &Collection,
-        item: &str,
+        item_ref: &ItemRef,
         viewer: &Viewer,
     ) -> CoreResult<ItemView> {
-        let item_ref = ItemRef::parse(item)?;
         let (name, indexed) = {
             let index = self.index(collection).await?;
-            let name = index.locate(&item_ref).ok_or_else(|| item_not_found(collection, &item_ref))?;
+            let name = index.locate(item_ref).ok_or_else(|| item_not_found(collection, item_ref))?;
             let indexed =
                 index.get(name.as_str()).and_then(Result::ok).map(|i| (Arc::clone(i), index.is_live(i)));
             (name, indexed)
         };
         let Some((indexed, live)) = indexed else {
             // Known but unusable: read it to say why.
-            let (name, file) = self.load(collection, &item_ref).await?;
+            let (name, file) = self.load(collection, item_ref).await?;
             let doc = parse_stored(&name, &file)?;
-            return self.view_of_file(collection, &name, &file, doc, viewer, &item_ref);
+            return self.view_of_file(collection, &name, &file, doc, viewer, item_ref);
         };
         if !live && !viewer.has_key() {
-            return Err(item_not_found(collection, &item_ref));
+            return Err(item_not_found(collection, item_ref));
         }
         let version = Version { collection: collection.index, name: name.as_str(), etag: &indexed.etag };
         let rendered = match self.kept_rendering(version) {
@@ -258,12 +256,12 @@ impl Cms {
                     .content
                     .read(collection, &name)
                     .await?
-                    .ok_or_else(|| item_not_found(collection, &item_ref))?;
+                    .ok_or_else(|| item_not_found(collection, item_ref))?;
                 let doc = parse_stored(&name, &file)?;
                 if *etag_of(&file.bytes) != *indexed.etag {
                     // Changed since it was indexed, and the change report is on its way:
                     // answer from the file as read, in full.
-                    return self.view_of_file(collection, &name, &file, doc, viewer, &item_ref);
+                    return self.view_of_file(collection, &name, &file, doc, viewer, item_ref);
                 }
                 let rendered = Rendered { html: render::to_html(&doc.body), fm: doc.fm };
                 self.keep_rendering(version, &rendered);
@@ -328,7 +326,7 @@ impl Cms {
         &self,
         caller: impl Into<Caller<'_>>,
         collection: &Collection,
-        item: &str,
+        item: &ItemRef,
     ) -> CoreResult<RawItem> {
         self.authorize(caller, Operation::ReadDrafts).await?;
         self.read_raw(collection, item).await
@@ -336,9 +334,8 @@ impl Cms {
 
     /// An item's frontmatter and Markdown as stored, unchecked: [`Self::read_item_source`] is
     /// every adapter's way in.
-    pub(crate) async fn read_raw(&self, collection: &Collection, item: &str) -> CoreResult<RawItem> {
-        let item_ref = ItemRef::parse(item)?;
-        let (name, file) = self.load(collection, &item_ref).await?;
+    pub(crate) async fn read_raw(&self, collection: &Collection, item: &ItemRef) -> CoreResult<RawItem> {
+        let (name, file) = self.load(collection, item).await?;
         let doc = parse_stored(&name, &file)?;
         Ok(RawItem {
             collection: collection.index,
@@ -436,19 +433,18 @@ impl Cms {
         &self,
         caller: impl Into<Caller<'_>>,
         collection: &Collection,
-        item: &str,
+        item_ref: &ItemRef,
         update: ItemUpdate,
         if_match: Option<&Precondition>,
     ) -> CoreResult<WriteOutcome> {
         let caller = caller.into();
         self.authorize(caller, Operation::UpdateItem).await?;
         item::validate_frontmatter(&update.fm)?;
-        let item_ref = ItemRef::parse(item)?;
         // The lock serializes this process's writes; another server sharing the store is
         // caught by the conditional replace, and the whole cycle runs again on what it wrote.
         let _guard = self.item_locks.lock(collection.index, item_ref.slug()).await;
         for _ in 0..UPDATE_ATTEMPTS {
-            let (name, file) = self.load(collection, &item_ref).await?;
+            let (name, file) = self.load(collection, item_ref).await?;
             check(if_match, &file.bytes)?;
             let mut doc = parse_stored(&name, &file)?;
             let wrote_excerpt = IndexedItem::writes_excerpt(&doc);
@@ -492,14 +488,13 @@ impl Cms {
         &self,
         caller: impl Into<Caller<'_>>,
         collection: &Collection,
-        item: &str,
+        item_ref: &ItemRef,
         if_match: Option<&Precondition>,
     ) -> CoreResult<WriteOutcome> {
         let caller = caller.into();
         self.authorize(caller, Operation::DeleteItem).await?;
-        let item_ref = ItemRef::parse(item)?;
         let _guard = self.item_locks.lock(collection.index, item_ref.slug()).await;
-        let (name, file) = self.load(collection, &item_ref).await?;
+        let (name, file) = self.load(collection, item_ref).await?;
         check(if_match, &file.bytes)?;
         self.snapshot_and_delete(collection, &name, &file, caller.author()).await?;
         self.index_removed(collection, &name);

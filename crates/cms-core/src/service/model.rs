@@ -59,7 +59,10 @@ impl Cms {
                         urls.join(", ")
                     )));
                 };
-                match self.open_resource(folder, tail).await {
+                let opened = async {
+                    self.open_resource(folder, &crate::resource::FilePath::from_url_tail(tail)?).await
+                };
+                match opened.await {
                     Ok(file) if *image && !file.content_type.starts_with("image/") => {
                         Ok(Some(format!("must be an image; {path} is {}", file.content_type)))
                     }

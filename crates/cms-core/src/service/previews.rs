@@ -34,7 +34,7 @@ impl Cms {
         &self,
         principal: &Principal,
         collection: &Collection,
-        item: &str,
+        item: &ItemRef,
         ttl_secs: Option<u64>,
     ) -> CoreResult<PreviewLink> {
         self.authorize(principal, Operation::CreatePreview).await?;
@@ -45,9 +45,12 @@ impl Cms {
                 "ttl_secs must be between 1 and {MAX_PREVIEW_TTL_SECS} (7 days), got {ttl}"
             )));
         }
-        let item_ref = ItemRef::parse(item)?;
-        let name = self.index(collection).await?.locate(&item_ref).ok_or_else(|| {
-            CoreError::not_found(format!("no item {item:?} in collection {:?}", collection.slug))
+        let name = self.index(collection).await?.locate(item).ok_or_else(|| {
+            CoreError::not_found(format!(
+                "no item {:?} in collection {:?}",
+                item.to_string(),
+                collection.slug
+            ))
         })?;
         let now = self.now();
         let expires = now.replace_nanosecond(0).unwrap_or(now) + time::Duration::seconds(ttl as i64);
@@ -91,7 +94,8 @@ impl Cms {
         if keys.item_links_ended(&item_record(collection, slug)).await?.is_some_and(|ended| ended >= issued) {
             return Err(gone());
         }
-        match self.read_item(collection, slug, &Viewer::Preview).await {
+        // Signed by this site, so a slug; parsed as any item reference is.
+        match self.read_item(collection, &ItemRef::parse(slug)?, &Viewer::Preview).await {
             Err(CoreError::NotFound(_)) => Err(gone()),
             other => other,
         }

@@ -4,7 +4,7 @@ use super::Cms;
 use crate::error::{CoreError, CoreResult};
 use crate::policy::{Caller, Operation};
 use crate::ports::{ResourceReader, ResourceStat, UploadSink};
-use crate::resource::{self, FileName, ResourceFolder, Subpath};
+use crate::resource::{self, FileName, FilePath, ResourceFolder, Subpath};
 
 /// A file entry as clients see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +59,7 @@ pub struct ServedFile {
 }
 
 /// A resource folder's index as a client sent it in text (absent or blank: 0), for the
-/// facade calls that take it typed ([`Cms::list_resources`]).
+/// facade calls that take it typed ([`Cms::list_resources`], the uploads and changes).
 pub fn parse_folder_index(raw: Option<&str>) -> CoreResult<usize> {
     match raw.map(str::trim).filter(|r| !r.is_empty()) {
         None => Ok(0),
@@ -67,6 +67,11 @@ pub fn parse_folder_index(raw: Option<&str>) -> CoreResult<usize> {
             CoreError::invalid(format!("folder must be a resource folder index (0, 1, ...), got {raw:?}"))
         }),
     }
+}
+
+/// A public URL that names no file.
+pub(super) fn no_file_at(path: &FilePath) -> CoreError {
+    CoreError::not_found(format!("no file at {:?}", path.to_string()))
 }
 
 /// Why folder `index` does not exist, saying which do.
@@ -83,11 +88,6 @@ impl Cms {
         &self.resource_folders
     }
 
-    /// A resource folder by its index as a client sent it (absent: 0).
-    pub fn resource_folder(&self, raw_index: Option<&str>) -> CoreResult<&ResourceFolder> {
-        self.resource_folder_at(parse_folder_index(raw_index)?)
-    }
-
     /// A resource folder by its index.
     pub fn resource_folder_at(&self, index: usize) -> CoreResult<&ResourceFolder> {
         self.resource_folders
@@ -100,12 +100,11 @@ impl Cms {
         &self,
         caller: impl Into<Caller<'_>>,
         folder: usize,
-        subpath: Option<&str>,
+        dir: &Subpath,
     ) -> CoreResult<ResourceListing> {
         self.authorize(caller, Operation::UploadResource).await?;
         let folder = self.resource_folder_at(folder)?.clone();
-        let dir = Subpath::parse(subpath.unwrap_or(""))?;
-        let mut entries = self.ports.resources.list(&folder, &dir).await?;
+        let mut entries = self.ports.resources.list(&folder, dir).await?;
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         let mut dirs = Vec::new();
         let mut files = Vec::new();
@@ -113,7 +112,7 @@ impl Cms {
             if entry.is_dir {
                 dirs.push(entry.name.as_str().to_owned());
             } else {
-                files.push(self.resource_file(&folder, &dir, entry).await);
+                files.push(self.resource_file(&folder, dir, entry).await);
             }
         }
         Ok(ResourceListing { subpath: dir.as_str().to_owned(), folder, dirs, files })
@@ -153,39 +152,36 @@ impl Cms {
         Ok(Upload { limit: upload_limit, received: 0, sink, digest })
     }
 
-    /// Stores a received upload under its sanitized name (numbered on a clash).
+    /// Stores a received upload as `name` (the sanitized name the client sent,
+    /// [`resource::sanitize_upload_name`]; numbered on a clash).
     pub async fn finish_upload(
         &self,
         upload: Upload,
-        folder: Option<&str>,
-        subpath: Option<&str>,
-        filename: &str,
+        folder: usize,
+        dir: &Subpath,
+        name: &FileName,
     ) -> CoreResult<ResourceFile> {
-        let folder = self.resource_folder(folder)?.clone();
-        let dir = Subpath::parse(subpath.unwrap_or(""))?;
-        let name = resource::sanitize_upload_name(filename)?;
+        let folder = self.resource_folder_at(folder)?.clone();
         let hash = hex::encode(upload.digest.finish());
-        let stat = upload.sink.commit(&folder, &dir, &name).await?;
-        self.remember_source_hash(&folder, &dir, &stat, hash);
-        Ok(self.resource_file(&folder, &dir, stat).await)
+        let stat = upload.sink.commit(&folder, dir, name).await?;
+        self.remember_source_hash(&folder, dir, &stat, hash);
+        Ok(self.resource_file(&folder, dir, stat).await)
     }
 
     /// Renames a file within its folder; returns the new name.
     pub async fn rename_resource(
         &self,
         caller: impl Into<Caller<'_>>,
-        folder: Option<&str>,
-        subpath: &str,
-        file: &str,
-        new_name: &str,
+        folder: usize,
+        dir: &Subpath,
+        from: &FileName,
+        new_name: &FileName,
     ) -> CoreResult<String> {
         self.authorize(caller, Operation::ChangeResources).await?;
-        let folder = self.resource_folder(folder)?.clone();
-        let dir = Subpath::parse(subpath)?;
-        let from = FileName::parse(file)?;
-        let to = from.renamed(&FileName::parse(new_name)?)?;
-        self.ports.resources.rename(&folder, (&dir, &from), (&dir, &to)).await?;
-        self.variants_follow(&folder, (&dir, &from), (&dir, &to)).await;
+        let folder = self.resource_folder_at(folder)?.clone();
+        let to = from.renamed(new_name)?;
+        self.ports.resources.rename(&folder, (dir, from), (dir, &to)).await?;
+        self.variants_follow(&folder, (dir, from), (dir, &to)).await;
         Ok(to.as_str().to_owned())
     }
 
@@ -193,38 +189,34 @@ impl Cms {
     pub async fn move_resource(
         &self,
         caller: impl Into<Caller<'_>>,
-        folder: Option<&str>,
-        subpath: &str,
-        file: &str,
-        dest_subpath: &str,
-        new_filename: Option<&str>,
+        folder: usize,
+        dir: &Subpath,
+        from: &FileName,
+        dest: &Subpath,
+        new_name: Option<&FileName>,
     ) -> CoreResult<String> {
         self.authorize(caller, Operation::ChangeResources).await?;
-        let folder = self.resource_folder(folder)?.clone();
-        let dir = Subpath::parse(subpath)?;
-        let from = FileName::parse(file)?;
-        let dest = Subpath::parse(dest_subpath)?;
-        let to = match new_filename.filter(|n| !n.is_empty()) {
-            Some(new) => from.renamed(&FileName::parse(new)?)?,
+        let folder = self.resource_folder_at(folder)?.clone();
+        let to = match new_name {
+            Some(new) => from.renamed(new)?,
             None => from.clone(),
         };
-        self.ports.resources.rename(&folder, (&dir, &from), (&dest, &to)).await?;
-        self.variants_follow(&folder, (&dir, &from), (&dest, &to)).await;
+        self.ports.resources.rename(&folder, (dir, from), (dest, &to)).await?;
+        self.variants_follow(&folder, (dir, from), (dest, &to)).await;
         Ok(to.as_str().to_owned())
     }
 
     pub async fn delete_resource(
         &self,
         caller: impl Into<Caller<'_>>,
-        folder: Option<&str>,
-        subpath: &str,
-        file: &str,
+        folder: usize,
+        dir: &Subpath,
+        name: &FileName,
     ) -> CoreResult<()> {
         self.authorize(caller, Operation::ChangeResources).await?;
-        let folder = self.resource_folder(folder)?.clone();
-        let (dir, name) = (Subpath::parse(subpath)?, FileName::parse(file)?);
-        self.ports.resources.delete(&folder, &dir, &name).await?;
-        self.variants_drop(&folder, &dir, &name).await;
+        let folder = self.resource_folder_at(folder)?.clone();
+        self.ports.resources.delete(&folder, dir, name).await?;
+        self.variants_drop(&folder, dir, name).await;
         Ok(())
     }
 
@@ -232,45 +224,39 @@ impl Cms {
     pub async fn create_resource_folder(
         &self,
         caller: impl Into<Caller<'_>>,
-        folder: Option<&str>,
-        subpath: &str,
-        name: &str,
+        folder: usize,
+        dir: &Subpath,
+        name: &FileName,
     ) -> CoreResult<String> {
         self.authorize(caller, Operation::ChangeResources).await?;
-        let folder = self.resource_folder(folder)?.clone();
-        let name = FileName::parse(name)?;
-        self.ports.resources.create_dir(&folder, &Subpath::parse(subpath)?, &name).await?;
+        let folder = self.resource_folder_at(folder)?.clone();
+        self.ports.resources.create_dir(&folder, dir, name).await?;
         Ok(name.as_str().to_owned())
     }
 
-    /// Opens the file a public URL names: `tail` is the part after the folder's prefix.
-    pub async fn open_resource(&self, folder_index: usize, tail: &str) -> CoreResult<ServedFile> {
-        let not_found = || CoreError::not_found(format!("no file at {tail:?}"));
-        let (folder, dir, name) = self.locate_resource(folder_index, tail)?;
-        let (reader, stat) = self.ports.resources.open(folder, &dir, &name).await?.ok_or_else(not_found)?;
+    /// Opens the file a public URL names: `path` is the part after the folder's prefix
+    /// ([`FilePath::from_url_tail`]).
+    pub async fn open_resource(&self, folder_index: usize, path: &FilePath) -> CoreResult<ServedFile> {
+        let folder = self.served_folder(folder_index, path)?;
+        let (reader, stat) = self
+            .ports
+            .resources
+            .open(folder, &path.dir, &path.name)
+            .await?
+            .ok_or_else(|| no_file_at(path))?;
         Ok(ServedFile {
             reader,
-            content_type: resource::content_type(&name),
-            disposition: resource::disposition(&name),
-            name,
+            content_type: resource::content_type(&path.name),
+            disposition: resource::disposition(&path.name),
+            name: path.name.clone(),
             stat,
         })
     }
 
-    /// The folder, subfolder and name a public URL's `tail` names (`NotFound` when it
-    /// cannot name a file).
-    pub(super) fn locate_resource(
-        &self,
-        folder_index: usize,
-        tail: &str,
-    ) -> CoreResult<(&ResourceFolder, Subpath, FileName)> {
-        let not_found = || CoreError::not_found(format!("no file at {tail:?}"));
-        let folder = self.resource_folders.get(folder_index).ok_or_else(not_found)?;
-        let (dir, name) = match tail.rsplit_once('/') {
-            Some((dir, name)) => (Subpath::parse(dir).map_err(|_| not_found())?, name),
-            None => (Subpath::root(), tail),
-        };
-        Ok((folder, dir, FileName::parse(name).map_err(|_| not_found())?))
+    /// The folder whose public URLs a file is served at (`NotFound`, as a missing file,
+    /// when there is no such folder).
+    pub(super) fn served_folder(&self, folder_index: usize, path: &FilePath) -> CoreResult<&ResourceFolder> {
+        self.resource_folders.get(folder_index).ok_or_else(|| no_file_at(path))
     }
 }
 

@@ -9,7 +9,7 @@ use super::Cms;
 use crate::error::{CoreError, CoreResult};
 use crate::images::{self, FormatChoice, RenderSpec, Transform, VariantKey};
 use crate::ports::{ResourceReader, VariantSource};
-use crate::resource::{self, FileName, ResourceFolder, Subpath};
+use crate::resource::{self, FileName, FilePath, ResourceFolder, Subpath};
 
 /// How much of a file is read to find its size in pixels when the first 1 KiB is not enough.
 const PROBE_BYTES: usize = 256 * 1024;
@@ -105,34 +105,34 @@ impl Cms {
         self.images.parse_transform(query)
     }
 
-    /// A variant of the file a public URL names (`tail` after the folder's prefix):
+    /// A variant of the file a public URL names (`path` after the folder's prefix):
     /// from the store when it was made before, else rendered and stored.
     /// `version` is the URL's `v=`, if any (see [`VariantInfo::url`]).
     pub async fn open_variant(
         &self,
         folder_index: usize,
-        tail: &str,
+        path: &FilePath,
         transform: &Transform,
         accept: Option<&str>,
         version: Option<&str>,
     ) -> CoreResult<ServedVariant> {
-        let (folder, dir, name) = self.locate_resource(folder_index, tail)?;
-        let not_found = || CoreError::not_found(format!("no file at {tail:?}"));
+        let folder = self.served_folder(folder_index, path)?;
+        let (dir, name) = (&path.dir, &path.name);
         let stat = self
             .ports
             .resources
-            .stat(folder, &dir, &name)
+            .stat(folder, dir, name)
             .await?
             .filter(|s| !s.is_dir)
-            .ok_or_else(not_found)?;
-        let content_type = resource::content_type(&name);
+            .ok_or_else(|| super::resources::no_file_at(path))?;
+        let content_type = resource::content_type(name);
         if !images::is_transformable(content_type) {
             return Err(CoreError::Unprocessable(format!(
                 "{name} is {content_type}; only JPEG, PNG, WebP and GIF images take w, h, fit, format, q or preset"
             )));
         }
         let spec = self.images.render_spec(transform, content_type, accept);
-        let source = source_of(folder, &dir, &name);
+        let source = source_of(folder, dir, name);
         let (hash, mut bytes) = self.source_hash(source, stat.size, stat.modified).await?;
         let key = VariantKey::new(&hash, &spec);
         let names_current = version.map(|v| v == key.version());
@@ -199,28 +199,21 @@ impl Cms {
 
     /// Makes the presets' variants of a file that was just uploaded (the caller runs this
     /// after answering). A file that is not a transformable image is left alone.
-    pub async fn make_presets(
-        &self,
-        folder: Option<&str>,
-        subpath: Option<&str>,
-        file: &str,
-    ) -> CoreResult<()> {
+    pub async fn make_presets(&self, folder: usize, dir: &Subpath, name: &FileName) -> CoreResult<()> {
         if self.images.presets.is_empty() {
             return Ok(());
         }
-        let folder = self.resource_folder(folder)?.clone();
-        let dir = Subpath::parse(subpath.unwrap_or(""))?;
-        let name = FileName::parse(file)?;
-        let content_type = resource::content_type(&name);
+        let folder = self.resource_folder_at(folder)?.clone();
+        let content_type = resource::content_type(name);
         if !images::is_transformable(content_type) {
             return Ok(());
         }
-        let source = source_of(&folder, &dir, &name);
-        let stat = self.ports.resources.stat(&folder, &dir, &name).await?;
+        let source = source_of(&folder, dir, name);
+        let stat = self.ports.resources.stat(&folder, dir, name).await?;
         let bytes = self.read_source(source).await?;
         let hash = images::content_hash(&bytes);
         if let Some(stat) = stat {
-            self.remember_source_hash(&folder, &dir, &stat, hash.clone());
+            self.remember_source_hash(&folder, dir, &stat, hash.clone());
         }
         let stored = self.ports.variants.list(source).await?;
         for preset in self.images.presets.keys() {

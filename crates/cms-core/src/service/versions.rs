@@ -77,10 +77,10 @@ impl Cms {
         &self,
         caller: impl Into<Caller<'_>>,
         collection: &Collection,
-        item: &str,
+        item: &ItemRef,
     ) -> CoreResult<VersionList> {
         self.authorize(caller, Operation::ReadHistory).await?;
-        let (name, current) = self.resolve_history(collection, &ItemRef::parse(item)?).await?;
+        let (name, current) = self.resolve_history(collection, item).await?;
         let versions = self.versions_newest_first(collection, &name).await?;
         Ok(VersionList {
             filename: name.as_str().to_owned(),
@@ -137,12 +137,12 @@ impl Cms {
         &self,
         caller: impl Into<Caller<'_>>,
         collection: &Collection,
-        item: &str,
+        item: &ItemRef,
         version: VersionId,
     ) -> CoreResult<VersionContent> {
         self.authorize(caller, Operation::ReadHistory).await?;
         let timestamp = version.timestamp();
-        let (name, _) = self.resolve_history(collection, &ItemRef::parse(item)?).await?;
+        let (name, _) = self.resolve_history(collection, item).await?;
         let bytes = self.version_bytes(collection, &name, timestamp).await?;
         let doc = parse_bytes(&name, &bytes)?;
         let author = self.ports.versions.version_author(collection, &name, timestamp).await?;
@@ -155,16 +155,15 @@ impl Cms {
         &self,
         caller: impl Into<Caller<'_>>,
         collection: &Collection,
-        item: &str,
+        item_ref: &ItemRef,
         version: VersionId,
         if_match: Option<&Precondition>,
     ) -> CoreResult<(WriteOutcome, i64)> {
         let caller = caller.into();
         self.authorize(caller, Operation::RestoreVersion).await?;
         let timestamp = version.timestamp();
-        let item_ref = ItemRef::parse(item)?;
         let _guard = self.item_locks.lock(collection.index, item_ref.slug()).await;
-        let (name, current) = self.resolve_history(collection, &item_ref).await?;
+        let (name, current) = self.resolve_history(collection, item_ref).await?;
         let bytes = self.version_bytes(collection, &name, timestamp).await?;
         if collection.model.is_some() {
             // An old version must fit the model as it is now, like any other write.

@@ -3,7 +3,7 @@
 
 use crate::collection::Collection;
 use crate::config::CollectionConfig;
-use crate::slug::ItemFilename;
+use crate::slug::{ItemFilename, ItemRef};
 
 /// Collection 0, `Posts` at `content/posts`: no page path, no dated filenames.
 pub fn posts() -> Collection {
@@ -38,4 +38,10 @@ pub fn pages() -> Collection {
 /// An item filename the test knows is valid (`hello.md`).
 pub fn item_name(filename: &str) -> ItemFilename {
     ItemFilename::parse(filename).expect("valid item filename")
+}
+
+/// An item reference the test knows is valid (`hello`, `2024-01-15-hello.md`), as an
+/// adapter parses it before a facade call.
+pub fn item(raw: &str) -> ItemRef {
+    ItemRef::parse(raw).expect("valid item reference")
 }

@@ -4,6 +4,7 @@
 use cms_core::policy::Caller;
 use cms_core::service::Precondition;
 use cms_core::service::VersionId;
+use cms_core::testing::fixtures::item;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -112,7 +113,13 @@ async fn the_facades_own_writes_are_seen_by_the_very_next_request() {
     // PATCH: a new title moves the item in title order, the tags are replaced, and the
     // keys the patch does not name stay.
     let out = cms
-        .update_item(Caller::Operator, &posts, "b", patch(json!({"title": "Aardvark", "tags": ["z"]})), None)
+        .update_item(
+            Caller::Operator,
+            &posts,
+            &item("b"),
+            patch(json!({"title": "Aardvark", "tags": ["z"]})),
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(slugs(&cms, &by_title, &anon).await, ["b", "a"], "the new title is sorted at once");
@@ -121,45 +128,54 @@ async fn the_facades_own_writes_are_seen_by_the_very_next_request() {
     assert!(slugs(&cms, &[("tags", "x"), ("orderBy", "title")], &viewer).await.is_empty());
     assert_eq!(slugs(&cms, &[("tags", "x"), ("status", "all")], &viewer).await, ["c"]);
     assert_eq!(tag_slugs(&cms).await, ["y", "z"], "x is gone from the tag list, z is in it");
-    let view = cms.read_item(&posts, "b", &anon).await.unwrap();
+    let view = cms.read_item(&posts, &item("b"), &anon).await.unwrap();
     assert_eq!((view.meta.title.as_str(), view.meta.tags.to_strings()), ("Aardvark", vec!["z".to_owned()]));
     assert_eq!(view.fm["keep"], "me", "PATCH merged the frontmatter");
     assert_eq!(Some(view.etag), out.etag);
-    let raw = cms.read_item_source(Caller::Operator, &posts, "b").await.unwrap();
+    let raw = cms.read_item_source(Caller::Operator, &posts, &item("b")).await.unwrap();
     assert_eq!((raw.doc.fm["title"].as_str(), raw.doc.fm["keep"].as_str()), (Some("Aardvark"), Some("me")));
 
     // Publishing a draft makes it public at once; a null removes a key.
-    cms.update_item(Caller::Operator, &posts, "c", patch(json!({"status": "published", "tags": null})), None)
-        .await
-        .unwrap();
+    cms.update_item(
+        Caller::Operator,
+        &posts,
+        &item("c"),
+        patch(json!({"status": "published", "tags": null})),
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(slugs(&cms, &by_title, &anon).await, ["b", "a", "c"]);
-    assert_eq!(cms.read_item(&posts, "c", &anon).await.unwrap().meta.title, "Charlie");
+    assert_eq!(cms.read_item(&posts, &item("c"), &anon).await.unwrap().meta.title, "Charlie");
     assert!(slugs(&cms, &[("tags", "x"), ("status", "all")], &viewer).await.is_empty());
 
     // Delete: gone from lists, tags and single reads at once; the slug is free again.
-    cms.delete_item(Caller::Operator, &posts, "a", None).await.unwrap();
+    cms.delete_item(Caller::Operator, &posts, &item("a"), None).await.unwrap();
     assert_eq!(slugs(&cms, &by_title, &anon).await, ["b", "c"]);
     assert!(slugs(&cms, &[("tags", "y")], &anon).await.is_empty());
     assert_eq!(tag_slugs(&cms).await, ["z"]);
-    assert!(matches!(cms.read_item(&posts, "a", &anon).await, Err(CoreError::NotFound(_))));
-    assert!(matches!(cms.read_item_source(Caller::Operator, &posts, "a").await, Err(CoreError::NotFound(_))));
+    assert!(matches!(cms.read_item(&posts, &item("a"), &anon).await, Err(CoreError::NotFound(_))));
+    assert!(matches!(
+        cms.read_item_source(Caller::Operator, &posts, &item("a")).await,
+        Err(CoreError::NotFound(_))
+    ));
     cms.create_item(Caller::Operator, &posts, new_post("a", published("Again", json!(["y"]), "2024-03-01")))
         .await
         .unwrap();
     assert_eq!(slugs(&cms, &[("tags", "y")], &anon).await, ["a"]);
-    assert_eq!(cms.read_item(&posts, "a", &anon).await.unwrap().meta.title, "Again");
+    assert_eq!(cms.read_item(&posts, &item("a"), &anon).await.unwrap().meta.title, "Again");
 
     // Restore: a deleted item comes back, an existing one goes back, both at once.
-    cms.delete_item(Caller::Operator, &posts, "b", None).await.unwrap();
+    cms.delete_item(Caller::Operator, &posts, &item("b"), None).await.unwrap();
     assert!(slugs(&cms, &[("tags", "z")], &anon).await.is_empty());
-    let history = cms.list_versions(Caller::Operator, &posts, "2024-01-02-b.md").await.unwrap();
+    let history = cms.list_versions(Caller::Operator, &posts, &item("2024-01-02-b.md")).await.unwrap();
     let newest = VersionId::new(history.versions[0].timestamp).unwrap();
-    cms.restore_version(Caller::Operator, &posts, "2024-01-02-b.md", newest, None).await.unwrap();
+    cms.restore_version(Caller::Operator, &posts, &item("2024-01-02-b.md"), newest, None).await.unwrap();
     assert_eq!(slugs(&cms, &[("tags", "z")], &anon).await, ["b"], "a restored item is listed at once");
     assert_eq!(tag_slugs(&cms).await, ["y", "z"]);
     let oldest = VersionId::new(history.versions.last().unwrap().timestamp).unwrap();
-    cms.restore_version(Caller::Operator, &posts, "b", oldest, None).await.unwrap();
-    assert_eq!(cms.read_item(&posts, "b", &anon).await.unwrap().meta.title, "Bravo");
+    cms.restore_version(Caller::Operator, &posts, &item("b"), oldest, None).await.unwrap();
+    assert_eq!(cms.read_item(&posts, &item("b"), &anon).await.unwrap().meta.title, "Bravo");
     assert_eq!(slugs(&cms, &[("tags", "x")], &anon).await, ["b"], "the restored version's tags");
     assert_eq!(tag_slugs(&cms).await, ["x", "y"]);
 }
@@ -225,8 +241,8 @@ async fn outside_edits_are_seen_after_the_change_feed_delivers_them_as_a_fresh_b
     };
     assert_eq!(search_slugs(&cms).await, search_slugs(&fresh).await);
     let posts = cms.collection("posts").unwrap();
-    assert!(matches!(cms.read_item(posts, "d", &anon).await, Err(CoreError::NotFound(_))));
-    assert_eq!(cms.read_item(posts, "b", &anon).await.unwrap().html, "<p>Changed.</p>\n");
+    assert!(matches!(cms.read_item(posts, &item("d"), &anon).await, Err(CoreError::NotFound(_))));
+    assert_eq!(cms.read_item(posts, &item("b"), &anon).await.unwrap().html, "<p>Changed.</p>\n");
 }
 
 #[tokio::test]
@@ -280,23 +296,29 @@ async fn a_read_answers_the_etag_the_write_returned() {
     let created =
         cms.create_item(Caller::Operator, &pages, new_post("e", json!({"title": "E"}))).await.unwrap();
     let mut etag = created.etag.clone().unwrap();
-    assert_eq!(cms.read_item(&pages, "e", &viewer).await.unwrap().etag, etag);
-    assert_eq!(cms.read_item_source(Caller::Operator, &pages, "e").await.unwrap().etag, etag);
+    assert_eq!(cms.read_item(&pages, &item("e"), &viewer).await.unwrap().etag, etag);
+    assert_eq!(cms.read_item_source(Caller::Operator, &pages, &item("e")).await.unwrap().etag, etag);
     assert_eq!(listed_etag().await, etag);
     assert_eq!(stored_etag(), etag, "the ETag is the stored bytes'");
 
     let put = ItemUpdate { mode: UpdateMode::Put, fm: fm(json!({"t": "x"})), body: Some("B".into()) };
     for (i, update) in [patch(json!({"n": 1})), put].into_iter().enumerate() {
         // Read first, so that a stale cached rendering would show.
-        cms.read_item(&pages, "e", &viewer).await.unwrap();
+        cms.read_item(&pages, &item("e"), &viewer).await.unwrap();
         let out = cms
-            .update_item(Caller::Operator, &pages, "e", update, Some(&Precondition::from_if_match(&etag)))
+            .update_item(
+                Caller::Operator,
+                &pages,
+                &item("e"),
+                update,
+                Some(&Precondition::from_if_match(&etag)),
+            )
             .await
             .unwrap();
         etag = out.etag.unwrap();
-        assert_eq!(cms.read_item(&pages, "e", &viewer).await.unwrap().etag, etag, "update {i}");
+        assert_eq!(cms.read_item(&pages, &item("e"), &viewer).await.unwrap().etag, etag, "update {i}");
         assert_eq!(
-            cms.read_item_source(Caller::Operator, &pages, "e").await.unwrap().etag,
+            cms.read_item_source(Caller::Operator, &pages, &item("e")).await.unwrap().etag,
             etag,
             "update {i}"
         );
@@ -304,15 +326,21 @@ async fn a_read_answers_the_etag_the_write_returned() {
         assert_eq!(stored_etag(), etag, "update {i}");
     }
 
-    let version =
-        cms.list_versions(Caller::Operator, &pages, "e").await.unwrap().versions.last().unwrap().timestamp;
+    let version = cms
+        .list_versions(Caller::Operator, &pages, &item("e"))
+        .await
+        .unwrap()
+        .versions
+        .last()
+        .unwrap()
+        .timestamp;
     let (restored, _) = cms
-        .restore_version(Caller::Operator, &pages, "e", VersionId::new(version).unwrap(), None)
+        .restore_version(Caller::Operator, &pages, &item("e"), VersionId::new(version).unwrap(), None)
         .await
         .unwrap();
     let etag = restored.etag.unwrap();
     assert_eq!(etag, created.etag.unwrap(), "the oldest version is the created bytes");
-    assert_eq!(cms.read_item(&pages, "e", &viewer).await.unwrap().etag, etag);
+    assert_eq!(cms.read_item(&pages, &item("e"), &viewer).await.unwrap().etag, etag);
     assert_eq!(listed_etag().await, etag);
 }
 
@@ -405,12 +433,13 @@ async fn concurrent_patches_of_one_item_serialize_and_lose_nothing() {
     cms.create_item(Caller::Operator, &pages, new_post("one", json!({"title": "One"}))).await.unwrap();
     store.most_in_flight.store(0, Ordering::SeqCst);
 
+    let one = item("one");
     let patches = (0..20)
-        .map(|i| cms.update_item(Caller::Operator, &pages, "one", patch(json!({format!("k{i}"): i})), None));
+        .map(|i| cms.update_item(Caller::Operator, &pages, &one, patch(json!({format!("k{i}"): i})), None));
     let outcomes: Vec<_> = join_all(patches).await.into_iter().map(Result::unwrap).collect();
     assert_eq!(store.most_in_flight.load(Ordering::SeqCst), 1, "writes to one item never overlap");
 
-    let raw = cms.read_item_source(Caller::Operator, &pages, "one").await.unwrap();
+    let raw = cms.read_item_source(Caller::Operator, &pages, &item("one")).await.unwrap();
     for i in 0..20 {
         assert_eq!(raw.doc.fm.get(&format!("k{i}")), Some(&json!(i)), "the PATCH adding k{i} was lost");
     }
@@ -453,9 +482,10 @@ async fn concurrent_writes_to_different_items_run_in_parallel() {
 
     store.most_in_flight.store(0, Ordering::SeqCst);
     let names: Vec<String> = (0..20).map(|i| format!("p{i}")).collect();
-    let patches = names
-        .iter()
-        .map(|name| cms.update_item(Caller::Operator, &posts, name, patch(json!({"n": name})), None));
+    let refs: Vec<_> = names.iter().map(|name| item(name)).collect();
+    let patches = names.iter().zip(&refs).map(|(name, item_ref)| {
+        cms.update_item(Caller::Operator, &posts, item_ref, patch(json!({"n": name})), None)
+    });
     for outcome in join_all(patches).await {
         outcome.unwrap();
     }
@@ -498,13 +528,13 @@ fn the_facades_futures_are_send() {
     assert_send(&cms);
     assert_send(&cms.start());
     assert_send(&cms.list_items(posts, &q, &anon));
-    assert_send(&cms.read_item(posts, "a", &anon));
-    assert_send(&cms.read_item_source(Caller::Operator, posts, "a"));
+    assert_send(&cms.read_item(posts, &item("a"), &anon));
+    assert_send(&cms.read_item_source(Caller::Operator, posts, &item("a")));
     assert_send(&cms.create_item(Caller::Operator, posts, NewItem::default()));
-    assert_send(&cms.update_item(Caller::Operator, posts, "a", patch(json!({})), None));
-    assert_send(&cms.delete_item(Caller::Operator, posts, "a", None));
-    assert_send(&cms.list_versions(Caller::Operator, posts, "a"));
-    assert_send(&cms.restore_version(Caller::Operator, posts, "a", VersionId::new(1).unwrap(), None));
+    assert_send(&cms.update_item(Caller::Operator, posts, &item("a"), patch(json!({})), None));
+    assert_send(&cms.delete_item(Caller::Operator, posts, &item("a"), None));
+    assert_send(&cms.list_versions(Caller::Operator, posts, &item("a")));
+    assert_send(&cms.restore_version(Caller::Operator, posts, &item("a"), VersionId::new(1).unwrap(), None));
     assert_send(&cms.indexed_items(posts));
     assert_send(&cms.rescan_all());
     assert_send(&cms.rescan(posts));
@@ -547,7 +577,7 @@ async fn files_that_move_break_or_heal_outside_are_seen_after_settle() {
     let anon = Viewer::Anonymous;
     let posts = cms.collection("posts").unwrap().clone();
     assert_eq!(slugs(&cms, &[], &anon).await, ["a"]);
-    assert!(matches!(cms.read_item(&posts, "broken", &anon).await, Err(CoreError::Corrupt(_))));
+    assert!(matches!(cms.read_item(&posts, &item("broken"), &anon).await, Err(CoreError::Corrupt(_))));
 
     // Renamed to a dated file, and the broken file fixed.
     world.content.remove_raw(POSTS, "a.md");
@@ -558,14 +588,17 @@ async fn files_that_move_break_or_heal_outside_are_seen_after_settle() {
     for pairs in [&[][..], &[("tags", "x")], &[("tags", "y")], &[("orderBy", "title")]] {
         assert_eq!(list(&cms, pairs, &anon).await, list(&fresh, pairs, &anon).await, "{pairs:?}");
     }
-    assert_eq!(cms.read_item(&posts, "a", &anon).await.unwrap().meta.filename.as_ref(), "2024-01-01-a.md");
-    assert_eq!(cms.read_item(&posts, "broken", &anon).await.unwrap().meta.title, "Healed");
+    assert_eq!(
+        cms.read_item(&posts, &item("a"), &anon).await.unwrap().meta.filename.as_ref(),
+        "2024-01-01-a.md"
+    );
+    assert_eq!(cms.read_item(&posts, &item("broken"), &anon).await.unwrap().meta.title, "Healed");
 
     // Broken again: unlisted, and a read says why.
     world.content.put_raw(POSTS, "broken.md", b"---\ntitle: [\n---\n");
     world.settle(&cms).await;
     assert_eq!(slugs(&cms, &[], &anon).await, ["a"]);
-    assert!(matches!(cms.read_item(&posts, "broken", &anon).await, Err(CoreError::Corrupt(_))));
+    assert!(matches!(cms.read_item(&posts, &item("broken"), &anon).await, Err(CoreError::Corrupt(_))));
 }
 
 #[tokio::test]
@@ -601,13 +634,14 @@ async fn concurrent_first_requests_build_the_index_once() {
     world.content.put_raw(POSTS, "2020-01-01-n1.md", b"---\ntitle: Outside\nstatus: published\n---\n");
     let changes = world.content.take_changes();
     assert_eq!(changes.len(), 1);
+    let n1 = item("n1");
     let (applied, updated) = tokio::join!(
         cms.apply_changes(changes),
-        cms.update_item(Caller::Operator, &posts, "n1", patch(json!({"k": 1})), None)
+        cms.update_item(Caller::Operator, &posts, &n1, patch(json!({"k": 1})), None)
     );
     applied.unwrap();
     updated.unwrap();
-    let raw = cms.read_item_source(Caller::Operator, &posts, "n1").await.unwrap();
+    let raw = cms.read_item_source(Caller::Operator, &posts, &item("n1")).await.unwrap();
     assert_eq!((raw.doc.fm["title"].as_str(), raw.doc.fm["k"].as_i64()), (Some("Outside"), Some(1)));
     let all = [("per_page", "50")];
     assert_eq!(list(&cms, &all, &anon).await, list(&world.cms(), &all, &anon).await);

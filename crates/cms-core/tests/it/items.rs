@@ -1,5 +1,6 @@
 use cms_core::policy::Caller;
 use cms_core::service::Precondition;
+use cms_core::testing::fixtures::item;
 use std::sync::atomic::Ordering;
 
 use cms_core::CoreError;
@@ -117,31 +118,31 @@ async fn put_and_patch_merge_frontmatter_and_treat_body_differently() {
     cms.update_item(
         Caller::Operator,
         &pages,
-        "about",
+        &item("about"),
         patch(json!({"status": "published", "tags": null}), None, UpdateMode::Patch),
         None,
     )
     .await
     .unwrap();
-    let raw = cms.read_item_source(Caller::Operator, &pages, "about").await.unwrap();
+    let raw = cms.read_item_source(Caller::Operator, &pages, &item("about")).await.unwrap();
     assert_eq!(raw.doc.body, "Body", "PATCH without body keeps it");
     assert_eq!(raw.doc.fm, fm(json!({"title": "About", "status": "published"})), "null removed a key");
 
     cms.update_item(
         Caller::Operator,
         &pages,
-        "about.md",
+        &item("about.md"),
         patch(json!({"author": "Ann"}), None, UpdateMode::Put),
         None,
     )
     .await
     .unwrap();
-    let raw = cms.read_item_source(Caller::Operator, &pages, "about").await.unwrap();
+    let raw = cms.read_item_source(Caller::Operator, &pages, &item("about")).await.unwrap();
     assert_eq!(raw.doc.body, "", "PUT without body saves an empty body");
     assert_eq!(raw.doc.fm["author"], "Ann");
 
     let missing = cms
-        .update_item(Caller::Operator, &pages, "nope", patch(json!({}), None, UpdateMode::Put), None)
+        .update_item(Caller::Operator, &pages, &item("nope"), patch(json!({}), None, UpdateMode::Put), None)
         .await;
     assert!(matches!(missing, Err(CoreError::NotFound(_))));
     let kinds: Vec<_> = world.events.take().into_iter().map(|e| e.kind).collect();
@@ -160,26 +161,42 @@ async fn if_match_guards_writes() {
     let etag = created.etag.unwrap();
     let update = || ItemUpdate { mode: UpdateMode::Patch, fm: fm(json!({"title": "T"})), body: None };
     let stale = cms
-        .update_item(Caller::Operator, &pages, "a", update(), Some(&Precondition::from_if_match("\"0000\"")))
+        .update_item(
+            Caller::Operator,
+            &pages,
+            &item("a"),
+            update(),
+            Some(&Precondition::from_if_match("\"0000\"")),
+        )
         .await;
     assert!(matches!(stale, Err(CoreError::PreconditionFailed(_))));
     let fresh = cms
-        .update_item(Caller::Operator, &pages, "a", update(), Some(&Precondition::from_if_match(&etag)))
+        .update_item(
+            Caller::Operator,
+            &pages,
+            &item("a"),
+            update(),
+            Some(&Precondition::from_if_match(&etag)),
+        )
         .await
         .unwrap();
     assert!(matches!(
-        cms.delete_item(Caller::Operator, &pages, "a", Some(&Precondition::from_if_match(&etag))).await,
+        cms.delete_item(Caller::Operator, &pages, &item("a"), Some(&Precondition::from_if_match(&etag)))
+            .await,
         Err(CoreError::PreconditionFailed(_))
     ));
     cms.delete_item(
         Caller::Operator,
         &pages,
-        "a",
+        &item("a"),
         fresh.etag.as_deref().map(Precondition::from_if_match).as_ref(),
     )
     .await
     .unwrap();
-    assert!(matches!(cms.read_item_source(Caller::Operator, &pages, "a").await, Err(CoreError::NotFound(_))));
+    assert!(matches!(
+        cms.read_item_source(Caller::Operator, &pages, &item("a")).await,
+        Err(CoreError::NotFound(_))
+    ));
 }
 
 #[tokio::test]
@@ -306,8 +323,11 @@ async fn drafts_are_invisible_without_a_key() {
     cms.create_item(Caller::Operator, &pages, NewItem { slug: Some("secret".into()), ..Default::default() })
         .await
         .unwrap();
-    assert!(matches!(cms.read_item(&pages, "secret", &Viewer::Anonymous).await, Err(CoreError::NotFound(_))));
-    assert_eq!(cms.read_item(&pages, "secret", &viewer).await.unwrap().meta.slug, "secret");
+    assert!(matches!(
+        cms.read_item(&pages, &item("secret"), &Viewer::Anonymous).await,
+        Err(CoreError::NotFound(_))
+    ));
+    assert_eq!(cms.read_item(&pages, &item("secret"), &viewer).await.unwrap().meta.slug, "secret");
 }
 
 #[tokio::test]
@@ -338,10 +358,10 @@ async fn the_index_reads_each_file_once_and_rereads_only_what_changed() {
         .unwrap();
     assert_eq!(reads(), 20, "lists never read");
 
-    assert_eq!(cms.read_item(&pages, "p1", &anon).await.unwrap().meta.title, "P1");
+    assert_eq!(cms.read_item(&pages, &item("p1"), &anon).await.unwrap().meta.title, "P1");
     assert_eq!(reads(), 21, "a rendered read reads the file when its HTML is not cached");
-    cms.read_item(&pages, "p1", &anon).await.unwrap();
-    cms.read_item(&pages, "p1.md", &anon).await.unwrap();
+    cms.read_item(&pages, &item("p1"), &anon).await.unwrap();
+    cms.read_item(&pages, &item("p1.md"), &anon).await.unwrap();
     assert_eq!(reads(), 21, "the cached rendering of this version answers without a read");
 
     world.content.put_raw("content/pages", "p3.md", b"---\ntitle: Changed\n---\n");
@@ -356,11 +376,11 @@ async fn the_index_reads_each_file_once_and_rereads_only_what_changed() {
     world.settle(&cms).await;
     assert_eq!(reads(), 22, "nothing pending, nothing read");
 
-    cms.read_item(&pages, "p1", &anon).await.unwrap();
+    cms.read_item(&pages, &item("p1"), &anon).await.unwrap();
     assert_eq!(reads(), 22, "an unchanged item stays cached");
-    assert_eq!(cms.read_item(&pages, "p3", &anon).await.unwrap().meta.title, "Changed");
+    assert_eq!(cms.read_item(&pages, &item("p3"), &anon).await.unwrap().meta.title, "Changed");
     assert_eq!(reads(), 23, "the changed item is rendered from a new read");
-    cms.read_item(&pages, "p3", &anon).await.unwrap();
+    cms.read_item(&pages, &item("p3"), &anon).await.unwrap();
     assert_eq!(reads(), 23);
 }
 
@@ -406,10 +426,10 @@ async fn rendering_ahead_hands_over_each_live_item_as_a_read_would_show_it() {
     );
     let views = std::mem::take(&mut *sink.views.lock().unwrap());
     for view in &views {
-        let read = cms.read_item(&pages, &view.meta.slug, &anon).await.unwrap();
+        let read = cms.read_item(&pages, &item(&view.meta.slug), &anon).await.unwrap();
         assert_eq!((&view.html, &view.fm, view.version), (&read.html, &read.fm, read.version));
         assert_eq!((&view.url, &view.etag, &view.meta), (&read.url, &read.etag, &read.meta));
-        let version = cms.item_version(&pages, &view.meta.slug, &anon).await.unwrap().unwrap();
+        let version = cms.item_version(&pages, &item(&view.meta.slug), &anon).await.unwrap().unwrap();
         assert_eq!(version.version, view.version, "kept by the version a read asks for first");
     }
     let p3 = views.iter().find(|v| v.meta.slug == "p3").unwrap();
@@ -430,21 +450,21 @@ async fn rendering_ahead_hands_over_each_live_item_as_a_read_would_show_it() {
 
     // Reads keep their own renderings by file version: a new version is never answered
     // from an old one's.
-    assert_eq!(cms.read_item(&pages, "draft", &viewer).await.unwrap().html, "<p>Hidden.</p>\n");
+    assert_eq!(cms.read_item(&pages, &item("draft"), &viewer).await.unwrap().html, "<p>Hidden.</p>\n");
     cms.update_item(
         Caller::Operator,
         &pages,
-        "p0",
+        &item("p0"),
         ItemUpdate { mode: UpdateMode::Patch, fm: Frontmatter::new(), body: Some("New *body*.".into()) },
         None,
     )
     .await
     .unwrap();
-    let view = cms.read_item(&pages, "p0", &anon).await.unwrap();
+    let view = cms.read_item(&pages, &item("p0"), &anon).await.unwrap();
     assert_eq!((view.html.as_str(), view.fm["title"].as_str()), ("<p>New <em>body</em>.</p>\n", Some("P0")));
     world.content.put_raw("content/pages", "p1.md", b"---\ntitle: Outside\n---\n\nEdited.");
     world.settle(&cms).await;
-    let view = cms.read_item(&pages, "p1", &anon).await.unwrap();
+    let view = cms.read_item(&pages, &item("p1"), &anon).await.unwrap();
     assert_eq!((view.html.as_str(), view.fm["title"].as_str()), ("<p>Edited.</p>\n", Some("Outside")));
 }
 
@@ -465,10 +485,10 @@ async fn broken_or_hostile_files_are_skipped_by_lists_and_reported_on_reads() {
     let slugs: Vec<_> = page.items.iter().map(|s| s.item.meta.slug.as_str()).collect();
     assert_eq!(slugs, ["good"]);
     for name in ["broken", "quadratic", "binary"] {
-        let err = cms.read_item_source(Caller::Operator, &pages, name).await.unwrap_err();
+        let err = cms.read_item_source(Caller::Operator, &pages, &item(name)).await.unwrap_err();
         assert!(matches!(err, CoreError::Corrupt(_)), "{name}: {err:?}");
         let update = ItemUpdate { mode: UpdateMode::Patch, fm: fm(json!({"title": "x"})), body: None };
-        assert!(cms.update_item(Caller::Operator, &pages, name, update, None).await.is_err());
+        assert!(cms.update_item(Caller::Operator, &pages, &item(name), update, None).await.is_err());
     }
     assert_eq!(world.content.get_raw("content/pages", "broken.md").unwrap(), b"---\ntitle: [unclosed\n---\n");
 }
@@ -483,11 +503,14 @@ async fn rendered_items_carry_html_excerpt_and_urls() {
         "2024-05-01-hi.md",
         b"---\ntitle: Hi\n---\n\n# Heading\n\nSome *text*.\n\n<script>alert(1)</script>\n",
     );
-    let view = cms.read_item(&posts, "hi", &Viewer::Anonymous).await.unwrap();
+    let view = cms.read_item(&posts, &item("hi"), &Viewer::Anonymous).await.unwrap();
     assert!(view.html.contains("<h1>Heading</h1>") && !view.html.contains("<script"), "{}", view.html);
     assert_eq!(view.excerpt, "Heading Some text.");
     assert_eq!((view.url.as_str(), view.meta.date.as_deref()), ("/blog/hi", Some("2024-05-01")));
-    assert_eq!(cms.read_item(&posts, "2024-05-01-hi.md", &Viewer::Anonymous).await.unwrap().meta.slug, "hi");
+    assert_eq!(
+        cms.read_item(&posts, &item("2024-05-01-hi.md"), &Viewer::Anonymous).await.unwrap().meta.slug,
+        "hi"
+    );
 }
 
 #[tokio::test]
@@ -515,7 +538,10 @@ async fn only_published_or_missing_status_is_public() {
     assert_eq!(slugs, ["explicit", "hugo-live", "public"]);
     for hidden in ["capital", "private", "hugo"] {
         assert!(
-            matches!(cms.read_item(&pages, hidden, &Viewer::Anonymous).await, Err(CoreError::NotFound(_))),
+            matches!(
+                cms.read_item(&pages, &item(hidden), &Viewer::Anonymous).await,
+                Err(CoreError::NotFound(_))
+            ),
             "{hidden}"
         );
     }
@@ -531,10 +557,13 @@ async fn status_cannot_be_removed_by_a_null() {
         .unwrap();
     let update = ItemUpdate { mode: UpdateMode::Patch, fm: fm(json!({"status": null})), body: None };
     assert!(matches!(
-        cms.update_item(Caller::Operator, &pages, "d", update, None).await,
+        cms.update_item(Caller::Operator, &pages, &item("d"), update, None).await,
         Err(CoreError::Invalid(_))
     ));
-    assert!(matches!(cms.read_item(&pages, "d", &Viewer::Anonymous).await, Err(CoreError::NotFound(_))));
+    assert!(matches!(
+        cms.read_item(&pages, &item("d"), &Viewer::Anonymous).await,
+        Err(CoreError::NotFound(_))
+    ));
 }
 
 #[tokio::test]
@@ -550,7 +579,7 @@ async fn lists_and_single_reads_share_the_excerpt_rule() {
     let listed = cms.list_items(&pages, &ListQuery::default(), &Viewer::Anonymous).await.unwrap();
     assert_eq!(listed.items[0].item.excerpt(), "From the frontmatter.");
     assert_eq!(
-        cms.read_item(&pages, "a", &Viewer::Anonymous).await.unwrap().excerpt,
+        cms.read_item(&pages, &item("a"), &Viewer::Anonymous).await.unwrap().excerpt,
         "From the frontmatter."
     );
 }
@@ -567,9 +596,9 @@ async fn the_source_of_an_item_is_read_as_its_caller_may() {
     let out = cms.create_item(Caller::Operator, &posts, draft).await.unwrap();
     let Viewer::Key(editor) = keyed(&world).await else { unreachable!("keyed answers a key") };
     assert!(cms_core::policy::may(&editor, cms_core::policy::Operation::ReadDrafts));
-    let by_key = cms.read_item_source(&editor, &posts, &out.slug).await.unwrap();
-    let by_operator = cms.read_item_source(Caller::Operator, &posts, &out.slug).await.unwrap();
+    let by_key = cms.read_item_source(&editor, &posts, &item(&out.slug)).await.unwrap();
+    let by_operator = cms.read_item_source(Caller::Operator, &posts, &item(&out.slug)).await.unwrap();
     assert_eq!((by_key.doc.body.as_str(), &by_key.etag), ("Draft body", &by_operator.etag));
-    let missing = cms.read_item_source(&editor, &posts, "nope").await;
+    let missing = cms.read_item_source(&editor, &posts, &item("nope")).await;
     assert!(matches!(missing, Err(CoreError::NotFound(_))), "{missing:?}");
 }

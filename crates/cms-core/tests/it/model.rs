@@ -5,6 +5,7 @@ use cms_core::CoreError;
 use cms_core::document::Frontmatter;
 use cms_core::policy::Caller;
 use cms_core::service::{ItemUpdate, NewItem, UpdateMode};
+use cms_core::testing::fixtures::item;
 use cms_core::testing::{MemoryWorld, SITE_YAML};
 use serde_json::{Value, json};
 
@@ -99,14 +100,14 @@ async fn updates_are_checked_after_merging() {
     let patch = |value: Value| ItemUpdate { mode: UpdateMode::Patch, fm: fm(value), body: None };
 
     let refused = cms
-        .update_item(Caller::Operator, &posts, "a", patch(json!({ "price": "ten" })), None)
+        .update_item(Caller::Operator, &posts, &item("a"), patch(json!({ "price": "ten" })), None)
         .await
         .unwrap_err();
     assert_eq!(field_errors(refused), [("fm.price".into(), "must be a number ≥ 0, got a string".into())]);
     // A patch that leaves the title out keeps it: the merged item is what is checked.
-    cms.update_item(Caller::Operator, &posts, "a", patch(json!({ "price": 4 })), None).await.unwrap();
+    cms.update_item(Caller::Operator, &posts, &item("a"), patch(json!({ "price": 4 })), None).await.unwrap();
     let cleared = cms
-        .update_item(Caller::Operator, &posts, "a", patch(json!({ "title": null })), None)
+        .update_item(Caller::Operator, &posts, &item("a"), patch(json!({ "title": null })), None)
         .await
         .unwrap_err();
     assert_eq!(field_errors(cleared), [("fm.title".into(), "is required".into())]);

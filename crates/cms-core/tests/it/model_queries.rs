@@ -6,6 +6,7 @@
 use cms_core::policy::Caller;
 use cms_core::query::{ListParams, ListQuery};
 use cms_core::service::Viewer;
+use cms_core::testing::fixtures::item;
 use cms_core::testing::{MemoryWorld, SITE_YAML};
 use serde_json::{Value, json};
 
@@ -262,8 +263,8 @@ async fn fields_and_expand_show_the_asked_fields_and_follow_the_referred_items()
     // The referred item goes: the list's version changes, and the reference shows null.
     let version = cms.list_items_version(posts, &q, &Viewer::Anonymous).await.unwrap();
     let pages = cms.collection("pages").unwrap();
-    cms.delete_item(Caller::Operator, pages, "ann", None).await.unwrap();
-    cms.delete_item(Caller::Operator, pages, "bob", None).await.unwrap();
+    cms.delete_item(Caller::Operator, pages, &item("ann"), None).await.unwrap();
+    cms.delete_item(Caller::Operator, pages, &item("bob"), None).await.unwrap();
     assert_ne!(cms.list_items_version(posts, &q, &Viewer::Anonymous).await.unwrap(), version);
     let page = cms.list_items(posts, &q, &Viewer::Anonymous).await.unwrap();
     let entry = serde_json::to_value(cms_core::answers::ItemEntry::from(&page.items[0])).unwrap();
@@ -305,6 +306,6 @@ async fn the_index_counts_the_items_that_break_the_model() {
     slugs(&cms, &[]).await;
     assert_eq!(cms.items_breaking_model_count(&posts), Some(1));
     assert_eq!(cms.items_breaking_model_count(cms.collection("pages").unwrap()), None, "no model");
-    cms.delete_item(Caller::Operator, &posts, "zz-broken", None).await.unwrap();
+    cms.delete_item(Caller::Operator, &posts, &item("zz-broken"), None).await.unwrap();
     assert_eq!(cms.items_breaking_model_count(&posts), Some(0));
 }

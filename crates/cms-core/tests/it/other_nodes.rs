@@ -5,6 +5,7 @@
 use cms_core::policy::Caller;
 use cms_core::service::Precondition;
 use cms_core::service::VersionId;
+use cms_core::testing::fixtures::item;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -127,26 +128,28 @@ async fn a_write_by_another_node_in_between_is_merged_not_lost() {
     let world = MemoryWorld::new();
     let (cms, store, pages, _) = setup(&world, Interference::FirstReplace).await;
 
-    let outcome =
-        cms.update_item(Caller::Operator, &pages, "one", patch(json!({"mine": 2})), None).await.unwrap();
+    let outcome = cms
+        .update_item(Caller::Operator, &pages, &item("one"), patch(json!({"mine": 2})), None)
+        .await
+        .unwrap();
     assert_eq!(store.replaces.load(Ordering::SeqCst), 2, "one stale attempt, then the write");
 
-    let raw = cms.read_item_source(Caller::Operator, &pages, "one").await.unwrap();
+    let raw = cms.read_item_source(Caller::Operator, &pages, &item("one")).await.unwrap();
     assert_eq!(raw.doc.fm.get("other"), Some(&json!(1)), "the other node's write was lost");
     assert_eq!(raw.doc.fm.get("mine"), Some(&json!(2)));
     assert_eq!(raw.doc.fm["title"], "One");
     assert_eq!(raw.etag, outcome.etag.unwrap());
 
     // History holds what each write replaced, once: the created file and the other node's.
-    let versions = cms.list_versions(Caller::Operator, &pages, "one").await.unwrap().versions;
+    let versions = cms.list_versions(Caller::Operator, &pages, &item("one")).await.unwrap().versions;
     assert_eq!(versions.len(), 2, "{versions:?}");
     let oldest = cms
-        .read_version(Caller::Operator, &pages, "one", VersionId::new(versions[1].timestamp).unwrap())
+        .read_version(Caller::Operator, &pages, &item("one"), VersionId::new(versions[1].timestamp).unwrap())
         .await
         .unwrap();
     assert_eq!(oldest.doc.fm.get("other"), None);
     let newest = cms
-        .read_version(Caller::Operator, &pages, "one", VersionId::new(versions[0].timestamp).unwrap())
+        .read_version(Caller::Operator, &pages, &item("one"), VersionId::new(versions[0].timestamp).unwrap())
         .await
         .unwrap();
     assert_eq!(newest.doc.fm.get("other"), Some(&json!(1)));
@@ -162,14 +165,14 @@ async fn a_clients_if_match_is_checked_again_after_a_write_in_between() {
         .update_item(
             Caller::Operator,
             &pages,
-            "one",
+            &item("one"),
             patch(json!({"mine": 2})),
             Some(&Precondition::from_if_match(&etag)),
         )
         .await;
     assert!(matches!(refused, Err(CoreError::PreconditionFailed(_))), "{refused:?}");
     assert_eq!(store.replaces.load(Ordering::SeqCst), 1);
-    let raw = cms.read_item_source(Caller::Operator, &pages, "one").await.unwrap();
+    let raw = cms.read_item_source(Caller::Operator, &pages, &item("one")).await.unwrap();
     assert_eq!(raw.doc.fm.get("other"), Some(&json!(1)));
     assert_eq!(raw.doc.fm.get("mine"), None, "nothing was written on the client's stale ETag");
 }
@@ -179,14 +182,15 @@ async fn an_item_that_keeps_changing_gives_up_with_stale_after_eight_attempts() 
     let world = MemoryWorld::new();
     let (cms, store, pages, etag) = setup(&world, Interference::EveryReplace).await;
 
-    let result = cms.update_item(Caller::Operator, &pages, "one", patch(json!({"mine": 2})), None).await;
+    let result =
+        cms.update_item(Caller::Operator, &pages, &item("one"), patch(json!({"mine": 2})), None).await;
     let Err(CoreError::Stale(message)) = result else { panic!("expected Stale, got {result:?}") };
     assert!(message.contains("retry"), "{message}");
     assert_eq!(store.replaces.load(Ordering::SeqCst), 8, "eight attempts, no more");
 
-    let raw = cms.read_item_source(Caller::Operator, &pages, "one").await.unwrap();
+    let raw = cms.read_item_source(Caller::Operator, &pages, &item("one")).await.unwrap();
     assert_eq!(raw.etag, etag, "nothing of this update was written");
     assert_eq!(raw.doc.fm.get("mine"), None);
-    let versions = cms.list_versions(Caller::Operator, &pages, "one").await.unwrap().versions;
+    let versions = cms.list_versions(Caller::Operator, &pages, &item("one")).await.unwrap().versions;
     assert_eq!(versions.len(), 1, "the same content is kept once in the history: {versions:?}");
 }

@@ -2,6 +2,7 @@
 //! after, decided by the `Clock` port (no waiting).
 
 use cms_core::policy::Caller;
+use cms_core::testing::fixtures::item;
 use std::sync::Arc;
 
 use cms_core::CoreError;
@@ -24,7 +25,7 @@ async fn a_preview_link_opens_until_its_expiry_on_the_clock() {
         .await
         .unwrap();
 
-    let link = cms.create_preview(&editor, &posts, &draft.slug, Some(60)).await.unwrap();
+    let link = cms.create_preview(&editor, &posts, &item(&draft.slug), Some(60)).await.unwrap();
     assert_eq!(cms.read_preview(&link.token).await.unwrap().meta.slug, draft.slug, "a draft, by its link");
     world.clock.advance(59);
     assert!(cms.read_preview(&link.token).await.is_ok(), "a second before its expiry");

@@ -3,6 +3,7 @@
 //! write and no rescan, one event per transition, once, even across a restart.
 
 use cms_core::policy::Caller;
+use cms_core::testing::fixtures::item;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -79,9 +80,9 @@ async fn public_slugs(cms: &cms_core::Cms) -> Vec<Vec<String>> {
     found.sort();
     lists.push(found);
     for slug in ["soon", "ending"] {
-        let single = cms.read_item(posts, slug, &Viewer::Anonymous).await;
-        let anywhere = cms.read_item_anywhere(slug).await;
-        let version = cms.item_version(posts, slug, &Viewer::Anonymous).await;
+        let single = cms.read_item(posts, &item(slug), &Viewer::Anonymous).await;
+        let anywhere = cms.read_item_anywhere(&item(slug)).await;
+        let version = cms.item_version(posts, &item(slug), &Viewer::Anonymous).await;
         match (single, anywhere, version) {
             (Ok(_), Ok(_), Ok(Some(_))) => lists.push(vec![slug.to_owned()]),
             (Err(CoreError::NotFound(_)), Err(CoreError::NotFound(_)), Err(CoreError::NotFound(_))) => {}
@@ -115,7 +116,7 @@ async fn items_go_live_and_come_down_by_themselves_on_every_public_path() {
     assert!(before.iter().all(|list| !list.iter().any(|s| s.contains("soon"))), "{before:?}");
 
     // Editors see it, with its window, and can list what is scheduled.
-    let view = cms.read_item(&posts, "soon", &editor).await.unwrap();
+    let view = cms.read_item(&posts, &item("soon"), &editor).await.unwrap();
     assert_eq!(view.meta.schedule.as_ref().unwrap().publish_at.unwrap().unix_timestamp(), START + 3600);
     let scheduled = cms.list_items(&posts, &query(&[("status", "scheduled")]), &editor).await.unwrap();
     assert_eq!(scheduled.items.iter().map(|s| s.item.meta.slug.as_str()).collect::<Vec<_>>(), ["soon"]);
@@ -213,7 +214,7 @@ async fn writes_wake_the_timer_and_bad_dates_are_refused() {
     cms.update_item(
         Caller::Operator,
         &posts,
-        "always",
+        &item("always"),
         update(json!({"publish_date": "2026-01-01T00:00:30Z"})),
         None,
     )
@@ -221,14 +222,20 @@ async fn writes_wake_the_timer_and_bad_dates_are_refused() {
     .unwrap();
     assert_eq!(woken.load(Ordering::Relaxed), 1, "an earlier instant wakes the timer");
     assert_eq!(cms.next_scheduled_instant(), Some(START + 30));
-    cms.update_item(Caller::Operator, &posts, "always", update(json!({"publish_date": null})), None)
+    cms.update_item(Caller::Operator, &posts, &item("always"), update(json!({"publish_date": null})), None)
         .await
         .unwrap();
     assert_eq!(cms.next_scheduled_instant(), Some(START + 3600), "a removed instant is forgotten");
 
     for bad in [json!("tomorrow"), json!("2026-13-01"), json!(5), json!("2026-01-01T25:00:00Z")] {
         let error = cms
-            .update_item(Caller::Operator, &posts, "always", update(json!({"unpublish_date": bad})), None)
+            .update_item(
+                Caller::Operator,
+                &posts,
+                &item("always"),
+                update(json!({"unpublish_date": bad})),
+                None,
+            )
             .await
             .unwrap_err();
         assert!(matches!(&error, CoreError::Invalid(m) if m.contains("fm.unpublish_date")), "{bad}: {error}");
@@ -236,7 +243,10 @@ async fn writes_wake_the_timer_and_bad_dates_are_refused() {
     // A hand-written date that names no instant hides the item rather than publish it.
     put(&world, "odd.md", "title: Odd\nstatus: published\npublish_date: someday");
     world.settle(&cms).await;
-    assert!(matches!(cms.read_item(&posts, "odd", &Viewer::Anonymous).await, Err(CoreError::NotFound(_))));
+    assert!(matches!(
+        cms.read_item(&posts, &item("odd"), &Viewer::Anonymous).await,
+        Err(CoreError::NotFound(_))
+    ));
 }
 
 /// A server killed right after a transition's event went out must not announce it again

@@ -7,6 +7,7 @@ use cms_core::policy::Caller;
 use cms_core::query::Page;
 use cms_core::service::{Cms, ItemUpdate, NewItem, SearchHit, SearchParams, SearchQuery, UpdateMode, Viewer};
 use cms_core::testing::MemoryWorld;
+use cms_core::testing::fixtures::item;
 use serde_json::json;
 
 const POSTS: &str = "content/posts";
@@ -67,12 +68,12 @@ async fn search_follows_the_facades_writes_at_once() {
         fm: json!({ "title": "Walrus", "status": "published" }).as_object().unwrap().clone(),
         body: None,
     };
-    cms.update_item(Caller::Operator, posts, "penguin-draft", update, None).await.unwrap();
+    cms.update_item(Caller::Operator, posts, &item("penguin-draft"), update, None).await.unwrap();
     assert_eq!(found(&cms, "walrus", &Viewer::Anonymous).await, ["penguin-draft"]);
     assert_eq!(found(&cms, "penguin", &key).await, ["old"], "the old title's words are gone");
     assert_eq!(found(&cms, "ice", &Viewer::Anonymous).await, ["penguin-draft"], "the body was kept");
 
-    cms.delete_item(Caller::Operator, posts, "penguin-draft", None).await.unwrap();
+    cms.delete_item(Caller::Operator, posts, &item("penguin-draft"), None).await.unwrap();
     assert!(found(&cms, "walrus", &key).await.is_empty());
     let hit = search(&cms, &params("penguins"), &key).await.unwrap();
     assert_eq!(hit.items[0].snippet, "<mark>Penguins</mark>.");
@@ -96,17 +97,31 @@ async fn a_change_of_frontmatter_alone_keeps_the_items_search_terms() {
         body: None,
     };
 
-    cms.update_item(Caller::Operator, posts, "seal", patch(json!({ "status": "published", "n": 1 })), None)
-        .await
-        .unwrap();
+    cms.update_item(
+        Caller::Operator,
+        posts,
+        &item("seal"),
+        patch(json!({ "status": "published", "n": 1 })),
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(found(&cms, "floe", &Viewer::Anonymous).await, ["seal"], "published: shown");
     assert_eq!(public_excerpt(&cms, "floes").await, "Ice floes drift.");
 
-    cms.update_item(Caller::Operator, posts, "seal", patch(json!({ "excerpt": "A *written* one" })), None)
+    cms.update_item(
+        Caller::Operator,
+        posts,
+        &item("seal"),
+        patch(json!({ "excerpt": "A *written* one" })),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(public_excerpt(&cms, "floes").await, "A *written* one");
+    cms.update_item(Caller::Operator, posts, &item("seal"), patch(json!({ "excerpt": null })), None)
         .await
         .unwrap();
-    assert_eq!(public_excerpt(&cms, "floes").await, "A *written* one");
-    cms.update_item(Caller::Operator, posts, "seal", patch(json!({ "excerpt": null })), None).await.unwrap();
     assert_eq!(public_excerpt(&cms, "floes").await, "Ice floes drift.", "the body's excerpt again");
 
     let put = ItemUpdate {
@@ -114,7 +129,7 @@ async fn a_change_of_frontmatter_alone_keeps_the_items_search_terms() {
         fm: json!({ "title": "Seal", "status": "draft" }).as_object().unwrap().clone(),
         body: Some("Ice *floes* drift.".into()),
     };
-    cms.update_item(Caller::Operator, posts, "seal", put, None).await.unwrap();
+    cms.update_item(Caller::Operator, posts, &item("seal"), put, None).await.unwrap();
     assert!(found(&cms, "floe", &Viewer::Anonymous).await.is_empty(), "a draft again: hidden");
     assert_eq!(found(&cms, "floe", &key).await, ["seal"], "and still found with a key");
 }
@@ -134,7 +149,7 @@ async fn a_change_of_frontmatter_over_an_unreported_edit_takes_the_new_body() {
         fm: json!({ "n": 1 }).as_object().unwrap().clone(),
         body: None,
     };
-    cms.update_item(Caller::Operator, posts, "a", update, None).await.unwrap();
+    cms.update_item(Caller::Operator, posts, &item("a"), update, None).await.unwrap();
     assert_eq!(found(&cms, "beaver", &Viewer::Anonymous).await, ["a"]);
     assert!(found(&cms, "otter", &Viewer::Anonymous).await.is_empty());
     assert_eq!(public_excerpt(&cms, "beavers").await, "Beavers build.");

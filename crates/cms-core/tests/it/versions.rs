@@ -8,6 +8,7 @@ use cms_core::service::VersionId;
 use cms_core::service::{Cms, ItemUpdate, NewItem, UpdateMode};
 use cms_core::slug::ItemFilename;
 use cms_core::testing::MemoryWorld;
+use cms_core::testing::fixtures::item;
 use cms_core::{CoreError, CoreResult};
 use serde_json::{Value, json};
 
@@ -18,7 +19,7 @@ fn fm(value: Value) -> Frontmatter {
 async fn patch(cms: &Cms, body: &str) {
     let pages = cms.collection("pages").unwrap();
     let update = ItemUpdate { mode: UpdateMode::Patch, fm: Frontmatter::new(), body: Some(body.into()) };
-    cms.update_item(Caller::Operator, pages, "about", update, None).await.unwrap();
+    cms.update_item(Caller::Operator, pages, &item("about"), update, None).await.unwrap();
 }
 
 async fn setup() -> (MemoryWorld, Cms) {
@@ -37,11 +38,11 @@ async fn setup() -> (MemoryWorld, Cms) {
 
 async fn bodies(cms: &Cms) -> Vec<String> {
     let pages = cms.collection("pages").unwrap();
-    let list = cms.list_versions(Caller::Operator, pages, "about").await.unwrap();
+    let list = cms.list_versions(Caller::Operator, pages, &item("about")).await.unwrap();
     let mut bodies = Vec::new();
     for v in &list.versions {
         bodies.push(
-            cms.read_version(Caller::Operator, pages, "about", VersionId::new(v.timestamp).unwrap())
+            cms.read_version(Caller::Operator, pages, &item("about"), VersionId::new(v.timestamp).unwrap())
                 .await
                 .unwrap()
                 .doc
@@ -56,15 +57,15 @@ async fn each_write_snapshots_what_it_replaces_with_unique_timestamps_newest_fir
     let (world, cms) = setup().await;
     let pages = cms.collection("pages").unwrap().clone();
     assert!(
-        cms.list_versions(Caller::Operator, &pages, "about").await.unwrap().versions.is_empty(),
+        cms.list_versions(Caller::Operator, &pages, &item("about")).await.unwrap().versions.is_empty(),
         "a create replaces nothing"
     );
     patch(&cms, "v2").await;
     let put = ItemUpdate { mode: UpdateMode::Put, fm: Frontmatter::new(), body: Some("v3".into()) };
-    cms.update_item(Caller::Operator, &pages, "about", put, None).await.unwrap();
+    cms.update_item(Caller::Operator, &pages, &item("about"), put, None).await.unwrap();
     assert_eq!(bodies(&cms).await, ["v2", "v1"]);
 
-    let list = cms.list_versions(Caller::Operator, &pages, "about").await.unwrap();
+    let list = cms.list_versions(Caller::Operator, &pages, &item("about")).await.unwrap();
     let stamps: Vec<i64> = list.versions.iter().map(|v| v.timestamp).collect();
     let now = world.clock.now_unix();
     assert_eq!(stamps, [now + 1, now], "same-second writes take the next free second");
@@ -74,7 +75,7 @@ async fn each_write_snapshots_what_it_replaces_with_unique_timestamps_newest_fir
     world.clock.advance(100);
     patch(&cms, "v4").await;
     assert_eq!(
-        cms.list_versions(Caller::Operator, &pages, "about").await.unwrap().versions[0].timestamp,
+        cms.list_versions(Caller::Operator, &pages, &item("about")).await.unwrap().versions[0].timestamp,
         now + 100
     );
 }
@@ -102,63 +103,69 @@ async fn restore_makes_a_version_current_and_is_itself_undoable() {
     let (world, cms) = setup().await;
     let pages = cms.collection("pages").unwrap().clone();
     patch(&cms, "v2").await;
-    let v1 = cms.list_versions(Caller::Operator, &pages, "about").await.unwrap().versions[0].timestamp;
+    let v1 = cms.list_versions(Caller::Operator, &pages, &item("about")).await.unwrap().versions[0].timestamp;
     world.events.take();
 
     let (outcome, restored) = cms
-        .restore_version(Caller::Operator, &pages, "about", VersionId::new(v1).unwrap(), None)
+        .restore_version(Caller::Operator, &pages, &item("about"), VersionId::new(v1).unwrap(), None)
         .await
         .unwrap();
     assert_eq!((outcome.filename.as_str(), outcome.folder, restored), ("about.md", 1, v1));
-    assert_eq!(cms.read_item_source(Caller::Operator, &pages, "about").await.unwrap().doc.body, "v1");
+    assert_eq!(cms.read_item_source(Caller::Operator, &pages, &item("about")).await.unwrap().doc.body, "v1");
     assert_eq!(bodies(&cms).await, ["v2", "v1"], "the replaced content is a version on top");
     assert_eq!(world.events.take()[0].kind, EventKind::FileUpdated);
 
-    let undo = cms.list_versions(Caller::Operator, &pages, "about").await.unwrap().versions[0].timestamp;
-    cms.restore_version(Caller::Operator, &pages, "about", VersionId::new(undo).unwrap(), None)
+    let undo =
+        cms.list_versions(Caller::Operator, &pages, &item("about")).await.unwrap().versions[0].timestamp;
+    cms.restore_version(Caller::Operator, &pages, &item("about"), VersionId::new(undo).unwrap(), None)
         .await
         .unwrap();
-    assert_eq!(cms.read_item_source(Caller::Operator, &pages, "about").await.unwrap().doc.body, "v2");
+    assert_eq!(cms.read_item_source(Caller::Operator, &pages, &item("about")).await.unwrap().doc.body, "v2");
 }
 
 #[tokio::test]
 async fn a_deleted_item_keeps_its_history_and_comes_back_on_restore() {
     let (_world, cms) = setup().await;
     let pages = cms.collection("pages").unwrap().clone();
-    cms.delete_item(Caller::Operator, &pages, "about", None).await.unwrap();
-    let list = cms.list_versions(Caller::Operator, &pages, "about.md").await.unwrap();
+    cms.delete_item(Caller::Operator, &pages, &item("about"), None).await.unwrap();
+    let list = cms.list_versions(Caller::Operator, &pages, &item("about.md")).await.unwrap();
     assert!(list.current.is_none());
     assert_eq!(list.versions.len(), 1);
     assert!(matches!(
-        cms.read_item_source(Caller::Operator, &pages, "about").await,
+        cms.read_item_source(Caller::Operator, &pages, &item("about")).await,
         Err(CoreError::NotFound(_))
     ));
 
     let version = VersionId::new(list.versions[0].timestamp).unwrap();
     assert_eq!(
-        cms.read_version(Caller::Operator, &pages, "about", version).await.unwrap().doc.fm["title"],
+        cms.read_version(Caller::Operator, &pages, &item("about"), version).await.unwrap().doc.fm["title"],
         "About"
     );
-    cms.restore_version(Caller::Operator, &pages, "about", version, None).await.unwrap();
-    assert_eq!(cms.read_item_source(Caller::Operator, &pages, "about").await.unwrap().doc.body, "v1");
+    cms.restore_version(Caller::Operator, &pages, &item("about"), version, None).await.unwrap();
+    assert_eq!(cms.read_item_source(Caller::Operator, &pages, &item("about")).await.unwrap().doc.body, "v1");
 }
 
 #[tokio::test]
 async fn history_errors() {
     let (_world, cms) = setup().await;
     let pages = cms.collection("pages").unwrap().clone();
-    assert!(matches!(cms.list_versions(Caller::Operator, &pages, "nope").await, Err(CoreError::NotFound(_))));
     assert!(matches!(
-        cms.read_version(Caller::Operator, &pages, "about", VersionId::new(12345).unwrap()).await,
+        cms.list_versions(Caller::Operator, &pages, &item("nope")).await,
         Err(CoreError::NotFound(_))
     ));
     assert!(matches!(
-        cms.restore_version(Caller::Operator, &pages, "about", VersionId::new(12345).unwrap(), None).await,
+        cms.read_version(Caller::Operator, &pages, &item("about"), VersionId::new(12345).unwrap()).await,
+        Err(CoreError::NotFound(_))
+    ));
+    assert!(matches!(
+        cms.restore_version(Caller::Operator, &pages, &item("about"), VersionId::new(12345).unwrap(), None)
+            .await,
         Err(CoreError::NotFound(_))
     ));
     assert!(matches!(VersionId::parse("latest"), Err(CoreError::Invalid(_))));
     assert!(matches!(VersionId::parse("-5"), Err(CoreError::Invalid(_))));
-    assert!(matches!(cms.list_versions(Caller::Operator, &pages, "../x").await, Err(CoreError::Invalid(_))));
+    // A reference out of the folder is refused by its parse, before any facade call.
+    assert!(matches!(cms_core::slug::ItemRef::parse("../x"), Err(CoreError::Invalid(_))));
 }
 
 #[tokio::test]
@@ -166,34 +173,35 @@ async fn restore_honours_if_match() {
     let (world, cms) = setup().await;
     let pages = cms.collection("pages").unwrap().clone();
     patch(&cms, "v2").await;
-    let version = cms.list_versions(Caller::Operator, &pages, "about").await.unwrap().versions[0].timestamp;
+    let version =
+        cms.list_versions(Caller::Operator, &pages, &item("about")).await.unwrap().versions[0].timestamp;
     let version = VersionId::new(version).unwrap();
     let stale = cms
         .restore_version(
             Caller::Operator,
             &pages,
-            "about",
+            &item("about"),
             version,
             Some(&Precondition::from_if_match("\"stale\"")),
         )
         .await;
     assert!(matches!(stale, Err(CoreError::PreconditionFailed(_))));
     assert_eq!(
-        cms.read_item_source(Caller::Operator, &pages, "about").await.unwrap().doc.body,
+        cms.read_item_source(Caller::Operator, &pages, &item("about")).await.unwrap().doc.body,
         "v2",
         "nothing changed"
     );
-    let current = cms.read_item_source(Caller::Operator, &pages, "about").await.unwrap().etag;
+    let current = cms.read_item_source(Caller::Operator, &pages, &item("about")).await.unwrap().etag;
     cms.restore_version(
         Caller::Operator,
         &pages,
-        "about",
+        &item("about"),
         version,
         Some(&Precondition::from_if_match(&current)),
     )
     .await
     .unwrap();
-    assert_eq!(cms.read_item_source(Caller::Operator, &pages, "about").await.unwrap().doc.body, "v1");
+    assert_eq!(cms.read_item_source(Caller::Operator, &pages, &item("about")).await.unwrap().doc.body, "v1");
     drop(world);
 }
 
@@ -201,14 +209,14 @@ async fn restore_honours_if_match() {
 async fn restoring_a_deleted_item_refuses_a_slug_that_another_file_now_uses() {
     let (_world, cms) = setup().await;
     let pages = cms.collection("pages").unwrap().clone();
-    cms.delete_item(Caller::Operator, &pages, "about", None).await.unwrap();
+    cms.delete_item(Caller::Operator, &pages, &item("about"), None).await.unwrap();
     let version =
-        cms.list_versions(Caller::Operator, &pages, "about.md").await.unwrap().versions[0].timestamp;
+        cms.list_versions(Caller::Operator, &pages, &item("about.md")).await.unwrap().versions[0].timestamp;
     let version = VersionId::new(version).unwrap();
     let dated = NewItem { slug: Some("about".into()), date_prefix: Some(true), ..Default::default() };
     let live = cms.create_item(Caller::Operator, &pages, dated).await.unwrap();
     assert_ne!(live.filename, "about.md");
-    let clash = cms.restore_version(Caller::Operator, &pages, "about.md", version, None).await;
+    let clash = cms.restore_version(Caller::Operator, &pages, &item("about.md"), version, None).await;
     assert!(matches!(clash, Err(CoreError::Conflict(_))), "{clash:?}");
 }
 
@@ -298,7 +306,7 @@ async fn a_write_expects_the_stamp_its_snapshot_answered_and_unshares_it_when_th
     let now = world.clock.now_unix();
     assert_eq!(*versions.unshared.lock().unwrap(), [(now, v1)]);
     assert_eq!(bodies(&cms).await, ["v1"], "one snapshot: the retry's is a repeat");
-    let read = cms.read_item_source(Caller::Operator, &pages, "about").await.unwrap();
+    let read = cms.read_item_source(Caller::Operator, &pages, &item("about")).await.unwrap();
     assert_eq!(read.doc.body, "v2");
 }
 
@@ -316,21 +324,21 @@ async fn each_version_names_who_made_the_change_that_kept_it() {
         |body: &str| ItemUpdate { mode: UpdateMode::Patch, fm: Frontmatter::new(), body: Some(body.into()) };
     let session = principal("ed@example.com", None);
     let key = principal("ann@example.com", Some("Deploy bot"));
-    cms.update_item(&session, &pages, "about", update("v2"), None).await.unwrap();
-    cms.update_item(&key, &pages, "about", update("v3"), None).await.unwrap();
-    cms.delete_item(Caller::Operator, &pages, "about", None).await.unwrap();
-    let list = cms.list_versions(Caller::Operator, &pages, "about").await.unwrap();
+    cms.update_item(&session, &pages, &item("about"), update("v2"), None).await.unwrap();
+    cms.update_item(&key, &pages, &item("about"), update("v3"), None).await.unwrap();
+    cms.delete_item(Caller::Operator, &pages, &item("about"), None).await.unwrap();
+    let list = cms.list_versions(Caller::Operator, &pages, &item("about")).await.unwrap();
     let authors: Vec<Option<&str>> = list.versions.iter().map(|v| v.author.as_deref()).collect();
     assert_eq!(authors, [Some("cms CLI"), Some("Deploy bot"), Some("ed@example.com")], "newest first");
     let newest = VersionId::new(list.versions[0].timestamp).unwrap();
-    let read = cms.read_version(Caller::Operator, &pages, "about", newest).await.unwrap();
+    let read = cms.read_version(Caller::Operator, &pages, &item("about"), newest).await.unwrap();
     assert_eq!((read.doc.body.as_str(), read.stamp.author.as_deref()), ("v3", Some("cms CLI")));
-    cms.restore_version(&session, &pages, "about", newest, None).await.unwrap();
+    cms.restore_version(&session, &pages, &item("about"), newest, None).await.unwrap();
     // Replacing the restored text keeps nothing new (the newest version holds it already);
     // replacing that change keeps it, with its author.
-    cms.update_item(&session, &pages, "about", update("v4"), None).await.unwrap();
-    cms.update_item(&session, &pages, "about", update("v5"), None).await.unwrap();
-    let list = cms.list_versions(Caller::Operator, &pages, "about").await.unwrap();
+    cms.update_item(&session, &pages, &item("about"), update("v4"), None).await.unwrap();
+    cms.update_item(&session, &pages, &item("about"), update("v5"), None).await.unwrap();
+    let list = cms.list_versions(Caller::Operator, &pages, &item("about")).await.unwrap();
     assert_eq!(list.versions[0].author.as_deref(), Some("ed@example.com"));
 }
 
@@ -348,18 +356,18 @@ async fn deleted_items_are_listed_by_name_a_page_at_a_time_with_their_newest_ver
     }
     patch(&cms, "v2").await;
     let editor = principal("ed@example.com", None);
-    cms.delete_item(&editor, &pages, "b-gone", None).await.unwrap();
-    cms.delete_item(&editor, &pages, "a-gone", None).await.unwrap();
+    cms.delete_item(&editor, &pages, &item("b-gone"), None).await.unwrap();
+    cms.delete_item(&editor, &pages, &item("a-gone"), None).await.unwrap();
     let first = cms.deleted_items(Caller::Operator, &pages, 1, 1).await.unwrap();
     assert_eq!(first.total, 2, "an item with a history and a file is not deleted");
-    let item = &first.items[0];
-    assert_eq!((item.filename.as_str(), item.title.as_str()), ("a-gone.md", "Title of a-gone"));
-    assert_eq!(item.newest.author.as_deref(), Some("ed@example.com"));
+    let deleted = &first.items[0];
+    assert_eq!((deleted.filename.as_str(), deleted.title.as_str()), ("a-gone.md", "Title of a-gone"));
+    assert_eq!(deleted.newest.author.as_deref(), Some("ed@example.com"));
     let second = cms.deleted_items(Caller::Operator, &pages, 2, 1).await.unwrap();
     assert_eq!(second.items[0].filename, "b-gone.md");
     assert!(cms.deleted_items(Caller::Operator, &pages, 3, 1).await.unwrap().items.is_empty());
     // Restored, it is no longer deleted.
-    let version = VersionId::new(item.newest.timestamp).unwrap();
-    cms.restore_version(&editor, &pages, "a-gone.md", version, None).await.unwrap();
+    let version = VersionId::new(deleted.newest.timestamp).unwrap();
+    cms.restore_version(&editor, &pages, &item("a-gone.md"), version, None).await.unwrap();
     assert_eq!(cms.deleted_items(Caller::Operator, &pages, 1, 20).await.unwrap().total, 1);
 }

@@ -9,7 +9,7 @@ use cms_core::license::Feature;
 use cms_core::ports::{ContentStore, LicenseSource};
 use cms_core::query::ListQuery;
 use cms_core::service::{Cms, ItemUpdate, UpdateMode, Viewer};
-use cms_core::testing::fixtures::{item_name as name, posts};
+use cms_core::testing::fixtures::{item, item_name as name, posts};
 use cms_core::testing::{FixedClock, RecordingEvents};
 use cms_fs::{FsContentStore, FsLicense, load_config};
 use serde_json::json;
@@ -147,14 +147,14 @@ async fn concurrent_patches_to_one_item_lose_nothing() {
             tokio::spawn(async move {
                 let fm = json!({ format!("k{i}"): i }).as_object().unwrap().clone();
                 let update = ItemUpdate { mode: UpdateMode::Patch, fm, body: None };
-                cms.update_item(Caller::Operator, &collection, "item", update, None).await.unwrap();
+                cms.update_item(Caller::Operator, &collection, &item("item"), update, None).await.unwrap();
             })
         })
         .collect();
     for patch in patches {
         patch.await.unwrap();
     }
-    let raw = cms.read_item_source(Caller::Operator, &collection, "item").await.unwrap();
+    let raw = cms.read_item_source(Caller::Operator, &collection, &item("item")).await.unwrap();
     assert_eq!(raw.doc.fm.len(), 17, "{:?}", raw.doc.fm);
     assert_eq!(raw.doc.body, "body");
     let listed = cms.list_items(&collection, &ListQuery::default(), &Viewer::Anonymous).await.unwrap();
@@ -179,7 +179,7 @@ async fn an_oversized_item_file_does_not_break_the_list() {
         let page = cms.list_items(&posts, &ListQuery::default(), &Viewer::Anonymous).await.unwrap();
         assert_eq!(page.total_items, 1);
     }
-    assert!(cms.read_item_source(Caller::Operator, &posts, "huge").await.is_err());
+    assert!(cms.read_item_source(Caller::Operator, &posts, &item("huge")).await.is_err());
 }
 
 /// `stat` reports what `scan` and `read` report for a regular item file, and nothing for a
@@ -309,7 +309,7 @@ async fn outside_edits_show_after_a_rescan_and_own_writes_at_once() {
     cms.update_item(
         Caller::Operator,
         &posts,
-        "a",
+        &item("a"),
         ItemUpdate { mode: UpdateMode::Patch, fm, body: None },
         None,
     )

@@ -4,6 +4,7 @@
 //! the inotify change feed) answers exactly what a facade built afresh from a scan answers.
 
 use cms_core::policy::Caller;
+use cms_core::testing::fixtures::item;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -177,7 +178,7 @@ async fn the_index_equals_a_fresh_scan_after_any_sequence_of_changes() {
                         fm: fm.as_object().unwrap().clone(),
                         body: None,
                     };
-                    if cms.update_item(Caller::Operator, &posts, &name, update, None).await.is_ok() {
+                    if cms.update_item(Caller::Operator, &posts, &item(&name), update, None).await.is_ok() {
                         done.insert(what); // it may have been broken or gone
                     }
                 }
@@ -185,7 +186,7 @@ async fn the_index_equals_a_fresh_scan_after_any_sequence_of_changes() {
             }
             2 => {
                 if let Some(name) = pick(&mut rng) {
-                    let _ = cms.delete_item(Caller::Operator, &posts, &name, None).await;
+                    let _ = cms.delete_item(Caller::Operator, &posts, &item(&name), None).await;
                 }
                 "API delete"
             }

@@ -76,7 +76,7 @@ pub async fn search_index(
                 "pretty_urls",
             ],
         )?;
-    let params = SearchIndexParams {
+    let params = SearchIndexParams::parse(
         collection_path,
         resources_path,
         page_path,
@@ -84,7 +84,8 @@ pub async fn search_index(
         author_page_path,
         site_url,
         pretty_urls,
-    };
+    )
+    .map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
     // By the parameters the route reads (others, such as cache busters, are ignored).
     let version = || documents::version_of("search-index", site_version(&state), &params);
     documents::answer(&req, version, documents::JSON, || async {
@@ -121,7 +122,8 @@ pub async fn tags(
 ) -> Result<HttpResponse, ApiError> {
     let [content_path, tag_page_path, pretty_urls] =
         named(&req, ["content_path", "tag_page_path", "pretty_urls"])?;
-    let params = TagsParams { content_path, tag_page_path, pretty_urls };
+    let params = TagsParams::parse(content_path, tag_page_path, pretty_urls)
+        .map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
     let version = || documents::version_of("tags", site_version(&state), &params);
     documents::answer(&req, version, documents::ENVELOPE, || async {
         let tags = state.run(Shape::Envelope, state.cms.tags(&params)).await?;
@@ -138,8 +140,12 @@ pub async fn tag_items(
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let [content_path, page, per_page] = named(&req, ["content_path", "page", "per_page"])?;
-    let params = TagItemsParams { content_path, page, per_page };
-    let page = state.run(Shape::Envelope, state.cms.tag_items(&tag, &params)).await?;
+    let page = state
+        .run(Shape::Envelope, async {
+            let params = TagItemsParams::parse(content_path, page, per_page)?;
+            state.cms.tag_items(&tag, &params).await
+        })
+        .await?;
     Ok(item_page(&req, page))
 }
 
@@ -272,6 +278,8 @@ pub async fn read_anywhere(
     slug: web::Path<String>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let view = state.run(Shape::Envelope, state.cms.read_item_anywhere(&slug)).await?;
+    let view = state
+        .run(Shape::Envelope, async { state.cms.read_item_anywhere(&ItemRef::parse(&slug)?).await })
+        .await?;
     Ok(single_item(&req, view))
 }

@@ -12,7 +12,7 @@ use actix_web::http::header::{
 };
 use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
 use cms_core::ports::ResourceReader;
-use cms_core::resource::Disposition;
+use cms_core::resource::{Disposition, FilePath};
 use futures_util::TryStreamExt;
 
 use crate::encoding::{self, Effort};
@@ -68,7 +68,11 @@ pub(super) async fn serve(
     tail: web::Path<String>,
     folder: usize,
 ) -> Result<HttpResponse, ApiError> {
-    let opened = state.run(Shape::Envelope, state.cms.open_resource(folder, &tail)).await;
+    let opened = state
+        .run(Shape::Envelope, async {
+            state.cms.open_resource(folder, &FilePath::from_url_tail(&tail)?).await
+        })
+        .await;
     let file = match opened {
         Ok(file) => file,
         Err(e) if e.status == StatusCode::NOT_FOUND => return Ok(not_found(req.path())),

@@ -4,6 +4,7 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use cms_core::query::{ListParams, ListQuery};
 use cms_core::service::{ItemUpdate, NewItem, Precondition, UpdateMode, WriteOutcome};
+use cms_core::slug::ItemRef;
 use serde_json::json;
 use std::collections::HashMap;
 
@@ -86,17 +87,19 @@ pub async fn read(
 ) -> Result<HttpResponse, ApiError> {
     let (collection, slug) = path.into_inner();
     let cms = &state.cms;
-    let (collection, version) = state
+    let (collection, item, version) = state
         .run(Shape::Envelope, async {
             let collection = cms.collection(&collection)?;
-            Ok((collection, cms.item_version(collection, &slug, &caller.viewer).await?))
+            let item = ItemRef::parse(&slug)?;
+            let version = cms.item_version(collection, &item, &caller.viewer).await?;
+            Ok((collection, item, version))
         })
         .await?;
     // A repeated read is answered from its kept body, without reading the item.
     if let Some(kept) = version.and_then(|version| kept_item(&req, &version)) {
         return Ok(kept);
     }
-    let view = state.run(Shape::Envelope, cms.read_item(collection, &slug, &caller.viewer)).await?;
+    let view = state.run(Shape::Envelope, cms.read_item(collection, &item, &caller.viewer)).await?;
     Ok(single_item(&req, view))
 }
 
@@ -111,7 +114,7 @@ pub async fn raw(
     let raw = state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            cms.read_item_source(&user.principal, cms.collection(&collection)?, &slug).await
+            cms.read_item_source(&user.principal, cms.collection(&collection)?, &ItemRef::parse(&slug)?).await
         })
         .await?;
     if let Some(response) = not_modified(&req, &raw.etag, Shape::Editor) {
@@ -174,7 +177,8 @@ async fn update(
     let outcome = state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            cms.update_item(&user.principal, cms.collection(&collection)?, &slug, update, if_match.as_ref())
+            let collection = cms.collection(&collection)?;
+            cms.update_item(&user.principal, collection, &ItemRef::parse(&slug)?, update, if_match.as_ref())
                 .await
         })
         .await?;
@@ -216,7 +220,8 @@ pub async fn delete(
     state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            cms.delete_item(&user.principal, cms.collection(&collection)?, &slug, if_match.as_ref()).await
+            let collection = cms.collection(&collection)?;
+            cms.delete_item(&user.principal, collection, &ItemRef::parse(&slug)?, if_match.as_ref()).await
         })
         .await?;
     Ok(HttpResponse::Ok().json(json!({ "ok": true, "message": "File deleted." })))

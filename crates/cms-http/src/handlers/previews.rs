@@ -4,6 +4,7 @@
 
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
+use cms_core::slug::ItemRef;
 use serde_json::json;
 use time::format_description::well_known::Rfc3339;
 
@@ -36,7 +37,8 @@ pub async fn create(
     let link = state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            cms.create_preview(&user.principal, cms.collection(&collection)?, &slug, ttl_secs).await
+            let collection = cms.collection(&collection)?;
+            cms.create_preview(&user.principal, collection, &ItemRef::parse(&slug)?, ttl_secs).await
         })
         .await?;
     let origin = state.cms.hosts().public_origin(&crate::state::request_origin(&req));

@@ -4,7 +4,9 @@ use actix_multipart::Multipart;
 use actix_web::http::StatusCode;
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
+use cms_core::CoreResult;
 use cms_core::license::Feature;
+use cms_core::resource::{FileName, Subpath, sanitize_upload_name};
 use cms_core::service::{Upload, parse_folder_index};
 use cms_core::upload::{self, UploadFailed};
 use futures_util::StreamExt;
@@ -21,6 +23,11 @@ const SHAPE: Shape = Shape::Editor;
 /// Largest `folder` or `subpath` form field.
 const MAX_TEXT_FIELD: usize = 2048;
 
+/// A `subpath` as sent: absent or empty, the resource folder itself.
+fn subpath(raw: Option<&str>) -> CoreResult<Subpath> {
+    Subpath::parse(raw.unwrap_or(""))
+}
+
 /// `GET /cms/resources?folder=&subpath=`
 pub async fn list(
     state: web::Data<AppState>,
@@ -32,7 +39,10 @@ pub async fn list(
     let (listing, licensed) = state
         .run(SHAPE, async {
             let folder = parse_folder_index(folder.as_deref())?;
-            let listing = state.cms.list_resources(&user.principal, folder, subpath.as_deref()).await?;
+            let listing = state
+                .cms
+                .list_resources(&user.principal, folder, &self::subpath(subpath.as_deref())?)
+                .await?;
             Ok((listing, state.cms.license_state().await?.has(Feature::JsonApi)))
         })
         .await?;
@@ -110,11 +120,17 @@ pub async fn upload(
     let (upload, filename) = received.ok_or_else(|| {
         bad_request(SHAPE, "missing the \"file\" part: send the file as multipart/form-data")
     })?;
-    let stored = state
-        .run(SHAPE, state.cms.finish_upload(upload, folder.as_deref(), subpath.as_deref(), &filename))
+    let (folder, dir, stored) = state
+        .run(SHAPE, async {
+            let folder = parse_folder_index(folder.as_deref())?;
+            let dir = self::subpath(subpath.as_deref())?;
+            let name = sanitize_upload_name(&filename)?;
+            let stored = state.cms.finish_upload(upload, folder, &dir, &name).await?;
+            Ok((folder, dir, stored))
+        })
         .await?;
     // The presets are made after the answer, on the image workers.
-    if let Some(job) = upload::presets_later(state.cms.clone(), folder, subpath, &stored) {
+    if let Some(job) = upload::presets_later(state.cms.clone(), folder, dir, &stored) {
         actix_web::rt::spawn(job);
     }
     Ok(HttpResponse::Ok().json(ResourceFileDto::from(stored)))
@@ -146,32 +162,33 @@ pub async fn rename_or_move(
     let mut fields = Fields::new(body, &allowed, SHAPE)?;
     let op = fields.string("op")?;
     let folder = fields.index("folder")?;
-    let subpath = fields.string("subpath")?.unwrap_or_default();
+    let subpath = fields.string("subpath")?;
     let file = fields.required_string("file")?;
     let (name, message) = match op.as_deref() {
         None | Some("rename") => {
             let new_name = fields.required_string("newName")?;
-            let name = state
-                .run(
-                    SHAPE,
-                    state.cms.rename_resource(&user.principal, folder.as_deref(), &subpath, &file, &new_name),
-                )
-                .await?;
-            (name, "File renamed.")
+            let renamed = async {
+                let folder = parse_folder_index(folder.as_deref())?;
+                let (dir, file) = (self::subpath(subpath.as_deref())?, FileName::parse(&file)?);
+                let new_name = FileName::parse(&new_name)?;
+                state.cms.rename_resource(&user.principal, folder, &dir, &file, &new_name).await
+            };
+            (state.run(SHAPE, renamed).await?, "File renamed.")
         }
         Some("move") => {
             let dest = fields.required_string("dest_subpath")?;
             let new_filename = fields.string("new_filename")?;
-            let moved = state.cms.move_resource(
-                &user.principal,
-                folder.as_deref(),
-                &subpath,
-                &file,
-                &dest,
-                new_filename.as_deref(),
-            );
-            let name = state.run(SHAPE, moved).await?;
-            (name, "File moved.")
+            let moved = async {
+                let folder = parse_folder_index(folder.as_deref())?;
+                let (dir, file) = (self::subpath(subpath.as_deref())?, FileName::parse(&file)?);
+                let dest = Subpath::parse(&dest)?;
+                // An empty new name keeps the file's name.
+                let new_name =
+                    new_filename.as_deref().filter(|n| !n.is_empty()).map(FileName::parse).transpose()?;
+                let cms = &state.cms;
+                cms.move_resource(&user.principal, folder, &dir, &file, &dest, new_name.as_ref()).await
+            };
+            (state.run(SHAPE, moved).await?, "File moved.")
         }
         Some(other) => {
             return Err(bad_request(
@@ -192,12 +209,14 @@ pub async fn delete(
 ) -> Result<HttpResponse, ApiError> {
     let body = json_object(&req, payload, state.json_limit, SHAPE).await?;
     let mut fields = Fields::new(body, &["folder", "subpath", "file"], SHAPE)?;
-    let (folder, subpath, file) = (
-        fields.index("folder")?,
-        fields.string("subpath")?.unwrap_or_default(),
-        fields.required_string("file")?,
-    );
-    state.run(SHAPE, state.cms.delete_resource(&user.principal, folder.as_deref(), &subpath, &file)).await?;
+    let (folder, subpath, file) =
+        (fields.index("folder")?, fields.string("subpath")?, fields.required_string("file")?);
+    let delete = async {
+        let folder = parse_folder_index(folder.as_deref())?;
+        let (dir, file) = (self::subpath(subpath.as_deref())?, FileName::parse(&file)?);
+        state.cms.delete_resource(&user.principal, folder, &dir, &file).await
+    };
+    state.run(SHAPE, delete).await?;
     Ok(HttpResponse::Ok().json(json!({ "ok": true, "message": "File deleted." })))
 }
 
@@ -210,13 +229,13 @@ pub async fn create_folder(
 ) -> Result<HttpResponse, ApiError> {
     let body = json_object(&req, payload, state.json_limit, SHAPE).await?;
     let mut fields = Fields::new(body, &["folder", "subpath", "name"], SHAPE)?;
-    let (folder, subpath, name) = (
-        fields.index("folder")?,
-        fields.string("subpath")?.unwrap_or_default(),
-        fields.required_string("name")?,
-    );
-    let name = state
-        .run(SHAPE, state.cms.create_resource_folder(&user.principal, folder.as_deref(), &subpath, &name))
-        .await?;
+    let (folder, subpath, name) =
+        (fields.index("folder")?, fields.string("subpath")?, fields.required_string("name")?);
+    let create = async {
+        let folder = parse_folder_index(folder.as_deref())?;
+        let (dir, name) = (self::subpath(subpath.as_deref())?, FileName::parse(&name)?);
+        state.cms.create_resource_folder(&user.principal, folder, &dir, &name).await
+    };
+    let name = state.run(SHAPE, create).await?;
     Ok(HttpResponse::Ok().json(json!({ "ok": true, "message": "Folder created.", "name": name })))
 }

@@ -9,6 +9,7 @@ use actix_web::http::StatusCode;
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, ResponseError};
 use cms_core::images::Transform;
+use cms_core::resource::FilePath;
 use cms_core::service::VariantBody;
 
 use super::files::{not_found, read_chunks};
@@ -30,7 +31,10 @@ pub async fn serve(
     version: Option<&str>,
 ) -> HttpResponse {
     let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok());
-    let variant = match state.cms.open_variant(folder, tail, transform, accept, version).await {
+    let opened = async {
+        state.cms.open_variant(folder, &FilePath::from_url_tail(tail)?, transform, accept, version).await
+    };
+    let variant = match opened.await {
         Ok(variant) => variant,
         Err(error) => {
             let error = ApiError::from_core(error, Shape::Envelope);

@@ -5,6 +5,7 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use cms_core::answers::{VersionListing, VersionText};
 use cms_core::service::VersionId;
+use cms_core::slug::ItemRef;
 use serde_json::json;
 
 use crate::auth::{Editor, KeyUser};
@@ -21,7 +22,7 @@ pub async fn list(
     let list = state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            cms.list_versions(&user.principal, cms.collection(&collection)?, &slug).await
+            cms.list_versions(&user.principal, cms.collection(&collection)?, &ItemRef::parse(&slug)?).await
         })
         .await?;
     Ok(HttpResponse::Ok().json(VersionListing::from(list)))
@@ -37,13 +38,10 @@ pub async fn read(
     let content = state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            cms.read_version(
-                &user.principal,
-                cms.collection(&collection)?,
-                &slug,
-                VersionId::parse(&version)?,
-            )
-            .await
+            let collection = cms.collection(&collection)?;
+            // The version is read first, as before the item was typed: its error wins.
+            let version = VersionId::parse(&version)?;
+            cms.read_version(&user.principal, collection, &ItemRef::parse(&slug)?, version).await
         })
         .await?;
     Ok(HttpResponse::Ok().json(VersionText::from(content)))
@@ -62,11 +60,12 @@ pub async fn restore(
         .run(Shape::Editor, async {
             let cms = &state.cms;
             let collection = cms.collection(&collection)?;
+            let version = VersionId::parse(&version)?;
             cms.restore_version(
                 &user.principal,
                 collection,
-                &slug,
-                VersionId::parse(&version)?,
+                &ItemRef::parse(&slug)?,
+                version,
                 if_match.as_ref(),
             )
             .await

@@ -1,4 +1,5 @@
 use cms_core::policy::Caller;
+use cms_core::testing::fixtures::item;
 use std::collections::BTreeSet;
 use std::fs;
 use std::sync::Arc;
@@ -42,18 +43,19 @@ async fn every_event_kind_arrives_signed_over_the_raw_body() {
     let new = NewItem { slug: Some("hello".into()), date_prefix: Some(false), fm, body: "one".into() };
     cms.create_item(Caller::Operator, posts, new).await.unwrap();
     let update = ItemUpdate { mode: UpdateMode::Patch, fm: Frontmatter::new(), body: Some("two".into()) };
-    cms.update_item(Caller::Operator, posts, "hello", update, None).await.unwrap();
-    let version = cms.list_versions(Caller::Operator, posts, "hello").await.unwrap().versions[0].timestamp;
+    cms.update_item(Caller::Operator, posts, &item("hello"), update, None).await.unwrap();
+    let version =
+        cms.list_versions(Caller::Operator, posts, &item("hello")).await.unwrap().versions[0].timestamp;
     cms.restore_version(
         Caller::Operator,
         posts,
-        "hello",
+        &item("hello"),
         cms_core::service::VersionId::new(version).unwrap(),
         None,
     )
     .await
     .unwrap();
-    cms.delete_item(Caller::Operator, posts, "hello", None).await.unwrap();
+    cms.delete_item(Caller::Operator, posts, &item("hello"), None).await.unwrap();
     cms.add_user(Caller::Operator, "ann@example.com", Role::Editor).await.unwrap();
     cms.add_user(Caller::Operator, "ann@example.com", Role::Admin).await.unwrap();
     cms.remove_user(Caller::Operator, "ann@example.com").await.unwrap();

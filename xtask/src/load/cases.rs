@@ -27,7 +27,7 @@ pub enum Case {
     /// The collection's RSS feed of 200 items asked for gzip.
     RssGzip,
     /// The collection's sitemap (every published item, up to 50,000) asked for gzip: a
-    /// body of tens of kilobytes on a kept-alive connection.
+    /// body that grows with the site (51 KB at 10,000 items), on a kept-alive connection.
     SitemapGzip,
     /// Full-text search of two common words over the collection (`GET /cms/search`).
     /// Last, so that the search index the server builds in the background is ready.
@@ -118,8 +118,12 @@ impl Case {
             Case::Status => Some(80.0),
             Case::OpenApiGzip | Case::RssGzip => Some(50.0),
             // Made and compressed once per change whatever its size (up to 50,000 URLs);
-            // a regression to per-request work, or a delayed-ACK stall, is far below.
-            Case::SitemapGzip => Some(20.0),
+            // a regression to per-request work, or a delayed-ACK stall, is far below. Its
+            // body grows with the site: 51 KB gzipped at 10,000 items, 680 KB at 100,000
+            // (50,000 URLs), where copying it is most of a request (5% of the ceiling is
+            // 4 GB/s), so the target there only guards against making it per request.
+            Case::SitemapGzip if items <= 10_000 => Some(20.0),
+            Case::SitemapGzip => Some(2.0),
             // Held to the plain list (see `min_share_of_case`).
             Case::ListGzip | Case::ListBrotli => None,
             // Reported, not a share of the ceiling: the target is a latency (a

@@ -4,12 +4,13 @@
 //! Keys are versions that change whenever the answer would (a list page's version from
 //! the index, an item's ETag and stamp), so an entry is never stale: a changed collection
 //! simply asks for other keys, and old entries age out first-in, first-out within a byte
-//! budget.
+//! budget. [`Builds`] lets one request at a time make an entry that is not kept yet.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 use actix_web::web::Bytes;
+use futures_util::lock::{Mutex as AsyncMutex, MutexGuard as AsyncMutexGuard};
 
 /// Answers' bodies up to (not including) their `timestamp`, by version.
 pub struct BodyCache {
@@ -62,6 +63,30 @@ impl BodyCache {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         // Entries are whole values: a panic elsewhere cannot leave one half-written.
         self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// How many documents may be made at once (requests for documents that share a slot,
+/// by their version, wait for each other).
+const BUILD_SLOTS: usize = 16;
+
+/// The slots of [`crate::documents::answer`]: one making of a document at a time per slot, so that many
+/// requests for a document not kept yet make it once, and the work and memory of making
+/// documents are bounded whatever the number of requests. Measured at 100,000 items: 32
+/// connections asking for the gzipped sitemap of 50,000 URLs (7 MB plain) just after a
+/// start each compressed it, and the server's peak memory went from 270 to 400 MB.
+pub struct Builds([AsyncMutex<()>; BUILD_SLOTS]);
+
+impl Default for Builds {
+    fn default() -> Self {
+        Self(std::array::from_fn(|_| AsyncMutex::new(())))
+    }
+}
+
+impl Builds {
+    /// Waits for the slot of the document `version`.
+    pub async fn one_at_a_time(&self, version: u64) -> AsyncMutexGuard<'_, ()> {
+        self.0[(version % BUILD_SLOTS as u64) as usize].lock().await
     }
 }
 

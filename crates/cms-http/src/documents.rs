@@ -11,7 +11,6 @@ use std::time::{Duration, UNIX_EPOCH};
 use actix_web::http::header::{self, HttpDate};
 use actix_web::web::Bytes;
 use actix_web::{HttpRequest, HttpResponse};
-use futures_util::lock::{Mutex, MutexGuard};
 
 use crate::encoding::{self, Coding, Effort};
 use crate::error::ApiError;
@@ -85,30 +84,6 @@ where
     let record = coded_record(state, &plain, kind, coding).await;
     state.documents.put(coding.key_of(version), record.clone());
     Ok(send(req, kind, &etag, Some(coding), &record))
-}
-
-/// How many documents may be made at once (requests for documents that share a slot,
-/// by their version, wait for each other).
-const BUILD_SLOTS: usize = 16;
-
-/// The slots of [`answer`]: one making of a document at a time per slot, so that many
-/// requests for a document not kept yet make it once, and the work and memory of making
-/// documents are bounded whatever the number of requests. Measured at 100,000 items: 32
-/// connections asking for the gzipped sitemap of 50,000 URLs (7 MB plain) just after a
-/// start each compressed it, and the server's peak memory went from 270 to 400 MB.
-pub struct Builds([Mutex<()>; BUILD_SLOTS]);
-
-impl Default for Builds {
-    fn default() -> Self {
-        Self(std::array::from_fn(|_| Mutex::new(())))
-    }
-}
-
-impl Builds {
-    /// Waits for the slot of the document `version`.
-    pub async fn one_at_a_time(&self, version: u64) -> MutexGuard<'_, ()> {
-        self.0[(version % BUILD_SLOTS as u64) as usize].lock().await
-    }
 }
 
 /// The kept record of a plain one (when it was made, then the body) in `coding`: its open

@@ -47,8 +47,8 @@ pub struct AppState {
     /// a flood of distinct queries must not push the list pages out (see
     /// [`crate::documents`]).
     pub documents: crate::body_cache::BodyCache,
-    /// One making of a document at a time per slot ([`crate::documents::Builds`]).
-    pub document_builds: crate::documents::Builds,
+    /// One making of a document at a time per slot ([`crate::body_cache::Builds`]).
+    pub document_builds: crate::body_cache::Builds,
     /// Serialized single items by version, outside memory (a server's local file, see
     /// [`AppState::with_answers`]); rendered ahead by [`crate::ahead::render_ahead`].
     pub answers: Option<Arc<dyn RenderCache>>,
@@ -85,7 +85,7 @@ impl AppState {
                 .expect("an HTTP date"),
             bodies: crate::body_cache::BodyCache::new(BODY_CACHE_BYTES, 8),
             documents: crate::body_cache::BodyCache::new(DOCUMENT_CACHE_BYTES, DOCUMENT_SHARE),
-            document_builds: crate::documents::Builds::default(),
+            document_builds: crate::body_cache::Builds::default(),
             answers: None,
             public_cache_control: HeaderValue::from_static(PUBLIC_NO_CACHE),
         }

@@ -190,8 +190,8 @@ function mediaPicker(list, images, id, toggleText, choose) {
     panel.append(item);
   };
   for (const option of list.options) add(option.value, option.dataset.thumb);
-  // Upload a new file into a resource folder (asked for when the site has several: the
-  // folders' datalist), and choose it.
+  // Upload a new file into a resource folder (the folders' datalist; asked for when there
+  // are several), and choose it.
   const upload = document.createElement("li");
   upload.className = "upload";
   const uploadLabel = document.createElement("label");
@@ -205,8 +205,10 @@ function mediaPicker(list, images, id, toggleText, choose) {
   state.className = "hint";
   state.setAttribute("role", "status");
   const folders = document.getElementById("dl-folders");
+  // The first folder the user may list (a site may have one the role cannot see first).
+  const firstFolder = folders && folders.options.length ? folders.options[0].value : "0";
   let folder = null;
-  if (folders) {
+  if (folders && folders.options.length > 1) {
     const folderLabel = document.createElement("label");
     folderLabel.htmlFor = id + "-upload-folder";
     folderLabel.textContent = "Upload into";
@@ -224,7 +226,7 @@ function mediaPicker(list, images, id, toggleText, choose) {
     if (!chosenFile) return;
     const data = new FormData();
     data.append("csrf", csrfToken()); // the token goes first
-    data.append("folder", folder ? folder.value : "0");
+    data.append("folder", folder ? folder.value : firstFolder);
     data.append("path", "");
     data.append("file", chosenFile, chosenFile.name);
     state.textContent = "Uploading…";

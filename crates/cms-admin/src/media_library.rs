@@ -22,7 +22,7 @@ pub const IMAGES_LIST: &str = "dl-images";
 /// The id of the `datalist` of every file.
 pub const FILES_LIST: &str = "dl-files";
 /// The id of the `datalist` of the resource folders a picker may upload into (each option's
-/// value the folder's index, its label the folder's), when there are several.
+/// value the folder's index, its label the folder's).
 pub const FOLDERS_LIST: &str = "dl-folders";
 
 /// Suggestions for an input (`<datalist>`). The media picker reads its files from one
@@ -107,8 +107,8 @@ impl MediaLibrary {
             Datalist { id: IMAGES_LIST.into(), options: options(true) },
             Datalist { id: FILES_LIST.into(), options: options(false) },
         ];
-        if self.folders.len() > 1 {
-            // The picker's upload asks which folder (one folder: that one, no question).
+        if !self.folders.is_empty() {
+            // The picker uploads into the first (with several, it asks which).
             let folders = self
                 .folders
                 .iter()

@@ -27,8 +27,23 @@ pub const MODELLED_COLLECTION: &str = "checked-notes";
 const MODELLED_DIR: &str = "content/checked-notes";
 pub const SMALL_ITEMS: usize = super::writes::CONCURRENT_WRITERS;
 
-const CONFIG: &str = "# Written by `cargo xtask bench`: one dated collection with a content model, the
-# demo's license.
+/// The content model of [`COLLECTION`] and of [`MODELLED_COLLECTION`]: written once, so
+/// that the two small collections of the write-cost comparison differ by the model alone.
+macro_rules! bench_model {
+    () => {
+        "    fields:
+      title: { type: string, required: true }
+      date: { type: datetime }
+      tags: { type: tags }
+      author: { type: string }
+      rating: { type: integer, min: 1, max: 5 }
+"
+    };
+}
+
+const CONFIG: &str = concat!(
+    "# Written by `cargo xtask bench`: the dated collection of the read cases, with a content
+# model, two small ones for the write cost, and the demo's license.
 site:
   name: Bench Site
   url: https://bench.example.com
@@ -39,31 +54,24 @@ collections:
     path: content/posts
     page_path: /blog
     date_prefix: true
-    fields:
-      title: { type: string, required: true }
-      date: { type: datetime }
-      tags: { type: tags }
-      author: { type: string }
-      rating: { type: integer, min: 1, max: 5 }
-  # The same first items twice, with the model and without: what validation adds to a
+",
+    bench_model!(),
+    "  # The same first items twice, with the model and without: what validation adds to a
   # write is measured between these two.
   - label: Checked Notes
     path: content/checked-notes
     page_path: /checked-notes
     date_prefix: true
-    fields:
-      title: { type: string, required: true }
-      date: { type: datetime }
-      tags: { type: tags }
-      author: { type: string }
-      rating: { type: integer, min: 1, max: 5 }
-  - label: Notes
+",
+    bench_model!(),
+    "  - label: Notes
     path: content/notes
     page_path: /notes
     date_prefix: true
 license:
   public_key: null
-";
+"
+);
 
 /// A generated site, ready to serve.
 pub struct BenchSite {
@@ -449,5 +457,18 @@ mod tests {
         assert!((1_800..2_500).contains(&text.len()), "about 2 KB, got {}", text.len());
         assert!(items[0].filename().ends_with(&format!("-{}.md", items[0].slug)));
         assert_eq!(items[7].text(), Item::nth(7).text(), "the same index gives the same item");
+    }
+}
+
+#[cfg(test)]
+mod config_tests {
+    #[test]
+    fn the_two_modelled_collections_have_the_same_model() {
+        let blocks: Vec<&str> = super::CONFIG.split("  - label: ").collect();
+        assert_eq!(blocks.len(), 4, "three collections");
+        let model = bench_model!();
+        assert!(blocks[1].starts_with("Posts") && blocks[1].contains(model));
+        assert!(blocks[2].starts_with("Checked Notes") && blocks[2].contains(model));
+        assert!(blocks[3].starts_with("Notes") && !blocks[3].contains("fields:"));
     }
 }

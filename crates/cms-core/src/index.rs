@@ -19,7 +19,7 @@ use std::sync::Arc;
 use crate::dates::SiteZone;
 use crate::document::ItemDocument;
 use crate::item::{ItemMeta, Status};
-use crate::model::{KeptField, Model, compare_kept};
+use crate::model::{KeptField, KeptFields, Model, Shared, compare_kept};
 use crate::ports::{FileStamp, StoredFile};
 use crate::query::{Direction, ListQuery, OrderBy, StatusFilter};
 use crate::render;
@@ -49,9 +49,9 @@ pub struct IndexedItem {
     /// The tags as slugs, for `tags=` filters; `None` when every tag is its own slug (the
     /// usual case), so that nothing is kept twice.
     tag_slugs: Option<Box<[Box<str>]>>,
-    /// The fields of the collection's model, as filters, orders and `fields=` use them;
-    /// `None` in a collection without a model.
-    pub fields: Option<Box<[KeptField]>>,
+    /// The fields of the collection's model, as filters, orders and `fields=` use them
+    /// (see [`Self::field`]); `None` in a collection without a model.
+    fields: Option<KeptFields>,
     /// Whether the frontmatter breaks the collection's model (its own rules; whether the
     /// items and media it names exist is checked on writes and by `cms check`).
     pub breaks_model: bool,
@@ -133,6 +133,7 @@ impl IndexedItem {
         let tag_slugs = (!slugs.iter().map(String::as_str).eq(meta.tags.iter().map(|t| &**t)))
             .then(|| slugs.into_iter().map(String::into_boxed_str).collect());
         let etag = crate::item_file::etag_of(&file.bytes);
+        let meta = meta.compacted();
         Self {
             written_excerpt: (excerpt != plain_excerpt).then(|| excerpt.into_boxed_str()),
             plain_excerpt: plain_excerpt.into_boxed_str(),
@@ -140,8 +141,8 @@ impl IndexedItem {
             etag: etag.into_boxed_str(),
             tag_slugs,
             image: doc.fm.get("image").and_then(|v| v.as_str()).map(Box::from),
-            meta: meta.compacted(),
-            fields: model.map(|model| model.keep(&doc.fm)),
+            fields: model.map(|model| model.keep(&doc.fm, Shared::of(&meta))),
+            meta,
             breaks_model: model.is_some_and(|model| !model.validate(&doc.fm).is_empty()),
         }
     }
@@ -172,10 +173,15 @@ impl IndexedItem {
         self.tag_slugs().any(|t| wanted_slugs.iter().any(|w| w == t))
     }
 
+    /// The kept field at `at` (its place in the collection's model); `None` without a
+    /// model.
+    pub fn field(&self, at: usize) -> Option<KeptField<'_>> {
+        self.fields.as_ref()?.get(at, Shared::of(&self.meta))
+    }
+
     fn admitted_by(&self, query: &ListQuery, now: i64) -> bool {
-        let kept = self.fields.as_deref().unwrap_or_default();
         query.status.admits(self.meta.status, self.meta.live_at(now))
-            && query.filters.iter().all(|filter| filter.admits(kept))
+            && query.filters.iter().all(|filter| filter.admits(self.field(filter.at)))
             && (query.tags.is_empty() || self.has_any_tag(&query.tags))
             && query
                 .author
@@ -298,10 +304,7 @@ fn compare(order: OrderBy, a: &IndexedItem, b: &IndexedItem) -> Ordering {
 
 /// Ascending comparison of two items by a field of the model (its place in it).
 fn compare_field(at: usize, a: &IndexedItem, b: &IndexedItem) -> Ordering {
-    fn value(item: &IndexedItem, at: usize) -> Option<&crate::model::KeptValue> {
-        item.fields.as_deref().and_then(|fields| fields.get(at)).map(|f| &f.value)
-    }
-    match (value(a, at), value(b, at)) {
+    match (a.field(at).map(|f| f.value), b.field(at).map(|f| f.value)) {
         (Some(a), Some(b)) => compare_kept(a, b),
         _ => Ordering::Equal,
     }

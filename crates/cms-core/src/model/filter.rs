@@ -7,9 +7,9 @@
 use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::kept::{KeptField, KeptFields, KeptValue, Scalar, Shared};
 use super::{Field, Kind, Model};
 use crate::dates::SiteZone;
 
@@ -38,8 +38,8 @@ pub enum FilterOp {
     Exists(bool),
 }
 
-/// A field's value as it is compared and sorted.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A value of a query, as it is compared with kept values.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Comparable {
     Number(f64),
     Bool(bool),
@@ -64,74 +64,26 @@ impl Hash for Comparable {
     }
 }
 
-/// What the index keeps of one top-level field of an item, so that filters, orders and
-/// `fields=` need not read the file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct KeptField {
-    /// Present and not null, not empty (what `exists` asks).
-    pub set: bool,
-    pub value: KeptValue,
-    /// How the frontmatter wrote the value, when [`Self::value`] does not say it.
-    written: Written,
-}
-
-/// The frontmatter's value of a kept field, as far as its [`KeptValue`] does not give it:
-/// most values (a text, a whole number, a list of texts) are not kept twice.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-enum Written {
-    Absent,
-    /// The JSON of the kept value (see [`KeptValue::to_json`]).
-    AsKept,
-    /// Another JSON text (a date-time as written, `4.0`, tags as one string...).
-    Json(Box<str>),
-}
-
-impl KeptField {
-    /// The frontmatter's value; `None` when the field is absent.
-    pub fn json(&self) -> Option<Value> {
-        match &self.written {
-            Written::Absent => None,
-            Written::AsKept => Some(self.value.to_json()),
-            Written::Json(text) => Some(serde_json::from_str(text).unwrap_or(Value::Null)),
-        }
-    }
-}
-
-impl KeptValue {
-    /// The JSON a value of this kind is written as most of the time.
-    fn to_json(&self) -> Value {
-        match self {
-            Self::None => Value::Null,
-            Self::Scalar(Comparable::Number(n)) if n.fract() == 0.0 && n.abs() < 9.0e15 => {
-                Value::from(*n as i64)
-            }
-            Self::Scalar(Comparable::Number(n)) => Value::from(*n),
-            Self::Scalar(Comparable::Bool(b)) => Value::Bool(*b),
-            Self::Scalar(Comparable::Text(text)) => Value::String(text.clone()),
-            Self::Scalar(Comparable::Instant(_)) => Value::Null,
-            Self::Elements(elements) => elements.iter().map(|e| Value::String(e.to_string())).collect(),
-        }
-    }
-}
-
-/// A kept field's value as filters compare it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum KeptValue {
-    /// Absent, empty, or not of the field's type (a hand-edited file).
-    None,
-    Scalar(Comparable),
-    /// The elements of a list-like field.
-    Elements(Box<[Box<str>]>),
-}
-
 impl Comparable {
+    /// The value as kept values are (borrowed), to compare with them.
+    pub fn scalar(&self) -> Scalar<'_> {
+        match self {
+            Self::Number(n) => Scalar::Number(*n),
+            Self::Bool(b) => Scalar::Bool(*b),
+            Self::Instant(at) => Scalar::Instant(*at),
+            Self::Text(text) => Scalar::Text(text),
+        }
+    }
+}
+
+impl Scalar<'_> {
     /// Same kinds compare; `None` across kinds.
-    pub fn compare(&self, other: &Self) -> Option<Ordering> {
+    pub fn compare(self, other: Scalar<'_>) -> Option<Ordering> {
         match (self, other) {
-            (Self::Number(a), Self::Number(b)) => a.partial_cmp(b),
-            (Self::Bool(a), Self::Bool(b)) => Some(a.cmp(b)),
-            (Self::Instant(a), Self::Instant(b)) => Some(a.cmp(b)),
-            (Self::Text(a), Self::Text(b)) => Some(a.cmp(b)),
+            (Self::Number(a), Scalar::Number(b)) => a.partial_cmp(&b),
+            (Self::Bool(a), Scalar::Bool(b)) => Some(a.cmp(&b)),
+            (Self::Instant(a), Scalar::Instant(b)) => Some(a.cmp(&b)),
+            (Self::Text(a), Scalar::Text(b)) => Some(a.cmp(b)),
             _ => None,
         }
     }
@@ -224,7 +176,7 @@ pub fn value_of(field: &Field, fm: &Map<String, Value>) -> Option<Comparable> {
     scalar_of(field, fm.get(&field.name)?)
 }
 
-fn scalar_of(field: &Field, value: &Value) -> Option<Comparable> {
+pub(super) fn scalar_of(field: &Field, value: &Value) -> Option<Comparable> {
     match value {
         Value::Null => None,
         Value::Bool(b) => matches!(field.kind, Kind::Boolean).then_some(Comparable::Bool(*b)),
@@ -260,62 +212,38 @@ fn comparable(field: &Field, value: &str) -> Result<Comparable, String> {
 }
 
 impl Model {
-    /// What the index keeps of `fm`: one entry per top-level field, in the model's order.
-    pub fn keep(&self, fm: &Map<String, Value>) -> Box<[KeptField]> {
-        self.fields.iter().map(|field| kept_field(field, fm.get(&field.name))).collect()
+    /// What the index keeps of `fm`, with the texts `shared` holds referred to.
+    pub fn keep(&self, fm: &Map<String, Value>, shared: Shared<'_>) -> KeptFields {
+        KeptFields::keep(&self.fields, fm, shared)
     }
-}
-
-fn kept_field(field: &Field, value: Option<&Value>) -> KeptField {
-    let set = match value {
-        None | Some(Value::Null) => false,
-        Some(Value::String(s)) => !s.is_empty(),
-        Some(Value::Array(a)) => !a.is_empty(),
-        Some(_) => true,
-    };
-    let kept = if is_scalar(field) {
-        value.and_then(|v| scalar_of(field, v)).map_or(KeptValue::None, KeptValue::Scalar)
-    } else {
-        let elements = elements(value);
-        if elements.is_empty() { KeptValue::None } else { KeptValue::Elements(elements.into()) }
-    };
-    let written = match value {
-        None => Written::Absent,
-        Some(value)
-            if *value == kept.to_json() && !matches!(kept, KeptValue::Scalar(Comparable::Instant(_))) =>
-        {
-            Written::AsKept
-        }
-        Some(value) => Written::Json(value.to_string().into_boxed_str()),
-    };
-    KeptField { set, value: kept, written }
 }
 
 impl FieldFilter {
     /// Whether `fm` meets the condition (`model` is the one the filter was parsed with).
     pub fn matches(&self, model: &Model, fm: &Map<String, Value>) -> bool {
-        self.admits(&model.keep(fm))
+        self.admits(model.keep(fm, Shared::NONE).get(self.at, Shared::NONE))
     }
 
-    /// Whether an item whose kept fields are `kept` meets the condition.
-    pub fn admits(&self, kept: &[KeptField]) -> bool {
-        let Some(field) = kept.get(self.at) else { return false };
+    /// Whether an item whose kept field at the filter's place is `kept` meets the
+    /// condition.
+    pub fn admits(&self, kept: Option<KeptField<'_>>) -> bool {
+        let Some(field) = kept else { return false };
         match &self.op {
             FilterOp::Exists(wanted) => field.set == *wanted,
             FilterOp::Contains(needle) => contains(field, needle),
-            FilterOp::Eq(values) => equals_any(&field.value, values),
-            FilterOp::Ne(values) => !equals_any(&field.value, values),
-            FilterOp::Gt(bound) => ordered(&field.value, bound, |o| o == Ordering::Greater),
-            FilterOp::Gte(bound) => ordered(&field.value, bound, |o| o != Ordering::Less),
-            FilterOp::Lt(bound) => ordered(&field.value, bound, |o| o == Ordering::Less),
-            FilterOp::Lte(bound) => ordered(&field.value, bound, |o| o != Ordering::Greater),
+            FilterOp::Eq(values) => equals_any(field.value, values),
+            FilterOp::Ne(values) => !equals_any(field.value, values),
+            FilterOp::Gt(bound) => ordered(field.value, bound, |o| o == Ordering::Greater),
+            FilterOp::Gte(bound) => ordered(field.value, bound, |o| o != Ordering::Less),
+            FilterOp::Lt(bound) => ordered(field.value, bound, |o| o == Ordering::Less),
+            FilterOp::Lte(bound) => ordered(field.value, bound, |o| o != Ordering::Greater),
         }
     }
 }
 
 /// Ascending order of two kept values of one field: values of the field's type in their
 /// order, then the ones without such a value.
-pub fn compare_kept(a: &KeptValue, b: &KeptValue) -> Ordering {
+pub fn compare_kept(a: KeptValue<'_>, b: KeptValue<'_>) -> Ordering {
     match (a, b) {
         (KeptValue::Scalar(a), KeptValue::Scalar(b)) => a.compare(b).unwrap_or(Ordering::Equal),
         (KeptValue::Scalar(_), _) => Ordering::Less,
@@ -324,45 +252,24 @@ pub fn compare_kept(a: &KeptValue, b: &KeptValue) -> Ordering {
     }
 }
 
-/// The elements of a list-like field (tags also as a comma-separated string).
-fn elements(value: Option<&Value>) -> Vec<Box<str>> {
+fn equals_any(value: KeptValue<'_>, values: &[Comparable]) -> bool {
     match value {
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(|v| match v {
-                Value::String(s) => Some(s.as_str().into()),
-                Value::Number(_) | Value::Bool(_) => Some(v.to_string().into()),
-                _ => None,
-            })
-            .collect(),
-        Some(Value::String(s)) => {
-            s.split(',').map(str::trim).filter(|t| !t.is_empty()).map(Box::from).collect()
-        }
-        _ => Vec::new(),
-    }
-}
-
-fn equals_any(value: &KeptValue, values: &[Comparable]) -> bool {
-    match value {
-        KeptValue::Scalar(v) => values.iter().any(|w| v.compare(w) == Some(Ordering::Equal)),
+        KeptValue::Scalar(v) => values.iter().any(|w| v.compare(w.scalar()) == Some(Ordering::Equal)),
         KeptValue::Elements(have) => {
-            values.iter().any(|w| matches!(w, Comparable::Text(w) if have.iter().any(|h| **h == **w)))
+            values.iter().any(|w| matches!(w, Comparable::Text(w) if have.iter().any(|h| h == w)))
         }
         KeptValue::None => false,
     }
 }
 
-fn ordered(value: &KeptValue, bound: &Comparable, holds: impl Fn(Ordering) -> bool) -> bool {
-    matches!(value, KeptValue::Scalar(v) if v.compare(bound).is_some_and(holds))
+fn ordered(value: KeptValue<'_>, bound: &Comparable, holds: impl Fn(Ordering) -> bool) -> bool {
+    matches!(value, KeptValue::Scalar(v) if v.compare(bound.scalar()).is_some_and(holds))
 }
 
-fn contains(field: &KeptField, needle: &str) -> bool {
-    match &field.value {
-        KeptValue::Elements(have) => have.iter().any(|element| **element == *needle),
-        KeptValue::Scalar(Comparable::Text(text)) => text.to_lowercase().contains(&needle.to_lowercase()),
+fn contains(field: KeptField<'_>, needle: &str) -> bool {
+    match field.value {
+        KeptValue::Elements(have) => have.iter().any(|element| element == needle),
         // Text as written (a date-time's own text, not its instant).
-        _ => {
-            matches!(field.json(), Some(Value::String(text)) if text.to_lowercase().contains(&needle.to_lowercase()))
-        }
+        _ => field.written_text().is_some_and(|text| text.to_lowercase().contains(&needle.to_lowercase())),
     }
 }

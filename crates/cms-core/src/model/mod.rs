@@ -11,14 +11,14 @@
 
 mod config;
 mod filter;
+mod kept;
 mod schema;
 mod typescript;
 mod validate;
 
 pub use config::{ExtraFields, FieldConfig, FieldType, FieldsConfig};
-pub use filter::{
-    Comparable, FieldFilter, FilterOp, KeptField, KeptValue, compare_kept, is_scalar, value_of,
-};
+pub use filter::{Comparable, FieldFilter, FilterOp, compare_kept, is_scalar, value_of};
+pub use kept::{Elements, KeptField, KeptFields, KeptValue, Scalar, Shared};
 pub use typescript::type_name;
 pub use validate::{FieldError, Link, LinkTarget};
 

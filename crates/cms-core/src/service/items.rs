@@ -75,8 +75,7 @@ impl Cms {
         let shown = query.fields.iter().filter(|name| !query.expand.contains(name));
         for name in shown.chain(&query.expand) {
             let Some(at) = model.fields.iter().position(|f| f.name == *name) else { continue };
-            let kept = summary.item.fields.as_deref().and_then(|fields| fields.get(at));
-            let Some(value) = kept.and_then(|f| f.json()) else { continue };
+            let Some(value) = summary.item.field(at).and_then(|f| f.json()) else { continue };
             if let (crate::model::Kind::Reference { collection: target }, true) =
                 (&model.fields[at].kind, query.expand.contains(name))
             {

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use crate::dates::SiteZone;
 use crate::document::ItemDocument;
 use crate::item::{ItemMeta, Status};
+use crate::item_file::ContentTag;
 use crate::model::{KeptField, KeptFields, Model, Shared, compare_kept};
 use crate::ports::{FileStamp, StoredFile};
 use crate::query::{Direction, ListQuery, OrderBy, StatusFilter};
@@ -41,8 +42,8 @@ pub struct IndexedItem {
     /// The excerpt as plain text for discovery routes: no Markdown, no HTML, cut on a word
     /// boundary (see [`plain_excerpt_of`]).
     pub plain_excerpt: Box<str>,
-    /// Strong ETag of the file's bytes.
-    pub etag: Box<str>,
+    /// What names the file's bytes (its strong ETag as text: [`Self::etag`]).
+    pub content: ContentTag,
     /// What names this version of the file (`service::file_version`): a single read's
     /// answer is kept by it.
     pub file_version: u64,
@@ -132,13 +133,13 @@ impl IndexedItem {
         let slugs: Vec<String> = meta.tags.iter().map(|t| slugify(t)).collect();
         let tag_slugs = (!slugs.iter().map(String::as_str).eq(meta.tags.iter().map(|t| &**t)))
             .then(|| slugs.into_iter().map(String::into_boxed_str).collect());
-        let etag = crate::item_file::etag_of(&file.bytes);
+        let content = ContentTag::of(&file.bytes);
         let meta = meta.compacted();
         Self {
             written_excerpt: (excerpt != plain_excerpt).then(|| excerpt.into_boxed_str()),
             plain_excerpt: plain_excerpt.into_boxed_str(),
-            file_version: crate::item_file::file_version(&meta, &etag),
-            etag: etag.into_boxed_str(),
+            file_version: crate::item_file::file_version(&meta, content),
+            content,
             tag_slugs,
             image: doc.fm.get("image").and_then(|v| v.as_str()).map(Box::from),
             fields: model.map(|model| model.keep(&doc.fm, Shared::of(&meta))),
@@ -157,6 +158,11 @@ impl IndexedItem {
     /// written, else the body as plain text (see [`excerpt_of`]).
     pub fn excerpt(&self) -> &str {
         self.written_excerpt.as_deref().unwrap_or(&self.plain_excerpt)
+    }
+
+    /// The strong ETag of the file's bytes.
+    pub fn etag(&self) -> String {
+        self.content.to_string()
     }
 
     /// The item's tags as slugs.
@@ -209,13 +215,37 @@ pub const EXCERPT_CHARS: usize = 160;
 #[derive(Debug, Clone)]
 struct Slot {
     name: Arc<str>,
-    stamp: FileStamp,
+    stamp: Stamp,
     /// `Err`: why the file cannot be used (broken YAML, over a limit). It stays known, so
     /// that it is not re-read until it changes, and it is reported as skipped.
     item: Held,
 }
 
 type Id = u32;
+
+/// A [`FileStamp`] without its name, which the slot holds once (shared with the item): a
+/// second copy of every filename cost about 70 bytes an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    size: u64,
+    modified: i64,
+    change_token: u64,
+}
+
+impl Stamp {
+    fn of(stamp: &FileStamp) -> Self {
+        Self { size: stamp.size, modified: stamp.modified, change_token: stamp.change_token }
+    }
+
+    fn named(self, name: &str) -> FileStamp {
+        FileStamp {
+            name: name.to_owned(),
+            size: self.size,
+            modified: self.modified,
+            change_token: self.change_token,
+        }
+    }
+}
 
 /// The longest run of items of one date that a newest-first page sorts around its window
 /// (see `CollectionIndex::newest_window`); past it, the page is selected from the matches.
@@ -508,7 +538,7 @@ impl CollectionIndex {
 
     /// Every known item file with what the index holds for it (for a snapshot).
     pub fn entries(&self) -> Vec<(FileStamp, Held)> {
-        self.slots.iter().flatten().map(|s| (s.stamp.clone(), s.item.clone())).collect()
+        self.slots.iter().flatten().map(|s| (s.stamp.named(&s.name), s.item.clone())).collect()
     }
 
     /// How many item files are known, usable or not.
@@ -536,13 +566,18 @@ impl CollectionIndex {
     }
 
     /// The stamp the index holds for a file.
-    pub fn stamp(&self, name: &str) -> Option<&FileStamp> {
-        self.by_name.get(name).map(|id| &self.slot(*id).stamp)
+    pub fn stamp(&self, name: &str) -> Option<FileStamp> {
+        self.by_name.get(name).map(|id| self.slot(*id).stamp.named(name))
     }
 
-    /// Every known filename with its stamp (for comparing with a fresh scan).
-    pub fn stamps(&self) -> impl Iterator<Item = &FileStamp> {
-        self.slots.iter().flatten().map(|s| &s.stamp)
+    /// Whether the index holds this file at this stamp.
+    pub fn holds(&self, stamp: &FileStamp) -> bool {
+        self.by_name.get(stamp.name.as_str()).is_some_and(|id| self.slot(*id).stamp == Stamp::of(stamp))
+    }
+
+    /// Every known filename (for comparing with a fresh scan).
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.slots.iter().flatten().map(|s| &*s.name)
     }
 
     /// Every usable item, in no particular order.
@@ -640,7 +675,7 @@ impl CollectionIndex {
     pub fn upsert(&mut self, name: &ItemFilename, stamp: FileStamp, item: Parsed) -> Applied {
         let known = self.by_name.get(name.as_str()).copied();
         if let Some(id) = known
-            && self.slot(id).stamp == stamp
+            && self.slot(id).stamp == Stamp::of(&stamp)
         {
             return Applied::Unchanged;
         }
@@ -670,7 +705,8 @@ impl CollectionIndex {
         self.breaking_model =
             self.breaking_model + usize::from(new.breaks_model) - usize::from(old.breaks_model);
         self.drafts = self.drafts + usize::from(is_draft(&new)) - usize::from(is_draft(&old));
-        self.fingerprint ^= stamp_hash(&slot.stamp) ^ stamp_hash(&stamp);
+        let stamp = Stamp::of(&stamp);
+        self.fingerprint ^= stamp_hash(&slot.name, slot.stamp) ^ stamp_hash(&slot.name, stamp);
         slot.stamp = stamp;
         self.forget_schedule(id, &old);
         // While the slot still holds the old version, which places the id in its lists.
@@ -692,7 +728,7 @@ impl CollectionIndex {
             self.unusable.remove(name);
         }
         let slot = self.slots[id as usize].take().expect("indexed id");
-        self.fingerprint ^= stamp_hash(&slot.stamp);
+        self.fingerprint ^= stamp_hash(&slot.name, slot.stamp);
         self.by_name.remove(&slot.name);
         if let Some(name) = ItemFilename::parse(&slot.name)
             && let Some(files) = self.by_slug.get_mut(name.slug())
@@ -886,7 +922,8 @@ impl CollectionIndex {
 
     fn insert_slot(&mut self, name: &ItemFilename, stamp: FileStamp, item: Held, link: bool) {
         let usable = item.is_ok();
-        self.fingerprint ^= stamp_hash(&stamp);
+        let stamp = Stamp::of(&stamp);
+        self.fingerprint ^= stamp_hash(name.as_str(), stamp);
         // A usable item's filename is shared with it (and with the search index).
         let shared = match &item {
             Ok(item) => Arc::clone(&item.meta.filename),
@@ -1192,10 +1229,10 @@ fn hidden_hash(name: &str) -> u64 {
     hasher.finish()
 }
 
-fn stamp_hash(stamp: &FileStamp) -> u64 {
+fn stamp_hash(name: &str, stamp: Stamp) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::hash::DefaultHasher::new();
-    (&stamp.name, stamp.change_token, stamp.size, stamp.modified).hash(&mut hasher);
+    (name, stamp.change_token, stamp.size, stamp.modified).hash(&mut hasher);
     hasher.finish()
 }
 
@@ -1643,7 +1680,8 @@ mod tests {
             assert_eq!(named(index, &kept.published), named(&fresh, &lists.published), "step {step}: {tag}");
         }
         for (name, (stamp, held)) in files {
-            assert_eq!(index.stamp(name), Some(stamp), "step {step}");
+            assert_eq!(index.stamp(name).as_ref(), Some(stamp), "step {step}");
+            assert!(index.holds(stamp), "step {step}");
             assert_eq!(index.get(name), held.as_ref().map_err(|r| &**r).into(), "step {step}: {name}");
             let slug = ItemFilename::parse(name).unwrap().slug().to_owned();
             assert_eq!(index.file_with_slug(&slug), fresh.file_with_slug(&slug), "step {step}: {slug}");
@@ -1699,7 +1737,7 @@ mod tests {
             stamp.modified = modified;
             let item = item.map(|mut item| {
                 item.meta.modified = modified;
-                item.file_version = crate::item_file::file_version(&item.meta, &item.etag);
+                item.file_version = crate::item_file::file_version(&item.meta, item.content);
                 item
             });
             (name, stamp, item)

@@ -45,6 +45,7 @@ use crate::dates::SiteZone;
 use crate::document::ItemDocument;
 use crate::error::CoreResult;
 use crate::index::{CollectionIndex, Held, IndexedItem, Parsed, held};
+use crate::item_file::ContentTag;
 use crate::ports::{ChangeFeed, FileStamp, StorageChange, StoredFile};
 use crate::slug::ItemFilename;
 use crate::snapshot::{self, SnapshotHeader};
@@ -52,7 +53,7 @@ use crate::snapshot::{self, SnapshotHeader};
 /// What a rewrite kept of the file it read: its body (see [`Cms::index_rewritten`]).
 pub(super) struct KeptBody {
     /// The ETag of the file read, so that only the index's item of that very file is used.
-    pub(super) read_etag: String,
+    pub(super) read: ContentTag,
     /// Whether that file had a written excerpt (the index's excerpt then is not the body's).
     pub(super) wrote_excerpt: bool,
 }
@@ -372,7 +373,7 @@ impl Cms {
             let index = super::read(&self.indexes[collection.index].index);
             Arc::clone(index.as_ref()?.get(name.as_str()).and_then(Result::ok)?)
         };
-        if *previous.etag != *kept.read_etag {
+        if previous.content != kept.read {
             return None;
         }
         let item = IndexedItem::with_body_of(
@@ -481,9 +482,7 @@ impl Cms {
         Ok(names
             .into_iter()
             .zip(stamps)
-            .filter(
-                |(name, stamp)| !matches!(stamp, Ok(Some(now)) if index.stamp(name.as_str()) == Some(now)),
-            )
+            .filter(|(_, stamp)| !matches!(stamp, Ok(Some(now)) if index.holds(now)))
             .map(|(name, _)| name)
             .collect())
     }
@@ -501,8 +500,8 @@ impl Cms {
         let mut stale: Vec<String> = {
             let index = self.index(collection).await?;
             let scanned: std::collections::HashSet<&str> = scan.iter().map(|s| s.name.as_str()).collect();
-            let gone = index.stamps().filter(|s| !scanned.contains(s.name.as_str())).map(|s| s.name.clone());
-            let changed = scan.iter().filter(|s| index.stamp(&s.name) != Some(*s)).map(|s| s.name.clone());
+            let gone = index.names().filter(|name| !scanned.contains(name)).map(str::to_owned);
+            let changed = scan.iter().filter(|s| !index.holds(s)).map(|s| s.name.clone());
             gone.chain(changed).collect()
         };
         stale.sort();
@@ -552,7 +551,7 @@ impl Cms {
 
     async fn refresh_file(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<()> {
         let _guard = self.item_locks.lock(collection.index, name.slug()).await;
-        let indexed: Option<FileStamp> = self.index(collection).await?.stamp(name.as_str()).cloned();
+        let indexed: Option<FileStamp> = self.index(collection).await?.stamp(name.as_str());
         let current = self.ports.content.stat(collection, name).await?;
         if current.is_some() && current == indexed {
             return Ok(());

@@ -17,7 +17,7 @@ use crate::error::{CoreError, CoreResult};
 use crate::events::{EventData, EventKind};
 use crate::index::IndexedItem;
 use crate::item::{self, ItemMeta};
-use crate::item_file::{Precondition, etag_of, file_version, parse_bytes};
+use crate::item_file::{ContentTag, Precondition, etag_of, file_version, parse_bytes};
 use crate::policy::{Caller, Operation};
 use crate::ports::StoredFile;
 use crate::query::{ListQuery, Page, StatusFilter};
@@ -218,7 +218,7 @@ impl Cms {
         if !index.is_live(indexed) && !viewer.has_key() {
             return Err(item_not_found(collection, item_ref));
         }
-        Ok(Some(ItemVersion::of(collection.index, indexed.file_version, &indexed.etag)))
+        Ok(Some(ItemVersion::of(collection.index, indexed.file_version, indexed.etag())))
     }
 
     /// A single item, rendered. Drafts are invisible without a key. The metadata comes
@@ -246,7 +246,7 @@ impl Cms {
         if !live && !viewer.has_key() {
             return Err(item_not_found(collection, item_ref));
         }
-        let version = Version { collection: collection.index, name: name.as_str(), etag: &indexed.etag };
+        let version = Version { collection: collection.index, name: name.as_str(), content: indexed.content };
         let rendered = match self.kept_rendering(version) {
             Some(rendered) => rendered,
             None => {
@@ -257,7 +257,7 @@ impl Cms {
                     .await?
                     .ok_or_else(|| item_not_found(collection, item_ref))?;
                 let doc = parse_stored(&name, &file)?;
-                if *etag_of(&file.bytes) != *indexed.etag {
+                if ContentTag::of(&file.bytes) != indexed.content {
                     // Changed since it was indexed, and the change report is on its way:
                     // answer from the file as read, in full.
                     return self.view_of_file(collection, &name, &file, doc, viewer, item_ref);
@@ -279,13 +279,13 @@ impl Cms {
     ) -> ItemView {
         let url = collection.item_url(&indexed.meta.slug);
         ItemView {
-            version: ItemVersion::of(collection.index, indexed.file_version, &indexed.etag).version,
+            version: ItemVersion::of(collection.index, indexed.file_version, String::new()).version,
             collection: collection.index,
             canonical_url: self.site.absolute_url(&url),
             url,
             excerpt: indexed.excerpt().to_owned(),
             html: rendered.html,
-            etag: indexed.etag.to_string(),
+            etag: indexed.etag(),
             fm: rendered.fm,
             meta: indexed.meta.clone(),
         }
@@ -305,15 +305,15 @@ impl Cms {
             return Err(item_not_found(collection, item_ref));
         }
         let url = collection.item_url(&meta.slug);
-        let etag = etag_of(&file.bytes);
+        let content = ContentTag::of(&file.bytes);
         Ok(ItemView {
-            version: ItemVersion::of(collection.index, file_version(&meta, &etag), &etag).version,
+            version: ItemVersion::of(collection.index, file_version(&meta, content), String::new()).version,
             collection: collection.index,
             canonical_url: self.site.absolute_url(&url),
             url,
             excerpt: crate::index::excerpt_of(&doc),
             html: render::to_html(&doc.body),
-            etag,
+            etag: content.to_string(),
             fm: doc.fm,
             meta,
         })
@@ -471,7 +471,7 @@ impl Cms {
                 };
             self.publish(EventKind::FileUpdated, file_event(collection, &name));
             let outcome = outcome(collection, &name, Some(&bytes));
-            let kept = body_kept.then(|| KeptBody { read_etag: etag_of(&file.bytes), wrote_excerpt });
+            let kept = body_kept.then(|| KeptBody { read: ContentTag::of(&file.bytes), wrote_excerpt });
             self.index_rewritten(collection, &name, &StoredFile { bytes, stamp }, &doc, kept);
             return Ok(outcome);
         }

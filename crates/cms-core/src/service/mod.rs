@@ -166,11 +166,11 @@ pub struct ItemVersion {
 
 impl ItemVersion {
     /// A file version (see [`crate::item_file::file_version`]) in a collection.
-    pub(crate) fn of(collection: usize, file_version: u64, etag: &str) -> Self {
+    pub(crate) fn of(collection: usize, file_version: u64, etag: String) -> Self {
         use std::hash::{Hash, Hasher};
         let mut hasher = std::hash::DefaultHasher::new();
         ("item", collection, file_version).hash(&mut hasher);
-        Self { etag: etag.to_owned(), version: hasher.finish() }
+        Self { etag, version: hasher.finish() }
     }
 }
 

@@ -16,7 +16,7 @@ use crate::collection::Collection;
 use crate::document::Frontmatter;
 use crate::error::CoreResult;
 use crate::index::IndexedItem;
-use crate::item_file::{etag_of, parse_bytes};
+use crate::item_file::{ContentTag, parse_bytes};
 use crate::ports::StoredFile;
 use crate::render;
 use crate::slug::ItemFilename;
@@ -36,26 +36,25 @@ pub(super) struct Rendered {
 pub(super) struct Version<'a> {
     pub(super) collection: usize,
     pub(super) name: &'a str,
-    pub(super) etag: &'a str,
+    pub(super) content: ContentTag,
 }
 
 impl Version<'_> {
     pub(super) fn key(&self) -> u64 {
         let mut hasher = std::hash::DefaultHasher::new();
-        (self.collection, self.name, self.etag).hash(&mut hasher);
+        (self.collection, self.name, self.content).hash(&mut hasher);
         hasher.finish()
     }
 
-    /// `collection` (u32), then the filename and the ETag (each a u16 length and the
-    /// bytes), the frontmatter as JSON (a u32 length and the bytes), the HTML to the end.
+    /// `collection` (u32), then the filename and the content tag (each a u16 length and
+    /// the bytes), the frontmatter as JSON (a u32 length and the bytes), the HTML to the end.
     pub(super) fn encode(&self, rendered: &Rendered) -> Option<Vec<u8>> {
         let fm = serde_json::to_vec(&rendered.fm).ok()?;
-        let mut record =
-            Vec::with_capacity(16 + self.name.len() + self.etag.len() + fm.len() + rendered.html.len());
+        let mut record = Vec::with_capacity(28 + self.name.len() + fm.len() + rendered.html.len());
         record.extend_from_slice(&u32::try_from(self.collection).ok()?.to_le_bytes());
-        for text in [self.name, self.etag] {
+        for text in [self.name.as_bytes(), self.content.as_bytes()] {
             record.extend_from_slice(&u16::try_from(text.len()).ok()?.to_le_bytes());
-            record.extend_from_slice(text.as_bytes());
+            record.extend_from_slice(text);
         }
         record.extend_from_slice(&u32::try_from(fm.len()).ok()?.to_le_bytes());
         record.extend_from_slice(&fm);
@@ -70,9 +69,9 @@ impl Version<'_> {
         if usize::try_from(collection).ok()? != self.collection {
             return None;
         }
-        for expected in [self.name, self.etag] {
+        for expected in [self.name.as_bytes(), self.content.as_bytes()] {
             let len = u16::from_le_bytes(take(&mut rest, 2)?.try_into().ok()?);
-            if take(&mut rest, usize::from(len))? != expected.as_bytes() {
+            if take(&mut rest, usize::from(len))? != expected {
                 return None;
             }
         }
@@ -129,7 +128,7 @@ impl Cms {
         let wanted: Vec<ItemFilename> = live
             .iter()
             .filter(|item| {
-                sink.wants(ItemVersion::of(collection.index, item.file_version, &item.etag).version)
+                sink.wants(ItemVersion::of(collection.index, item.file_version, String::new()).version)
             })
             .filter_map(|item| ItemFilename::parse(&item.meta.filename))
             .collect();
@@ -159,7 +158,7 @@ impl Cms {
         let Some(name) = ItemFilename::parse(&file.stamp.name) else { return Ok(None) };
         let indexed = {
             let index = self.index(collection).await?;
-            if index.stamp(name.as_str()) != Some(&file.stamp) {
+            if !index.holds(&file.stamp) {
                 return Ok(None); // changed since: rendered when it is read
             }
             match index.get(name.as_str()) {
@@ -169,7 +168,7 @@ impl Cms {
         };
         // The stamp was taken before the read: a write in place between the two leaves
         // other bytes under the same stamp. Those wait for the change report.
-        if *etag_of(&file.bytes) != *indexed.etag {
+        if ContentTag::of(&file.bytes) != indexed.content {
             return Ok(None);
         }
         let Ok(doc) = parse_bytes(&name, &file.bytes) else { return Ok(None) };
@@ -202,13 +201,13 @@ mod tests {
 
     #[test]
     fn a_record_reads_back_only_as_its_own_version() {
-        let version = Version { collection: 1, name: "2024-01-01-hello.md", etag: "\"abc\"" };
+        let version = Version { collection: 1, name: "2024-01-01-hello.md", content: ContentTag::of(b"abc") };
         let record = version.encode(&rendered()).expect("encodes");
         assert_eq!(version.decode(&record), Some(rendered()));
         for other in [
             Version { collection: 0, ..version },
             Version { name: "2024-01-01-hello.markdown", ..version },
-            Version { etag: "\"abd\"", ..version },
+            Version { content: ContentTag::of(b"abd"), ..version },
         ] {
             assert_ne!(other.key(), version.key());
             assert_eq!(other.decode(&record), None, "{other:?} is another version");
@@ -217,7 +216,7 @@ mod tests {
 
     #[test]
     fn a_damaged_record_is_a_miss() {
-        let version = Version { collection: 0, name: "a.md", etag: "\"e\"" };
+        let version = Version { collection: 0, name: "a.md", content: ContentTag::of(b"e") };
         let record = version.encode(&rendered()).expect("encodes");
         for cut in 0..record.len() - "<p>Hé</p>\n".len() {
             assert_eq!(version.decode(&record[..cut]), None, "cut at {cut}");

@@ -272,7 +272,7 @@ impl Cms {
             let Some(search) = search.as_mut() else { continue };
             for (stamp, body) in &texts {
                 // Only the version the kept index holds (a newer one is already applied).
-                if index.stamp(&stamp.name) != Some(stamp) {
+                if !index.holds(stamp) {
                     continue;
                 }
                 if let Some(Ok(item)) = index.get(&stamp.name) {

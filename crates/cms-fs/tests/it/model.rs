@@ -83,7 +83,7 @@ async fn view(cms: &Cms) -> Vec<Vec<String>> {
                         "{} {:?} {} {:?} {:?}",
                         meta.filename,
                         meta.title,
-                        item.etag,
+                        item.etag(),
                         meta.status,
                         item.excerpt()
                     )

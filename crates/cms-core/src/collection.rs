@@ -82,11 +82,13 @@ pub fn resolve<'a>(collections: &'a [Collection], key: &str) -> CoreResult<&'a C
     if let Ok(index) = key.parse::<usize>() {
         return collections.get(index).ok_or_else(not_found);
     }
-    let wanted = key.to_ascii_lowercase();
+    // Slugs are lowercase: compared without making a lowercase copy of the key (the
+    // busiest routes name a collection by its slug).
     collections
         .iter()
-        .find(|c| c.slug == wanted)
+        .find(|c| c.slug.eq_ignore_ascii_case(key))
         .or_else(|| {
+            let wanted = key.to_ascii_lowercase();
             collections.iter().find(|c| {
                 let base = c.path.rsplit('/').next().unwrap_or(&c.path);
                 slugify(base) == wanted

@@ -1,6 +1,7 @@
 //! Authentication as extractors, written once: [`KeyUser`] for `Req` routes, [`Caller`] for
 //! `Opt` routes. Handlers never look at headers themselves.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
@@ -8,7 +9,7 @@ use std::pin::Pin;
 use actix_web::HttpMessage;
 use actix_web::http::StatusCode;
 use actix_web::http::header;
-use actix_web::{FromRequest, HttpRequest, dev::Payload, web};
+use actix_web::{FromRequest, HttpRequest, dev::Payload};
 use cms_core::service::{Principal, Viewer};
 use futures_util::future::{Either, Ready, ready};
 
@@ -56,10 +57,7 @@ fn presented_key(req: &HttpRequest) -> Option<String> {
     if query.is_empty() {
         return None;
     }
-    let token = web::Query::<std::collections::HashMap<String, String>>::from_query(query)
-        .ok()
-        .and_then(|q| q.get("token").cloned())
-        .filter(|t| !t.is_empty());
+    let token = crate::query::value(query, "token").filter(|t| !t.is_empty()).map(Cow::into_owned);
     if token.is_some() {
         // However the name was spelled (`%74oken`), the answer is the key's own.
         req.extensions_mut().insert(KeyedByQuery);

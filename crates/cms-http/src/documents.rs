@@ -55,8 +55,7 @@ where
     let state = state::of(req);
     let (version_fn, version) = (&version, version());
     let coding = reply::accepted_coding(req);
-    let etag = format!("\"{:016x}{version:016x}\"", state.etag_seed);
-    let etag = encoding::coded_etag(&etag, coding).into_owned();
+    let etag = etag_of(state.etag_seed, version, coding);
     let key = coding.map_or(version, |coding| coding.key_of(version));
     if let Some(record) = state.documents.get(key) {
         return Ok(send(req, kind, &etag, coding, &record));
@@ -104,6 +103,20 @@ async fn coded_record(state: &AppState, plain: &Bytes, kind: Kind, coding: Codin
     }
     let fallback = compress.clone();
     actix_web::web::block(compress).await.unwrap_or_else(|_| fallback())
+}
+
+/// The document's entity tag: the server's seed and the version, with the coding's suffix
+/// (see [`encoding::coded_etag`]), written once into a string of the right size.
+fn etag_of(seed: u64, version: u64, coding: Option<Coding>) -> String {
+    use std::fmt::Write;
+    let mut etag = String::with_capacity(48);
+    write!(etag, "\"{seed:016x}{version:016x}").expect("a string takes any text");
+    if let Some(coding) = coding {
+        etag.push('-');
+        etag.push_str(coding.token());
+    }
+    etag.push('"');
+    etag
 }
 
 /// A kept record (when it was made, then the body or its open compressed form) as the
@@ -170,6 +183,18 @@ mod tests {
 
     use super::{RSS, answer};
     use crate::AppState;
+
+    #[test]
+    fn a_documents_etag_is_the_plain_one_with_the_codings_suffix() {
+        let plain = format!("\"{:016x}{:016x}\"", 7_u64, u64::MAX);
+        assert_eq!(super::etag_of(7, u64::MAX, None), plain);
+        for coding in crate::encoding::Coding::ALL {
+            assert_eq!(
+                super::etag_of(7, u64::MAX, Some(coding)),
+                crate::encoding::coded_etag(&plain, Some(coding))
+            );
+        }
+    }
 
     #[actix_web::test]
     async fn a_burst_of_requests_makes_a_document_once() {

@@ -16,6 +16,7 @@ pub mod error;
 pub mod handlers;
 pub mod middleware;
 pub mod openapi;
+pub mod query;
 pub mod reply;
 pub mod router;
 pub mod routes;

@@ -32,9 +32,8 @@ fn query(req: &HttpRequest) -> Result<HashMap<String, String>, ApiError> {
 
 /// The query parameters `names` of a route, in their order (`None` for one not sent);
 /// the others, such as cache busters, are ignored.
-fn named<const N: usize>(req: &HttpRequest, names: [&str; N]) -> Result<[Option<String>; N], ApiError> {
-    let mut q = query(req)?;
-    Ok(names.map(|name| q.remove(name)))
+fn named<const N: usize>(req: &HttpRequest, names: [&str; N]) -> [Option<String>; N] {
+    crate::query::named(req.query_string(), names)
 }
 
 /// A document of one collection (its feed, its sitemap): kept by the collection's content
@@ -75,7 +74,7 @@ pub async fn search_index(
                 "site_url",
                 "pretty_urls",
             ],
-        )?;
+        );
     let params = SearchIndexParams::parse(
         collection_path,
         resources_path,
@@ -121,7 +120,7 @@ pub async fn tags(
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let [content_path, tag_page_path, pretty_urls] =
-        named(&req, ["content_path", "tag_page_path", "pretty_urls"])?;
+        named(&req, ["content_path", "tag_page_path", "pretty_urls"]);
     let params = TagsParams::parse(content_path, tag_page_path, pretty_urls)
         .map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
     let version = || documents::version_of("tags", site_version(&state), &params);
@@ -139,7 +138,7 @@ pub async fn tag_items(
     tag: web::Path<String>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let [content_path, page, per_page] = named(&req, ["content_path", "page", "per_page"])?;
+    let [content_path, page, per_page] = named(&req, ["content_path", "page", "per_page"]);
     let page = state
         .run(Shape::Envelope, async {
             let params = TagItemsParams::parse(content_path, page, per_page)?;
@@ -158,7 +157,7 @@ pub async fn rss(
 ) -> Result<HttpResponse, ApiError> {
     let collection =
         state.cms.collection(&collection).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
-    let [title, description, link, limit] = named(&req, ["title", "description", "link", "limit"])?;
+    let [title, description, link, limit] = named(&req, ["title", "description", "link", "limit"]);
     let params = RssParams::parse(title, description, link, limit)
         .map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
     let render = state.cms.rss(collection, &params);
@@ -174,7 +173,7 @@ pub async fn sitemap(
 ) -> Result<HttpResponse, ApiError> {
     let collection =
         state.cms.collection(&collection).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
-    let [base_url, limit] = named(&req, ["baseUrl", "limit"])?;
+    let [base_url, limit] = named(&req, ["baseUrl", "limit"]);
     let params =
         SitemapParams::parse(base_url, limit).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
     let render = state.cms.sitemap(collection, &params);
@@ -188,7 +187,7 @@ pub async fn related(
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let [content_path, by, limit, page_path, site_url, pretty_urls] =
-        named(&req, ["contentPath", "by", "limit", "page_path", "site_url", "pretty_urls"])?;
+        named(&req, ["contentPath", "by", "limit", "page_path", "site_url", "pretty_urls"]);
     let params = RelatedParams::parse(content_path, by, limit, page_path, site_url, pretty_urls)
         .map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
     // Related by content walks the search index's postings: its version counts too.

@@ -162,7 +162,7 @@ impl IndexedItem {
 
     /// The strong ETag of the file's bytes.
     pub fn etag(&self) -> String {
-        self.content.to_string()
+        self.content.text()
     }
 
     /// The item's tags as slugs.

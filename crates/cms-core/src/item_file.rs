@@ -11,7 +11,7 @@ use crate::slug::ItemFilename;
 
 /// A strong ETag of a file's bytes (see [`ContentTag`]).
 pub fn etag_of(bytes: &[u8]) -> String {
-    ContentTag::of(bytes).to_string()
+    ContentTag::of(bytes).text()
 }
 
 /// What names a file's bytes: the first 16 bytes of their SHA-256. Its text, the strong
@@ -33,7 +33,20 @@ impl ContentTag {
 
 impl std::fmt::Display for ContentTag {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "\"{}\"", hex::encode(self.0))
+        f.write_str(std::str::from_utf8(&self.quoted()).expect("hex digits and quotes are ASCII"))
+    }
+}
+
+impl ContentTag {
+    /// The ETag's text as one string of its size (a single read names its answer by it).
+    pub fn text(&self) -> String {
+        String::from_utf8(self.quoted().to_vec()).expect("hex digits and quotes are ASCII")
+    }
+
+    fn quoted(&self) -> [u8; 34] {
+        let mut text = [b'"'; 34];
+        hex::encode_to_slice(self.0, &mut text[1..33]).expect("16 bytes are 32 hex digits");
+        text
     }
 }
 

@@ -69,7 +69,9 @@ where
     let plain = match state.documents.get(version) {
         Some(record) => record,
         None => {
-            let body = make().await?;
+            // Boxed, as below: a kept answer's request then holds a small future (an
+            // allocation past glibc's per-thread cache, about 1 KB, takes its slow path).
+            let body = Box::pin(make()).await?;
             let made_at = time::OffsetDateTime::now_utc().unix_timestamp();
             let record = Bytes::from([&made_at.to_le_bytes()[..], &body].concat());
             if version_fn() != version {
@@ -80,7 +82,7 @@ where
         }
     };
     let Some(coding) = coding else { return Ok(send(req, kind, &etag, None, &plain)) };
-    let record = coded_record(state, &plain, kind, coding).await;
+    let record = Box::pin(coded_record(state, &plain, kind, coding)).await;
     state.documents.put(coding.key_of(version), record.clone());
     Ok(send(req, kind, &etag, Some(coding), &record))
 }

@@ -190,8 +190,13 @@ impl Cms {
     /// The collection's index, built on first use. Reads hold it briefly and never across
     /// an await.
     pub(super) async fn index(&self, collection: &Collection) -> CoreResult<IndexRead<'_>> {
-        self.ensure_indexed(collection).await?;
-        Ok(IndexRead(super::read(&self.indexes[collection.index].index)))
+        let cell = &self.indexes[collection.index];
+        if super::read(&cell.index).is_none() {
+            // Boxed: the build's future is large, and every read would otherwise carry it
+            // in its own (a request's future past about 1 KB takes glibc's slow path).
+            Box::pin(self.ensure_indexed(collection)).await?;
+        }
+        Ok(IndexRead(super::read(&cell.index)))
     }
 
     fn index_mut(&self, collection: &Collection) -> RwLockWriteGuard<'_, Option<CollectionIndex>> {

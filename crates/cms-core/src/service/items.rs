@@ -313,7 +313,7 @@ impl Cms {
             url,
             excerpt: crate::index::excerpt_of(&doc),
             html: render::to_html(&doc.body),
-            etag: content.to_string(),
+            etag: content.text(),
             fm: doc.fm,
             meta,
         })

@@ -38,20 +38,23 @@ fn named<const N: usize>(req: &HttpRequest, names: [&str; N]) -> [Option<String>
 
 /// A document of one collection (its feed, its sitemap): kept by the collection's content
 /// version and the parameters the route read, made by `render` when not kept.
-async fn collection_document(
+async fn collection_document<R>(
     state: &AppState,
     req: &HttpRequest,
     collection: &Collection,
     (route, kind): (&str, documents::Kind),
     params: &impl Hash,
-    render: impl Future<Output = CoreResult<String>>,
-) -> Result<HttpResponse, ApiError> {
+    render: impl FnOnce() -> R,
+) -> Result<HttpResponse, ApiError>
+where
+    R: Future<Output = CoreResult<String>>,
+{
     let version = || {
         let content = state.cms.content_version(Some(collection));
         documents::version_of(route, content, (collection.index, params))
     };
     documents::answer(req, version, kind, || async {
-        Ok(state.run(Shape::Envelope, render).await?.into_bytes())
+        Ok(state.run(Shape::Envelope, render()).await?.into_bytes())
     })
     .await
 }
@@ -160,7 +163,7 @@ pub async fn rss(
     let [title, description, link, limit] = named(&req, ["title", "description", "link", "limit"]);
     let params = RssParams::parse(title, description, link, limit)
         .map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
-    let render = state.cms.rss(collection, &params);
+    let render = || state.cms.rss(collection, &params);
     collection_document(&state, &req, collection, ("rss", documents::RSS), &params, render).await
 }
 
@@ -176,7 +179,7 @@ pub async fn sitemap(
     let [base_url, limit] = named(&req, ["baseUrl", "limit"]);
     let params =
         SitemapParams::parse(base_url, limit).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
-    let render = state.cms.sitemap(collection, &params);
+    let render = || state.cms.sitemap(collection, &params);
     collection_document(&state, &req, collection, ("sitemap", documents::XML), &params, render).await
 }
 

@@ -51,7 +51,8 @@ pub struct IndexedItem {
     /// usual case), so that nothing is kept twice.
     tag_slugs: Option<Box<[Box<str>]>>,
     /// The fields of the collection's model, as filters, orders and `fields=` use them
-    /// (see [`Self::field`]); `None` in a collection without a model.
+    /// (see [`Self::field`]); `None` in a collection without a model. They refer to texts
+    /// of `meta` (see [`Shared`]): an item is made whole, never given another meta.
     fields: Option<KeptFields>,
     /// Whether the frontmatter breaks the collection's model (its own rules; whether the
     /// items and media it names exist is checked on writes and by `cms check`).

@@ -398,6 +398,11 @@ pub struct WebhooksConfig {
     /// (off by default: an owner could otherwise probe the server's own network).
     #[serde(default)]
     pub allow_private_addresses: bool,
+    /// Announce changes made to the content by other programs (a file edited by hand, a
+    /// `git pull`, a sync tool) as `file.*` events, like the API's writes (default true;
+    /// false: only changes made through this site's servers are announced).
+    #[serde(default = "default_outside_edits")]
+    pub outside_edits: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -438,6 +443,10 @@ impl Default for VersionsConfig {
         Self { keep: default_keep() }
     }
 }
+fn default_outside_edits() -> bool {
+    true
+}
+
 impl Default for WebhooksConfig {
     fn default() -> Self {
         Self {
@@ -446,6 +455,7 @@ impl Default for WebhooksConfig {
             retry_delays_secs: Vec::new(),
             disable_after: None,
             allow_private_addresses: false,
+            outside_edits: true,
         }
     }
 }
@@ -925,6 +935,7 @@ mod tests {
         assert_eq!((c.server.header_timeout_secs, c.server.body_timeout_secs), (10, 30));
         assert_eq!((c.signin.failures_per_account, c.mcp.max_sessions_per_key), (5, 8));
         assert!(!c.webhooks.allow_private_addresses);
+        assert!(c.webhooks.outside_edits);
         for (case, named) in [
             ("server:\n  body_timeout_secs: 0\n", "server.body_timeout_secs"),
             ("server:\n  allowed_hosts: ['http://x']\n", "server.allowed_hosts[0]"),

@@ -5,6 +5,7 @@
 
 pub mod account;
 pub mod answers;
+pub mod changes;
 pub mod codec;
 pub mod collection;
 pub mod config;

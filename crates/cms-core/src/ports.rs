@@ -159,13 +159,25 @@ pub trait ContentStore: Send + Sync {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StorageChange {
     /// These item files of collection number `collection` may have changed, appeared or
-    /// gone (names only; names that are not item files are ignored).
-    Items { collection: usize, names: Vec<String> },
+    /// gone (names only; names that are not item files are ignored), by `origin`.
+    Items { collection: usize, names: Vec<String>, origin: ChangeOrigin },
     /// Anything in the collection may have changed: compare it whole (a lost or
     /// overflowed watch, a folder replaced wholesale).
     Rescan { collection: usize },
     /// The installed license may have changed.
     License,
+}
+
+/// Who made a reported change, as far as the store can tell: the webhooks announce an
+/// outside edit here, and leave another node's write to the node that made it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeOrigin {
+    /// A program that is not a process of this site (an editor, `git pull`, `rm`), or
+    /// unknown (a folder's watch reports what changed, not who changed it).
+    Outside,
+    /// Another process serving the same store, through its facade (a bucket's journal
+    /// names the node that wrote each entry).
+    OtherNode,
 }
 
 /// A stream of change batches, as a store reports them.

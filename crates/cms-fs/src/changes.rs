@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use cms_core::collection::Collection;
-use cms_core::ports::{ChangeFeed, ChangeSource, StorageChange};
+use cms_core::ports::{ChangeFeed, ChangeOrigin, ChangeSource, StorageChange};
 use cms_core::{CoreError, CoreResult};
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -85,7 +85,7 @@ impl FsChangeFeed {
     fn translate(&self, event: WatchEvent) -> Option<StorageChange> {
         match event {
             WatchEvent::Changed { folder, names } if folder < self.collections => {
-                Some(StorageChange::Items { collection: folder, names })
+                Some(StorageChange::Items { collection: folder, names, origin: ChangeOrigin::Outside })
             }
             WatchEvent::Rescan { folder } if folder < self.collections => {
                 Some(StorageChange::Rescan { collection: folder })

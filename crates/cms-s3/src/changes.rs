@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use cms_core::CoreResult;
 use cms_core::collection::Collection;
-use cms_core::ports::{ChangeFeed, ChangeSource, StorageChange};
+use cms_core::ports::{ChangeFeed, ChangeOrigin, ChangeSource, StorageChange};
 use ring::rand::{SecureRandom, SystemRandom};
 
 use crate::bucket::Bucket;
@@ -222,8 +222,14 @@ impl PollFeed {
             }
         }
         self.seen.retain(|_, millis| *millis >= now - 2 * LOOKBACK_MS);
-        let mut changes: Vec<_> =
-            items.into_iter().map(|(collection, names)| StorageChange::Items { collection, names }).collect();
+        let mut changes: Vec<_> = items
+            .into_iter()
+            .map(|(collection, names)| StorageChange::Items {
+                collection,
+                names,
+                origin: ChangeOrigin::OtherNode,
+            })
+            .collect();
         if license {
             (self.source.forget_license)();
             changes.push(StorageChange::License);

@@ -1,8 +1,9 @@
 //! Read-only discovery: the search index, tags, RSS, sitemaps, related items, and the
 //! legacy item routes that name a collection by its folder.
 //!
-//! Everything here answers from the collection index (one directory scan per collection,
-//! changed files only re-read) and shows published items only, whoever asks.
+//! Everything here answers from the kept index (built once, then changed in place by the
+//! change log's changes: no request scans a folder) and shows published items only,
+//! whoever asks; related items also ask the search index for shared terms.
 
 use std::collections::HashMap;
 use std::num::NonZeroUsize;

@@ -40,13 +40,15 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use futures_util::lock::Mutex as AsyncMutex;
 
 use super::Cms;
+use crate::changes::{Cause, Change, ChangeKind, Known, SearchTerms};
 use crate::collection::Collection;
 use crate::dates::SiteZone;
 use crate::document::ItemDocument;
 use crate::error::CoreResult;
-use crate::index::{CollectionIndex, Held, IndexedItem, Parsed, held};
+use crate::index::{Applied, CollectionIndex, Held, IndexedItem, Parsed, held};
 use crate::item_file::ContentTag;
-use crate::ports::{ChangeFeed, FileStamp, StorageChange, StoredFile};
+use crate::policy::Caller;
+use crate::ports::{ChangeFeed, ChangeOrigin, FileStamp, StorageChange, StoredFile};
 use crate::slug::ItemFilename;
 use crate::snapshot::{self, SnapshotHeader};
 
@@ -58,15 +60,29 @@ pub(super) struct KeptBody {
     pub(super) wrote_excerpt: bool,
 }
 
-/// What the search index takes of a newly indexed version of a file.
-enum SearchBody<'a> {
-    /// The body as plain text.
-    Text(&'a str),
-    /// The title, tags and body of the version it replaces: only whether it is public may
-    /// differ. The Markdown body, should the search index not hold the item yet.
-    Unchanged(&'a str),
-    /// Nothing: the file cannot be used.
-    None,
+/// Who changes an item's entry in the index, and what a facade write calls it: what the
+/// [`Change`] will say.
+pub(super) struct Why {
+    cause: Cause,
+    /// Named by the facade's write (a restore of a deleted item is an update); `None`:
+    /// from whether the file was and is there.
+    kind: Option<ChangeKind>,
+}
+
+impl Why {
+    /// A write through this facade by `caller`.
+    pub(super) fn write(caller: Caller<'_>, kind: ChangeKind) -> Self {
+        Self { cause: Cause::Write { author: caller.author().to_owned() }, kind: Some(kind) }
+    }
+
+    /// A change found in the store.
+    fn found(origin: ChangeOrigin) -> Self {
+        let cause = match origin {
+            ChangeOrigin::Outside => Cause::OutsideEdit,
+            ChangeOrigin::OtherNode => Cause::OtherNode,
+        };
+        Self { cause, kind: None }
+    }
 }
 
 /// A file in a collection's folder that is not listed, and why.
@@ -324,13 +340,25 @@ impl Cms {
         Ok(saved)
     }
 
-    /// Records what the facade itself just wrote, so the next request sees it.
-    pub(super) fn index_written(&self, collection: &Collection, name: &ItemFilename, file: &StoredFile) {
+    /// Records a file the facade wrote or a change report found, so the next request sees
+    /// it.
+    pub(super) fn index_written(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        file: &StoredFile,
+        why: Why,
+    ) {
         let parsed = IndexedItem::from_file_with_text(name, file, &self.zone, collection.model.as_deref());
-        if let Err(reason) = &parsed {
-            report_skipped(collection, name.as_str(), reason);
+        match parsed {
+            Ok((item, text)) => {
+                self.index_item(collection, name, file, Ok(item), SearchTerms::Text(text.into()), why)
+            }
+            Err(reason) => {
+                report_skipped(collection, name.as_str(), &reason);
+                self.index_item(collection, name, file, Err(reason), SearchTerms::None, why)
+            }
         }
-        self.index_parsed(collection, name, file, parsed);
     }
 
     /// [`Self::index_written`] for a file the server has just encoded from `doc`.
@@ -340,10 +368,11 @@ impl Cms {
         name: &ItemFilename,
         file: &StoredFile,
         doc: &ItemDocument,
+        why: Why,
     ) {
-        let parsed =
+        let (item, text) =
             IndexedItem::from_document_with_text(name, doc, file, &self.zone, collection.model.as_deref());
-        self.index_parsed(collection, name, file, Ok(parsed));
+        self.index_item(collection, name, file, Ok(item), SearchTerms::Text(text.into()), why);
     }
 
     /// [`Self::index_encoded`] for a rewrite of an item that kept the body of the file it
@@ -357,10 +386,14 @@ impl Cms {
         file: &StoredFile,
         doc: &ItemDocument,
         kept: Option<KeptBody>,
+        why: Why,
     ) {
         match kept.and_then(|kept| self.with_kept_body(collection, name, file, doc, &kept)) {
-            Some(item) => self.index_item(collection, name, file, Ok(item), SearchBody::Unchanged(&doc.body)),
-            None => self.index_encoded(collection, name, file, doc),
+            Some(item) => {
+                let terms = SearchTerms::Unchanged(doc.body.as_str().into());
+                self.index_item(collection, name, file, Ok(item), terms, why)
+            }
+            None => self.index_encoded(collection, name, file, doc, why),
         }
     }
 
@@ -393,59 +426,83 @@ impl Cms {
         (item.meta.title == previous.meta.title && item.meta.tags == previous.meta.tags).then_some(item)
     }
 
-    fn index_parsed(
-        &self,
-        collection: &Collection,
-        name: &ItemFilename,
-        file: &StoredFile,
-        parsed: Result<(IndexedItem, String), String>,
-    ) {
-        match parsed {
-            Ok((item, body_text)) => {
-                self.index_item(collection, name, file, Ok(item), SearchBody::Text(&body_text))
-            }
-            Err(reason) => self.index_item(collection, name, file, Err(reason), SearchBody::None),
-        }
-    }
-
     fn index_item(
         &self,
         collection: &Collection,
         name: &ItemFilename,
         file: &StoredFile,
-        item: Result<IndexedItem, String>,
-        body: SearchBody<'_>,
+        item: Parsed,
+        terms: SearchTerms,
+        why: Why,
     ) {
-        let mut sooner = false;
-        let indexed = self.index_mut(collection).as_mut().and_then(|index| {
-            let next = index.next_instant();
-            index.upsert(name, file.stamp.clone(), item);
-            sooner = index.next_instant().is_some_and(|at| next.is_none_or(|before| at < before));
-            let item = index.get(name.as_str()).and_then(Result::ok).cloned()?;
-            let live = index.is_live(&item);
-            Some((item, live))
+        self.change_entry(collection, name, Some((file.stamp.clone(), item)), terms, why);
+    }
+
+    pub(super) fn index_removed(&self, collection: &Collection, name: &ItemFilename, why: Why) {
+        self.change_entry(collection, name, None, SearchTerms::None, why);
+    }
+
+    /// The one place an item file's entry in the kept index changes: sets it to `next`
+    /// (`None`: the file is gone) and records the [`Change`] on the log, which hands it to
+    /// the search index and the other subscribers (see `crate::changes`). Nothing is
+    /// recorded for a found change that changed nothing.
+    fn change_entry(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        next: Option<(FileStamp, Parsed)>,
+        terms: SearchTerms,
+        why: Why,
+    ) {
+        let at = self.now();
+        let sooner = self.change_log.record(|| {
+            let mut guard = self.index_mut(collection);
+            let (before, after, sooner) = match guard.as_mut() {
+                Some(index) => {
+                    let before = known(index, name.as_str());
+                    let previous_instant = index.next_instant();
+                    let applied = match next {
+                        Some((stamp, item)) => index.upsert(name, stamp, item),
+                        None => index.remove(name.as_str()),
+                    };
+                    if applied == Applied::Unchanged && why.kind.is_none() {
+                        return (Vec::new(), false);
+                    }
+                    let sooner = index
+                        .next_instant()
+                        .is_some_and(|at| previous_instant.is_none_or(|before| at < before));
+                    (before, known(index, name.as_str()), sooner)
+                }
+                // Not built yet: its build reads the file as it is now.
+                None => (None, None, false),
+            };
+            drop(guard);
+            let Some(kind) = why.kind.or_else(|| ChangeKind::between(before.is_some(), after.is_some()))
+            else {
+                return (Vec::new(), sooner);
+            };
+            let filename = match (&after, &before) {
+                (Some(Known::Item { item, .. }), _) | (_, Some(Known::Item { item, .. })) => {
+                    Arc::clone(&item.meta.filename)
+                }
+                _ => name.as_str().into(),
+            };
+            let change = Change {
+                sequence: 0,
+                at,
+                collection: collection.index,
+                filename,
+                kind,
+                before,
+                after,
+                cause: why.cause,
+                terms,
+            };
+            (vec![change], sooner)
         });
         if sooner {
             self.wake_schedule();
         }
-        // After the kept index, never before: see `ensure_searchable`.
-        let (item, live) = indexed.map_or((None, false), |(item, live)| (Some(item), live));
-        match (item.as_deref(), body) {
-            (Some(item), SearchBody::Text(text)) => {
-                self.search_written(collection, file, Some((item, text)), live)
-            }
-            (Some(item), SearchBody::Unchanged(markdown)) => {
-                self.search_republished(collection, item, markdown, live)
-            }
-            (_, _) => self.search_written(collection, file, None, live),
-        }
-    }
-
-    pub(super) fn index_removed(&self, collection: &Collection, name: &ItemFilename) {
-        if let Some(index) = self.index_mut(collection).as_mut() {
-            index.remove(name.as_str());
-        }
-        self.search_removed(collection, name);
     }
 
     /// Applies one batch of changes reported by the store. Each file is re-read only when
@@ -454,12 +511,12 @@ impl Cms {
     pub async fn apply_changes(&self, batch: Vec<StorageChange>) -> CoreResult<()> {
         for change in batch {
             match change {
-                StorageChange::Items { collection, names } => {
+                StorageChange::Items { collection, names, origin } => {
                     let Some(collection) = self.collections.get(collection) else { continue };
                     let names: Vec<ItemFilename> =
                         names.iter().filter_map(|n| ItemFilename::parse(n)).collect();
                     for name in self.changed_files(collection, names).await? {
-                        self.refresh_file(collection, &name).await?;
+                        self.refresh_file(collection, &name, origin).await?;
                     }
                 }
                 StorageChange::Rescan { collection } => {
@@ -512,7 +569,10 @@ impl Cms {
         stale.sort();
         stale.dedup();
         for name in stale.iter().filter_map(|n| ItemFilename::parse(n)) {
-            self.refresh_file(collection, &name).await?;
+            // A rescan cannot tell who wrote what it finds: a node's write it finds is one
+            // whose journal entry this node missed, and is announced here too (receivers
+            // tolerate duplicates, as the spec says).
+            self.refresh_file(collection, &name, ChangeOrigin::Outside).await?;
         }
         Ok(())
     }
@@ -554,7 +614,12 @@ impl Cms {
         tracing::warn!("the storage change feed ended");
     }
 
-    async fn refresh_file(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<()> {
+    async fn refresh_file(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        origin: ChangeOrigin,
+    ) -> CoreResult<()> {
         let _guard = self.item_locks.lock(collection.index, name.slug()).await;
         let indexed: Option<FileStamp> = self.index(collection).await?.stamp(name.as_str());
         let current = self.ports.content.stat(collection, name).await?;
@@ -562,9 +627,9 @@ impl Cms {
             return Ok(());
         }
         match self.ports.content.read(collection, name).await {
-            Ok(Some(file)) => self.index_written(collection, name, &file),
+            Ok(Some(file)) => self.index_written(collection, name, &file, Why::found(origin)),
             Ok(None) => {
-                self.index_removed(collection, name);
+                self.index_removed(collection, name, Why::found(origin));
                 // Deleted behind the facade's back: its links end as for a delete here.
                 if indexed.is_some() {
                     self.end_preview_links(collection, name.slug()).await;
@@ -574,16 +639,20 @@ impl Cms {
                 // Unreadable (too large, no permission): known, but not listed.
                 let reason = error.to_string();
                 report_skipped(collection, name.as_str(), &reason);
-                if let Some(stamp) = current
-                    && let Some(index) = self.index_mut(collection).as_mut()
-                {
-                    index.upsert(name, stamp, Err(reason));
-                }
-                self.search_removed(collection, name);
+                let next = current.map(|stamp| (stamp, Err(reason)));
+                self.change_entry(collection, name, next, SearchTerms::None, Why::found(origin));
             }
         }
         Ok(())
     }
+}
+
+/// An item file as the index holds it now.
+fn known(index: &CollectionIndex, name: &str) -> Option<Known> {
+    Some(match index.get(name)? {
+        Ok(item) => Known::Item { item: Arc::clone(item), live: index.is_live(item) },
+        Err(_) => Known::Unusable,
+    })
 }
 
 /// Files read and parsed together while building an index.

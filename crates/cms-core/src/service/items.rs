@@ -4,17 +4,17 @@ use std::sync::Arc;
 
 use time::OffsetDateTime;
 
-use super::index::KeptBody;
+use super::index::{KeptBody, Why};
 use super::rendered::{Rendered, Version};
 use super::{
     CollectionTag, ItemSummary, ItemUpdate, ItemVersion, ItemView, NewItem, RawItem, UpdateMode, Viewer,
     WriteOutcome,
 };
+use crate::changes::ChangeKind;
 use crate::codec::YamlLimits;
 use crate::collection::Collection;
 use crate::document::ItemDocument;
 use crate::error::{CoreError, CoreResult};
-use crate::events::{EventData, EventKind};
 use crate::index::IndexedItem;
 use crate::item::{self, ItemMeta};
 use crate::item_file::{ContentTag, Precondition, etag_of, file_version, parse_bytes};
@@ -382,6 +382,7 @@ impl Cms {
         collection: &Collection,
         new: NewItem,
     ) -> CoreResult<WriteOutcome> {
+        let caller = caller.into();
         self.authorize(caller, Operation::CreateItem).await?;
         let NewItem { slug, date_prefix, mut fm, body } = new;
         item::validate_frontmatter(&fm)?;
@@ -422,9 +423,9 @@ impl Cms {
             )));
         }
         let stamp = self.ports.content.create(collection, &name, &bytes).await?;
-        self.publish(EventKind::FileCreated, file_event(collection, &name));
         let outcome = outcome(collection, &name, Some(&bytes));
-        self.index_encoded(collection, &name, &StoredFile { bytes, stamp }, &doc);
+        let why = Why::write(caller, ChangeKind::Created);
+        self.index_encoded(collection, &name, &StoredFile { bytes, stamp }, &doc, why);
         Ok(outcome)
     }
 
@@ -469,10 +470,10 @@ impl Cms {
                     Err(CoreError::Stale(_)) => continue,
                     Err(other) => return Err(other),
                 };
-            self.publish(EventKind::FileUpdated, file_event(collection, &name));
             let outcome = outcome(collection, &name, Some(&bytes));
             let kept = body_kept.then(|| KeptBody { read: ContentTag::of(&file.bytes), wrote_excerpt });
-            self.index_rewritten(collection, &name, &StoredFile { bytes, stamp }, &doc, kept);
+            let why = Why::write(caller, ChangeKind::Updated);
+            self.index_rewritten(collection, &name, &StoredFile { bytes, stamp }, &doc, kept, why);
             return Ok(outcome);
         }
         Err(CoreError::Stale(format!(
@@ -496,9 +497,8 @@ impl Cms {
         let (name, file) = self.load(collection, item_ref).await?;
         check(if_match, &file.bytes)?;
         self.snapshot_and_delete(collection, &name, &file, caller.author()).await?;
-        self.index_removed(collection, &name);
+        self.index_removed(collection, &name, Why::write(caller, ChangeKind::Deleted));
         self.end_preview_links(collection, name.slug()).await;
-        self.publish(EventKind::FileDeleted, file_event(collection, &name));
         Ok(outcome(collection, &name, None))
     }
 }
@@ -541,10 +541,6 @@ fn list_version(collection: &Collection, query: &ListQuery, per_page: usize, fin
 /// Checks a write's precondition, if it has one, against the item's current bytes.
 pub(super) fn check(precondition: Option<&Precondition>, current: &[u8]) -> CoreResult<()> {
     precondition.map_or(Ok(()), |precondition| precondition.check(current))
-}
-
-pub(super) fn file_event(collection: &Collection, name: &ItemFilename) -> EventData {
-    EventData::File { filename: name.as_str().to_owned(), folder: collection.index }
 }
 
 pub(super) fn outcome(collection: &Collection, name: &ItemFilename, bytes: Option<&[u8]>) -> WriteOutcome {

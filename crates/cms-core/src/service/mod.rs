@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuar
 use time::OffsetDateTime;
 
 use crate::account;
+use crate::changes::{Announcer, ChangeLog, ChangeSubscriber};
 use crate::collection::{self, Collection};
 use crate::config::SiteConfig;
 use crate::document::{Frontmatter, ItemDocument};
@@ -273,10 +274,12 @@ pub struct Cms {
     indexes: Vec<index::IndexCell>,
     /// How far the first indexing has come (see [`Cms::start`]).
     progress: index::StartProgress,
-    /// One search index per collection, kept in step with `indexes` (see `search.rs`).
-    search: Vec<search::SearchCell>,
-    /// Counts changes to the search indexes (see `Cms::search_version`).
-    search_generation: std::sync::atomic::AtomicU64,
+    /// One search index per collection, kept in step with `indexes` by following the
+    /// change log (see `search.rs`).
+    search: Arc<search::SearchIndexes>,
+    /// Every change to the kept indexes, numbered and handed to its subscribers (see
+    /// `crate::changes`).
+    change_log: ChangeLog,
     /// One lock per item: writes to an item serialize, so a read-modify-write never loses
     /// another's changes; writes to different items run in parallel.
     item_locks: locks::ItemLocks,
@@ -312,6 +315,13 @@ pub struct Cms {
 impl Cms {
     pub fn new(config: &SiteConfig, ports: Ports) -> Self {
         let collections = Collection::all_from_config(&config.collections);
+        // The search index follows the log first, so that a webhook's receiver that
+        // searches at once finds the change; then the webhooks.
+        let search = Arc::new(search::SearchIndexes::new(collections.len()));
+        let change_log = ChangeLog::default();
+        change_log.subscribe(Arc::clone(&search) as Arc<dyn ChangeSubscriber>);
+        change_log
+            .subscribe(Arc::new(Announcer::new(Arc::clone(&ports.events), config.webhooks.outside_edits)));
         let site = SiteInfo {
             name: config.site.name.clone(),
             url: config.site.url.trim_end_matches('/').to_owned(),
@@ -321,8 +331,8 @@ impl Cms {
         Self {
             indexes: collections.iter().map(|_| index::IndexCell::default()).collect(),
             progress: index::StartProgress::default(),
-            search: collections.iter().map(|_| search::SearchCell::default()).collect(),
-            search_generation: std::sync::atomic::AtomicU64::new(0),
+            search: Arc::clone(&search),
+            change_log,
             item_locks: locks::ItemLocks::default(),
             render_cache: Arc::new(crate::render_cache::MemoryRenderCache::new(MEMORY_RENDER_CACHE_BYTES)),
             license: RwLock::new(None),
@@ -495,8 +505,16 @@ impl Cms {
         Ok(Principal { user, key_id: key.id, key_name: Some(key.name) })
     }
 
+    /// Account events (`user.*`); item changes are announced by the change log's
+    /// [`Announcer`], never by hand.
     fn publish(&self, kind: EventKind, data: EventData) {
         self.ports.events.publish(Event { kind, timestamp: self.now(), data });
+    }
+
+    /// The log of every change to the collections' items (see `crate::changes`): an
+    /// adapter subscribes to follow them.
+    pub fn change_log(&self) -> &ChangeLog {
+        &self.change_log
     }
 }
 

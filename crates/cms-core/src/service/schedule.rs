@@ -2,11 +2,13 @@
 //! the next instant at which an item's visibility changes; the composition root keeps a
 //! timer on [`Cms::next_scheduled_instant`] and calls [`Cms::advance_schedule`] when it
 //! rings (the core names no runtime, so it holds no timer itself). Each transition is
-//! one `item.published` or `item.unpublished` event.
+//! one change on the change log (`item.published` or `item.unpublished`).
+
+use std::sync::Arc;
 
 use super::{Cms, read, write};
-use crate::events::{EventData, EventKind};
-use crate::index::Transition;
+use crate::changes::{Cause, Change, ChangeKind, Known, SearchTerms};
+use crate::index::{CollectionIndex, Transition};
 
 impl Cms {
     /// Registers what to call when a write moves the next scheduled instant earlier (the
@@ -86,53 +88,88 @@ impl Cms {
         self.advance_and_announce(past)
     }
 
-    /// Advances every due index to now, records (claims) now, then publishes `past` and
-    /// the transitions of the advance, in that order, leaving out those the claim says
-    /// were announced already.
-    fn advance_and_announce(&self, mut announced: Vec<(usize, Vec<Transition>)>) -> i64 {
+    /// Advances every due index to now, records (claims) now, then records `past` and the
+    /// transitions of the advance on the change log, in that order; those the claim says
+    /// were announced already are marked so (the webhooks leave them out).
+    fn advance_and_announce(&self, past: Vec<(usize, Vec<Transition>)>) -> i64 {
         let now = self.now_secs();
-        for collection in &self.collections {
-            let cell = &self.indexes[collection.index];
-            let due = read(&cell.index).as_ref().and_then(|i| i.next_instant()).is_some_and(|at| at <= now);
-            if !due {
-                continue;
-            }
-            if let Some(index) = write(&cell.index).as_mut() {
-                announced.push((collection.index, index.advance(now)));
-            }
-        }
+        let at = self.now();
+        // The claim is asked before anything is announced, so that a server killed right
+        // after an event went out does not announce it again; the advance itself is
+        // applied under the log's order, so that no write's change to the same item can
+        // come between the index's change and its record.
+        let due: Vec<usize> = self
+            .collections
+            .iter()
+            .map(|c| c.index)
+            .filter(|&i| {
+                read(&self.indexes[i].index).as_ref().and_then(|x| x.next_instant()).is_some_and(|t| t <= now)
+            })
+            .collect();
         let announced_until = self.schedule_mark.get().and_then(|claim| claim(now));
-        for (folder, transitions) in &announced {
-            self.announce(*folder, transitions, announced_until);
-        }
+        self.change_log.record(|| {
+            let mut changes = Vec::new();
+            for (folder, transitions) in past {
+                let index = read(&self.indexes[folder].index);
+                changes.extend(
+                    transitions
+                        .iter()
+                        .map(|t| self.transition(folder, index.as_ref(), t, at, announced_until)),
+                );
+            }
+            for folder in due {
+                let mut guard = write(&self.indexes[folder].index);
+                let Some(index) = guard.as_mut() else { continue };
+                let transitions = index.advance(now);
+                changes.extend(
+                    transitions
+                        .iter()
+                        .map(|t| self.transition(folder, Some(&*index), t, at, announced_until)),
+                );
+            }
+            (changes, ())
+        });
         now
     }
 
-    /// Applies each transition to the search index, and publishes the events of those
-    /// after `announced_until` (the ones before were announced already).
-    fn announce(&self, folder: usize, transitions: &[Transition], announced_until: Option<i64>) {
-        for transition in transitions {
-            let kind = if transition.live { EventKind::ItemPublished } else { EventKind::ItemUnpublished };
-            // The search index follows the kept index's visibility.
-            if let Some(search) = write(&self.search[folder].index).as_mut() {
-                search.set_published(&transition.filename, transition.live);
-                self.search_changed();
-            }
-            if announced_until.is_some_and(|until| transition.at <= until) {
-                tracing::debug!(
-                    collection = self.collections[folder].slug.as_str(),
-                    filename = &*transition.filename,
-                    "scheduled change announced already (by another server)"
-                );
-                continue;
-            }
-            tracing::info!(
-                collection = self.collections[folder].slug.as_str(),
+    /// The change of one transition, logged as it is recorded.
+    fn transition(
+        &self,
+        folder: usize,
+        index: Option<&CollectionIndex>,
+        transition: &Transition,
+        at: time::OffsetDateTime,
+        announced_until: Option<i64>,
+    ) -> Change {
+        let kind = if transition.live { ChangeKind::Published } else { ChangeKind::Unpublished };
+        let announced_elsewhere = announced_until.is_some_and(|until| transition.at <= until);
+        let collection = self.collections[folder].slug.as_str();
+        if announced_elsewhere {
+            tracing::debug!(
+                collection,
                 filename = &*transition.filename,
-                event = kind.as_str(),
+                "scheduled change announced already (by another server)"
+            );
+        } else {
+            tracing::info!(
+                collection,
+                filename = &*transition.filename,
+                event = kind.event().as_str(),
                 "scheduled change"
             );
-            self.publish(kind, EventData::File { filename: transition.filename.to_string(), folder });
+        }
+        let item = index.and_then(|index| index.get(&transition.filename)?.ok().cloned());
+        let known = |live: bool| item.clone().map(|item| Known::Item { item, live });
+        Change {
+            sequence: 0,
+            at,
+            collection: folder,
+            filename: Arc::clone(&transition.filename),
+            kind,
+            before: known(!transition.live),
+            after: known(transition.live),
+            cause: Cause::Schedule { announced_elsewhere },
+            terms: SearchTerms::Visibility,
         }
     }
 }

@@ -1,14 +1,15 @@
 //! Full-text search (see [`crate::search`]): one search index per collection, built from
-//! the item files on first use (the server starts that in the background), then changed
-//! in the same place as the kept index (`index_written`, `index_removed`), by the
-//! facade's writes and by the store's change reports alike, so it is never behind.
+//! the item files on first use (the server starts that in the background), then kept in
+//! step by following the change log ([`SearchIndexes`] is its first subscriber): every
+//! change to the kept index, from any source, reaches it before the write answers.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use futures_util::lock::Mutex as AsyncMutex;
 
 use super::{Cms, Viewer, read, write};
+use crate::changes::{Change, ChangeSubscriber, SearchTerms};
 use crate::collection::Collection;
 use crate::document::ItemDocument;
 use crate::error::{CoreError, CoreResult};
@@ -128,6 +129,66 @@ pub struct SearchHit {
     /// A short passage of the body around the first match, HTML-escaped, with the
     /// matching words in `<mark>`.
     pub snippet: String,
+}
+
+/// Every collection's search index, and the number of changes to them.
+pub(super) struct SearchIndexes {
+    cells: Vec<SearchCell>,
+    /// Counts changes to the search indexes (see `Cms::search_version`).
+    generation: AtomicU64,
+}
+
+impl SearchIndexes {
+    pub(super) fn new(collections: usize) -> Self {
+        Self {
+            cells: (0..collections).map(|_| SearchCell::default()).collect(),
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    fn changed(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+impl std::ops::Index<usize> for SearchIndexes {
+    type Output = SearchCell;
+
+    fn index(&self, collection: usize) -> &SearchCell {
+        &self.cells[collection]
+    }
+}
+
+impl ChangeSubscriber for SearchIndexes {
+    /// Applies a change to its collection's search index, once that exists (a build
+    /// under way takes changes too; one not started reads the files when it starts).
+    fn changed(&self, change: &Change) {
+        let cell = &self[change.collection];
+        if read(&cell.index).is_none() {
+            return;
+        }
+        {
+            let mut search = write(&cell.index);
+            let Some(search) = search.as_mut() else { return };
+            let after = change.after.as_ref().and_then(|known| Some((known.item()?, known.live())));
+            match (&change.terms, after) {
+                (SearchTerms::Text(body), Some((item, live))) => {
+                    search.upsert(Arc::clone(&item.meta.filename), live, &search_text(item, body))
+                }
+                (SearchTerms::Unchanged(markdown), Some((item, live))) => {
+                    if !search.set_published(&item.meta.filename, live) {
+                        let body = render::to_plain_text(markdown);
+                        search.upsert(Arc::clone(&item.meta.filename), live, &search_text(item, &body));
+                    }
+                }
+                (SearchTerms::Visibility, Some((item, live))) => {
+                    search.set_published(&item.meta.filename, live);
+                }
+                _ => search.remove(&change.filename),
+            }
+        }
+        self.changed();
+    }
 }
 
 /// One collection's search index, and the lock that lets one task build it.
@@ -287,7 +348,7 @@ impl Cms {
             search.compact();
         }
         cell.complete.store(true, Ordering::Release);
-        self.search_changed();
+        self.search.changed();
         tracing::info!(
             collection = collection.slug.as_str(),
             items = read(&cell.index).as_ref().map_or(0, SearchIndex::len),
@@ -296,71 +357,11 @@ impl Cms {
         Ok(())
     }
 
-    /// Applies what the facade or a change report just wrote to the search index, once
-    /// it exists (`written`: the kept index's reading of the file and its body as plain
-    /// text, `None` when unusable; `live`: whether the kept index shows it to public
-    /// clients now).
-    pub(super) fn search_written(
-        &self,
-        collection: &Collection,
-        file: &StoredFile,
-        written: Option<(&IndexedItem, &str)>,
-        live: bool,
-    ) {
-        let cell = &self.search[collection.index];
-        if read(&cell.index).is_none() {
-            return;
-        }
-        let mut search = write(&cell.index);
-        let Some(search) = search.as_mut() else { return };
-        match written {
-            Some((item, body)) => {
-                search.upsert(Arc::clone(&item.meta.filename), live, &search_text(item, body))
-            }
-            None => search.remove(&file.stamp.name),
-        }
-        self.search_changed();
-    }
-
-    /// [`Self::search_written`] for a version with the search terms of the one it replaces:
-    /// only whether it is public is updated. An item the search index does not hold yet
-    /// (its build has not reached it) is added from `markdown`.
-    pub(super) fn search_republished(
-        &self,
-        collection: &Collection,
-        item: &IndexedItem,
-        markdown: &str,
-        live: bool,
-    ) {
-        let cell = &self.search[collection.index];
-        if read(&cell.index).is_none() {
-            return;
-        }
-        let mut search = write(&cell.index);
-        let Some(search) = search.as_mut() else { return };
-        if !search.set_published(&item.meta.filename, live) {
-            let body = render::to_plain_text(markdown);
-            search.upsert(Arc::clone(&item.meta.filename), live, &search_text(item, &body));
-        }
-        self.search_changed();
-    }
-
-    pub(super) fn search_removed(&self, collection: &Collection, name: &ItemFilename) {
-        if let Some(search) = write(&self.search[collection.index].index).as_mut() {
-            search.remove(name.as_str());
-        }
-        self.search_changed();
-    }
-
     /// A number that changes whenever a search index does: the search indexes are updated
     /// just after the item indexes, so an answer built from search results names both
     /// this and [`Cms::content_version`].
     pub fn search_version(&self) -> u64 {
-        self.search_generation.load(Ordering::Acquire)
-    }
-
-    pub(super) fn search_changed(&self) {
-        self.search_generation.fetch_add(1, Ordering::AcqRel);
+        self.search.generation.load(Ordering::Acquire)
     }
 }
 

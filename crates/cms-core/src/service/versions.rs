@@ -1,15 +1,16 @@
 //! Item version history: every write that replaces content snapshots it first.
 
 use super::WriteOutcome;
+use crate::changes::ChangeKind;
 use crate::collection::Collection;
 use crate::document::ItemDocument;
 use crate::error::{CoreError, CoreResult};
-use crate::events::EventKind;
 use crate::item_file::{Precondition, parse_bytes};
 use crate::policy::{Caller, Operation};
 use crate::ports::{FileStamp, KeepSnapshot, KeptVersion, StoredFile, VersionStamp};
 use crate::service::Cms;
-use crate::service::items::{check, file_event, item_not_found, outcome};
+use crate::service::index::Why;
+use crate::service::items::{check, item_not_found, outcome};
 use crate::slug::{ItemFilename, ItemRef};
 
 /// An item's history, newest first, and its current state (`None` once deleted).
@@ -170,12 +171,15 @@ impl Cms {
             let mut old = crate::item_file::parse_bytes(&name, &bytes)?;
             self.check_model(collection, &mut old.fm, false).await?;
         }
+        // A restore is an update, whether or not the item was deleted (the spec's
+        // `file.updated`: "restored from version history").
+        let why = || Why::write(caller, ChangeKind::Updated);
         match current {
             Some(file) => {
                 check(if_match, &file.bytes)?;
                 let stamp =
                     self.snapshot_and_replace(collection, &name, &file, &bytes, caller.author()).await?;
-                self.index_written(collection, &name, &StoredFile { bytes: bytes.clone(), stamp });
+                self.index_written(collection, &name, &StoredFile { bytes: bytes.clone(), stamp }, why());
             }
             None => {
                 // The item is deleted: there is no current ETag for If-Match to name.
@@ -195,10 +199,9 @@ impl Cms {
                     )));
                 }
                 let stamp = self.ports.content.create(collection, &name, &bytes).await?;
-                self.index_written(collection, &name, &StoredFile { bytes: bytes.clone(), stamp });
+                self.index_written(collection, &name, &StoredFile { bytes: bytes.clone(), stamp }, why());
             }
         }
-        self.publish(EventKind::FileUpdated, file_event(collection, &name));
         Ok((outcome(collection, &name, Some(&bytes)), timestamp))
     }
 

@@ -537,7 +537,7 @@ pub async fn change_source(source: &dyn ChangeSource, write: impl std::future::F
     loop {
         let batch = feed.next_batch().await.expect("the feed goes on while the store is there");
         let reported = batch.iter().any(|change| match change {
-            StorageChange::Items { collection, names } => {
+            StorageChange::Items { collection, names, .. } => {
                 *collection == posts.index && names.iter().any(|n| n == WRITTEN_ELSEWHERE)
             }
             StorageChange::Rescan { collection } => *collection == posts.index,

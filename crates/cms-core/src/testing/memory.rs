@@ -11,8 +11,8 @@ use crate::error::{CoreError, CoreResult};
 use crate::events::Event;
 use crate::license::License;
 use crate::ports::{
-    ChangeFeed, ChangeSource, Clock, ContentStore, EventSink, FileStamp, IndexSnapshots, KeyStore,
-    LicenseSource, SettingsStore, StorageChange, StoredFile, UserStore, VersionStamp, VersionStore,
+    ChangeFeed, ChangeOrigin, ChangeSource, Clock, ContentStore, EventSink, FileStamp, IndexSnapshots,
+    KeyStore, LicenseSource, SettingsStore, StorageChange, StoredFile, UserStore, VersionStamp, VersionStore,
     WebhookDirectory, WebhookInfo,
 };
 use crate::slug::ItemFilename;
@@ -37,10 +37,20 @@ pub struct MemoryContentStore {
 impl MemoryContentStore {
     /// Puts raw bytes in place as another program would (no validation).
     pub fn put_raw(&self, collection_path: &str, filename: &str, bytes: &[u8]) {
+        self.put_by(collection_path, filename, bytes, ChangeOrigin::Outside);
+    }
+
+    /// Puts bytes in place as another node serving the same store would: the change is
+    /// reported as that node's ([`ChangeOrigin::OtherNode`]).
+    pub fn put_from_other_node(&self, collection_path: &str, filename: &str, bytes: &[u8]) {
+        self.put_by(collection_path, filename, bytes, ChangeOrigin::OtherNode);
+    }
+
+    fn put_by(&self, collection_path: &str, filename: &str, bytes: &[u8], origin: ChangeOrigin) {
         let stamp = self.stamp(filename, bytes.len());
         let file = StoredFile { bytes: bytes.to_vec(), stamp };
         self.files.lock().unwrap().insert((collection_path.into(), filename.into()), file);
-        self.changed(collection_path, filename);
+        self.changed(collection_path, filename, origin);
     }
 
     /// Replaces a file's bytes but not its stamp, as a write in place looks to a reader
@@ -54,13 +64,13 @@ impl MemoryContentStore {
     /// Removes a file as another program would.
     pub fn remove_raw(&self, collection_path: &str, filename: &str) {
         self.files.lock().unwrap().remove(&(collection_path.into(), filename.into()));
-        self.changed(collection_path, filename);
+        self.changed(collection_path, filename, ChangeOrigin::Outside);
     }
 
-    fn changed(&self, collection_path: &str, filename: &str) {
+    fn changed(&self, collection_path: &str, filename: &str, origin: ChangeOrigin) {
         let paths = self.collection_paths.lock().unwrap();
         let change = match paths.iter().position(|p| p == collection_path) {
-            Some(collection) => StorageChange::Items { collection, names: vec![filename.to_owned()] },
+            Some(collection) => StorageChange::Items { collection, names: vec![filename.to_owned()], origin },
             // Not subscribed yet: the index is built from a scan anyway.
             None => return,
         };

@@ -1,6 +1,7 @@
 //! The core driven through its facade with in-memory ports.
 
 mod accounts;
+mod changes;
 mod contract;
 mod discovery;
 mod index;

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use cms_core::CoreError;
 use cms_core::account::KeyRecord;
-use cms_core::ports::{ChangeSource, ContentStore, KeyStore, StorageChange};
+use cms_core::ports::{ChangeOrigin, ChangeSource, ContentStore, KeyStore, StorageChange};
 use cms_core::testing::fixtures::{item_name as name, posts};
 
 use crate::node;
@@ -24,7 +24,14 @@ async fn a_write_on_one_node_reaches_the_other_through_the_journal_not_its_own()
     let started = Instant::now();
     a.content_store().create(&posts(), &name("hello.md"), b"---\ntitle: Hi\n---\n").await.unwrap();
     let batch = tokio::time::timeout(Duration::from_secs(5), feed_b.next_batch()).await.expect("within 5 s");
-    assert_eq!(batch, Some(vec![StorageChange::Items { collection: 0, names: vec!["hello.md".into()] }]));
+    assert_eq!(
+        batch,
+        Some(vec![StorageChange::Items {
+            collection: 0,
+            names: vec!["hello.md".into()],
+            origin: ChangeOrigin::OtherNode
+        }])
+    );
     assert!(started.elapsed() < Duration::from_secs(2), "seen after {:?}", started.elapsed());
 
     // The writer's own feed stays quiet: its index has the write already.

@@ -252,6 +252,42 @@ fn api_writes_never_wait_for_receivers_and_a_graceful_stop_finishes_deliveries()
     assert_eq!(log.lines().count(), 9, "{log}");
 }
 
+/// A file edited by hand in the site folder while the server runs (created, changed,
+/// removed) is announced like an API write: the receiver gets `file.created`,
+/// `file.updated` and `file.deleted`, signed, with the file's name and folder.
+#[test]
+fn an_outside_edit_of_a_file_sends_its_webhook() {
+    let ca = TestCa::new();
+    let receiver = Receiver::start(&ca, Answer::Status(200));
+    let site = site_trusting(&ca);
+    let (_, secret) = add_hook(site.path(), &receiver.url(), "file.created,file.updated,file.deleted");
+    let server = Server::start(site.path());
+    let file = site.path().join("content/posts/edited-by-hand.md");
+
+    let steps: [(&str, Option<&str>); 3] = [
+        ("file.created", Some("---\ntitle: By hand\nstatus: published\n---\nWritten in an editor.\n")),
+        ("file.updated", Some("---\ntitle: By hand, again\nstatus: published\n---\nChanged.\n")),
+        ("file.deleted", None),
+    ];
+    for (count, (event, text)) in steps.into_iter().enumerate() {
+        match text {
+            Some(text) => fs::write(&file, text).unwrap(),
+            None => fs::remove_file(&file).unwrap(),
+        }
+        let got = receiver.wait_for(count + 1, Duration::from_secs(20));
+        assert_eq!(got.len(), count + 1, "{event} arrives");
+        let last = &got[count];
+        assert!(signed_by(&secret, &last.body, last.header("x-webhook-signature")));
+        assert_eq!(last.header("x-webhook-event"), Some(event));
+        let body = last.json();
+        assert_eq!(body["event"], event);
+        assert_eq!(body["data"], json!({"filename": "edited-by-hand.md", "folder": 0}));
+    }
+    // The API's answer agrees: the item is gone.
+    let gone = server.agent.get(format!("{}/cms/collections/posts/items/edited-by-hand", server.base)).call();
+    assert_eq!(gone.unwrap().status().as_u16(), 404);
+}
+
 /// Finding 10 of the review, end to end: a site that does not allow private addresses
 /// refuses a loopback receiver when it is added (the message names the setting) and, for
 /// a subscription that exists already (added while the setting was on, or by hand), when

@@ -11,10 +11,12 @@
 //!
 //! No I/O: bytes in, bytes out. The composition root builds one [`ImagePool`].
 
+mod budget;
 mod error;
 mod pool;
 mod render;
 
+pub use budget::Budget;
 pub use error::ImageError;
-pub use pool::{Budget, ImagePool};
+pub use pool::ImagePool;
 pub use render::{probe, render};

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use cms_core::CoreResult;
@@ -26,33 +26,9 @@ use cms_core::images::{RenderLimits, RenderSpec};
 use cms_core::ports::ImageCodec;
 use futures_channel::oneshot;
 
+use crate::budget::Budget;
 use crate::error::ImageError;
 use crate::render;
-
-/// The time a render has left, and whether its request still wants it; checked by the
-/// render between its steps.
-pub struct Budget<'a> {
-    deadline: Instant,
-    timeout: Duration,
-    stop: &'a AtomicBool,
-}
-
-impl<'a> Budget<'a> {
-    pub fn new(timeout: Duration, stop: &'a AtomicBool) -> Self {
-        Self { deadline: Instant::now() + timeout, timeout, stop }
-    }
-
-    /// `Err` once the render should stop: its time is up or its request went away.
-    pub fn check(&self) -> Result<(), ImageError> {
-        if self.stop.load(Ordering::Relaxed) {
-            return Err(ImageError::Abandoned);
-        }
-        if Instant::now() >= self.deadline {
-            return Err(ImageError::TimedOut(self.timeout));
-        }
-        Ok(())
-    }
-}
 
 /// How much longer than its budget a request waits for its render, so that a render that
 /// checks its budget is answered by itself (and keeps its worker) rather than replaced.

@@ -23,8 +23,8 @@ use image::{
     RgbaImage,
 };
 
+use crate::budget::Budget;
 use crate::error::ImageError;
-use crate::pool::Budget;
 
 /// rav1e's speed (0 slowest to 10 fastest). 10: a server answers while the visitor waits,
 /// and rav1e here is pure Rust without assembly; 10 takes about a third of the time of 8

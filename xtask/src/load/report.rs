@@ -4,10 +4,8 @@
 use std::time::Duration;
 
 use super::cases::Case;
-use super::sitegen::SMALL_ITEMS;
-use super::writes::{
-    CONCURRENT_WRITERS, ValidationCost, Visibility, WRITE_SIZE, WriteFigures, Writes, median,
-};
+use super::sitegen::{CONCURRENT_WRITERS, SMALL_ITEMS};
+use super::writes::{ValidationCost, Visibility, WRITE_SIZE, WriteFigures, Writes, median};
 use super::wrk::Figures;
 
 pub struct Report {

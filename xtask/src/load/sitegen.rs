@@ -25,7 +25,9 @@ pub const PLAIN_COLLECTION: &str = "notes";
 const PLAIN_DIR: &str = "content/notes";
 pub const MODELLED_COLLECTION: &str = "checked-notes";
 const MODELLED_DIR: &str = "content/checked-notes";
-pub const SMALL_ITEMS: usize = super::writes::CONCURRENT_WRITERS;
+/// Writers at once in the write cases (`writes.rs`), each on its own item.
+pub const CONCURRENT_WRITERS: usize = 64;
+pub const SMALL_ITEMS: usize = CONCURRENT_WRITERS;
 
 /// The content model of [`COLLECTION`] and of [`MODELLED_COLLECTION`]: written once, so
 /// that the two small collections of the write-cost comparison differ by the model alone.

@@ -14,12 +14,12 @@ use super::cases::item_path;
 use super::client::Client;
 use super::process::Server;
 use super::sitegen::{
-    BenchSite, COLLECTION, CONTENT_DIR, MODELLED_COLLECTION, PLAIN_COLLECTION, SMALL_ITEMS,
+    BenchSite, COLLECTION, CONCURRENT_WRITERS, CONTENT_DIR, MODELLED_COLLECTION, PLAIN_COLLECTION,
+    SMALL_ITEMS,
 };
 
 /// The site size at which writes are measured.
 pub const WRITE_SIZE: usize = 10_000;
-pub const CONCURRENT_WRITERS: usize = 64;
 const WRITE_TIME: Duration = Duration::from_secs(3);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// A cap on loops, should requests fail instantly for the whole write time.

@@ -10,8 +10,7 @@ use cms_core::policy::{self, Operation};
 use cms_core::service::VersionId;
 use cms_core::slug::ItemRef;
 
-use super::history::author_text;
-use super::items::{CollectionLink, item_href};
+use super::links::{CollectionLink, author_text, item_href, list_href};
 use super::query_param;
 use crate::AdminState;
 use crate::auth::{PostedForm, SignedIn};
@@ -22,11 +21,6 @@ use crate::view::{self, Layout, Section, path_escape};
 
 /// Deleted items on one page of the view.
 const PER_PAGE: usize = 20;
-
-/// The Deleted view of a collection.
-pub(super) fn list_href(collection: &Collection) -> String {
-    format!("/admin/collections/{}/deleted", collection.slug)
-}
 
 /// Where a deleted item's newest version is restored (the view's Restore, the Undo).
 fn restore_href(collection: &Collection, filename: &str) -> String {

@@ -9,18 +9,13 @@ use cms_core::policy::{self, Operation, Principal};
 use cms_core::service::{VersionId, VersionList};
 use cms_core::slug::ItemRef;
 
-use super::items::{CollectionLink, item_href};
+use super::links::{CollectionLink, author_text, item_href};
 use crate::AdminState;
 use crate::auth::{PostedForm, SignedIn};
 use crate::diff::{self, Row};
 use crate::error::AdminResult;
 use crate::readable::Moment;
 use crate::view::{self, Layout, Section};
-
-/// Who made a version, as the pages show it.
-pub(super) fn author_text(author: Option<&str>) -> String {
-    author.unwrap_or("unknown").to_owned()
-}
 
 struct VersionRow {
     when: Moment,
@@ -97,7 +92,7 @@ pub async fn versions(
         item_href: href,
         current,
         versions,
-        deleted_href: super::deleted::list_href(collection),
+        deleted_href: super::links::list_href(collection),
     })
 }
 
@@ -154,7 +149,7 @@ pub async fn diff(
         when: view::unix_time(old.stamp.timestamp),
         author: author_text(author.as_deref()),
         deleted: list.current.is_none(),
-        deleted_href: super::deleted::list_href(collection),
+        deleted_href: super::links::list_href(collection),
         differs: diff::differs(&rows),
         rows,
     })

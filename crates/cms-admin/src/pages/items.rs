@@ -15,6 +15,7 @@ use cms_core::service::{ItemUpdate, NewItem, Precondition, UpdateMode, Viewer};
 use cms_core::slug::{ItemRef, slugify};
 use cms_core::{CoreError, CoreResult};
 
+use super::links::{CollectionLink, item_href};
 use super::{ConfirmPage, ItemAt, query_param};
 use crate::AdminState;
 use crate::auth::{PostedForm, SignedIn};
@@ -28,27 +29,10 @@ use crate::model_view::{Lookups, ModelView, Summary};
 use crate::pager::{PageLink, page_links};
 use crate::preview;
 use crate::readable::{self, Moment};
-use crate::view::{self, Layout, Section, path_escape, query_escape};
+use crate::view::{self, Layout, Section, query_escape};
 
 /// Items on one page of the list.
 const PER_PAGE: usize = 20;
-
-/// A collection as the pages link to it.
-pub(super) struct CollectionLink {
-    pub label: String,
-    pub href: String,
-    pub new_href: String,
-}
-
-impl CollectionLink {
-    pub(super) fn of(collection: &Collection) -> Self {
-        Self {
-            label: collection.label.clone(),
-            href: format!("/admin/collections/{}", collection.slug),
-            new_href: format!("/admin/collections/{}/new", collection.slug),
-        }
-    }
-}
 
 struct ItemRow {
     title: String,
@@ -192,7 +176,7 @@ pub async fn list(
     view::ok(&ItemsPage {
         l,
         undo: super::deleted::Undo::offered(&req, &user, collection),
-        deleted_href: super::deleted::list_href(collection),
+        deleted_href: super::links::list_href(collection),
         collection: CollectionLink::of(collection),
         items,
         count: readable::count(total, "item", "items"),
@@ -221,10 +205,6 @@ fn shown_status(meta: &ItemMeta, now: i64) -> (&'static str, &'static str) {
         }
         (status, _) => (status.as_str(), status.as_str()),
     }
-}
-
-pub(super) fn item_href(collection: &Collection, filename: &str) -> String {
-    format!("/admin/collections/{}/items/{}", collection.slug, path_escape(filename))
 }
 
 /// What the edit page shows when a save met a newer version.

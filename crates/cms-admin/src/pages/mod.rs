@@ -6,6 +6,7 @@ mod history;
 mod home;
 mod items;
 mod keys;
+mod links;
 mod media;
 mod share;
 mod signin;
@@ -106,7 +107,7 @@ impl<'a> ItemAt<'a> {
     ) -> AdminResult<Self> {
         let collection = state.cms.collection(collection)?;
         let raw = state.cms.read_item_source(user, collection, &ItemRef::parse(item)?).await?;
-        let href = items::item_href(collection, &raw.meta.filename);
+        let href = links::item_href(collection, &raw.meta.filename);
         Ok(Self { collection, raw, href })
     }
 }

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::Field;
-use super::filter::{Comparable, is_scalar, scalar_of};
+use super::compare::{Comparable, Scalar, is_scalar, scalar_of};
 use crate::item::ItemMeta;
 
 /// The texts an item's meta already keeps, which packed fields refer to rather than copy.
@@ -68,16 +68,6 @@ pub enum KeptValue<'a> {
     Scalar(Scalar<'a>),
     /// The elements of a list-like field.
     Elements(Elements<'a>),
-}
-
-/// A field's scalar value, borrowed from where it is kept.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Scalar<'a> {
-    Number(f64),
-    Bool(bool),
-    /// Nanoseconds since the Unix epoch.
-    Instant(i128),
-    Text(&'a str),
 }
 
 /// The elements of a list-like field: packed texts, or the meta's tags.

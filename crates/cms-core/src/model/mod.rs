@@ -9,6 +9,7 @@
 //! for the caller to check that they exist; [`Model::json_schema`] describes it for
 //! clients and code generators.
 
+mod compare;
 mod config;
 mod filter;
 mod kept;
@@ -16,9 +17,10 @@ mod schema;
 mod typescript;
 mod validate;
 
+pub use compare::{Comparable, Scalar, is_scalar, value_of};
 pub use config::{ExtraFields, FieldConfig, FieldType, FieldsConfig};
-pub use filter::{Comparable, FieldFilter, FilterOp, compare_kept, is_scalar, value_of};
-pub use kept::{Elements, KeptField, KeptFields, KeptValue, Scalar, Shared};
+pub use filter::{FieldFilter, FilterOp, compare_kept};
+pub use kept::{Elements, KeptField, KeptFields, KeptValue, Shared};
 pub use typescript::type_name;
 pub use validate::{FieldError, Link, LinkTarget};
 

@@ -17,6 +17,98 @@ use crate::query::Page;
 use crate::resource::ResourceFolder;
 use crate::service::{ItemSummary, ItemView, ResourceFile, SearchHit, TagCount, VersionContent, VersionList};
 
+/// What a write did, in the words every surface answers with: REST's `message`, the MCP
+/// tools' (one list, so that the surfaces cannot drift to two spellings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Done {
+    FileCreated,
+    FileSaved,
+    FileDeleted,
+    VersionRestored,
+    FileRenamed,
+    FileMoved,
+    FolderCreated,
+}
+
+impl Done {
+    pub const ALL: [Self; 7] = [
+        Self::FileCreated,
+        Self::FileSaved,
+        Self::FileDeleted,
+        Self::VersionRestored,
+        Self::FileRenamed,
+        Self::FileMoved,
+        Self::FolderCreated,
+    ];
+
+    pub const fn message(self) -> &'static str {
+        match self {
+            Self::FileCreated => "File created.",
+            Self::FileSaved => "File saved.",
+            Self::FileDeleted => "File deleted.",
+            Self::VersionRestored => "Version restored.",
+            Self::FileRenamed => "File renamed.",
+            Self::FileMoved => "File moved.",
+            Self::FolderCreated => "Folder created.",
+        }
+    }
+}
+
+impl Serialize for Done {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.message())
+    }
+}
+
+impl JsonSchema for Done {
+    fn schema_name() -> Cow<'static, str> {
+        "Done".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let messages: Vec<&str> = Self::ALL.iter().map(|done| done.message()).collect();
+        schemars::json_schema!({ "type": "string", "enum": messages })
+    }
+}
+
+/// An item write's answer: `WriteResult` (create, save) and `RestoreResult` (with the
+/// restored version) in the API reference.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ItemWritten {
+    pub filename: String,
+    pub folder: usize,
+    pub message: Done,
+    /// The restored version (a restore only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restored: Option<i64>,
+}
+
+impl ItemWritten {
+    pub fn new(outcome: &crate::service::WriteOutcome, done: Done) -> Self {
+        Self { filename: outcome.filename.clone(), folder: outcome.folder, message: done, restored: None }
+    }
+}
+
+/// A write that answers that it is done: `Deleted` and `ResourceDone` in the API
+/// reference (`name`: a resource's new name, after a rename, a move or a new folder).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Acknowledged {
+    pub ok: bool,
+    pub message: Done,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl Acknowledged {
+    pub fn new(done: Done) -> Self {
+        Self { ok: true, message: done, name: None }
+    }
+
+    pub fn named(done: Done, name: String) -> Self {
+        Self { ok: true, message: done, name: Some(name) }
+    }
+}
+
 /// A collection, as `GET /cms/collections` and `list_collections` list it.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct CollectionInfo {

@@ -1,4 +1,4 @@
-//! Authentication as extractors, written once: [`KeyUser`] for `Req` routes, [`Caller`] for
+//! Authentication as extractors, written once: [`KeyUser`] for `Req` routes, [`Reader`] for
 //! `Opt` routes. Handlers never look at headers themselves.
 
 use std::borrow::Cow;
@@ -16,29 +16,33 @@ use futures_util::future::{Either, Ready, ready};
 use crate::error::{ApiError, Shape};
 use crate::state;
 
-/// Marks which response shape an extractor's errors take.
-pub trait ShapeMarker {
+/// Which response shape an extractor's errors take (a marker type, not a role: the
+/// facade checks roles).
+pub trait ErrorShape {
     const SHAPE: Shape;
 }
 
-pub struct Envelope;
-pub struct Editor;
+/// Errors in the envelope (`{status, message, ...}`) of the service routes.
+pub struct EnvelopeShape;
+/// Errors in the editor API's shape (`{error}`).
+pub struct EditorShape;
 
-impl ShapeMarker for Envelope {
+impl ErrorShape for EnvelopeShape {
     const SHAPE: Shape = Shape::Envelope;
 }
-impl ShapeMarker for Editor {
+impl ErrorShape for EditorShape {
     const SHAPE: Shape = Shape::Editor;
 }
 
 /// The user behind a required, valid key.
-pub struct KeyUser<S: ShapeMarker> {
+pub struct KeyUser<S: ErrorShape> {
     pub principal: Principal,
     _shape: PhantomData<S>,
 }
 
-/// The caller of an `Opt` route: anonymous (origin-checked) or a valid key's user.
-pub struct Caller {
+/// Who reads through an `Opt` route: anonymous (origin-checked) or a valid key's user.
+/// (Not `cms_core::policy::Caller`, which a privileged facade call takes.)
+pub struct Reader {
     pub viewer: Viewer,
 }
 
@@ -72,7 +76,7 @@ pub struct KeyedByQuery;
 
 type Boxed<T> = Pin<Box<dyn Future<Output = Result<T, ApiError>>>>;
 
-impl<S: ShapeMarker + 'static> FromRequest for KeyUser<S> {
+impl<S: ErrorShape + 'static> FromRequest for KeyUser<S> {
     type Error = ApiError;
     type Future = Boxed<Self>;
 
@@ -93,7 +97,7 @@ impl<S: ShapeMarker + 'static> FromRequest for KeyUser<S> {
     }
 }
 
-impl FromRequest for Caller {
+impl FromRequest for Reader {
     type Error = ApiError;
     type Future = Either<Ready<Result<Self, ApiError>>, Boxed<Self>>;
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use cms_core::answers::{ItemEntry, PageMeta, TagEntry, VersionListing, VersionText};
+use cms_core::answers::{Done, ItemEntry, PageMeta, TagEntry, VersionListing, VersionText};
 use cms_core::model::FieldError;
 use cms_core::query::{ListInput, ListQuery};
 use cms_core::resource::Subpath;
@@ -135,13 +135,13 @@ async fn answer<T, S>(
 }
 
 /// What a create, update or restore wrote, with the REST route's message.
-fn written(outcome: WriteOutcome, message: &str, restored: Option<i64>) -> Written {
+fn written(outcome: WriteOutcome, done: Done, restored: Option<i64>) -> Written {
     Written {
         filename: outcome.filename,
         slug: outcome.slug,
         folder: outcome.folder,
         etag: outcome.etag,
-        message: message.into(),
+        message: done.message().into(),
         restored,
     }
 }
@@ -265,7 +265,7 @@ impl CmsServer {
         };
         let create =
             async |cms: &Cms, user| cms.create_item(&user, cms.collection(&args.collection)?, new).await;
-        answer(&self.cms, &ctx, create, |outcome| written(outcome, "File created.", None)).await
+        answer(&self.cms, &ctx, create, |outcome| written(outcome, Done::FileCreated, None)).await
     }
 
     /// Update an item as REST PATCH does: fm is merged over the stored frontmatter (a key
@@ -288,7 +288,7 @@ impl CmsServer {
             let collection = cms.collection(&args.collection)?;
             cms.update_item(&user, collection, &ItemRef::parse(&args.slug)?, update, if_match.as_ref()).await
         };
-        answer(&self.cms, &ctx, save, |outcome| written(outcome, "File saved.", None)).await
+        answer(&self.cms, &ctx, save, |outcome| written(outcome, Done::FileSaved, None)).await
     }
 
     /// Delete an item. Its history is kept: restore_version brings it back.
@@ -308,7 +308,8 @@ impl CmsServer {
             let collection = cms.collection(&args.collection)?;
             cms.delete_item(&user, collection, &ItemRef::parse(&args.slug)?, if_match.as_ref()).await
         };
-        answer(&self.cms, &ctx, delete, |_| Deleted { ok: true, message: "File deleted.".into() }).await
+        answer(&self.cms, &ctx, delete, |_| Deleted { ok: true, message: Done::FileDeleted.message().into() })
+            .await
     }
 
     /// List an item's saved versions, newest first (each write keeps the content it
@@ -361,7 +362,7 @@ impl CmsServer {
                 .await
         };
         answer(&self.cms, &ctx, restore, |(outcome, restored)| {
-            written(outcome, "Version restored.", Some(restored))
+            written(outcome, Done::VersionRestored, Some(restored))
         })
         .await
     }

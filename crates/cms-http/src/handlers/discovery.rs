@@ -17,7 +17,7 @@ use cms_core::query::{ListQuery, StatusFilter};
 use cms_core::service::Viewer;
 use cms_core::slug::ItemRef;
 
-use crate::auth::Caller;
+use crate::auth::Reader;
 use crate::body::form_or_json_params;
 use crate::documents::{self, site_version};
 use crate::dto::{RelatedDto, SearchEntryDto};
@@ -62,7 +62,7 @@ where
 /// `GET /cms/collections/search-index`: a bare JSON array.
 pub async fn search_index(
     state: web::Data<AppState>,
-    _caller: Caller,
+    _caller: Reader,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let [collection_path, resources_path, page_path, tag_page_path, author_page_path, site_url, pretty_urls] =
@@ -119,7 +119,7 @@ fn counted_envelope<T: serde::Serialize>(data: &[T]) -> Result<Vec<u8>, ApiError
 /// `GET /cms/tags`
 pub async fn tags(
     state: web::Data<AppState>,
-    _caller: Caller,
+    _caller: Reader,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let [content_path, tag_page_path, pretty_urls] =
@@ -137,7 +137,7 @@ pub async fn tags(
 /// `GET /cms/tags/{tag}/items`
 pub async fn tag_items(
     state: web::Data<AppState>,
-    _caller: Caller,
+    _caller: Reader,
     tag: web::Path<String>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
@@ -154,7 +154,7 @@ pub async fn tag_items(
 /// `GET /cms/collections/{collection}/rss`
 pub async fn rss(
     state: web::Data<AppState>,
-    _caller: Caller,
+    _caller: Reader,
     collection: web::Path<String>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
@@ -170,7 +170,7 @@ pub async fn rss(
 /// `GET /cms/collections/{collection}/sitemap`
 pub async fn sitemap(
     state: web::Data<AppState>,
-    _caller: Caller,
+    _caller: Reader,
     collection: web::Path<String>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
@@ -186,7 +186,7 @@ pub async fn sitemap(
 /// `GET /cms/items/related`
 pub async fn related(
     state: web::Data<AppState>,
-    _caller: Caller,
+    _caller: Reader,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let [content_path, by, limit, page_path, site_url, pretty_urls] =
@@ -229,7 +229,7 @@ async fn legacy_list(
 /// `GET /cms/collections/items` (legacy): the list parameters plus `collectionPath`.
 pub async fn legacy_list_get(
     state: web::Data<AppState>,
-    _caller: Caller,
+    _caller: Reader,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let q = query(&req)?;
@@ -240,7 +240,7 @@ pub async fn legacy_list_get(
 /// body; they win over any in the query string.
 pub async fn legacy_list_post(
     state: web::Data<AppState>,
-    _caller: Caller,
+    _caller: Reader,
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
@@ -252,7 +252,7 @@ pub async fn legacy_list_post(
 /// `GET /cms/collections/items/{slug}` (legacy): one published item of `collectionPath`.
 pub async fn legacy_read(
     state: web::Data<AppState>,
-    _caller: Caller,
+    _caller: Reader,
     slug: web::Path<String>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
@@ -276,7 +276,7 @@ pub async fn legacy_read(
 /// configuration order.
 pub async fn read_anywhere(
     state: web::Data<AppState>,
-    _caller: Caller,
+    _caller: Reader,
     slug: web::Path<String>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {

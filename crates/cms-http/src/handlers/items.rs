@@ -2,13 +2,13 @@
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
+use cms_core::answers::{Acknowledged, Done, ItemWritten};
 use cms_core::query::{ListParams, ListQuery};
 use cms_core::service::{ItemUpdate, NewItem, Precondition, UpdateMode, WriteOutcome};
 use cms_core::slug::ItemRef;
-use serde_json::json;
 use std::collections::HashMap;
 
-use crate::auth::{Caller, Editor, KeyUser};
+use crate::auth::{EditorShape, KeyUser, Reader};
 use crate::body::{Fields, bad_request, json_object};
 use crate::dto::RawItemDto;
 use crate::error::{ApiError, Shape};
@@ -59,7 +59,7 @@ pub(crate) fn if_match(req: &HttpRequest) -> Option<Precondition> {
 /// future is boxed, so that a request's future stays small (see [`crate::documents::answer`]).
 pub async fn list(
     state: web::Data<AppState>,
-    caller: Caller,
+    caller: Reader,
     collection: web::Path<String>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
@@ -82,7 +82,7 @@ pub async fn list(
 /// `GET /cms/collections/{collection}/items/{slug}`
 pub async fn read(
     state: web::Data<AppState>,
-    caller: Caller,
+    caller: Reader,
     path: web::Path<(String, String)>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
@@ -106,7 +106,7 @@ pub async fn read(
 /// `GET /cms/collections/{collection}/items/{slug}/raw`
 pub async fn raw(
     state: web::Data<AppState>,
-    user: KeyUser<Editor>,
+    user: KeyUser<EditorShape>,
     path: web::Path<(String, String)>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
@@ -134,7 +134,7 @@ fn write_response(outcome: &WriteOutcome) -> actix_web::HttpResponseBuilder {
 /// `POST /cms/collections/{collection}/items`
 pub async fn create(
     state: web::Data<AppState>,
-    user: KeyUser<Editor>,
+    user: KeyUser<EditorShape>,
     collection: web::Path<String>,
     req: HttpRequest,
     payload: web::Payload,
@@ -157,12 +157,12 @@ pub async fn create(
     let location = format!("/cms/collections/{collection_slug}/items/{}", outcome.slug);
     Ok(write_response(&outcome)
         .insert_header((header::LOCATION, location))
-        .json(json!({ "filename": outcome.filename, "folder": outcome.folder, "message": "File created." })))
+        .json(ItemWritten::new(&outcome, Done::FileCreated)))
 }
 
 async fn update(
     state: web::Data<AppState>,
-    user: KeyUser<Editor>,
+    user: KeyUser<EditorShape>,
     path: web::Path<(String, String)>,
     req: HttpRequest,
     payload: web::Payload,
@@ -182,14 +182,13 @@ async fn update(
                 .await
         })
         .await?;
-    Ok(write_response(&outcome)
-        .json(json!({ "filename": outcome.filename, "folder": outcome.folder, "message": "File saved." })))
+    Ok(write_response(&outcome).json(ItemWritten::new(&outcome, Done::FileSaved)))
 }
 
 /// `PUT /cms/collections/{collection}/items/{slug}`: an omitted `body` saves an empty body.
 pub async fn put(
     state: web::Data<AppState>,
-    user: KeyUser<Editor>,
+    user: KeyUser<EditorShape>,
     path: web::Path<(String, String)>,
     req: HttpRequest,
     payload: web::Payload,
@@ -200,7 +199,7 @@ pub async fn put(
 /// `PATCH /cms/collections/{collection}/items/{slug}`: an omitted `body` keeps the body.
 pub async fn patch(
     state: web::Data<AppState>,
-    user: KeyUser<Editor>,
+    user: KeyUser<EditorShape>,
     path: web::Path<(String, String)>,
     req: HttpRequest,
     payload: web::Payload,
@@ -211,7 +210,7 @@ pub async fn patch(
 /// `DELETE /cms/collections/{collection}/items/{slug}`
 pub async fn delete(
     state: web::Data<AppState>,
-    user: KeyUser<Editor>,
+    user: KeyUser<EditorShape>,
     path: web::Path<(String, String)>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
@@ -224,7 +223,7 @@ pub async fn delete(
             cms.delete_item(&user.principal, collection, &ItemRef::parse(&slug)?, if_match.as_ref()).await
         })
         .await?;
-    Ok(HttpResponse::Ok().json(json!({ "ok": true, "message": "File deleted." })))
+    Ok(HttpResponse::Ok().json(Acknowledged::new(Done::FileDeleted)))
 }
 
 #[cfg(test)]
@@ -248,7 +247,7 @@ mod tests {
         let cms = Arc::new(MemoryWorld::new().cms_with(SITE_YAML));
         let state = web::Data::new(AppState::new(cms, Vec::new(), 1 << 16, 1 << 16));
         let req = TestRequest::get().app_data(state.clone()).to_http_request();
-        let caller = || Caller { viewer: Viewer::Anonymous };
+        let caller = || Reader { viewer: Viewer::Anonymous };
         let collection = || web::Path::from("posts".to_owned());
         let sizes = [
             (

@@ -8,7 +8,7 @@ use cms_core::slug::ItemRef;
 use serde_json::json;
 use time::format_description::well_known::Rfc3339;
 
-use crate::auth::{Editor, KeyUser};
+use crate::auth::{EditorShape, KeyUser};
 use crate::body::{Fields, json_object};
 use crate::dto::ItemDto;
 use crate::error::{ApiError, Shape};
@@ -19,7 +19,7 @@ use crate::state::AppState;
 /// `{"ttl_secs": N}`: `{"url", "token", "expires"}`.
 pub async fn create(
     state: web::Data<AppState>,
-    user: KeyUser<Editor>,
+    user: KeyUser<EditorShape>,
     path: web::Path<(String, String)>,
     req: HttpRequest,
     payload: web::Payload,

@@ -5,14 +5,14 @@ use actix_web::http::StatusCode;
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use cms_core::CoreResult;
+use cms_core::answers::{Acknowledged, Done};
 use cms_core::license::Feature;
 use cms_core::resource::{FileName, Subpath, sanitize_upload_name};
 use cms_core::service::{Upload, parse_folder_index};
 use cms_core::upload::{self, UploadFailed};
 use futures_util::StreamExt;
-use serde_json::json;
 
-use crate::auth::{Editor, KeyUser};
+use crate::auth::{EditorShape, KeyUser};
 use crate::body::{Fields, bad_request, json_object};
 use crate::dto::{ResourceFileDto, ResourceListingDto};
 use crate::error::{ApiError, Shape};
@@ -31,7 +31,7 @@ fn subpath(raw: Option<&str>) -> CoreResult<Subpath> {
 /// `GET /cms/resources?folder=&subpath=`
 pub async fn list(
     state: web::Data<AppState>,
-    user: KeyUser<Editor>,
+    user: KeyUser<EditorShape>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let mut query = query_map(&req, SHAPE)?;
@@ -52,7 +52,7 @@ pub async fn list(
 /// `POST /cms/resources` (multipart: `file`, `folder`, `subpath`).
 pub async fn upload(
     state: web::Data<AppState>,
-    user: KeyUser<Editor>,
+    user: KeyUser<EditorShape>,
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
@@ -153,7 +153,7 @@ async fn text_field(field: &mut actix_multipart::Field, name: &str) -> Result<St
 /// `dest_subpath`, optional `new_filename`).
 pub async fn rename_or_move(
     state: web::Data<AppState>,
-    user: KeyUser<Editor>,
+    user: KeyUser<EditorShape>,
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
@@ -173,7 +173,7 @@ pub async fn rename_or_move(
                 let new_name = FileName::parse(&new_name)?;
                 state.cms.rename_resource(&user.principal, folder, &dir, &file, &new_name).await
             };
-            (state.run(SHAPE, renamed).await?, "File renamed.")
+            (state.run(SHAPE, renamed).await?, Done::FileRenamed)
         }
         Some("move") => {
             let dest = fields.required_string("dest_subpath")?;
@@ -188,7 +188,7 @@ pub async fn rename_or_move(
                 let cms = &state.cms;
                 cms.move_resource(&user.principal, folder, &dir, &file, &dest, new_name.as_ref()).await
             };
-            (state.run(SHAPE, moved).await?, "File moved.")
+            (state.run(SHAPE, moved).await?, Done::FileMoved)
         }
         Some(other) => {
             return Err(bad_request(
@@ -197,13 +197,13 @@ pub async fn rename_or_move(
             ));
         }
     };
-    Ok(HttpResponse::Ok().json(json!({ "ok": true, "message": message, "name": name })))
+    Ok(HttpResponse::Ok().json(Acknowledged::named(message, name)))
 }
 
 /// `DELETE /cms/resources` (`folder`, `subpath`, `file`): a file, or an empty folder.
 pub async fn delete(
     state: web::Data<AppState>,
-    user: KeyUser<Editor>,
+    user: KeyUser<EditorShape>,
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
@@ -217,13 +217,13 @@ pub async fn delete(
         state.cms.delete_resource(&user.principal, folder, &dir, &file).await
     };
     state.run(SHAPE, delete).await?;
-    Ok(HttpResponse::Ok().json(json!({ "ok": true, "message": "File deleted." })))
+    Ok(HttpResponse::Ok().json(Acknowledged::new(Done::FileDeleted)))
 }
 
 /// `POST /cms/resources/folders` (`folder`, `subpath`, `name`).
 pub async fn create_folder(
     state: web::Data<AppState>,
-    user: KeyUser<Editor>,
+    user: KeyUser<EditorShape>,
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
@@ -237,5 +237,5 @@ pub async fn create_folder(
         state.cms.create_resource_folder(&user.principal, folder, &dir, &name).await
     };
     let name = state.run(SHAPE, create).await?;
-    Ok(HttpResponse::Ok().json(json!({ "ok": true, "message": "Folder created.", "name": name })))
+    Ok(HttpResponse::Ok().json(Acknowledged::named(Done::FolderCreated, name)))
 }

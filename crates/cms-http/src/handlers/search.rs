@@ -4,7 +4,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use cms_core::answers::{PageMeta, SearchResultEntry};
 use cms_core::service::{SearchParams, SearchQuery};
 
-use crate::auth::Caller;
+use crate::auth::Reader;
 use crate::documents;
 use crate::error::{ApiError, Shape};
 use crate::handlers::items::query_map;
@@ -14,7 +14,7 @@ use crate::state::AppState;
 /// a key.
 pub async fn search(
     state: web::Data<AppState>,
-    caller: Caller,
+    caller: Reader,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let mut q = query_map(&req, Shape::Envelope)?;

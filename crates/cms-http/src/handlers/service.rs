@@ -8,7 +8,7 @@ use cms_core::answers::CollectionInfo;
 use serde::Serialize;
 use serde_json::json;
 
-use crate::auth::{Caller, Envelope, KeyUser};
+use crate::auth::{EnvelopeShape, KeyUser, Reader};
 use crate::error::{ApiError, Shape};
 use crate::openapi;
 use crate::reply::{envelope, json_response, timestamp_now};
@@ -94,7 +94,7 @@ fn site_document(state: &AppState) -> serde_json::Value {
 /// `GET /cms/`: name, version, every route with its method, path and auth (taken from the
 /// OpenAPI document), the AI-agent endpoint `/mcp`, and the files of the collection folders that are not listed, with
 /// the reason, so that an owner sees what the server skipped.
-pub async fn describe(state: web::Data<AppState>, _user: KeyUser<Envelope>) -> HttpResponse {
+pub async fn describe(state: web::Data<AppState>, _user: KeyUser<EnvelopeShape>) -> HttpResponse {
     let routes: Vec<_> = openapi::operations(&site_document(&state))
         .into_iter()
         .map(|o| json!({ "method": o.method, "path": o.path, "auth": o.auth }))
@@ -140,7 +140,7 @@ pub async fn openapi_json(state: web::Data<AppState>, req: HttpRequest) -> Resul
 /// changes only with `cms.yaml`, so it is kept like the OpenAPI document).
 pub async fn collection_schema(
     state: web::Data<AppState>,
-    _caller: Caller,
+    _caller: Reader,
     collection: web::Path<String>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
@@ -156,7 +156,7 @@ pub async fn collection_schema(
 }
 
 /// `GET /cms/collections`.
-pub async fn collections(state: web::Data<AppState>, _caller: Caller) -> HttpResponse {
+pub async fn collections(state: web::Data<AppState>, _caller: Reader) -> HttpResponse {
     let all = state.cms.collections();
     let data: Vec<CollectionInfo> = all
         .iter()

@@ -5,7 +5,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use cms_core::policy::Operation;
 use serde_json::json;
 
-use crate::auth::{Editor, KeyUser};
+use crate::auth::{EditorShape, KeyUser};
 use crate::body::json_object;
 use crate::dto::WebhookDto;
 use crate::error::{ApiError, Shape};
@@ -14,7 +14,7 @@ use crate::state::AppState;
 const SHAPE: Shape = Shape::Editor;
 
 /// `GET /cms/settings/theme` (owner, `theme_customization`).
-pub async fn theme(state: web::Data<AppState>, user: KeyUser<Editor>) -> Result<HttpResponse, ApiError> {
+pub async fn theme(state: web::Data<AppState>, user: KeyUser<EditorShape>) -> Result<HttpResponse, ApiError> {
     let theme = state.run(SHAPE, state.cms.theme(&user.principal)).await?;
     Ok(HttpResponse::Ok().json(json!({ "theme": theme })))
 }
@@ -22,7 +22,7 @@ pub async fn theme(state: web::Data<AppState>, user: KeyUser<Editor>) -> Result<
 /// `PUT /cms/settings/theme`: any subset of the fields; the rest stay as they are.
 pub async fn update_theme(
     state: web::Data<AppState>,
-    user: KeyUser<Editor>,
+    user: KeyUser<EditorShape>,
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
@@ -35,7 +35,7 @@ pub async fn update_theme(
 }
 
 /// `GET /cms/settings/users` (admin or owner).
-pub async fn users(state: web::Data<AppState>, user: KeyUser<Editor>) -> Result<HttpResponse, ApiError> {
+pub async fn users(state: web::Data<AppState>, user: KeyUser<EditorShape>) -> Result<HttpResponse, ApiError> {
     let users = state.run(SHAPE, state.cms.users_by_role(&user.principal)).await?;
     let users: Vec<_> = users.iter().map(|u| json!({ "email": u.email, "role": u.role.as_str() })).collect();
     Ok(HttpResponse::Ok().json(json!({
@@ -49,7 +49,10 @@ pub const WEBHOOKS_MESSAGE: &str =
 
 /// `GET /cms/settings/webhooks`: owner role and the `webhooks` license feature (`403`
 /// otherwise); never the signing secrets.
-pub async fn webhooks(state: web::Data<AppState>, user: KeyUser<Editor>) -> Result<HttpResponse, ApiError> {
+pub async fn webhooks(
+    state: web::Data<AppState>,
+    user: KeyUser<EditorShape>,
+) -> Result<HttpResponse, ApiError> {
     let hooks = state.run(Shape::Editor, state.cms.webhook_settings(&user.principal)).await?;
     let hooks: Vec<WebhookDto> = hooks.into_iter().map(WebhookDto::from).collect();
     Ok(HttpResponse::Ok().json(json!({ "message": WEBHOOKS_MESSAGE, "webhooks": hooks })))

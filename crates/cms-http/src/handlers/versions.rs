@@ -3,19 +3,18 @@
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
-use cms_core::answers::{VersionListing, VersionText};
+use cms_core::answers::{Done, ItemWritten, VersionListing, VersionText};
 use cms_core::service::VersionId;
 use cms_core::slug::ItemRef;
-use serde_json::json;
 
-use crate::auth::{Editor, KeyUser};
+use crate::auth::{EditorShape, KeyUser};
 use crate::error::{ApiError, Shape};
 use crate::state::AppState;
 
 /// `GET .../items/{slug}/versions`
 pub async fn list(
     state: web::Data<AppState>,
-    user: KeyUser<Editor>,
+    user: KeyUser<EditorShape>,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (collection, slug) = path.into_inner();
@@ -31,7 +30,7 @@ pub async fn list(
 /// `GET .../items/{slug}/versions/{version}`
 pub async fn read(
     state: web::Data<AppState>,
-    user: KeyUser<Editor>,
+    user: KeyUser<EditorShape>,
     path: web::Path<(String, String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (collection, slug, version) = path.into_inner();
@@ -50,7 +49,7 @@ pub async fn read(
 /// `POST .../items/{slug}/versions/{version}/restore`
 pub async fn restore(
     state: web::Data<AppState>,
-    user: KeyUser<Editor>,
+    user: KeyUser<EditorShape>,
     path: web::Path<(String, String, String)>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
@@ -76,10 +75,6 @@ pub async fn restore(
     if let Some(etag) = &outcome.etag {
         response.insert_header((header::ETAG, etag.as_str()));
     }
-    Ok(response.json(json!({
-        "filename": outcome.filename,
-        "folder": outcome.folder,
-        "message": "Version restored.",
-        "restored": restored,
-    })))
+    Ok(response
+        .json(ItemWritten { restored: Some(restored), ..ItemWritten::new(&outcome, Done::VersionRestored) }))
 }

@@ -6,8 +6,8 @@
 use std::collections::BTreeSet;
 
 use cms_core::answers::{
-    CollectionInfo, ItemEntry, ItemHead, PageMeta, ResourceFileEntry, ResourceFolderInfo, SearchResultEntry,
-    TagEntry, VersionListing, VersionStamp, VersionText,
+    Acknowledged, CollectionInfo, Done, ItemEntry, ItemHead, ItemWritten, PageMeta, ResourceFileEntry,
+    ResourceFolderInfo, SearchResultEntry, TagEntry, VersionListing, VersionStamp, VersionText,
 };
 use schemars::{JsonSchema, schema_for};
 
@@ -27,7 +27,9 @@ fn documented(pointer: &str) -> BTreeSet<String> {
 #[test]
 fn shared_answer_shapes_have_the_documented_fields() {
     let schemas = "/components/schemas";
-    let same: [(&str, BTreeSet<String>); 8] = [
+    let same: [(&str, BTreeSet<String>); 10] = [
+        ("RestoreResult", fields_of::<ItemWritten>()),
+        ("ResourceDone", fields_of::<Acknowledged>()),
         ("Collection", fields_of::<CollectionInfo>()),
         ("PageMeta", fields_of::<PageMeta>()),
         ("VersionStamp", fields_of::<VersionStamp>()),
@@ -54,4 +56,30 @@ fn shared_answer_shapes_have_the_documented_fields() {
             fields.difference(&documented)
         );
     }
+}
+
+/// Every write's message is one the API reference documents for some write answer, and
+/// each answer's documented messages are among them.
+#[test]
+fn write_messages_are_the_documented_ones() {
+    let schemas = "/components/schemas";
+    let document = cms_http::openapi::document();
+    let mut documented = BTreeSet::new();
+    for name in ["WriteResult", "Deleted", "ResourceDone", "RestoreResult"] {
+        let message = &document.pointer(&format!("{schemas}/{name}/properties/message")).unwrap();
+        let values = message
+            .get("enum")
+            .and_then(|e| e.as_array())
+            .cloned()
+            .unwrap_or_else(|| vec![message["const"].clone()]);
+        documented.extend(values.iter().map(|v| v.as_str().expect("a message").to_owned()));
+    }
+    let ours: BTreeSet<String> = Done::ALL.iter().map(|done| done.message().to_owned()).collect();
+    assert_eq!(ours, documented);
+    let answer = serde_json::to_value(Acknowledged::named(Done::FolderCreated, "photos".into())).unwrap();
+    assert_eq!(answer, serde_json::json!({"ok": true, "message": "Folder created.", "name": "photos"}));
+    assert_eq!(
+        serde_json::to_value(Acknowledged::new(Done::FileDeleted)).unwrap(),
+        serde_json::json!({"ok": true, "message": "File deleted."})
+    );
 }

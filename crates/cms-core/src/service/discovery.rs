@@ -11,255 +11,17 @@ use std::sync::Arc;
 
 use time::OffsetDateTime;
 
+use super::discovery_params::*;
 use super::{Cms, ItemSummary, ItemView, Viewer};
 use crate::collection::Collection;
 use crate::error::{CoreError, CoreResult};
 use crate::feed::{self, RssChannel, RssItem, SitemapUrl};
 use crate::index::IndexedItem;
-use crate::query::{ListParams, ListQuery, Page};
+use crate::query::{ListQuery, Page};
 use crate::related::{self, ContentCounts, Criterion};
 use crate::sitepath;
 use crate::slug::{ItemRef, slugify};
-use crate::urls::{self, PagePath};
-
-/// Items in an RSS feed when `limit` is not given.
-pub const RSS_DEFAULT_LIMIT: usize = 20;
-/// URLs in a sitemap when `limit` is not given, and at most (the sitemaps.org limit).
-pub const SITEMAP_MAX_URLS: usize = 50_000;
-/// Related items when `limit` is not given.
-pub const RELATED_DEFAULT_LIMIT: usize = 5;
-/// Where tag and author pages live when the request does not say.
-pub const DEFAULT_TAG_PAGE_PATH: &str = "/tags";
-pub const DEFAULT_AUTHOR_PAGE_PATH: &str = "/authors";
-
-/// What [`Cms::search_index`] takes: the folders' paths as sent (the facade resolves them
-/// against the site's folders), the other options checked. Absent: the default.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct SearchIndexParams {
-    /// The collection's folder, relative to the site folder or absolute.
-    pub collection_path: Option<String>,
-    /// A resource folder, as above: a relative `fm.image` is put under its public URL.
-    pub resources_path: Option<String>,
-    /// Where the items' pages live (a site path such as `/blog`); the collection's by default.
-    pub page_path: Option<String>,
-    /// Where tag pages live; [`DEFAULT_TAG_PAGE_PATH`] by default.
-    pub tag_page_path: Option<String>,
-    /// Where author pages live; [`DEFAULT_AUTHOR_PAGE_PATH`] by default.
-    pub author_page_path: Option<String>,
-    /// An absolute URL without a trailing `/`; the site's URL by default.
-    pub site_url: Option<String>,
-    /// Whether page URLs end in `/{slug}` (else `?key={slug}`); yes by default.
-    pub pretty_urls: Option<bool>,
-}
-
-impl SearchIndexParams {
-    /// The options as a query string sends them (blank is absent): `pretty_urls`, the
-    /// page paths and `site_url` are checked here, in that order; the folders' paths are
-    /// the facade's to resolve.
-    pub fn parse(
-        collection_path: Option<String>,
-        resources_path: Option<String>,
-        page_path: Option<String>,
-        tag_page_path: Option<String>,
-        author_page_path: Option<String>,
-        site_url: Option<String>,
-        pretty_urls: Option<String>,
-    ) -> CoreResult<Self> {
-        let pretty_urls = flag("pretty_urls", pretty_urls.as_deref())?;
-        let page_path = page_path_of("page_path", &page_path)?;
-        let tag_page_path = page_path_of("tag_page_path", &tag_page_path)?;
-        let author_page_path = page_path_of("author_page_path", &author_page_path)?;
-        let site_url = given(&site_url).map(|url| urls::parse_site_url("site_url", url)).transpose()?;
-        Ok(Self {
-            collection_path,
-            resources_path,
-            page_path,
-            tag_page_path,
-            author_page_path,
-            site_url,
-            pretty_urls,
-        })
-    }
-}
-
-/// What [`Cms::tags`] takes: the collection's folder as sent (the facade resolves it),
-/// the other options checked. Absent: the default.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct TagsParams {
-    /// The collection's folder, relative to the site folder or absolute.
-    pub content_path: Option<String>,
-    /// Where tag pages live (a site path); [`DEFAULT_TAG_PAGE_PATH`] by default.
-    pub tag_page_path: Option<String>,
-    /// Whether page URLs end in `/{slug}` (else `?tag={slug}`); yes by default.
-    pub pretty_urls: Option<bool>,
-}
-
-impl TagsParams {
-    /// The options as a query string sends them (blank is absent): `pretty_urls`, then
-    /// `tag_page_path`; the folder's path is the facade's to resolve.
-    pub fn parse(
-        content_path: Option<String>,
-        tag_page_path: Option<String>,
-        pretty_urls: Option<String>,
-    ) -> CoreResult<Self> {
-        let pretty_urls = flag("pretty_urls", pretty_urls.as_deref())?;
-        let tag_page_path = page_path_of("tag_page_path", &tag_page_path)?;
-        Ok(Self { content_path, tag_page_path, pretty_urls })
-    }
-}
-
-/// What [`Cms::tag_items`] takes: the collection's folder as sent (the facade resolves
-/// it), the page checked.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct TagItemsParams {
-    /// A collection's folder, relative to the site folder or absolute; every collection
-    /// when absent.
-    pub content_path: Option<String>,
-    /// The page, from 1.
-    pub page: NonZeroUsize,
-    /// Items to a page; the site's page size by default (and at most its maximum).
-    pub per_page: Option<NonZeroUsize>,
-}
-
-impl Default for TagItemsParams {
-    fn default() -> Self {
-        Self { content_path: None, page: NonZeroUsize::MIN, per_page: None }
-    }
-}
-
-impl TagItemsParams {
-    /// The options as a query string sends them, `page` and `per_page` read as a list's
-    /// are (the same messages).
-    pub fn parse(
-        content_path: Option<String>,
-        page: Option<String>,
-        per_page: Option<String>,
-    ) -> CoreResult<Self> {
-        let query = ListQuery::parse(&ListParams { page, per_page, ..ListParams::default() })?;
-        // A list's query takes pages and sizes of 1 or more only.
-        let page = NonZeroUsize::new(query.page).unwrap_or(NonZeroUsize::MIN);
-        Ok(Self { content_path, page, per_page: query.per_page.and_then(NonZeroUsize::new) })
-    }
-}
-
-/// An RSS feed's options, checked: what [`Cms::rss`] takes. Absent: the default.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct RssParams {
-    /// The channel's title; the site's name by default.
-    pub title: Option<String>,
-    /// The channel's description; "{collection} from {site}" by default.
-    pub description: Option<String>,
-    /// The channel's link, an absolute URL without a trailing `/`; the collection's page
-    /// by default.
-    pub link: Option<String>,
-    /// Items in the feed; [`RSS_DEFAULT_LIMIT`] by default.
-    pub limit: Option<NonZeroUsize>,
-}
-
-impl RssParams {
-    /// The options as a query string sends them (blank is absent): `limit` is checked
-    /// first, then `link`.
-    pub fn parse(
-        title: Option<String>,
-        description: Option<String>,
-        link: Option<String>,
-        limit: Option<String>,
-    ) -> CoreResult<Self> {
-        let limit = count("limit", limit.as_deref())?;
-        let link = given(&link).map(|link| urls::parse_site_url("link", link)).transpose()?;
-        Ok(Self {
-            title: given(&title).map(str::to_owned),
-            description: given(&description).map(str::to_owned),
-            link,
-            limit,
-        })
-    }
-}
-
-/// A sitemap's options, checked: what [`Cms::sitemap`] takes. Absent: the default.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct SitemapParams {
-    /// What the URLs start with, an absolute URL without a trailing `/`; the site's URL by
-    /// default.
-    pub base_url: Option<String>,
-    /// URLs in the sitemap, at most [`SITEMAP_MAX_URLS`] (more is read as that many); that
-    /// many by default.
-    pub limit: Option<NonZeroUsize>,
-}
-
-impl SitemapParams {
-    /// The options as a query string sends them (blank is absent): `limit` is checked
-    /// first, then `baseUrl`.
-    pub fn parse(base_url: Option<String>, limit: Option<String>) -> CoreResult<Self> {
-        let limit = count("limit", limit.as_deref())?;
-        let base_url = given(&base_url).map(|url| urls::parse_site_url("baseUrl", url)).transpose()?;
-        Ok(Self { base_url, limit })
-    }
-}
-
-/// A flag sent as text: absent or blank is `None` (the default), else true or false as
-/// [`urls::parse_flag`] reads it (and with its message).
-fn flag(param: &str, raw: Option<&str>) -> CoreResult<Option<bool>> {
-    match raw.map(str::trim).filter(|text| !text.is_empty()) {
-        None => Ok(None),
-        Some(_) => urls::parse_flag(param, raw, true).map(Some),
-    }
-}
-
-/// A site path (where pages live) sent as text: absent or blank is `None`, else checked by
-/// [`PagePath::parse`] and kept trimmed.
-fn page_path_of(param: &str, raw: &Option<String>) -> CoreResult<Option<String>> {
-    given(raw).map(|path| PagePath::parse(param, path, true).map(|_| path.to_owned())).transpose()
-}
-
-/// A count sent as text: absent or blank is `None`, else a whole number of 1 or more
-/// (the message is [`urls::parse_limit`]'s).
-fn count(param: &str, raw: Option<&str>) -> CoreResult<Option<NonZeroUsize>> {
-    match raw.map(str::trim).filter(|text| !text.is_empty()) {
-        None => Ok(None),
-        Some(_) => {
-            let n = urls::parse_limit(param, raw, 1, usize::MAX)?;
-            Ok(NonZeroUsize::new(n))
-        }
-    }
-}
-
-/// What [`Cms::related`] takes: the source item's and the pages' paths as sent (the
-/// facade resolves them against the site's folders), the other options checked.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct RelatedParams {
-    /// The source item's file, relative to the site folder or absolute.
-    pub content_path: Option<String>,
-    /// What makes items related, each once; tags when empty.
-    pub by: Vec<Criterion>,
-    /// Items at most; [`RELATED_DEFAULT_LIMIT`] by default.
-    pub limit: Option<NonZeroUsize>,
-    /// Where the items' pages live (`/blog/{slug}`); the collection's by default.
-    pub page_path: Option<String>,
-    /// An absolute URL without a trailing `/`; the site's URL by default.
-    pub site_url: Option<String>,
-    /// Whether page URLs end in `/`; yes by default.
-    pub pretty_urls: Option<bool>,
-}
-
-impl RelatedParams {
-    /// The options as a query string sends them: `by`, `limit`, `pretty_urls` and
-    /// `site_url` are checked here, in that order; the paths are the facade's to resolve.
-    pub fn parse(
-        content_path: Option<String>,
-        by: Option<String>,
-        limit: Option<String>,
-        page_path: Option<String>,
-        site_url: Option<String>,
-        pretty_urls: Option<String>,
-    ) -> CoreResult<Self> {
-        let by = related::parse_criteria(given(&by))?;
-        let limit = count("limit", limit.as_deref())?;
-        let pretty_urls = flag("pretty_urls", pretty_urls.as_deref())?;
-        let site_url = given(&site_url).map(|url| urls::parse_site_url("site_url", url)).transpose()?;
-        Ok(Self { content_path, by, limit, page_path, site_url, pretty_urls })
-    }
-}
+use crate::urls::PagePath;
 
 /// A tag with the URL of its page.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -302,11 +64,6 @@ pub struct RelatedItem {
     pub canonical_url: String,
     pub score: f64,
     pub shared_tags: Vec<String>,
-}
-
-/// Optional non-empty text of a parameter.
-fn given(value: &Option<String>) -> Option<&str> {
-    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
 }
 
 impl Cms {
@@ -716,9 +473,14 @@ mod tests {
 
     #[test]
     fn feed_options_are_read_from_text_limit_first() {
-        use super::{NonZeroUsize, RssParams};
-        let read =
-            RssParams::parse(text(" A "), text(""), text("https://example.com/news/"), text(" 2 ")).unwrap();
+        use super::{NonZeroUsize, RssParams, RssText};
+        let read = RssParams::parse(RssText {
+            title: text(" A "),
+            description: text(""),
+            link: text("https://example.com/news/"),
+            limit: text(" 2 "),
+        })
+        .unwrap();
         let want = RssParams {
             title: text("A"),
             description: None,
@@ -726,8 +488,13 @@ mod tests {
             limit: NonZeroUsize::new(2),
         };
         assert_eq!(read, want);
-        assert_eq!(RssParams::parse(None, None, text(" "), text("")).unwrap(), RssParams::default());
-        let refused = |link, limit| RssParams::parse(None, None, link, limit).unwrap_err().to_string();
+        assert_eq!(
+            RssParams::parse(RssText { link: text(" "), limit: text(""), ..Default::default() }).unwrap(),
+            RssParams::default()
+        );
+        let refused = |link, limit| {
+            RssParams::parse(RssText { link, limit, ..Default::default() }).unwrap_err().to_string()
+        };
         assert_eq!(
             refused(text("ftp://x"), text("0")),
             r#"limit must be a whole number of 1 or more, got "0""#
@@ -737,15 +504,15 @@ mod tests {
 
     #[test]
     fn related_options_are_read_from_text_in_the_order_they_were_checked() {
-        use super::{Criterion, NonZeroUsize, RelatedParams};
-        let read = RelatedParams::parse(
-            text("content/posts/a.md"),
-            text("content, TAGS, content"),
-            text("3"),
-            text("/blog/{slug}"),
-            text("https://example.com/"),
-            text(" No "),
-        )
+        use super::{Criterion, NonZeroUsize, RelatedParams, RelatedText};
+        let read = RelatedParams::parse(RelatedText {
+            content_path: text("content/posts/a.md"),
+            by: text("content, TAGS, content"),
+            limit: text("3"),
+            page_path: text("/blog/{slug}"),
+            site_url: text("https://example.com/"),
+            pretty_urls: text(" No "),
+        })
         .unwrap();
         let want = RelatedParams {
             content_path: text("content/posts/a.md"),
@@ -756,10 +523,19 @@ mod tests {
             pretty_urls: Some(false),
         };
         assert_eq!(read, want);
-        let defaults = RelatedParams::parse(None, None, None, None, None, text(" ")).unwrap();
+        let defaults =
+            RelatedParams::parse(RelatedText { pretty_urls: text(" "), ..Default::default() }).unwrap();
         assert_eq!(defaults, RelatedParams { by: vec![Criterion::Tags], ..RelatedParams::default() });
         let refused = |by, limit, site_url, pretty| {
-            RelatedParams::parse(None, by, limit, None, site_url, pretty).unwrap_err().to_string()
+            RelatedParams::parse(RelatedText {
+                by,
+                limit,
+                site_url,
+                pretty_urls: pretty,
+                ..Default::default()
+            })
+            .unwrap_err()
+            .to_string()
         };
         let (by, limit, url, flag) = (|| text("colour"), || text("0"), || text("/x"), || text("maybe"));
         assert!(refused(by(), limit(), url(), flag()).starts_with("by must be"));
@@ -770,16 +546,16 @@ mod tests {
 
     #[test]
     fn search_index_options_are_read_from_text_in_the_order_they_were_checked() {
-        use super::SearchIndexParams;
-        let read = SearchIndexParams::parse(
-            text("content/posts"),
-            text("media/uploads"),
-            text(" /blog "),
-            text("/tag.php"),
-            None,
-            text("https://example.com/"),
-            text("no"),
-        )
+        use super::{SearchIndexParams, SearchIndexText};
+        let read = SearchIndexParams::parse(SearchIndexText {
+            collection_path: text("content/posts"),
+            resources_path: text("media/uploads"),
+            page_path: text(" /blog "),
+            tag_page_path: text("/tag.php"),
+            site_url: text("https://example.com/"),
+            pretty_urls: text("no"),
+            ..Default::default()
+        })
         .unwrap();
         let want = SearchIndexParams {
             collection_path: text("content/posts"),
@@ -792,10 +568,26 @@ mod tests {
         };
         assert_eq!(read, want);
         let blank = || text(" ");
-        let defaults = SearchIndexParams::parse(None, None, blank(), blank(), blank(), blank(), blank());
+        let defaults = SearchIndexParams::parse(SearchIndexText {
+            page_path: blank(),
+            tag_page_path: blank(),
+            author_page_path: blank(),
+            site_url: blank(),
+            pretty_urls: blank(),
+            ..Default::default()
+        });
         assert_eq!(defaults.unwrap(), SearchIndexParams::default());
         let refused = |page, tag, author, url, pretty| {
-            SearchIndexParams::parse(None, None, page, tag, author, url, pretty).unwrap_err().to_string()
+            SearchIndexParams::parse(SearchIndexText {
+                page_path: page,
+                tag_page_path: tag,
+                author_page_path: author,
+                site_url: url,
+                pretty_urls: pretty,
+                ..Default::default()
+            })
+            .unwrap_err()
+            .to_string()
         };
         let (path, url, flag) = (|| text("blog"), || text("/x"), || text("maybe"));
         assert_eq!(
@@ -813,8 +605,13 @@ mod tests {
 
     #[test]
     fn tag_options_are_read_from_text_flag_first() {
-        use super::{NonZeroUsize, TagItemsParams, TagsParams};
-        let read = TagsParams::parse(text("content/posts"), text("/t/"), text("FALSE")).unwrap();
+        use super::{NonZeroUsize, TagItemsParams, TagItemsText, TagsParams, TagsText};
+        let read = TagsParams::parse(TagsText {
+            content_path: text("content/posts"),
+            tag_page_path: text("/t/"),
+            pretty_urls: text("FALSE"),
+        })
+        .unwrap();
         assert_eq!(
             read,
             TagsParams {
@@ -823,33 +620,64 @@ mod tests {
                 pretty_urls: Some(false)
             }
         );
-        assert_eq!(TagsParams::parse(None, text(""), text(" ")).unwrap(), TagsParams::default());
-        let refused = |path, flag| TagsParams::parse(None, path, flag).unwrap_err().to_string();
+        assert_eq!(
+            TagsParams::parse(TagsText {
+                tag_page_path: text(""),
+                pretty_urls: text(" "),
+                ..Default::default()
+            })
+            .unwrap(),
+            TagsParams::default()
+        );
+        let refused = |path, flag| {
+            TagsParams::parse(TagsText { tag_page_path: path, pretty_urls: flag, ..Default::default() })
+                .unwrap_err()
+                .to_string()
+        };
         assert_eq!(refused(text("t"), text("2")), r#"pretty_urls must be true or false, got "2""#);
         assert!(refused(text("//evil.example"), None).starts_with("tag_page_path "));
 
-        let read = TagItemsParams::parse(text("content/pages"), text("3"), text("10")).unwrap();
+        let read = TagItemsParams::parse(TagItemsText {
+            content_path: text("content/pages"),
+            page: text("3"),
+            per_page: text("10"),
+        })
+        .unwrap();
         assert_eq!((read.page, read.per_page), (NonZeroUsize::new(3).unwrap(), NonZeroUsize::new(10)));
-        assert_eq!(TagItemsParams::parse(None, None, None).unwrap(), TagItemsParams::default());
+        assert_eq!(
+            TagItemsParams::parse(TagItemsText { ..Default::default() }).unwrap(),
+            TagItemsParams::default()
+        );
         assert_eq!(TagItemsParams::default().page.get(), 1);
         for (page, per_page, named) in
             [(text("0"), None, "page"), (None, text("0"), "per_page"), (text("x"), None, "page")]
         {
-            let message = TagItemsParams::parse(None, page, per_page).unwrap_err().to_string();
+            let message = TagItemsParams::parse(TagItemsText { page, per_page, ..Default::default() })
+                .unwrap_err()
+                .to_string();
             assert!(message.starts_with(named), "{message}");
         }
     }
 
     #[test]
     fn sitemap_options_are_read_from_text_limit_first() {
-        use super::{NonZeroUsize, SitemapParams};
-        let read = SitemapParams::parse(text("https://cdn.example.com/"), text("999999")).unwrap();
+        use super::{NonZeroUsize, SitemapParams, SitemapText};
+        let read = SitemapParams::parse(SitemapText {
+            base_url: text("https://cdn.example.com/"),
+            limit: text("999999"),
+        })
+        .unwrap();
         assert_eq!(
             (read.base_url.as_deref(), read.limit),
             (Some("https://cdn.example.com"), NonZeroUsize::new(999999))
         );
-        assert_eq!(SitemapParams::parse(None, text(" ")).unwrap(), SitemapParams::default());
-        let refused = |base, limit| SitemapParams::parse(base, limit).unwrap_err().to_string();
+        assert_eq!(
+            SitemapParams::parse(SitemapText { limit: text(" "), ..Default::default() }).unwrap(),
+            SitemapParams::default()
+        );
+        let refused = |base, limit| {
+            SitemapParams::parse(SitemapText { base_url: base, limit }).unwrap_err().to_string()
+        };
         assert_eq!(
             refused(text("/relative"), text("-1")),
             r#"limit must be a whole number of 1 or more, got "-1""#

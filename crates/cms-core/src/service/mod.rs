@@ -24,6 +24,7 @@ use crate::resource::ResourceFolder;
 
 mod accounts;
 mod discovery;
+mod discovery_params;
 mod index;
 mod items;
 mod locks;
@@ -38,9 +39,11 @@ mod variants;
 mod versions;
 mod webhooks;
 
-pub use discovery::{
-    RelatedItem, RelatedParams, RssParams, SearchEntry, SearchIndexParams, SitemapParams, TagCount,
-    TagItemsParams, TagLink, TagsParams,
+pub use discovery::{RelatedItem, SearchEntry, TagCount, TagLink};
+pub use discovery_params::{
+    DEFAULT_AUTHOR_PAGE_PATH, DEFAULT_TAG_PAGE_PATH, RELATED_DEFAULT_LIMIT, RSS_DEFAULT_LIMIT, RelatedParams,
+    RelatedText, RssParams, RssText, SITEMAP_MAX_URLS, SearchIndexParams, SearchIndexText, SitemapParams,
+    SitemapText, TagItemsParams, TagItemsText, TagsParams, TagsText,
 };
 
 pub use crate::item_file::{Precondition, etag_of};

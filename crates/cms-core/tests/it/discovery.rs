@@ -4,7 +4,9 @@
 use cms_core::CoreError;
 use cms_core::query::ListQuery;
 use cms_core::related::Criterion;
-use cms_core::service::{RelatedParams, RssParams, SearchIndexParams, SitemapParams, TagItemsParams, Viewer};
+use cms_core::service::{
+    RelatedParams, RelatedText, RssParams, SearchIndexParams, SitemapParams, TagItemsParams, Viewer,
+};
 use cms_core::testing::MemoryWorld;
 
 const POSTS: &str = "content/posts";
@@ -94,9 +96,12 @@ async fn related_scores_combine_criteria_and_skip_the_source_and_drafts() {
     );
     let cms = world.cms();
     let related = async |by: &str| {
-        let params =
-            RelatedParams::parse(Some("content/posts/src".into()), Some(by.into()), None, None, None, None)
-                .unwrap();
+        let params = RelatedParams::parse(RelatedText {
+            content_path: Some("content/posts/src".into()),
+            by: Some(by.into()),
+            ..Default::default()
+        })
+        .unwrap();
         cms.related(&params)
             .await
             .unwrap()

@@ -9,7 +9,8 @@ use cms_core::CoreResult;
 use cms_core::answers::TagEntry;
 use cms_core::collection::Collection;
 use cms_core::service::{
-    RelatedParams, RssParams, SearchIndexParams, SitemapParams, TagItemsParams, TagsParams,
+    RelatedParams, RelatedText, RssParams, RssText, SearchIndexParams, SearchIndexText, SitemapParams,
+    SitemapText, TagItemsParams, TagItemsText, TagsParams, TagsText,
 };
 
 use cms_core::CoreError;
@@ -65,29 +66,8 @@ pub async fn search_index(
     _caller: Reader,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let [collection_path, resources_path, page_path, tag_page_path, author_page_path, site_url, pretty_urls] =
-        named(
-            &req,
-            [
-                "collectionPath",
-                "resourcesPath",
-                "page_path",
-                "tag_page_path",
-                "author_page_path",
-                "site_url",
-                "pretty_urls",
-            ],
-        );
-    let params = SearchIndexParams::parse(
-        collection_path,
-        resources_path,
-        page_path,
-        tag_page_path,
-        author_page_path,
-        site_url,
-        pretty_urls,
-    )
-    .map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
+    let text = SearchIndexText::from_named(named(&req, SearchIndexText::NAMES));
+    let params = SearchIndexParams::parse(text).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
     // By the parameters the route reads (others, such as cache busters, are ignored).
     let version = || documents::version_of("search-index", site_version(&state), &params);
     documents::answer(&req, version, documents::JSON, || async {
@@ -122,10 +102,8 @@ pub async fn tags(
     _caller: Reader,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let [content_path, tag_page_path, pretty_urls] =
-        named(&req, ["content_path", "tag_page_path", "pretty_urls"]);
-    let params = TagsParams::parse(content_path, tag_page_path, pretty_urls)
-        .map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
+    let text = TagsText::from_named(named(&req, TagsText::NAMES));
+    let params = TagsParams::parse(text).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
     let version = || documents::version_of("tags", site_version(&state), &params);
     documents::answer(&req, version, documents::ENVELOPE, || async {
         let tags = state.run(Shape::Envelope, state.cms.tags(&params)).await?;
@@ -141,10 +119,10 @@ pub async fn tag_items(
     tag: web::Path<String>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let [content_path, page, per_page] = named(&req, ["content_path", "page", "per_page"]);
+    let text = TagItemsText::from_named(named(&req, TagItemsText::NAMES));
     let page = state
         .run(Shape::Envelope, async {
-            let params = TagItemsParams::parse(content_path, page, per_page)?;
+            let params = TagItemsParams::parse(text)?;
             state.cms.tag_items(&tag, &params).await
         })
         .await?;
@@ -160,9 +138,8 @@ pub async fn rss(
 ) -> Result<HttpResponse, ApiError> {
     let collection =
         state.cms.collection(&collection).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
-    let [title, description, link, limit] = named(&req, ["title", "description", "link", "limit"]);
-    let params = RssParams::parse(title, description, link, limit)
-        .map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
+    let text = RssText::from_named(named(&req, RssText::NAMES));
+    let params = RssParams::parse(text).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
     let render = || state.cms.rss(collection, &params);
     collection_document(&state, &req, collection, ("rss", documents::RSS), &params, render).await
 }
@@ -176,9 +153,8 @@ pub async fn sitemap(
 ) -> Result<HttpResponse, ApiError> {
     let collection =
         state.cms.collection(&collection).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
-    let [base_url, limit] = named(&req, ["baseUrl", "limit"]);
-    let params =
-        SitemapParams::parse(base_url, limit).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
+    let text = SitemapText::from_named(named(&req, SitemapText::NAMES));
+    let params = SitemapParams::parse(text).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
     let render = || state.cms.sitemap(collection, &params);
     collection_document(&state, &req, collection, ("sitemap", documents::XML), &params, render).await
 }
@@ -189,10 +165,8 @@ pub async fn related(
     _caller: Reader,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let [content_path, by, limit, page_path, site_url, pretty_urls] =
-        named(&req, ["contentPath", "by", "limit", "page_path", "site_url", "pretty_urls"]);
-    let params = RelatedParams::parse(content_path, by, limit, page_path, site_url, pretty_urls)
-        .map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
+    let text = RelatedText::from_named(named(&req, RelatedText::NAMES));
+    let params = RelatedParams::parse(text).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
     // Related by content walks the search index's postings: its version counts too.
     let version =
         || documents::version_of("related", (site_version(&state), state.cms.search_version()), &params);

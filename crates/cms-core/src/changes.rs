@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use time::OffsetDateTime;
 
+use crate::engine::index::IndexedItem;
 use crate::events::{Event, EventData, EventKind};
-use crate::index::IndexedItem;
 use crate::ports::EventSink;
 
 /// Why an item changed.

@@ -188,7 +188,7 @@ pub trait ChangeFeed: Send {
     async fn next_batch(&mut self) -> Option<Vec<StorageChange>>;
 }
 
-/// Where each collection's index snapshot is kept between runs (see `crate::snapshot`).
+/// Where each collection's index snapshot is kept between runs (see `crate::engine::snapshot`).
 /// The facade encodes and validates them; the store only keeps the bytes. A store that
 /// keeps nothing is valid: every start then parses every item.
 #[async_trait]

@@ -67,7 +67,7 @@ pub fn is_significant_term(term: &str) -> bool {
 }
 
 /// How two items overlap by content: their distinct significant terms and how many they
-/// share (see [`crate::search::SearchIndex::content_overlap`]).
+/// share (see [`crate::engine::search::SearchIndex::content_overlap`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ContentCounts {
     pub shared: u32,

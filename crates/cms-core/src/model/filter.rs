@@ -4,14 +4,10 @@
 //! compared as their field's type: numbers as numbers, date-times as instants, dates and
 //! texts as text.
 
-use std::cmp::Ordering;
 use std::hash::Hash;
-
-use serde_json::{Map, Value};
 
 use super::Model;
 use super::compare::{Comparable, comparable, is_scalar};
-use super::kept::{KeptField, KeptFields, KeptValue, Shared};
 
 /// One condition on a top-level field.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -111,68 +107,5 @@ impl Model {
                 ))
             }
         }
-    }
-}
-
-impl Model {
-    /// What the index keeps of `fm`, with the texts `shared` holds referred to.
-    pub fn keep(&self, fm: &Map<String, Value>, shared: Shared<'_>) -> KeptFields {
-        KeptFields::keep(&self.fields, fm, shared)
-    }
-}
-
-impl FieldFilter {
-    /// Whether `fm` meets the condition (`model` is the one the filter was parsed with).
-    pub fn matches(&self, model: &Model, fm: &Map<String, Value>) -> bool {
-        self.admits(model.keep(fm, Shared::NONE).get(self.at, Shared::NONE))
-    }
-
-    /// Whether an item whose kept field at the filter's place is `kept` meets the
-    /// condition.
-    pub fn admits(&self, kept: Option<KeptField<'_>>) -> bool {
-        let Some(field) = kept else { return false };
-        match &self.op {
-            FilterOp::Exists(wanted) => field.set == *wanted,
-            FilterOp::Contains(needle) => contains(field, needle),
-            FilterOp::Eq(values) => equals_any(field.value, values),
-            FilterOp::Ne(values) => !equals_any(field.value, values),
-            FilterOp::Gt(bound) => ordered(field.value, bound, |o| o == Ordering::Greater),
-            FilterOp::Gte(bound) => ordered(field.value, bound, |o| o != Ordering::Less),
-            FilterOp::Lt(bound) => ordered(field.value, bound, |o| o == Ordering::Less),
-            FilterOp::Lte(bound) => ordered(field.value, bound, |o| o != Ordering::Greater),
-        }
-    }
-}
-
-/// Ascending order of two kept values of one field: values of the field's type in their
-/// order, then the ones without such a value.
-pub fn compare_kept(a: KeptValue<'_>, b: KeptValue<'_>) -> Ordering {
-    match (a, b) {
-        (KeptValue::Scalar(a), KeptValue::Scalar(b)) => a.compare(b).unwrap_or(Ordering::Equal),
-        (KeptValue::Scalar(_), _) => Ordering::Less,
-        (_, KeptValue::Scalar(_)) => Ordering::Greater,
-        _ => Ordering::Equal,
-    }
-}
-
-fn equals_any(value: KeptValue<'_>, values: &[Comparable]) -> bool {
-    match value {
-        KeptValue::Scalar(v) => values.iter().any(|w| v.compare(w.scalar()) == Some(Ordering::Equal)),
-        KeptValue::Elements(have) => {
-            values.iter().any(|w| matches!(w, Comparable::Text(w) if have.iter().any(|h| h == w)))
-        }
-        KeptValue::None => false,
-    }
-}
-
-fn ordered(value: KeptValue<'_>, bound: &Comparable, holds: impl Fn(Ordering) -> bool) -> bool {
-    matches!(value, KeptValue::Scalar(v) if v.compare(bound.scalar()).is_some_and(holds))
-}
-
-fn contains(field: KeptField<'_>, needle: &str) -> bool {
-    match field.value {
-        KeptValue::Elements(have) => have.iter().any(|element| element == needle),
-        // Text as written (a date-time's own text, not its instant).
-        _ => field.written_text().is_some_and(|text| text.to_lowercase().contains(&needle.to_lowercase())),
     }
 }

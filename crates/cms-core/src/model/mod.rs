@@ -12,15 +12,14 @@
 mod compare;
 mod config;
 mod filter;
-mod kept;
 mod schema;
 mod typescript;
 mod validate;
 
+pub(crate) use compare::scalar_of;
 pub use compare::{Comparable, Scalar, is_scalar, value_of};
 pub use config::{ExtraFields, FieldConfig, FieldType, FieldsConfig};
-pub use filter::{FieldFilter, FilterOp, compare_kept};
-pub use kept::{Elements, KeptField, KeptFields, KeptValue, Shared};
+pub use filter::{FieldFilter, FilterOp};
 pub use typescript::type_name;
 pub use validate::{FieldError, Link, LinkTarget};
 
@@ -303,4 +302,4 @@ fn build_field(key: &str, name: &str, config: &FieldConfig, collections: &[Strin
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -1,14 +1,15 @@
 //! The facade's side of the kept index: built once per collection, then changed in place
 //! by the facade's own writes (read-your-writes) and by the store's change feed (edits by
 //! other programs), with a rescan whenever the feed cannot say exactly what changed.
-//! The data structure is [`crate::index`]; the search index follows it step for step
-//! (`service::search`).
+//! The data structure is [`crate::engine::index`]. Every change to an entry, whatever made
+//! it, is made in one place, [`Cms::change_entry`], and goes on the change log
+//! (`crate::changes`), which the search index (`service::search`) and the webhooks follow.
 //!
 //! - **Built** at `cms serve` start ([`Cms::start`]; lazily on first use elsewhere) from one
 //!   scan, then the files read in batches of `BUILD_BATCH` (`ContentStore::read_many`,
 //!   which the file adapter reads in parallel) and parsed on every core; only one batch of
 //!   file contents is in memory at a time.
-//! - **From a snapshot on restarts** ([`crate::snapshot`], the `IndexSnapshots` port):
+//! - **From a snapshot on restarts** ([`crate::engine::snapshot`], the `IndexSnapshots` port):
 //!   before reading any file, the build loads the collection's last snapshot and takes
 //!   each entry whose stamp equals the scanned one; only the other files are read and
 //!   parsed. A snapshot can make a start faster, never different. The server saves one
@@ -44,13 +45,13 @@ use crate::changes::{Cause, Change, ChangeKind, Known, SearchTerms};
 use crate::collection::Collection;
 use crate::dates::SiteZone;
 use crate::document::ItemDocument;
+use crate::engine::index::{Applied, CollectionIndex, Held, IndexedItem, Parsed, held};
+use crate::engine::snapshot::{self, SnapshotHeader};
 use crate::error::CoreResult;
-use crate::index::{Applied, CollectionIndex, Held, IndexedItem, Parsed, held};
 use crate::item_file::ContentTag;
 use crate::policy::Caller;
 use crate::ports::{ChangeFeed, ChangeOrigin, FileStamp, StorageChange, StoredFile};
 use crate::slug::ItemFilename;
-use crate::snapshot::{self, SnapshotHeader};
 
 /// What a rewrite kept of the file it read: its body (see [`Cms::index_rewritten`]).
 pub(super) struct KeptBody {

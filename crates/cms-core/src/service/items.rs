@@ -14,8 +14,8 @@ use crate::changes::ChangeKind;
 use crate::codec::YamlLimits;
 use crate::collection::Collection;
 use crate::document::ItemDocument;
+use crate::engine::index::IndexedItem;
 use crate::error::{CoreError, CoreResult};
-use crate::index::IndexedItem;
 use crate::item::{self, ItemMeta};
 use crate::item_file::{ContentTag, Precondition, etag_of, file_version, parse_bytes};
 use crate::policy::{Caller, Operation};
@@ -189,7 +189,10 @@ impl Cms {
 
     /// How many of a collection's items are live, scheduled and drafts now (at the index's
     /// clock, which the scheduler moves): kept counts, no walk of the items.
-    pub async fn status_counts(&self, collection: &Collection) -> CoreResult<crate::index::StatusCounts> {
+    pub async fn status_counts(
+        &self,
+        collection: &Collection,
+    ) -> CoreResult<crate::engine::index::StatusCounts> {
         Ok(self.index(collection).await?.status_counts())
     }
 
@@ -311,7 +314,7 @@ impl Cms {
             collection: collection.index,
             canonical_url: self.site.absolute_url(&url),
             url,
-            excerpt: crate::index::excerpt_of(&doc),
+            excerpt: crate::engine::index::excerpt_of(&doc),
             html: render::to_html(&doc.body),
             etag: content.text(),
             fm: doc.fm,

@@ -11,7 +11,6 @@ use crate::config::SiteConfig;
 use crate::document::{Frontmatter, ItemDocument};
 use crate::error::{CoreError, CoreResult};
 use crate::events::{Event, EventData, EventKind};
-use crate::index::IndexedItem;
 use crate::item::ItemMeta;
 use crate::license::{Feature, License, LicenseState};
 pub use crate::policy::Principal;
@@ -46,6 +45,8 @@ pub use discovery_params::{
     SitemapText, TagItemsParams, TagItemsText, TagsParams, TagsText,
 };
 
+pub use crate::engine::index::{IndexedItem, StatusCounts};
+pub use crate::engine::kept::{Elements, KeptField, KeptValue};
 pub use crate::item_file::{Precondition, etag_of};
 pub use accounts::SESSION_KEY_ID;
 pub use index::{Indexing, SkippedFile};
@@ -71,7 +72,7 @@ pub struct Ports {
     pub webhooks: Arc<dyn WebhookDirectory>,
     /// Reports changes made behind the facade's back (see [`Cms::follow_changes`]).
     pub changes: Arc<dyn ChangeSource>,
-    /// Keeps each collection's index between runs (see `crate::snapshot`).
+    /// Keeps each collection's index between runs (see `crate::engine::snapshot`).
     pub snapshots: Arc<dyn IndexSnapshots>,
     /// Rendered image variants (see `crate::images`).
     pub variants: Arc<dyn crate::ports::VariantStore>,

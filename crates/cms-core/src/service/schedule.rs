@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::{Cms, read, write};
 use crate::changes::{Cause, Change, ChangeKind, Known, SearchTerms};
-use crate::index::{CollectionIndex, Transition};
+use crate::engine::index::{CollectionIndex, Transition};
 
 impl Cms {
     /// Registers what to call when a write moves the next scheduled instant earlier (the

@@ -1,4 +1,4 @@
-//! Full-text search (see [`crate::search`]): one search index per collection, built from
+//! Full-text search (see `crate::engine::search`): one search index per collection, built from
 //! the item files on first use (the server starts that in the background), then kept in
 //! step by following the change log ([`SearchIndexes`] is its first subscriber): every
 //! change to the kept index, from any source, reaches it before the write answers.
@@ -12,12 +12,12 @@ use super::{Cms, Viewer, read, write};
 use crate::changes::{Change, ChangeSubscriber, SearchTerms};
 use crate::collection::Collection;
 use crate::document::ItemDocument;
+use crate::engine::index::IndexedItem;
+use crate::engine::search::{MAX_QUERY_CHARS, Query, SearchIndex, SearchText};
 use crate::error::{CoreError, CoreResult};
-use crate::index::IndexedItem;
 use crate::ports::{FileStamp, StoredFile};
 use crate::query::{Page, at_least_one, positive};
 use crate::render;
-use crate::search::{MAX_QUERY_CHARS, Query, SearchIndex, SearchText};
 use crate::slug::ItemFilename;
 
 /// Characters of a snippet (about two lines).

@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::index::{Held, IndexedItem};
+use crate::engine::index::{Held, IndexedItem};
 use crate::model::Model;
 use crate::ports::FileStamp;
 

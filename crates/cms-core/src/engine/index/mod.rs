@@ -1,0 +1,507 @@
+//! The in-memory index of a collection: built once, then changed in place.
+//!
+//! Every item file has a slot (its stamp and, if it could be parsed, its [`IndexedItem`]).
+//! Beside the slots the index keeps what makes reads cheap without touching storage:
+//! filename and slug maps (single reads in O(1)), the usable items sorted by each list
+//! order, once over every item and once over the published ones (a default list page is a
+//! slice), and per tag the items in date order (a tag list walks only its tag). Each
+//! change costs a binary search and a shift of 4-byte ids per order, never a sort or a
+//! scan of the collection; a new version of a listed item (the usual write) moves only in
+//! the lists whose key or membership it changed, usually the `modified` order alone.
+//!
+//! The index itself does no I/O: the facade feeds it what the ports read (see
+//! `service::index` for when).
+
+mod item;
+mod orders;
+mod schedule;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod upsert_cost;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::item::Status;
+use crate::ports::FileStamp;
+use crate::query::OrderBy;
+use crate::slug::{ItemFilename, ItemRef};
+
+pub use item::{Held, IndexedItem, Parsed, excerpt_of, held};
+use orders::{ORDERS, order_slot};
+
+pub use schedule::Transition;
+
+/// What the index holds for one item file.
+#[derive(Debug, Clone)]
+struct Slot {
+    name: Arc<str>,
+    stamp: Stamp,
+    /// `Err`: why the file cannot be used (broken YAML, over a limit). It stays known, so
+    /// that it is not re-read until it changes, and it is reported as skipped.
+    item: Held,
+}
+
+type Id = u32;
+
+/// A [`FileStamp`] without its name, which the slot holds once (shared with the item): a
+/// second copy of every filename cost about 70 bytes an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    size: u64,
+    modified: i64,
+    change_token: u64,
+}
+
+impl Stamp {
+    fn of(stamp: &FileStamp) -> Self {
+        Self { size: stamp.size, modified: stamp.modified, change_token: stamp.change_token }
+    }
+
+    fn named(self, name: &str) -> FileStamp {
+        FileStamp {
+            name: name.to_owned(),
+            size: self.size,
+            modified: self.modified,
+            change_token: self.change_token,
+        }
+    }
+}
+
+/// The files that carry one slug, in filename order: nearly always one, kept without a
+/// list of its own.
+#[derive(Debug)]
+enum SlugFiles {
+    One(Id),
+    Many(Vec<Id>),
+}
+
+impl SlugFiles {
+    fn ids(&self) -> &[Id] {
+        match self {
+            Self::One(id) => std::slice::from_ref(id),
+            Self::Many(ids) => ids,
+        }
+    }
+
+    /// Adds a file in filename order (`name_of` names the ids already there).
+    fn insert<'a>(&mut self, id: Id, name: &str, name_of: impl Fn(Id) -> &'a str) {
+        let mut ids = match std::mem::replace(self, Self::Many(Vec::new())) {
+            Self::One(first) => vec![first],
+            Self::Many(ids) => ids,
+        };
+        let at = ids.partition_point(|other| name_of(*other) < name);
+        ids.insert(at, id);
+        *self = Self::Many(ids);
+    }
+
+    /// Forgets a file; `false` when none is left.
+    fn remove(&mut self, id: Id) -> bool {
+        match self {
+            Self::One(only) => *only != id,
+            Self::Many(ids) => {
+                ids.retain(|other| *other != id);
+                match ids[..] {
+                    [] => false,
+                    [only] => {
+                        *self = Self::One(only);
+                        true
+                    }
+                    _ => true,
+                }
+            }
+        }
+    }
+}
+
+/// One tag's usable items ascending by date: all of them, and the published ones.
+#[derive(Debug, Default)]
+struct TagLists {
+    all: Vec<Id>,
+    published: Vec<Id>,
+}
+
+/// What a change did to the index, so the caller can log or count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// The stamp was already known: nothing to do.
+    Unchanged,
+    Updated,
+    Removed,
+}
+
+/// A collection's items by status, as the web editor's dashboard shows them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatusCounts {
+    pub live: usize,
+    pub scheduled: usize,
+    pub drafts: usize,
+}
+
+fn is_draft(item: &IndexedItem) -> bool {
+    item.meta.status == Status::Draft
+}
+
+#[derive(Debug, Default)]
+pub struct CollectionIndex {
+    slots: Vec<Option<Slot>>,
+    free: Vec<Id>,
+    by_name: HashMap<Arc<str>, Id>,
+    /// Every file with this slug (dated or not), in filename order.
+    by_slug: HashMap<Box<str>, SlugFiles>,
+    /// Per order (see [`order_slot`]): usable items ascending, all and published.
+    sorted_all: [Vec<Id>; 4],
+    sorted_published: [Vec<Id>; 4],
+    /// Per tag slug: its items ascending by date, all and published.
+    by_tag: HashMap<String, TagLists>,
+    usable: usize,
+    /// Usable items that break the collection's model (see [`IndexedItem::breaks_model`]).
+    breaking_model: usize,
+    /// Usable items whose status is draft (see [`Self::status_counts`]).
+    drafts: usize,
+    /// Item files that cannot be used, in filename order (so the skipped-file report
+    /// does not walk every slot).
+    unusable: std::collections::BTreeMap<Arc<str>, Id>,
+    /// Files of the folder whose names are not items', with the reason.
+    others: std::collections::BTreeMap<Box<str>, Box<str>>,
+    /// XOR of a hash of every slot's name and stamp, and of the name of every published
+    /// item outside its window: the same set of file versions at the same visibility
+    /// gives the same value, whatever changes led to it (see [`Self::fingerprint`]).
+    fingerprint: u64,
+    /// The index's clock (Unix seconds): what "published" means for the published orders,
+    /// moved only by [`Self::advance`].
+    now: i64,
+    /// Instants after `now` at which a published item's visibility changes, with the item:
+    /// the first one is when [`Self::advance`] has work (no scan needed to find it).
+    pending: std::collections::BTreeSet<(i64, Id)>,
+}
+
+impl CollectionIndex {
+    /// An index of these files at `now` (Unix seconds), sorted once.
+    pub fn build(mut entries: Vec<(FileStamp, Held)>, now: i64) -> Self {
+        // In filename order, so that ids are too (see `sort_by_order`). Usually already
+        // in order, or two ordered runs: a stable sort merges those in linear time.
+        entries.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+        let mut index = Self { now, ..Self::default() };
+        for (stamp, item) in entries {
+            let Some(name) = ItemFilename::parse(&stamp.name) else { continue };
+            if index.by_name.contains_key(name.as_str()) {
+                continue;
+            }
+            index.insert_slot(&name, stamp, item, false);
+        }
+        index.sort_all();
+        index
+    }
+
+    /// Whether a public client sees this item now (see [`ItemMeta::live_at`]), by the
+    /// index's clock.
+    pub fn is_live(&self, item: &IndexedItem) -> bool {
+        item.meta.live_at(self.now)
+    }
+
+    /// Changes whenever a file is added, changed or removed: a version of everything a
+    /// list of this collection can show.
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
+    }
+
+    /// Every known item file with what the index holds for it (for a snapshot).
+    pub fn entries(&self) -> Vec<(FileStamp, Held)> {
+        self.slots.iter().flatten().map(|s| (s.stamp.named(&s.name), s.item.clone())).collect()
+    }
+
+    /// How many item files are known, usable or not.
+    pub fn file_count(&self) -> usize {
+        self.by_name.len()
+    }
+
+    /// How many items can be listed.
+    pub fn usable_count(&self) -> usize {
+        self.usable
+    }
+
+    /// How many listed items break the collection's model.
+    pub fn breaking_model_count(&self) -> usize {
+        self.breaking_model
+    }
+
+    /// How many usable items are live (published and inside their window at the index's
+    /// clock), scheduled (published, outside it) and drafts: from the kept lists and
+    /// counts, without a walk.
+    pub fn status_counts(&self) -> StatusCounts {
+        let live = self.sorted_published[0].len();
+        let drafts = self.drafts;
+        StatusCounts { live, scheduled: self.usable.saturating_sub(live + drafts), drafts }
+    }
+
+    /// The stamp the index holds for a file.
+    pub fn stamp(&self, name: &str) -> Option<FileStamp> {
+        self.by_name.get(name).map(|id| self.slot(*id).stamp.named(name))
+    }
+
+    /// Whether the index holds this file at this stamp.
+    pub fn holds(&self, stamp: &FileStamp) -> bool {
+        self.by_name.get(stamp.name.as_str()).is_some_and(|id| self.slot(*id).stamp == Stamp::of(stamp))
+    }
+
+    /// Every known filename (for comparing with a fresh scan).
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.slots.iter().flatten().map(|s| &*s.name)
+    }
+
+    /// Every usable item, in no particular order.
+    pub fn items(&self) -> Vec<Arc<IndexedItem>> {
+        self.slots.iter().flatten().filter_map(|s| s.item.clone().ok()).collect()
+    }
+
+    /// Every tag of the usable items (of the live ones only, for `live_only`), once per
+    /// slug: the slug, how the newest item carrying it spells it, and how many items carry
+    /// it. From the tag lists (no walk of the items), in no particular order.
+    pub fn tags(&self, live_only: bool) -> Vec<(&str, &str, usize)> {
+        let mut found = Vec::with_capacity(self.by_tag.len());
+        for (slug, lists) in &self.by_tag {
+            let ids = if live_only { &lists.published } else { &lists.all };
+            let Some(newest) = ids.last() else { continue };
+            let item = self.usable_item(*newest);
+            let spelling = item.meta.tags.iter().zip(item.tag_slugs()).find(|(_, s)| s == slug);
+            found.push((slug.as_str(), spelling.map_or(slug.as_str(), |(tag, _)| &**tag), ids.len()));
+        }
+        found
+    }
+
+    /// The published items, newest first (by `date`, then filename).
+    pub fn published_newest_first(&self) -> impl Iterator<Item = &Arc<IndexedItem>> {
+        self.sorted_published[order_slot(OrderBy::DatePublished)].iter().rev().map(|id| self.usable_item(*id))
+    }
+
+    /// The file an item reference names (first in filename order when several files share
+    /// a slug), usable or not.
+    pub fn locate(&self, item_ref: &ItemRef) -> Option<ItemFilename> {
+        let id = match item_ref {
+            ItemRef::Slug(slug) => *self.by_slug.get(slug.as_str())?.ids().first()?,
+            ItemRef::Filename(name) => *self.by_name.get(name.as_str())?,
+        };
+        ItemFilename::parse(&self.slot(id).name)
+    }
+
+    /// What the index holds for the file an item reference names (as [`Self::locate`]),
+    /// found with one lookup: the indexed item, or `Err` with why the file is unusable.
+    /// The hot path of single reads, which need no `ItemFilename`.
+    pub fn find(&self, item_ref: &ItemRef) -> Option<Result<&Arc<IndexedItem>, &str>> {
+        let id = match item_ref {
+            ItemRef::Slug(slug) => *self.by_slug.get(slug.as_str())?.ids().first()?,
+            ItemRef::Filename(name) => *self.by_name.get(name.as_str())?,
+        };
+        Some(self.slot(id).item.as_ref().map_err(|reason| &**reason))
+    }
+
+    /// The published item a reference names: for a bare slug that several files carry,
+    /// the first published one in filename order, so a draft never shadows it.
+    pub fn locate_published(&self, item_ref: &ItemRef) -> Option<&Arc<IndexedItem>> {
+        let ids: &[Id] = match item_ref {
+            ItemRef::Slug(slug) => self.by_slug.get(slug.as_str())?.ids(),
+            ItemRef::Filename(name) => std::slice::from_ref(self.by_name.get(name.as_str())?),
+        };
+        ids.iter().filter_map(|id| self.slot(*id).item.as_ref().ok()).find(|item| self.is_live(item))
+    }
+
+    /// A file with this slug (dated or not).
+    pub fn file_with_slug(&self, slug: &str) -> Option<ItemFilename> {
+        let id = *self.by_slug.get(slug)?.ids().first()?;
+        ItemFilename::parse(&self.slot(id).name)
+    }
+
+    /// The indexed item of a file; `Err` with the reason when the file is known but
+    /// unusable.
+    pub fn get(&self, name: &str) -> Option<Result<&Arc<IndexedItem>, &str>> {
+        self.by_name.get(name).map(|id| self.slot(*id).item.as_ref().map_err(|reason| &**reason))
+    }
+
+    /// Files in the collection's folder that are not listed, each with the reason: item
+    /// files that cannot be used, and files whose names are not items' (as of the last
+    /// full scan), in filename order.
+    pub fn skipped(&self) -> Vec<(&str, &str)> {
+        let unusable = self.unusable.values().filter_map(|id| {
+            let slot = self.slot(*id);
+            Some((&*slot.name, &**slot.item.as_ref().err()?))
+        });
+        let mut all: Vec<(&str, &str)> =
+            unusable.chain(self.others.iter().map(|(n, r)| (&**n, &**r))).collect();
+        all.sort_unstable();
+        all
+    }
+
+    /// Records the files of the last full scan whose names are not items', with the
+    /// reason; returns those that were not known before (to report each once).
+    pub fn set_others(&mut self, others: Vec<(String, String)>) -> Vec<(String, String)> {
+        let fresh: Vec<(String, String)> =
+            others.iter().filter(|(name, _)| !self.others.contains_key(name.as_str())).cloned().collect();
+        self.others = others.into_iter().map(|(n, r)| (n.into_boxed_str(), r.into_boxed_str())).collect();
+        fresh
+    }
+
+    /// Records a file's new content (or that it cannot be used).
+    pub fn upsert(&mut self, name: &ItemFilename, stamp: FileStamp, item: Parsed) -> Applied {
+        let known = self.by_name.get(name.as_str()).copied();
+        if let Some(id) = known
+            && self.slot(id).stamp == Stamp::of(&stamp)
+        {
+            return Applied::Unchanged;
+        }
+        match (known, item) {
+            // The usual write: a new version of a listed item.
+            (Some(id), Ok(item)) if self.slot(id).item.is_ok() => self.replace_usable(id, stamp, item),
+            (_, item) => {
+                self.remove(name.as_str());
+                self.insert_slot(name, stamp, item.map(Arc::new).map_err(Box::from), true);
+            }
+        }
+        Applied::Updated
+    }
+
+    /// Puts a new usable version of a usable item in its slot, keeping the slot's id and
+    /// name: only the lists whose key or published membership changed are touched (a
+    /// write usually moves the item in the `modified` order alone), where a removal and
+    /// an insertion would search and shift every list.
+    fn replace_usable(&mut self, id: Id, stamp: FileStamp, mut item: IndexedItem) {
+        let slot = self.slots[id as usize].as_mut().expect("indexed id");
+        debug_assert_eq!(*slot.name, *item.meta.filename, "a new version of the same file");
+        // The slot's name is the key of `by_name` (and of the search index): the new
+        // version shares it, so that no map changes.
+        item.meta.filename = Arc::clone(&slot.name);
+        let new = Arc::new(item);
+        let old = Arc::clone(slot.item.as_ref().expect("usable id"));
+        self.breaking_model =
+            self.breaking_model + usize::from(new.breaks_model) - usize::from(old.breaks_model);
+        self.drafts = self.drafts + usize::from(is_draft(&new)) - usize::from(is_draft(&old));
+        let stamp = Stamp::of(&stamp);
+        self.fingerprint ^= stamp_hash(&slot.name, slot.stamp) ^ stamp_hash(&slot.name, stamp);
+        slot.stamp = stamp;
+        self.forget_schedule(id, &old);
+        // While the slot still holds the old version, which places the id in its lists.
+        self.relink_sorted(id, &old, &new);
+        self.slots[id as usize].as_mut().expect("indexed id").item = Ok(Arc::clone(&new));
+        self.note_schedule(id, &new);
+    }
+
+    /// Forgets a file.
+    pub fn remove(&mut self, name: &str) -> Applied {
+        let Some(id) = self.by_name.get(name).copied() else { return Applied::Unchanged };
+        if let Ok(item) = self.slot(id).item.clone() {
+            self.unlink_sorted(id);
+            self.usable -= 1;
+            self.breaking_model -= usize::from(item.breaks_model);
+            self.drafts -= usize::from(is_draft(&item));
+            self.forget_schedule(id, &item);
+        } else {
+            self.unusable.remove(name);
+        }
+        let slot = self.slots[id as usize].take().expect("indexed id");
+        self.fingerprint ^= stamp_hash(&slot.name, slot.stamp);
+        self.by_name.remove(&slot.name);
+        if let Some(name) = ItemFilename::parse(&slot.name)
+            && let Some(files) = self.by_slug.get_mut(name.slug())
+            && !files.remove(id)
+        {
+            self.by_slug.remove(name.slug());
+        }
+        self.free.push(id);
+        Applied::Removed
+    }
+
+    fn slot(&self, id: Id) -> &Slot {
+        self.slots[id as usize].as_ref().expect("indexed id")
+    }
+
+    fn usable_item(&self, id: Id) -> &Arc<IndexedItem> {
+        self.slot(id).item.as_ref().expect("usable id")
+    }
+
+    fn insert_slot(&mut self, name: &ItemFilename, stamp: FileStamp, item: Held, link: bool) {
+        let usable = item.is_ok();
+        let stamp = Stamp::of(&stamp);
+        self.fingerprint ^= stamp_hash(name.as_str(), stamp);
+        // A usable item's filename is shared with it (and with the search index).
+        let shared = match &item {
+            Ok(item) => Arc::clone(&item.meta.filename),
+            Err(_) => Arc::from(name.as_str()),
+        };
+        let slot = Slot { name: shared, stamp, item };
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.slots[id as usize] = Some(slot.clone());
+                id
+            }
+            None => {
+                self.slots.push(Some(slot.clone()));
+                Id::try_from(self.slots.len() - 1).expect("fewer than 4 billion items")
+            }
+        };
+        if !usable {
+            self.unusable.insert(Arc::clone(&slot.name), id);
+        }
+        self.by_name.insert(slot.name, id);
+        let slots = &self.slots;
+        let name_of = |other: Id| &*slots[other as usize].as_ref().expect("id").name;
+        match self.by_slug.get_mut(name.slug()) {
+            Some(files) => files.insert(id, name.as_str(), name_of),
+            None => {
+                self.by_slug.insert(Box::from(name.slug()), SlugFiles::One(id));
+            }
+        }
+        if usable {
+            self.usable += 1;
+            let item = Arc::clone(self.usable_item(id));
+            self.breaking_model += usize::from(item.breaks_model);
+            self.drafts += usize::from(is_draft(&item));
+            self.note_schedule(id, &item);
+            if link {
+                self.link_sorted(id);
+            } else {
+                // Bulk build: append now, sort once at the end.
+                let live = self.is_live(&item);
+                for order in ORDERS {
+                    self.sorted_all[order_slot(order)].push(id);
+                    if live {
+                        self.sorted_published[order_slot(order)].push(id);
+                    }
+                }
+                for tag in distinct(&item) {
+                    let lists = self.by_tag.entry(tag.to_owned()).or_default();
+                    lists.all.push(id);
+                    if live {
+                        lists.published.push(id);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What a published item outside its window adds to the fingerprint.
+fn hidden_hash(name: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    ("outside its window", name).hash(&mut hasher);
+    hasher.finish()
+}
+
+fn stamp_hash(name: &str, stamp: Stamp) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    (name, stamp.change_token, stamp.size, stamp.modified).hash(&mut hasher);
+    hasher.finish()
+}
+
+/// An item's tag slugs, each once (an item tagged `Rust` and `rust` is listed once).
+fn distinct(item: &IndexedItem) -> Vec<&str> {
+    let mut seen: Vec<&str> = Vec::new();
+    for slug in item.tag_slugs() {
+        if !seen.contains(&slug) {
+            seen.push(slug);
+        }
+    }
+    seen
+}

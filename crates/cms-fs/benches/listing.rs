@@ -53,7 +53,7 @@ fn main() {
     };
     // An outside edit applied (what the change feed does in the server), then a list.
     let rescan_and_list = || async {
-        cms.rescan(&collection).await.unwrap();
+        cms.upkeep().rescan(&collection).await.unwrap();
         list().await;
     };
 
@@ -116,7 +116,7 @@ fn facade(site: &std::path::Path) -> Cms {
         Arc::new(FixedClock::at_unix(0)),
         Arc::new(cms_core::testing::MemoryWebhooks::default()),
     );
-    Cms::new(&config, ports)
+    Cms::builder(&config, ports).build()
 }
 
 /// How long one run of `f` takes on the runtime.

@@ -124,15 +124,15 @@ fn parse_mark(text: &str) -> Option<i64> {
 pub fn keep_schedule(cms: Arc<Cms>, mark: ScheduleMark) {
     let wake = Arc::new(Notify::new());
     let notify = Arc::clone(&wake);
-    cms.on_schedule_change(move || notify.notify_one());
+    cms.upkeep().on_schedule_change(move || notify.notify_one());
     // Claimed before the events of the instant go out (the facade calls it then).
     let claim = mark.clone();
-    cms.on_schedule_claim(move |at| claim.claim(at));
+    cms.upkeep().on_schedule_claim(move |at| claim.claim(at));
     // Once, as the server starts (before it serves anything).
-    cms.catch_up_schedule(mark.load());
+    cms.upkeep().catch_up_schedule(mark.load());
     actix_web::rt::spawn(async move {
         loop {
-            let wait = cms.next_scheduled_instant().map_or(LONGEST_SLEEP, until).min(LONGEST_SLEEP);
+            let wait = cms.upkeep().next_scheduled_instant().map_or(LONGEST_SLEEP, until).min(LONGEST_SLEEP);
             tokio::select! {
                 () = actix_web::rt::time::sleep(wait) => {}
                 () = wake.notified() => continue,
@@ -140,7 +140,7 @@ pub fn keep_schedule(cms: Arc<Cms>, mark: ScheduleMark) {
             let ringing = Arc::clone(&cms);
             let ring = move || {
                 let _one_at_a_time = RINGS.lock().unwrap_or_else(|p| p.into_inner());
-                ringing.advance_schedule()
+                ringing.upkeep().advance_schedule()
             };
             if let Err(error) = actix_web::rt::task::spawn_blocking(ring).await {
                 tracing::error!(%error, "the scheduled-change timer failed");
@@ -152,7 +152,7 @@ pub fn keep_schedule(cms: Arc<Cms>, mark: ScheduleMark) {
 /// Records the instant reached when the server stops.
 pub fn stop(cms: &Cms) {
     let _one_at_a_time = RINGS.lock().unwrap_or_else(|p| p.into_inner());
-    cms.advance_schedule();
+    cms.upkeep().advance_schedule();
 }
 
 /// One ring at a time: a ring still running on the blocking pool when the server stops

@@ -88,7 +88,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         let feed = subscribe(&cms);
         // From here on the routes answer 503 (and /status "indexing") until the indexes
         // are built: the port is bound at once, whatever the size of the site.
-        let starting = cms.start();
+        let starting = cms.upkeep().start();
         let ahead = state.clone();
 
         // Slow clients: heads, bodies and idle connections are timed, and each worker
@@ -184,7 +184,7 @@ fn keep_snapshots(cms: Arc<Cms>) {
 
 async fn save_snapshots(cms: &Cms) {
     let started = Instant::now();
-    match cms.save_snapshots().await {
+    match cms.upkeep().save_snapshots().await {
         Ok(0) => {}
         Ok(saved) => {
             tracing::info!(saved, seconds = started.elapsed().as_secs_f64(), "saved index snapshots")
@@ -254,7 +254,7 @@ async fn hold_indexing_for_tests() {
 /// The store's change feed, or `None` (then the site is rescanned every second). A feed
 /// that cannot start (say, the inotify watch limit is reached) is not fatal.
 fn subscribe(cms: &Cms) -> Option<Box<dyn ChangeFeed>> {
-    match cms.subscribe() {
+    match cms.upkeep().subscribe() {
         Ok(Some(feed)) => Some(feed),
         Ok(None) => {
             tracing::info!("the store reports no changes; rescanning every {RESCAN_EVERY:?}");
@@ -272,13 +272,13 @@ fn subscribe(cms: &Cms) -> Option<Box<dyn ChangeFeed>> {
 fn follow(cms: Arc<Cms>, feed: Option<Box<dyn ChangeFeed>>) {
     actix_web::rt::spawn(async move {
         if let Some(feed) = feed {
-            cms.follow_changes(feed).await;
+            cms.upkeep().follow_changes(feed).await;
             tracing::warn!("falling back to rescanning every {RESCAN_EVERY:?}");
         }
         let mut failing = false;
         loop {
             actix_web::rt::time::sleep(RESCAN_EVERY).await;
-            match cms.rescan_all().await {
+            match cms.upkeep().rescan_all().await {
                 Ok(()) if failing => {
                     tracing::info!("rescanning the site works again");
                     failing = false;

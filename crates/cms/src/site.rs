@@ -153,15 +153,14 @@ impl Site {
             // Image variants render on their own threads (half the cores), never the API's.
             ports.images = Arc::new(cms_images::ImagePool::for_this_machine());
         }
-        let mut cms =
-            Cms::new(&config, ports).with_previews(storage.previews.clone(), config.previews.ttl_secs);
+        let mut cms = Cms::builder(&config, ports);
         // Lets path-valued query parameters (`collectionPath`...) be absolute; the core
         // compares them with this path lexically and never asks the disk.
         let real_root = self.root.canonicalize().unwrap_or_else(|_| self.root.clone());
         if let Some(root) = real_root.to_str() {
-            cms = cms.with_site_root(root);
+            cms = cms.site_root(root);
         }
-        let cms = Arc::new(cms);
+        let cms = Arc::new(cms.build());
         Ok(OpenSite {
             root: self.root.clone(),
             config,

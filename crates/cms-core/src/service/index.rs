@@ -158,7 +158,7 @@ impl Cms {
     /// does not stop the others: it is logged, and its requests answer the error until it
     /// can be built. The first error (the license's, else the first collection's) is
     /// returned after every collection was tried.
-    pub fn start(&self) -> impl Future<Output = CoreResult<()>> + '_ {
+    pub(super) fn start(&self) -> impl Future<Output = CoreResult<()>> + '_ {
         self.progress.phase.store(PHASE_INDEXING, Ordering::Release);
         async move {
             // First, so that a server listening meanwhile answers with the right license.
@@ -322,7 +322,7 @@ impl Cms {
     /// Saves the snapshot of every built index that changed since its last one, so that
     /// the next start reads it instead of parsing every item. The composition root calls it
     /// after start-up, now and then, and when stopping. Returns how many were saved.
-    pub async fn save_snapshots(&self) -> CoreResult<usize> {
+    pub(super) async fn save_snapshots(&self) -> CoreResult<usize> {
         let mut saved = 0;
         for collection in &self.collections {
             let cell = &self.indexes[collection.index];
@@ -509,7 +509,7 @@ impl Cms {
     /// Applies one batch of changes reported by the store. Each file is re-read only when
     /// its stamp differs from the indexed one, under the item's write lock, so a change
     /// report never overwrites a newer API write.
-    pub async fn apply_changes(&self, batch: Vec<StorageChange>) -> CoreResult<()> {
+    pub(super) async fn apply_changes(&self, batch: Vec<StorageChange>) -> CoreResult<()> {
         for change in batch {
             match change {
                 StorageChange::Items { collection, names, origin } => {
@@ -551,7 +551,7 @@ impl Cms {
     }
 
     /// Compares a collection with a fresh scan and re-reads what differs.
-    pub async fn rescan(&self, collection: &Collection) -> CoreResult<()> {
+    pub(super) async fn rescan(&self, collection: &Collection) -> CoreResult<()> {
         self.ensure_indexed(collection).await?;
         let scan = self.ports.content.scan(collection).await?;
         let others =
@@ -582,7 +582,7 @@ impl Cms {
     /// feed gets, periodically.
     /// One collection's failure does not keep the others (or the license) stale: every
     /// one is tried, and the first error is returned.
-    pub async fn rescan_all(&self) -> CoreResult<()> {
+    pub(super) async fn rescan_all(&self) -> CoreResult<()> {
         let mut first_error = None;
         for collection in &self.collections {
             if let Err(error) = self.rescan(collection).await {
@@ -597,13 +597,13 @@ impl Cms {
 
     /// Subscribes to the store's change reports for this site's collections; `None` when
     /// the store has no feed (then call [`Cms::rescan_all`] periodically).
-    pub fn subscribe(&self) -> CoreResult<Option<Box<dyn ChangeFeed>>> {
+    pub(super) fn subscribe(&self) -> CoreResult<Option<Box<dyn ChangeFeed>>> {
         self.ports.changes.subscribe(&self.collections)
     }
 
     /// Follows a change feed until it ends, applying each batch. Errors are logged and the
     /// next batch still applies; a batch that fails is retried as a rescan.
-    pub async fn follow_changes(&self, mut feed: Box<dyn ChangeFeed>) {
+    pub(super) async fn follow_changes(&self, mut feed: Box<dyn ChangeFeed>) {
         while let Some(batch) = feed.next_batch().await {
             if let Err(error) = self.apply_changes(batch).await {
                 tracing::warn!(%error, "applying storage changes failed; rescanning");

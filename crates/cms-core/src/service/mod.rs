@@ -34,6 +34,7 @@ mod resources;
 mod schedule;
 mod search;
 mod settings;
+mod upkeep;
 mod variants;
 mod versions;
 mod webhooks;
@@ -54,6 +55,7 @@ pub use previews::PreviewLink;
 pub use rendered::AheadSink;
 pub use resources::{ResourceFile, ResourceListing, ServedFile, Upload, parse_folder_index};
 pub use search::{SearchHit, SearchInput, SearchParams, SearchQuery};
+pub use upkeep::Upkeep;
 pub use variants::{ServedVariant, VariantBody, VariantInfo};
 pub use versions::{DeletedItem, DeletedItems, VersionContent, VersionId, VersionList};
 
@@ -78,6 +80,8 @@ pub struct Ports {
     pub variants: Arc<dyn crate::ports::VariantStore>,
     /// Decodes, resizes and encodes images.
     pub images: Arc<dyn crate::ports::ImageCodec>,
+    /// The key of preview links; `None`: the site makes none.
+    pub previews: Option<Arc<dyn crate::ports::PreviewKeys>>,
 }
 
 impl Ports {
@@ -105,6 +109,7 @@ impl Ports {
             snapshots: storage.snapshots.clone(),
             variants: storage.variants.clone(),
             images: Arc::new(crate::ports::NoImageCodec),
+            previews: Some(storage.previews.clone()),
         }
     }
 }
@@ -316,8 +321,48 @@ pub struct Cms {
     hosts: crate::host_policy::HostPolicy,
 }
 
+/// How a facade is made, the one way: the site's configuration and its ports
+/// ([`Ports::of_storage`] for an opened backend), then what only the composition root
+/// knows. Nothing else sets a port.
+pub struct CmsBuilder<'a> {
+    config: &'a SiteConfig,
+    ports: Ports,
+    site_root: Option<String>,
+    render_cache: Option<Arc<dyn crate::ports::RenderCache>>,
+}
+
+impl CmsBuilder<'_> {
+    /// The site folder's absolute path, as the composition root knows it (the core never
+    /// asks the disk), so that path-valued query parameters may be absolute.
+    pub fn site_root(mut self, root: impl Into<String>) -> Self {
+        self.site_root = Some(root.into());
+        self
+    }
+
+    /// Keeps rendered single items in `cache` instead of the default 8 MB in memory (a
+    /// server gives a local file: `cms_fs::FsRenderCache`).
+    pub fn render_cache(mut self, cache: Arc<dyn crate::ports::RenderCache>) -> Self {
+        self.render_cache = Some(cache);
+        self
+    }
+
+    pub fn build(self) -> Cms {
+        let mut cms = Cms::new(self.config, self.ports);
+        cms.site_root = self.site_root;
+        if let Some(cache) = self.render_cache {
+            cms.render_cache = cache;
+        }
+        cms
+    }
+}
+
 impl Cms {
-    pub fn new(config: &SiteConfig, ports: Ports) -> Self {
+    /// Starts making a facade (see [`CmsBuilder`]).
+    pub fn builder(config: &SiteConfig, ports: Ports) -> CmsBuilder<'_> {
+        CmsBuilder { config, ports, site_root: None, render_cache: None }
+    }
+
+    fn new(config: &SiteConfig, ports: Ports) -> Self {
         let collections = Collection::all_from_config(&config.collections);
         // The search index follows the log first, so that a webhook's receiver that
         // searches at once finds the change; then the webhooks.
@@ -349,7 +394,7 @@ impl Cms {
             site_root: None,
             schedule_waker: std::sync::OnceLock::new(),
             schedule_mark: std::sync::OnceLock::new(),
-            previews: None,
+            previews: ports.previews.clone().map(|keys| (keys, config.previews.ttl_secs)),
             images: config.images.clone(),
             source_hashes: variants::SourceHashes::default(),
             upload_limit: config.limits.upload_bytes,
@@ -366,26 +411,6 @@ impl Cms {
                 .collect(),
             ports,
         }
-    }
-
-    /// Tells the facade the site folder's absolute path (the composition root knows it; the
-    /// core never asks the disk), so that path-valued query parameters may be absolute.
-    pub fn with_site_root(mut self, root: impl Into<String>) -> Self {
-        self.site_root = Some(root.into());
-        self
-    }
-
-    /// Keeps rendered single items in `cache` instead of the default 8 MB in memory (a
-    /// server gives a local file: `cms_fs::FsRenderCache`).
-    pub fn with_render_cache(mut self, cache: Arc<dyn crate::ports::RenderCache>) -> Self {
-        self.render_cache = cache;
-        self
-    }
-
-    /// Enables preview links with this key store and default lifetime (`previews.ttl_secs`).
-    pub fn with_previews(mut self, keys: Arc<dyn crate::ports::PreviewKeys>, ttl_secs: u64) -> Self {
-        self.previews = Some((keys, ttl_secs));
-        self
     }
 
     pub fn site(&self) -> &SiteInfo {
@@ -539,5 +564,5 @@ pub(crate) fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
 }
 
 /// Budget of the rendered-item cache kept in memory when no other is given
-/// ([`Cms::with_render_cache`]): about 2,000 items of 2 KB.
+/// ([`CmsBuilder::render_cache`]): about 2,000 items of 2 KB.
 const MEMORY_RENDER_CACHE_BYTES: usize = 8 * 1024 * 1024;

@@ -13,7 +13,7 @@ use crate::engine::index::{CollectionIndex, Transition};
 impl Cms {
     /// Registers what to call when a write moves the next scheduled instant earlier (the
     /// timer then sleeps for less). Only the first registration counts.
-    pub fn on_schedule_change(&self, wake: impl Fn() + Send + Sync + 'static) {
+    pub(super) fn on_schedule_change(&self, wake: impl Fn() + Send + Sync + 'static) {
         let _ = self.schedule_waker.set(Box::new(wake));
     }
 
@@ -22,7 +22,7 @@ impl Cms {
     /// restart). It is called before that instant's events are published, so that a
     /// server killed right after an event went out does not announce it again; only the
     /// first registration (of this or [`Self::on_schedule_claim`]) counts.
-    pub fn on_schedule_mark(&self, record: impl Fn(i64) + Send + Sync + 'static) {
+    pub(super) fn on_schedule_mark(&self, record: impl Fn(i64) + Send + Sync + 'static) {
         self.on_schedule_claim(move |at| {
             record(at);
             None
@@ -35,7 +35,7 @@ impl Cms {
     /// another server, or by this one at an earlier ring); `None`: none known. The
     /// transitions at or before that instant are applied here but not announced again,
     /// so that each is announced once per site, not once per server.
-    pub fn on_schedule_claim(&self, claim: impl Fn(i64) -> Option<i64> + Send + Sync + 'static) {
+    pub(super) fn on_schedule_claim(&self, claim: impl Fn(i64) -> Option<i64> + Send + Sync + 'static) {
         let _ = self.schedule_mark.set(Box::new(claim));
     }
 
@@ -52,14 +52,14 @@ impl Cms {
 
     /// The earliest instant (Unix seconds) at which an item goes live or comes down, over
     /// the built indexes: where the timer should ring next.
-    pub fn next_scheduled_instant(&self) -> Option<i64> {
+    pub(super) fn next_scheduled_instant(&self) -> Option<i64> {
         self.indexes.iter().filter_map(|cell| read(&cell.index).as_ref()?.next_instant()).min()
     }
 
     /// Moves every built index to the clock's now: items whose instant passed go live or
     /// come down, the instant is recorded (see [`Self::on_schedule_mark`]), and then each
     /// transition is published as an event. Returns the instant reached.
-    pub fn advance_schedule(&self) -> i64 {
+    pub(super) fn advance_schedule(&self) -> i64 {
         self.advance_and_announce(Vec::new())
     }
 
@@ -67,7 +67,7 @@ impl Cms {
     /// was running, i.e. in `(since, now]`, where `since` is the instant the last server
     /// recorded (`None` on a site's first start: nothing is announced for the past). Then
     /// advances to now. Returns the instant reached (recorded as `advance_schedule` does).
-    pub fn catch_up_schedule(&self, since: Option<i64>) -> i64 {
+    pub(super) fn catch_up_schedule(&self, since: Option<i64>) -> i64 {
         let mut past = Vec::new();
         if let Some(since) = since {
             for collection in &self.collections {

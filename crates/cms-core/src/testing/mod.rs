@@ -101,6 +101,7 @@ impl MemoryWorld {
             snapshots: self.snapshots.clone(),
             variants: self.variants.clone(),
             images: Arc::new(crate::ports::NoImageCodec),
+            previews: None,
         }
     }
 
@@ -112,8 +113,13 @@ impl MemoryWorld {
 
     /// The same with another site configuration (e.g. [`SITE_YAML`] with a line added).
     pub fn cms_with(&self, site_yaml: &str) -> Cms {
-        let cms = Cms::new(&SiteConfig::from_yaml(site_yaml).expect("test site config"), self.ports());
-        cms.subscribe().expect("the memory store subscribes");
+        self.cms_with_ports(site_yaml, self.ports())
+    }
+
+    /// The same over these ports (the world's, some replaced).
+    pub fn cms_with_ports(&self, site_yaml: &str, ports: Ports) -> Cms {
+        let cms = Cms::builder(&SiteConfig::from_yaml(site_yaml).expect("test site config"), ports).build();
+        cms.upkeep().subscribe().expect("the memory store subscribes");
         cms
     }
 
@@ -121,7 +127,7 @@ impl MemoryWorld {
     /// the license through [`MemoryLicense::set`]), as the change feed of a real store
     /// would within its delay.
     pub async fn settle(&self, cms: &Cms) {
-        cms.apply_changes(self.content.take_changes()).await.expect("changes apply");
+        cms.upkeep().apply_changes(self.content.take_changes()).await.expect("changes apply");
         cms.reload_license().await.expect("the license reloads");
     }
 }

@@ -168,7 +168,7 @@ async fn an_outside_edit_is_a_change_and_announced_unless_the_site_says_not() {
         world.content.put_raw(POSTS, "okapi.md", b"---\ntitle: Okapi\nstatus: published\n---\nJungle.\n");
         world.settle(&cms).await;
         // A report of a file the index already holds changes nothing: no change.
-        cms.rescan(cms.collection("posts").unwrap()).await.unwrap();
+        cms.upkeep().rescan(cms.collection("posts").unwrap()).await.unwrap();
         world.content.remove_raw(POSTS, "okapi.md");
         world.settle(&cms).await;
         assert!(found(&cms, "jungle", &Viewer::Anonymous).await.is_empty());
@@ -240,18 +240,18 @@ async fn a_scheduled_instant_is_a_change_once_and_a_claimed_one_is_not_announced
         );
     }
     let cms = world.cms();
-    cms.start().await.unwrap();
+    cms.upkeep().start().await.unwrap();
     cms.prepare_search().await.unwrap();
     // Another server already announced up to 01:30.
     let claimed = 1_767_225_600 + 5400;
-    cms.on_schedule_claim(move |_now| Some(claimed));
+    cms.upkeep().on_schedule_claim(move |_now| Some(claimed));
     let (first, second) = followed(&cms);
 
     world.clock.advance(3600);
-    cms.advance_schedule();
-    cms.advance_schedule();
+    cms.upkeep().advance_schedule();
+    cms.upkeep().advance_schedule();
     world.clock.advance(3600);
-    cms.advance_schedule();
+    cms.upkeep().advance_schedule();
     assert_eq!(
         seen_by_both(&first, &second),
         [

@@ -2,12 +2,13 @@
 //! related items and feeds, over in-memory ports.
 
 use cms_core::CoreError;
+use cms_core::config::SiteConfig;
 use cms_core::query::ListQuery;
 use cms_core::related::Criterion;
 use cms_core::service::{
     RelatedParams, RelatedText, RssParams, SearchIndexParams, SitemapParams, TagItemsParams, Viewer,
 };
-use cms_core::testing::MemoryWorld;
+use cms_core::testing::{MemoryWorld, SITE_YAML};
 
 const POSTS: &str = "content/posts";
 
@@ -30,7 +31,9 @@ async fn absolute_paths_need_the_site_root_relative_ones_do_not() {
         "{error}"
     );
 
-    let with_root = world.cms().with_site_root("/srv/site/");
+    let with_root = cms_core::Cms::builder(&SiteConfig::from_yaml(SITE_YAML).unwrap(), world.ports())
+        .site_root("/srv/site/")
+        .build();
     assert!(with_root.search_index(&path_params("/srv/site/content/posts")).await.is_ok());
     assert_eq!(with_root.collection_at_path("p", Some("/srv/site/content/pages")).unwrap().index, 1);
     let error = with_root.collection_at_path("collectionPath", Some("content/drafts")).unwrap_err();

@@ -266,7 +266,7 @@ async fn follow_changes_applies_each_batch_of_a_feed() {
     let changes = world.content.take_changes();
     let (first, second) = changes.split_at(2);
     let rescan = vec![StorageChange::Rescan { collection: 0 }];
-    cms.follow_changes(Box::new(Batches(vec![first.to_vec(), second.to_vec(), rescan]))).await;
+    cms.upkeep().follow_changes(Box::new(Batches(vec![first.to_vec(), second.to_vec(), rescan]))).await;
     let mut listed = slugs(&cms, &[("orderBy", "slug"), ("direction", "asc")], &Viewer::Anonymous).await;
     listed.sort();
     assert_eq!(listed, ["b", "c"]);
@@ -274,7 +274,7 @@ async fn follow_changes_applies_each_batch_of_a_feed() {
     // A rescan alone finds what no report named.
     world.content.put_raw(POSTS, "d.md", b"---\ntitle: D\n---\n");
     world.content.take_changes();
-    cms.follow_changes(Box::new(Batches(vec![vec![StorageChange::Rescan { collection: 0 }]]))).await;
+    cms.upkeep().follow_changes(Box::new(Batches(vec![vec![StorageChange::Rescan { collection: 0 }]]))).await;
     assert_eq!(
         slugs(&cms, &[("orderBy", "slug"), ("direction", "asc")], &Viewer::Anonymous).await,
         ["b", "c", "d"]
@@ -422,7 +422,7 @@ fn interleaving(world: &MemoryWorld) -> (Cms, Arc<Interleaving>) {
     });
     let mut ports = world.ports();
     ports.content = store.clone();
-    (Cms::new(&SiteConfig::from_yaml(SITE_YAML).unwrap(), ports), store)
+    (Cms::builder(&SiteConfig::from_yaml(SITE_YAML).unwrap(), ports).build(), store)
 }
 
 #[tokio::test]
@@ -526,7 +526,7 @@ fn the_facades_futures_are_send() {
     let anon = Viewer::Anonymous;
     let q = ListQuery::default();
     assert_send(&cms);
-    assert_send(&cms.start());
+    assert_send(&cms.upkeep().start());
     assert_send(&cms.list_items(posts, &q, &anon));
     assert_send(&cms.read_item(posts, &item("a"), &anon));
     assert_send(&cms.read_item_source(Caller::Operator, posts, &item("a")));
@@ -536,10 +536,10 @@ fn the_facades_futures_are_send() {
     assert_send(&cms.list_versions(Caller::Operator, posts, &item("a")));
     assert_send(&cms.restore_version(Caller::Operator, posts, &item("a"), VersionId::new(1).unwrap(), None));
     assert_send(&cms.indexed_items(posts));
-    assert_send(&cms.rescan_all());
-    assert_send(&cms.rescan(posts));
-    assert_send(&cms.apply_changes(vec![]));
-    assert_send(&cms.follow_changes(Box::new(NoFeed)));
+    assert_send(&cms.upkeep().rescan_all());
+    assert_send(&cms.upkeep().rescan(posts));
+    assert_send(&cms.upkeep().apply_changes(vec![]));
+    assert_send(&cms.upkeep().follow_changes(Box::new(NoFeed)));
     assert_send(&cms.search_index(&SearchIndexParams::default()));
     assert_send(&cms.tags(&TagsParams::default()));
     assert_send(&cms.related(&RelatedParams::default()));
@@ -608,7 +608,7 @@ async fn concurrent_first_requests_build_the_index_once() {
         world.content.put_raw(POSTS, &format!("p{i}.md"), format!("---\ntitle: P{i}\n---\n").as_bytes());
     }
     let (cms, _store) = interleaving(&world);
-    cms.subscribe().unwrap();
+    cms.upkeep().subscribe().unwrap();
     let posts = cms.collection("posts").unwrap().clone();
     let (q, anon) = (ListQuery::default(), Viewer::Anonymous);
     let lists = (0..10).map(|_| cms.list_items(&posts, &q, &anon));
@@ -636,7 +636,7 @@ async fn concurrent_first_requests_build_the_index_once() {
     assert_eq!(changes.len(), 1);
     let n1 = item("n1");
     let (applied, updated) = tokio::join!(
-        cms.apply_changes(changes),
+        cms.upkeep().apply_changes(changes),
         cms.update_item(Caller::Operator, &posts, &n1, patch(json!({"k": 1})), None)
     );
     applied.unwrap();
@@ -676,9 +676,9 @@ async fn a_restart_reuses_the_snapshot_and_reparses_only_changed_files() {
     world.content.put_raw(POSTS, "broken.md", b"---\ntitle: [\n---\n");
     world.content.take_changes();
     let first = world.cms();
-    first.start().await.unwrap();
-    assert_eq!(first.save_snapshots().await.unwrap(), 1, "posts (pages is empty: nothing to keep)");
-    assert_eq!(first.save_snapshots().await.unwrap(), 0, "nothing changed since");
+    first.upkeep().start().await.unwrap();
+    assert_eq!(first.upkeep().save_snapshots().await.unwrap(), 1, "posts (pages is empty: nothing to keep)");
+    assert_eq!(first.upkeep().save_snapshots().await.unwrap(), 0, "nothing changed since");
 
     world.content.put_raw(POSTS, "p3.md", b"---\ntitle: Edited\n---\nNew body.\n");
     world.content.put_raw(POSTS, "new.md", b"---\ntitle: New\n---\n");
@@ -686,7 +686,7 @@ async fn a_restart_reuses_the_snapshot_and_reparses_only_changed_files() {
     world.content.take_changes();
     let reads_before = world.content.reads.load(Ordering::Relaxed);
     let second = world.cms();
-    second.start().await.unwrap();
+    second.upkeep().start().await.unwrap();
     assert_eq!(
         world.content.reads.load(Ordering::Relaxed) - reads_before,
         2,
@@ -696,7 +696,7 @@ async fn a_restart_reuses_the_snapshot_and_reparses_only_changed_files() {
     world.snapshots.corrupt(POSTS, b"not a snapshot");
     let reads_before = world.content.reads.load(Ordering::Relaxed);
     let fresh = world.cms();
-    fresh.start().await.unwrap();
+    fresh.upkeep().start().await.unwrap();
     assert_eq!(
         world.content.reads.load(Ordering::Relaxed) - reads_before,
         21,
@@ -711,10 +711,10 @@ async fn a_restart_reuses_the_snapshot_and_reparses_only_changed_files() {
     assert_eq!(list(&second, &[], &Viewer::Anonymous).await, list(&fresh, &[], &Viewer::Anonymous).await);
 
     // The second server saves what it learned; a third start reads nothing.
-    assert_eq!(second.save_snapshots().await.unwrap(), 1);
+    assert_eq!(second.upkeep().save_snapshots().await.unwrap(), 1);
     let reads_before = world.content.reads.load(Ordering::Relaxed);
     let third = world.cms();
-    third.start().await.unwrap();
+    third.upkeep().start().await.unwrap();
     assert_eq!(world.content.reads.load(Ordering::Relaxed), reads_before);
     assert_eq!(indexed(&third).await, indexed(&fresh).await);
 }
@@ -727,12 +727,12 @@ async fn a_snapshot_of_another_time_zone_is_not_used() {
     world.content.put_raw(POSTS, "a.md", b"---\ntitle: A\ndate: 2024-01-01\n---\n");
     world.content.take_changes();
     let utc = world.cms();
-    utc.start().await.unwrap();
-    utc.save_snapshots().await.unwrap();
+    utc.upkeep().start().await.unwrap();
+    utc.upkeep().save_snapshots().await.unwrap();
     let berlin = SITE_YAML.replace("  per_page: 10\n", "  per_page: 10\n  timezone: Europe/Berlin\n");
     let reads_before = world.content.reads.load(Ordering::Relaxed);
     let cms = world.cms_with(&berlin);
-    cms.start().await.unwrap();
+    cms.upkeep().start().await.unwrap();
     assert_eq!(world.content.reads.load(Ordering::Relaxed) - reads_before, 1);
     let items = cms.indexed_items(cms.collection("posts").unwrap()).await.unwrap();
     assert_eq!(items[0].meta.date_at.unwrap().offset().whole_hours(), 1);
@@ -825,10 +825,10 @@ async fn start_reports_its_progress_until_done() {
     });
     let mut ports = world.ports();
     ports.content = store;
-    let cms = Cms::new(&SiteConfig::from_yaml(SITE_YAML).unwrap(), ports);
+    let cms = Cms::builder(&SiteConfig::from_yaml(SITE_YAML).unwrap(), ports).build();
     assert_eq!(cms.indexing(), None, "not started: indexes are built on first use");
 
-    let starting = cms.start();
+    let starting = cms.upkeep().start();
     assert_eq!(cms.indexing(), Some(Indexing { indexed: 0, found: 0 }), "indexing from the call on");
     let watch = async {
         reached_rx.await.unwrap();

@@ -101,7 +101,7 @@ async fn setup(world: &MemoryWorld, interference: Interference) -> (Cms, Arc<Oth
         Arc::new(OtherNode { inner: world.content.clone(), interference, replaces: AtomicUsize::new(0) });
     let mut ports = world.ports();
     ports.content = store.clone();
-    let cms = Cms::new(&SiteConfig::from_yaml(SITE_YAML).unwrap(), ports);
+    let cms = Cms::builder(&SiteConfig::from_yaml(SITE_YAML).unwrap(), ports).build();
     let pages = cms.collection("pages").unwrap().clone();
     let created = cms
         .create_item(

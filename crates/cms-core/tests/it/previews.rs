@@ -8,13 +8,15 @@ use std::sync::Arc;
 use cms_core::CoreError;
 use cms_core::account::Role;
 use cms_core::service::NewItem;
-use cms_core::testing::{MemoryPreviewKeys, MemoryWorld};
+use cms_core::service::Ports;
+use cms_core::testing::{MemoryPreviewKeys, MemoryWorld, SITE_YAML};
 use serde_json::json;
 
 #[tokio::test]
 async fn a_preview_link_opens_until_its_expiry_on_the_clock() {
     let world = MemoryWorld::new();
-    let cms = world.cms().with_previews(Arc::new(MemoryPreviewKeys::default()), 3600);
+    let ports = Ports { previews: Some(Arc::new(MemoryPreviewKeys::default())), ..world.ports() };
+    let cms = world.cms_with_ports(SITE_YAML, ports);
     cms.add_user(Caller::Operator, "ed@example.com", Role::Editor).await.unwrap();
     let key = cms.create_key(Caller::Operator, "ed@example.com", "t", [9; 32]).await.unwrap();
     let editor = cms.authenticate(&key.plaintext).await.unwrap();

@@ -124,15 +124,15 @@ async fn items_go_live_and_come_down_by_themselves_on_every_public_path() {
     assert!(matches!(refused, Err(CoreError::Unauthorized(_))));
 
     // The timer's instant is the earliest; nothing moves before it.
-    assert_eq!(cms.next_scheduled_instant(), Some(START + 3600));
+    assert_eq!(cms.upkeep().next_scheduled_instant(), Some(START + 3600));
     let version = cms.list_items_version(&posts, &query(&[]), &Viewer::Anonymous).await.unwrap();
     world.clock.advance(3599);
-    cms.advance_schedule();
+    cms.upkeep().advance_schedule();
     assert!(world.events.take().is_empty());
     assert_eq!(public_slugs(&cms).await, before);
 
     world.clock.advance(1);
-    cms.advance_schedule();
+    cms.upkeep().advance_schedule();
     let events = world.events.take();
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].kind, EventKind::ItemPublished);
@@ -147,18 +147,18 @@ async fn items_go_live_and_come_down_by_themselves_on_every_public_path() {
         version,
         "kept answers change with visibility"
     );
-    cms.advance_schedule();
+    cms.upkeep().advance_schedule();
     assert!(world.events.take().is_empty(), "once per transition");
 
     // 03:00 +01:00 is 02:00Z.
-    assert_eq!(cms.next_scheduled_instant(), Some(START + 7200));
+    assert_eq!(cms.upkeep().next_scheduled_instant(), Some(START + 7200));
     world.clock.advance(3600);
-    cms.advance_schedule();
+    cms.upkeep().advance_schedule();
     let events = world.events.take();
     assert_eq!((events.len(), events[0].kind), (1, EventKind::ItemUnpublished));
     let after = public_slugs(&cms).await;
     assert_eq!(after[0], ["always", "soon"]);
-    assert_eq!(cms.next_scheduled_instant(), None);
+    assert_eq!(cms.upkeep().next_scheduled_instant(), None);
     let scheduled = cms.list_items(&posts, &query(&[("status", "scheduled")]), &editor).await.unwrap();
     assert_eq!(scheduled.items.iter().map(|s| s.item.meta.slug.as_str()).collect::<Vec<_>>(), ["ending"]);
 }
@@ -168,16 +168,16 @@ async fn a_restart_spanning_the_instant_announces_it_once() {
     let world = MemoryWorld::new();
     site(&world);
     let first = world.cms();
-    first.start().await.unwrap();
-    let mark = first.catch_up_schedule(None);
+    first.upkeep().start().await.unwrap();
+    let mark = first.upkeep().catch_up_schedule(None);
     assert!(world.events.take().is_empty(), "a first start announces nothing of the past");
     drop(first);
 
     // Stopped at 00:00, started at 02:30: both instants passed while no server ran.
     world.clock.advance(9000);
     let second = world.cms();
-    second.start().await.unwrap();
-    let mark = second.catch_up_schedule(Some(mark));
+    second.upkeep().start().await.unwrap();
+    let mark = second.upkeep().catch_up_schedule(Some(mark));
     let kinds: Vec<(EventKind, EventData)> =
         world.events.take().into_iter().map(|e| (e.kind, e.data)).collect();
     assert_eq!(
@@ -189,8 +189,8 @@ async fn a_restart_spanning_the_instant_announces_it_once() {
     );
     drop(second);
     let third = world.cms();
-    third.start().await.unwrap();
-    third.catch_up_schedule(Some(mark));
+    third.upkeep().start().await.unwrap();
+    third.upkeep().catch_up_schedule(Some(mark));
     assert!(world.events.take().is_empty(), "never twice");
 }
 
@@ -199,10 +199,10 @@ async fn writes_wake_the_timer_and_bad_dates_are_refused() {
     let world = MemoryWorld::new();
     site(&world);
     let cms = world.cms();
-    cms.start().await.unwrap();
+    cms.upkeep().start().await.unwrap();
     let woken = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&woken);
-    cms.on_schedule_change(move || {
+    cms.upkeep().on_schedule_change(move || {
         counter.fetch_add(1, Ordering::Relaxed);
     });
     let posts = cms.collection("posts").unwrap().clone();
@@ -221,11 +221,11 @@ async fn writes_wake_the_timer_and_bad_dates_are_refused() {
     .await
     .unwrap();
     assert_eq!(woken.load(Ordering::Relaxed), 1, "an earlier instant wakes the timer");
-    assert_eq!(cms.next_scheduled_instant(), Some(START + 30));
+    assert_eq!(cms.upkeep().next_scheduled_instant(), Some(START + 30));
     cms.update_item(Caller::Operator, &posts, &item("always"), update(json!({"publish_date": null})), None)
         .await
         .unwrap();
-    assert_eq!(cms.next_scheduled_instant(), Some(START + 3600), "a removed instant is forgotten");
+    assert_eq!(cms.upkeep().next_scheduled_instant(), Some(START + 3600), "a removed instant is forgotten");
 
     for bad in [json!("tomorrow"), json!("2026-13-01"), json!(5), json!("2026-01-01T25:00:00Z")] {
         let error = cms
@@ -256,13 +256,13 @@ async fn the_instant_reached_is_recorded_before_its_events_are_published() {
     let world = MemoryWorld::new();
     site(&world);
     let cms = world.cms();
-    cms.start().await.unwrap();
+    cms.upkeep().start().await.unwrap();
     let recorded = Arc::new(std::sync::Mutex::new(Vec::new()));
     let (events, log) = (world.events.clone(), Arc::clone(&recorded));
-    cms.on_schedule_mark(move |at| log.lock().unwrap().push((at, events.take().len())));
-    let start = cms.catch_up_schedule(None);
+    cms.upkeep().on_schedule_mark(move |at| log.lock().unwrap().push((at, events.take().len())));
+    let start = cms.upkeep().catch_up_schedule(None);
     world.clock.advance(3600);
-    let reached = cms.advance_schedule();
+    let reached = cms.upkeep().advance_schedule();
     assert_eq!(reached, START + 3600);
     assert_eq!(
         *recorded.lock().unwrap(),
@@ -281,16 +281,16 @@ async fn transitions_another_server_announced_are_not_announced_again() {
     let world = MemoryWorld::new();
     site(&world);
     let cms = world.cms();
-    cms.start().await.unwrap();
+    cms.upkeep().start().await.unwrap();
     let claims = Arc::new(std::sync::Mutex::new(Vec::new()));
     let log = Arc::clone(&claims);
     // Another server rang at 01:00 and announced `soon`; this one rings at 02:30.
-    cms.on_schedule_claim(move |at| {
+    cms.upkeep().on_schedule_claim(move |at| {
         log.lock().unwrap().push(at);
         Some(START + 3600)
     });
     world.clock.advance(9000);
-    let reached = cms.advance_schedule();
+    let reached = cms.upkeep().advance_schedule();
     assert_eq!(*claims.lock().unwrap(), [START + 9000]);
     assert_eq!(reached, START + 9000);
     let kinds: Vec<(EventKind, EventData)> =
@@ -309,10 +309,10 @@ async fn a_claim_past_now_announces_nothing_on_catch_up() {
     let world = MemoryWorld::new();
     site(&world);
     let cms = world.cms();
-    cms.start().await.unwrap();
-    cms.on_schedule_claim(|_| Some(START + 10_000));
+    cms.upkeep().start().await.unwrap();
+    cms.upkeep().on_schedule_claim(|_| Some(START + 10_000));
     world.clock.advance(9000);
-    cms.catch_up_schedule(Some(START));
+    cms.upkeep().catch_up_schedule(Some(START));
     assert!(world.events.take().is_empty());
     assert_eq!(public_slugs(&cms).await[0], ["always", "soon"]);
 }

@@ -292,7 +292,7 @@ async fn a_write_expects_the_stamp_its_snapshot_answered_and_unshares_it_when_th
     let mut ports = world.ports();
     ports.versions = versions.clone();
     let config = cms_core::config::SiteConfig::from_yaml(cms_core::testing::SITE_YAML).unwrap();
-    let cms = Cms::new(&config, ports);
+    let cms = Cms::builder(&config, ports).build();
     let pages = cms.collection("pages").unwrap().clone();
     let new = NewItem { slug: Some("about".into()), body: "v1".into(), ..Default::default() };
     cms.create_item(Caller::Operator, &pages, new).await.unwrap();

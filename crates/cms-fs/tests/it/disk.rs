@@ -60,13 +60,13 @@ async fn a_refused_collection_does_not_stop_the_others() {
         Arc::new(FixedClock::at_unix(0)),
         Arc::new(cms_core::testing::MemoryWebhooks::default()),
     );
-    let cms = Cms::new(&config, ports);
-    assert!(cms.start().await.is_err(), "the refused collection is reported");
+    let cms = Cms::builder(&config, ports).build();
+    assert!(cms.upkeep().start().await.is_err(), "the refused collection is reported");
     let pages = cms.collection("pages").unwrap().clone();
     let list = cms.list_items(&pages, &ListQuery::default(), &Viewer::Anonymous).await.unwrap();
     assert_eq!(list.total_items, 1, "the other collection is served");
     fs::write(site.path().join("content/pages/contact.md"), "---\ntitle: Contact\n---\n").unwrap();
-    assert!(cms.rescan_all().await.is_err(), "still reported");
+    assert!(cms.upkeep().rescan_all().await.is_err(), "still reported");
     let list = cms.list_items(&pages, &ListQuery::default(), &Viewer::Anonymous).await.unwrap();
     assert_eq!(list.total_items, 2, "and still rescanned");
     let posts = cms.collection("posts").unwrap().clone();
@@ -140,7 +140,7 @@ async fn concurrent_patches_to_one_item_lose_nothing() {
     let collection = cms.collection("posts").unwrap().clone();
     // Written behind the facade's back: in the server the inotify feed applies this within
     // 1 s; here the test applies it.
-    cms.rescan(&collection).await.unwrap();
+    cms.upkeep().rescan(&collection).await.unwrap();
     let patches: Vec<_> = (0..16)
         .map(|i| {
             let (cms, collection) = (cms.clone(), collection.clone());
@@ -296,13 +296,13 @@ async fn outside_edits_show_after_a_rescan_and_own_writes_at_once() {
 
     fs::write(folder.join("a.md"), "---\ntitle: A2\n---\n").unwrap();
     fs::write(folder.join("b.md"), "---\ntitle: B\n---\n").unwrap();
-    cms.rescan(&posts).await.unwrap();
+    cms.upkeep().rescan(&posts).await.unwrap();
     let mut seen = titles(&cms).await;
     seen.sort();
     assert_eq!(seen, ["A2", "B"]);
 
     fs::remove_file(folder.join("b.md")).unwrap();
-    cms.rescan_all().await.unwrap();
+    cms.upkeep().rescan_all().await.unwrap();
     assert_eq!(titles(&cms).await, ["A2"]);
 
     let fm = json!({"title": "A3"}).as_object().unwrap().clone();
@@ -330,7 +330,7 @@ fn fs_cms(site: &std::path::Path) -> Cms {
         Arc::new(FixedClock::at_unix(0)),
         Arc::new(cms_core::testing::MemoryWebhooks::default()),
     );
-    Cms::new(&config, ports)
+    Cms::builder(&config, ports).build()
 }
 
 /// The collection folder does not exist yet, and its parent is a symlink out of the site:

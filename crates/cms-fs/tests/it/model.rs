@@ -26,7 +26,7 @@ fn facade(site: &Path) -> Cms {
         Arc::new(FixedClock::at_unix(1_767_225_600)),
         Arc::new(cms_core::testing::MemoryWebhooks::default()),
     );
-    Cms::new(&SiteConfig::from_yaml(CONFIG).unwrap(), ports)
+    Cms::builder(&SiteConfig::from_yaml(CONFIG).unwrap(), ports).build()
 }
 
 /// A small deterministic generator (no dependency for one test).
@@ -131,11 +131,11 @@ async fn the_index_equals_a_fresh_scan_after_any_sequence_of_changes() {
         .unwrap();
     }
     let cms = Arc::new(facade(site.path()));
-    cms.start().await.unwrap();
-    let feed = cms.subscribe().unwrap().expect("the file adapter has a change feed");
+    cms.upkeep().start().await.unwrap();
+    let feed = cms.upkeep().subscribe().unwrap().expect("the file adapter has a change feed");
     let follower = tokio::spawn({
         let cms = Arc::clone(&cms);
-        async move { cms.follow_changes(feed).await }
+        async move { cms.upkeep().follow_changes(feed).await }
     });
     let posts = cms.collection("posts").unwrap().clone();
     let mut rng = Lcg(7);

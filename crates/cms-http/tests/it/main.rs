@@ -57,7 +57,10 @@ impl Harness {
     /// The same over another site configuration.
     pub async fn setup_site(site_yaml: &str, answers: Option<Arc<dyn cms_core::ports::RenderCache>>) -> Self {
         let world = MemoryWorld::new();
-        let cms = Arc::new(world.cms_with(site_yaml).with_site_root(SITE_ROOT));
+        let config = cms_core::config::SiteConfig::from_yaml(site_yaml).expect("test site config");
+        let cms = cms_core::Cms::builder(&config, world.ports()).site_root(SITE_ROOT).build();
+        cms.upkeep().subscribe().expect("the memory store subscribes");
+        let cms = Arc::new(cms);
         cms.add_user(Caller::Operator, "owner@example.com", Role::Owner).await.unwrap();
         cms.add_user(Caller::Operator, "ed@example.com", Role::Editor).await.unwrap();
         let owner_key =

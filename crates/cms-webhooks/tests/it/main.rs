@@ -78,7 +78,7 @@ impl Fixture {
         let world = MemoryWorld::new();
         let mut ports = world.ports();
         ports.events = sink;
-        let cms = Cms::new(&SiteConfig::from_yaml(SITE_YAML).unwrap(), ports);
+        let cms = Cms::builder(&SiteConfig::from_yaml(SITE_YAML).unwrap(), ports).build();
         (world, cms)
     }
 }

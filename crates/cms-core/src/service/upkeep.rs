@@ -1,0 +1,93 @@
+//! The upkeep handle ([`Cms::upkeep`]): what the composition root (and a test standing in
+//! for it) calls to keep the facade's engine in step with the store: the first indexing,
+//! the change feed, the index snapshots, the schedule's timer. Apart from the operations
+//! that adapters call, so that neither audience reaches for the other's methods; each
+//! method's doc is on the facade's own (`index.rs`, `schedule.rs`), which this calls.
+
+use std::future::Future;
+
+use super::Cms;
+use crate::collection::Collection;
+use crate::error::CoreResult;
+use crate::ports::{ChangeFeed, StorageChange};
+
+/// The facade's upkeep (see the module doc). Copy: each call takes it by value and the
+/// futures borrow the facade, not the handle.
+#[derive(Clone, Copy)]
+pub struct Upkeep<'a>(&'a Cms);
+
+impl Cms {
+    /// The upkeep handle of this facade.
+    pub fn upkeep(&self) -> Upkeep<'_> {
+        Upkeep(self)
+    }
+}
+
+impl<'a> Upkeep<'a> {
+    /// Loads the license and builds every collection's index; [`Cms::indexing`] reports
+    /// the progress from the call on, before the future is first polled.
+    pub fn start(self) -> impl Future<Output = CoreResult<()>> + 'a {
+        self.0.start()
+    }
+
+    /// Saves the snapshot of every index that changed since its last one; how many.
+    pub async fn save_snapshots(self) -> CoreResult<usize> {
+        self.0.save_snapshots().await
+    }
+
+    /// Subscribes to the store's change reports; `None` when it has no feed (then call
+    /// [`Self::rescan_all`] now and then).
+    pub fn subscribe(self) -> CoreResult<Option<Box<dyn ChangeFeed>>> {
+        self.0.subscribe()
+    }
+
+    /// Follows a change feed until it ends, applying each batch.
+    pub async fn follow_changes(self, feed: Box<dyn ChangeFeed>) {
+        self.0.follow_changes(feed).await
+    }
+
+    /// Applies one batch of changes reported by the store.
+    pub async fn apply_changes(self, batch: Vec<StorageChange>) -> CoreResult<()> {
+        self.0.apply_changes(batch).await
+    }
+
+    /// Compares a collection with a fresh scan and re-reads what differs.
+    pub async fn rescan(self, collection: &Collection) -> CoreResult<()> {
+        self.0.rescan(collection).await
+    }
+
+    /// Rescans every collection and reloads the license.
+    pub async fn rescan_all(self) -> CoreResult<()> {
+        self.0.rescan_all().await
+    }
+
+    /// What to call when a write moves the next scheduled instant earlier.
+    pub fn on_schedule_change(self, wake: impl Fn() + Send + Sync + 'static) {
+        self.0.on_schedule_change(wake)
+    }
+
+    /// How to record the instant up to which scheduled changes are announced.
+    pub fn on_schedule_mark(self, record: impl Fn(i64) + Send + Sync + 'static) {
+        self.0.on_schedule_mark(record)
+    }
+
+    /// The same, for servers sharing one store (see `schedule.rs`).
+    pub fn on_schedule_claim(self, claim: impl Fn(i64) -> Option<i64> + Send + Sync + 'static) {
+        self.0.on_schedule_claim(claim)
+    }
+
+    /// Where the schedule's timer should ring next (Unix seconds).
+    pub fn next_scheduled_instant(self) -> Option<i64> {
+        self.0.next_scheduled_instant()
+    }
+
+    /// Moves every index to the clock's now; the instant reached.
+    pub fn advance_schedule(self) -> i64 {
+        self.0.advance_schedule()
+    }
+
+    /// For a server that starts: the transitions since the last server's mark, then now.
+    pub fn catch_up_schedule(self, since: Option<i64>) -> i64 {
+        self.0.catch_up_schedule(since)
+    }
+}

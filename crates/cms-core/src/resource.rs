@@ -169,6 +169,22 @@ impl fmt::Display for FileName {
     }
 }
 
+/// A file or subfolder in one of the site's resource folders, as every resource call that
+/// names one takes it (as [`crate::slug::ItemRef`] names an item): the folder's index in
+/// `resources:`, the subfolder, the name, each already checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceRef {
+    pub folder: usize,
+    pub dir: Subpath,
+    pub name: FileName,
+}
+
+impl ResourceRef {
+    pub fn new(folder: usize, dir: Subpath, name: FileName) -> Self {
+        Self { folder, dir, name }
+    }
+}
+
 /// A file inside a resource folder as a public URL names it after the folder's prefix
 /// (`2024/photo.jpg`): its subfolder and its name.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use futures_util::{Stream, StreamExt};
 
 use crate::error::CoreError;
 use crate::policy::Caller;
-use crate::resource::{FileName, Subpath};
+use crate::resource::{FileName, ResourceRef, Subpath};
 use crate::service::{Cms, ResourceFile, Upload};
 
 /// Why a file was not stored.
@@ -60,7 +60,7 @@ pub fn presets_later(
     let name = file.name.clone();
     Some(async move {
         // The name the facade stored the file under, so a file name.
-        let made = async { cms.make_presets(folder, &dir, &FileName::parse(&name)?).await };
+        let made = async { cms.make_presets(&ResourceRef::new(folder, dir, FileName::parse(&name)?)).await };
         if let Err(error) = made.await {
             tracing::warn!(%error, file = %name, "the presets of an upload were not made");
         }

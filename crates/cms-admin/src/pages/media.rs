@@ -6,7 +6,7 @@ use actix_multipart::{Field, Multipart};
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
 use askama::Template;
-use cms_core::resource::{FileName, Subpath, sanitize_upload_name};
+use cms_core::resource::{FileName, ResourceRef, Subpath, sanitize_upload_name};
 use cms_core::service::{ResourceFile, parse_folder_index};
 use cms_core::session::same_secret;
 use cms_core::upload::{self, UploadFailed};
@@ -273,7 +273,8 @@ async fn receive(
                 )?;
                 let index = parse_folder_index(folder.as_deref())?;
                 let (dir, name) = (Subpath::parse(&path)?, sanitize_upload_name(&filename)?);
-                let file = state.cms.finish_upload(upload, index, &dir, &name).await?;
+                let file =
+                    state.cms.finish_upload(upload, &ResourceRef::new(index, dir.clone(), name)).await?;
                 // The presets are made after the answer, on the image workers.
                 if let Some(job) = upload::presets_later(state.cms.clone(), index, dir, &file) {
                     actix_web::rt::spawn(job);
@@ -319,7 +320,10 @@ pub async fn rename(posted: PostedForm, state: web::Data<AdminState>) -> AdminRe
     let file = posted.fields.required("file", "The file")?;
     let new_name = posted.fields.required("new_name", "The new name")?;
     let (dir, file, new_name) = (Subpath::parse(&path)?, FileName::parse(file)?, FileName::parse(new_name)?);
-    state.cms.rename_resource(&posted.user.principal, folder, &dir, &file, &new_name).await?;
+    state
+        .cms
+        .rename_resource(&posted.user.principal, &ResourceRef::new(folder, dir, file), &new_name)
+        .await?;
     Ok(view::see_other(&format!("{}&ok=renamed", media_href(folder, &path))))
 }
 
@@ -330,7 +334,10 @@ pub async fn move_file(posted: PostedForm, state: web::Data<AdminState>) -> Admi
     let file = posted.fields.required("file", "The file")?;
     let dest = posted.fields.text("dest").trim().trim_matches('/');
     let (dir, file, dest) = (Subpath::parse(&path)?, FileName::parse(file)?, Subpath::parse(dest)?);
-    state.cms.move_resource(&posted.user.principal, folder, &dir, &file, &dest, None).await?;
+    state
+        .cms
+        .move_resource(&posted.user.principal, &ResourceRef::new(folder, dir, file), &dest, None)
+        .await?;
     Ok(view::see_other(&format!("{}&ok=moved", media_href(folder, &path))))
 }
 
@@ -365,7 +372,7 @@ pub async fn delete(posted: PostedForm, state: web::Data<AdminState>) -> AdminRe
     let (folder, path) = place(&posted, &state)?;
     let file = posted.fields.required("file", "The file")?;
     let (dir, file) = (Subpath::parse(&path)?, FileName::parse(file)?);
-    state.cms.delete_resource(&posted.user.principal, folder, &dir, &file).await?;
+    state.cms.delete_resource(&posted.user.principal, &ResourceRef::new(folder, dir, file)).await?;
     Ok(view::see_other(&format!("{}&ok=file-deleted", media_href(folder, &path))))
 }
 
@@ -374,6 +381,6 @@ pub async fn create_folder(posted: PostedForm, state: web::Data<AdminState>) -> 
     let (folder, path) = place(&posted, &state)?;
     let name = posted.fields.required("name", "The folder name")?;
     let (dir, name) = (Subpath::parse(&path)?, FileName::parse(name)?);
-    state.cms.create_resource_folder(&posted.user.principal, folder, &dir, &name).await?;
+    state.cms.create_resource_folder(&posted.user.principal, &ResourceRef::new(folder, dir, name)).await?;
     Ok(view::see_other(&format!("{}&ok=folder-created", media_href(folder, &path))))
 }

@@ -4,7 +4,7 @@ use super::Cms;
 use crate::error::{CoreError, CoreResult};
 use crate::policy::{Caller, Operation};
 use crate::ports::{ResourceReader, ResourceStat, UploadSink};
-use crate::resource::{self, FileName, FilePath, ResourceFolder, Subpath};
+use crate::resource::{self, FileName, FilePath, ResourceFolder, ResourceRef, Subpath};
 
 /// A file entry as clients see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,14 +154,9 @@ impl Cms {
 
     /// Stores a received upload as `name` (the sanitized name the client sent,
     /// [`resource::sanitize_upload_name`]; numbered on a clash).
-    pub async fn finish_upload(
-        &self,
-        upload: Upload,
-        folder: usize,
-        dir: &Subpath,
-        name: &FileName,
-    ) -> CoreResult<ResourceFile> {
-        let folder = self.resource_folder_at(folder)?.clone();
+    pub async fn finish_upload(&self, upload: Upload, at: &ResourceRef) -> CoreResult<ResourceFile> {
+        let ResourceRef { folder, dir, name } = at;
+        let folder = self.resource_folder_at(*folder)?.clone();
         let hash = hex::encode(upload.digest.finish());
         let stat = upload.sink.commit(&folder, dir, name).await?;
         self.remember_source_hash(&folder, dir, &stat, hash);
@@ -172,13 +167,12 @@ impl Cms {
     pub async fn rename_resource(
         &self,
         caller: impl Into<Caller<'_>>,
-        folder: usize,
-        dir: &Subpath,
-        from: &FileName,
+        at: &ResourceRef,
         new_name: &FileName,
     ) -> CoreResult<String> {
         self.authorize(caller, Operation::ChangeResources).await?;
-        let folder = self.resource_folder_at(folder)?.clone();
+        let ResourceRef { folder, dir, name: from } = at;
+        let folder = self.resource_folder_at(*folder)?.clone();
         let to = from.renamed(new_name)?;
         self.ports.resources.rename(&folder, (dir, from), (dir, &to)).await?;
         self.variants_follow(&folder, (dir, from), (dir, &to)).await;
@@ -189,14 +183,13 @@ impl Cms {
     pub async fn move_resource(
         &self,
         caller: impl Into<Caller<'_>>,
-        folder: usize,
-        dir: &Subpath,
-        from: &FileName,
+        at: &ResourceRef,
         dest: &Subpath,
         new_name: Option<&FileName>,
     ) -> CoreResult<String> {
         self.authorize(caller, Operation::ChangeResources).await?;
-        let folder = self.resource_folder_at(folder)?.clone();
+        let ResourceRef { folder, dir, name: from } = at;
+        let folder = self.resource_folder_at(*folder)?.clone();
         let to = match new_name {
             Some(new) => from.renamed(new)?,
             None => from.clone(),
@@ -206,30 +199,24 @@ impl Cms {
         Ok(to.as_str().to_owned())
     }
 
-    pub async fn delete_resource(
-        &self,
-        caller: impl Into<Caller<'_>>,
-        folder: usize,
-        dir: &Subpath,
-        name: &FileName,
-    ) -> CoreResult<()> {
+    pub async fn delete_resource(&self, caller: impl Into<Caller<'_>>, at: &ResourceRef) -> CoreResult<()> {
         self.authorize(caller, Operation::ChangeResources).await?;
-        let folder = self.resource_folder_at(folder)?.clone();
+        let ResourceRef { folder, dir, name } = at;
+        let folder = self.resource_folder_at(*folder)?.clone();
         self.ports.resources.delete(&folder, dir, name).await?;
         self.variants_drop(&folder, dir, name).await;
         Ok(())
     }
 
-    /// Creates a subfolder; returns its name.
+    /// Creates the subfolder `at` names; returns its name.
     pub async fn create_resource_folder(
         &self,
         caller: impl Into<Caller<'_>>,
-        folder: usize,
-        dir: &Subpath,
-        name: &FileName,
+        at: &ResourceRef,
     ) -> CoreResult<String> {
         self.authorize(caller, Operation::ChangeResources).await?;
-        let folder = self.resource_folder_at(folder)?.clone();
+        let ResourceRef { folder, dir, name } = at;
+        let folder = self.resource_folder_at(*folder)?.clone();
         self.ports.resources.create_dir(&folder, dir, name).await?;
         Ok(name.as_str().to_owned())
     }

@@ -9,7 +9,7 @@ use super::Cms;
 use crate::error::{CoreError, CoreResult};
 use crate::images::{self, FormatChoice, RenderSpec, Transform, VariantKey};
 use crate::ports::{ResourceReader, VariantSource};
-use crate::resource::{self, FileName, FilePath, ResourceFolder, Subpath};
+use crate::resource::{self, FileName, FilePath, ResourceFolder, ResourceRef, Subpath};
 
 /// How much of a file is read to find its size in pixels when the first 1 KiB is not enough.
 const PROBE_BYTES: usize = 256 * 1024;
@@ -199,11 +199,12 @@ impl Cms {
 
     /// Makes the presets' variants of a file that was just uploaded (the caller runs this
     /// after answering). A file that is not a transformable image is left alone.
-    pub async fn make_presets(&self, folder: usize, dir: &Subpath, name: &FileName) -> CoreResult<()> {
+    pub async fn make_presets(&self, at: &ResourceRef) -> CoreResult<()> {
         if self.images.presets.is_empty() {
             return Ok(());
         }
-        let folder = self.resource_folder_at(folder)?.clone();
+        let ResourceRef { folder, dir, name } = at;
+        let folder = self.resource_folder_at(*folder)?.clone();
         let content_type = resource::content_type(name);
         if !images::is_transformable(content_type) {
             return Ok(());

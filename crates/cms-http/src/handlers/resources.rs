@@ -7,7 +7,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use cms_core::CoreResult;
 use cms_core::answers::{Acknowledged, Done};
 use cms_core::license::Feature;
-use cms_core::resource::{FileName, Subpath, sanitize_upload_name};
+use cms_core::resource::{FileName, ResourceRef, Subpath, sanitize_upload_name};
 use cms_core::service::{Upload, parse_folder_index};
 use cms_core::upload::{self, UploadFailed};
 use futures_util::StreamExt;
@@ -125,7 +125,8 @@ pub async fn upload(
             let folder = parse_folder_index(folder.as_deref())?;
             let dir = self::subpath(subpath.as_deref())?;
             let name = sanitize_upload_name(&filename)?;
-            let stored = state.cms.finish_upload(upload, folder, &dir, &name).await?;
+            let stored =
+                state.cms.finish_upload(upload, &ResourceRef::new(folder, dir.clone(), name)).await?;
             Ok((folder, dir, stored))
         })
         .await?;
@@ -171,7 +172,10 @@ pub async fn rename_or_move(
                 let folder = parse_folder_index(folder.as_deref())?;
                 let (dir, file) = (self::subpath(subpath.as_deref())?, FileName::parse(&file)?);
                 let new_name = FileName::parse(&new_name)?;
-                state.cms.rename_resource(&user.principal, folder, &dir, &file, &new_name).await
+                state
+                    .cms
+                    .rename_resource(&user.principal, &ResourceRef::new(folder, dir, file), &new_name)
+                    .await
             };
             (state.run(SHAPE, renamed).await?, Done::FileRenamed)
         }
@@ -186,7 +190,8 @@ pub async fn rename_or_move(
                 let new_name =
                     new_filename.as_deref().filter(|n| !n.is_empty()).map(FileName::parse).transpose()?;
                 let cms = &state.cms;
-                cms.move_resource(&user.principal, folder, &dir, &file, &dest, new_name.as_ref()).await
+                let at = ResourceRef::new(folder, dir, file);
+                cms.move_resource(&user.principal, &at, &dest, new_name.as_ref()).await
             };
             (state.run(SHAPE, moved).await?, Done::FileMoved)
         }
@@ -214,7 +219,7 @@ pub async fn delete(
     let delete = async {
         let folder = parse_folder_index(folder.as_deref())?;
         let (dir, file) = (self::subpath(subpath.as_deref())?, FileName::parse(&file)?);
-        state.cms.delete_resource(&user.principal, folder, &dir, &file).await
+        state.cms.delete_resource(&user.principal, &ResourceRef::new(folder, dir, file)).await
     };
     state.run(SHAPE, delete).await?;
     Ok(HttpResponse::Ok().json(Acknowledged::new(Done::FileDeleted)))
@@ -234,7 +239,7 @@ pub async fn create_folder(
     let create = async {
         let folder = parse_folder_index(folder.as_deref())?;
         let (dir, name) = (self::subpath(subpath.as_deref())?, FileName::parse(&name)?);
-        state.cms.create_resource_folder(&user.principal, folder, &dir, &name).await
+        state.cms.create_resource_folder(&user.principal, &ResourceRef::new(folder, dir, name)).await
     };
     let name = state.run(SHAPE, create).await?;
     Ok(HttpResponse::Ok().json(Acknowledged::named(Done::FolderCreated, name)))

@@ -17,7 +17,7 @@ use futures_util::future::LocalBoxFuture;
 use crate::AdminState;
 use crate::error::{AdminError, AdminResult};
 use crate::forms::Fields;
-use crate::kept::{KeptForm, SIGNIN_EMAIL, SIGNIN_PASSWORD, Why};
+use crate::resubmit::{ResubmitForm, SIGNIN_EMAIL, SIGNIN_PASSWORD, Why};
 use crate::throttle::Subject;
 
 pub use crate::cookies::{COOKIE_PATH, SESSION_COOKIE, SIGNIN_COOKIE, session_cookie};
@@ -121,7 +121,7 @@ impl FromRequest for PostedForm {
         Box::pin(async move {
             let signed_in = signed_in(&req).await;
             require_same_origin(&req)?;
-            let keeps = from_this_sites_page(&req) && crate::kept::keeps_forms_of(req.path());
+            let keeps = from_this_sites_page(&req) && crate::resubmit::keeps_forms_of(req.path());
             let limit = state_of(&req).form_limit;
             let user = match signed_in {
                 Ok(user) => user,
@@ -138,9 +138,9 @@ impl FromRequest for PostedForm {
             let fields = read_form(&req, payload, limit).await?;
             match check_csrf(&fields, &user.session.csrf) {
                 Ok(()) => Ok(Self { user, fields }),
-                Err(_) if keeps && made_by_the_editor(&fields) => {
-                    Err(AdminError::kept(KeptForm::new(Why::TokenRefused, &action_of(&req), fields.pairs())))
-                }
+                Err(_) if keeps && made_by_the_editor(&fields) => Err(AdminError::resubmit(
+                    ResubmitForm::new(Why::TokenRefused, &action_of(&req), fields.pairs()),
+                )),
                 Err(error) => Err(error),
             }
         })
@@ -155,16 +155,16 @@ fn made_by_the_editor(fields: &Fields) -> bool {
     })
 }
 
-/// Where a form was posted (path and query): the kept form goes there again.
+/// Where a form was posted (path and query): the form offered back goes there again.
 fn action_of(req: &HttpRequest) -> String {
     req.uri().path_and_query().map_or_else(|| req.path().to_owned(), |pq| pq.as_str().to_owned())
 }
 
-/// The inline sign-in of a kept form (no session): `Kept` again, with why, unless it
+/// The inline sign-in of a form offered back (no session): `Kept` again, with why, unless it
 /// carries a good password with the sign-in's own token; then a new session, whose cookie
 /// the answer gets (`error::pages`).
 async fn sign_in_inline(req: &HttpRequest, fields: &Fields) -> AdminResult<SignedIn> {
-    let keep = |why| AdminError::kept(KeptForm::new(why, &action_of(req), fields.pairs()));
+    let keep = |why| AdminError::resubmit(ResubmitForm::new(why, &action_of(req), fields.pairs()));
     if fields.get(SIGNIN_PASSWORD).is_none() {
         return Err(keep(Why::SessionEnded));
     }
@@ -199,7 +199,7 @@ pub enum SignIn {
 }
 
 /// Checks a password and starts a session: the one way of signing in (the sign-in page
-/// and a kept form's inline sign-in). The attempt is counted before the password is
+/// and a form offered back's inline sign-in). The attempt is counted before the password is
 /// hashed, and an account has one check in flight at a time (see [`crate::throttle`]).
 pub async fn sign_in(req: &HttpRequest, email: &str, password: String) -> AdminResult<SignIn> {
     let state = state_of(req);

@@ -4,7 +4,7 @@
 //! the site's name otherwise), says what happened in plain sentences and offers a way on:
 //! the start page, the page it came from, and the sign-in form where signing in is the way
 //! on (`401`, `429`, with how long to wait). A form that could not be acted on is shown
-//! again whole (`kept.rs`). [`ResponseError`] draws a plain page without the request;
+//! again whole (`resubmit.rs`). [`ResponseError`] draws a plain page without the request;
 //! `error_pages.rs`, a middleware, draws it again with the request (session, cookies, the
 //! page the user came from) and keeps status and headers (`Retry-After`).
 
@@ -15,7 +15,7 @@ use askama::Template;
 use cms_core::CoreError;
 
 use crate::cookies::{SESSION_COOKIE, session_cookie};
-use crate::kept::{KeptForm, SIGNIN_EMAIL, SIGNIN_PASSWORD, Why};
+use crate::resubmit::{ResubmitForm, SIGNIN_EMAIL, SIGNIN_PASSWORD, Why};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
@@ -40,11 +40,11 @@ pub enum AdminError {
     #[error("the page could not be drawn")]
     Template(#[from] askama::Error),
     /// A form not acted on, shown again with everything typed and a way to send it.
-    #[error("nothing was saved yet: {}", kept_reason(&.0.why))]
-    Kept(Box<KeptForm>),
+    #[error("nothing was saved yet: {}", resubmit_reason(&.0.why))]
+    Resubmit(Box<ResubmitForm>),
 }
 
-fn kept_reason(why: &Why) -> &'static str {
+fn resubmit_reason(why: &Why) -> &'static str {
     match why {
         Why::SessionEnded => "the session had ended",
         Why::SignInFailed => "wrong email or password",
@@ -59,14 +59,14 @@ impl AdminError {
         Self::BadRequest(message.to_string())
     }
 
-    /// A form kept whole (see [`crate::kept`]).
-    pub fn kept(form: KeptForm) -> Self {
-        Self::Kept(Box::new(form))
+    /// A form offered back whole (see [`crate::resubmit`]).
+    pub fn resubmit(form: ResubmitForm) -> Self {
+        Self::Resubmit(Box::new(form))
     }
 
     fn title(&self) -> &'static str {
         match self {
-            Self::Kept(kept) => match kept.why {
+            Self::Resubmit(form) => match form.why {
                 Why::TokenRefused => "Send your changes again",
                 Why::Throttled(_) => "Too many sign-in attempts",
                 _ => "Sign in to keep your work",
@@ -107,9 +107,9 @@ impl AdminError {
             ],
             Self::BadRequest(message) => vec![sentence(message)],
             Self::Template(_) => vec!["This page could not be drawn; the server log has the details.".into()],
-            Self::Kept(kept) => {
+            Self::Resubmit(form) => {
                 let kept_here = "What you typed is kept on this page.";
-                match kept.why {
+                match form.why {
                     Why::SessionEnded => vec![
                         "Your session ended before this form was sent, so nothing was saved yet.".into(),
                         format!("{kept_here} Sign in, and it is sent as it is."),
@@ -140,7 +140,7 @@ impl AdminError {
     fn retry_after(&self) -> Option<u64> {
         match self {
             Self::Throttled(seconds) => Some(*seconds),
-            Self::Kept(kept) => match kept.why {
+            Self::Resubmit(form) => match form.why {
                 Why::Throttled(seconds) => Some(seconds),
                 _ => None,
             },
@@ -258,7 +258,7 @@ impl Content {
             button: "Sign in",
         };
         match error {
-            AdminError::Kept(kept) => {
+            AdminError::Resubmit(kept) => {
                 content.typed = kept.typed();
                 let csrf = match kept.why {
                     Why::TokenRefused => context.session_csrf.as_ref(),
@@ -305,7 +305,7 @@ impl ResponseError for AdminError {
             Self::Throttled(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Template(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            Self::Kept(kept) => match kept.why {
+            Self::Resubmit(form) => match form.why {
                 Why::TokenRefused => StatusCode::FORBIDDEN,
                 Why::Throttled(_) => StatusCode::TOO_MANY_REQUESTS,
                 Why::SessionEnded | Why::SignInFailed | Why::SignInExpired => StatusCode::UNAUTHORIZED,
@@ -334,8 +334,8 @@ impl ResponseError for AdminError {
         {
             response.headers_mut().insert(header::RETRY_AFTER, value);
         }
-        if matches!(self, Self::SignInRequired { .. } | Self::Kept(_))
-            && !matches!(self, Self::Kept(kept) if kept.why == Why::TokenRefused)
+        if matches!(self, Self::SignInRequired { .. } | Self::Resubmit(_))
+            && !matches!(self, Self::Resubmit(form) if form.why == Why::TokenRefused)
         {
             forget_session(&mut response);
         }

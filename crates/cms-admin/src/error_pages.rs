@@ -15,7 +15,7 @@ use askama::Template;
 use crate::auth::StartedSession;
 use crate::cookies::{SESSION_COOKIE, SIGNIN_COOKIE, session_cookie};
 use crate::error::{AdminError, Content, Context, draw};
-use crate::kept::Why;
+use crate::resubmit::Why;
 
 #[derive(Template)]
 #[template(path = "error_in_layout.html")]
@@ -76,7 +76,7 @@ async fn redraw(req: &HttpRequest, error: &AdminError) -> (String, Option<Cookie
     context.session_csrf = signed_in.as_ref().map(|user| user.session.csrf.clone());
     let wants_sign_in = match error {
         AdminError::SignInRequired { .. } | AdminError::Throttled(_) => true,
-        AdminError::Kept(kept) => kept.why != Why::TokenRefused,
+        AdminError::Resubmit(kept) => kept.why != Why::TokenRefused,
         AdminError::Csrf => context.path == "/admin/signin",
         _ => false,
     };

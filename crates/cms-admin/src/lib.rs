@@ -10,7 +10,7 @@
 //!   origin before a handler sees a field.
 //!   Sessions live in the site's store (`cms_core::session`), so they outlive a restart
 //!   and every server of a bucket site knows them.
-//! - [`kept`]: a form that could not be acted on (its session ended, its token is another
+//! - [`resubmit`]: a form that could not be acted on (its session ended, its token is another
 //!   session's) is shown again whole and sent again, with an inline sign-in.
 //! - [`error`], [`error_pages`]: every error page in the editor's frame, in plain
 //!   sentences with a way on.
@@ -35,7 +35,6 @@ pub mod error_pages;
 pub mod escape;
 pub mod forms;
 pub mod item_form;
-pub mod kept;
 pub mod media_library;
 pub mod model_form;
 pub mod model_view;
@@ -43,6 +42,7 @@ pub mod pager;
 pub mod pages;
 pub mod preview;
 pub mod readable;
+pub mod resubmit;
 pub mod security;
 pub mod throttle;
 pub mod view;

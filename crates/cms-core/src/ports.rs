@@ -417,9 +417,9 @@ pub struct VersionStamp {
 }
 
 /// An item's current bytes to keep as its newest version (see
-/// [`VersionStore::keep_version`]).
+/// [`VersionStore::save_current`]).
 #[derive(Debug, Clone, Copy)]
-pub struct KeepSnapshot<'a> {
+pub struct VersionToSave<'a> {
     pub bytes: &'a [u8],
     /// Unix seconds: the new snapshot's timestamp unless the item has one that late.
     pub now: i64,
@@ -430,9 +430,9 @@ pub struct KeepSnapshot<'a> {
 }
 
 /// What keeping a version means for the write it was kept for (see
-/// [`VersionStore::keep_version`]).
+/// [`VersionStore::save_current`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KeptVersion {
+pub struct SavedVersion {
     /// The item file's stamp when keeping the version changed it (not its bytes): the
     /// write's conditional replace expects this one. `None`: the stamp read stands.
     pub item_stamp: Option<FileStamp>,
@@ -443,7 +443,7 @@ pub struct KeptVersion {
 
 /// What keeping a snapshot does, decided from the item's snapshot timestamps alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SnapshotPlan {
+pub struct SavePlan {
     /// The newest snapshot: when it holds the same bytes, nothing is done.
     pub newest: Option<i64>,
     /// The new snapshot's timestamp: `now`, or one past the newest when that is later
@@ -453,14 +453,14 @@ pub struct SnapshotPlan {
     pub drop: Vec<i64>,
 }
 
-impl KeepSnapshot<'_> {
+impl VersionToSave<'_> {
     /// The plan, given the item's snapshot timestamps in any order.
-    pub fn plan(&self, mut timestamps: Vec<i64>) -> SnapshotPlan {
+    pub fn plan(&self, mut timestamps: Vec<i64>) -> SavePlan {
         timestamps.sort_unstable_by(|a, b| b.cmp(a));
         let newest = timestamps.first().copied();
         let timestamp = newest.map_or(self.now, |newest| self.now.max(newest + 1));
         let drop = std::iter::once(timestamp).chain(timestamps).skip(self.keep).collect();
-        SnapshotPlan { newest, timestamp, drop }
+        SavePlan { newest, timestamp, drop }
     }
 }
 
@@ -518,7 +518,7 @@ pub trait VersionStore: Send + Sync {
 
     /// Keeps `snapshot.bytes` as the item's newest version unless the newest one holds the
     /// same bytes, then removes the oldest beyond `snapshot.keep`, as
-    /// [`KeepSnapshot::plan`] decides. Every write of an item does this first, so a store
+    /// [`VersionToSave::plan`] decides. Every write of an item does this first, so a store
     /// that can do it in one step (one trip to a blocking pool) should; the default takes
     /// one call of the methods above per step.
     ///
@@ -526,33 +526,33 @@ pub trait VersionStore: Send + Sync {
     /// when it can, without a copy): then the item's stamp changes though its bytes do not,
     /// and the answer says what the write's conditional replace expects, and that the
     /// store must hear of it if the write fails ([`Self::write_failed`]).
-    async fn keep_version(
+    async fn save_current(
         &self,
         collection: &Collection,
         name: &ItemFilename,
-        snapshot: KeepSnapshot<'_>,
-    ) -> CoreResult<KeptVersion> {
+        snapshot: VersionToSave<'_>,
+    ) -> CoreResult<SavedVersion> {
         let plan = snapshot.plan(self.version_timestamps(collection, name).await?);
         if let Some(newest) = plan.newest
             && self.read_version(collection, name, newest).await?.as_deref() == Some(snapshot.bytes)
         {
-            return Ok(KeptVersion::default());
+            return Ok(SavedVersion::default());
         }
         self.save_version(collection, name, plan.timestamp, snapshot.bytes, snapshot.author).await?;
         for old in plan.drop {
             self.remove_version(collection, name, old).await?;
         }
-        Ok(KeptVersion::default())
+        Ok(SavedVersion::default())
     }
 
     /// The write `kept` was kept for did not happen (`bytes` are those the version holds):
     /// the item's file stays, and a later change to it must not reach the version. Only a
-    /// store whose [`KeptVersion::timestamp`] was set has anything to do.
+    /// store whose [`SavedVersion::timestamp`] was set has anything to do.
     async fn write_failed(
         &self,
         _collection: &Collection,
         _name: &ItemFilename,
-        _kept: &KeptVersion,
+        _kept: &SavedVersion,
         _bytes: &[u8],
     ) -> CoreResult<()> {
         Ok(())
@@ -738,22 +738,22 @@ pub trait RenderCache: Send + Sync {
 
 #[cfg(test)]
 mod tests {
-    use super::{KeepSnapshot, SnapshotPlan};
+    use super::{SavePlan, VersionToSave};
 
     #[test]
     fn a_snapshot_plan_keeps_timestamps_unique_and_drops_the_oldest() {
         let plan = |now, keep, timestamps: &[i64]| {
-            KeepSnapshot { bytes: b"", now, keep, author: None }.plan(timestamps.to_vec())
+            VersionToSave { bytes: b"", now, keep, author: None }.plan(timestamps.to_vec())
         };
-        assert_eq!(plan(100, 3, &[]), SnapshotPlan { newest: None, timestamp: 100, drop: vec![] });
+        assert_eq!(plan(100, 3, &[]), SavePlan { newest: None, timestamp: 100, drop: vec![] });
         assert_eq!(
             plan(100, 3, &[90, 100, 95]),
-            SnapshotPlan { newest: Some(100), timestamp: 101, drop: vec![90] },
+            SavePlan { newest: Some(100), timestamp: 101, drop: vec![90] },
             "a second write within a second takes the next one"
         );
         assert_eq!(
             plan(200, 2, &[50, 60, 70]),
-            SnapshotPlan { newest: Some(70), timestamp: 200, drop: vec![60, 50] }
+            SavePlan { newest: Some(70), timestamp: 200, drop: vec![60, 50] }
         );
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use cms_core::collection::Collection;
-use cms_core::ports::{FileStamp, KeepSnapshot, KeptVersion, SnapshotPlan, VersionStamp, VersionStore};
+use cms_core::ports::{FileStamp, SavePlan, SavedVersion, VersionStamp, VersionStore, VersionToSave};
 use cms_core::slug::ItemFilename;
 use cms_core::version_authors::{self, AUTHORS_FILE};
 use cms_core::{CoreError, CoreResult};
@@ -68,10 +68,12 @@ struct LinkedSnapshot {
 impl LinkedSnapshot {
     /// What the write hears of it: the stamp its replace expects, and that a failure must
     /// be reported (to part the two files).
-    fn kept(linked: Option<Self>) -> KeptVersion {
+    fn kept(linked: Option<Self>) -> SavedVersion {
         match linked {
-            Some(linked) => KeptVersion { item_stamp: Some(linked.stamp), timestamp: Some(linked.timestamp) },
-            None => KeptVersion::default(),
+            Some(linked) => {
+                SavedVersion { item_stamp: Some(linked.stamp), timestamp: Some(linked.timestamp) }
+            }
+            None => SavedVersion::default(),
         }
     }
 }
@@ -260,14 +262,14 @@ impl FsVersionStore {
         }
     }
 
-    /// [`VersionStore::keep_version`]'s steps, in one trip to the blocking pool: from what
+    /// [`VersionStore::save_current`]'s steps, in one trip to the blocking pool: from what
     /// this process knows of the item's history folder while the folder is as it left it
     /// (see [`crate::history_memo`]), else from the folder.
     fn keep_snapshot_blocking(
         &self,
         collection: &Collection,
         name: &ItemFilename,
-        snapshot: KeepSnapshot<'_>,
+        snapshot: VersionToSave<'_>,
     ) -> CoreResult<Option<LinkedSnapshot>> {
         let dir = self.item_dir(collection, name);
         let keeping = self.known.begin(&dir, folder_stamp(&dir)?);
@@ -290,7 +292,7 @@ impl FsVersionStore {
         &self,
         collection: &Collection,
         name: &ItemFilename,
-        snapshot: KeepSnapshot<'_>,
+        snapshot: VersionToSave<'_>,
         known: Option<KnownHistory>,
     ) -> CoreResult<Kept> {
         let from_memory = known.is_some();
@@ -320,8 +322,8 @@ impl FsVersionStore {
         &self,
         collection: &Collection,
         name: &ItemFilename,
-        snapshot: &KeepSnapshot<'_>,
-        plan: &SnapshotPlan,
+        snapshot: &VersionToSave<'_>,
+        plan: &SavePlan,
         mut timestamps: Vec<i64>,
     ) -> CoreResult<(Vec<i64>, Option<LinkedSnapshot>)> {
         let bytes = snapshot.bytes;
@@ -501,12 +503,12 @@ impl VersionStore for FsVersionStore {
         blocking::run(move || store.items_with_history_blocking(&collection)).await
     }
 
-    async fn keep_version(
+    async fn save_current(
         &self,
         collection: &Collection,
         name: &ItemFilename,
-        snapshot: KeepSnapshot<'_>,
-    ) -> CoreResult<KeptVersion> {
+        snapshot: VersionToSave<'_>,
+    ) -> CoreResult<SavedVersion> {
         let (store, collection, name, bytes, author) = (
             self.clone(),
             collection.clone(),
@@ -515,7 +517,7 @@ impl VersionStore for FsVersionStore {
             snapshot.author.map(str::to_owned),
         );
         let linked = blocking::run(move || {
-            let snapshot = KeepSnapshot { bytes: &bytes, author: author.as_deref(), ..snapshot };
+            let snapshot = VersionToSave { bytes: &bytes, author: author.as_deref(), ..snapshot };
             store.keep_snapshot_blocking(&collection, &name, snapshot)
         })
         .await?;
@@ -529,7 +531,7 @@ impl VersionStore for FsVersionStore {
         &self,
         collection: &Collection,
         name: &ItemFilename,
-        kept: &KeptVersion,
+        kept: &SavedVersion,
         bytes: &[u8],
     ) -> CoreResult<()> {
         let Some(timestamp) = kept.timestamp else { return Ok(()) };
@@ -548,7 +550,7 @@ mod tests {
     fn keep(store: &FsVersionStore, bytes: &[u8], now: i64) {
         let item = ItemFilename::parse("hello.md").unwrap();
         store
-            .keep_snapshot_blocking(&posts(), &item, KeepSnapshot { bytes, now, keep: 3, author: None })
+            .keep_snapshot_blocking(&posts(), &item, VersionToSave { bytes, now, keep: 3, author: None })
             .unwrap();
     }
 
@@ -579,7 +581,7 @@ mod tests {
         let item = ItemFilename::parse("hello.md").unwrap();
         let keep = |bytes: &[u8], now| {
             store
-                .keep_snapshot_blocking(&posts(), &item, KeepSnapshot { bytes, now, keep: 3, author: None })
+                .keep_snapshot_blocking(&posts(), &item, VersionToSave { bytes, now, keep: 3, author: None })
                 .unwrap()
         };
 
@@ -610,8 +612,8 @@ mod tests {
         let store =
             FsVersionStore::new(&site.path().join(".cms")).linking_items_of(FsContentStore::new(site.path()));
         let item = ItemFilename::parse("hello.md").unwrap();
-        let snapshot = KeepSnapshot { bytes: b"one", now: 200, keep: 3, author: None };
-        let kept = store.keep_version(&posts(), &item, snapshot).await.unwrap();
+        let snapshot = VersionToSave { bytes: b"one", now: 200, keep: 3, author: None };
+        let kept = store.save_current(&posts(), &item, snapshot).await.unwrap();
         assert!(kept.item_stamp.is_some(), "linked");
 
         // A program rewrites the item in place (which reaches the shared snapshot too), so
@@ -633,7 +635,7 @@ mod tests {
         let author = "a".repeat(200);
         for now in 0..200 {
             let bytes = now.to_string();
-            let snapshot = KeepSnapshot { bytes: bytes.as_bytes(), now, keep: 3, author: Some(&author) };
+            let snapshot = VersionToSave { bytes: bytes.as_bytes(), now, keep: 3, author: Some(&author) };
             store.keep_snapshot_blocking(&posts(), &item, snapshot).unwrap();
         }
         let text = fs::read_to_string(folder(state.path()).join("authors")).unwrap();

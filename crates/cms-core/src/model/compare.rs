@@ -1,7 +1,7 @@
 //! Values as the content model compares them: a query's ([`Comparable`]) and a kept
 //! one's ([`Scalar`]), and how a frontmatter value or a query's text is read as its
-//! field's type. A leaf: the filters (`filter.rs`) and the kept fields (`kept.rs`) both
-//! build on it.
+//! field's type. A leaf: the filters (`filter.rs`) and the engine's kept fields
+//! (`engine/kept.rs`) both build on it.
 
 use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};

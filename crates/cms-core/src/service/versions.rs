@@ -7,7 +7,7 @@ use crate::document::ItemDocument;
 use crate::error::{CoreError, CoreResult};
 use crate::item_file::{Precondition, parse_bytes};
 use crate::policy::{Caller, Operation};
-use crate::ports::{FileStamp, KeepSnapshot, KeptVersion, StoredFile, VersionStamp};
+use crate::ports::{FileStamp, SavedVersion, StoredFile, VersionStamp, VersionToSave};
 use crate::service::Cms;
 use crate::service::index::Why;
 use crate::service::items::{check, item_not_found, outcome};
@@ -210,7 +210,7 @@ impl Cms {
     /// `bytes` if it is still the one read. Callers hold the item's write lock. A version
     /// kept through the item's own storage changes its stamp, which the replace then
     /// expects, and the store hears when the replace fails (see
-    /// [`crate::ports::VersionStore::keep_version`]).
+    /// [`crate::ports::VersionStore::save_current`]).
     pub(super) async fn snapshot_and_replace(
         &self,
         collection: &Collection,
@@ -250,21 +250,21 @@ impl Cms {
         name: &ItemFilename,
         file: &StoredFile,
         author: &str,
-    ) -> CoreResult<KeptVersion> {
-        let snapshot = KeepSnapshot {
+    ) -> CoreResult<SavedVersion> {
+        let snapshot = VersionToSave {
             bytes: &file.bytes,
             now: self.now().unix_timestamp(),
             keep: self.keep_versions,
             author: Some(author),
         };
-        self.ports.versions.keep_version(collection, name, snapshot).await
+        self.ports.versions.save_current(collection, name, snapshot).await
     }
 
     async fn write_failed(
         &self,
         collection: &Collection,
         name: &ItemFilename,
-        kept: &KeptVersion,
+        kept: &SavedVersion,
         file: &StoredFile,
     ) {
         if kept.timestamp.is_none() {

@@ -8,9 +8,9 @@ use crate::collection::Collection;
 use crate::error::CoreError;
 use crate::images::{ImagesConfig, VariantKey, content_hash};
 use crate::ports::{
-    ChangeSource, ContentStore, IndexSnapshots, KeepSnapshot, KeyStore, LicenseSource, PreviewKeys,
-    ResourceReader, ResourceStore, SettingsStore, StateDocuments, StorageChange, UserStore, VariantSource,
-    VariantStore, VersionStamp, VersionStore,
+    ChangeSource, ContentStore, IndexSnapshots, KeyStore, LicenseSource, PreviewKeys, ResourceReader,
+    ResourceStore, SettingsStore, StateDocuments, StorageChange, UserStore, VariantSource, VariantStore,
+    VersionStamp, VersionStore, VersionToSave,
 };
 use crate::resource::{FileName, ResourceFolder, Subpath};
 use crate::testing::fixtures::{item_name as name, pages, posts};
@@ -144,13 +144,13 @@ pub async fn version_store(store: &dyn VersionStore) {
     // Keeping snapshots: a repeat of the newest adds none, a second one within the same
     // second takes the next free timestamp, and the oldest beyond `keep` go.
     let kept = name("2024-01-03-kept.md");
-    let keep = |bytes: &'static [u8], now| KeepSnapshot { bytes, now, keep: 2, author: Some("Deploy bot") };
-    store.keep_version(&c, &kept, keep(b"one", 200)).await.unwrap();
-    store.keep_version(&c, &kept, keep(b"one", 205)).await.unwrap();
-    store.keep_version(&c, &kept, keep(b"two", 200)).await.unwrap();
+    let keep = |bytes: &'static [u8], now| VersionToSave { bytes, now, keep: 2, author: Some("Deploy bot") };
+    store.save_current(&c, &kept, keep(b"one", 200)).await.unwrap();
+    store.save_current(&c, &kept, keep(b"one", 205)).await.unwrap();
+    store.save_current(&c, &kept, keep(b"two", 200)).await.unwrap();
     assert_eq!(sorted(store.version_timestamps(&c, &kept).await.unwrap()), [200, 201]);
     assert_eq!(store.read_version(&c, &kept, 201).await.unwrap().unwrap(), b"two");
-    store.keep_version(&c, &kept, keep(b"three", 300)).await.unwrap();
+    store.save_current(&c, &kept, keep(b"three", 300)).await.unwrap();
     assert_eq!(
         sorted(store.version_timestamps(&c, &kept).await.unwrap()),
         [201, 300],
@@ -161,8 +161,8 @@ pub async fn version_store(store: &dyn VersionStore) {
         store.list_versions(&c, &kept).await.unwrap().into_iter().map(|v| v.author).collect();
     assert_eq!(authors, [Some("Deploy bot".to_owned()), Some("Deploy bot".to_owned())]);
     // An author is one line of plain text, however it came.
-    let odd = KeepSnapshot { bytes: b"four", now: 400, keep: 2, author: Some(" two\nlines\u{7} ") };
-    store.keep_version(&c, &kept, odd).await.unwrap();
+    let odd = VersionToSave { bytes: b"four", now: 400, keep: 2, author: Some(" two\nlines\u{7} ") };
+    store.save_current(&c, &kept, odd).await.unwrap();
     assert_eq!(store.version_author(&c, &kept, 400).await.unwrap().as_deref(), Some("twolines"));
     // The version dropped beyond `keep` took its author with it.
     store.save_version(&c, &kept, 201, b"two", None).await.unwrap();

@@ -2,7 +2,7 @@ use cms_core::collection::Collection;
 use cms_core::document::Frontmatter;
 use cms_core::events::EventKind;
 use cms_core::policy::Caller;
-use cms_core::ports::{FileStamp, KeepSnapshot, KeptVersion, VersionStamp, VersionStore};
+use cms_core::ports::{FileStamp, SavedVersion, VersionStamp, VersionStore, VersionToSave};
 use cms_core::service::Precondition;
 use cms_core::service::VersionId;
 use cms_core::service::{Cms, ItemUpdate, NewItem, UpdateMode};
@@ -256,24 +256,24 @@ impl VersionStore for SharingOnce {
     async fn items_with_history(&self, c: &Collection) -> CoreResult<Vec<String>> {
         self.inner.items_with_history(c).await
     }
-    async fn keep_version(
+    async fn save_current(
         &self,
         c: &Collection,
         n: &ItemFilename,
-        snapshot: KeepSnapshot<'_>,
-    ) -> CoreResult<KeptVersion> {
-        self.inner.keep_version(c, n, snapshot).await?;
+        snapshot: VersionToSave<'_>,
+    ) -> CoreResult<SavedVersion> {
+        self.inner.save_current(c, n, snapshot).await?;
         if self.shared.swap(false, std::sync::atomic::Ordering::SeqCst) {
             let stamp = FileStamp { name: n.as_str().into(), size: 0, modified: 0, change_token: 7 };
-            return Ok(KeptVersion { item_stamp: Some(stamp), timestamp: Some(snapshot.now) });
+            return Ok(SavedVersion { item_stamp: Some(stamp), timestamp: Some(snapshot.now) });
         }
-        Ok(KeptVersion::default())
+        Ok(SavedVersion::default())
     }
     async fn write_failed(
         &self,
         _: &Collection,
         _: &ItemFilename,
-        kept: &KeptVersion,
+        kept: &SavedVersion,
         bytes: &[u8],
     ) -> CoreResult<()> {
         self.unshared.lock().unwrap().push((kept.timestamp.unwrap(), bytes.to_vec()));

@@ -30,7 +30,7 @@ async fn fs_version_store_meets_the_contract() {
 /// names its author too.
 #[tokio::test]
 async fn an_older_history_reads_with_unknown_authors_and_a_linked_version_names_its_author() {
-    use cms_core::ports::{KeepSnapshot, VersionStore};
+    use cms_core::ports::{VersionStore, VersionToSave};
     let site = tempfile::tempdir().unwrap();
     let posts = cms_core::testing::fixtures::posts();
     let history = site.path().join(".cms/versions/content/posts/hello.md");
@@ -43,8 +43,8 @@ async fn an_older_history_reads_with_unknown_authors_and_a_linked_version_names_
     let item = cms_core::slug::ItemFilename::parse("hello.md").unwrap();
     let versions = store.list_versions(&posts, &item).await.unwrap();
     assert_eq!((versions.len(), versions[0].author.as_deref()), (1, None));
-    let snapshot = KeepSnapshot { bytes: b"now", now: 200, keep: 5, author: Some("ed@example.com") };
-    let kept = store.keep_version(&posts, &item, snapshot).await.unwrap();
+    let snapshot = VersionToSave { bytes: b"now", now: 200, keep: 5, author: Some("ed@example.com") };
+    let kept = store.save_current(&posts, &item, snapshot).await.unwrap();
     assert!(kept.item_stamp.is_some(), "kept through the item's file");
     assert_eq!(store.version_author(&posts, &item, 200).await.unwrap().as_deref(), Some("ed@example.com"));
     assert_eq!(std::fs::read_to_string(history.join("authors")).unwrap(), "200 ed@example.com\n");

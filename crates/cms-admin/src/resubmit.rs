@@ -4,7 +4,7 @@
 //! spot when needed); see `error.rs` for the page and `auth.rs` for the inline sign-in.
 //! A leaf: it names no other module of the crate.
 
-/// The names of the inline sign-in's inputs: distinct from any field a kept form may have
+/// The names of the inline sign-in's inputs: distinct from any field a form offered back may have
 /// (the Users page has its own `email` and `password`).
 pub const SIGNIN_EMAIL: &str = "signin_email";
 pub const SIGNIN_PASSWORD: &str = "signin_password";
@@ -25,10 +25,10 @@ pub enum Why {
     TokenRefused,
 }
 
-/// A kept form: where it was posted, and every field it sent except its token and the
+/// A form offered back: where it was posted, and every field it sent except its token and the
 /// inline sign-in's inputs.
 #[derive(Debug, Clone)]
-pub struct KeptForm {
+pub struct ResubmitForm {
     pub why: Why,
     /// The path (and query) it was posted to: the same place takes it again.
     pub action: String,
@@ -37,7 +37,7 @@ pub struct KeptForm {
     pub email: String,
 }
 
-impl KeptForm {
+impl ResubmitForm {
     /// `fields` as the form sent them, in order.
     pub fn new(why: Why, action: &str, fields: &[(String, String)]) -> Self {
         let dropped = ["csrf", SIGNIN_EMAIL, SIGNIN_PASSWORD];
@@ -90,7 +90,7 @@ mod tests {
               &signin_email=ed%40example.com&signin_password=secret&empty=",
         );
         let fields = fields.pairs();
-        let kept = KeptForm::new(Why::SessionEnded, "/admin/collections/posts/items/a.md", fields);
+        let kept = ResubmitForm::new(Why::SessionEnded, "/admin/collections/posts/items/a.md", fields);
         let names: Vec<&str> = kept.fields.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["etag", "form", "fm.title", "body", "action", "empty"]);
         assert_eq!(kept.email, "ed@example.com");

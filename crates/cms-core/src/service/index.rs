@@ -478,6 +478,11 @@ impl Cms {
                 None => (None, None, false),
             };
             drop(guard);
+            if why.kind.is_none() && shows_the_same(before.as_ref(), after.as_ref()) {
+                // Found again as it was (a sync tool that rewrote a file with the same
+                // bytes and time): the index took the new stamp; nothing to say.
+                return (Vec::new(), sooner);
+            }
             let Some(kind) = why.kind.or_else(|| ChangeKind::between(before.is_some(), after.is_some()))
             else {
                 return (Vec::new(), sooner);
@@ -645,6 +650,18 @@ impl Cms {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether an item shows the same before and after a found change: the same item (meta,
+/// content, kept fields) and the same visibility. A new `modified` time is a change (lists
+/// show it and sort by it).
+fn shows_the_same(before: Option<&Known>, after: Option<&Known>) -> bool {
+    match (before, after) {
+        (Some(Known::Item { item: a, live: a_live }), Some(Known::Item { item: b, live: b_live })) => {
+            a_live == b_live && **a == **b
+        }
+        _ => false,
     }
 }
 

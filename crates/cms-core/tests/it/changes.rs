@@ -192,6 +192,26 @@ async fn an_outside_edit_is_a_change_and_announced_unless_the_site_says_not() {
     }
 }
 
+/// A file written again with the same bytes and time (a sync tool that rewrites what it
+/// did not change) is no change: the index takes its new stamp, and nothing is announced.
+/// (A new `modified` time is a change: lists show it and sort by it.)
+#[tokio::test]
+async fn a_file_saved_again_unchanged_is_no_change() {
+    let world = MemoryWorld::new();
+    let bytes = b"---\ntitle: Okapi\nstatus: published\n---\nForest.\n";
+    world.content.put_raw(POSTS, "okapi.md", bytes);
+    let cms = world.cms();
+    cms.prepare_search().await.unwrap();
+    let (first, _second) = followed(&cms);
+    world.content.put_raw(POSTS, "okapi.md", bytes);
+    world.settle(&cms).await;
+    assert!(first.take().is_empty(), "no change");
+    assert!(events(&world).is_empty());
+    world.content.put_raw(POSTS, "okapi.md", b"---\ntitle: Okapi\nstatus: draft\n---\nForest.\n");
+    world.settle(&cms).await;
+    assert_eq!(first.take().len(), 1, "a change of the bytes is one");
+}
+
 #[tokio::test]
 async fn an_unusable_outside_edit_is_a_change_that_takes_the_item_out_of_search() {
     let world = MemoryWorld::new();

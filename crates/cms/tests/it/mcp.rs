@@ -6,6 +6,9 @@
 //! venv `cargo xtask test` makes under `target/validators-venv`, else `python3`) and is
 //! recorded as skipped otherwise (`cms_s3::testing::skip_check`);
 //! `CMS_REQUIRE_VALIDATORS=1` makes a missing SDK fail.
+//!
+//! Past 800 lines on purpose: each test starts one real server and walks a whole area of
+//! the endpoint against it, and the checks read best beside the steps that make them.
 
 use std::fs;
 use std::path::{Path, PathBuf};

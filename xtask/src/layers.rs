@@ -2,7 +2,8 @@
 //! each module, its child modules form a layering (plain types at the bottom, ports above
 //! them, the facade or the handlers on top), checked over the paths each module's code
 //! names: `crate::a::b`, `super::x`, `self::x` and a child's name, in `use` statements
-//! (braces expanded) and inline, with the tests left out. A module naming its own parent
+//! (braces expanded) and inline, with the tests left out (inline `mod tests`, and modules
+//! declared under `#[cfg(test)]` in files of their own). A module naming its own parent
 //! or child is containment, not layering: only siblings (at their nearest common parent)
 //! are compared, so `service::items` ↔ `service::index` is a circle, and so is
 //! `model::filter` ↔ `model::kept`.
@@ -152,20 +153,49 @@ mod tests {
     fn imports(src: &Path) -> BTreeMap<Module, BTreeSet<Module>> {
         let mut files = Vec::new();
         rust_files(src, &mut files);
+        let texts: Vec<(Module, String)> = files
+            .iter()
+            .map(|f| (module_of(f.strip_prefix(src).unwrap()), fs::read_to_string(f).unwrap()))
+            .collect();
+        // Modules declared for tests only (`#[cfg(test)]` before `mod x;`), in files of
+        // their own, are tests too: left out with everything below them.
+        let tests: BTreeSet<Module> =
+            texts.iter().flat_map(|(module, text)| test_modules(module, text)).collect();
+        let is_test = |module: &Module| tests.iter().any(|t| module.starts_with(t));
         let modules: BTreeSet<Module> =
-            files.iter().map(|f| module_of(f.strip_prefix(src).unwrap())).collect();
+            texts.iter().map(|(m, _)| m.clone()).filter(|m| !is_test(m)).collect();
         let mut graph: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
-        for file in &files {
-            let module = module_of(file.strip_prefix(src).unwrap());
-            let code = code_of(&fs::read_to_string(file).unwrap());
-            let named: BTreeSet<Module> = paths_in(&code)
+        for (module, text) in &texts {
+            if is_test(module) {
+                continue;
+            }
+            let named: BTreeSet<Module> = paths_in(&code_of(text))
                 .iter()
-                .filter_map(|path| resolve(path, &module, &modules))
-                .filter(|target| *target != module)
+                .filter_map(|path| resolve(path, module, &modules))
+                .filter(|target| target != module)
                 .collect();
-            graph.entry(module).or_default().extend(named);
+            graph.entry(module.clone()).or_default().extend(named);
         }
         graph
+    }
+
+    /// The child modules `module`'s file declares for tests only, in files of their own.
+    fn test_modules(module: &Module, text: &str) -> Vec<Module> {
+        let mut found = Vec::new();
+        let mut lines = text.lines().map(str::trim).peekable();
+        while let Some(line) = lines.next() {
+            if line != "#[cfg(test)]" {
+                continue;
+            }
+            let Some(next) = lines.peek() else { break };
+            let declared = next.trim_start_matches("pub(crate) ").trim_start_matches("pub ");
+            if let Some(name) = declared.strip_prefix("mod ").and_then(|rest| rest.strip_suffix(';')) {
+                let mut child = module.clone();
+                child.push(name.trim().to_owned());
+                found.push(child);
+            }
+        }
+        found
     }
 
     /// The edges between siblings, grouped by their parent: `a::b::c` naming `a::d::e`
@@ -272,7 +302,11 @@ mod tests {
         write("model/mod.rs", "mod filter;\nmod kept;\npub use filter::Filter;\n");
         write("model/filter.rs", "use super::kept::Kept;\npub struct Filter;\n");
         write("model/kept.rs", "use super::{Model, filter::Filter};\n");
-        write("plain.rs", "pub struct Plain;\n#[cfg(test)]\nmod tests { use crate::top::T; }\n");
+        write(
+            "plain.rs",
+            "pub struct Plain;\n#[cfg(test)]\nmod tests { use crate::top::T; }\n#[cfg(test)]\nmod more;\n",
+        );
+        write("plain/more.rs", "use crate::top::T;\n");
         write("top.rs", "use crate::{model::Filter, plain::Plain};\n");
         let found = circles(&src);
         assert_eq!(

@@ -82,6 +82,8 @@ pub struct Ports {
     pub images: Arc<dyn crate::ports::ImageCodec>,
     /// The key of preview links; `None`: the site makes none.
     pub previews: Option<Arc<dyn crate::ports::PreviewKeys>>,
+    /// Whether other servers serve the same store (which decides who announces what).
+    pub sharing: crate::ports::Sharing,
 }
 
 impl Ports {
@@ -110,6 +112,7 @@ impl Ports {
             variants: storage.variants.clone(),
             images: Arc::new(crate::ports::NoImageCodec),
             previews: Some(storage.previews.clone()),
+            sharing: storage.sharing,
         }
     }
 }
@@ -369,8 +372,11 @@ impl Cms {
         let search = Arc::new(search::SearchIndexes::new(collections.len()));
         let change_log = ChangeLog::default();
         change_log.subscribe(Arc::clone(&search) as Arc<dyn ChangeSubscriber>);
-        change_log
-            .subscribe(Arc::new(Announcer::new(Arc::clone(&ports.events), config.webhooks.outside_edits)));
+        // An edit made without a server is found by every server sharing the store (each
+        // compares the store whole now and then): announced by none rather than by each.
+        let outside_edits =
+            config.webhooks.outside_edits && ports.sharing == crate::ports::Sharing::OneServer;
+        change_log.subscribe(Arc::new(Announcer::new(Arc::clone(&ports.events), outside_edits)));
         let site = SiteInfo {
             name: config.site.name.clone(),
             url: config.site.url.trim_end_matches('/').to_owned(),

@@ -102,6 +102,7 @@ impl MemoryWorld {
             variants: self.variants.clone(),
             images: Arc::new(crate::ports::NoImageCodec),
             previews: None,
+            sharing: crate::ports::Sharing::OneServer,
         }
     }
 

@@ -8,7 +8,10 @@ use std::sync::{Arc, Mutex};
 use cms_core::changes::{Cause, Change, ChangeKind, ChangeSubscriber};
 use cms_core::events::{EventData, EventKind};
 use cms_core::policy::Caller;
-use cms_core::service::{Cms, ItemUpdate, NewItem, SearchParams, SearchQuery, UpdateMode, VersionId, Viewer};
+use cms_core::ports::Sharing;
+use cms_core::service::{
+    Cms, ItemUpdate, NewItem, Ports, SearchParams, SearchQuery, UpdateMode, VersionId, Viewer,
+};
 use cms_core::testing::fixtures::item;
 use cms_core::testing::{MemoryWorld, SITE_YAML};
 use serde_json::json;
@@ -210,6 +213,22 @@ async fn a_file_saved_again_unchanged_is_no_change() {
     world.content.put_raw(POSTS, "okapi.md", b"---\ntitle: Okapi\nstatus: draft\n---\nForest.\n");
     world.settle(&cms).await;
     assert_eq!(first.take().len(), 1, "a change of the bytes is one");
+}
+
+/// On a store that several servers share, every server finds an edit made without one:
+/// each applies it (lists, search), and none announces it, rather than each.
+#[tokio::test]
+async fn an_outside_edit_of_a_shared_store_is_applied_but_not_announced() {
+    let world = MemoryWorld::new();
+    let ports = Ports { sharing: Sharing::Servers, ..world.ports() };
+    let cms = world.cms_with_ports(SITE_YAML, ports);
+    cms.prepare_search().await.unwrap();
+    let (first, _second) = followed(&cms);
+    world.content.put_raw(POSTS, "okapi.md", b"---\ntitle: Okapi\nstatus: published\n---\nForest.\n");
+    world.settle(&cms).await;
+    assert_eq!(first.take().iter().map(|c| c.cause.clone()).collect::<Vec<_>>(), [Cause::OutsideEdit]);
+    assert_eq!(found(&cms, "forest", &Viewer::Anonymous).await, ["okapi"]);
+    assert!(events(&world).is_empty());
 }
 
 #[tokio::test]

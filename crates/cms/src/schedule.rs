@@ -7,7 +7,7 @@
 //! On a site in a bucket, the servers share that file (in the bucket): at each ring a
 //! server moves it to now with a conditional write, and announces only the transitions
 //! after the instant it found there, so that each is announced once per site, not once
-//! per server (see [`cms_core::Cms::on_schedule_claim`]).
+//! per server (see [`cms_core::service::Upkeep::on_schedule_claim`]).
 
 use std::sync::Arc;
 use std::time::Duration;

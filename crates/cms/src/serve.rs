@@ -195,8 +195,8 @@ async fn save_snapshots(cms: &Cms) {
     }
 }
 
-/// Waits for [`Cms::start`] (every collection's index, and the license), logging how far
-/// it is every [`PROGRESS_EVERY`]; returns how many usable items the indexes hold and how
+/// Waits for [`Upkeep::start`](cms_core::service::Upkeep::start) (every collection's index,
+/// and the license), logging how far it is every [`PROGRESS_EVERY`]; returns how many usable items the indexes hold and how
 /// long it took. A collection that cannot be indexed is logged by the facade and answers
 /// its error to its requests; the others are served.
 async fn build_index(

@@ -72,7 +72,7 @@ pub struct Ports {
     pub resources: Arc<dyn ResourceStore>,
     pub settings: Arc<dyn SettingsStore>,
     pub webhooks: Arc<dyn WebhookDirectory>,
-    /// Reports changes made behind the facade's back (see [`Cms::follow_changes`]).
+    /// Reports changes made behind the facade's back (see [`Upkeep::follow_changes`]).
     pub changes: Arc<dyn ChangeSource>,
     /// Keeps each collection's index between runs (see `crate::engine::snapshot`).
     pub snapshots: Arc<dyn IndexSnapshots>,

@@ -43,14 +43,27 @@ mod tests {
         parts
     }
 
-    /// A file's code without its tests and comments.
+    /// A file's code without its inline test modules (`#[cfg(test)]` then `mod x {`, to
+    /// the end of the file, where they stand) and its comments. A test module in a file of
+    /// its own (`mod x;`) is left out by [`test_modules`], and the file goes on after it.
     fn code_of(text: &str) -> String {
-        let code = text.split("#[cfg(test)]\nmod ").next().unwrap();
-        code.lines()
+        let lines: Vec<&str> = text.lines().collect();
+        let end = lines
+            .windows(2)
+            .position(|pair| pair[0].trim() == "#[cfg(test)]" && is_inline_module(pair[1]))
+            .unwrap_or(lines.len());
+        lines[..end]
+            .iter()
             .filter(|l| !l.trim_start().starts_with("//"))
             .map(|l| l.split(" // ").next().unwrap())
             .collect::<Vec<_>>()
             .join("\n")
+    }
+
+    /// `mod x {` (an inline module), not `mod x;`.
+    fn is_inline_module(line: &str) -> bool {
+        let line = line.trim().trim_start_matches("pub(crate) ").trim_start_matches("pub ");
+        line.starts_with("mod ") && line.contains('{')
     }
 
     /// Expands a `use` tree such as `super::{a::X, b::{c, d}}` into its paths.
@@ -301,7 +314,8 @@ mod tests {
         write("lib.rs", "pub mod model;\npub mod plain;\npub mod top;\n");
         write("model/mod.rs", "mod filter;\nmod kept;\npub use filter::Filter;\n");
         write("model/filter.rs", "use super::kept::Kept;\npub struct Filter;\n");
-        write("model/kept.rs", "use super::{Model, filter::Filter};\n");
+        write("model/kept.rs", "#[cfg(test)]\nmod tests;\n\nuse super::{Model, filter::Filter};\n");
+        write("model/kept/tests.rs", "use crate::top::T;\n");
         write(
             "plain.rs",
             "pub struct Plain;\n#[cfg(test)]\nmod tests { use crate::top::T; }\n#[cfg(test)]\nmod more;\n",

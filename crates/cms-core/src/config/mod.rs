@@ -400,8 +400,8 @@ pub struct WebhooksConfig {
     pub allow_private_addresses: bool,
     /// Announce changes made to the content by other programs (a file edited by hand, a
     /// `git pull`, a sync tool) as `file.*` events, like the API's writes (default true;
-    /// false: only changes made through this site's servers are announced). A store that
-    /// several servers share announces none of them: each server would find them.
+    /// false: only changes made through this site's servers are announced). A site in a
+    /// bucket announces none of them: every server that may serve it would find them.
     #[serde(default = "default_outside_edits")]
     pub outside_edits: bool,
 }

@@ -575,9 +575,9 @@ impl Cms {
         stale.sort();
         stale.dedup();
         for name in stale.iter().filter_map(|n| ItemFilename::parse(n)) {
-            // A rescan cannot tell who wrote what it finds: a node's write it finds is one
-            // whose journal entry this node missed, and is announced here too (receivers
-            // tolerate duplicates, as the spec says).
+            // A rescan cannot tell who wrote what it finds: an outside edit, or a node's
+            // write whose journal entry this node missed. Both are outside edits here,
+            // which a store shared by several servers does not announce.
             self.refresh_file(collection, &name, ChangeOrigin::Outside).await?;
         }
         Ok(())

@@ -52,6 +52,8 @@ mod tests {
         // The chunks a resource read streams (`ports::ByteStream`): a buffer type, no I/O.
         "bytes",
         "comrak",
+        // A notification primitive (the event log wakes its streams), no runtime, no I/O.
+        "event-listener",
         "futures-util",
         "gif",
         "hex",

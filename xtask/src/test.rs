@@ -1,6 +1,6 @@
 //! `cargo xtask test`: the README's test command. It installs, without root, what the
 //! real-client tests need (Python packages and SeaweedFS, each in a venv under `target/`;
-//! the TypeScript compiler and axe-core with npm under `target/`),
+//! the TypeScript compiler, axe-core and the `eventsource` client with npm under `target/`),
 //! and with root the Debian packages too (xmllint, Chromium and its driver, curl); runs
 //! `cargo test --workspace --locked` with those tools named in the environment; then
 //! lists every check that was skipped because its tool could not be had, with the reason
@@ -34,11 +34,16 @@ struct Venv {
 
 const VENVS: [Venv; 3] = [
     // The feed validator (crates/cms-http/tests/it/validators.rs), the official MCP SDK
-    // (crates/cms/tests/it/mcp.rs) and Standard Webhooks (crates/cms/tests/it/retries.rs).
+    // (crates/cms/tests/it/mcp.rs), Standard Webhooks (crates/cms/tests/it/retries.rs) and
+    // httpx with httpx-sse, a Server-Sent Events client (crates/cms/tests/it/events_clients.rs;
+    // httpx-sse declares no dependency but imports httpx, which the mcp SDK no longer uses).
     Venv {
         folder: "target/validators-venv",
-        packages: &["feedparser", "mcp>=2.3,<3", "standardwebhooks", "jsonschema"],
-        check: &["-c", "import feedparser, mcp.client.streamable_http, standardwebhooks, jsonschema"],
+        packages: &["feedparser", "mcp>=2.3,<3", "standardwebhooks", "jsonschema", "httpx", "httpx-sse"],
+        check: &[
+            "-c",
+            "import feedparser, mcp.client.streamable_http, standardwebhooks, jsonschema, httpx, httpx_sse",
+        ],
         variable: "CMS_PYTHON",
         named: "bin/python",
     },
@@ -70,6 +75,11 @@ const TYPESCRIPT: &str = "typescript@5.9.3";
 /// The accessibility engine the browser tests run on the editor's pages
 /// (crates/cms/tests/it/admin_browser.rs), an npm package installed under `target/axe`.
 const AXE: &str = "axe-core@4.10.3";
+
+/// The WHATWG `EventSource` client for Node (18 or later: it uses the global fetch) that
+/// reads the live event stream (crates/cms/tests/it/events_clients.rs), under
+/// `target/eventsource`; its newest 3.x.
+const EVENTSOURCE: &str = "eventsource@3.0.7";
 
 /// Debian packages some checks use, by the command that shows they are there.
 const DEBIAN_TOOLS: [(&str, &str); 4] = [
@@ -147,6 +157,7 @@ fn install_tools(root: &Path) -> Vec<(&'static str, PathBuf)> {
     let npm_tools = [
         ("target/ts-tools", TYPESCRIPT, "CMS_TSC", ".bin/tsc"),
         ("target/axe", AXE, "CMS_AXE_JS", "axe-core/axe.min.js"),
+        ("target/eventsource", EVENTSOURCE, "CMS_EVENTSOURCE_JS", "eventsource"),
     ];
     std::thread::scope(|scope| {
         let venvs: Vec<_> = VENVS

@@ -6,8 +6,8 @@
 //! changes (`service/index.rs`, `service/schedule.rs`), as one [`Change`]: the collection,
 //! the file, what it was and is as far as the index knows, the cause. The log numbers it
 //! and hands it to every subscriber, in sequence, before the write that made it answers.
-//! Subscribers: the search index (`service/search.rs`), the webhook announcer
-//! ([`Announcer`]), and whatever an adapter adds with [`ChangeLog::subscribe`]. No facade
+//! Subscribers: the search index (`service/search.rs`), the announcer
+//! (`crate::event_log::Announcer`), and whatever an adapter adds with [`ChangeLog::subscribe`]. No facade
 //! method announces a content change by hand.
 //!
 //! Ordering: a change is applied to the index and delivered under the log's lock, so the
@@ -22,8 +22,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use time::OffsetDateTime;
 
 use crate::engine::index::IndexedItem;
-use crate::events::{Event, EventData, EventKind};
-use crate::ports::EventSink;
+use crate::events::EventKind;
 
 /// Why an item changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,44 +181,6 @@ impl ChangeLog {
             }
         }
         result
-    }
-}
-
-/// The webhook side of the log: each change that this process is the one to announce
-/// becomes an event on the sink (which only enqueues it).
-pub struct Announcer {
-    events: Arc<dyn EventSink>,
-    /// `webhooks.outside_edits`: whether changes found in the store are announced.
-    outside_edits: bool,
-}
-
-impl Announcer {
-    pub fn new(events: Arc<dyn EventSink>, outside_edits: bool) -> Self {
-        Self { events, outside_edits }
-    }
-
-    /// Whether this process announces `cause`: its own writes and schedule, outside
-    /// edits when the site wants them; never another node's write (that node did).
-    fn announces(&self, cause: &Cause) -> bool {
-        match cause {
-            Cause::Write { .. } => true,
-            Cause::OutsideEdit => self.outside_edits,
-            Cause::OtherNode => false,
-            Cause::Schedule { announced_elsewhere } => !announced_elsewhere,
-        }
-    }
-}
-
-impl ChangeSubscriber for Announcer {
-    fn changed(&self, change: &Change) {
-        if !self.announces(&change.cause) {
-            return;
-        }
-        self.events.publish(Event {
-            kind: change.kind.event(),
-            timestamp: change.at,
-            data: EventData::File { filename: change.filename.to_string(), folder: change.collection },
-        });
     }
 }
 

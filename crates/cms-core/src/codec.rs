@@ -430,7 +430,8 @@ fn block_value_start(chars: &[char]) -> Option<usize> {
             Some(q) if c == q => quote = None,
             Some(_) => {}
             None if c == '"' || c == '\'' => quote = Some(c),
-            None if c == '#' && chars[i - 1].is_whitespace() => return None,
+            // A comment (a `#` that starts the line, or follows a space).
+            None if c == '#' && (i == 0 || chars[i - 1].is_whitespace()) => return None,
             None if c == ':' && chars.get(i + 1).is_none_or(|n| n.is_whitespace()) => {
                 let mut j = i + 1;
                 while chars.get(j).is_some_and(|c| c.is_whitespace()) {
@@ -546,6 +547,15 @@ mod tests {
             mapping_from_yaml("title: [unclosed\n", YamlLimits::FRONTMATTER).unwrap_err().to_string();
         assert_eq!(message.lines().count(), 1, "{message}");
         assert!(message.starts_with("line 1 column 8"), "{message}");
+    }
+
+    #[test]
+    fn an_error_after_a_comment_in_the_first_column_is_explained() {
+        // The explanation looks for an unclosed bracket line by line: a line that starts
+        // with `#` once made it index before the line's start and panic.
+        let text = "a: 1\n# a comment\nb: [1, 2\nc: x: y\n";
+        let message = mapping_from_yaml(text, YamlLimits::FRONTMATTER).unwrap_err().to_string();
+        assert_eq!(message.lines().count(), 1, "{message}");
     }
 
     #[test]

@@ -47,6 +47,19 @@ impl EventKind {
         }
     }
 
+    /// Whether it is the event of an item change (`file.*`, `item.*`), which the event log
+    /// keeps and streams carry.
+    pub fn is_item_change(self) -> bool {
+        matches!(
+            self,
+            Self::FileCreated
+                | Self::FileUpdated
+                | Self::FileDeleted
+                | Self::ItemPublished
+                | Self::ItemUnpublished
+        )
+    }
+
     /// A selectable event's name (see [`Self::ALL`]).
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.as_str() == name)
@@ -87,17 +100,113 @@ impl EventKind {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EventData {
-    /// A content file; `folder` is the collection index.
-    File { filename: String, folder: usize },
+    /// A content file.
+    File(FileEvent),
     /// A user account; `role` is present on `user.created`.
     User { email: String, role: Option<Role> },
 }
 
+/// What a content file's event says about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileEvent {
+    pub filename: String,
+    /// The collection's index (the spec's `folder`).
+    pub folder: usize,
+    /// The collection's slug (`None` in events recorded before it was sent).
+    pub collection: Option<String>,
+    /// The item's slug, when the file is (or was) a usable item.
+    pub slug: Option<String>,
+}
+
+impl FileEvent {
+    /// The spec's two fields alone.
+    pub fn new(filename: impl Into<String>, folder: usize) -> Self {
+        Self { filename: filename.into(), folder, collection: None, slug: None }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
+    /// The site's event id (`crate::event_log`): the same in the webhook's body and on the
+    /// live stream, so that a receiver of both can tell one event from two. `None` for
+    /// events that are not item changes (`user.*`, `ping`).
+    pub id: Option<u64>,
     pub kind: EventKind,
     pub timestamp: OffsetDateTime,
     pub data: EventData,
+}
+
+impl Event {
+    /// The JSON body of the event, as webhooks send it and the live stream's `data:`
+    /// carries it (one line):
+    ///
+    /// ```json
+    /// {"id": 12, "event": "file.created", "timestamp": "2026-01-01T00:00:00Z",
+    ///  "data": {"filename": "2026-01-01-hello.md", "folder": 0, "collection": "posts",
+    ///           "slug": "hello"}}
+    /// ```
+    ///
+    /// User events carry `data.email`, and `data.role` on `user.created`. Fields that are
+    /// not known (`id`, `collection`, `slug`) are left out.
+    pub fn body(&self) -> Vec<u8> {
+        use serde_json::{Map, Value};
+        let mut data = Map::new();
+        match &self.data {
+            EventData::File(file) => {
+                data.insert("filename".into(), file.filename.clone().into());
+                data.insert("folder".into(), file.folder.into());
+                if let Some(collection) = &file.collection {
+                    data.insert("collection".into(), collection.clone().into());
+                }
+                if let Some(slug) = &file.slug {
+                    data.insert("slug".into(), slug.clone().into());
+                }
+            }
+            EventData::User { email, role } => {
+                data.insert("email".into(), email.clone().into());
+                if let Some(role) = role {
+                    data.insert("role".into(), role.as_str().into());
+                }
+            }
+        }
+        let timestamp = self
+            .timestamp
+            .to_offset(time::UtcOffset::UTC)
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        let mut payload = Map::new();
+        if let Some(id) = self.id {
+            payload.insert("id".into(), id.into());
+        }
+        payload.insert("event".into(), self.kind.as_str().into());
+        payload.insert("timestamp".into(), timestamp.into());
+        payload.insert("data".into(), Value::Object(data));
+        serde_json::to_vec(&Value::Object(payload)).expect("a JSON value always serializes")
+    }
+
+    /// An event back from its [`Self::body`] (the webhook outbox and the event log keep
+    /// them so); `None` for a body this version cannot read.
+    pub fn from_body(body: &str) -> Option<Self> {
+        use time::format_description::well_known::Rfc3339;
+        let value: serde_json::Value = serde_json::from_str(body).ok()?;
+        let kind = EventKind::parse_logged(value["event"].as_str()?)?;
+        let timestamp = OffsetDateTime::parse(value["timestamp"].as_str()?, &Rfc3339).ok()?;
+        let data = &value["data"];
+        let text = |field: &str| data[field].as_str().map(str::to_owned);
+        let data = match text("filename") {
+            Some(filename) => EventData::File(FileEvent {
+                filename,
+                folder: usize::try_from(data["folder"].as_u64()?).ok()?,
+                collection: text("collection"),
+                slug: text("slug"),
+            }),
+            None => EventData::User {
+                email: text("email")?,
+                role: data.get("role").and_then(|r| r.as_str()?.parse().ok()),
+            },
+        };
+        Some(Self { id: value["id"].as_u64(), kind, timestamp, data })
+    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ pub mod dates;
 pub mod document;
 mod engine;
 pub mod error;
+pub mod event_log;
 pub mod events;
 pub mod feed;
 pub mod host_policy;

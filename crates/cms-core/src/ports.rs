@@ -265,6 +265,34 @@ pub trait EventSink: Send + Sync {
     fn publish(&self, event: Event);
 }
 
+/// One record of the site's event history (see [`EventStore`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEvent {
+    pub id: u64,
+    /// What the core wrote (`crate::event_log`'s encoding); the store never reads it.
+    pub record: String,
+}
+
+/// The site's event history, behind the live event stream and the ids of webhooks'
+/// bodies (see `crate::event_log`): records numbered from 1 without gaps, in the order
+/// every process serving the site appended them, kept for a while. A client that
+/// resumes a stream on any server of the site reads the same ids.
+#[async_trait]
+pub trait EventStore: Send + Sync {
+    /// Appends `records`, in order, after the last record the store holds (whichever
+    /// process appended it), each with the next id; returns the ids given. Records of
+    /// other processes may come between two of these.
+    async fn append(&self, at: OffsetDateTime, records: &[String]) -> CoreResult<Vec<u64>>;
+    /// Up to `limit` records with ids above `after`, in order (the first may be well
+    /// after `after + 1` when older records were forgotten).
+    async fn read_after(&self, after: u64, limit: usize) -> CoreResult<Vec<StoredEvent>>;
+    /// The id of the last record (0: none was ever appended).
+    async fn last_id(&self) -> CoreResult<u64>;
+    /// Forgets records appended before `cutoff`, never the last one (it carries the
+    /// count on).
+    async fn forget_before(&self, cutoff: OffsetDateTime) -> CoreResult<()>;
+}
+
 /// A webhook subscription as the API may show it: never its signing secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookInfo {
@@ -396,6 +424,8 @@ pub struct SiteStorage {
     /// The webhook subscriptions and log, the schedule's mark.
     pub state: Arc<dyn StateDocuments>,
     pub sharing: Sharing,
+    /// The site's event history (shared by every server of the site).
+    pub events: Arc<dyn EventStore>,
     /// Where the content lives, for the operator (`site folder: ...`, `bucket: s3://...`).
     pub description: String,
 }

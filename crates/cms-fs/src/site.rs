@@ -5,8 +5,8 @@ use cms_core::Ports;
 use cms_core::ports::{Clock, EventSink, Sharing, SiteStorage, WebhookDirectory};
 
 use crate::{
-    FsAccounts, FsChangeSource, FsContentStore, FsLicense, FsPreviewKeys, FsResourceStore, FsSessionStore,
-    FsSettings, FsSnapshots, FsStateDocuments, FsVariantStore, FsVersionStore, STATE_DIR,
+    FsAccounts, FsChangeSource, FsContentStore, FsEventStore, FsLicense, FsPreviewKeys, FsResourceStore,
+    FsSessionStore, FsSettings, FsSnapshots, FsStateDocuments, FsVariantStore, FsVersionStore, STATE_DIR,
 };
 
 /// Opens the site folder `site` as a backend: every port on its files (its `.cms/` for
@@ -31,6 +31,7 @@ pub fn open(site: &Path) -> SiteStorage {
         sessions: Arc::new(FsSessionStore::new(&state)),
         state: Arc::new(FsStateDocuments::new(&state)),
         sharing: Sharing::OneServer,
+        events: Arc::new(FsEventStore::new(&state)),
         description: format!("site folder: {}", site.display()),
     }
 }

@@ -30,11 +30,19 @@ pub struct ApiError {
     /// For a write that breaks its collection's model: every failing field, sent as
     /// `fields` beside `error`.
     pub fields: Vec<cms_core::model::FieldError>,
+    /// For a `429` or `503`: seconds to wait before trying again, sent as `Retry-After`.
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
     pub fn new(status: StatusCode, shape: Shape, message: impl Into<String>) -> Self {
-        Self { status, message: message.into(), shape, accepts: None, fields: Vec::new() }
+        Self { status, message: message.into(), shape, accepts: None, fields: Vec::new(), retry_after: None }
+    }
+
+    /// The same error, telling the client when to try again (`Retry-After`).
+    pub fn retry_after(mut self, secs: u64) -> Self {
+        self.retry_after = Some(secs);
+        self
     }
 
     /// `415`: the body's media type is not one the route takes (`accepts`, a list for
@@ -56,7 +64,7 @@ impl ApiError {
     pub fn from_core(error: CoreError, shape: Shape) -> Self {
         let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let fields = error.field_errors().to_vec();
-        Self { status, message: error.public_message(), shape, accepts: None, fields }
+        Self { status, message: error.public_message(), shape, accepts: None, fields, retry_after: None }
     }
 }
 
@@ -69,6 +77,9 @@ impl ResponseError for ApiError {
         let mut response = HttpResponse::build(self.status);
         if self.status == StatusCode::UNAUTHORIZED {
             response.insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
+        }
+        if let Some(secs) = self.retry_after {
+            response.insert_header((header::RETRY_AFTER, secs));
         }
         if let Some((accepts, patch)) = self.accepts {
             response.insert_header((header::ACCEPT, HeaderValue::from_static(accepts)));

@@ -4,7 +4,7 @@
 
 use actix_web::Route;
 
-use crate::handlers::{discovery, items, previews, resources, search, service, settings, versions};
+use crate::handlers::{discovery, events, items, previews, resources, search, service, settings, versions};
 
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +66,8 @@ pub const VERSION: &str = "/cms/collections/{collection}/items/{slug}/versions/{
 pub const RESTORE: &str = "/cms/collections/{collection}/items/{slug}/versions/{version}/restore";
 pub const RESOURCES: &str = "/cms/resources";
 pub const RESOURCE_FOLDERS: &str = "/cms/resources/folders";
+pub const EVENTS: &str = "/cms/events";
+pub const EVENT_TOKENS: &str = "/cms/events/tokens";
 
 /// Every route of the server, grouped by path. Paths are matched in the order they first
 /// appear here ([`crate::router`]), so fixed paths come before patterns that could capture
@@ -108,6 +110,8 @@ pub const ROUTES: &[RouteInfo] = &[
     route("PATCH", RESOURCES, Auth::Required, |r| r.to(resources::rename_or_move)),
     route("DELETE", RESOURCES, Auth::Required, |r| r.to(resources::delete)),
     route("POST", RESOURCE_FOLDERS, Auth::Required, |r| r.to(resources::create_folder)),
+    route("GET", EVENTS, Auth::Optional, |r| r.to(events::stream)),
+    route("POST", EVENT_TOKENS, Auth::Required, |r| r.to(events::create_token)),
     route("GET", "/cms/settings/theme", Auth::Required, |r| r.to(settings::theme)),
     route("PUT", "/cms/settings/theme", Auth::Required, |r| r.to(settings::update_theme)),
     route("GET", "/cms/settings/users", Auth::Required, |r| r.to(settings::users)),

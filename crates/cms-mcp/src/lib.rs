@@ -5,13 +5,15 @@
 //!
 //! Mounting and the gate (license, origin, key) are `cms-http`'s (`agent.rs`); this crate
 //! knows MCP and its transport: the sessions (`sessions.rs`: bound to a key, bounded, ended
-//! when idle) and the door in front of rmcp's transport (`transport.rs`).
+//! when idle), their resource subscriptions fed by the core's event log
+//! (`subscriptions.rs`) and the door in front of rmcp's transport (`transport.rs`).
 
 pub mod arguments;
 pub mod resources;
 pub mod server;
 pub mod sessions;
 pub mod shapes;
+pub mod subscriptions;
 mod transport;
 
 use std::sync::Arc;
@@ -35,6 +37,7 @@ pub use sessions::{SessionError, Sessions};
 pub struct Endpoint {
     transport: StreamableHttpService<CmsServer, Sessions>,
     door: Arc<transport::Door>,
+    census: Arc<subscriptions::Census>,
 }
 
 /// Builds the endpoint of `cms` with the `mcp:` settings.
@@ -46,8 +49,10 @@ pub struct Endpoint {
 pub fn endpoint(cms: Arc<Cms>, json_limit: usize, settings: &McpConfig) -> Endpoint {
     let clock: Arc<dyn Clock> = Arc::new(FacadeClock(Arc::clone(&cms)));
     let sessions = Arc::new(Sessions::new(settings.clone(), clock));
+    let census = Arc::new(subscriptions::Census::default());
+    let counted = Arc::clone(&census);
     let transport = StreamableHttpService::builder()
-        .service_factory(Arc::new(move || Ok(CmsServer::new(Arc::clone(&cms)))))
+        .service_factory(Arc::new(move || Ok(CmsServer::counted(Arc::clone(&cms), Arc::clone(&counted)))))
         .session_manager(Arc::clone(&sessions))
         .stateful_mode(true)
         .max_request_body_bytes(json_limit)
@@ -59,10 +64,21 @@ pub fn endpoint(cms: Arc<Cms>, json_limit: usize, settings: &McpConfig) -> Endpo
             }
         })
         .build();
-    Endpoint { transport, door: Arc::new(transport::Door { sessions, json_limit }) }
+    Endpoint { transport, door: Arc::new(transport::Door { sessions, json_limit }), census }
 }
 
 impl Endpoint {
+    /// The endpoint's sessions.
+    pub fn sessions(&self) -> &Arc<Sessions> {
+        &self.door.sessions
+    }
+
+    /// How many sessions follow the event log for their subscriptions now (for tests and
+    /// logs).
+    pub fn following_count(&self) -> usize {
+        self.census.count()
+    }
+
     /// The endpoint's service, for the path `""` of its scope, behind its door.
     pub fn scope(
         self,

@@ -21,7 +21,7 @@ use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResourceContents,
-    ResultType, ServerCapabilities, ServerConfig,
+    ResultType, ServerCapabilities, ServerConfig, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, Json, RoleServer, ServerHandler, tool, tool_handler, tool_router};
@@ -29,13 +29,16 @@ use rmcp::{ErrorData, Json, RoleServer, ServerHandler, tool, tool_handler, tool_
 use crate::arguments;
 use crate::resources::{self, Target};
 use crate::shapes::*;
+use crate::subscriptions::{Census, Watch, Watched};
 
 /// One MCP session's handler. Cheap: the facade is shared; who calls is read from each
-/// request (the gate's [`Principal`]), never kept.
+/// request (the gate's [`Principal`]), never kept. The session's resource subscriptions
+/// live with it (`subscriptions.rs`): they end when the session's handler is dropped.
 #[derive(Clone)]
 pub struct CmsServer {
     cms: Arc<Cms>,
     tool_router: ToolRouter<Self>,
+    watch: Arc<Watch>,
 }
 
 /// The key's user, as the gate in front of `/mcp` found it for this very request.
@@ -109,6 +112,16 @@ fn filter_name(key: &str) -> String {
     }
 }
 
+/// A resource request's failure as a JSON-RPC error: an unknown collection or item is
+/// "resource not found", a malformed URI invalid params; the words say which.
+fn resource_error(error: CoreError) -> ErrorData {
+    match error {
+        CoreError::NotFound(message) => ErrorData::resource_not_found(message, None),
+        CoreError::Invalid(message) => ErrorData::invalid_params(message, None),
+        other => ErrorData::internal_error(fail(other), None),
+    }
+}
+
 /// Every list of this server is answered whole (no `nextCursor`), so no cursor is one the
 /// server gave: a client that sends one is told, as the MCP spec asks (`-32602`).
 fn no_cursor(request: Option<&PaginatedRequestParams>) -> Result<(), ErrorData> {
@@ -158,7 +171,13 @@ fn count(value: Option<u64>) -> Option<usize> {
 #[tool_router]
 impl CmsServer {
     pub fn new(cms: Arc<Cms>) -> Self {
-        Self { cms, tool_router: Self::tool_router() }
+        Self::counted(cms, Arc::default())
+    }
+
+    /// A session's handler whose follower of the event log, if it starts one, is counted
+    /// in `census` (the endpoint's).
+    pub(crate) fn counted(cms: Arc<Cms>, census: Arc<Census>) -> Self {
+        Self { cms, tool_router: Self::tool_router(), watch: Arc::new(Watch::new(census)) }
     }
 
     /// List the site's collections (index, label, slug, folder), and whether each has a
@@ -464,7 +483,13 @@ impl ServerHandler for CmsServer {
     }
 
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_resources_list_changed()
+            .build();
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("cms", env!("CARGO_PKG_VERSION")))
             .with_instructions(format!(
                 "The content of the site {:?}: Markdown items with YAML frontmatter in collections, \
@@ -475,18 +500,67 @@ impl ServerHandler for CmsServer {
                  each failing field). Every write keeps the previous content as a version \
                  (list_versions, get_version, restore_version). Items are also resources at \
                  cms://{{collection}}/{{slug}}, and a collection's JSON Schema at \
-                 cms://{{collection}}/schema.",
+                 cms://{{collection}}/schema; subscribe to an item or a collection \
+                 (cms://{{collection}}) to be told when it changes.",
                 self.cms.site().name
             ))
     }
 
+    /// The collections and schemas; from now on the session is told when items come and
+    /// go (`notifications/resources/list_changed`).
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         no_cursor(request.as_ref())?;
+        if let Ok(user) = principal(&ctx) {
+            self.watch.listed();
+            self.watch.follow(&self.cms, &user, ctx.peer.clone()).await;
+        }
         Ok(ListResourcesResult::with_all_items(resources::collection_resources(&self.cms)))
+    }
+
+    /// Subscribes the session to an item (`cms://{collection}/{slug}`, which must be one its
+    /// key may read) or a collection (`cms://{collection}`), within the bound of
+    /// `subscriptions.rs`.
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let user = principal(&ctx).map_err(|e| ErrorData::invalid_request(e, None))?;
+        let uri = request.uri.as_str();
+        let watched = match resources::parse(&self.cms, uri).map_err(resource_error)? {
+            Target::Item(collection, item) => {
+                let viewer = Viewer::Key(user.clone());
+                let view = self.cms.read_item(collection, &item, &viewer).await.map_err(resource_error)?;
+                Watched::item(collection, item, &view.meta.filename)
+            }
+            Target::Collection(collection) => Watched::collection(collection),
+            Target::Schema(_) => {
+                let message = format!(
+                    "{uri} cannot be subscribed to: a collection's schema changes only with the \
+                     site's configuration; subscribe to items (cms://{{collection}}/{{slug}}) and \
+                     collections (cms://{{collection}})"
+                );
+                return Err(ErrorData::invalid_params(message, None));
+            }
+        };
+        self.watch.subscribe(uri, watched).map_err(|e| ErrorData::invalid_request(e.to_string(), None))?;
+        self.watch.follow(&self.cms, &user, ctx.peer.clone()).await;
+        Ok(())
+    }
+
+    /// Ends the session's subscription to a URI, named as it was subscribed.
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let uri = request.uri.as_str();
+        resources::parse(&self.cms, uri).map_err(resource_error)?;
+        self.watch.unsubscribe(uri).map_err(|e| ErrorData::invalid_params(e.to_string(), None))
     }
 
     async fn list_resource_templates(
@@ -506,18 +580,14 @@ impl ServerHandler for CmsServer {
         let user = principal(&ctx).map_err(|e| ErrorData::invalid_request(e, None))?;
         let viewer = Viewer::Key(user.clone());
         let uri = request.uri.as_str();
-        let to_error = |error: CoreError| match error {
-            CoreError::NotFound(message) => ErrorData::resource_not_found(message, None),
-            CoreError::Invalid(message) => ErrorData::invalid_params(message, None),
-            other => ErrorData::internal_error(fail(other), None),
-        };
-        let contents = match resources::parse(&self.cms, uri).map_err(to_error)? {
+        let contents = match resources::parse(&self.cms, uri).map_err(resource_error)? {
             Target::Item(collection, item) => {
                 // Drafts too: an mcp_ key is a key (as on REST with a key).
-                let view = self.cms.read_item(collection, &item, &viewer).await.map_err(to_error)?;
-                let source = source_of(&view).map_err(to_error)?;
-                let raw = self.cms.read_item_source(&user, collection, &source).await.map_err(to_error)?;
-                let text = raw.doc.to_file_text().map_err(to_error)?;
+                let view = self.cms.read_item(collection, &item, &viewer).await.map_err(resource_error)?;
+                let source = source_of(&view).map_err(resource_error)?;
+                let raw =
+                    self.cms.read_item_source(&user, collection, &source).await.map_err(resource_error)?;
+                let text = raw.doc.to_file_text().map_err(resource_error)?;
                 resources::markdown(uri, text)
             }
             Target::Schema(collection) => {
@@ -525,7 +595,7 @@ impl ServerHandler for CmsServer {
                 ResourceContents::text(schema.to_string(), uri).with_mime_type(resources::SCHEMA)
             }
             Target::Collection(collection) => {
-                let items = self.cms.indexed_items(collection).await.map_err(to_error)?;
+                let items = self.cms.indexed_items(collection).await.map_err(resource_error)?;
                 let mut uris: Vec<String> = items
                     .iter()
                     .map(|i| resources::item_uri(&collection.slug, &i.meta.slug, &i.meta.filename))

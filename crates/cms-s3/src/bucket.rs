@@ -413,6 +413,25 @@ impl Bucket {
         .await
     }
 
+    /// The same, at most `limit` of them.
+    pub(crate) async fn list_after_at_most(
+        &self,
+        dir: &str,
+        after: &str,
+        limit: usize,
+    ) -> CoreResult<Vec<ObjectMeta>> {
+        let (store, path, offset) = (self.store.clone(), self.path(dir), self.path(after));
+        self.run(async move {
+            store
+                .list_with_offset(Some(&path), &offset)
+                .take(limit)
+                .try_collect()
+                .await
+                .map_err(store_error(&path))
+        })
+        .await
+    }
+
     pub(crate) fn store(&self) -> &Arc<dyn ObjectStore> {
         &self.store
     }

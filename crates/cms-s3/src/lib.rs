@@ -29,6 +29,7 @@ mod changes;
 mod config;
 mod content;
 mod error;
+mod events;
 mod license;
 mod objects;
 mod previews;
@@ -55,6 +56,7 @@ pub use changes::{FollowSettings, S3ChangeSource};
 pub use config::S3StorageConfig;
 pub use content::S3ContentStore;
 pub use error::S3Error;
+pub use events::S3EventStore;
 pub use license::S3License;
 pub use objects::{ObjectInfo, SharedState};
 pub use previews::S3PreviewKeys;
@@ -320,6 +322,7 @@ impl S3Site {
             sessions: Arc::new(self.session_store()),
             state: Arc::new(S3StateDocuments::new(self)),
             sharing: Sharing::Servers,
+            events: Arc::new(S3EventStore::new(self.bucket.clone())),
             description: format!("bucket: {}", self.description),
             ..local
         }

@@ -21,9 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use cms_core::events::{Event, EventData, EventKind};
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
+use cms_core::events::Event;
 
 pub const OUTBOX_FILE: &str = "webhook-outbox.log";
 /// How long a group of appended lines may wait for its fsync.
@@ -191,21 +189,7 @@ impl Outbox {
 
 /// An event back from its payload JSON.
 fn event_of(json: &str) -> Option<Event> {
-    let value: serde_json::Value = serde_json::from_str(json).ok()?;
-    let kind = EventKind::parse_logged(value["event"].as_str()?)?;
-    let timestamp = OffsetDateTime::parse(value["timestamp"].as_str()?, &Rfc3339).ok()?;
-    let data = &value["data"];
-    let data = match data.get("filename") {
-        Some(filename) => EventData::File {
-            filename: filename.as_str()?.to_owned(),
-            folder: usize::try_from(data["folder"].as_u64()?).ok()?,
-        },
-        None => EventData::User {
-            email: data["email"].as_str()?.to_owned(),
-            role: data.get("role").and_then(|r| r.as_str()?.parse().ok()),
-        },
-    };
-    Some(Event { kind, timestamp, data })
+    Event::from_body(json)
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -214,15 +198,19 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 #[cfg(test)]
 mod tests {
+    use cms_core::events::{EventData, EventKind, FileEvent};
+    use time::OffsetDateTime;
+
     use super::*;
 
     #[test]
     fn undone_events_come_back_and_done_ones_do_not() {
         let dir = tempfile::tempdir().unwrap();
         let event = |filename: &str| Event {
+            id: None,
             kind: EventKind::FileCreated,
             timestamp: OffsetDateTime::from_unix_timestamp(1_767_225_600).unwrap(),
-            data: EventData::File { filename: filename.into(), folder: 1 },
+            data: EventData::File(FileEvent::new(filename, 1)),
         };
         let (outbox, pending) = Outbox::open(dir.path()).unwrap();
         assert!(pending.is_empty());
@@ -244,9 +232,10 @@ mod tests {
     fn a_file_that_grows_past_its_pending_events_is_rewritten_with_them_only() {
         let dir = tempfile::tempdir().unwrap();
         let event = |filename: String| Event {
+            id: None,
             kind: EventKind::FileCreated,
             timestamp: OffsetDateTime::from_unix_timestamp(1_767_225_600).unwrap(),
-            data: EventData::File { filename, folder: 1 },
+            data: EventData::File(FileEvent::new(filename, 1)),
         };
         let (outbox, _) = Outbox::open(dir.path()).unwrap();
         // One event stays pending (its receiver is down) while many others come and go.

@@ -1,32 +1,18 @@
 //! The body of a delivery and its signature.
 //!
-//! ```json
-//! {"event": "file.created", "timestamp": "2026-01-01T00:00:00Z",
-//!  "data": {"filename": "2026-01-01-hello.md", "folder": 0}}
-//! ```
-//!
-//! User events carry `data.email`, and `data.role` on `user.created`.
+//! The body is [`cms_core::events::Event::body`]: the spec's `event`, `timestamp` and
+//! `data` (`filename` and `folder`, or `email`), with the event's `id` and the item's
+//! `collection` and `slug` for item changes.
 
-use cms_core::events::{Event, EventData};
+use cms_core::events::Event;
 use ring::hmac;
-use serde_json::{Value, json};
+use serde_json::json;
 use time::format_description::well_known::Rfc3339;
 
-/// The JSON body of an event, as the exact bytes that are sent (and signed).
+/// The JSON body of an event, as the exact bytes that are sent (and signed): the core's
+/// [`Event::body`], which the live event stream sends too.
 pub fn body(event: &Event) -> Vec<u8> {
-    let data = match &event.data {
-        EventData::File { filename, folder } => json!({ "filename": filename, "folder": folder }),
-        EventData::User { email, role } => {
-            let mut data = json!({ "email": email });
-            if let (Some(role), Value::Object(map)) = (role, &mut data) {
-                map.insert("role".into(), role.as_str().into());
-            }
-            data
-        }
-    };
-    let timestamp = event.timestamp.to_offset(time::UtcOffset::UTC).format(&Rfc3339).unwrap_or_default();
-    let payload = json!({ "event": event.kind.as_str(), "timestamp": timestamp, "data": data });
-    serde_json::to_vec(&payload).expect("a JSON value always serializes")
+    event.body()
 }
 
 /// The `X-Webhook-Signature` value: `sha256=` + lowercase hex HMAC-SHA256 of `body`, keyed
@@ -75,7 +61,8 @@ pub fn verify(secret: &str, body: &[u8], header: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use cms_core::account::Role;
-    use cms_core::events::EventKind;
+    use cms_core::events::{EventData, EventKind, FileEvent};
+    use serde_json::Value;
     use time::macros::datetime;
 
     use super::*;
@@ -84,22 +71,24 @@ mod tests {
     fn bodies_have_the_spec_shape() {
         let at = datetime!(2026-01-01 00:00:00 +01:00);
         let file = Event {
+            id: None,
             kind: EventKind::FileDeleted,
             timestamp: at,
-            data: EventData::File { filename: "a.md".into(), folder: 2 },
+            data: EventData::File(FileEvent::new("a.md", 2)),
         };
         assert_eq!(
             String::from_utf8(body(&file)).unwrap(),
             r#"{"event":"file.deleted","timestamp":"2025-12-31T23:00:00Z","data":{"filename":"a.md","folder":2}}"#
         );
         let created = Event {
+            id: None,
             kind: EventKind::UserCreated,
             timestamp: at,
             data: EventData::User { email: "a@b.co".into(), role: Some(Role::Editor) },
         };
         let value: Value = serde_json::from_slice(&body(&created)).unwrap();
         assert_eq!(value["data"], json!({"email": "a@b.co", "role": "editor"}));
-        let deleted = Event { kind: EventKind::UserDeleted, ..created };
+        let deleted = Event { id: None, kind: EventKind::UserDeleted, ..created };
         let deleted = Event { data: EventData::User { email: "a@b.co".into(), role: None }, ..deleted };
         let value: Value = serde_json::from_slice(&body(&deleted)).unwrap();
         assert_eq!(value["data"], json!({"email": "a@b.co"}));

@@ -98,7 +98,8 @@ struct Pending {
 /// What the queue carries: a new event, or a delivery's next attempt.
 enum Queued {
     /// With its outbox sequence number, when there is an outbox.
-    Event(Event, Option<u64>),
+    /// (Boxed: a queue's error hands the message back, and an event is large.)
+    Event(Box<Event>, Option<u64>),
     Retry(Retry),
 }
 
@@ -202,7 +203,7 @@ impl WebhookSink {
             );
         }
         for (seq, event) in resumed {
-            let _ = sender.try_send(Queued::Event(event, Some(seq)));
+            let _ = sender.try_send(Queued::Event(Box::new(event), Some(seq)));
         }
         let workers = config.workers.max(1);
         let shared = Arc::new(Shared {
@@ -300,11 +301,11 @@ impl EventSink for WebhookSink {
         };
         // Before the caller's reply: the event is in the kernel's hands (see `outbox`).
         let seq = self.shared.outbox.as_ref().map(|outbox| outbox.record(&event));
-        let refused = match queue.try_send(Queued::Event(event, seq)) {
+        let refused = match queue.try_send(Queued::Event(Box::new(event), seq)) {
             Ok(()) => return,
-            Err(TrySendError::Full(Queued::Event(event, _))) => (event, "the delivery queue was full"),
+            Err(TrySendError::Full(Queued::Event(event, _))) => (*event, "the delivery queue was full"),
             Err(TrySendError::Disconnected(Queued::Event(event, _))) => {
-                (event, "no delivery worker was running")
+                (*event, "no delivery worker was running")
             }
             Err(_) => unreachable!("an event was sent"),
         };
@@ -376,7 +377,7 @@ impl Shared {
         let queue = lock(&self.queue);
         loop {
             let (event, seq) = match queue.recv().ok()? {
-                Queued::Event(event, seq) => (event, seq),
+                Queued::Event(event, seq) => (*event, seq),
                 Queued::Retry(retry) => {
                     // Read again: a subscription disabled or removed meanwhile gets no more.
                     let current = self

@@ -27,9 +27,13 @@ impl EventSink for SiteEvents {
 
 fn log(event: &Event) {
     match &event.data {
-        EventData::File { filename, folder } => {
-            tracing::info!(event = event.kind.as_str(), filename, folder, "event")
-        }
+        EventData::File(file) => tracing::info!(
+            event = event.kind.as_str(),
+            id = event.id,
+            filename = file.filename,
+            folder = file.folder,
+            "event"
+        ),
         EventData::User { email, role } => {
             tracing::info!(event = event.kind.as_str(), email, role = role.map(|r| r.as_str()), "event")
         }

@@ -131,6 +131,7 @@ pub fn keep_schedule(cms: Arc<Cms>, mark: ScheduleMark) {
     // Once, as the server starts (before it serves anything).
     cms.upkeep().catch_up_schedule(mark.load());
     actix_web::rt::spawn(async move {
+        cms.upkeep().publish_events().await;
         loop {
             let wait = cms.upkeep().next_scheduled_instant().map_or(LONGEST_SLEEP, until).min(LONGEST_SLEEP);
             tokio::select! {
@@ -145,6 +146,8 @@ pub fn keep_schedule(cms: Arc<Cms>, mark: ScheduleMark) {
             if let Err(error) = actix_web::rt::task::spawn_blocking(ring).await {
                 tracing::error!(%error, "the scheduled-change timer failed");
             }
+            // The ring's events get their ids and go out (streams, webhooks).
+            cms.upkeep().publish_events().await;
         }
     });
 }

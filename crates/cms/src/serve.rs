@@ -123,6 +123,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         }
         say(format_args!("{storage}"));
         let mut running = actix_web::rt::spawn(server.run());
+        end_streams_on_stop(cms.clone());
         tokio::select! {
             (items, took) = async {
                 hold_indexing_for_tests().await;
@@ -133,6 +134,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         }
         follow(cms.clone(), feed);
         crate::schedule::keep_schedule(cms.clone(), open.schedule_mark.clone());
+        keep_event_log(cms.clone());
         keep_snapshots(cms.clone());
         prepare_in_background(ahead);
         if let Some((key, password)) = &first_key {
@@ -147,9 +149,69 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         say(format_args!("ready (Ctrl-C stops the server)"));
         let served = served_result(running.await);
         crate::schedule::stop(&cms);
+        // The last events get their ids before the webhooks' last deliveries.
+        cms.upkeep().publish_events().await;
         save_snapshots(&cms).await;
         served
     })
+}
+
+/// How often a server of a bucket site reads the events the others appended (as often as
+/// it reads their writes' journal).
+const EVENTS_POLL: Duration = Duration::from_millis(500);
+/// How often events past `events.keep_hours` are forgotten.
+const FORGET_EVENTS_EVERY: Duration = Duration::from_secs(600);
+
+/// Keeps the event log: on a bucket site, reads the other servers' events every
+/// [`EVENTS_POLL`] (so that a change made through another server reaches this one's
+/// streams); everywhere, forgets old events every [`FORGET_EVENTS_EVERY`].
+fn keep_event_log(cms: Arc<Cms>) {
+    if cms.upkeep().shares_store() {
+        let polling = cms.clone();
+        actix_web::rt::spawn(async move {
+            loop {
+                actix_web::rt::time::sleep(EVENTS_POLL).await;
+                if let Err(error) = polling.upkeep().catch_up_events().await {
+                    tracing::warn!(%error, "cannot read the other servers' events; retrying");
+                }
+            }
+        });
+    }
+    actix_web::rt::spawn(async move {
+        loop {
+            if let Err(error) = cms.upkeep().forget_old_events().await {
+                tracing::warn!(%error, "cannot forget old events; retrying later");
+            }
+            actix_web::rt::time::sleep(FORGET_EVENTS_EVERY).await;
+        }
+    });
+}
+
+/// Ends the live event streams as soon as the server is told to stop (SIGINT, SIGTERM),
+/// so that the graceful stop does not wait for them: their clients reconnect, to another
+/// server or to this one once it is back, and resume.
+fn end_streams_on_stop(cms: Arc<Cms>) {
+    actix_web::rt::spawn(async move {
+        let interrupt = tokio::signal::ctrl_c();
+        #[cfg(unix)]
+        {
+            let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            {
+                Ok(terminate) => terminate,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot watch for SIGTERM; event streams end with the server");
+                    return;
+                }
+            };
+            tokio::select! {
+                _ = interrupt => {}
+                _ = terminate.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = interrupt.await;
+        cms.event_log().close();
+    });
 }
 
 /// Builds the search indexes in the background, so that the first search does not wait

@@ -53,6 +53,10 @@ pub struct SiteConfig {
     /// Bounds on the AI-agent endpoint's sessions.
     #[serde(default)]
     pub mcp: McpConfig,
+    /// The event log behind the live event stream (`GET /cms/events`): how long events
+    /// are kept, and bounds on the streams.
+    #[serde(default)]
+    pub events: EventsConfig,
 }
 
 /// `server:` in `cms.yaml`.
@@ -204,6 +208,80 @@ fn default_max_sessions_per_key() -> usize {
 }
 fn default_session_idle_secs() -> u64 {
     120
+}
+
+/// `events:` in `cms.yaml`: the event log and its live streams (see `docs/events.md`).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EventsConfig {
+    /// Hours an event is kept for streams that resume (`Last-Event-ID`); a stream that
+    /// resumes from an older event is told to start again (`reset`).
+    #[serde(default = "default_keep_hours")]
+    #[schemars(range(min = 1, max = 8760))]
+    pub keep_hours: u32,
+    /// Live streams open at once on this server, all readers together.
+    #[serde(default = "default_max_streams")]
+    #[schemars(range(min = 1, max = 1_000_000))]
+    pub max_streams: usize,
+    /// Streams one key (or one editor's session) may hold open at once.
+    #[serde(default = "default_max_streams_per_key")]
+    #[schemars(range(min = 1))]
+    pub max_streams_per_key: usize,
+    /// Streams one client address may hold open at once.
+    #[serde(default = "default_max_streams_per_address")]
+    #[schemars(range(min = 1))]
+    pub max_streams_per_address: usize,
+    /// Seconds a stream token (`POST /cms/events/tokens`) may be used to open a stream.
+    #[serde(default = "default_token_ttl_secs")]
+    #[schemars(range(min = 10, max = 86_400))]
+    pub token_ttl_secs: u64,
+    /// Seconds between the comment lines that keep an idle stream open.
+    #[serde(default = "default_stream_keep_alive_secs")]
+    #[schemars(range(min = 1, max = 30))]
+    pub keep_alive_secs: u64,
+}
+
+impl Default for EventsConfig {
+    fn default() -> Self {
+        Self {
+            keep_hours: default_keep_hours(),
+            max_streams: default_max_streams(),
+            max_streams_per_key: default_max_streams_per_key(),
+            max_streams_per_address: default_max_streams_per_address(),
+            token_ttl_secs: default_token_ttl_secs(),
+            keep_alive_secs: default_stream_keep_alive_secs(),
+        }
+    }
+}
+
+fn default_keep_hours() -> u32 {
+    24
+}
+fn default_max_streams() -> usize {
+    10_000
+}
+fn default_max_streams_per_key() -> usize {
+    32
+}
+fn default_max_streams_per_address() -> usize {
+    64
+}
+fn default_token_ttl_secs() -> u64 {
+    900
+}
+fn default_stream_keep_alive_secs() -> u64 {
+    15
+}
+
+impl EventsConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        check_range("events.keep_hours", self.keep_hours, 1..=8760)?;
+        check_range("events.max_streams", self.max_streams, 1..=1_000_000)?;
+        check_range("events.max_streams_per_key", self.max_streams_per_key, 1..=self.max_streams)?;
+        check_range("events.max_streams_per_address", self.max_streams_per_address, 1..=self.max_streams)?;
+        check_range("events.token_ttl_secs", self.token_ttl_secs, 10..=86_400)?;
+        check_range("events.keep_alive_secs", self.keep_alive_secs, 1..=30)
+    }
 }
 
 /// `storage:` in `cms.yaml`: which backend keeps the site, and that backend's settings as
@@ -660,6 +738,7 @@ impl SiteConfig {
         self.server.validate()?;
         self.signin.validate()?;
         self.mcp.validate()?;
+        self.events.validate()?;
         Ok(())
     }
 }

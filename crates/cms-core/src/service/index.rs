@@ -616,6 +616,7 @@ impl Cms {
                     tracing::error!(%error, "rescan after a failed change failed");
                 }
             }
+            self.event_log.publish_pending().await;
         }
         tracing::warn!("the storage change feed ended");
     }

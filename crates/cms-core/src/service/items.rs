@@ -429,6 +429,7 @@ impl Cms {
         let outcome = outcome(collection, &name, Some(&bytes));
         let why = Why::write(caller, ChangeKind::Created);
         self.index_encoded(collection, &name, &StoredFile { bytes, stamp }, &doc, why);
+        self.event_log.publish_pending().await;
         Ok(outcome)
     }
 
@@ -477,6 +478,7 @@ impl Cms {
             let kept = body_kept.then(|| KeptBody { read: ContentTag::of(&file.bytes), wrote_excerpt });
             let why = Why::write(caller, ChangeKind::Updated);
             self.index_rewritten(collection, &name, &StoredFile { bytes, stamp }, &doc, kept, why);
+            self.event_log.publish_pending().await;
             return Ok(outcome);
         }
         Err(CoreError::Stale(format!(
@@ -501,6 +503,7 @@ impl Cms {
         check(if_match, &file.bytes)?;
         self.snapshot_and_delete(collection, &name, &file, caller.author()).await?;
         self.index_removed(collection, &name, Why::write(caller, ChangeKind::Deleted));
+        self.event_log.publish_pending().await;
         self.end_preview_links(collection, name.slug()).await;
         Ok(outcome(collection, &name, None))
     }

@@ -5,11 +5,12 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuar
 use time::OffsetDateTime;
 
 use crate::account;
-use crate::changes::{Announcer, ChangeLog, ChangeSubscriber};
+use crate::changes::{ChangeLog, ChangeSubscriber};
 use crate::collection::{self, Collection};
 use crate::config::SiteConfig;
 use crate::document::{Frontmatter, ItemDocument};
 use crate::error::{CoreError, CoreResult};
+use crate::event_log::{Announcer, EventLog};
 use crate::events::{Event, EventData, EventKind};
 use crate::item::ItemMeta;
 use crate::license::{Feature, License, LicenseState};
@@ -34,6 +35,7 @@ mod resources;
 mod schedule;
 mod search;
 mod settings;
+mod stream_tokens;
 mod upkeep;
 mod variants;
 mod versions;
@@ -55,6 +57,7 @@ pub use previews::PreviewLink;
 pub use rendered::AheadSink;
 pub use resources::{ResourceFile, ResourceListing, ServedFile, Upload, parse_folder_index};
 pub use search::{SearchHit, SearchInput, SearchParams, SearchQuery};
+pub use stream_tokens::{STREAM_TOKEN_PREFIX, StreamToken};
 pub use upkeep::Upkeep;
 pub use variants::{ServedVariant, VariantBody, VariantInfo};
 pub use versions::{DeletedItem, DeletedItems, VersionContent, VersionId, VersionList};
@@ -84,6 +87,8 @@ pub struct Ports {
     pub previews: Option<Arc<dyn crate::ports::PreviewKeys>>,
     /// Whether other servers serve the same store (which decides who announces what).
     pub sharing: crate::ports::Sharing,
+    /// The site's event history (see `crate::event_log`).
+    pub event_store: Arc<dyn crate::ports::EventStore>,
 }
 
 impl Ports {
@@ -113,6 +118,7 @@ impl Ports {
             images: Arc::new(crate::ports::NoImageCodec),
             previews: Some(storage.previews.clone()),
             sharing: storage.sharing,
+            event_store: storage.events.clone(),
         }
     }
 }
@@ -292,6 +298,11 @@ pub struct Cms {
     /// Every change to the kept indexes, numbered and handed to its subscribers (see
     /// `crate::changes`).
     change_log: ChangeLog,
+    /// The announced changes as events with site-wide ids, for streams and webhooks (see
+    /// `crate::event_log`).
+    event_log: Arc<EventLog>,
+    /// `events:` of `cms.yaml` (stream bounds, token lifetime).
+    events_config: crate::config::EventsConfig,
     /// One lock per item: writes to an item serialize, so a read-modify-write never loses
     /// another's changes; writes to different items run in parallel.
     item_locks: locks::ItemLocks,
@@ -376,7 +387,14 @@ impl Cms {
         // compares the store whole now and then): announced by none rather than by each.
         let outside_edits =
             config.webhooks.outside_edits && ports.sharing == crate::ports::Sharing::OneServer;
-        change_log.subscribe(Arc::new(Announcer::new(Arc::clone(&ports.events), outside_edits)));
+        let event_log = Arc::new(EventLog::new(
+            Arc::clone(&ports.event_store),
+            Arc::clone(&ports.events),
+            Arc::clone(&ports.clock),
+            time::Duration::hours(i64::from(config.events.keep_hours)),
+        ));
+        let slugs = collections.iter().map(|collection| collection.slug.clone()).collect();
+        change_log.subscribe(Arc::new(Announcer::new(Arc::clone(&event_log), slugs, outside_edits)));
         let site = SiteInfo {
             name: config.site.name.clone(),
             url: config.site.url.trim_end_matches('/').to_owned(),
@@ -388,6 +406,8 @@ impl Cms {
             progress: index::StartProgress::default(),
             search: Arc::clone(&search),
             change_log,
+            event_log,
+            events_config: config.events.clone(),
             item_locks: locks::ItemLocks::default(),
             render_cache: Arc::new(crate::render_cache::MemoryRenderCache::new(MEMORY_RENDER_CACHE_BYTES)),
             license: RwLock::new(None),
@@ -541,15 +561,20 @@ impl Cms {
     }
 
     /// Account events (`user.*`); item changes are announced by the change log's
-    /// [`Announcer`], never by hand.
+    /// [`Announcer`](crate::event_log::Announcer), never by hand.
     fn publish(&self, kind: EventKind, data: EventData) {
-        self.ports.events.publish(Event { kind, timestamp: self.now(), data });
+        self.ports.events.publish(Event { id: None, kind, timestamp: self.now(), data });
     }
 
     /// The log of every change to the collections' items (see `crate::changes`): an
     /// adapter subscribes to follow them.
     pub fn change_log(&self) -> &ChangeLog {
         &self.change_log
+    }
+
+    /// The site's events (see `crate::event_log`): streams follow them with a cursor.
+    pub fn event_log(&self) -> &Arc<EventLog> {
+        &self.event_log
     }
 }
 

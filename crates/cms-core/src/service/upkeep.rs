@@ -48,17 +48,23 @@ impl<'a> Upkeep<'a> {
 
     /// Applies one batch of changes reported by the store.
     pub async fn apply_changes(self, batch: Vec<StorageChange>) -> CoreResult<()> {
-        self.0.apply_changes(batch).await
+        let applied = self.0.apply_changes(batch).await;
+        self.0.event_log.publish_pending().await;
+        applied
     }
 
     /// Compares a collection with a fresh scan and re-reads what differs.
     pub async fn rescan(self, collection: &Collection) -> CoreResult<()> {
-        self.0.rescan(collection).await
+        let rescanned = self.0.rescan(collection).await;
+        self.0.event_log.publish_pending().await;
+        rescanned
     }
 
     /// Rescans every collection and reloads the license.
     pub async fn rescan_all(self) -> CoreResult<()> {
-        self.0.rescan_all().await
+        let rescanned = self.0.rescan_all().await;
+        self.0.event_log.publish_pending().await;
+        rescanned
     }
 
     /// What to call when a write moves the next scheduled instant earlier.
@@ -89,5 +95,28 @@ impl<'a> Upkeep<'a> {
     /// For a server that starts: the transitions since the last server's mark, then now.
     pub fn catch_up_schedule(self, since: Option<i64>) -> i64 {
         self.0.catch_up_schedule(since)
+    }
+
+    /// Gives the events of changes made without a write (the schedule's, above) their
+    /// ids and sends them (see `crate::event_log`); writes do this themselves.
+    pub async fn publish_events(self) {
+        self.0.event_log.publish_pending().await
+    }
+
+    /// Whether other servers serve the same store (then their events are read with
+    /// [`Self::catch_up_events`] every poll).
+    pub fn shares_store(self) -> bool {
+        self.0.ports.sharing == crate::ports::Sharing::Servers
+    }
+
+    /// Reads the events other servers of the site appended (a bucket site's servers call
+    /// it every poll).
+    pub async fn catch_up_events(self) -> CoreResult<()> {
+        self.0.event_log.catch_up().await
+    }
+
+    /// Forgets events older than `events.keep_hours`.
+    pub async fn forget_old_events(self) -> CoreResult<()> {
+        self.0.event_log.forget_old().await
     }
 }

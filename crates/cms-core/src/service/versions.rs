@@ -202,6 +202,7 @@ impl Cms {
                 self.index_written(collection, &name, &StoredFile { bytes: bytes.clone(), stamp }, why());
             }
         }
+        self.event_log.publish_pending().await;
         Ok((outcome(collection, &name, Some(&bytes)), timestamp))
     }
 

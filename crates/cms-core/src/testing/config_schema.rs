@@ -76,6 +76,9 @@ pub fn ranges_are_the_checks_ranges(schema: &Value, parse: Parse<'_>) -> usize {
         "images.quality",
         "signin.lock_secs",
         "mcp.max_sessions",
+        "events.max_streams",
+        "events.max_streams_per_key",
+        "events.max_streams_per_address",
     ];
     let mut checked = 0;
     for (path, schema) in keys(schema) {

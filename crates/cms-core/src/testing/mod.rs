@@ -6,6 +6,7 @@ pub mod config_schema;
 pub mod contract;
 pub mod fixtures;
 mod memory;
+mod memory_events;
 mod memory_resources;
 mod memory_variants;
 
@@ -13,6 +14,7 @@ pub use memory::{
     FixedClock, MemoryAccounts, MemoryContentStore, MemoryLicense, MemoryPreviewKeys, MemorySessionStore,
     MemorySettings, MemorySnapshots, MemoryStateDocuments, MemoryVersions, MemoryWebhooks, RecordingEvents,
 };
+pub use memory_events::MemoryEventStore;
 pub use memory_resources::MemoryResources;
 pub use memory_variants::MemoryVariants;
 
@@ -61,6 +63,7 @@ pub struct MemoryWorld {
     pub webhooks: Arc<MemoryWebhooks>,
     pub snapshots: Arc<MemorySnapshots>,
     pub variants: Arc<MemoryVariants>,
+    pub event_store: Arc<MemoryEventStore>,
 }
 
 impl MemoryWorld {
@@ -82,6 +85,7 @@ impl MemoryWorld {
             webhooks: Arc::default(),
             snapshots: Arc::default(),
             variants: Arc::default(),
+            event_store: Arc::default(),
         }
     }
 
@@ -103,6 +107,7 @@ impl MemoryWorld {
             images: Arc::new(crate::ports::NoImageCodec),
             previews: None,
             sharing: crate::ports::Sharing::OneServer,
+            event_store: self.event_store.clone(),
         }
     }
 

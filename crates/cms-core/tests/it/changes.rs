@@ -3,10 +3,11 @@
 //! subscriber of the change log once, numbered in order, and the webhooks announce what
 //! this process is the one to announce.
 
+use crate::spec_fields;
 use std::sync::{Arc, Mutex};
 
 use cms_core::changes::{Cause, Change, ChangeKind, ChangeSubscriber};
-use cms_core::events::{EventData, EventKind};
+use cms_core::events::{EventData, EventKind, FileEvent};
 use cms_core::policy::Caller;
 use cms_core::ports::Sharing;
 use cms_core::service::{
@@ -63,11 +64,11 @@ fn seen_by_both(first: &Recorder, second: &Recorder) -> Vec<(u64, ChangeKind, St
 }
 
 fn events(world: &MemoryWorld) -> Vec<(EventKind, EventData)> {
-    world.events.take().into_iter().map(|e| (e.kind, e.data)).collect()
+    world.events.take().into_iter().map(|e| (e.kind, spec_fields(e.data))).collect()
 }
 
 fn file(kind: EventKind, filename: &str) -> (EventKind, EventData) {
-    (kind, EventData::File { filename: filename.into(), folder: 0 })
+    (kind, EventData::File(FileEvent::new(filename, 0)))
 }
 
 async fn found(cms: &Cms, words: &str, viewer: &Viewer) -> Vec<String> {
@@ -288,9 +289,12 @@ async fn a_scheduled_instant_is_a_change_once_and_a_claimed_one_is_not_announced
 
     world.clock.advance(3600);
     cms.upkeep().advance_schedule();
+    cms.upkeep().publish_events().await;
     cms.upkeep().advance_schedule();
+    cms.upkeep().publish_events().await;
     world.clock.advance(3600);
     cms.upkeep().advance_schedule();
+    cms.upkeep().publish_events().await;
     assert_eq!(
         seen_by_both(&first, &second),
         [

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use cms_core::CoreError;
 use cms_core::account::Role;
 use cms_core::document::Frontmatter;
-use cms_core::events::{EventData, EventKind};
+use cms_core::events::{EventData, EventKind, FileEvent};
 use cms_core::query::{ListParams, ListQuery, OrderBy, StatusFilter, TextMatch};
 use cms_core::service::{AheadSink, ItemUpdate, ItemView, NewItem, UpdateMode, Viewer};
 use cms_core::testing::MemoryWorld;
@@ -42,8 +42,8 @@ async fn create_derives_slug_dates_the_file_and_defaults_to_draft() {
     let text = String::from_utf8(world.content.get_raw(POSTS, &out.filename).unwrap()).unwrap();
     assert!(text.contains("status: draft"), "{text}");
     assert_eq!(
-        world.events.take()[0].data,
-        EventData::File { filename: "2026-01-01-hello-world.md".into(), folder: 0 }
+        crate::spec_fields(world.events.take()[0].data.clone()),
+        EventData::File(FileEvent::new("2026-01-01-hello-world.md", 0))
     );
 
     let dated = cms

@@ -4,6 +4,7 @@ mod accounts;
 mod changes;
 mod contract;
 mod discovery;
+mod event_log;
 mod index;
 mod invariants;
 mod items;
@@ -15,3 +16,13 @@ mod schedule;
 mod search;
 mod versions;
 mod webhooks;
+
+/// An event's data with only the spec's fields (`filename`, `folder`), for tests that
+/// compare events with what the spec says of them.
+pub fn spec_fields(data: cms_core::events::EventData) -> cms_core::events::EventData {
+    use cms_core::events::{EventData, FileEvent};
+    match data {
+        EventData::File(file) => EventData::File(FileEvent::new(file.filename, file.folder)),
+        other => other,
+    }
+}

@@ -2,6 +2,7 @@
 //! drafts outside their window on every public path, moved by `advance_schedule` with no
 //! write and no rescan, one event per transition, once, even across a restart.
 
+use crate::spec_fields;
 use cms_core::policy::Caller;
 use cms_core::testing::fixtures::item;
 use std::sync::Arc;
@@ -9,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cms_core::CoreError;
 use cms_core::account::Role;
-use cms_core::events::{EventData, EventKind};
+use cms_core::events::{EventData, EventKind, FileEvent};
 use cms_core::query::{ListParams, ListQuery};
 use cms_core::service::{
     ItemUpdate, RssParams, SearchIndexParams, SearchParams, SearchQuery, SitemapParams, TagsParams,
@@ -128,15 +129,17 @@ async fn items_go_live_and_come_down_by_themselves_on_every_public_path() {
     let version = cms.list_items_version(&posts, &query(&[]), &Viewer::Anonymous).await.unwrap();
     world.clock.advance(3599);
     cms.upkeep().advance_schedule();
+    cms.upkeep().publish_events().await;
     assert!(world.events.take().is_empty());
     assert_eq!(public_slugs(&cms).await, before);
 
     world.clock.advance(1);
     cms.upkeep().advance_schedule();
+    cms.upkeep().publish_events().await;
     let events = world.events.take();
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].kind, EventKind::ItemPublished);
-    assert_eq!(events[0].data, EventData::File { filename: "soon.md".into(), folder: 0 });
+    assert_eq!(spec_fields(events[0].data.clone()), EventData::File(FileEvent::new("soon.md", 0)));
     let live = public_slugs(&cms).await;
     assert_eq!(live[0], ["always", "ending", "soon"]);
     assert_eq!(live[2], ["news:3"]);
@@ -148,12 +151,14 @@ async fn items_go_live_and_come_down_by_themselves_on_every_public_path() {
         "kept answers change with visibility"
     );
     cms.upkeep().advance_schedule();
+    cms.upkeep().publish_events().await;
     assert!(world.events.take().is_empty(), "once per transition");
 
     // 03:00 +01:00 is 02:00Z.
     assert_eq!(cms.upkeep().next_scheduled_instant(), Some(START + 7200));
     world.clock.advance(3600);
     cms.upkeep().advance_schedule();
+    cms.upkeep().publish_events().await;
     let events = world.events.take();
     assert_eq!((events.len(), events[0].kind), (1, EventKind::ItemUnpublished));
     let after = public_slugs(&cms).await;
@@ -170,6 +175,7 @@ async fn a_restart_spanning_the_instant_announces_it_once() {
     let first = world.cms();
     first.upkeep().start().await.unwrap();
     let mark = first.upkeep().catch_up_schedule(None);
+    first.upkeep().publish_events().await;
     assert!(world.events.take().is_empty(), "a first start announces nothing of the past");
     drop(first);
 
@@ -178,19 +184,21 @@ async fn a_restart_spanning_the_instant_announces_it_once() {
     let second = world.cms();
     second.upkeep().start().await.unwrap();
     let mark = second.upkeep().catch_up_schedule(Some(mark));
+    second.upkeep().publish_events().await;
     let kinds: Vec<(EventKind, EventData)> =
-        world.events.take().into_iter().map(|e| (e.kind, e.data)).collect();
+        world.events.take().into_iter().map(|e| (e.kind, spec_fields(e.data))).collect();
     assert_eq!(
         kinds,
         [
-            (EventKind::ItemPublished, EventData::File { filename: "soon.md".into(), folder: 0 }),
-            (EventKind::ItemUnpublished, EventData::File { filename: "ending.md".into(), folder: 0 }),
+            (EventKind::ItemPublished, EventData::File(FileEvent::new("soon.md", 0))),
+            (EventKind::ItemUnpublished, EventData::File(FileEvent::new("ending.md", 0))),
         ]
     );
     drop(second);
     let third = world.cms();
     third.upkeep().start().await.unwrap();
     third.upkeep().catch_up_schedule(Some(mark));
+    third.upkeep().publish_events().await;
     assert!(world.events.take().is_empty(), "never twice");
 }
 
@@ -261,8 +269,10 @@ async fn the_instant_reached_is_recorded_before_its_events_are_published() {
     let (events, log) = (world.events.clone(), Arc::clone(&recorded));
     cms.upkeep().on_schedule_mark(move |at| log.lock().unwrap().push((at, events.take().len())));
     let start = cms.upkeep().catch_up_schedule(None);
+    cms.upkeep().publish_events().await;
     world.clock.advance(3600);
     let reached = cms.upkeep().advance_schedule();
+    cms.upkeep().publish_events().await;
     assert_eq!(reached, START + 3600);
     assert_eq!(
         *recorded.lock().unwrap(),
@@ -291,13 +301,14 @@ async fn transitions_another_server_announced_are_not_announced_again() {
     });
     world.clock.advance(9000);
     let reached = cms.upkeep().advance_schedule();
+    cms.upkeep().publish_events().await;
     assert_eq!(*claims.lock().unwrap(), [START + 9000]);
     assert_eq!(reached, START + 9000);
     let kinds: Vec<(EventKind, EventData)> =
-        world.events.take().into_iter().map(|e| (e.kind, e.data)).collect();
+        world.events.take().into_iter().map(|e| (e.kind, spec_fields(e.data))).collect();
     assert_eq!(
         kinds,
-        [(EventKind::ItemUnpublished, EventData::File { filename: "ending.md".into(), folder: 0 })],
+        [(EventKind::ItemUnpublished, EventData::File(FileEvent::new("ending.md", 0)))],
         "only what happened after 01:00"
     );
     assert_eq!(public_slugs(&cms).await[0], ["always", "soon"], "both transitions applied here");
@@ -313,6 +324,7 @@ async fn a_claim_past_now_announces_nothing_on_catch_up() {
     cms.upkeep().on_schedule_claim(|_| Some(START + 10_000));
     world.clock.advance(9000);
     cms.upkeep().catch_up_schedule(Some(START));
+    cms.upkeep().publish_events().await;
     assert!(world.events.take().is_empty());
     assert_eq!(public_slugs(&cms).await[0], ["always", "soon"]);
 }

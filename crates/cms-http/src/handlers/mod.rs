@@ -1,4 +1,5 @@
 pub mod discovery;
+pub mod events;
 pub mod files;
 pub mod items;
 pub mod media;

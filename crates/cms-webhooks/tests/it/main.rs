@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use cms_core::Cms;
 use cms_core::config::SiteConfig;
-use cms_core::events::{Event, EventData, EventKind};
+use cms_core::events::{Event, EventData, EventKind, FileEvent};
 use cms_core::testing::{MemoryWorld, SITE_YAML};
 use cms_webhooks::testing::TestCa;
 use cms_webhooks::{DeliveryConfig, DeliveryGate, SinkConfig, Subscription, WebhookSink, WebhookStore};
@@ -89,9 +89,10 @@ pub fn allowed() -> Arc<dyn DeliveryGate> {
 
 pub fn file_event(kind: EventKind) -> Event {
     Event {
+        id: None,
         kind,
         timestamp: OffsetDateTime::now_utc(),
-        data: EventData::File { filename: "hello.md".into(), folder: 1 },
+        data: EventData::File(FileEvent::new("hello.md", 1)),
     }
 }
 

@@ -12,6 +12,8 @@ mod caching;
 mod changes;
 mod cli;
 mod discovery;
+mod events;
+mod events_clients;
 mod first_hour;
 mod images;
 mod mcp;

@@ -1,0 +1,114 @@
+//! The event log (`cms_core::event_log`) through the facade: ids shared by every server of
+//! a site, the same ids in webhooks' bodies, what anonymous readers see, and a reset past
+//! what is kept.
+
+use std::time::Duration;
+
+use cms_core::event_log::{EventFilter, Next};
+use cms_core::events::EventKind;
+use cms_core::policy::Caller;
+use cms_core::ports::Sharing;
+use cms_core::service::{Cms, NewItem, Ports};
+use cms_core::slug::ItemRef;
+use cms_core::testing::{MemoryWorld, SITE_YAML};
+use serde_json::json;
+
+fn new_item(slug: &str, status: &str) -> NewItem {
+    NewItem {
+        slug: Some(slug.into()),
+        date_prefix: Some(false),
+        fm: [("title".into(), json!(slug)), ("status".into(), json!(status))].into_iter().collect(),
+        body: "Body.".into(),
+    }
+}
+
+async fn create(cms: &Cms, slug: &str, status: &str) {
+    let posts = cms.collection("posts").unwrap().clone();
+    cms.create_item(Caller::Operator, &posts, new_item(slug, status)).await.unwrap();
+}
+
+/// The next events a cursor gives, as (id, event, slug), waiting at most a second.
+async fn next(cursor: &mut cms_core::event_log::EventCursor) -> Vec<(u64, EventKind, String)> {
+    let found = tokio::time::timeout(Duration::from_secs(1), cursor.next()).await.expect("events in time");
+    match found {
+        Next::Events(events) => events
+            .iter()
+            .map(|e| (e.id(), e.kind(), e.file().unwrap().slug.clone().unwrap_or_default()))
+            .collect(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn webhooks_carry_the_logs_ids_and_anonymous_cursors_skip_drafts() {
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    let log = cms.event_log().clone();
+    let mut anonymous = log.cursor(log.head().await.unwrap(), EventFilter::default());
+    let mut keyed = log.cursor(0, EventFilter { sees_drafts: true, ..EventFilter::default() });
+    create(&cms, "draft", "draft").await;
+    create(&cms, "news", "published").await;
+    let posts = cms.collection("posts").unwrap().clone();
+    cms.delete_item(Caller::Operator, &posts, &ItemRef::parse("draft").unwrap(), None).await.unwrap();
+
+    let sent: Vec<_> = world.events.take().iter().map(|e| (e.id, e.kind)).collect();
+    assert_eq!(
+        sent,
+        [
+            (Some(1), EventKind::FileCreated),
+            (Some(2), EventKind::FileCreated),
+            (Some(3), EventKind::FileDeleted)
+        ],
+        "webhooks get every event, with the log's id"
+    );
+    assert_eq!(next(&mut anonymous).await, [(2, EventKind::FileCreated, "news".into())], "no draft's event");
+    assert_eq!(
+        next(&mut keyed).await,
+        [
+            (1, EventKind::FileCreated, "draft".into()),
+            (2, EventKind::FileCreated, "news".into()),
+            (3, EventKind::FileDeleted, "draft".into())
+        ]
+    );
+    assert_eq!(world.event_store.len(), 3);
+}
+
+#[tokio::test]
+async fn servers_sharing_a_store_share_one_sequence_and_a_forgotten_place_resets() {
+    let world = MemoryWorld::new();
+    let shared = || Ports { sharing: Sharing::Servers, ..world.ports() };
+    let a = world.cms_with_ports(SITE_YAML, shared());
+    let b = world.cms_with_ports(SITE_YAML, shared());
+    let b_log = b.event_log().clone();
+    let mut on_b = b_log.cursor(b_log.head().await.unwrap(), EventFilter::default());
+
+    create(&a, "from-a", "published").await;
+    // B learns of A's event when it reads the store (its servers poll it).
+    b.upkeep().catch_up_events().await.unwrap();
+    assert_eq!(next(&mut on_b).await, [(1, EventKind::FileCreated, "from-a".into())]);
+    create(&a, "from-a-again", "published").await;
+    // B writes before it read A's second event: its event still comes after, and B's
+    // readers get both, in order.
+    world.settle(&b).await;
+    create(&b, "from-b", "published").await;
+    assert_eq!(
+        next(&mut on_b).await,
+        [(2, EventKind::FileCreated, "from-a-again".into()), (3, EventKind::FileCreated, "from-b".into())]
+    );
+    let ids: Vec<_> = world.events.take().iter().map(|e| e.id.unwrap()).collect();
+    assert_eq!(ids, [1, 2, 3], "each event announced once, by the server that made it");
+
+    // Events older than `events.keep_hours` are forgotten (not the last): a reader that
+    // resumes from before them is told to start again.
+    world.clock.advance(25 * 3600);
+    create(&a, "later", "published").await;
+    a.upkeep().forget_old_events().await.unwrap();
+    assert_eq!(world.event_store.len(), 1);
+    // (A server keeps the newest events in memory too; one that just started has none.)
+    let c = world.cms_with_ports(SITE_YAML, shared());
+    let mut resumed = c.event_log().cursor(1, EventFilter::default());
+    assert!(matches!(resumed.next().await, Next::Reset));
+    assert_eq!(resumed.position(), 4);
+    let mut current = c.event_log().cursor(3, EventFilter::default());
+    assert_eq!(next(&mut current).await, [(4, EventKind::FileCreated, "later".into())]);
+}

@@ -116,9 +116,8 @@ impl Reply {
     async fn read<B: MessageBody>(response: ServiceResponse<B>) -> Self {
         let status = response.status();
         let headers = response.headers().clone();
-        let endless = headers
-            .get("content-type")
-            .is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
+        let endless =
+            headers.get("content-type").is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
         if endless {
             // An event stream ends only when the server stops: its body is left unread.
             return Self { status, headers, body: Vec::new() };

@@ -1,7 +1,8 @@
 // The web editor's only script: live preview, uploads with progress (picker and drag and
 // drop), copy buttons, the focus on a refused form's errors, media pickers with thumbnails
 // (image fields and the body's Insert image), a reference's search, Ctrl/⌘+S and the leave
-// warning of the edit form.
+// warning of the edit form, and live changes (the list refreshes itself, the edit page
+// says when someone else saved).
 // Every page works without it; it adds what a form cannot do.
 "use strict";
 
@@ -447,4 +448,85 @@ function setUpCountdown(span) {
 
 document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("span[data-countdown]").forEach(setUpCountdown);
+});
+
+// ---------------------------------------------------------------------------------------
+// Live changes (issue 47): the item list and the edit page follow the site's event stream
+// (`/admin/events`, Server-Sent Events with the session cookie). Without the script the
+// list is as fresh as its last load and a save that meets a newer version shows both.
+
+/** Follows `url` (an `/admin/events` URL that carries `since`): `onEvent` gets each
+ *  event's JSON. EventSource reconnects by itself with the last id it saw; when the
+ *  server refused it (the session ended), it stops. */
+function followEvents(url, onEvent) {
+  if (typeof EventSource !== "function") return;
+  const source = new EventSource(url, { withCredentials: true });
+  const handle = (message) => {
+    let event = null;
+    try { event = JSON.parse(message.data); } catch (_) { return; }
+    onEvent(event);
+  };
+  for (const name of ["file.created", "file.updated", "file.deleted", "item.published", "item.unpublished", "reset"]) {
+    source.addEventListener(name, handle);
+  }
+  window.addEventListener("pagehide", () => source.close());
+}
+
+/** The item list: on a change in its collection, the same URL is fetched again and the
+ *  list (count, rows, pages) swapped in; the rows of changed items are marked, and a
+ *  screen reader hears how many changed. Changes that arrive together are fetched once. */
+function setUpLiveList(region) {
+  const status = document.getElementById("live-status");
+  let timer = null;
+  let changed = new Set();
+  const refresh = async () => {
+    timer = null;
+    const slugs = changed;
+    changed = new Set();
+    try {
+      const response = await fetch(window.location.href, { credentials: "same-origin" });
+      if (!response.ok) return;
+      const page = new DOMParser().parseFromString(await response.text(), "text/html");
+      const fresh = page.querySelector("[data-live-list]");
+      if (!fresh) return;
+      region.innerHTML = fresh.innerHTML;
+      region.querySelectorAll("tr[data-slug]").forEach((row) => {
+        if (slugs.has(row.dataset.slug)) row.classList.add("fresh");
+      });
+      if (status) {
+        const count = slugs.size;
+        status.textContent = count === 0 ? "The list was updated."
+          : `The list was updated: ${count} item${count === 1 ? "" : "s"} changed.`;
+      }
+    } catch (_) { /* the next change tries again */ }
+  };
+  followEvents(region.dataset.live, (event) => {
+    if (event.data && event.data.slug) changed.add(event.data.slug);
+    if (timer === null) timer = setTimeout(refresh, 300);
+  });
+}
+
+/** The edit page: when someone else changes the item while it is open, a notice says so
+ *  before a save would conflict, with their version against the form's one click away. */
+function setUpLiveItem(notice) {
+  const text = notice.querySelector("[data-live-text]");
+  const compare = notice.querySelector("[data-live-compare]");
+  followEvents(notice.dataset.live, (event) => {
+    if (event.event === "reset") return;
+    const when = new Date(event.timestamp);
+    const at = Number.isNaN(when.getTime()) ? "" : " at " + when.toLocaleTimeString();
+    if (event.event === "file.deleted") {
+      text.textContent = `Someone deleted this item${at}. Saving now would fail: copy what you typed first.`;
+      if (compare) compare.hidden = true;
+    } else {
+      text.textContent = `Someone else saved this item${at}. Saving now would conflict: compare their version with yours first.`;
+      if (compare) compare.hidden = false;
+    }
+    notice.hidden = false;
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  document.querySelectorAll("[data-live-list][data-live]").forEach(setUpLiveList);
+  document.querySelectorAll("[data-live-item][data-live]").forEach(setUpLiveItem);
 });

@@ -23,8 +23,8 @@
 //!   HTML-escaped by default, so a template error is a build error rather than a broken
 //!   page, and nothing renders at run time from text a user could change.
 //! - `assets/`: the stylesheet and one small script (live preview, uploads with progress,
-//!   copy buttons, the media picker, Ctrl/⌘+S and the leave warning), embedded in the
-//!   binary: no build step beyond cargo.
+//!   copy buttons, the media picker, Ctrl/⌘+S and the leave warning, live changes over
+//!   `/admin/events`), embedded in the binary: no build step beyond cargo.
 
 pub mod assets;
 pub mod auth;

@@ -21,7 +21,6 @@ pub mod reply;
 pub mod router;
 pub mod routes;
 pub mod state;
-pub mod streams;
 pub mod timestamp;
 pub mod warmup;
 

@@ -59,13 +59,10 @@ pub struct AppState {
     pub status_etag: HeaderValue,
     pub started: std::time::SystemTime,
     pub started_header: HeaderValue,
-    /// The live event streams open (`GET /cms/events`), within `events:`'s bounds.
-    pub streams: Arc<crate::streams::StreamSlots>,
 }
 
 impl AppState {
     pub fn new(cms: Arc<Cms>, allowed_origins: Vec<String>, json_limit: usize, upload_limit: u64) -> Self {
-        let streams = crate::streams::StreamSlots::new(cms.events_config());
         let site_origin = origin_of(&cms.site().url);
         let etag_seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -91,7 +88,6 @@ impl AppState {
             document_builds: crate::body_cache::Builds::default(),
             answers: None,
             public_cache_control: HeaderValue::from_static(PUBLIC_NO_CACHE),
-            streams,
         }
     }
 

@@ -36,6 +36,8 @@ const PER_PAGE: usize = 20;
 
 struct ItemRow {
     title: String,
+    /// What the live list's events name the item by.
+    slug: String,
     filename: String,
     href: String,
     /// `published`, `draft`, or why a published item is not live now (see [`shown_status`]),
@@ -73,6 +75,8 @@ struct ItemsPage {
     /// After a delete: its Undo.
     undo: Option<super::deleted::Undo>,
     deleted_href: String,
+    /// The collection's live stream, which the script follows to fetch the list again.
+    live: Option<String>,
 }
 
 /// `GET /admin/collections/{collection}?status=&tag=&q=&page=`
@@ -120,6 +124,8 @@ pub async fn list(
         ..ListQuery::default()
     };
     let viewer = Viewer::Key(user.principal.clone());
+    // Where the events stand before the list is read: a change after this is streamed.
+    let live = super::live::url(super::live::since(&state).await, collection, None);
     let listed = state.cms.list_items(collection, &query, &viewer).await?;
     let tags = state.cms.collection_tags(collection, &viewer).await?;
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
@@ -130,6 +136,7 @@ pub async fn list(
         .map(|entry| &entry.item)
         .map(|item| ItemRow {
             title: item.meta.title.clone(),
+            slug: item.meta.slug.clone(),
             filename: item.meta.filename.to_string(),
             href: item_href(collection, &item.meta.filename),
             status: shown_status(&item.meta, now),
@@ -186,6 +193,7 @@ pub async fn list(
         tags,
         pages,
         skipped,
+        live,
     })
 }
 
@@ -209,6 +217,8 @@ fn shown_status(meta: &ItemMeta, now: i64) -> (&'static str, &'static str) {
 
 /// What the edit page shows when a save met a newer version.
 struct Conflict {
+    /// Asked for (*Compare*, before saving) rather than met by a save.
+    asked: bool,
     /// Their text against yours, side by side.
     rows: Vec<Row>,
     /// Their frontmatter, as YAML.
@@ -239,6 +249,8 @@ struct EditPage {
     /// The stored item's status as the list shows it (a published item not live now says
     /// scheduled or expired), for the action bar; `None` on a new or refused form.
     stored_status: Option<(&'static str, &'static str)>,
+    /// The item's live stream, which the script follows to say that someone else saved.
+    live: Option<String>,
 }
 
 impl EditPage {
@@ -260,6 +272,7 @@ impl EditPage {
             summary: None,
             media: None,
             stored_status: None,
+            live: None,
         }
     }
 
@@ -318,6 +331,8 @@ pub async fn edit(
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
     let (collection, item) = path.into_inner();
+    // Where the events stand before the item is read: a save after this is streamed.
+    let since = super::live::since(&state).await;
     let ItemAt { collection, raw, .. } = ItemAt::read(&state, &user.principal, &collection, &item).await?;
     let form = Form::of(collection, &raw.doc.fm, &raw.doc.body)?;
     // An item edited by hand may break the model: shown at its fields, as a save's errors.
@@ -333,6 +348,7 @@ pub async fn edit(
     let mut page =
         EditPage::of(&state, &user.principal, l, collection, filename, &form, raw.etag, &errors, false).await;
     page.stored_status = Some(shown_status(&raw.meta, time::OffsetDateTime::now_utc().unix_timestamp()));
+    page.live = super::live::url(since, collection, Some(&raw.meta.slug));
     view::ok(&page)
 }
 
@@ -396,7 +412,9 @@ pub async fn create(
 
 /// `POST /admin/collections/{collection}/items/{item}` (`action`: save, publish,
 /// unpublish): the form's changes over the stored item, only if it is still the version
-/// the form was made from (`etag`, sent as `If-Match`).
+/// the form was made from (`etag`, sent as `If-Match`). `action=compare` saves nothing:
+/// the saved version against the form's, as a conflict shows them (the live notice's
+/// button, when someone else saved meanwhile).
 pub async fn save(
     posted: PostedForm,
     path: web::Path<(String, String)>,
@@ -409,6 +427,11 @@ pub async fn save(
     let form = Form::from_fields(collection, fields);
     let etag = fields.required("etag", "The version the form was made from (etag)")?.to_owned();
     let (status, done) = match fields.get("action").unwrap_or("save") {
+        "compare" => {
+            let l = Layout::new(&state, &posted.user, Section::Collection(collection.index));
+            let item = ItemRef::parse(&item)?;
+            return compared(&state, &posted.user.principal, l, collection, &item, &form, true).await;
+        }
         "save" => (None, "saved"),
         "publish" => (Some(Status::Published), "published"),
         "unpublish" => (Some(Status::Draft), "unpublished"),
@@ -444,21 +467,7 @@ pub async fn save(
         Err(CoreError::PreconditionFailed(_)) => {
             // Someone saved first. Nothing was written: show both, and let a second save
             // (against their version now) put this one over it on purpose.
-            let theirs = state.cms.read_item_source(&posted.user.principal, collection, &item).await?;
-            let conflict = Conflict {
-                rows: diff::side_by_side(&theirs.doc.body, form.body()),
-                their_fields: match &form {
-                    Form::Plain(_) => ItemForm::of(&theirs.doc.fm, "")?.fields_summary(),
-                    Form::Modelled(..) => codec::to_yaml(&theirs.doc.fm)?,
-                },
-            };
-            let principal = &posted.user.principal;
-            let filename = Some(&*theirs.meta.filename);
-            let mut page =
-                EditPage::of(&state, principal, l, collection, filename, &form, theirs.etag, &[], false)
-                    .await;
-            page.conflict = Some(conflict);
-            view::page(StatusCode::CONFLICT, &page)
+            compared(&state, &posted.user.principal, l, collection, &item, &form, false).await
         }
         Err(error) => {
             let filename = Some(&*stored.meta.filename);
@@ -468,6 +477,34 @@ pub async fn save(
             view::page(form_error_status(&error), &page)
         }
     }
+}
+
+/// The edit page with the saved version against the form's (`asked`: *Compare*, `200`;
+/// else a save that met a newer version, `409`). The form now carries the saved version's
+/// etag, so that a save puts the form's version over it on purpose.
+async fn compared(
+    state: &AdminState,
+    principal: &Principal,
+    l: Layout,
+    collection: &Collection,
+    item: &ItemRef,
+    form: &Form<'_>,
+    asked: bool,
+) -> AdminResult<HttpResponse> {
+    let theirs = state.cms.read_item_source(principal, collection, item).await?;
+    let conflict = Conflict {
+        asked,
+        rows: diff::side_by_side(&theirs.doc.body, form.body()),
+        their_fields: match form {
+            Form::Plain(_) => ItemForm::of(&theirs.doc.fm, "")?.fields_summary(),
+            Form::Modelled(..) => codec::to_yaml(&theirs.doc.fm)?,
+        },
+    };
+    let filename = Some(&*theirs.meta.filename);
+    let mut page =
+        EditPage::of(state, principal, l, collection, filename, form, theirs.etag, &[], false).await;
+    page.conflict = Some(conflict);
+    view::page(if asked { StatusCode::OK } else { StatusCode::CONFLICT }, &page)
 }
 
 /// The edit page again after a refused save, with what was typed: field errors at their

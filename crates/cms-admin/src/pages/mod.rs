@@ -7,6 +7,7 @@ mod home;
 mod items;
 mod keys;
 mod links;
+mod live;
 mod media;
 mod share;
 mod signin;
@@ -33,6 +34,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         web::resource("/signin").route(web::get().to(signin::form)).route(web::post().to(signin::submit)),
         web::resource("/signout").route(web::post().to(signin::sign_out)),
         web::resource("/preview").route(web::post().to(items::preview)),
+        web::resource("/events").route(web::get().to(live::stream)),
         web::resource("/collections/{collection}").route(web::get().to(items::list)),
         web::resource("/collections/{collection}/suggest").route(web::get().to(suggest::suggest)),
         web::resource("/collections/{collection}/new")

@@ -20,6 +20,7 @@ mod announcer;
 mod cursor;
 mod filter;
 mod record;
+pub mod streams;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};

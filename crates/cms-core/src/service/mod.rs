@@ -303,6 +303,9 @@ pub struct Cms {
     event_log: Arc<EventLog>,
     /// `events:` of `cms.yaml` (stream bounds, token lifetime).
     events_config: crate::config::EventsConfig,
+    /// The live streams open on this server, on every surface (REST, editor), within
+    /// `events:`'s bounds.
+    stream_slots: Arc<crate::event_log::streams::StreamSlots>,
     /// One lock per item: writes to an item serialize, so a read-modify-write never loses
     /// another's changes; writes to different items run in parallel.
     item_locks: locks::ItemLocks,
@@ -408,6 +411,7 @@ impl Cms {
             change_log,
             event_log,
             events_config: config.events.clone(),
+            stream_slots: crate::event_log::streams::StreamSlots::new(&config.events),
             item_locks: locks::ItemLocks::default(),
             render_cache: Arc::new(crate::render_cache::MemoryRenderCache::new(MEMORY_RENDER_CACHE_BYTES)),
             license: RwLock::new(None),
@@ -575,6 +579,11 @@ impl Cms {
     /// The site's events (see `crate::event_log`): streams follow them with a cursor.
     pub fn event_log(&self) -> &Arc<EventLog> {
         &self.event_log
+    }
+
+    /// The live streams open on this server (REST and editor share the bounds).
+    pub fn stream_slots(&self) -> &Arc<crate::event_log::streams::StreamSlots> {
+        &self.stream_slots
     }
 }
 

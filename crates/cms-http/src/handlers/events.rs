@@ -3,7 +3,7 @@
 //! `EventSource`, which cannot send a key in a header).
 
 use actix_web::http::StatusCode;
-use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::header;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, web};
 use cms_core::event_log::EventFilter;
 use cms_core::service::{STREAM_TOKEN_PREFIX, Viewer};
@@ -14,7 +14,7 @@ use crate::auth::{EditorShape, KeyUser, Reader};
 use crate::body::{Fields, json_object};
 use crate::error::{ApiError, Shape};
 use crate::state::AppState;
-use crate::streams::{self, Refused};
+use cms_core::event_log::streams::{self, Refused};
 
 /// The filters a stream or a token asks for (`collection`, `event`, `slug`).
 struct Asked {
@@ -79,74 +79,41 @@ pub async fn stream(req: HttpRequest, state: web::Data<AppState>) -> Result<Http
             }
         }
     };
-    let since = resume_point(&req, since.as_deref())?;
+    let last_event_id = req.headers().get("last-event-id").map(|v| v.to_str().unwrap_or("?"));
+    let since =
+        streams::resume_point(last_event_id, since.as_deref()).map_err(|e| ApiError::from_core(e, shape))?;
     let address = state.cms.hosts().client_address(
         req.peer_addr().map(|a| a.ip()),
         req.headers().get("x-forwarded-for").and_then(|v| v.to_str().ok()),
     );
-    let slot = state.streams.open(key_id.as_deref(), address).map_err(|refused| refusal(refused, &state))?;
+    let slot = state
+        .cms
+        .stream_slots()
+        .open(key_id.as_deref(), address)
+        .map_err(|refused| refusal(refused, &state))?;
     let log = state.cms.event_log();
     let start = match since {
         Some(since) => since,
         None => state.run(shape, log.head()).await?,
     };
     let cursor = log.cursor(start, filter);
-    Ok(HttpResponse::Ok()
-        .insert_header((header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream")))
-        .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
-        // Proxies such as nginx would otherwise hold events back to fill a buffer.
-        .insert_header(("X-Accel-Buffering", HeaderValue::from_static("no")))
-        .streaming(streams::body(
-            cursor,
-            slot,
-            std::time::Duration::from_secs(state.cms.events_config().keep_alive_secs),
-        )))
-}
-
-/// Where a stream resumes: `Last-Event-ID` (what `EventSource` sends when it reconnects),
-/// else `?since=`; `None` for live events only.
-fn resume_point(req: &HttpRequest, since: Option<&str>) -> Result<Option<u64>, ApiError> {
-    let header = req.headers().get("last-event-id").map(|v| v.to_str().unwrap_or("?").trim());
-    let (text, name) = match (header, since) {
-        (Some(text), _) if !text.is_empty() => (text, "Last-Event-ID"),
-        (_, Some(text)) => (text.trim(), "since"),
-        _ => return Ok(None),
-    };
-    text.parse::<u64>().map(Some).map_err(|_| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            Shape::Envelope,
-            format!("{name} must be an event id (a whole number, 0 for every kept event), got {text:?}"),
-        )
-    })
+    let mut answer = HttpResponse::Ok();
+    for header in streams::RESPONSE_HEADERS {
+        answer.insert_header(header);
+    }
+    Ok(answer.streaming(streams::body(
+        cursor,
+        slot,
+        std::time::Duration::from_secs(state.cms.events_config().keep_alive_secs),
+        actix_web::rt::time::sleep,
+    )))
 }
 
 fn refusal(refused: Refused, state: &AppState) -> ApiError {
-    let limits = state.cms.events_config();
-    let (status, message) = match refused {
-        Refused::Full => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "this server holds {} event streams, its limit (events.max_streams in cms.yaml); retry later or on another server",
-                limits.max_streams
-            ),
-        ),
-        Refused::Key => (
-            StatusCode::TOO_MANY_REQUESTS,
-            format!(
-                "this key holds {} event streams, the limit per key (events.max_streams_per_key); close one first",
-                limits.max_streams_per_key
-            ),
-        ),
-        Refused::Address => (
-            StatusCode::TOO_MANY_REQUESTS,
-            format!(
-                "this address holds {} event streams, the limit per address (events.max_streams_per_address); close one first",
-                limits.max_streams_per_address
-            ),
-        ),
-    };
-    ApiError::new(status, Shape::Envelope, message).retry_after(streams::RETRY_AFTER_SECS)
+    let status =
+        if refused.is_full() { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::TOO_MANY_REQUESTS };
+    ApiError::new(status, Shape::Envelope, refused.message(state.cms.events_config()))
+        .retry_after(streams::RETRY_AFTER_SECS)
 }
 
 /// `POST /cms/events/tokens`, body optional `{"collection", "event", "slug"}`: a stream

@@ -77,7 +77,7 @@ impl<'a> Tab<'a> {
         Self { server, agent, cookies: BTreeMap::new() }
     }
 
-    fn cookie_header(&self) -> String {
+    pub(crate) fn cookie_header(&self) -> String {
         self.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ")
     }
 

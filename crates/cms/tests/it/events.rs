@@ -16,39 +16,51 @@ const WAIT: Duration = Duration::from_secs(5);
 
 /// One Server-Sent Events frame as a client reads it (comments kept apart).
 #[derive(Debug, Default, Clone, PartialEq)]
-struct Frame {
-    id: Option<String>,
-    event: Option<String>,
-    data: String,
-    comment: bool,
-    retry: Option<String>,
+pub(crate) struct Frame {
+    pub(crate) id: Option<String>,
+    pub(crate) event: Option<String>,
+    pub(crate) data: String,
+    pub(crate) comment: bool,
+    pub(crate) retry: Option<String>,
 }
 
 impl Frame {
-    fn id(&self) -> u64 {
+    pub(crate) fn id(&self) -> u64 {
         self.id.as_deref().unwrap().parse().unwrap()
     }
 
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.data).unwrap()
     }
 }
 
 /// An open stream, read on its own thread.
-struct Stream {
-    status: u16,
+pub(crate) struct Stream {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
     frames: Receiver<Option<Frame>>,
 }
 
 impl Stream {
     fn open(server: &Server, query: &str, key: Option<&str>, last_event_id: Option<u64>) -> Stream {
-        let mut req = server.agent.get(format!("{}/cms/events{query}", server.base));
-        if let Some(key) = key {
-            req = req.header("Authorization", format!("Bearer {key}"));
+        let auth = key.map(|key| format!("Bearer {key}"));
+        let last = last_event_id.map(|id| id.to_string());
+        let mut headers = Vec::new();
+        if let Some(auth) = &auth {
+            headers.push(("Authorization", auth.as_str()));
         }
-        if let Some(id) = last_event_id {
-            req = req.header("Last-Event-ID", id.to_string());
+        if let Some(last) = &last {
+            headers.push(("Last-Event-ID", last.as_str()));
+        }
+        Self::request(server, &format!("/cms/events{query}"), &headers)
+    }
+
+    /// `GET path` with `headers` (a key, a session cookie, `Last-Event-ID`), read as a
+    /// stream whatever the answer.
+    pub(crate) fn request(server: &Server, path: &str, headers: &[(&str, &str)]) -> Stream {
+        let mut req = server.agent.get(format!("{}{path}", server.base));
+        for (name, value) in headers {
+            req = req.header(*name, *value);
         }
         let response = req.call().unwrap();
         let status = response.status().as_u16();
@@ -63,12 +75,12 @@ impl Stream {
         Stream { status, headers, frames }
     }
 
-    fn header(&self, name: &str) -> &str {
+    pub(crate) fn header(&self, name: &str) -> &str {
         self.headers.iter().find(|(n, _)| n == name).map_or("", |(_, v)| v)
     }
 
     /// The next frame that is not a comment, or `None` when the stream ended.
-    fn next(&self) -> Option<Frame> {
+    pub(crate) fn next(&self) -> Option<Frame> {
         let deadline = Instant::now() + WAIT;
         loop {
             match self.frames.recv_timeout(deadline.saturating_duration_since(Instant::now())) {

@@ -5,6 +5,7 @@ mod admin_access;
 mod admin_browser;
 mod admin_history;
 mod admin_list;
+mod admin_live;
 mod admin_model;
 mod admin_sessions;
 mod admin_writing;

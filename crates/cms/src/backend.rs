@@ -27,6 +27,15 @@ impl Backend {
         }
     }
 
+    /// How often a server reads what the others sharing its store wrote (a bucket's
+    /// `storage.poll_ms`); `None` for a folder, which one server has alone.
+    pub fn poll_interval(&self) -> Option<std::time::Duration> {
+        match self {
+            Self::Folder => None,
+            Self::Bucket(settings) => Some(std::time::Duration::from_millis(settings.poll_ms)),
+        }
+    }
+
     /// Opens the site's storage; `root` is the folder of `cms.yaml` (on a bucket, this
     /// node's caches stay there). A bucket is connected to and checked at once.
     pub fn open(&self, root: &Path) -> anyhow::Result<SiteStorage> {

@@ -134,7 +134,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         }
         follow(cms.clone(), feed);
         crate::schedule::keep_schedule(cms.clone(), open.schedule_mark.clone());
-        keep_event_log(cms.clone());
+        keep_event_log(cms.clone(), open.poll_interval);
         keep_snapshots(cms.clone());
         prepare_in_background(ahead);
         if let Some((key, password)) = &first_key {
@@ -156,21 +156,19 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
     })
 }
 
-/// How often a server of a bucket site reads the events the others appended (as often as
-/// it reads their writes' journal).
-const EVENTS_POLL: Duration = Duration::from_millis(500);
 /// How often events past `events.keep_hours` are forgotten.
 const FORGET_EVENTS_EVERY: Duration = Duration::from_secs(600);
 
-/// Keeps the event log: on a bucket site, reads the other servers' events every
-/// [`EVENTS_POLL`] (so that a change made through another server reaches this one's
-/// streams); everywhere, forgets old events every [`FORGET_EVENTS_EVERY`].
-fn keep_event_log(cms: Arc<Cms>) {
-    if cms.upkeep().shares_store() {
+/// Keeps the event log: on a bucket site, reads the other servers' events every `poll`
+/// (`storage.poll_ms`, as often as it reads their writes, so that a change made through
+/// another server reaches this one's streams within it); everywhere, forgets old events
+/// every [`FORGET_EVENTS_EVERY`].
+fn keep_event_log(cms: Arc<Cms>, poll: Option<Duration>) {
+    if let Some(poll) = poll.filter(|_| cms.upkeep().shares_store()) {
         let polling = cms.clone();
         actix_web::rt::spawn(async move {
             loop {
-                actix_web::rt::time::sleep(EVENTS_POLL).await;
+                actix_web::rt::time::sleep(poll).await;
                 if let Err(error) = polling.upkeep().catch_up_events().await {
                     tracing::warn!(%error, "cannot read the other servers' events; retrying");
                 }

@@ -57,6 +57,9 @@ pub struct OpenSite {
     pub sessions: Arc<dyn cms_core::ports::SessionStore>,
     /// Where the content lives, for the operator (`site folder: ...` or `bucket: s3://...`).
     pub storage: String,
+    /// How often this server reads what the others sharing its store wrote (`None`: it
+    /// has the store alone).
+    pub poll_interval: Option<Duration>,
 }
 
 impl OpenSite {
@@ -170,6 +173,7 @@ impl Site {
             schedule_mark,
             sessions: storage.sessions,
             storage: storage.description,
+            poll_interval: backend.poll_interval(),
         })
     }
 }

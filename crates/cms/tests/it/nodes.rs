@@ -304,3 +304,69 @@ fn an_editor_session_works_on_every_node_and_ends_on_all_of_them() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// Issue 47 on a bucket site: a change made through node B reaches a stream on node A
+/// within the poll interval and a second, ids are one gapless sequence whichever node
+/// made the change, and a client that reconnects to the other node resumes exactly.
+#[test]
+fn a_stream_on_one_node_carries_changes_made_through_another_and_resumes_on_either() {
+    let Some(site) = bucket_site(2) else { return };
+    let nodes: Vec<&Path> = site.nodes.iter().map(TempDir::path).collect();
+    cms(nodes[0], &["users", "add", "--email", "owner@example.com", "--role", "owner"]);
+    let key = stdout(&cms(nodes[0], &["keys", "create", "--user", "owner@example.com"]))
+        .lines()
+        .last()
+        .unwrap()
+        .to_owned();
+    let servers: Vec<Server> = nodes.iter().map(|node| serve(node)).collect();
+    let bearer = format!("Bearer {key}");
+    let on_a = crate::events::Stream::request(&servers[0], "/cms/events", &[("Authorization", &bearer)]);
+    assert_eq!(on_a.status, 200);
+    let start = on_a.next().unwrap().id();
+
+    let made = Instant::now();
+    let body = json!({"slug": "across", "date_prefix": false, "fm": {"title": "Across", "status": "draft"}});
+    let (status, created) = send(&servers[1], "POST", "/cms/collections/posts/items", &key, body);
+    assert_eq!(status, 200, "{created}");
+    let first = on_a.next().unwrap();
+    let took = made.elapsed();
+    assert_eq!(
+        (first.event.as_deref(), first.json()["data"]["slug"].as_str()),
+        (Some("file.created"), Some("across"))
+    );
+    // storage.poll_ms is 100 in these nodes' cms.yaml.
+    assert!(
+        took <= Duration::from_millis(100) + Duration::from_secs(1),
+        "node B's change reached node A in {took:?}"
+    );
+
+    // Writes through either node: one sequence, seen in order on A.
+    for (round, server) in [&servers[0], &servers[1], &servers[0]].into_iter().enumerate() {
+        let body = json!({"fm": {"title": format!("Across {round}")}});
+        let (status, answer) = send(server, "PATCH", "/cms/collections/posts/items/across", &key, body);
+        assert_eq!(status, 200, "{answer}");
+    }
+    let followed: Vec<u64> = (0..3).map(|_| on_a.next().unwrap().id()).collect();
+    assert_eq!(first.id(), start + 1);
+    assert_eq!(followed, [start + 2, start + 3, start + 4], "no gap, no duplicate");
+
+    // A client that was at `first` reconnects to node B and gets exactly what followed.
+    let last = first.id().to_string();
+    let on_b = crate::events::Stream::request(
+        &servers[1],
+        "/cms/events",
+        &[("Authorization", &bearer), ("Last-Event-ID", &last)],
+    );
+    assert_eq!(on_b.next().unwrap().id(), first.id(), "its place");
+    let resumed: Vec<(u64, String)> = (0..3)
+        .map(|_| {
+            let frame = on_b.next().unwrap();
+            (frame.id(), frame.json()["event"].as_str().unwrap().to_owned())
+        })
+        .collect();
+    assert_eq!(
+        resumed,
+        followed.iter().map(|&id| (id, "file.updated".to_owned())).collect::<Vec<_>>(),
+        "resumed on the other node"
+    );
+}

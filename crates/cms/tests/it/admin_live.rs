@@ -128,6 +128,7 @@ fn the_list_and_the_edit_page_follow_their_streams_and_compare_saves_nothing() {
 fn live_changes_show_in_a_real_browser() {
     let site = demo_site();
     user_with_password(site.path(), "owner@example.com", "owner");
+    user_with_password(site.path(), "editor@example.com", "editor");
     let key = user_with_key(site.path(), "ed@example.com", "editor");
     let server = Server::start(site.path());
     let Some(tools) = crate::admin_browser::browser_tools() else { return };

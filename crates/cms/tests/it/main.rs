@@ -15,6 +15,7 @@ mod cli;
 mod discovery;
 mod events;
 mod events_clients;
+mod events_hostile;
 mod first_hour;
 mod images;
 mod mcp;

@@ -9,6 +9,7 @@ mod process;
 mod report;
 pub mod s3;
 mod sitegen;
+mod streams;
 mod writes;
 mod wrk;
 
@@ -283,6 +284,9 @@ fn measure_site(
             figures.writes = Some(writes::measure(&server, site).map_err(|error| format!("{error:#}")));
             // No target depends on it: it tells how fast the machine was around the writes.
             figures.ceiling_before_writes = before;
+            eprintln!("{} items: live streams", site.items);
+            figures.streams =
+                Some(streams::measure(&server, site, wrk, ceiling).map_err(|error| format!("{error:#}")));
         }
     }
     figures.peak_rss_kib = server.peak_rss_kib();

@@ -155,7 +155,13 @@ impl Server {
     /// The server's peak resident memory so far (`VmHWM`), in KiB.
     pub fn peak_rss_kib(&self) -> Option<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.pid())).ok()?;
-        parse_vm_hwm(&status)
+        parse_status_kib(&status, "VmHWM:")
+    }
+
+    /// The server's resident memory now (`VmRSS`), in KiB.
+    pub fn rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.pid())).ok()?;
+        parse_status_kib(&status, "VmRSS:")
     }
 }
 
@@ -168,9 +174,10 @@ fn parse_cpu_ticks(proc_stat: &str) -> Option<u64> {
     Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
 }
 
-fn parse_vm_hwm(proc_status: &str) -> Option<u64> {
-    let line = proc_status.lines().find(|line| line.starts_with("VmHWM:"))?;
-    line.trim_start_matches("VmHWM:").trim().trim_end_matches("kB").trim().parse().ok()
+/// A size in KiB from `/proc/PID/status` (`VmHWM:`, `VmRSS:`).
+fn parse_status_kib(proc_status: &str, field: &str) -> Option<u64> {
+    let line = proc_status.lines().find(|line| line.starts_with(field))?;
+    line.trim_start_matches(field).trim().trim_end_matches("kB").trim().parse().ok()
 }
 
 #[cfg(test)]
@@ -180,8 +187,9 @@ mod tests {
     #[test]
     fn reads_the_peak_resident_size() {
         let status = "Name:\tcms\nVmPeak:\t  123456 kB\nVmHWM:\t   45678 kB\nVmRSS:\t   40000 kB\n";
-        assert_eq!(parse_vm_hwm(status), Some(45678));
-        assert_eq!(parse_vm_hwm("Name:\tcms\n"), None);
+        assert_eq!(parse_status_kib(status, "VmHWM:"), Some(45678));
+        assert_eq!(parse_status_kib(status, "VmRSS:"), Some(40000));
+        assert_eq!(parse_status_kib("Name:\tcms\n", "VmHWM:"), None);
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::cases::Case;
 use super::sitegen::{CONCURRENT_WRITERS, SMALL_ITEMS};
+use super::streams::{STREAMS, StreamFigures};
 use super::writes::{ValidationCost, Visibility, WRITE_SIZE, WriteFigures, Writes, median};
 use super::wrk::Figures;
 
@@ -35,6 +36,8 @@ pub struct SiteFigures {
     /// The ceiling measured just before the writes (their target is absolute; this says
     /// how fast the machine was at the time).
     pub ceiling_before_writes: Option<f64>,
+    /// Live streams, measured after the writes at the writes' size.
+    pub streams: Option<Result<StreamFigures, String>>,
 }
 
 impl SiteFigures {
@@ -49,6 +52,7 @@ impl SiteFigures {
             cases: Vec::new(),
             writes: None,
             ceiling_before_writes: None,
+            streams: None,
         }
     }
 }
@@ -170,6 +174,10 @@ impl Report {
                     rate(self.ceiling.requests_per_sec)
                 );
             }
+        }
+        if let Some(site) = self.sites.iter().find(|site| site.streams.is_some()) {
+            out += &format!("\n## Live streams at {} items\n\n", thousands(site.items));
+            out += &streams_section(site);
         }
         out += "\n## Targets\n\n";
         let rows = verdicts
@@ -403,6 +411,9 @@ impl Report {
         }
         if let Some(site) = self.site(WRITE_SIZE) {
             verdicts.extend(write_verdicts(site.writes.as_ref()));
+            if site.streams.is_some() {
+                verdicts.extend(stream_verdicts(site));
+            }
         }
         verdicts
     }
@@ -536,6 +547,100 @@ fn writes_section(writes: &Result<WriteFigures, String>) -> String {
     );
     out += &validation_section(&writes.validation);
     out
+}
+
+/// The default list's share of the ceiling without streams (the median of its rounds).
+fn list_share_without_streams(site: &SiteFigures) -> Option<f64> {
+    let list = site.cases.iter().find(|c| c.case == Case::ListDefault)?;
+    median(&list.round_shares)
+}
+
+fn streams_section(site: &SiteFigures) -> String {
+    let streams = match &site.streams {
+        Some(Ok(streams)) => streams,
+        Some(Err(error)) => return format!("Not measured: {error}\n"),
+        None => return String::new(),
+    };
+    let share = |s: Option<f64>| s.map_or_else(|| "not measured".into(), percent);
+    let writes_without =
+        site.writes.as_ref().and_then(|w| w.as_ref().ok()).map(|w| w.many_writers.per_second());
+    let rows = vec![
+        vec![
+            "list 20, default order (share of the ceiling)".into(),
+            share(list_share_without_streams(site)),
+            share(streams.list_share_with_streams),
+        ],
+        vec![
+            format!("{CONCURRENT_WRITERS} writers (writes/s)"),
+            writes_without.map_or_else(|| "not measured".into(), rate),
+            rate(streams.writes_with_streams.per_second()),
+        ],
+    ];
+    let mut out = format!(
+        "{} idle streams (of a collection nothing writes) add {:.1} KiB of resident memory each \
+         ({:.0} MB for 10,000).\n\n",
+        thousands(STREAMS),
+        streams.kib_per_idle_stream,
+        streams.kib_per_idle_stream * 10_000.0 * 1024.0 / 1e6
+    );
+    out += &table(
+        &["case", "without streams", &format!("{} idle streams open", thousands(STREAMS))],
+        &[false, true, true],
+        rows,
+    );
+    out += &format!(
+        "\nWrite-to-event ({} writes, one writer, {} streams following every event): p50 {}, p99 {}.\n",
+        thousands(streams.write_to_event.len()),
+        thousands(STREAMS),
+        streams.write_to_event_percentile(50).map_or_else(String::new, latency),
+        streams.write_to_event_percentile(99).map_or_else(String::new, latency),
+    );
+    out
+}
+
+/// Issue 47's targets: write-to-event, memory, and reads and writes within noise (90% of
+/// their figures without streams: rounds of one case spread that much on this machine).
+fn stream_verdicts(site: &SiteFigures) -> Vec<Verdict> {
+    let p99_target = format!("write-to-event p99 < 50 ms with {} streams", thousands(STREAMS));
+    let memory_target = "10,000 idle streams < 100 MB".to_owned();
+    let list_target = format!("list with {} idle streams ≥ 90% of without", thousands(STREAMS));
+    let writes_target =
+        format!("{CONCURRENT_WRITERS} writers with {} idle streams ≥ 90% of without", thousands(STREAMS));
+    let Some(Ok(streams)) = &site.streams else {
+        return [p99_target, memory_target, list_target, writes_target]
+            .into_iter()
+            .map(|target| Verdict { target, measured: "not measured".into(), met: false })
+            .collect();
+    };
+    let p99 = streams.write_to_event_percentile(99);
+    let for_ten_thousand_mb = streams.kib_per_idle_stream * 10_000.0 * 1024.0 / 1e6;
+    let relative = |with: Option<f64>, without: Option<f64>| match (with, without) {
+        (Some(with), Some(without)) if without > 0.0 => Some(with / without * 100.0),
+        _ => None,
+    };
+    let list = relative(streams.list_share_with_streams, list_share_without_streams(site));
+    let writes_without =
+        site.writes.as_ref().and_then(|w| w.as_ref().ok()).map(|w| w.many_writers.per_second());
+    let writes = relative(Some(streams.writes_with_streams.per_second()), writes_without);
+    let shown = |value: Option<f64>| value.map_or_else(|| "not measured".into(), percent);
+    vec![
+        Verdict {
+            target: p99_target,
+            measured: p99.map_or_else(|| "no events".into(), latency),
+            met: p99.is_some_and(|p99| p99 < Duration::from_millis(50)),
+        },
+        Verdict {
+            target: memory_target,
+            measured: format!("{for_ten_thousand_mb:.0} MB"),
+            met: for_ten_thousand_mb < 100.0,
+        },
+        Verdict { target: list_target, measured: shown(list), met: list.is_some_and(|l| l >= 90.0) },
+        Verdict {
+            target: writes_target,
+            measured: shown(writes),
+            met: writes.is_some_and(|w| w >= 90.0) && streams.writes_with_streams.failures == 0,
+        },
+    ]
 }
 
 fn visibility(outcome: &Visibility) -> String {

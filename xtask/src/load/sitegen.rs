@@ -11,7 +11,7 @@ use std::process::Command;
 use anyhow::{Context, bail};
 
 /// Change this whenever the generated files change, so that old sites are remade.
-const GENERATOR_VERSION: &str = "bench-site v5";
+const GENERATOR_VERSION: &str = "bench-site v6";
 /// The collection's folder, and its address in URLs (the slug of its label).
 pub const CONTENT_DIR: &str = "content/posts";
 pub const COLLECTION: &str = "posts";
@@ -72,6 +72,11 @@ collections:
     date_prefix: true
 license:
   public_key: null
+# The stream case opens 1,000 anonymous streams from this one address.
+events:
+  max_streams_per_address: 2000
+server:
+  max_connections: 4096
 "
 );
 

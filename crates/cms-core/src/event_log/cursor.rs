@@ -44,7 +44,10 @@ impl EventCursor {
                 return Next::Closed;
             }
             // Listening before looking: an event added in between still wakes it.
-            let moved = self.log.moved.listen();
+            let moved = self.log.listen(self.filter.collection);
+            if let Some(collection) = self.filter.collection {
+                self.after = self.log.skip_others(collection, self.after);
+            }
             match self.log.after(self.after).await {
                 Ok(Replay::Events(events)) => {
                     let Some(last) = events.last() else {

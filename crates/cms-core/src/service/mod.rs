@@ -395,6 +395,7 @@ impl Cms {
             Arc::clone(&ports.events),
             Arc::clone(&ports.clock),
             time::Duration::hours(i64::from(config.events.keep_hours)),
+            collections.len(),
         ));
         let slugs = collections.iter().map(|collection| collection.slug.clone()).collect();
         change_log.subscribe(Arc::new(Announcer::new(Arc::clone(&event_log), slugs, outside_edits)));

@@ -8,7 +8,7 @@ use cms_core::event_log::{EventFilter, Next};
 use cms_core::events::EventKind;
 use cms_core::policy::Caller;
 use cms_core::ports::Sharing;
-use cms_core::service::{Cms, NewItem, Ports};
+use cms_core::service::{Cms, ItemUpdate, NewItem, Ports, UpdateMode};
 use cms_core::slug::ItemRef;
 use cms_core::testing::{MemoryWorld, SITE_YAML};
 use serde_json::json;
@@ -111,4 +111,31 @@ async fn servers_sharing_a_store_share_one_sequence_and_a_forgotten_place_resets
     assert_eq!(resumed.position(), 4);
     let mut current = c.event_log().cursor(3, EventFilter::default());
     assert_eq!(next(&mut current).await, [(4, EventKind::FileCreated, "later".into())]);
+}
+
+/// A reader of one collection is woken by that collection's events only, and skips the
+/// others' unread: after more events of a busy collection than memory keeps, forgotten by
+/// the store since, a quiet collection's reader still gets its own next event (it would
+/// otherwise have read the busy ones back from the store, and been told to start again).
+#[tokio::test]
+async fn a_quiet_collections_reader_sleeps_through_a_busy_one_and_misses_nothing() {
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    let log = cms.event_log().clone();
+    let pages = cms.collection("pages").unwrap().clone();
+    let posts = cms.collection("posts").unwrap().clone();
+    let quiet = EventFilter { collection: Some(pages.index), sees_drafts: true, ..EventFilter::default() };
+    let mut reader = log.cursor(log.head().await.unwrap(), quiet);
+    create(&cms, "busy", "published").await;
+    let busy = ItemRef::parse("busy").unwrap();
+    for n in 0..4200 {
+        let update =
+            ItemUpdate { mode: UpdateMode::Patch, fm: Default::default(), body: Some(format!("{n}")) };
+        cms.update_item(Caller::Operator, &posts, &busy, update, None).await.unwrap();
+    }
+    world.clock.advance(25 * 3600);
+    cms.create_item(Caller::Operator, &pages, new_item("about", "published")).await.unwrap();
+    cms.upkeep().forget_old_events().await.unwrap();
+    assert_eq!(world.event_store.len(), 1, "the busy collection's events are forgotten");
+    assert_eq!(next(&mut reader).await, [(4202, EventKind::FileCreated, "about".into())]);
 }

@@ -33,7 +33,7 @@ pub struct TestServer {
     /// `http://127.0.0.1:<port>`
     pub endpoint: String,
     s3_port: u16,
-    _data: tempfile::TempDir,
+    data: tempfile::TempDir,
     _process: Child,
 }
 
@@ -145,8 +145,26 @@ fn free_ports() -> u16 {
     panic!("no free ports for the test S3 server");
 }
 
+/// Tries to start SeaweedFS a few times: on a loaded machine one start in many did not
+/// answer within two minutes (a port taken between the check and its bind, perhaps: its
+/// log is kept to say).
 fn start() -> Option<TestServer> {
     let weed = weed()?;
+    let mut logs = Vec::new();
+    for _ in 0..3 {
+        match start_once(&weed) {
+            Ok(server) => return Some(server),
+            Err(log) => logs.push(log),
+        }
+    }
+    panic!(
+        "the test S3 server did not start in 3 tries; the end of each try's log:\n{}",
+        logs.join("\n---\n")
+    );
+}
+
+/// One start; the end of SeaweedFS's log when it did not answer within a minute.
+fn start_once(weed: &Path) -> Result<TestServer, String> {
     let data = tempfile::tempdir().expect("a data folder");
     let identities = data.path().join("s3.json");
     let known = credentials();
@@ -179,8 +197,9 @@ fn start() -> Option<TestServer> {
     // shell starts it and kills it once our end of its stdin closes (at our exit).
     let process = Command::new("sh")
         .arg("-c")
-        .arg(r#""$0" "$@" >/dev/null 2>&1 & pid=$!; cat >/dev/null; kill $pid; sleep 5; kill -9 $pid 2>/dev/null"#)
-        .arg(&weed)
+        .arg(r#""$0" "$@" >"$WEED_LOG" 2>&1 & pid=$!; cat >/dev/null; kill $pid; sleep 5; kill -9 $pid 2>/dev/null"#)
+        .arg(weed)
+        .env("WEED_LOG", data.path().join("weed.log"))
         .args(&args)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -190,26 +209,33 @@ fn start() -> Option<TestServer> {
     let server = TestServer {
         endpoint: format!("http://127.0.0.1:{}", port + 3),
         s3_port: port + 3,
-        _data: data,
+        data,
         _process: process,
     };
-    server.wait_ready();
-    Some(server)
+    if server.wait_ready() {
+        return Ok(server);
+    }
+    let log = std::fs::read_to_string(server.data.path().join("weed.log")).unwrap_or_default();
+    let tail: Vec<&str> = log.lines().rev().take(20).collect();
+    Err(tail.into_iter().rev().collect::<Vec<_>>().join("\n"))
 }
 
 impl TestServer {
-    /// Until the S3 gateway answers a bucket creation (SeaweedFS starts its parts in turn).
-    fn wait_ready(&self) {
-        let deadline = Instant::now() + Duration::from_secs(120);
+    /// Until the S3 gateway answers a bucket creation (SeaweedFS starts its parts in turn);
+    /// false after a minute.
+    fn wait_ready(&self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             // The bucket made (or made already), then an object stored: a volume is up.
             let bucket = self.try_request("PUT", &format!("/{BUCKET}"));
             if matches!(bucket, Some(200 | 409))
                 && self.try_request("PUT", &format!("/{BUCKET}/ready")) == Some(200)
             {
-                return;
+                return true;
             }
-            assert!(Instant::now() < deadline, "the test S3 server did not start within 120 s");
+            if Instant::now() >= deadline {
+                return false;
+            }
             std::thread::sleep(Duration::from_millis(100));
         }
     }

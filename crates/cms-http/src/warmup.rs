@@ -22,9 +22,10 @@ use crate::error::{ApiError, Shape};
 /// What a client is told to wait before it asks again, in seconds.
 pub const RETRY_AFTER_SECS: u64 = 1;
 
-/// The paths that answer while the site is indexed: the status routes.
+/// The paths that answer while the site is indexed: the status routes and the health
+/// probes.
 fn answers_while_indexing(path: &str) -> bool {
-    matches!(path, "/" | "/status")
+    matches!(path, "/" | "/status" | crate::routes::LIVEZ | crate::routes::READYZ)
 }
 
 /// The middleware: wrap the application with it (innermost, so that the `503` still has

@@ -208,6 +208,8 @@ fn end_streams_on_stop(cms: Arc<Cms>) {
         }
         #[cfg(not(unix))]
         let _ = interrupt.await;
+        // `/readyz` answers 503 from now on, on the connections still open.
+        cms.upkeep().begin_draining();
         cms.event_log().close();
     });
 }

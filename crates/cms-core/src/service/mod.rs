@@ -25,6 +25,7 @@ use crate::resource::ResourceFolder;
 mod accounts;
 mod discovery;
 mod discovery_params;
+mod health;
 mod index;
 mod items;
 mod locks;
@@ -306,6 +307,8 @@ pub struct Cms {
     /// The live streams open on this server, on every surface (REST, editor), within
     /// `events:`'s bounds.
     stream_slots: Arc<crate::event_log::streams::StreamSlots>,
+    /// Readiness: draining, and the last store probe (see `health.rs`).
+    health: health::Health,
     /// One lock per item: writes to an item serialize, so a read-modify-write never loses
     /// another's changes; writes to different items run in parallel.
     item_locks: locks::ItemLocks,
@@ -413,6 +416,7 @@ impl Cms {
             event_log,
             events_config: config.events.clone(),
             stream_slots: crate::event_log::streams::StreamSlots::new(&config.events),
+            health: health::Health::default(),
             item_locks: locks::ItemLocks::default(),
             render_cache: Arc::new(crate::render_cache::MemoryRenderCache::new(MEMORY_RENDER_CACHE_BYTES)),
             license: RwLock::new(None),

@@ -24,6 +24,12 @@ impl Cms {
 }
 
 impl<'a> Upkeep<'a> {
+    /// This server was told to stop: `/readyz` says so from now on, so that load
+    /// balancers send their requests elsewhere while it finishes what it has.
+    pub fn begin_draining(&self) {
+        self.0.health.begin_draining();
+    }
+
     /// Loads the license and builds every collection's index; [`Cms::indexing`] reports
     /// the progress from the call on, before the future is first polled.
     pub fn start(self) -> impl Future<Output = CoreResult<()>> + 'a {

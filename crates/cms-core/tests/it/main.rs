@@ -5,6 +5,7 @@ mod changes;
 mod contract;
 mod discovery;
 mod event_log;
+mod health;
 mod index;
 mod invariants;
 mod items;

@@ -16,6 +16,25 @@ use crate::state::AppState;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// `GET /livez`: the process answers. Nothing else is checked (a restart would not mend
+/// what `/readyz` reports).
+pub async fn livez() -> HttpResponse {
+    HttpResponse::Ok().insert_header((header::CACHE_CONTROL, "no-store")).json(json!({"live": true}))
+}
+
+/// `GET /readyz`: `200` when this server should be sent requests, `503` (with the reason)
+/// while it builds its first index, once it was told to stop, or while its store does not
+/// answer a read.
+pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
+    let readiness = state.cms.readiness().await;
+    let mut answer = if readiness.ready { HttpResponse::Ok() } else { HttpResponse::ServiceUnavailable() };
+    answer.insert_header((header::CACHE_CONTROL, "no-store"));
+    if !readiness.ready {
+        answer.insert_header((header::RETRY_AFTER, "1"));
+    }
+    answer.json(readiness)
+}
+
 /// `GET /` and `GET /status`, with validators: its answer (but the timestamp) is the same
 /// while the process runs, once it has indexed the site. While the first indexing runs
 /// (the other routes answer `503`, see [`crate::warmup`]) it says `indexing`, with the

@@ -1,6 +1,6 @@
 use actix_web::test::TestRequest;
 use cms_core::policy::Caller;
-use cms_http::routes::ROUTES;
+use cms_http::routes::{LIVEZ, READYZ, ROUTES};
 
 use crate::Harness;
 
@@ -30,7 +30,13 @@ async fn every_route_answers_402_without_a_json_api_license() {
             route.path.replace("{collection}", "posts").replace("{slug}", "x").replace("{tag}", "rust");
         let req =
             TestRequest::default().method(route.method.parse().unwrap()).uri(&path).insert_header(h.bearer());
-        h.send(req).await.assert_envelope_error(402, "no license");
+        let reply = h.send(req).await;
+        if matches!(route.path, LIVEZ | READYZ) {
+            // An orchestrator must not restart or drop a server for its license.
+            assert_eq!(reply.status, 200, "{path} answers without a license");
+            continue;
+        }
+        reply.assert_envelope_error(402, "no license");
     }
     h.set_license(Some(cms_core::license::License {
         licensee: "x".into(),
@@ -255,4 +261,29 @@ async fn forwarded_host_headers_do_not_make_an_origin_same_server() {
     let loopback =
         TestRequest::get().uri("/cms/collections").insert_header(("Origin", "http://localhost:8080"));
     assert_eq!(h.send(loopback).await.status, 200, "a loopback name on the bound port is same-server");
+}
+
+/// `/livez` answers whenever the process does; `/readyz` is `503` with the reason once the
+/// server drains, and `200` otherwise (while indexing: `cms` crate's startup tests).
+#[actix_web::test]
+async fn health_probes_say_live_and_ready_then_draining() {
+    let h = Harness::setup().await;
+    let live = h.send(TestRequest::get().uri(LIVEZ)).await;
+    assert_eq!((live.status.as_u16(), live.json()), (200, serde_json::json!({"live": true})));
+    assert_eq!(live.header("cache-control"), Some("no-store"));
+    let ready = h.send(TestRequest::get().uri(READYZ)).await;
+    assert_eq!(ready.status, 200);
+    assert_eq!(
+        ready.json(),
+        serde_json::json!({"ready": true, "reason": "ready",
+            "checks": {"index": "ready", "draining": "no", "store": "reachable"}})
+    );
+    h.cms().upkeep().begin_draining();
+    let draining = h.send(TestRequest::get().uri(READYZ)).await;
+    assert_eq!(draining.status, 503);
+    assert_eq!(draining.header("retry-after"), Some("1"));
+    let body = draining.json();
+    assert_eq!((body["ready"].as_bool(), body["checks"]["draining"].as_str()), (Some(false), Some("yes")));
+    assert!(body["reason"].as_str().unwrap().starts_with("draining"), "{body}");
+    assert_eq!(h.send(TestRequest::get().uri(LIVEZ)).await.status, 200, "still live");
 }

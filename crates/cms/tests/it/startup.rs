@@ -1,5 +1,5 @@
 //! A server listens as soon as it starts, and answers `503` with `Retry-After` (and
-//! `/status` "indexing") until its first indexing is done.
+//! `/status` "indexing", `/readyz` 503) until its first indexing is done.
 
 use std::fs;
 use std::io::{BufRead, BufReader};
@@ -62,6 +62,11 @@ fn a_server_still_indexing_answers_503_with_retry_after_and_status_says_indexing
     let body: serde_json::Value = starting.body_mut().read_json().unwrap();
     assert_eq!(body["data"]["status"], "indexing", "{body}");
     assert_eq!(body["data"]["indexing"]["indexed"], 0, "{body}");
+    // The probes: live, and not ready while indexing, with the reason.
+    assert_eq!(server.get("/livez", None).0, 200);
+    let (status, body) = server.get("/readyz", None);
+    assert_eq!((status, body["checks"]["index"].as_str()), (503, Some("indexing")), "{body}");
+    assert!(body["reason"].as_str().unwrap().starts_with("indexing"), "{body}");
 
     // Let it index, and wait for it to say it is ready.
     drop(fs::OpenOptions::new().write(true).open(&fifo).unwrap());
@@ -76,4 +81,6 @@ fn a_server_still_indexing_answers_503_with_retry_after_and_status_says_indexing
     let (status, body) = server.get("/status", None);
     assert_eq!((status, &body["data"]["status"]), (200, &serde_json::json!("ok")));
     assert!(body["data"].get("indexing").is_none(), "{body}");
+    let (status, body) = server.get("/readyz", None);
+    assert_eq!((status, body["ready"].as_bool()), (200, Some(true)), "{body}");
 }

@@ -18,6 +18,7 @@ pub mod middleware;
 pub mod openapi;
 pub mod query;
 pub mod reply;
+pub mod request_id;
 pub mod router;
 pub mod routes;
 pub mod state;

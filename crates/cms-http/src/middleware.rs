@@ -1,5 +1,6 @@
-//! Cross-cutting request handling, written once: the request log, CORS, and the license
-//! gate that answers `402` on every route (CORS and the gate in one layer).
+//! Cross-cutting request handling, written once: the request log, request ids, CORS, and
+//! the license gate that answers `402` on every route (ids, CORS and the gate in one
+//! layer).
 
 use std::time::Instant;
 
@@ -10,15 +11,19 @@ use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
 use actix_web::{HttpMessage, HttpResponse, ResponseError};
 use cms_core::license::Feature;
+use tracing::Instrument;
 
 use crate::encoding::{self, Effort};
 use crate::error::{ApiError, Shape};
+use crate::request_id;
 use crate::state;
 
 const ALLOW_METHODS: &str = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 // The `Mcp-*` and `Last-Event-ID` headers are the MCP transport's (`/mcp`).
-const ALLOW_HEADERS: &str = "Authorization, Content-Type, If-Match, If-None-Match, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID";
-const EXPOSE_HEADERS: &str = "ETag, Location, WWW-Authenticate, Mcp-Session-Id";
+const ALLOW_HEADERS: &str = "Authorization, Content-Type, If-Match, If-None-Match, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, X-Request-Id";
+const EXPOSE_HEADERS: &str = "ETag, Location, WWW-Authenticate, Mcp-Session-Id, X-Request-Id";
+/// The header that names a request in the answer and in every log line of it.
+pub const REQUEST_ID: &str = "x-request-id";
 
 /// A request path as the log shows it: a preview link's token is a credential, so only
 /// the route is kept.
@@ -37,9 +42,11 @@ pub fn log_enabled() -> bool {
     tracing::enabled!(tracing::Level::INFO)
 }
 
-/// One log line per request, at `info` (the layer is left out when that level is off).
-/// The query string is left out: it may carry `token=`, and so is a preview link's token
-/// (see [`logged_path`]).
+/// One log line per request, at `info`, target `cms::access` (the layer is left out when
+/// that level is off; `RUST_LOG=info,cms::access=off` turns the lines off alone). The
+/// query string is left out: it may carry `token=`, and so is a preview link's token
+/// (see [`logged_path`]). The request's id is the one [`cors_and_license`] put on the
+/// answer.
 pub async fn log_request(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -52,11 +59,18 @@ pub async fn log_request(
         Some(crate::routes::PREVIEW) => logged_path("/cms/preview/token"),
         _ => path,
     };
+    let id = response.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    // The route template, never the raw path (which may name anything): `None` for the
+    // editor, the agent endpoint and files, whose paths are their own.
+    let route = crate::router::route_of(response.request().match_info().as_str());
     tracing::info!(
+        target: "cms::access",
         %method,
         path,
+        route,
         status = response.status().as_u16(),
         ms = started.elapsed().as_millis() as u64,
+        request_id = id,
         "request"
     );
     Ok(response)
@@ -75,22 +89,30 @@ pub async fn cors_and_license(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let allowed = match cors_origin(&req) {
-        Ok(allowed) => allowed,
-        Err(preflight) => return Ok(req.into_response(*preflight)),
+    let id = request_id::of(req.headers().get(REQUEST_ID));
+    let mut response = match cors_origin(&req) {
+        Err(preflight) => req.into_response(*preflight),
+        Ok(allowed) => {
+            let span = tracing::warn_span!("request", request_id = %id);
+            let mut response = match require_license(&req).await {
+                Ok(()) => next.call(req).instrument(span).await?.map_into_boxed_body(),
+                Err(refused) => req.into_response(refused),
+            };
+            if let Some(origin) = allowed
+                && let Ok(value) = HeaderValue::from_str(&origin)
+            {
+                let headers = response.headers_mut();
+                headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, value);
+                headers
+                    .insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static(EXPOSE_HEADERS));
+            }
+            finish(response).await
+        }
     };
-    let mut response = match require_license(&req).await {
-        Ok(()) => next.call(req).await?.map_into_boxed_body(),
-        Err(refused) => req.into_response(refused),
-    };
-    if let Some(origin) = allowed
-        && let Ok(value) = HeaderValue::from_str(&origin)
-    {
-        let headers = response.headers_mut();
-        headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, value);
-        headers.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static(EXPOSE_HEADERS));
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(header::HeaderName::from_static(REQUEST_ID), value);
     }
-    Ok(finish(response).await)
+    Ok(response)
 }
 
 /// Bodies at least this long are compressed when the client accepts a coding (below it,

@@ -7,6 +7,7 @@ mod backend;
 mod check;
 mod events;
 mod init;
+mod logging;
 mod password;
 mod schedule;
 mod schema;
@@ -56,6 +57,9 @@ struct ServeArgs {
     /// The address and port the server listens on (port 0: any free port).
     #[arg(long, env = "CMS_LISTEN", default_value = DEFAULT_LISTEN, value_name = "ADDR")]
     listen: String,
+    /// The log's format: text, or one JSON object per line (RUST_LOG says what is kept).
+    #[arg(long, env = "CMS_LOG_FORMAT", value_enum, default_value_t = logging::LogFormat::Text)]
+    log_format: logging::LogFormat,
 }
 
 #[derive(Subcommand)]
@@ -109,14 +113,12 @@ fn main() -> ExitCode {
     if serving {
         allocator::tune_or_continue();
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| log_filter(&cli.command, cli.verbose).into()),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    let log_format = match &cli.command {
+        Some(Command::Serve(args)) => args.log_format.max(cli.serve.log_format),
+        None => cli.serve.log_format,
+        Some(_) => logging::LogFormat::Text,
+    };
+    let log = logging::start(log_format, log_filter(&cli.command, cli.verbose), serving);
     let result = match cli.command {
         None => site::Site::for_serving(cli.site).and_then(|site| serve::run(site, &cli.serve.listen)),
         Some(Command::Serve(args)) => {
@@ -137,6 +139,9 @@ fn main() -> ExitCode {
         // Names its folder and bucket itself.
         Some(Command::Storage(command)) => storage::run(command),
     };
+    if let Some(log) = log {
+        log.finish();
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

@@ -150,7 +150,8 @@ fn a_site_without_a_license_warns_at_start_and_its_402_names_the_fix() {
     fs::remove_file(made.site.join(".cms/license.yaml")).unwrap();
     let log = dir.path().join("server.log");
     let server = Server::start_logging_to(&made.site, &log);
-    let warned = fs::read_to_string(&log).unwrap();
+    // Written by the log's own thread: soon, not necessarily before the banner's end.
+    let warned = crate::poll(|| fs::read_to_string(&log).unwrap(), |warned| warned.contains("402"));
     assert!(
         warned.contains("no license is installed") && warned.contains("cms license install"),
         "the start warns: {warned}"

@@ -18,6 +18,7 @@ mod events_clients;
 mod events_hostile;
 mod first_hour;
 mod images;
+mod logging;
 mod mcp;
 mod model;
 mod nodes;

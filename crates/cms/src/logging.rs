@@ -1,0 +1,71 @@
+//! The log: what is kept (`RUST_LOG`, else by command), its format (`--log-format`,
+//! `CMS_LOG_FORMAT`: text or one JSON object per line), and, for the server, a writer
+//! thread of its own, so that no request waits on standard error.
+
+use tracing_appender::non_blocking::{NonBlocking, NonBlockingBuilder, WorkerGuard};
+use tracing_subscriber::EnvFilter;
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One line of text per event (with colours on a terminal).
+    #[default]
+    Text,
+    /// One JSON object per line: `timestamp`, `level`, `target`, the event's fields
+    /// (`message`, and for a request `method`, `route`, `status`, `ms`, `request_id`),
+    /// and `span` with the request's id for lines logged while it is handled.
+    Json,
+}
+
+/// Lines the server's log may hold before it drops new ones (and counts them) rather
+/// than make a request wait for a slow disk or a full pipe.
+const BUFFERED_LINES: usize = 64 * 1024;
+
+/// The server's log writer: keep it until the process ends (dropping it writes what is
+/// buffered).
+pub struct ServerLog {
+    guard: WorkerGuard,
+    dropped: tracing_appender::non_blocking::ErrorCounter,
+}
+
+impl ServerLog {
+    /// Says on standard error how many lines were dropped, if any, then flushes.
+    pub fn finish(self) {
+        let dropped = self.dropped.dropped_lines();
+        drop(self.guard);
+        if dropped > 0 {
+            eprintln!("warning: {dropped} log lines were dropped: standard error did not keep up");
+        }
+    }
+}
+
+/// Starts the log. `serving`: written by a thread of its own (see [`ServerLog`]);
+/// otherwise straight to standard error, as a command's warnings go.
+pub fn start(format: LogFormat, default_filter: &str, serving: bool) -> Option<ServerLog> {
+    let filter = || EnvFilter::try_from_default_env().unwrap_or_else(|_| default_filter.into());
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr()) && format == LogFormat::Text;
+    if !serving {
+        init(format, filter(), std::io::stderr, ansi);
+        return None;
+    }
+    let (writer, guard): (NonBlocking, WorkerGuard) = NonBlockingBuilder::default()
+        .lossy(true)
+        .buffered_lines_limit(BUFFERED_LINES)
+        .finish(std::io::stderr());
+    let dropped = writer.error_counter();
+    init(format, filter(), writer, ansi);
+    Some(ServerLog { guard, dropped })
+}
+
+fn init<W>(format: LogFormat, filter: EnvFilter, writer: W, ansi: bool)
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
+    match format {
+        LogFormat::Text => builder.with_ansi(ansi).init(),
+        LogFormat::Json => {
+            builder.json().flatten_event(true).with_current_span(true).with_span_list(false).init()
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! The server's log and request ids (issue 49) over real HTTP: every answer carries
+//! `X-Request-Id` (the client's when well formed, else one the server made); with
+//! `--log-format json` every line is one JSON object, the request line names the route
+//! template, status, time and id, and a line logged while a request is handled carries
+//! that request's id too.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::admin::{Tab, user_with_password};
+use crate::{BIN, Server, demo_site, poll};
+
+fn get_with_id(server: &Server, path: &str, id: Option<&str>) -> (u16, String) {
+    let mut req = server.agent.get(format!("{}{path}", server.base));
+    if let Some(id) = id {
+        req = req.header("X-Request-Id", id);
+    }
+    let response = req.call().unwrap();
+    let id =
+        response.headers().get("x-request-id").expect("every answer has an id").to_str().unwrap().to_owned();
+    (response.status().as_u16(), id)
+}
+
+#[test]
+fn every_answer_has_a_request_id_and_json_log_lines_carry_it() {
+    let site = demo_site();
+    user_with_password(site.path(), "owner@example.com", "owner");
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let mut command = Command::new(BIN);
+    command.args(["serve", "--listen", "127.0.0.1:0", "--log-format", "json", "--site"]).arg(site.path());
+    let server = Server::spawn_with(command, "info", log.reopen().unwrap().into());
+
+    // Kept when well formed, made otherwise (24 hex digits), on success and failure alike.
+    let list = "/cms/collections/blog-posts/items";
+    assert_eq!(get_with_id(&server, list, Some("probe-123")), (200, "probe-123".to_owned()));
+    let (status, made) = get_with_id(&server, list, None);
+    assert_eq!(status, 200);
+    assert!(made.len() == 24 && made.bytes().all(|b| b.is_ascii_hexdigit()), "{made}");
+    let (status, replaced) = get_with_id(&server, "/cms/nowhere", Some("not{well}formed"));
+    assert_eq!(status, 404);
+    assert!(replaced.len() == 24 && replaced != made, "{replaced}");
+    assert_eq!(get_with_id(&server, "/livez", Some("probe-live")).1, "probe-live");
+    // A line logged while a request is handled (a failed sign-in) names its request.
+    let mut tab = Tab::new(&server);
+    let form = tab.get("/admin/signin");
+    let csrf = form.input("csrf");
+    let failed = tab.post(
+        "/admin/signin",
+        &[("csrf", &csrf), ("email", "owner@example.com"), ("password", "wrong"), ("next", "/admin/")],
+        &[("X-Request-Id", "signin-probe")],
+    );
+    assert_eq!(failed.header("x-request-id"), Some("signin-probe"));
+
+    // The lines are written by the log's own thread: wait until the last request's is out.
+    let lines: Vec<Value> = poll(
+        || {
+            std::fs::read_to_string(log.path())
+                .unwrap()
+                .split_inclusive('\n')
+                // A line still being written is read next time.
+                .filter_map(|line| line.strip_suffix('\n'))
+                .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")))
+                .collect::<Vec<Value>>()
+        },
+        |lines| lines.iter().any(|line| line["request_id"] == "signin-probe"),
+    );
+    let probe = lines.iter().find(|line| line["request_id"] == "probe-123").expect("the request's line");
+    assert_eq!(probe["target"], "cms::access");
+    assert_eq!(probe["level"], "INFO");
+    assert_eq!(probe["route"], "/cms/collections/{collection}/items", "the template: {probe}");
+    assert_eq!(probe["status"], 200);
+    assert!(probe["ms"].is_u64() && probe["timestamp"].is_string(), "{probe}");
+    let inner = lines
+        .iter()
+        .find(|line| line["message"] == "a sign-in to the editor failed")
+        .expect("the sign-in's own line");
+    assert_eq!(inner["span"]["request_id"], "signin-probe", "{inner}");
+    assert!(!log_text_holds(&lines, "wrong"), "no password in the log");
+}
+
+fn log_text_holds(lines: &[Value], needle: &str) -> bool {
+    lines.iter().any(|line| line.to_string().contains(needle))
+}

@@ -82,11 +82,13 @@ const AXE: &str = "axe-core@4.10.3";
 const EVENTSOURCE: &str = "eventsource@3.0.7";
 
 /// Debian packages some checks use, by the command that shows they are there.
-const DEBIAN_TOOLS: [(&str, &str); 4] = [
+const DEBIAN_TOOLS: [(&str, &str); 5] = [
     ("xmllint", "libxml2-utils"),
     ("chromium", "chromium"),
     ("chromedriver", "chromium-driver"),
     ("curl", "curl"),
+    // promtool checks the metrics' text; the Prometheus server scrapes them.
+    ("promtool", "prometheus"),
 ];
 
 /// Where the tests record their skips.

@@ -14,6 +14,7 @@ pub mod dto;
 pub mod encoding;
 pub mod error;
 pub mod handlers;
+pub mod metrics;
 pub mod middleware;
 pub mod openapi;
 pub mod query;

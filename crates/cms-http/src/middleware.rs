@@ -2,6 +2,7 @@
 //! the license gate that answers `402` on every route (ids, CORS and the gate in one
 //! layer).
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use actix_web::body::{BoxBody, MessageBody};
@@ -90,12 +91,22 @@ pub async fn cors_and_license(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let id = request_id::of(req.headers().get(REQUEST_ID));
+    let started = Instant::now();
+    let method = req.method().clone();
+    let metrics = Arc::clone(&state::of(req.request()).metrics);
+    metrics.begin();
     let mut response = match cors_origin(&req) {
         Err(preflight) => req.into_response(*preflight),
         Ok(allowed) => {
             let span = tracing::warn_span!("request", request_id = %id);
             let mut response = match require_license(&req).await {
-                Ok(()) => next.call(req).instrument(span).await?.map_into_boxed_body(),
+                Ok(()) => match next.call(req).instrument(span).await {
+                    Ok(response) => response.map_into_boxed_body(),
+                    Err(error) => {
+                        metrics.abandoned();
+                        return Err(error);
+                    }
+                },
                 Err(refused) => req.into_response(refused),
             };
             if let Some(origin) = allowed
@@ -112,6 +123,7 @@ pub async fn cors_and_license(
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(header::HeaderName::from_static(REQUEST_ID), value);
     }
+    metrics.answered(&method, &response, started.elapsed());
     Ok(response)
 }
 
@@ -234,9 +246,10 @@ fn cors_origin(req: &ServiceRequest) -> Result<Option<String>, Box<HttpResponse>
 
 /// Every route needs an active license with `json_api`; without one the answer is `402`
 /// in the envelope shape. Preflights pass (the CORS layer has answered them already), and
-/// so do the health probes: an orchestrator must not restart a server for its license.
+/// so do the health probes and the metrics: an orchestrator must not restart a server for
+/// its license, nor lose sight of it.
 async fn require_license(req: &ServiceRequest) -> Result<(), HttpResponse> {
-    if matches!(req.path(), crate::routes::LIVEZ | crate::routes::READYZ) {
+    if matches!(req.path(), crate::routes::LIVEZ | crate::routes::READYZ | crate::routes::METRICS) {
         return Ok(());
     }
     let state = state::of(req.request());

@@ -251,7 +251,10 @@ mod tests {
         let document = document();
         for operation in operations(document) {
             let responses = &document["paths"][&operation.path][operation.method.to_lowercase()]["responses"];
-            let probe = matches!(operation.path.as_str(), crate::routes::LIVEZ | crate::routes::READYZ);
+            let probe = matches!(
+                operation.path.as_str(),
+                crate::routes::LIVEZ | crate::routes::READYZ | crate::routes::METRICS
+            );
             assert_eq!(
                 responses.get("402").is_some(),
                 !probe,

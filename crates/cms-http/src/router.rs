@@ -235,9 +235,11 @@ impl Service<ServiceRequest> for CmsRouter {
     fn call(&self, mut req: ServiceRequest) -> Self::Future {
         let found = Parts::of(req.match_info().as_str()).and_then(|parts| {
             let mut patterns = PATTERNS.iter().zip(&self.entries);
-            patterns.find_map(|(pattern, entry)| Some((entry, pattern.captures_in(&parts)?)))
+            patterns.find_map(|(pattern, entry)| Some((pattern.path, entry, pattern.captures_in(&parts)?)))
         });
-        let Some((entry, captured)) = found else { return self.not_found.call(req) };
+        let Some((route, entry, captured)) = found else { return self.not_found.call(req) };
+        // The template, for the metrics' labels (never the path).
+        actix_web::HttpMessage::extensions_mut(&req).insert(crate::metrics::MatchedRoute(route));
         let info = req.match_info_mut();
         for (name, range) in captured.iter() {
             let value = info.as_str()[range.clone()].to_owned();

@@ -71,6 +71,8 @@ pub const EVENT_TOKENS: &str = "/cms/events/tokens";
 /// Health probes: they answer without a license and while the site is indexed.
 pub const LIVEZ: &str = "/livez";
 pub const READYZ: &str = "/readyz";
+/// Prometheus metrics: off unless `metrics:` of `cms.yaml` says who may read them.
+pub const METRICS: &str = "/metrics";
 
 /// Every route of the server, grouped by path. Paths are matched in the order they first
 /// appear here ([`crate::router`]), so fixed paths come before patterns that could capture
@@ -83,6 +85,7 @@ pub const ROUTES: &[RouteInfo] = &[
     route("GET", "/status", Auth::None, |r| r.to(service::status)),
     route("GET", LIVEZ, Auth::None, |r| r.to(service::livez)),
     route("GET", READYZ, Auth::None, |r| r.to(service::readyz)),
+    route("GET", METRICS, Auth::None, |r| r.to(crate::metrics::scrape_with_token)),
     route("GET", "/cms/", Auth::Required, |r| r.to(service::describe)),
     route("GET", "/cms/openapi.json", Auth::None, |r| r.to(service::openapi_json)),
     route("GET", "/cms/collections", Auth::Optional, |r| r.to(service::collections)),

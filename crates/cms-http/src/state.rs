@@ -59,6 +59,10 @@ pub struct AppState {
     pub status_etag: HeaderValue,
     pub started: std::time::SystemTime,
     pub started_header: HeaderValue,
+    /// Prometheus metrics, counted by the request layer (`crate::metrics`).
+    pub metrics: Arc<crate::metrics::Metrics>,
+    /// Whether `/metrics` answers on this address (see [`AppState::with_metrics_token`]).
+    pub metrics_access: crate::metrics::MainAddress,
 }
 
 impl AppState {
@@ -88,7 +92,15 @@ impl AppState {
             document_builds: crate::body_cache::Builds::default(),
             answers: None,
             public_cache_control: HeaderValue::from_static(PUBLIC_NO_CACHE),
+            metrics: Arc::default(),
+            metrics_access: crate::metrics::MainAddress::Off,
         }
+    }
+
+    /// `/metrics` answers here to `Authorization: Bearer <token>` (`metrics.token_env`).
+    pub fn with_metrics_token(mut self, token: String) -> Self {
+        self.metrics_access = crate::metrics::MainAddress::Token(token);
+        self
     }
 
     /// How long caches may keep public answers without revalidating

@@ -22,10 +22,10 @@ use crate::error::{ApiError, Shape};
 /// What a client is told to wait before it asks again, in seconds.
 pub const RETRY_AFTER_SECS: u64 = 1;
 
-/// The paths that answer while the site is indexed: the status routes and the health
-/// probes.
+/// The paths that answer while the site is indexed: the status routes, the health probes
+/// and the metrics.
 fn answers_while_indexing(path: &str) -> bool {
-    matches!(path, "/" | "/status" | crate::routes::LIVEZ | crate::routes::READYZ)
+    matches!(path, "/" | "/status" | crate::routes::LIVEZ | crate::routes::READYZ | crate::routes::METRICS)
 }
 
 /// The middleware: wrap the application with it (innermost, so that the `503` still has

@@ -64,7 +64,17 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
             "cannot keep single items' answers on disk; keeping the most recent in memory"
         ),
     }
+    if let Some(name) = &open.config.metrics.token_env {
+        let token = std::env::var(name).ok().filter(|token| !token.trim().is_empty()).with_context(|| {
+            format!(
+                "metrics.token_env in cms.yaml names {name}, which is not set or empty: set it to the token \
+                 scrapers will send, or remove metrics.token_env"
+            )
+        })?;
+        state = state.with_metrics_token(token.trim().to_owned());
+    }
     let state = web::Data::new(state);
+    let metrics_state = state.clone();
     // The web editor at /admin/, on the same facade.
     let admin = web::Data::new(cms_admin::AdminState::new(
         open.cms.clone(),
@@ -122,6 +132,17 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
             say(format_args!("web editor: http://{address}/admin/"));
         }
         say(format_args!("{storage}"));
+        if let Some(address) = &open.config.metrics.listen {
+            // An address of their own, without a key (keep it off the public network).
+            let metrics = HttpServer::new(move || cms_http::metrics::metrics_app(metrics_state.clone()))
+                .workers(1)
+                .bind(address)
+                .with_context(|| format!("cannot listen on {address} (metrics.listen in cms.yaml)"))?;
+            for address in metrics.addrs() {
+                say(format_args!("metrics on http://{address}/metrics"));
+            }
+            actix_web::rt::spawn(metrics.run());
+        }
         let mut running = actix_web::rt::spawn(server.run());
         end_streams_on_stop(cms.clone());
         tokio::select! {

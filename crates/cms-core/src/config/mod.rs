@@ -57,6 +57,9 @@ pub struct SiteConfig {
     /// are kept, and bounds on the streams.
     #[serde(default)]
     pub events: EventsConfig,
+    /// Who may read the Prometheus metrics (`GET /metrics`): nobody by default.
+    #[serde(default)]
+    pub metrics: MetricsConfig,
 }
 
 /// `server:` in `cms.yaml`.
@@ -281,6 +284,41 @@ impl EventsConfig {
         check_range("events.max_streams_per_address", self.max_streams_per_address, 1..=self.max_streams)?;
         check_range("events.token_ttl_secs", self.token_ttl_secs, 10..=86_400)?;
         check_range("events.keep_alive_secs", self.keep_alive_secs, 1..=30)
+    }
+}
+
+/// `metrics:` in `cms.yaml`: where `GET /metrics` is served, if anywhere (see
+/// `docs/deploying.md`). Off unless one of the two is set.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// An address of its own (`127.0.0.1:9464`), where `/metrics` needs no key: keep it
+    /// off the public network.
+    #[serde(default)]
+    pub listen: Option<String>,
+    /// Or, on the main address: the environment variable holding the bearer token a
+    /// scraper must send (`Authorization: Bearer <its value>`).
+    #[serde(default)]
+    pub token_env: Option<String>,
+}
+
+impl MetricsConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(listen) = &self.listen
+            && listen.parse::<core::net::SocketAddr>().is_err()
+        {
+            return Err(ConfigError::Invalid(format!(
+                "metrics.listen must be an address and port such as 127.0.0.1:9464, got {listen:?}"
+            )));
+        }
+        if let Some(name) = &self.token_env
+            && (name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+        {
+            return Err(ConfigError::Invalid(format!(
+                "metrics.token_env must name an environment variable (letters, digits, _), got {name:?}"
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -739,6 +777,7 @@ impl SiteConfig {
         self.signin.validate()?;
         self.mcp.validate()?;
         self.events.validate()?;
+        self.metrics.validate()?;
         Ok(())
     }
 }

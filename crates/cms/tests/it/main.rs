@@ -20,6 +20,7 @@ mod first_hour;
 mod images;
 mod logging;
 mod mcp;
+mod metrics;
 mod model;
 mod nodes;
 mod nodes_webhooks;

@@ -1,0 +1,241 @@
+//! Prometheus metrics (`GET /metrics`, the Prometheus text format 0.0.4 that `promtool`
+//! and every scraper read, written by `prometheus-client`):
+//! requests by route template, method and status class with their latency, requests in
+//! flight, and the site's state read at each scrape (items per collection, indexing,
+//! readiness, live streams). No label takes a value a client chose: routes are the route
+//! table's templates, the editor's and the agent endpoint's patterns, or `unmatched`.
+//!
+//! Who may read them is `metrics:` of `cms.yaml`: an address of their own
+//! ([`metrics_app`]) or a bearer token on the main address; by default nobody.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::{Method, StatusCode, header};
+use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::error::{ApiError, Shape};
+use crate::state::AppState;
+
+/// The route a request matched, set by the `/cms/` router (other routes are actix
+/// resources, whose pattern actix keeps).
+#[derive(Clone, Copy)]
+pub struct MatchedRoute(pub &'static str);
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    route: Cow<'static, str>,
+    method: &'static str,
+    status: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LatencyLabels {
+    route: Cow<'static, str>,
+    method: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CollectionLabels {
+    collection: String,
+    status: &'static str,
+}
+
+type LatencyFamily = Family<LatencyLabels, Histogram, fn() -> Histogram>;
+
+/// The server's metrics (one per process, shared by its workers).
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    latency: LatencyFamily,
+    in_flight: Gauge,
+    items: Family<CollectionLabels, Gauge>,
+    indexing: Gauge,
+    ready: Gauge,
+    streams: Gauge,
+}
+
+fn latency_histogram() -> Histogram {
+    // 0.1 ms to about 13 s, doubling.
+    Histogram::new(exponential_buckets(0.000_1, 2.0, 18))
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("cms");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "http_requests",
+            "HTTP requests answered, by route template, method and status class",
+            requests.clone(),
+        );
+        let latency = LatencyFamily::new_with_constructor(latency_histogram);
+        registry.register(
+            "http_request_duration_seconds",
+            "Time from a request's arrival to its answer's head, by route template and method",
+            latency.clone(),
+        );
+        let in_flight = Gauge::default();
+        registry.register("http_requests_in_flight", "HTTP requests being answered now", in_flight.clone());
+        let items = Family::<CollectionLabels, Gauge>::default();
+        registry.register("index_items", "Items in each collection's index, by status", items.clone());
+        let indexing = Gauge::default();
+        registry.register("indexing", "1 while the server builds its first index", indexing.clone());
+        let ready = Gauge::default();
+        registry.register("ready", "1 when /readyz answers 200", ready.clone());
+        let streams = Gauge::default();
+        registry.register("event_streams_open", "Live event streams open (REST and editor)", streams.clone());
+        Self { registry, requests, latency, in_flight, items, indexing, ready, streams }
+    }
+}
+
+impl Metrics {
+    /// A request begins: counted in flight until [`Self::answered`].
+    pub fn begin(&self) {
+        self.in_flight.inc();
+    }
+
+    /// A request was answered with `response` after `took`.
+    pub fn answered(&self, method: &Method, response: &ServiceResponse<impl Sized>, took: Duration) {
+        self.in_flight.dec();
+        let route = route_label(response.request());
+        let method = method_label(method);
+        let status = status_class(response.status());
+        self.requests.get_or_create(&RequestLabels { route: route.clone(), method, status }).inc();
+        self.latency.get_or_create(&LatencyLabels { route, method }).observe(took.as_secs_f64());
+    }
+
+    /// A request that failed before it had an answer (the connection broke).
+    pub fn abandoned(&self) {
+        self.in_flight.dec();
+    }
+
+    /// The text format, with the site's state read now.
+    async fn scrape(&self, state: &AppState) -> String {
+        let cms = &state.cms;
+        self.indexing.set(i64::from(cms.indexing().is_some()));
+        self.ready.set(i64::from(cms.readiness().await.ready));
+        self.streams.set(cms.stream_slots().open_streams() as i64);
+        if cms.indexing().is_none() {
+            for collection in cms.collections() {
+                let Ok(counts) = cms.status_counts(collection).await else { continue };
+                for (status, count) in
+                    [("live", counts.live), ("scheduled", counts.scheduled), ("draft", counts.drafts)]
+                {
+                    let labels = CollectionLabels { collection: collection.slug.clone(), status };
+                    self.items.get_or_create(&labels).set(count as i64);
+                }
+            }
+        }
+        let mut text = String::new();
+        prometheus_client::encoding::prometheus_text::encode(&mut text, &self.registry)
+            .expect("writing to a String");
+        text
+    }
+}
+
+/// The route template a request matched, never its path.
+fn route_label(req: &HttpRequest) -> Cow<'static, str> {
+    if let Some(MatchedRoute(route)) = req.extensions().get::<MatchedRoute>() {
+        return Cow::Borrowed(route);
+    }
+    match req.match_pattern() {
+        Some(pattern) => Cow::Owned(pattern),
+        None => Cow::Borrowed("unmatched"),
+    }
+}
+
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
+}
+
+fn status_class(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        100..=199 => "1xx",
+        200..=299 => "2xx",
+        300..=399 => "3xx",
+        400..=499 => "4xx",
+        _ => "5xx",
+    }
+}
+
+/// How `/metrics` may be read on the main address.
+#[derive(Debug, Clone, Default)]
+pub enum MainAddress {
+    /// Not at all (the default; or they are served on an address of their own).
+    #[default]
+    Off,
+    /// With `Authorization: Bearer <token>`.
+    Token(String),
+}
+
+/// `GET /metrics` on the main address: `404` unless `metrics.token_env` is set, `401`
+/// without its token.
+pub async fn scrape_with_token(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let shape = Shape::Envelope;
+    let MainAddress::Token(token) = &state.metrics_access else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            shape,
+            "metrics are off on this address: set metrics.token_env (a bearer token here) or metrics.listen \
+             (an address of their own) in cms.yaml",
+        ));
+    };
+    let sent = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let matches = sent
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .is_some_and(|sent| cms_core::session::same_secret(sent.trim(), token));
+    if !matches {
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            shape,
+            "metrics need Authorization: Bearer with the token in the environment variable metrics.token_env names",
+        ));
+    }
+    Ok(text_answer(state.metrics.scrape(&state).await))
+}
+
+fn text_answer(text: String) -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, prometheus_client::encoding::prometheus_text::CONTENT_TYPE))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .body(text)
+}
+
+/// The application of `metrics.listen`: `GET /metrics` without a key, nothing else.
+pub fn metrics_app(
+    state: web::Data<AppState>,
+) -> actix_web::App<
+    impl actix_web::dev::ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<impl actix_web::body::MessageBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    actix_web::App::new().app_data(state).route(
+        "/metrics",
+        web::get()
+            .to(|state: web::Data<AppState>| async move { text_answer(state.metrics.scrape(&state).await) }),
+    )
+}

@@ -97,24 +97,19 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    /// A request begins: counted in flight until [`Self::answered`].
-    pub fn begin(&self) {
+    /// A request begins: counted in flight until the guard is dropped.
+    pub fn in_flight(&self) -> InFlight {
         self.in_flight.inc();
+        InFlight(self.in_flight.clone())
     }
 
     /// A request was answered with `response` after `took`.
     pub fn answered(&self, method: &Method, response: &ServiceResponse<impl Sized>, took: Duration) {
-        self.in_flight.dec();
         let route = route_label(response.request());
         let method = method_label(method);
         let status = status_class(response.status());
         self.requests.get_or_create(&RequestLabels { route: route.clone(), method, status }).inc();
         self.latency.get_or_create(&LatencyLabels { route, method }).observe(took.as_secs_f64());
-    }
-
-    /// A request that failed before it had an answer (the connection broke).
-    pub fn abandoned(&self) {
-        self.in_flight.dec();
     }
 
     /// The text format, with the site's state read now.
@@ -138,6 +133,16 @@ impl Metrics {
         prometheus_client::encoding::prometheus_text::encode(&mut text, &self.registry)
             .expect("writing to a String");
         text
+    }
+}
+
+/// A request in flight; dropping it (answered, failed, or dropped with its connection)
+/// counts it out.
+pub struct InFlight(Gauge);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
     }
 }
 

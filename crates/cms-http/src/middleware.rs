@@ -83,9 +83,10 @@ fn is_preflight(req: &ServiceRequest) -> bool {
         && req.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
 }
 
-/// CORS, then the license gate, in one layer (each layer costs every request a boxed
-/// future): see [`cors_origin`] and [`require_license`]; then what every answer gets on
-/// its way out ([`finish`]).
+/// The request's id (and its span), its metrics, CORS, then the license gate, in one
+/// layer (each layer costs every request a boxed future): see [`request_id`],
+/// [`crate::metrics`], [`cors_origin`] and [`require_license`]; then what every answer
+/// gets on its way out ([`finish`]).
 pub async fn cors_and_license(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -94,7 +95,8 @@ pub async fn cors_and_license(
     let started = Instant::now();
     let method = req.method().clone();
     let metrics = Arc::clone(&state::of(req.request()).metrics);
-    metrics.begin();
+    // Counted in flight until dropped: also when the client goes and the request with it.
+    let _in_flight = metrics.in_flight();
     let mut response = match cors_origin(&req) {
         Err(preflight) => req.into_response(*preflight),
         Ok(allowed) => {
@@ -103,13 +105,7 @@ pub async fn cors_and_license(
             // bench's `RUST_LOG=warn`) does not pay; its warnings then go without the id.
             let span = tracing::info_span!("request", request_id = %id);
             let mut response = match require_license(&req).await {
-                Ok(()) => match next.call(req).instrument(span).await {
-                    Ok(response) => response.map_into_boxed_body(),
-                    Err(error) => {
-                        metrics.abandoned();
-                        return Err(error);
-                    }
-                },
+                Ok(()) => next.call(req).instrument(span).await?.map_into_boxed_body(),
                 Err(refused) => req.into_response(refused),
             };
             if let Some(origin) = allowed

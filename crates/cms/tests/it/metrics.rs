@@ -102,6 +102,7 @@ fn metrics_are_off_by_default_and_count_requests_by_route_for_their_readers() {
     assert!(!scrape.contains("no-such-post") && !scrape.contains("hello-world"), "no path in a label");
     assert_eq!(sample(&scrape, "cms_index_items{collection=\"blog-posts\",status=\"live\"}"), Some(4.0));
     assert_eq!(sample(&scrape, "cms_ready"), Some(1.0));
+    assert_eq!(sample(&scrape, "cms_http_requests_in_flight"), Some(0.0), "every request counted out");
     assert!(scrape.contains("cms_http_request_duration_seconds_bucket{"), "{scrape}");
 
     promtool_passes(&scrape);

@@ -6,23 +6,22 @@
 //! table's templates, the editor's and the agent endpoint's patterns, or `unmatched`.
 //!
 //! Who may read them is `metrics:` of `cms.yaml`: an address of their own
-//! ([`metrics_app`]) or a bearer token on the main address; by default nobody.
+//! (`handlers::metrics::metrics_app`) or a bearer token on the main address; by default
+//! nobody.
 
 use std::borrow::Cow;
 use std::time::Duration;
 
-use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::{Method, StatusCode, header};
-use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
+use actix_web::dev::ServiceResponse;
+use actix_web::http::{Method, StatusCode};
+use actix_web::{HttpMessage, HttpRequest};
+use cms_core::Cms;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-
-use crate::error::{ApiError, Shape};
-use crate::state::AppState;
 
 /// The route a request matched, set by the `/cms/` router (other routes are actix
 /// resources, whose pattern actix keeps).
@@ -113,8 +112,7 @@ impl Metrics {
     }
 
     /// The text format, with the site's state read now.
-    async fn scrape(&self, state: &AppState) -> String {
-        let cms = &state.cms;
+    pub async fn scrape(&self, cms: &Cms) -> String {
         self.indexing.set(i64::from(cms.indexing().is_some()));
         self.ready.set(i64::from(cms.readiness().await.ready));
         self.streams.set(cms.stream_slots().open_streams() as i64);
@@ -188,59 +186,4 @@ pub enum MainAddress {
     Off,
     /// With `Authorization: Bearer <token>`.
     Token(String),
-}
-
-/// `GET /metrics` on the main address: `404` unless `metrics.token_env` is set, `401`
-/// without its token.
-pub async fn scrape_with_token(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    let shape = Shape::Envelope;
-    let MainAddress::Token(token) = &state.metrics_access else {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            shape,
-            "metrics are off on this address: set metrics.token_env (a bearer token here) or metrics.listen \
-             (an address of their own) in cms.yaml",
-        ));
-    };
-    let sent = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let matches = sent
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .is_some_and(|sent| cms_core::session::same_secret(sent.trim(), token));
-    if !matches {
-        return Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            shape,
-            "metrics need Authorization: Bearer with the token in the environment variable metrics.token_env names",
-        ));
-    }
-    Ok(text_answer(state.metrics.scrape(&state).await))
-}
-
-fn text_answer(text: String) -> HttpResponse {
-    HttpResponse::Ok()
-        .insert_header((header::CONTENT_TYPE, prometheus_client::encoding::prometheus_text::CONTENT_TYPE))
-        .insert_header((header::CACHE_CONTROL, "no-store"))
-        .body(text)
-}
-
-/// The application of `metrics.listen`: `GET /metrics` without a key, nothing else.
-pub fn metrics_app(
-    state: web::Data<AppState>,
-) -> actix_web::App<
-    impl actix_web::dev::ServiceFactory<
-        ServiceRequest,
-        Config = (),
-        Response = ServiceResponse<impl actix_web::body::MessageBody>,
-        Error = actix_web::Error,
-        InitError = (),
-    >,
-> {
-    actix_web::App::new().app_data(state).route(
-        "/metrics",
-        web::get()
-            .to(|state: web::Data<AppState>| async move { text_answer(state.metrics.scrape(&state).await) }),
-    )
 }

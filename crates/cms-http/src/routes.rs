@@ -4,7 +4,9 @@
 
 use actix_web::Route;
 
-use crate::handlers::{discovery, events, items, previews, resources, search, service, settings, versions};
+use crate::handlers::{
+    discovery, events, items, metrics, previews, resources, search, service, settings, versions,
+};
 
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,7 +87,7 @@ pub const ROUTES: &[RouteInfo] = &[
     route("GET", "/status", Auth::None, |r| r.to(service::status)),
     route("GET", LIVEZ, Auth::None, |r| r.to(service::livez)),
     route("GET", READYZ, Auth::None, |r| r.to(service::readyz)),
-    route("GET", METRICS, Auth::None, |r| r.to(crate::metrics::scrape_with_token)),
+    route("GET", METRICS, Auth::None, |r| r.to(metrics::scrape_with_token)),
     route("GET", "/cms/", Auth::Required, |r| r.to(service::describe)),
     route("GET", "/cms/openapi.json", Auth::None, |r| r.to(service::openapi_json)),
     route("GET", "/cms/collections", Auth::Optional, |r| r.to(service::collections)),

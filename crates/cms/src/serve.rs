@@ -134,10 +134,11 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         say(format_args!("{storage}"));
         if let Some(address) = &open.config.metrics.listen {
             // An address of their own, without a key (keep it off the public network).
-            let metrics = HttpServer::new(move || cms_http::metrics::metrics_app(metrics_state.clone()))
-                .workers(1)
-                .bind(address)
-                .with_context(|| format!("cannot listen on {address} (metrics.listen in cms.yaml)"))?;
+            let metrics =
+                HttpServer::new(move || cms_http::handlers::metrics::metrics_app(metrics_state.clone()))
+                    .workers(1)
+                    .bind(address)
+                    .with_context(|| format!("cannot listen on {address} (metrics.listen in cms.yaml)"))?;
             for address in metrics.addrs() {
                 say(format_args!("metrics on http://{address}/metrics"));
             }

@@ -3,6 +3,7 @@ pub mod events;
 pub mod files;
 pub mod items;
 pub mod media;
+pub mod metrics;
 pub mod previews;
 pub mod resources;
 pub mod search;

@@ -24,15 +24,17 @@ struct Asked {
 }
 
 impl Asked {
-    /// The filter they make for a reader who may (or may not) read drafts.
+    /// The filter they make for a reader who may (or may not) read drafts. An empty
+    /// value filters nothing, as a missing one.
     fn filter(&self, state: &AppState, sees_drafts: bool, shape: Shape) -> Result<EventFilter, ApiError> {
         let cms = &state.cms;
-        let collection = match &self.collection {
-            Some(slug) => Some(cms.collection(slug).map_err(|e| ApiError::from_core(e, shape))?.index),
+        let given = |value: &Option<String>| value.clone().filter(|v| !v.trim().is_empty());
+        let collection = match given(&self.collection) {
+            Some(slug) => Some(cms.collection(&slug).map_err(|e| ApiError::from_core(e, shape))?.index),
             None => None,
         };
-        let kinds = match &self.events {
-            Some(text) => EventFilter::parse_kinds(text).map_err(|e| ApiError::from_core(e, shape))?,
+        let kinds = match given(&self.events) {
+            Some(text) => EventFilter::parse_kinds(&text).map_err(|e| ApiError::from_core(e, shape))?,
             None => Vec::new(),
         };
         let slug = self.slug.clone().filter(|slug| !slug.is_empty());

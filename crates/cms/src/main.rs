@@ -4,15 +4,18 @@
 mod admin;
 mod allocator;
 mod backend;
+mod backup;
 mod check;
 mod events;
 mod init;
 mod logging;
 mod password;
+mod progress;
 mod schedule;
 mod schema;
 mod serve;
 mod site;
+mod site_files;
 mod storage;
 
 use std::path::PathBuf;
@@ -90,6 +93,21 @@ enum Command {
     /// The content models of the site's collections, for code generators.
     #[command(subcommand)]
     Schema(schema::SchemaCommand),
+    /// Write a site (folder or bucket) into one archive with a checksum manifest, while
+    /// its server runs; `cms backup verify FILE` checks an archive. The editor's sessions
+    /// and each node's caches stay out.
+    #[command(
+        after_help = "Examples:\n  cms backup --site /srv/my-site --to /var/backups/cms/site-$(date +%F).tar.gz\n  \
+                            cms backup verify /var/backups/cms/site-2026-11-29.tar.gz"
+    )]
+    Backup(backup::BackupArgs),
+    /// Restore an archive of `cms backup` into a new or empty folder, or an empty bucket
+    /// prefix; a damaged archive is refused and writes nothing (no --site needed).
+    #[command(
+        after_help = "Examples:\n  cms restore /var/backups/cms/site-2026-11-29.tar.gz --to /srv/restored\n  \
+                            cms restore site.tar.gz --to s3://my-bucket/sites/blog --endpoint http://127.0.0.1:8333"
+    )]
+    Restore(backup::RestoreArgs),
     /// Move a site between a folder and an S3 bucket (no --site needed).
     #[command(subcommand)]
     Storage(storage::StorageCommand),
@@ -136,7 +154,12 @@ fn main() -> ExitCode {
         Some(Command::Admin(command)) => {
             site::Site::for_command(cli.site).and_then(|site| admin::run(&site, command))
         }
+        Some(Command::Backup(args)) if args.needs_site() => {
+            site::Site::for_command(cli.site).and_then(|site| backup::run(Some(&site), args))
+        }
+        Some(Command::Backup(args)) => backup::run(None, args),
         // Names its folder and bucket itself.
+        Some(Command::Restore(args)) => backup::restore(args),
         Some(Command::Storage(command)) => storage::run(command),
     };
     if let Some(log) = log {

@@ -3,20 +3,18 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{IsTerminal, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
-use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use cms_fs::atomic;
 use cms_s3::{S3Site, S3StorageConfig};
+use ring::digest;
 
 use crate::backend::Backend;
-use indicatif::{ProgressBar, ProgressStyle};
-use ring::digest;
+use crate::progress::{Progress, in_parallel};
+use crate::site_files::{bucket_keys, check_key, folder_files, target_path};
 
 #[derive(Subcommand)]
 pub enum StorageCommand {
@@ -91,25 +89,44 @@ enum Side {
 impl Side {
     /// `s3://BUCKET/PREFIX` (with `--endpoint` and `--region`), else a folder path.
     fn parse(flag: &str, value: &str, args: &CopyArgs) -> anyhow::Result<Self> {
-        let Some(rest) = value.strip_prefix("s3://") else { return Ok(Self::Folder(value.into())) };
-        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-        if bucket.is_empty() {
-            bail!("{flag} {value:?} names no bucket; write s3://BUCKET or s3://BUCKET/PREFIX");
+        match bucket_url(flag, value, args.endpoint.as_deref(), args.region.as_deref())? {
+            Some(config) => Ok(Self::Bucket(config)),
+            None => Ok(Self::Folder(value.into())),
         }
-        let config = s3_config(bucket, prefix, args).with_context(|| format!("{flag} {value}"))?;
-        Ok(Self::Bucket(config))
     }
+}
+
+/// The bucket `value` names as `s3://BUCKET/PREFIX` (with the `--endpoint` and `--region`
+/// given), or `None` for a folder path; `flag` names the argument in errors.
+pub fn bucket_url(
+    flag: &str,
+    value: &str,
+    endpoint: Option<&str>,
+    region: Option<&str>,
+) -> anyhow::Result<Option<S3StorageConfig>> {
+    let Some(rest) = value.strip_prefix("s3://") else { return Ok(None) };
+    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    if bucket.is_empty() {
+        bail!("{flag} {value:?} names no bucket; write s3://BUCKET or s3://BUCKET/PREFIX");
+    }
+    let config = s3_config(bucket, prefix, endpoint, region).with_context(|| format!("{flag} {value}"))?;
+    Ok(Some(config))
 }
 
 /// The settings as `storage:` in cms.yaml would give them, through the same checks (they
 /// belong to the cms.yaml schema, so the settings go through a minimal one).
-fn s3_config(bucket: &str, prefix: &str, args: &CopyArgs) -> anyhow::Result<S3StorageConfig> {
+fn s3_config(
+    bucket: &str,
+    prefix: &str,
+    endpoint: Option<&str>,
+    region: Option<&str>,
+) -> anyhow::Result<S3StorageConfig> {
     let mut storage = serde_json::json!({ "kind": "s3", "bucket": bucket, "prefix": prefix });
-    if let Some(endpoint) = &args.endpoint {
-        storage["endpoint"] = endpoint.as_str().into();
+    if let Some(endpoint) = endpoint {
+        storage["endpoint"] = endpoint.into();
     }
-    if let Some(region) = &args.region {
-        storage["region"] = region.as_str().into();
+    if let Some(region) = region {
+        storage["region"] = region.into();
     }
     // JSON is YAML.
     let text = serde_json::json!({
@@ -122,50 +139,8 @@ fn s3_config(bucket: &str, prefix: &str, args: &CopyArgs) -> anyhow::Result<S3St
     }
 }
 
-fn connect(config: &S3StorageConfig) -> anyhow::Result<S3Site> {
+pub fn connect(config: &S3StorageConfig) -> anyhow::Result<S3Site> {
     Ok(S3Site::connect(config, None)?)
-}
-
-/// Whether a site-relative path is a node's own cache or staging, never copied: index
-/// snapshots, image variants, upload staging, the webhook outbox, the bucket's change
-/// journal, and the `.cms-tmp-*` files atomic writes stage.
-fn is_node_local(key: &str) -> bool {
-    const CACHE_FOLDERS: [&str; 4] = [".cms/index/", ".cms/variants/", ".cms/uploads/", ".cms/changes/"];
-    key == ".cms/webhook-outbox.log"
-        || CACHE_FOLDERS.iter().any(|folder| key.starts_with(folder))
-        || key.rsplit('/').next().is_some_and(|name| name.starts_with(".cms-tmp-"))
-}
-
-/// The regular files of a folder by site-relative key (`/`-separated), less the node-local
-/// ones; what is skipped (symlinks, never followed; sockets...) is returned too.
-fn folder_files(root: &Path) -> anyhow::Result<(BTreeMap<String, PathBuf>, Vec<String>)> {
-    let (mut files, mut skipped) = (BTreeMap::new(), Vec::new());
-    let mut folders = vec![(root.to_path_buf(), String::new())];
-    while let Some((folder, key_prefix)) = folders.pop() {
-        let entries = fs::read_dir(&folder).with_context(|| format!("reading {}", folder.display()))?;
-        for entry in entries {
-            let entry = entry.with_context(|| format!("reading {}", folder.display()))?;
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else {
-                bail!("{}: the file name is not UTF-8, which a bucket key must be", entry.path().display());
-            };
-            let key = format!("{key_prefix}{name}");
-            let kind = entry.file_type().with_context(|| format!("reading {}", entry.path().display()))?;
-            if kind.is_dir() {
-                if !is_node_local(&format!("{key}/")) {
-                    folders.push((entry.path(), format!("{key}/")));
-                }
-            } else if is_node_local(&key) {
-            } else if kind.is_file() {
-                files.insert(key, entry.path());
-            } else {
-                let what =
-                    if kind.is_symlink() { "a symlink (never followed)" } else { "not a regular file" };
-                skipped.push(format!("{key}: {what}"));
-            }
-        }
-    }
-    Ok((files, skipped))
 }
 
 fn upload(folder: &Path, site: &S3Site, overwrite: bool) -> anyhow::Result<Copied> {
@@ -239,41 +214,6 @@ struct Copied {
     skipped: usize,
 }
 
-/// The site's keys in the bucket (as file names), less the node-local ones.
-fn bucket_keys(site: &S3Site) -> anyhow::Result<Vec<String>> {
-    let mut keys = Vec::new();
-    for object in site.list_objects_blocking()? {
-        if !is_node_local(&object.key) {
-            keys.push(object.key);
-        }
-    }
-    Ok(keys)
-}
-
-/// Refuses a key that would land outside the target folder.
-fn check_key(key: &str) -> anyhow::Result<()> {
-    if key.starts_with('/') || key.split('/').any(|part| matches!(part, "" | "." | "..")) {
-        bail!(
-            "bucket key {key:?} would land outside the target folder (absolute, `..`, `.` or an empty part); nothing was copied"
-        );
-    }
-    Ok(())
-}
-
-/// Where a checked key goes; a symlinked folder on the way (in a folder copied into with
-/// --overwrite) would lead outside, so it is refused.
-fn target_path(folder: &Path, key: &str) -> anyhow::Result<PathBuf> {
-    let mut path = folder.to_path_buf();
-    let parts: Vec<&str> = key.split('/').collect();
-    for part in &parts[..parts.len() - 1] {
-        path.push(part);
-        if fs::symlink_metadata(&path).is_ok_and(|meta| meta.file_type().is_symlink()) {
-            bail!("{} is a symlink; refusing to write {key} through it", path.display());
-        }
-    }
-    Ok(path.join(parts[parts.len() - 1]))
-}
-
 /// Size and SHA-256 of each file, by key.
 type Summary = BTreeMap<String, (u64, Vec<u8>)>;
 
@@ -323,104 +263,6 @@ fn check_same(folder: &Path, site: &S3Site, copied: Copied) -> anyhow::Result<()
     Ok(())
 }
 
-/// Requests to the bucket in flight at once: a copy of many small files waits on round
-/// trips, not on bandwidth.
-const IN_FLIGHT: usize = 8;
-
-/// `each` of `items` on [`IN_FLIGHT`] threads, counted by `progress`; the results in the
-/// order of `items`, or the first error (the others stop taking new items).
-fn in_parallel<T: Sync, R: Send>(
-    items: &[T],
-    progress: &Progress,
-    each: impl Fn(&T) -> anyhow::Result<R> + Sync,
-) -> anyhow::Result<Vec<R>> {
-    let next = AtomicUsize::new(0);
-    let failed = AtomicBool::new(false);
-    let results: Vec<Mutex<Option<anyhow::Result<R>>>> = items.iter().map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..IN_FLIGHT.min(items.len()) {
-            scope.spawn(|| {
-                while !failed.load(Ordering::Relaxed) {
-                    let at = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(item) = items.get(at) else { return };
-                    let result = each(item);
-                    failed.fetch_or(result.is_err(), Ordering::Relaxed);
-                    *results[at].lock().unwrap_or_else(PoisonError::into_inner) = Some(result);
-                    progress.advance();
-                }
-            });
-        }
-    });
-    let mut all = Vec::with_capacity(items.len());
-    // Items are taken in order, so the first not taken comes after every one taken,
-    // the failed one included.
-    for result in results {
-        let Some(result) = result.into_inner().unwrap_or_else(PoisonError::into_inner) else { break };
-        all.push(result?);
-    }
-    anyhow::ensure!(all.len() == items.len(), "stopped after an error");
-    Ok(all)
-}
-
-/// How a long copy shows it is moving: a bar on a terminal (standard error), else a line
-/// each time another tenth of the files is done (so a log shows it without flooding).
-struct Progress {
-    what: String,
-    total: usize,
-    done: AtomicUsize,
-    bar: Option<ProgressBar>,
-    started: Instant,
-}
-
-impl Progress {
-    fn new(what: String, total: usize) -> Self {
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = ProgressBar::new(total as u64);
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{msg}: {bar:30} {pos}/{len} files, {elapsed} (about {eta} left)",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-            );
-            bar.set_message(what.clone());
-            bar
-        });
-        Self { what, total, done: AtomicUsize::new(0), bar, started: Instant::now() }
-    }
-
-    fn advance(&self) {
-        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
-        match &self.bar {
-            Some(bar) => bar.inc(1),
-            None => {
-                // Crossing a tenth of the total (every file of a small copy).
-                let tenth = self.total.div_ceil(10).max(1);
-                if done.is_multiple_of(tenth) && done < self.total {
-                    eprintln!(
-                        "{}: {done} of {} files, {} s",
-                        self.what,
-                        self.total,
-                        self.started.elapsed().as_secs()
-                    );
-                }
-            }
-        }
-    }
-
-    fn finish(&self) {
-        match &self.bar {
-            Some(bar) => bar.finish(),
-            None => eprintln!(
-                "{}: {} of {} files, {} s",
-                self.what,
-                self.done.load(Ordering::Relaxed),
-                self.total,
-                self.started.elapsed().as_secs()
-            ),
-        }
-    }
-}
-
 fn hash_file(path: &Path) -> anyhow::Result<(u64, Vec<u8>)> {
     let unreadable = || format!("reading {}", path.display());
     let mut file = fs::File::open(path).with_context(unreadable)?;
@@ -433,37 +275,5 @@ fn hash_file(path: &Path) -> anyhow::Result<(u64, Vec<u8>)> {
         }
         context.update(&buffer[..read]);
         size += read as u64;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn node_local_files_are_not_copied() {
-        for key in [
-            ".cms/index/a.bin",
-            ".cms/variants/x/1.webp",
-            ".cms/uploads/u",
-            ".cms/changes/1",
-            ".cms/webhook-outbox.log",
-            "content/posts/.cms-tmp-abc",
-        ] {
-            assert!(is_node_local(key), "{key}");
-        }
-        for key in ["cms.yaml", ".cms/users.yaml", ".cms/versions/posts/a", "content/index/a.md"] {
-            assert!(!is_node_local(key), "{key}");
-        }
-    }
-
-    #[test]
-    fn keys_that_would_leave_the_target_are_refused() {
-        for key in ["../escaped.md", "posts/../../x", "/etc/passwd", "a//b", "./a", "a/."] {
-            assert!(check_key(key).is_err(), "{key}");
-        }
-        for key in ["cms.yaml", "media/a..b.png", "content/posts/%2E%2E.md", ".cms/users.yaml"] {
-            assert!(check_key(key).is_ok(), "{key}");
-        }
     }
 }

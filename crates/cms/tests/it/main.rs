@@ -9,6 +9,7 @@ mod admin_live;
 mod admin_model;
 mod admin_sessions;
 mod admin_writing;
+mod backup;
 mod caching;
 mod changes;
 mod cli;

@@ -18,15 +18,15 @@ use crate::{BIN, DEMO, Server, stdout};
 /// The bound the issue sets on a write reaching every node.
 const VISIBLE_WITHIN: Duration = Duration::from_secs(2);
 
-struct BucketSite {
-    storage: S3StorageConfig,
+pub struct BucketSite {
+    pub storage: S3StorageConfig,
     /// One folder per node: `cms.yaml` with `storage: s3`.
-    nodes: Vec<TempDir>,
+    pub nodes: Vec<TempDir>,
 }
 
 /// The demo site in a fresh bucket prefix, and `count` node folders for it; `None` (the
 /// test skips) without an S3 server outside CI.
-fn bucket_site(count: usize) -> Option<BucketSite> {
+pub fn bucket_site(count: usize) -> Option<BucketSite> {
     let storage = cms_s3::testing::fresh_bucket()?;
     let bucket = S3Site::connect(&storage, Some(cms_s3::testing::credentials())).unwrap();
     upload_tree(&bucket, Path::new(DEMO), "");
@@ -61,7 +61,7 @@ fn upload_tree(bucket: &S3Site, dir: &Path, prefix: &str) {
 
 /// `command` with the test server's credentials in its environment, as an operator
 /// would give them.
-fn with_credentials(command: &mut Command) -> &mut Command {
+pub fn with_credentials(command: &mut Command) -> &mut Command {
     let credentials = cms_s3::testing::credentials();
     command
         .env("AWS_ACCESS_KEY_ID", credentials.access_key_id)
@@ -71,13 +71,13 @@ fn with_credentials(command: &mut Command) -> &mut Command {
 }
 
 /// `cms --site <node> <args>` against the bucket.
-fn cms(node: &Path, args: &[&str]) -> Output {
+pub fn cms(node: &Path, args: &[&str]) -> Output {
     let output = with_credentials(Command::new(BIN).arg("--site").arg(node).args(args)).output().unwrap();
     assert!(output.status.success(), "cms {args:?}: {}", String::from_utf8_lossy(&output.stderr));
     output
 }
 
-fn serve(node: &Path) -> Server {
+pub fn serve(node: &Path) -> Server {
     let mut command = Command::new(BIN);
     command.args(["serve", "--listen", "127.0.0.1:0", "--site"]).arg(node);
     with_credentials(&mut command);

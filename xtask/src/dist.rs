@@ -7,6 +7,7 @@
 //!   cms                      the binary (stripped)
 //!   LICENSE  README.md  docs/
 //!   systemd/cms.service      copy to /etc/systemd/system/, adjust the paths
+//!   kubernetes/              a bucket site on several nodes: kubectl apply -k kubernetes/
 //!   demo-site/               a site to try: cms serve --site demo-site
 //! ```
 
@@ -17,7 +18,8 @@ use anyhow::{Context, bail};
 
 pub const USAGE: &str = "usage: cargo xtask dist [--binary PATH]
   builds cms in release mode (or takes the binary at PATH) and packs it with LICENSE,
-  README.md, docs/, the systemd unit of dist/ and the demo site into target/dist/";
+  README.md, docs/, the systemd unit and Kubernetes manifests of dist/ and the demo site
+  into target/dist/";
 
 pub fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let binary = match args {
@@ -70,6 +72,7 @@ pub fn pack(root: &Path, binary: &Path, out: &Path) -> anyhow::Result<PathBuf> {
     std::fs::copy(root.join("dist/cms.service"), stage.join("systemd/cms.service"))
         .context("copying dist/cms.service")?;
     copy_tree(&root.join("docs"), &stage.join("docs"))?;
+    copy_tree(&root.join("dist/kubernetes"), &stage.join("kubernetes"))?;
     copy_tree(&root.join("fixtures/demo-site"), &stage.join("demo-site"))?;
     let tarball = out.join(format!("{name}.tar.gz"));
     run_tool(
@@ -129,9 +132,15 @@ mod tests {
         let listing = String::from_utf8(listing.stdout).unwrap();
         let name = tarball.file_name().unwrap().to_str().unwrap().trim_end_matches(".tar.gz");
         assert!(name.starts_with("cms-") && name.ends_with("-linux"), "{name}");
-        for file in
-            ["cms", "LICENSE", "README.md", "docs/deploying.md", "systemd/cms.service", "demo-site/cms.yaml"]
-        {
+        for file in [
+            "cms",
+            "LICENSE",
+            "README.md",
+            "docs/deploying.md",
+            "systemd/cms.service",
+            "kubernetes/deployment.yaml",
+            "demo-site/cms.yaml",
+        ] {
             assert!(listing.lines().any(|line| line == format!("{name}/{file}")), "{file} in {listing}");
         }
         assert!(!scratch.path().join(name).exists(), "the staging folder is removed");

@@ -34,15 +34,24 @@ struct Venv {
 
 const VENVS: [Venv; 3] = [
     // The feed validator (crates/cms-http/tests/it/validators.rs), the official MCP SDK
-    // (crates/cms/tests/it/mcp.rs), Standard Webhooks (crates/cms/tests/it/retries.rs) and
+    // (crates/cms/tests/it/mcp.rs), Standard Webhooks (crates/cms/tests/it/retries.rs),
     // httpx with httpx-sse, a Server-Sent Events client (crates/cms/tests/it/events_clients.rs;
-    // httpx-sse declares no dependency but imports httpx, which the mcp SDK no longer uses).
+    // httpx-sse declares no dependency but imports httpx, which the mcp SDK no longer uses)
+    // and kubernetes-validate, the API's schemas for dist/kubernetes/ (crates/cms/tests/it/dist.rs).
     Venv {
         folder: "target/validators-venv",
-        packages: &["feedparser", "mcp>=2.3,<3", "standardwebhooks", "jsonschema", "httpx", "httpx-sse"],
+        packages: &[
+            "feedparser",
+            "mcp>=2.3,<3",
+            "standardwebhooks",
+            "jsonschema",
+            "httpx",
+            "httpx-sse",
+            "kubernetes-validate",
+        ],
         check: &[
             "-c",
-            "import feedparser, mcp.client.streamable_http, standardwebhooks, jsonschema, httpx, httpx_sse",
+            "import feedparser, mcp.client.streamable_http, standardwebhooks, jsonschema, httpx, httpx_sse, kubernetes_validate",
         ],
         variable: "CMS_PYTHON",
         named: "bin/python",
@@ -82,13 +91,15 @@ const AXE: &str = "axe-core@4.10.3";
 const EVENTSOURCE: &str = "eventsource@3.0.7";
 
 /// Debian packages some checks use, by the command that shows they are there.
-const DEBIAN_TOOLS: [(&str, &str); 5] = [
+const DEBIAN_TOOLS: [(&str, &str); 6] = [
     ("xmllint", "libxml2-utils"),
     ("chromium", "chromium"),
     ("chromedriver", "chromium-driver"),
     ("curl", "curl"),
     // promtool checks the metrics' text; the Prometheus server scrapes them.
     ("promtool", "prometheus"),
+    // systemd-analyze verifies dist/cms.service.
+    ("systemd-analyze", "systemd"),
 ];
 
 /// Where the tests record their skips.

@@ -122,6 +122,11 @@ pub async fn cors_and_license(
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(header::HeaderName::from_static(REQUEST_ID), value);
     }
+    // Told to stop: the client's next request goes on a new connection, to a server
+    // that is not stopping (`server.drain_secs`).
+    if state::of(response.request()).cms.is_draining() {
+        response.response_mut().head_mut().set_connection_type(actix_web::http::ConnectionType::Close);
+    }
     metrics.answered(&method, &response, started.elapsed());
     Ok(response)
 }

@@ -17,6 +17,7 @@ mod serve;
 mod site;
 mod site_files;
 mod storage;
+mod systemd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

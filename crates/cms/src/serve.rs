@@ -3,8 +3,8 @@
 //! (`cms_http::warmup` answers `503` meanwhile; the count is logged every second); then
 //! the search indexes are built in the background and the single items' answers made
 //! ahead into an `FsRenderCache`. Index snapshots are saved after start-up, every minute
-//! when an index moved, and at the stop; a graceful stop then finishes pending webhook
-//! deliveries.
+//! when an index moved, and at the stop. Told to stop, the server drains first
+//! ([`stop_on_signal`]); a graceful stop then finishes pending webhook deliveries.
 
 use std::future::Future;
 use std::io::Write;
@@ -38,8 +38,8 @@ const CLIENT_DISCONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// gone when it stops): about 250,000 items of 2 KB of Markdown.
 const ANSWERS_BYTES: u64 = 1 << 30;
 
-/// Serves the REST API until SIGINT/SIGTERM; in-flight requests finish first, then pending
-/// webhook deliveries.
+/// Serves the REST API until SIGINT/SIGTERM ([`stop_on_signal`]); in-flight requests
+/// finish first, then pending webhook deliveries.
 pub fn run(site: Site, listen: &str) -> anyhow::Result<()> {
     let open = site.open(crate::site::Purpose::Serve)?;
     let served = serve(&site, &open, listen);
@@ -120,6 +120,9 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
         .on_connect(deadlines.watch_connections())
         .max_connections(open.config.server.max_connections)
         .worker_max_blocking_threads(BLOCKING_THREADS_PER_WORKER)
+        // SIGINT and SIGTERM are this server's own ([`stop_on_signal`]): it drains first.
+        .disable_signals()
+        .shutdown_timeout(open.config.server.stop_timeout_secs)
         .bind(listen)
         .with_context(|| format!("cannot listen on {listen}"))?;
         // The loopback names on these ports, and a specific address, are this server's.
@@ -132,20 +135,28 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
             say(format_args!("web editor: http://{address}/admin/"));
         }
         say(format_args!("{storage}"));
+        let mut handles = Vec::new();
         if let Some(address) = &open.config.metrics.listen {
             // An address of their own, without a key (keep it off the public network).
             let metrics =
                 HttpServer::new(move || cms_http::handlers::metrics::metrics_app(metrics_state.clone()))
                     .workers(1)
+                    .disable_signals()
                     .bind(address)
                     .with_context(|| format!("cannot listen on {address} (metrics.listen in cms.yaml)"))?;
             for address in metrics.addrs() {
                 say(format_args!("metrics on http://{address}/metrics"));
             }
-            actix_web::rt::spawn(metrics.run());
+            let metrics = metrics.run();
+            handles.push(metrics.handle());
+            actix_web::rt::spawn(metrics);
         }
-        let mut running = actix_web::rt::spawn(server.run());
-        end_streams_on_stop(cms.clone());
+        let server = server.run();
+        handles.insert(0, server.handle());
+        let mut running = actix_web::rt::spawn(server);
+        let drain = Duration::from_secs(open.config.server.drain_secs);
+        stop_on_signal(cms.clone(), handles, drain);
+        crate::systemd::keep_watchdog();
         tokio::select! {
             (items, took) = async {
                 hold_indexing_for_tests().await;
@@ -169,6 +180,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
             say(format_args!("{password}"));
         }
         say(format_args!("ready (Ctrl-C stops the server)"));
+        crate::systemd::ready("serving");
         let served = served_result(running.await);
         crate::schedule::stop(&cms);
         // The last events get their ids before the webhooks' last deliveries.
@@ -207,33 +219,60 @@ fn keep_event_log(cms: Arc<Cms>, poll: Option<Duration>) {
     });
 }
 
-/// Ends the live event streams as soon as the server is told to stop (SIGINT, SIGTERM),
-/// so that the graceful stop does not wait for them: their clients reconnect, to another
-/// server or to this one once it is back, and resume.
-fn end_streams_on_stop(cms: Arc<Cms>) {
+/// Stops the server when it is told to (SIGINT, SIGTERM), without dropping a request:
+/// `/readyz` answers 503 and every answer closes its connection from then on; the live
+/// event streams end at once (their clients reconnect, to another server or to this one
+/// once it is back, and resume); for `drain` (`server.drain_secs`) the server goes on
+/// serving, so that load balancers see it leave and move its clients; then it stops taking
+/// connections and gives the requests in flight `server.stop_timeout_secs` to finish. A
+/// second signal ends the drain at once, a third the wait for the requests in flight.
+fn stop_on_signal(cms: Arc<Cms>, servers: Vec<actix_web::dev::ServerHandle>, drain: Duration) {
     actix_web::rt::spawn(async move {
-        let interrupt = tokio::signal::ctrl_c();
-        #[cfg(unix)]
-        {
-            let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            {
-                Ok(terminate) => terminate,
-                Err(error) => {
-                    tracing::warn!(%error, "cannot watch for SIGTERM; event streams end with the server");
-                    return;
-                }
-            };
-            tokio::select! {
-                _ = interrupt => {}
-                _ = terminate.recv() => {}
-            }
+        if let Err(error) = told_to_stop().await {
+            tracing::warn!(%error, "cannot watch for SIGINT and SIGTERM; stop the server with SIGKILL");
+            return;
         }
-        #[cfg(not(unix))]
-        let _ = interrupt.await;
-        // `/readyz` answers 503 from now on, on the connections still open.
         cms.upkeep().begin_draining();
         cms.event_log().close();
+        crate::systemd::stopping("draining");
+        if !drain.is_zero() {
+            tracing::info!(seconds = drain.as_secs(), "told to stop: draining, then stopping");
+            tokio::select! {
+                () = actix_web::rt::time::sleep(drain) => {}
+                _ = told_to_stop() => tracing::info!("told again: stopping now"),
+            }
+        }
+        crate::systemd::status("finishing the requests in flight");
+        let graceful = async {
+            for server in &servers {
+                server.stop(true).await;
+            }
+        };
+        tokio::select! {
+            () = graceful => {}
+            _ = told_to_stop() => {
+                tracing::info!("told again: stopping without waiting for the requests in flight");
+                for server in &servers {
+                    server.stop(false).await;
+                }
+            }
+        }
     });
+}
+
+/// Resolves at the next SIGINT or SIGTERM.
+async fn told_to_stop() -> std::io::Result<()> {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            result = interrupt => result,
+            _ = terminate.recv() => Ok(()),
+        }
+    }
+    #[cfg(not(unix))]
+    interrupt.await
 }
 
 /// Builds the search indexes in the background, so that the first search does not wait
@@ -292,6 +331,10 @@ async fn build_index(
         loop {
             actix_web::rt::time::sleep(PROGRESS_EVERY).await;
             if let Some(progress) = cms.indexing() {
+                crate::systemd::status(&format!(
+                    "indexing: {} of {} item files found so far",
+                    progress.indexed, progress.found
+                ));
                 tracing::info!(
                     indexed = progress.indexed,
                     found = progress.found,

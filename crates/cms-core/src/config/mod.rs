@@ -99,6 +99,19 @@ pub struct ServerConfig {
     #[serde(default = "default_keep_alive_secs")]
     #[schemars(range(min = 1, max = 3600))]
     pub keep_alive_secs: u64,
+    /// Seconds a server told to stop (SIGTERM, Ctrl-C) keeps serving before it stops
+    /// taking connections: `/readyz` answers 503 and every answer closes its connection,
+    /// so that load balancers move the clients elsewhere first. 0 (the default) stops at
+    /// once; behind a load balancer, its health check interval times the failures it
+    /// needs.
+    #[serde(default)]
+    #[schemars(range(max = 300))]
+    pub drain_secs: u64,
+    /// Seconds the requests in flight (and uploads) then have to finish before their
+    /// connections are closed.
+    #[serde(default = "default_stop_timeout_secs")]
+    #[schemars(range(min = 1, max = 3600))]
+    pub stop_timeout_secs: u64,
 }
 
 impl Default for ServerConfig {
@@ -111,6 +124,8 @@ impl Default for ServerConfig {
             max_connections: default_max_connections(),
             public_max_age_secs: 0,
             keep_alive_secs: default_keep_alive_secs(),
+            drain_secs: 0,
+            stop_timeout_secs: default_stop_timeout_secs(),
         }
     }
 }
@@ -126,6 +141,9 @@ fn default_max_connections() -> usize {
 }
 fn default_keep_alive_secs() -> u64 {
     5
+}
+fn default_stop_timeout_secs() -> u64 {
+    30
 }
 
 /// `signin:` in `cms.yaml`: how many wrong passwords an account or an address may send.
@@ -804,6 +822,8 @@ impl ServerConfig {
         check_range("server.max_connections", self.max_connections, 1..=100_000)?;
         check_range("server.public_max_age_secs", self.public_max_age_secs, 0..=86_400)?;
         check_range("server.keep_alive_secs", self.keep_alive_secs, 1..=3600)?;
+        check_range("server.drain_secs", self.drain_secs, 0..=300)?;
+        check_range("server.stop_timeout_secs", self.stop_timeout_secs, 1..=3600)?;
         for (i, host) in self.allowed_hosts.iter().enumerate() {
             if !crate::host_policy::is_authority(host) {
                 return Err(ConfigError::Invalid(format!(

@@ -41,6 +41,14 @@ pub(super) struct Health {
 }
 
 impl Cms {
+    /// Whether this server was told to stop ([`Upkeep::begin_draining`]): its answers
+    /// close their connections, so that clients reconnect elsewhere. One atomic load.
+    ///
+    /// [`Upkeep::begin_draining`]: crate::service::Upkeep::begin_draining
+    pub fn is_draining(&self) -> bool {
+        self.health.draining.load(Ordering::Acquire)
+    }
+
     /// See the module doc. The store is probed with a read of the license (a small object
     /// every backend keeps), at most once a second.
     pub async fn readiness(&self) -> Readiness {

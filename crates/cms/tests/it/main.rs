@@ -14,6 +14,7 @@ mod caching;
 mod changes;
 mod cli;
 mod discovery;
+mod dist;
 mod events;
 mod events_clients;
 mod events_hostile;
@@ -28,6 +29,7 @@ mod nodes_webhooks;
 mod policy;
 mod previews;
 mod resources;
+mod restarts;
 mod retries;
 mod schedule;
 mod server;
@@ -38,7 +40,7 @@ mod webhooks;
 
 use std::fs;
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -91,6 +93,15 @@ pub fn user_with_key(site: &Path, email: &str, role: &str) -> String {
     let output = cms(site, &["keys", "create", "--user", email]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     stdout(&output).lines().last().unwrap().to_owned()
+}
+
+/// A command the validators' venv installs (`cargo xtask test`), else the one on the
+/// PATH; `None` when neither runs.
+pub fn python_venv_tool(name: &str) -> Option<PathBuf> {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/validators-venv/bin").join(name);
+    [venv, PathBuf::from(name)]
+        .into_iter()
+        .find(|tool| Command::new(tool).arg("--help").output().is_ok_and(|output| output.status.success()))
 }
 
 /// How long a change made behind the server's back may take to show: the change feed

@@ -91,7 +91,11 @@ async fn signed_in(req: &HttpRequest) -> AdminResult<SignedIn> {
     };
     let token = cookie.value().to_owned();
     match state.cms.resume_session(&state.sessions, &token).await? {
-        Some((principal, session)) => Ok(SignedIn { principal, session, token }),
+        Some((principal, session)) => {
+            // Who made the request, for the access log (cms-http's `log_request`).
+            req.extensions_mut().insert(principal.clone());
+            Ok(SignedIn { principal, session, token })
+        }
         None => Err(AdminError::SignInRequired { next }),
     }
 }

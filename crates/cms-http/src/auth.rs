@@ -69,6 +69,13 @@ fn presented_key(req: &HttpRequest) -> Option<String> {
     token
 }
 
+/// Keeps who made the request in its extensions, for the access log
+/// ([`crate::middleware::log_request`]); the agent endpoint's gate and the editor's
+/// sessions do the same.
+fn note_caller(req: &HttpRequest, principal: &Principal) {
+    req.extensions_mut().insert(principal.clone());
+}
+
 /// Marks a request that presented a key in its query string (see
 /// `middleware::cache_control`: its answer is private).
 #[derive(Debug, Clone, Copy)]
@@ -82,7 +89,7 @@ impl<S: ErrorShape + 'static> FromRequest for KeyUser<S> {
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let key = presented_key(req);
-        let state = state::shared(req).clone();
+        let req = req.clone();
         Box::pin(async move {
             let key = key.ok_or_else(|| {
                 ApiError::new(
@@ -91,7 +98,9 @@ impl<S: ErrorShape + 'static> FromRequest for KeyUser<S> {
                     "this route needs an API key: send Authorization: Bearer <key>",
                 )
             })?;
+            let state = state::shared(&req);
             let principal = state.run(S::SHAPE, state.cms.authenticate(&key)).await?;
+            note_caller(&req, &principal);
             Ok(Self { principal, _shape: PhantomData })
         })
     }
@@ -103,9 +112,11 @@ impl FromRequest for Reader {
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         if let Some(key) = presented_key(req) {
-            let state = state::shared(req).clone();
+            let req = req.clone();
             return Either::Right(Box::pin(async move {
+                let state = state::shared(&req);
                 let principal = state.run(Shape::Envelope, state.cms.authenticate(&key)).await?;
+                note_caller(&req, &principal);
                 Ok(Self { viewer: Viewer::Key(principal) })
             }));
         }

@@ -47,7 +47,8 @@ pub fn log_enabled() -> bool {
 /// that level is off; `RUST_LOG=info,cms::access=off` turns the lines off alone). The
 /// query string is left out: it may carry `token=`, and so is a preview link's token
 /// (see [`logged_path`]). The request's id is the one [`cors_and_license`] put on the
-/// answer.
+/// answer; the caller is the key's id, or the editor session's user (the `Principal`
+/// authentication left in the request's extensions), never a secret.
 pub async fn log_request(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -64,6 +65,12 @@ pub async fn log_request(
     // The route template, never the raw path (which may name anything): `None` for the
     // editor, the agent endpoint and files, whose paths are their own.
     let route = crate::router::route_of(response.request().match_info().as_str());
+    // Who asked: a key by its id (never the key), an editor session by its user.
+    let extensions = response.request().extensions();
+    let caller = extensions.get::<cms_core::service::Principal>();
+    let key_id = caller.filter(|p| p.key_id != cms_core::service::SESSION_KEY_ID).map(|p| p.key_id.as_str());
+    let user =
+        caller.filter(|p| p.key_id == cms_core::service::SESSION_KEY_ID).map(|p| p.user.email.as_str());
     tracing::info!(
         target: "cms::access",
         %method,
@@ -72,8 +79,11 @@ pub async fn log_request(
         status = response.status().as_u16(),
         ms = started.elapsed().as_millis() as u64,
         request_id = id,
+        key_id,
+        user,
         "request"
     );
+    drop(extensions);
     Ok(response)
 }
 

@@ -113,9 +113,17 @@ impl<'a> Tab<'a> {
     }
 
     pub(crate) fn get(&mut self, path: &str) -> Answer {
+        self.get_with(path, &[])
+    }
+
+    /// [`Self::get`] with more headers.
+    pub(crate) fn get_with(&mut self, path: &str, extra: &[(&str, &str)]) -> Answer {
         let mut req = self.agent.get(format!("{}{path}", self.server.base));
         if !self.cookies.is_empty() {
             req = req.header("Cookie", self.cookie_header());
+        }
+        for (name, value) in extra {
+            req = req.header(*name, *value);
         }
         let response = req.call();
         self.answer(response)

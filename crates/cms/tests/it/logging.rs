@@ -51,6 +51,19 @@ fn every_answer_has_a_request_id_and_json_log_lines_carry_it() {
         &[("X-Request-Id", "signin-probe")],
     );
     assert_eq!(failed.header("x-request-id"), Some("signin-probe"));
+    // The caller: a key by its id, never the key; an editor session by its user.
+    let key = crate::user_with_key(site.path(), "ed@example.com", "editor");
+    let keyed = server
+        .agent
+        .get(format!("{}{list}", server.base))
+        .header("Authorization", format!("Bearer {key}"))
+        .header("X-Request-Id", "keyed-probe")
+        .call()
+        .unwrap();
+    assert_eq!(keyed.status(), 200);
+    assert_eq!(tab.sign_in("owner@example.com", crate::admin::PASSWORD).status, 303);
+    let page = tab.get_with("/admin/", &[("X-Request-Id", "session-probe")]);
+    assert_eq!(page.status, 200);
 
     // The lines are written by the log's own thread: wait until the last request's is out.
     let lines: Vec<Value> = poll(
@@ -63,7 +76,7 @@ fn every_answer_has_a_request_id_and_json_log_lines_carry_it() {
                 .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")))
                 .collect::<Vec<Value>>()
         },
-        |lines| lines.iter().any(|line| line["request_id"] == "signin-probe"),
+        |lines| lines.iter().any(|line| line["request_id"] == "session-probe"),
     );
     let probe = lines.iter().find(|line| line["request_id"] == "probe-123").expect("the request's line");
     assert_eq!(probe["target"], "cms::access");
@@ -77,6 +90,14 @@ fn every_answer_has_a_request_id_and_json_log_lines_carry_it() {
         .expect("the sign-in's own line");
     assert_eq!(inner["span"]["request_id"], "signin-probe", "{inner}");
     assert!(!log_text_holds(&lines, "wrong"), "no password in the log");
+    assert_eq!(probe.get("key_id"), None, "an anonymous request names no caller: {probe}");
+    let keyed = lines.iter().find(|line| line["request_id"] == "keyed-probe").unwrap();
+    let key_id = keyed["key_id"].as_str().expect("the key's id");
+    assert!(key_id.starts_with("key_") && !key.contains(key_id), "{keyed}");
+    assert!(!log_text_holds(&lines, &key), "no key in the log");
+    let session = lines.iter().find(|line| line["request_id"] == "session-probe").unwrap();
+    assert_eq!(session["user"], "owner@example.com", "{session}");
+    assert_eq!(session.get("key_id"), None, "{session}");
 }
 
 fn log_text_holds(lines: &[Value], needle: &str) -> bool {

@@ -106,3 +106,10 @@ pub fn mount(cfg: &mut web::ServiceConfig, state: web::Data<AdminState>) {
             .default_service(web::to(pages::not_found)),
     );
 }
+
+/// For `/metrics`: the sign-in throttle's readings.
+impl cms_core::readings::Observed for AdminState {
+    fn readings(&self) -> Vec<cms_core::readings::Reading> {
+        self.throttle.readings(std::time::Instant::now())
+    }
+}

@@ -11,6 +11,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use cms_core::config::SigninConfig;
@@ -97,6 +98,8 @@ struct Counts {
 pub struct Throttle {
     policy: ThrottlePolicy,
     counts: Mutex<Counts>,
+    /// Sign-ins refused before their password was checked, since the start.
+    refused: AtomicU64,
 }
 
 /// A sign-in allowed to check its password, already counted as a failure; dropping it
@@ -130,7 +133,7 @@ impl Drop for Attempt<'_> {
 
 impl Throttle {
     pub fn new(policy: ThrottlePolicy) -> Self {
-        Self { policy, counts: Mutex::default() }
+        Self { policy, counts: Mutex::default(), refused: AtomicU64::new(0) }
     }
 
     /// Starts a sign-in of `account` from `address`: `Err(wait)` while either is locked or
@@ -140,13 +143,42 @@ impl Throttle {
         let mut counts = self.lock();
         let subjects = [account.clone(), address.clone()];
         if let Some(wait) = self.locked_for(&counts, &subjects, now) {
+            self.refused.fetch_add(1, Ordering::Relaxed);
             return Err(wait);
         }
         if !counts.in_flight.insert(account.clone()) {
+            self.refused.fetch_add(1, Ordering::Relaxed);
             return Err(IN_FLIGHT_WAIT);
         }
         self.count(&mut counts, &subjects, now);
         Ok(Attempt { throttle: self, account, address })
+    }
+
+    /// For `/metrics`: sign-ins refused since the start, and the accounts and addresses
+    /// locked now (a walk over the entries kept, at most `max_entries`).
+    pub fn readings(&self, now: Instant) -> Vec<cms_core::readings::Reading> {
+        use cms_core::readings::Reading;
+        let counts = self.lock();
+        let (mut accounts, mut addresses) = (0, 0);
+        for (subject, entry) in &counts.failures {
+            let locked = self.lock_for(subject, entry.count).is_some_and(|span| entry.last + span > now);
+            match subject {
+                Subject::Account(_) if locked => accounts += 1,
+                Subject::Address(_) if locked => addresses += 1,
+                _ => {}
+            }
+        }
+        let refused = self.refused.load(Ordering::Relaxed) as f64;
+        let locked = "Accounts and addresses locked out of signing in to the editor now";
+        vec![
+            Reading::counter(
+                "signin_refused",
+                "Editor sign-ins refused before their password was checked (locked, or another in flight)",
+                refused,
+            ),
+            Reading::gauge("signin_locked", locked, f64::from(accounts)).with("subject", "account"),
+            Reading::gauge("signin_locked", locked, f64::from(addresses)).with("subject", "address"),
+        ]
     }
 
     /// `Err(wait)` while any of the subjects is locked.
@@ -222,6 +254,30 @@ mod tests {
             forget_after: Duration::from_secs(100),
             max_entries: 100,
         })
+    }
+
+    #[test]
+    fn readings_count_refusals_and_locked_subjects() {
+        let t = throttle();
+        let start = Instant::now();
+        let address = || Subject::Address("192.0.2.1".into());
+        for _ in 0..2 {
+            drop(t.begin(Subject::Account("ann".into()), address(), start).unwrap());
+        }
+        assert!(t.begin(Subject::Account("ann".into()), address(), start).is_err(), "ann is locked");
+        let value = |readings: &[cms_core::readings::Reading], name: &str, subject: Option<&str>| {
+            readings
+                .iter()
+                .find(|r| r.name == name && subject.is_none_or(|s| r.labels.iter().any(|(_, v)| v == s)))
+                .unwrap()
+                .value
+        };
+        let now = t.readings(start);
+        assert_eq!(value(&now, "signin_refused", None), 1.0);
+        assert_eq!(value(&now, "signin_locked", Some("account")), 1.0);
+        assert_eq!(value(&now, "signin_locked", Some("address")), 0.0, "two of its three free failures");
+        let later = t.readings(start + Duration::from_secs(11));
+        assert_eq!(value(&later, "signin_locked", Some("account")), 0.0, "the lock ended");
     }
 
     #[test]

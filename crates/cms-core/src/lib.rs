@@ -25,6 +25,7 @@ pub mod model;
 pub mod policy;
 pub mod ports;
 pub mod query;
+pub mod readings;
 pub mod related;
 pub mod render;
 pub mod render_cache;

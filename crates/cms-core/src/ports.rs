@@ -428,6 +428,8 @@ pub struct SiteStorage {
     pub events: Arc<dyn EventStore>,
     /// Where the content lives, for the operator (`site folder: ...`, `bucket: s3://...`).
     pub description: String,
+    /// The backend's own measurements (a bucket's requests), for `/metrics`.
+    pub readings: Vec<Arc<dyn crate::readings::Observed>>,
 }
 
 /// The time, so that tests can fix it.

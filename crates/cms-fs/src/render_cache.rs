@@ -39,6 +39,10 @@ struct Inner {
     places: HashMap<u64, Place>,
     /// A failed write was reported for this file: say it once, not per item.
     reported: bool,
+    /// Lookups that found their record, and that did not (counted under the lock the
+    /// lookup takes anyway).
+    hits: u64,
+    misses: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -52,7 +56,7 @@ impl FsRenderCache {
     pub fn create_in(dir: &Path, budget: u64) -> io::Result<Self> {
         std::fs::create_dir_all(dir)?;
         let file = Arc::new(tempfile::tempfile_in(dir)?);
-        let inner = Inner { file, end: 0, places: HashMap::new(), reported: false };
+        let inner = Inner { file, end: 0, places: HashMap::new(), reported: false, hits: 0, misses: 0 };
         Ok(Self { dir: dir.to_owned(), budget, inner: Mutex::new(inner) })
     }
 
@@ -68,7 +72,16 @@ impl FsRenderCache {
         if inner.end + len > self.budget {
             match tempfile::tempfile_in(&self.dir) {
                 Ok(file) => {
-                    *inner = Inner { file: Arc::new(file), end: 0, places: HashMap::new(), reported: false }
+                    // The lookups' counts go on.
+                    let (hits, misses) = (inner.hits, inner.misses);
+                    *inner = Inner {
+                        file: Arc::new(file),
+                        end: 0,
+                        places: HashMap::new(),
+                        reported: false,
+                        hits,
+                        misses,
+                    }
                 }
                 Err(error) => {
                     report(&mut inner, &error);
@@ -89,11 +102,39 @@ fn report(inner: &mut Inner, error: &io::Error) {
     }
 }
 
+/// For `/metrics`: the kept answers of single items, as `cms-http` reports its own caches
+/// (`answer_cache_*` with `cache="items"`; the bytes are those written to the file since
+/// it last started over).
+impl cms_core::readings::Observed for FsRenderCache {
+    fn readings(&self) -> Vec<cms_core::readings::Reading> {
+        use cms_core::readings::Reading;
+        let inner = self.lock();
+        let lookups = "Kept answers looked up, by cache (lists, documents, items) and outcome";
+        vec![
+            Reading::counter("answer_cache_lookups", lookups, inner.hits as f64)
+                .with("cache", "items")
+                .with("outcome", "hit"),
+            Reading::counter("answer_cache_lookups", lookups, inner.misses as f64)
+                .with("cache", "items")
+                .with("outcome", "miss"),
+            Reading::gauge("answer_cache_bytes", "Bytes of kept answers, by cache", inner.end as f64)
+                .with("cache", "items"),
+            Reading::gauge("answer_cache_entries", "Kept answers, by cache", inner.places.len() as f64)
+                .with("cache", "items"),
+        ]
+    }
+}
+
 impl RenderCache for FsRenderCache {
     fn get(&self, key: u64) -> Option<Vec<u8>> {
         let (file, place) = {
-            let inner = self.lock();
-            (Arc::clone(&inner.file), *inner.places.get(&key)?)
+            let mut inner = self.lock();
+            let Some(place) = inner.places.get(&key).copied() else {
+                inner.misses += 1;
+                return None;
+            };
+            inner.hits += 1;
+            (Arc::clone(&inner.file), place)
         };
         let len = place.len as usize;
         let mut bytes = Vec::with_capacity(len + TRAILER as usize + ROOM);

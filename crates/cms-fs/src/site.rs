@@ -33,6 +33,7 @@ pub fn open(site: &Path) -> SiteStorage {
         sharing: Sharing::OneServer,
         events: Arc::new(FsEventStore::new(&state)),
         description: format!("site folder: {}", site.display()),
+        readings: Vec::new(),
     }
 }
 

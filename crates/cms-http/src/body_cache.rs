@@ -25,6 +25,19 @@ struct Inner {
     bodies: HashMap<u64, Bytes>,
     order: VecDeque<u64>,
     bytes: usize,
+    /// Lookups that found their answer, and that did not (counted under the lock the
+    /// lookup takes anyway).
+    hits: u64,
+    misses: u64,
+}
+
+/// What a cache did since the start and holds now (for `/metrics`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    pub hits: u64,
+    pub misses: u64,
+    pub bytes: u64,
+    pub entries: u64,
 }
 
 impl BodyCache {
@@ -34,7 +47,24 @@ impl BodyCache {
     }
 
     pub fn get(&self, key: u64) -> Option<Bytes> {
-        self.lock().bodies.get(&key).cloned()
+        let mut inner = self.lock();
+        let found = inner.bodies.get(&key).cloned();
+        if found.is_some() {
+            inner.hits += 1;
+        } else {
+            inner.misses += 1;
+        }
+        found
+    }
+
+    pub fn stats(&self) -> CacheStats {
+        let inner = self.lock();
+        CacheStats {
+            hits: inner.hits,
+            misses: inner.misses,
+            bytes: inner.bytes as u64,
+            entries: inner.bodies.len() as u64,
+        }
     }
 
     /// Whether a body of `len` bytes would be kept.
@@ -105,5 +135,6 @@ mod tests {
         cache.put(99, Bytes::from(vec![b'x'; 101]));
         assert!(cache.get(99).is_none(), "an answer over an eighth of the budget is not kept");
         assert_eq!(cache.lock().bytes, 800);
+        assert_eq!(cache.stats(), CacheStats { hits: 2, misses: 2, bytes: 800, entries: 8 });
     }
 }

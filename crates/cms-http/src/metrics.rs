@@ -10,16 +10,20 @@
 //! nobody.
 
 use std::borrow::Cow;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use actix_web::dev::ServiceResponse;
 use actix_web::http::{Method, StatusCode};
 use actix_web::{HttpMessage, HttpRequest};
 use cms_core::Cms;
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
+use cms_core::readings::{Kind, Observed, Reading};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -59,6 +63,8 @@ pub struct Metrics {
     indexing: Gauge,
     ready: Gauge,
     streams: Gauge,
+    /// The adapters' own measurements ([`Metrics::observe`]).
+    sources: Sources,
 }
 
 fn latency_histogram() -> Histogram {
@@ -91,7 +97,9 @@ impl Default for Metrics {
         registry.register("ready", "1 when /readyz answers 200", ready.clone());
         let streams = Gauge::default();
         registry.register("event_streams_open", "Live event streams open (REST and editor)", streams.clone());
-        Self { registry, requests, latency, in_flight, items, indexing, ready, streams }
+        let sources = Sources::default();
+        registry.register_collector(Box::new(sources.clone()));
+        Self { registry, requests, latency, in_flight, items, indexing, ready, streams, sources }
     }
 }
 
@@ -111,8 +119,16 @@ impl Metrics {
         self.latency.get_or_create(&LatencyLabels { route, method }).observe(took.as_secs_f64());
     }
 
-    /// The text format, with the site's state read now.
-    pub async fn scrape(&self, cms: &Cms) -> String {
+    /// Reports `source`'s readings at every scrape from now on (an image pool, a webhook
+    /// sink, a bucket: the composition root hands them over).
+    pub fn observe(&self, source: Arc<dyn Observed>) {
+        self.sources.observed.write().unwrap_or_else(PoisonError::into_inner).push(source);
+    }
+
+    /// The text format, with the site's state read now, and `readings` of the caller's
+    /// (the kept answers', [`cache_readings`]).
+    pub async fn scrape(&self, cms: &Cms, readings: Vec<Reading>) -> String {
+        *self.sources.now.lock().unwrap_or_else(PoisonError::into_inner) = readings;
         self.indexing.set(i64::from(cms.indexing().is_some()));
         self.ready.set(i64::from(cms.readiness().await.ready));
         self.streams.set(cms.stream_slots().open_streams() as i64);
@@ -131,6 +147,66 @@ impl Metrics {
         prometheus_client::encoding::prometheus_text::encode(&mut text, &self.registry)
             .expect("writing to a String");
         text
+    }
+}
+
+/// A cache of kept answers as `/metrics` reports it: `answer_cache_lookups{cache,outcome}`,
+/// `answer_cache_bytes{cache}`, `answer_cache_entries{cache}` (the answer file of single
+/// items reports the same names with `cache="items"`).
+pub fn cache_readings(cache: &'static str, stats: crate::body_cache::CacheStats) -> Vec<Reading> {
+    let lookups = "Kept answers looked up, by cache (lists, documents, items) and outcome";
+    vec![
+        Reading::counter("answer_cache_lookups", lookups, stats.hits as f64)
+            .with("cache", cache)
+            .with("outcome", "hit"),
+        Reading::counter("answer_cache_lookups", lookups, stats.misses as f64)
+            .with("cache", cache)
+            .with("outcome", "miss"),
+        Reading::gauge("answer_cache_bytes", "Bytes of kept answers, by cache", stats.bytes as f64)
+            .with("cache", cache),
+        Reading::gauge("answer_cache_entries", "Kept answers, by cache", stats.entries as f64)
+            .with("cache", cache),
+    ]
+}
+
+/// The adapters' measurements, read at each scrape, and the scrape's own readings.
+#[derive(Clone, Default)]
+struct Sources {
+    observed: Arc<RwLock<Vec<Arc<dyn Observed>>>>,
+    now: Arc<std::sync::Mutex<Vec<Reading>>>,
+}
+
+impl std::fmt::Debug for Sources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sources")
+    }
+}
+
+impl Collector for Sources {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let sources = self.observed.read().unwrap_or_else(PoisonError::into_inner).clone();
+        let mut readings: Vec<Reading> = sources.iter().flat_map(|source| source.readings()).collect();
+        readings.extend(self.now.lock().unwrap_or_else(PoisonError::into_inner).iter().cloned());
+        // Each name's series together, in the order their source gave them.
+        readings.sort_by_key(|reading| reading.name);
+        for series in readings.chunk_by(|a, b| a.name == b.name) {
+            let (name, help, kind) = (series[0].name, series[0].help, series[0].kind);
+            let metric_type = match kind {
+                Kind::Counter => MetricType::Counter,
+                Kind::Gauge => MetricType::Gauge,
+            };
+            let mut metric = encoder.encode_descriptor(name, help, None, metric_type)?;
+            for reading in series {
+                let labels: Vec<(&str, &str)> =
+                    reading.labels.iter().map(|(k, v)| (*k, v.as_ref())).collect();
+                let family = metric.encode_family(&labels)?;
+                match kind {
+                    Kind::Counter => ConstCounter::new(reading.value).encode(family)?,
+                    Kind::Gauge => ConstGauge::new(reading.value).encode(family)?,
+                }
+            }
+        }
+        Ok(())
     }
 }
 

@@ -14,7 +14,7 @@
 //! workers' CPU and memory, never an unbounded number of threads.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -74,7 +74,17 @@ struct Shared {
     replaced: AtomicUsize,
     /// For thread names.
     spawned: AtomicUsize,
+    /// Jobs in the queue (cancelled ones until a worker skips them).
+    queued: AtomicUsize,
+    /// Renders by how they ended, as [`OUTCOMES`] names them.
+    outcomes: [AtomicU64; 5],
+    /// Time spent rendering, in microseconds.
+    render_micros: AtomicU64,
 }
+
+/// How a render asked of the pool ended: made, failed (a bad file, a decoder's error),
+/// refused (the queue was full), waited too long in the queue, or ran out of time.
+const OUTCOMES: [&str; 5] = ["rendered", "failed", "refused", "waited_too_long", "timed_out"];
 
 /// The image codec on its own worker threads.
 pub struct ImagePool {
@@ -92,6 +102,9 @@ impl ImagePool {
             workers: workers.max(1),
             replaced: AtomicUsize::new(0),
             spawned: AtomicUsize::new(0),
+            queued: AtomicUsize::new(0),
+            outcomes: Default::default(),
+            render_micros: AtomicU64::new(0),
         });
         for _ in 0..shared.workers {
             assert!(spawn_worker(&shared), "an image worker thread starts");
@@ -105,8 +118,26 @@ impl ImagePool {
         Self::new((cores / 2).max(1), 16)
     }
 
-    /// Runs `work` on a worker within `limits`' waiting and rendering times.
+    /// Runs `work` on a worker within `limits`' waiting and rendering times, and counts
+    /// how it ended.
     async fn run(
+        &self,
+        limits: RenderLimits,
+        work: impl FnOnce(&Budget<'_>) -> Rendered + Send + 'static,
+    ) -> Rendered {
+        let rendered = self.run_uncounted(limits, work).await;
+        let outcome = match &rendered {
+            Ok(_) => 0,
+            Err(ImageError::Busy(_)) => 2,
+            Err(ImageError::Waited(_)) => 3,
+            Err(ImageError::TimedOut(_)) => 4,
+            Err(_) => 1,
+        };
+        self.shared.outcomes[outcome].fetch_add(1, Ordering::Relaxed);
+        rendered
+    }
+
+    async fn run_uncounted(
         &self,
         limits: RenderLimits,
         work: impl FnOnce(&Budget<'_>) -> Rendered + Send + 'static,
@@ -122,7 +153,9 @@ impl ImagePool {
             done,
         };
         match self.jobs.try_send(job) {
-            Ok(()) => {}
+            Ok(()) => {
+                self.shared.queued.fetch_add(1, Ordering::Relaxed);
+            }
             Err(TrySendError::Full(_)) => return Err(ImageError::Busy(self.queue)),
             Err(TrySendError::Disconnected(_)) => {
                 return Err(ImageError::Worker("the image workers have stopped".into()));
@@ -208,21 +241,52 @@ fn work(shared: &Shared) {
         };
         // The pool was dropped.
         let Ok(job) = job else { return };
+        shared.queued.fetch_sub(1, Ordering::Relaxed);
         if !job.ticket.moves(QUEUED, RUNNING) {
             continue;
         }
         let _ = job.started.send(());
         let budget = Budget::new(job.render_timeout, &job.ticket.stop);
+        let started = std::time::Instant::now();
         let rendered = catch_unwind(AssertUnwindSafe(|| (job.work)(&budget))).unwrap_or_else(|_| {
             tracing::error!("an image decoder panicked; the request is answered 500 and the worker goes on");
             Err(ImageError::Worker("the decoder panicked on this file".into()))
         });
+        shared.render_micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
         let _ = job.done.send(rendered);
         if !job.ticket.moves(RUNNING, FINISHED) {
             // Replaced while it ran: the new thread is this one's successor.
             shared.replaced.fetch_sub(1, Ordering::AcqRel);
             return;
         }
+    }
+}
+
+/// For `/metrics`: `image_renders{outcome}`, `image_render_seconds`, `image_queue`,
+/// `image_workers`.
+impl cms_core::readings::Observed for ImagePool {
+    fn readings(&self) -> Vec<cms_core::readings::Reading> {
+        use cms_core::readings::Reading;
+        let shared = &self.shared;
+        let mut readings: Vec<Reading> = OUTCOMES
+            .iter()
+            .zip(&shared.outcomes)
+            .map(|(outcome, count)| {
+                let help = "Image renders asked of the pool, by how they ended (refused: the queue was full)";
+                Reading::counter("image_renders", help, count.load(Ordering::Relaxed) as f64)
+                    .with("outcome", *outcome)
+            })
+            .collect();
+        let seconds = shared.render_micros.load(Ordering::Relaxed) as f64 / 1e6;
+        readings.push(Reading::counter(
+            "image_render_seconds",
+            "Time the pool's workers spent rendering",
+            seconds,
+        ));
+        let queued = shared.queued.load(Ordering::Relaxed) as f64;
+        readings.push(Reading::gauge("image_queue", "Renders waiting for a worker", queued));
+        readings.push(Reading::gauge("image_workers", "The pool's worker threads", shared.workers as f64));
+        readings
     }
 }
 

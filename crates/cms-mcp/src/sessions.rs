@@ -446,6 +446,14 @@ impl SessionManager for Sessions {
     }
 }
 
+/// For `/metrics`: `mcp_sessions` open now.
+impl cms_core::readings::Observed for Sessions {
+    fn readings(&self) -> Vec<cms_core::readings::Reading> {
+        let open = self.open_count() as f64;
+        vec![cms_core::readings::Reading::gauge("mcp_sessions", "AI-agent (MCP) sessions open", open)]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use cms_core::testing::FixedClock;

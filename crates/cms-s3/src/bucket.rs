@@ -18,6 +18,7 @@ use object_store::{
 };
 use tokio::sync::mpsc;
 
+use crate::counted::{BucketStats, CountedStore};
 use crate::error::{S3Error, store_error};
 
 /// How many chunks of an object's body a stream fetches ahead of its reader.
@@ -72,11 +73,20 @@ pub struct Bucket {
     /// The site's keys start with this (`sites/blog`); empty for the bucket's root.
     prefix: String,
     io: Arc<IoRuntime>,
+    /// Every request through `store` counted (it is a [`CountedStore`]).
+    stats: Arc<BucketStats>,
 }
 
 impl Bucket {
     pub(crate) fn new(store: Arc<dyn ObjectStore>, prefix: &str, io: Arc<IoRuntime>) -> Self {
-        Self { store, prefix: prefix.trim_matches('/').to_owned(), io }
+        let stats = Arc::new(BucketStats::default());
+        let store = Arc::new(CountedStore::new(store, Arc::clone(&stats)));
+        Self { store, prefix: prefix.trim_matches('/').to_owned(), io, stats }
+    }
+
+    /// What the requests and the change feed did (for `/metrics`).
+    pub(crate) fn stats(&self) -> &Arc<BucketStats> {
+        &self.stats
     }
 
     /// The object path of a site-relative key (`content/posts/a.md`): the key as it is,

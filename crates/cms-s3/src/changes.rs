@@ -97,7 +97,7 @@ impl Journal {
     }
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
 }
 
@@ -204,6 +204,7 @@ impl PollFeed {
         self.last_poll = Some(now);
         let mut items: HashMap<usize, Vec<String>> = HashMap::new();
         let mut license = false;
+        let mut written = Vec::new();
         for meta in &listed {
             let Some(file_name) = meta.location.filename() else { continue };
             let Some(entry) = parse_entry(file_name) else { continue };
@@ -212,6 +213,7 @@ impl PollFeed {
             {
                 continue;
             }
+            written.push(entry.millis);
             match entry.what {
                 What::License => license = true,
                 What::Item { collection, name } => {
@@ -221,6 +223,7 @@ impl PollFeed {
                 }
             }
         }
+        self.source.bucket.stats().polled(now_ms(), written.into_iter());
         self.seen.retain(|_, millis| *millis >= now - 2 * LOOKBACK_MS);
         let mut changes: Vec<_> = items
             .into_iter()

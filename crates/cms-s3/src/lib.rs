@@ -28,6 +28,7 @@ mod bucket;
 mod changes;
 mod config;
 mod content;
+mod counted;
 mod error;
 mod events;
 mod license;
@@ -55,6 +56,7 @@ pub use bucket::Bucket;
 pub use changes::{FollowSettings, S3ChangeSource};
 pub use config::S3StorageConfig;
 pub use content::S3ContentStore;
+pub use counted::BucketStats;
 pub use error::S3Error;
 pub use events::S3EventStore;
 pub use license::S3License;
@@ -324,6 +326,7 @@ impl S3Site {
             sharing: Sharing::Servers,
             events: Arc::new(S3EventStore::new(self.bucket.clone())),
             description: format!("bucket: {}", self.description),
+            readings: vec![self.bucket.stats().clone()],
             ..local
         }
     }

@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
@@ -156,7 +156,13 @@ struct Shared {
     /// Live worker threads.
     live: Mutex<usize>,
     stopped: Condvar,
+    /// Attempts logged since the start, by [`ATTEMPT_OUTCOMES`].
+    attempts: [AtomicU64; 3],
 }
+
+/// How a logged delivery attempt ended: the receiver said 2xx, it did not (or could not
+/// be reached), or it was not sent (the license, the queue, a stop).
+const ATTEMPT_OUTCOMES: [&str; 3] = ["delivered", "failed", "not_sent"];
 
 /// The webhook adapter of the core's `EventSink` port.
 pub struct WebhookSink {
@@ -225,6 +231,7 @@ impl WebhookSink {
             abandon: AtomicBool::new(false),
             live: Mutex::new(workers),
             stopped: Condvar::new(),
+            attempts: Default::default(),
         });
         for n in 0..workers {
             let shared = shared.clone();
@@ -616,6 +623,12 @@ impl Shared {
 
     fn append(&self, entries: &[LogEntry]) {
         for entry in entries {
+            let outcome = match (entry.success, entry.duration_ms) {
+                (true, _) => 0,
+                (false, Some(_)) => 1,
+                (false, None) => 2,
+            };
+            self.attempts[outcome].fetch_add(1, Ordering::Relaxed);
             if entry.success {
                 tracing::debug!(delivery = %entry.delivery, attempt = entry.attempt, webhook = %entry.webhook, event = entry.event.as_str(), status = entry.status, "webhook delivered");
             } else {
@@ -637,4 +650,42 @@ fn jittered(delay: Duration) -> Duration {
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// For `/metrics`: `webhook_deliveries{outcome}`, `webhook_outbox_events`,
+/// `webhook_retries_waiting`, `webhook_subscriptions{state}` (as last read).
+impl cms_core::readings::Observed for WebhookSink {
+    fn readings(&self) -> Vec<cms_core::readings::Reading> {
+        use cms_core::readings::Reading;
+        let shared = &self.shared;
+        let mut readings: Vec<Reading> = ATTEMPT_OUTCOMES
+            .iter()
+            .zip(&shared.attempts)
+            .map(|(outcome, count)| {
+                let help = "Webhook delivery attempts logged, by outcome (not_sent: the license, a full queue or a stop)";
+                Reading::counter("webhook_deliveries", help, count.load(Ordering::Relaxed) as f64).with("outcome", *outcome)
+            })
+            .collect();
+        let unfinished = lock(&shared.unfinished).len() as f64;
+        readings.push(Reading::gauge(
+            "webhook_outbox_events",
+            "Events in the outbox whose deliveries are not all finished",
+            unfinished,
+        ));
+        let waiting = lock(&shared.waiting).len() as f64;
+        readings.push(Reading::gauge(
+            "webhook_retries_waiting",
+            "Failed deliveries waiting for their next attempt",
+            waiting,
+        ));
+        if let Some(subscriptions) = lock(&shared.known_subscriptions).as_ref() {
+            let enabled = subscriptions.iter().filter(|s| s.enabled).count();
+            let help = "Webhook subscriptions as last read, enabled or disabled (by hand or after failures)";
+            readings
+                .push(Reading::gauge("webhook_subscriptions", help, enabled as f64).with("state", "enabled"));
+            let disabled = (subscriptions.len() - enabled) as f64;
+            readings.push(Reading::gauge("webhook_subscriptions", help, disabled).with("state", "disabled"));
+        }
+        readings
+    }
 }

@@ -57,7 +57,11 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
     // Single items' answers kept on this node's disk, not in its memory.
     let state_dir = open.root.join(cms_fs::STATE_DIR);
     match cms_fs::FsRenderCache::create_in(&state_dir, ANSWERS_BYTES) {
-        Ok(answers) => state = state.with_answers(Arc::new(answers)),
+        Ok(answers) => {
+            let answers = Arc::new(answers);
+            state.metrics.observe(answers.clone());
+            state = state.with_answers(answers);
+        }
         Err(error) => tracing::warn!(
             %error,
             folder = %state_dir.display(),
@@ -72,6 +76,9 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
             )
         })?;
         state = state.with_metrics_token(token.trim().to_owned());
+    }
+    for readings in &open.readings {
+        state.metrics.observe(readings.clone());
     }
     let state = web::Data::new(state);
     let metrics_state = state.clone();
@@ -88,6 +95,8 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
     // The AI-agent endpoint's transport: made once, so that its sessions are shared by
     // every worker.
     let agent = cms_mcp::endpoint(cms.clone(), open.config.limits.json_bytes, &open.config.mcp);
+    state.metrics.observe(agent.sessions().clone());
+    state.metrics.observe(admin.clone().into_inner());
     // The file adapters run their blocking I/O on tokio's blocking pool: every facade call
     // below happens on this runtime (the workers of `HttpServer` have their own).
     actix_web::rt::System::new().block_on(async move {

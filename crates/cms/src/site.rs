@@ -60,6 +60,9 @@ pub struct OpenSite {
     /// How often this server reads what the others sharing its store wrote (`None`: it
     /// has the store alone).
     pub poll_interval: Option<Duration>,
+    /// The adapters' own measurements (the bucket's requests, the image pool, webhook
+    /// deliveries), for `/metrics`.
+    pub readings: Vec<Arc<dyn cms_core::readings::Observed>>,
 }
 
 impl OpenSite {
@@ -152,9 +155,15 @@ impl Site {
             clock,
             Arc::new(webhook_store.clone()),
         );
+        let mut readings = storage.readings.clone();
+        if let Some(webhooks) = &webhooks {
+            readings.push(webhooks.clone());
+        }
         if matches!(purpose, Purpose::Serve) {
             // Image variants render on their own threads (half the cores), never the API's.
-            ports.images = Arc::new(cms_images::ImagePool::for_this_machine());
+            let images = Arc::new(cms_images::ImagePool::for_this_machine());
+            readings.push(images.clone());
+            ports.images = images;
         }
         let mut cms = Cms::builder(&config, ports);
         // Lets path-valued query parameters (`collectionPath`...) be absolute; the core
@@ -174,6 +183,7 @@ impl Site {
             sessions: storage.sessions,
             storage: storage.description,
             poll_interval: backend.poll_interval(),
+            readings,
         })
     }
 }

@@ -36,7 +36,14 @@ pub async fn scrape_with_token(
             "metrics need Authorization: Bearer with the token in the environment variable metrics.token_env names",
         ));
     }
-    Ok(text_answer(state.metrics.scrape(&state.cms).await))
+    Ok(text_answer(scrape(&state).await))
+}
+
+/// The metrics now, with this state's kept answers counted.
+async fn scrape(state: &AppState) -> String {
+    let mut readings = crate::metrics::cache_readings("lists", state.bodies.stats());
+    readings.extend(crate::metrics::cache_readings("documents", state.documents.stats()));
+    state.metrics.scrape(&state.cms, readings).await
 }
 
 fn text_answer(text: String) -> HttpResponse {
@@ -60,8 +67,6 @@ pub fn metrics_app(
 > {
     actix_web::App::new().app_data(state).route(
         "/metrics",
-        web::get().to(|state: web::Data<AppState>| async move {
-            text_answer(state.metrics.scrape(&state.cms).await)
-        }),
+        web::get().to(|state: web::Data<AppState>| async move { text_answer(scrape(&state).await) }),
     )
 }

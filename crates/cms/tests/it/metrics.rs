@@ -80,6 +80,9 @@ fn metrics_are_off_by_default_and_count_requests_by_route_for_their_readers() {
     assert_eq!(created.status().as_u16(), 200);
     assert_eq!(text(&server, &format!("{}/admin/signin", server.base), None).0, 200);
     assert_eq!(server.get("/readyz", None).0, 200);
+    // An image variant, rendered by the pool.
+    let variant = server.agent.get(format!("{}/media/uploads/logo.png?w=160", server.base)).call().unwrap();
+    assert_eq!(variant.status().as_u16(), 200);
 
     // The main address wants the token; the own address wants nothing.
     let main = format!("{}/metrics", server.base);
@@ -104,6 +107,22 @@ fn metrics_are_off_by_default_and_count_requests_by_route_for_their_readers() {
     assert_eq!(sample(&scrape, "cms_ready"), Some(1.0));
     assert_eq!(sample(&scrape, "cms_http_requests_in_flight"), Some(0.0), "every request counted out");
     assert!(scrape.contains("cms_http_request_duration_seconds_bucket{"), "{scrape}");
+    // The adapters' own: kept answers, the image pool, webhooks, agent sessions, sign-ins.
+    let lookups = |cache: &str, outcome: &str| {
+        sample(&scrape, &format!("cms_answer_cache_lookups_total{{cache=\"{cache}\",outcome=\"{outcome}\"}}"))
+    };
+    assert!(lookups("lists", "hit").unwrap() >= 1.0, "{scrape}");
+    assert!(lookups("lists", "miss").unwrap() >= 1.0, "{scrape}");
+    assert!(lookups("items", "hit").unwrap() + lookups("items", "miss").unwrap() >= 1.0, "{scrape}");
+    assert!(sample(&scrape, "cms_answer_cache_bytes{cache=\"lists\"}").unwrap() > 0.0, "{scrape}");
+    assert_eq!(sample(&scrape, "cms_image_renders_total{outcome=\"rendered\"}"), Some(1.0), "{scrape}");
+    assert!(sample(&scrape, "cms_image_render_seconds_total").unwrap() > 0.0, "{scrape}");
+    assert_eq!(sample(&scrape, "cms_image_queue"), Some(0.0));
+    assert_eq!(sample(&scrape, "cms_webhook_outbox_events"), Some(0.0), "{scrape}");
+    assert_eq!(sample(&scrape, "cms_webhook_deliveries_total{outcome=\"failed\"}"), Some(0.0));
+    assert_eq!(sample(&scrape, "cms_mcp_sessions"), Some(0.0));
+    assert_eq!(sample(&scrape, "cms_signin_refused_total"), Some(0.0));
+    assert_eq!(sample(&scrape, "cms_signin_locked{subject=\"account\"}"), Some(0.0));
 
     promtool_passes(&scrape);
     prometheus_scrapes(&own);

@@ -37,7 +37,8 @@ const VENVS: [Venv; 3] = [
     // (crates/cms/tests/it/mcp.rs), Standard Webhooks (crates/cms/tests/it/retries.rs),
     // httpx with httpx-sse, a Server-Sent Events client (crates/cms/tests/it/events_clients.rs;
     // httpx-sse declares no dependency but imports httpx, which the mcp SDK no longer uses)
-    // and kubernetes-validate, the API's schemas for dist/kubernetes/ (crates/cms/tests/it/dist.rs).
+    // kubernetes-validate, the API's schemas for dist/kubernetes/ (crates/cms/tests/it/dist.rs),
+    // and opentelemetry-proto, which the OTLP receiver decodes with (crates/cms/tests/it/traces.rs).
     Venv {
         folder: "target/validators-venv",
         packages: &[
@@ -48,10 +49,11 @@ const VENVS: [Venv; 3] = [
             "httpx",
             "httpx-sse",
             "kubernetes-validate",
+            "opentelemetry-proto",
         ],
         check: &[
             "-c",
-            "import feedparser, mcp.client.streamable_http, standardwebhooks, jsonschema, httpx, httpx_sse, kubernetes_validate",
+            "import feedparser, mcp.client.streamable_http, standardwebhooks, jsonschema, httpx, httpx_sse, kubernetes_validate, opentelemetry.proto.collector.trace.v1.trace_service_pb2",
         ],
         variable: "CMS_PYTHON",
         named: "bin/python",

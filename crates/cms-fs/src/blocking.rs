@@ -5,15 +5,38 @@ use std::future::Future;
 
 use cms_core::{CoreError, CoreResult};
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
 /// Runs `f` on the blocking pool and waits for it. A panic in `f`, or a runtime that shuts
-/// down meanwhile, is an internal error.
+/// down meanwhile, is an internal error. Traced (at `trace`, for exported traces) as a
+/// `store` span named after the port method `f` was written in.
 pub(crate) fn run<T, F>(f: F) -> impl Future<Output = CoreResult<T>> + Send
 where
     F: FnOnce() -> CoreResult<T> + Send + 'static,
     T: Send + 'static,
 {
-    spawn(f).wait()
+    // The field is only made when the span is wanted (traces exported).
+    let span = tracing::trace_span!("store", operation = %Operation(std::any::type_name::<F>()));
+    spawn(f).wait().instrument(span)
+}
+
+/// The port method a closure was written in, from its type's name (a path the compiler
+/// made, never a value from a request): `<cms_fs::content::FsContentStore as
+/// cms_core::ports::ContentStore>::read::{{closure}}` shows as `content::FsContentStore::read`.
+struct Operation(&'static str);
+
+impl std::fmt::Display for Operation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = self.0.split("::{{closure}}").next().unwrap_or(self.0);
+        let local = |path: &'static str| path.strip_prefix("cms_fs::").unwrap_or(path);
+        match name.strip_prefix('<').and_then(|rest| rest.split_once(" as ")) {
+            Some((implementor, rest)) => match rest.split_once(">::") {
+                Some((_, method)) => write!(f, "{}::{method}", local(implementor)),
+                None => f.write_str(local(name)),
+            },
+            None => f.write_str(local(name)),
+        }
+    }
 }
 
 /// Starts `f` on the blocking pool at once (so that several can run in parallel); await
@@ -55,6 +78,30 @@ mod tests {
     use std::task::{Context, Poll, Waker};
 
     use super::*;
+
+    #[test]
+    fn a_store_span_is_named_after_its_port_method() {
+        let shown = |name| Operation(name).to_string();
+        assert_eq!(
+            shown(
+                "<cms_fs::content::FsContentStore as cms_core::ports::ContentStore>::read::{{closure}}::{{closure}}"
+            ),
+            "content::FsContentStore::read"
+        );
+        assert_eq!(
+            shown("cms_fs::sessions::FsSessionStore::sweep::{{closure}}"),
+            "sessions::FsSessionStore::sweep"
+        );
+        fn name_of<F: FnOnce()>(_: F) -> &'static str {
+            std::any::type_name::<F>()
+        }
+        assert_eq!(
+            shown(name_of(|| ())),
+            "blocking::tests::a_store_span_is_named_after_its_port_method",
+            "{}",
+            name_of(|| ())
+        );
+    }
 
     #[tokio::test]
     async fn a_panic_on_the_blocking_pool_is_an_internal_error() {

@@ -24,6 +24,7 @@ pub mod router;
 pub mod routes;
 pub mod state;
 pub mod timestamp;
+pub mod traces;
 pub mod warmup;
 
 use actix_web::body::MessageBody;

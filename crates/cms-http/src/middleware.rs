@@ -2,6 +2,7 @@
 //! the license gate that answers `402` on every route (ids, CORS and the gate in one
 //! layer).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -104,7 +105,9 @@ pub async fn cors_and_license(
     let id = request_id::of(req.headers().get(REQUEST_ID));
     let started = Instant::now();
     let method = req.method().clone();
-    let metrics = Arc::clone(&state::of(req.request()).metrics);
+    let shared = state::of(req.request());
+    let metrics = Arc::clone(&shared.metrics);
+    let traces = shared.traces.clone();
     // Counted in flight until dropped: also when the client goes and the request with it.
     let _in_flight = metrics.in_flight();
     let mut response = match cors_origin(&req) {
@@ -113,11 +116,25 @@ pub async fn cors_and_license(
             // At `info`, the default: a span costs every request about a microsecond (its
             // fields formatted and kept), which a server that logs warnings only (the
             // bench's `RUST_LOG=warn`) does not pay; its warnings then go without the id.
-            let span = tracing::info_span!("request", request_id = %id);
+            // An exporter's span is kept to record the answer on (a clone costs a
+            // reference count, paid only with traces on).
+            let (span, traced) = match &traces {
+                Some(traces) => {
+                    let span = traces.request_span(req.request(), &id);
+                    (span.clone(), Some((traces, span)))
+                }
+                None => (tracing::info_span!("request", request_id = %id), None),
+            };
             let mut response = match require_license(&req).await {
                 Ok(()) => next.call(req).instrument(span).await?.map_into_boxed_body(),
                 Err(refused) => req.into_response(refused),
             };
+            if let Some((traces, span)) = traced {
+                let route = crate::router::route_of(response.request().match_info().as_str());
+                let route =
+                    route.map(Cow::Borrowed).or_else(|| response.request().match_pattern().map(Cow::Owned));
+                traces.answered(&span, method.as_str(), route.as_deref(), response.status().as_u16());
+            }
             if let Some(origin) = allowed
                 && let Ok(value) = HeaderValue::from_str(&origin)
             {

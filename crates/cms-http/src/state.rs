@@ -63,6 +63,9 @@ pub struct AppState {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Whether `/metrics` answers on this address (see [`AppState::with_metrics_token`]).
     pub metrics_access: crate::metrics::MainAddress,
+    /// Requests' spans made by an exporter of traces (see [`crate::traces`]); `None`:
+    /// plain spans, nothing exported.
+    pub traces: Option<Arc<dyn crate::traces::Traces>>,
 }
 
 impl AppState {
@@ -94,7 +97,14 @@ impl AppState {
             public_cache_control: HeaderValue::from_static(PUBLIC_NO_CACHE),
             metrics: Arc::default(),
             metrics_access: crate::metrics::MainAddress::Off,
+            traces: None,
         }
+    }
+
+    /// Requests' spans come from `traces` (an exporter of traces).
+    pub fn with_traces(mut self, traces: Arc<dyn crate::traces::Traces>) -> Self {
+        self.traces = Some(traces);
+        self
     }
 
     /// `/metrics` answers here to `Authorization: Bearer <token>` (`metrics.token_env`).

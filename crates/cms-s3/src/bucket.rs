@@ -17,6 +17,7 @@ use object_store::{
     UpdateVersion,
 };
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use crate::counted::{BucketStats, CountedStore};
 use crate::error::{S3Error, store_error};
@@ -114,7 +115,13 @@ impl Bucket {
         T: Send + 'static,
         F: Future<Output = CoreResult<T>> + Send + 'static,
     {
-        self.io.handle().spawn(request).await.map_err(|_| S3Error::Stopped)?
+        // Exported traces: the request's spans (`CountedStore`'s) go under the caller's.
+        let span = if tracing::level_enabled!(tracing::Level::TRACE) {
+            tracing::Span::current()
+        } else {
+            tracing::Span::none()
+        };
+        self.io.handle().spawn(request.instrument(span)).await.map_err(|_| S3Error::Stopped)?
     }
 
     /// Starts a request and does not wait for it (clean-ups from `Drop`).

@@ -97,7 +97,7 @@ impl Journal {
     }
 }
 
-pub(crate) fn now_ms() -> i64 {
+fn now_ms() -> i64 {
     (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
 }
 

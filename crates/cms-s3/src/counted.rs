@@ -16,6 +16,7 @@ use object_store::{
     CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
     PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions,
 };
+use tracing::Instrument;
 
 /// The operations counted, as the label `operation` names them.
 const OPERATIONS: [&str; 7] = ["get", "put", "multipart", "delete", "list", "copy", "rename"];
@@ -111,7 +112,7 @@ impl Observed for BucketStats {
         ));
         let last = self.last_poll_ms.load(Ordering::Relaxed);
         if last > 0 {
-            let age = (crate::changes::now_ms() - last).max(0) as f64 / 1e3;
+            let age = (unix_ms() - last).max(0) as f64 / 1e3;
             readings.push(Reading::gauge(
                 "change_feed_last_read_age_seconds",
                 "Time since this node last read the bucket's journal",
@@ -120,6 +121,11 @@ impl Observed for BucketStats {
         }
         readings
     }
+}
+
+/// Now, in Unix milliseconds (the journal's clock).
+fn unix_ms() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp_nanos() as i64 / 1_000_000
 }
 
 /// An object store whose requests are counted in [`BucketStats`].
@@ -150,7 +156,11 @@ impl ObjectStore for CountedStore {
         opts: PutOptions,
     ) -> object_store::Result<PutResult> {
         let started = Instant::now();
-        let result = self.inner.put_opts(location, payload, opts).await;
+        let result = self
+            .inner
+            .put_opts(location, payload, opts)
+            .instrument(tracing::trace_span!("store", operation = "put"))
+            .await;
         self.stats.count(Operation::Put, started, &result);
         result
     }
@@ -161,14 +171,22 @@ impl ObjectStore for CountedStore {
         opts: PutMultipartOptions,
     ) -> object_store::Result<Box<dyn MultipartUpload>> {
         let started = Instant::now();
-        let result = self.inner.put_multipart_opts(location, opts).await;
+        let result = self
+            .inner
+            .put_multipart_opts(location, opts)
+            .instrument(tracing::trace_span!("store", operation = "multipart"))
+            .await;
         self.stats.count(Operation::Multipart, started, &result);
         result
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> object_store::Result<GetResult> {
         let started = Instant::now();
-        let result = self.inner.get_opts(location, options).await;
+        let result = self
+            .inner
+            .get_opts(location, options)
+            .instrument(tracing::trace_span!("store", operation = "get"))
+            .await;
         self.stats.count(Operation::Get, started, &result);
         result
     }
@@ -200,21 +218,33 @@ impl ObjectStore for CountedStore {
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
         let started = Instant::now();
-        let result = self.inner.list_with_delimiter(prefix).await;
+        let result = self
+            .inner
+            .list_with_delimiter(prefix)
+            .instrument(tracing::trace_span!("store", operation = "list"))
+            .await;
         self.stats.count(Operation::List, started, &result);
         result
     }
 
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> object_store::Result<()> {
         let started = Instant::now();
-        let result = self.inner.copy_opts(from, to, options).await;
+        let result = self
+            .inner
+            .copy_opts(from, to, options)
+            .instrument(tracing::trace_span!("store", operation = "copy"))
+            .await;
         self.stats.count(Operation::Copy, started, &result);
         result
     }
 
     async fn rename_opts(&self, from: &Path, to: &Path, options: RenameOptions) -> object_store::Result<()> {
         let started = Instant::now();
-        let result = self.inner.rename_opts(from, to, options).await;
+        let result = self
+            .inner
+            .rename_opts(from, to, options)
+            .instrument(tracing::trace_span!("store", operation = "rename"))
+            .await;
         self.stats.count(Operation::Rename, started, &result);
         result
     }
@@ -249,7 +279,7 @@ mod tests {
         assert!(store.get(&Path::from("missing")).await.is_err());
         store.list_with_delimiter(Some(&Path::from("a"))).await.unwrap();
         store.delete(&path).await.unwrap();
-        stats.polled(crate::changes::now_ms(), [crate::changes::now_ms() - 1500].into_iter());
+        stats.polled(unix_ms(), [unix_ms() - 1500].into_iter());
 
         let readings = stats.readings();
         let requests = |operation, outcome| {

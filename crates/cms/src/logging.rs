@@ -40,12 +40,18 @@ impl ServerLog {
 }
 
 /// Starts the log. `serving`: written by a thread of its own (see [`ServerLog`]);
-/// otherwise straight to standard error, as a command's warnings go.
-pub fn start(format: LogFormat, default_filter: &str, serving: bool) -> Option<ServerLog> {
+/// otherwise straight to standard error, as a command's warnings go. `traces`: spans
+/// exported as well (see [`crate::traces`]).
+pub fn start(
+    format: LogFormat,
+    default_filter: &str,
+    serving: bool,
+    traces: Option<&crate::traces::Export>,
+) -> Option<ServerLog> {
     let filter = || EnvFilter::try_from_default_env().unwrap_or_else(|_| default_filter.into());
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr()) && format == LogFormat::Text;
     if !serving {
-        init(format, filter(), std::io::stderr, ansi);
+        init(format, filter(), std::io::stderr, ansi, traces);
         return None;
     }
     let (writer, guard): (NonBlocking, WorkerGuard) = NonBlockingBuilder::default()
@@ -53,19 +59,29 @@ pub fn start(format: LogFormat, default_filter: &str, serving: bool) -> Option<S
         .buffered_lines_limit(BUFFERED_LINES)
         .finish(std::io::stderr());
     let dropped = writer.error_counter();
-    init(format, filter(), writer, ansi);
+    init(format, filter(), writer, ansi, traces);
     Some(ServerLog { guard, dropped })
 }
 
-fn init<W>(format: LogFormat, filter: EnvFilter, writer: W, ansi: bool)
-where
+fn init<W>(
+    format: LogFormat,
+    filter: EnvFilter,
+    writer: W,
+    ansi: bool,
+    traces: Option<&crate::traces::Export>,
+) where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
-    match format {
-        LogFormat::Text => builder.with_ansi(ansi).init(),
+    use tracing_subscriber::prelude::*;
+    let lines = tracing_subscriber::fmt::layer().with_writer(writer);
+    let lines = match format {
+        LogFormat::Text => lines.with_ansi(ansi).boxed(),
         LogFormat::Json => {
-            builder.json().flatten_event(true).with_current_span(true).with_span_list(false).init()
+            lines.json().flatten_event(true).with_current_span(true).with_span_list(false).boxed()
         }
-    }
+    };
+    // Each layer filters for itself: the log keeps what RUST_LOG says, the traces our
+    // spans (at any level), so a log at `info` does not lose them, nor they widen it.
+    let exported = traces.map(|traces| traces.layer());
+    tracing_subscriber::registry().with(lines.with_filter(filter)).with(exported).init();
 }

@@ -18,6 +18,7 @@ mod site;
 mod site_files;
 mod storage;
 mod systemd;
+mod traces;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -137,11 +138,25 @@ fn main() -> ExitCode {
         None => cli.serve.log_format,
         Some(_) => logging::LogFormat::Text,
     };
-    let log = logging::start(log_format, log_filter(&cli.command, cli.verbose), serving);
+    // Traces only for the server, and only when the environment asks (OTEL_...).
+    let traces = match serving.then(traces::wanted) {
+        Some(true) => match traces::Export::start() {
+            Ok(export) => Some(export),
+            Err(error) => {
+                eprintln!("error: {error:#}");
+                return ExitCode::FAILURE;
+            }
+        },
+        _ => None,
+    };
+    let log = logging::start(log_format, log_filter(&cli.command, cli.verbose), serving, traces.as_ref());
+    let traced = traces.is_some();
     let result = match cli.command {
-        None => site::Site::for_serving(cli.site).and_then(|site| serve::run(site, &cli.serve.listen)),
+        None => {
+            site::Site::for_serving(cli.site).and_then(|site| serve::run(site, &cli.serve.listen, traced))
+        }
         Some(Command::Serve(args)) => {
-            site::Site::for_serving(cli.site).and_then(|site| serve::run(site, &args.listen))
+            site::Site::for_serving(cli.site).and_then(|site| serve::run(site, &args.listen, traced))
         }
         // Names its folder itself.
         Some(Command::Init(args)) => init::run(args),
@@ -163,6 +178,9 @@ fn main() -> ExitCode {
         Some(Command::Restore(args)) => backup::restore(args),
         Some(Command::Storage(command)) => storage::run(command),
     };
+    if let Some(traces) = traces {
+        traces.finish();
+    }
     if let Some(log) = log {
         log.finish();
     }

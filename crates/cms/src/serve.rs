@@ -40,14 +40,16 @@ const ANSWERS_BYTES: u64 = 1 << 30;
 
 /// Serves the REST API until SIGINT/SIGTERM ([`stop_on_signal`]); in-flight requests
 /// finish first, then pending webhook deliveries.
-pub fn run(site: Site, listen: &str) -> anyhow::Result<()> {
+/// `traced`: requests' spans continue their `traceparent` and are exported
+/// ([`crate::traces`]).
+pub fn run(site: Site, listen: &str, traced: bool) -> anyhow::Result<()> {
     let open = site.open(crate::site::Purpose::Serve)?;
-    let served = serve(&site, &open, listen);
+    let served = serve(&site, &open, listen, traced);
     open.finish_deliveries();
     served
 }
 
-fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
+fn serve(site: &Site, open: &OpenSite, listen: &str, traced: bool) -> anyhow::Result<()> {
     let mut state = AppState::new(
         open.cms.clone(),
         open.config.cors.allowed_origins.clone(),
@@ -76,6 +78,9 @@ fn serve(site: &Site, open: &OpenSite, listen: &str) -> anyhow::Result<()> {
             )
         })?;
         state = state.with_metrics_token(token.trim().to_owned());
+    }
+    if traced {
+        state = state.with_traces(crate::traces::RequestTraces::shared());
     }
     for readings in &open.readings {
         state.metrics.observe(readings.clone());

@@ -14,12 +14,14 @@ pub const SESSION_KEY_ID: &str = "session";
 impl Cms {
     // ---- accounts ----------------------------------------------------------------------
 
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn users(&self, caller: impl Into<Caller<'_>>) -> CoreResult<Vec<User>> {
         self.authorize(caller, Operation::ListUsers).await?;
         self.ports.users.list_users().await
     }
 
     /// Adds a user or changes an existing user's role. Returns the user and whether it is new.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn add_user(
         &self,
         caller: impl Into<Caller<'_>>,
@@ -49,6 +51,7 @@ impl Cms {
     }
 
     /// Removes a user and every key of theirs.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn remove_user(&self, caller: impl Into<Caller<'_>>, email: &str) -> CoreResult<()> {
         self.authorize(caller, Operation::ManageUsers).await?;
         let email = account::parse_email(email)?;
@@ -73,12 +76,14 @@ impl Cms {
         Err(CoreError::invalid(format!("{email} is the only owner; make another user an owner first")))
     }
 
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn keys(&self, caller: impl Into<Caller<'_>>) -> CoreResult<Vec<KeyRecord>> {
         self.authorize(caller, Operation::ManageKeys).await?;
         self.ports.keys.list_keys().await
     }
 
     /// Creates a REST key for an existing user from caller-supplied randomness.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn create_key(
         &self,
         caller: impl Into<Caller<'_>>,
@@ -90,6 +95,7 @@ impl Cms {
     }
 
     /// Creates a key of either family (`api_` or `mcp_`) for an existing user.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn create_key_of(
         &self,
         caller: impl Into<Caller<'_>>,
@@ -108,6 +114,7 @@ impl Cms {
         Ok(key)
     }
 
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn revoke_key(&self, caller: impl Into<Caller<'_>>, id: &str) -> CoreResult<()> {
         self.authorize(caller, Operation::ManageKeys).await?;
         match self.ports.keys.remove_keys(&|k| k.id == id).await? {
@@ -121,6 +128,7 @@ impl Cms {
     /// Sets a user's password, hashed beforehand with [`account::hash_password`] (slow on
     /// purpose, so the caller chooses the thread). Sessions started with the old password
     /// end on their next request.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn set_password(
         &self,
         caller: impl Into<Caller<'_>>,
@@ -138,6 +146,7 @@ impl Cms {
 
     /// A user and their password hash, to check a sign-in (verify it off the async workers
     /// with [`account::verify_password`]). An address that is not an email has no user.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn user_credentials(&self, email: &str) -> CoreResult<Option<(User, Option<String>)>> {
         match account::parse_email(email) {
             Ok(email) => self.ports.users.find_user_with_password(&email).await,
@@ -147,6 +156,7 @@ impl Cms {
 
     /// Starts a web editor session for a user whose password was just verified against
     /// `password_hash`; randomness comes from the caller.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn start_session(
         &self,
         sessions: &Sessions,
@@ -161,6 +171,7 @@ impl Cms {
     /// The signed-in user behind a session token, as stored now (so a role change shows at
     /// once); `None` once the session has expired or ended, or its user was removed or
     /// changed password (the session is then removed).
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn resume_session(
         &self,
         sessions: &Sessions,

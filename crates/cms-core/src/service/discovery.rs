@@ -159,6 +159,7 @@ impl Cms {
     // ---- search index -------------------------------------------------------------------
 
     /// Every published item of the collection at `collectionPath`, newest first.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn search_index(&self, params: &SearchIndexParams) -> CoreResult<Vec<SearchEntry>> {
         let collection = self.collection_at_path("collectionPath", params.collection_path.as_deref())?;
         let pretty = params.pretty_urls.unwrap_or(true);
@@ -209,6 +210,7 @@ impl Cms {
     // ---- tags ---------------------------------------------------------------------------
 
     /// Every tag of the published items at `content_path`, most used first, then by slug.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn tags(&self, params: &TagsParams) -> CoreResult<Vec<TagCount>> {
         let collection = self.collection_at_path("content_path", params.content_path.as_deref())?;
         let tag_pages = tag_pages(params.tag_page_path.as_deref(), params.pretty_urls.unwrap_or(true));
@@ -254,6 +256,7 @@ impl Cms {
 
     /// One page of the published items carrying `tag` (matched by slug), newest first; from
     /// the collection at `content_path`, or from every collection when it is absent.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn tag_items(&self, tag: &str, params: &TagItemsParams) -> CoreResult<Page<ItemSummary>> {
         let wanted = slugify(tag);
         if wanted.is_empty() {
@@ -285,6 +288,7 @@ impl Cms {
     // ---- feeds --------------------------------------------------------------------------
 
     /// An RSS 2.0 feed of the collection's newest published items.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn rss(&self, collection: &Collection, params: &RssParams) -> CoreResult<String> {
         let limit = params.limit.map_or(RSS_DEFAULT_LIMIT, NonZeroUsize::get);
         let link = match &params.link {
@@ -326,6 +330,7 @@ impl Cms {
     /// A sitemaps.org `urlset` of the collection's published items (newest first). With no
     /// published item it lists the collection's own page, so that the document stays valid
     /// (the schema wants at least one `url`).
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn sitemap(&self, collection: &Collection, params: &SitemapParams) -> CoreResult<String> {
         let limit = params.limit.map_or(SITEMAP_MAX_URLS, NonZeroUsize::get).min(SITEMAP_MAX_URLS);
         let base = params.base_url.clone().unwrap_or_else(|| self.site.url.clone());
@@ -349,6 +354,7 @@ impl Cms {
 
     /// Published items of the source item's collection related to it by `by`, best first,
     /// never the source itself; items with nothing in common are left out.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn related(&self, params: &RelatedParams) -> CoreResult<Vec<RelatedItem>> {
         let criteria = if params.by.is_empty() { vec![Criterion::Tags] } else { params.by.clone() };
         let limit = params.limit.map_or(RELATED_DEFAULT_LIMIT, NonZeroUsize::get);
@@ -405,6 +411,7 @@ impl Cms {
 
     /// The first published item with this slug (or filename), looking through the
     /// collections in configuration order.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn read_item_anywhere(&self, item: &ItemRef) -> CoreResult<ItemView> {
         for collection in &self.collections {
             if let Some(view) = self.read_published(collection, item).await? {
@@ -416,6 +423,7 @@ impl Cms {
 
     /// The published item `item_ref` names in `collection` (found through the index, so a
     /// draft with the same slug never shadows it), rendered; `None` when there is none.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn read_published(
         &self,
         collection: &Collection,

@@ -51,6 +51,7 @@ impl Cms {
 
     /// See the module doc. The store is probed with a read of the license (a small object
     /// every backend keeps), at most once a second.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn readiness(&self) -> Readiness {
         let indexing = self.indexing();
         let draining = self.health.draining.load(Ordering::Acquire);

@@ -191,6 +191,7 @@ impl Cms {
     /// Every file of the collection folders that is not listed (broken frontmatter, not
     /// UTF-8, over a size limit, a name that is not an item's), by collection and filename.
     /// A collection that cannot be indexed is left out (its requests say why).
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn skipped_files(&self) -> Vec<SkippedFile> {
         let mut all = Vec::new();
         for collection in &self.collections {

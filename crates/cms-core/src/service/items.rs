@@ -33,6 +33,7 @@ impl Cms {
     // ---- items: reads ------------------------------------------------------------------
 
     /// One page of a collection's items, from the kept index (no storage access).
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn list_items(
         &self,
         collection: &Collection,
@@ -133,6 +134,7 @@ impl Cms {
     /// The `version` that [`Self::list_items`] gives this page now, without selecting or
     /// building it, and with the same errors: a caller that keeps answers by version
     /// answers a repeated page from what it kept.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn list_items_version(
         &self,
         collection: &Collection,
@@ -170,6 +172,7 @@ impl Cms {
     /// The tags of a collection's items that the viewer may see (of drafts and scheduled
     /// items too, with a key), each once by slug, by spelling ignoring case: from the
     /// index's tag lists, without a walk of the items.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn collection_tags(
         &self,
         collection: &Collection,
@@ -189,6 +192,7 @@ impl Cms {
 
     /// How many of a collection's items are live, scheduled and drafts now (at the index's
     /// clock, which the scheduler moves): kept counts, no walk of the items.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn status_counts(
         &self,
         collection: &Collection,
@@ -197,6 +201,7 @@ impl Cms {
     }
 
     /// Every usable item of a collection, as the index holds them.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn indexed_items(&self, collection: &Collection) -> CoreResult<Vec<Arc<IndexedItem>>> {
         Ok(self.index(collection).await?.items())
     }
@@ -209,6 +214,7 @@ impl Cms {
     /// The [`ItemVersion`] that [`Self::read_item`] would give now, from the index alone,
     /// with its errors (an unknown item, or a draft without a key: `NotFound`). `None`
     /// when the index cannot name it (a file it could not use): read the item instead.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn item_version(
         &self,
         collection: &Collection,
@@ -227,6 +233,7 @@ impl Cms {
     /// A single item, rendered. Drafts are invisible without a key. The metadata comes
     /// from the index and the HTML from a cache kept per file version; storage is read
     /// only when the rendering of this version is not cached.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn read_item(
         &self,
         collection: &Collection,
@@ -324,6 +331,7 @@ impl Cms {
 
     /// An item's frontmatter and Markdown as stored, whatever its status, for `caller`:
     /// the source of an item is privileged as its drafts are ([`Operation::ReadDrafts`]).
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn read_item_source(
         &self,
         caller: impl Into<Caller<'_>>,
@@ -379,6 +387,7 @@ impl Cms {
 
     // ---- items: writes -----------------------------------------------------------------
 
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn create_item(
         &self,
         caller: impl Into<Caller<'_>>,
@@ -433,6 +442,7 @@ impl Cms {
         Ok(outcome)
     }
 
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn update_item(
         &self,
         caller: impl Into<Caller<'_>>,
@@ -489,6 +499,7 @@ impl Cms {
         )))
     }
 
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn delete_item(
         &self,
         caller: impl Into<Caller<'_>>,

@@ -481,12 +481,14 @@ impl Cms {
 
     /// The license state, from memory once loaded: parsed and verified when loaded, and
     /// only its expiry compared with the clock on each call.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn license_state(&self) -> CoreResult<LicenseState> {
         let loaded = self.loaded_license().await?;
         Ok(loaded.state_at(self.now()).into_owned())
     }
 
     /// Reads the installed license again (after the store reported a change).
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn reload_license(&self) -> CoreResult<()> {
         self.reload_license_returning().await.map(drop)
     }
@@ -510,6 +512,7 @@ impl Cms {
 
     /// `PaymentRequired` unless the license is active and has `feature`. Every request
     /// asks this: it is answered from memory, without cloning the license.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn require_feature(&self, feature: Feature) -> CoreResult<()> {
         self.loaded_license().await?.state_at(self.now()).require(feature)
     }
@@ -517,6 +520,7 @@ impl Cms {
     /// `Forbidden` unless the policy table lets `caller` do `operation` (see
     /// `crate::policy`). Every privileged facade call asks this first; an adapter asks it
     /// itself only to refuse before reading a request's body.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn authorize(&self, caller: impl Into<Caller<'_>>, operation: Operation) -> CoreResult<()> {
         // The license is asked only by an operation that needs a feature of it.
         match crate::policy::check_role(caller.into(), operation)? {
@@ -528,6 +532,7 @@ impl Cms {
     }
 
     /// Validates and installs a license file's text.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn install_license(&self, caller: impl Into<Caller<'_>>, text: &str) -> CoreResult<License> {
         self.authorize(caller, Operation::InstallLicense).await?;
         let license = License::from_yaml(text)?;
@@ -541,6 +546,7 @@ impl Cms {
     }
 
     /// Checks a presented key: its family, that it is known, and that its user exists.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn authenticate(&self, presented: &str) -> CoreResult<Principal> {
         account::check_key_family(presented)?;
         self.principal_of(presented, "API key").await
@@ -548,6 +554,7 @@ impl Cms {
 
     /// Checks a key presented to the AI-agent endpoint `/mcp`: an `mcp_` key that is
     /// known and whose user exists (an `api_` key is refused, saying where it belongs).
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn authenticate_agent(&self, presented: &str) -> CoreResult<Principal> {
         account::check_agent_key_family(presented)?;
         self.principal_of(presented, "mcp_ key").await

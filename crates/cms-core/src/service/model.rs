@@ -100,6 +100,7 @@ impl Cms {
     /// The items of `collection` that break its model, each with every failing field, in
     /// filename order (for `cms check`: it reads every item file of the collection). A
     /// collection without a model has none.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn items_breaking_model(
         &self,
         collection: &Collection,
@@ -130,6 +131,7 @@ impl Cms {
     /// Every way `fm` breaks `collection`'s model, with the items and media it refers to
     /// checked to exist (none without a model): for the editor's notice on an item edited
     /// by hand, which it reads anyway to show it.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn model_errors(
         &self,
         collection: &Collection,

@@ -30,6 +30,7 @@ pub struct PreviewLink {
 impl Cms {
     /// A preview link for an item (editor or above), living `ttl_secs` (default
     /// `previews.ttl_secs`, at most 7 days).
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn create_preview(
         &self,
         principal: &Principal,
@@ -64,6 +65,7 @@ impl Cms {
 
     /// The item a preview token opens, as the single-item read gives it; `Unauthorized`
     /// for a tampered, expired or foreign token, or one whose item is gone.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn read_preview(&self, token: &str) -> CoreResult<ItemView> {
         let refused = || {
             CoreError::Unauthorized("this preview link is not valid: it was changed, made for another site, or revoked (cms previews revoke-all)".into())
@@ -112,6 +114,7 @@ impl Cms {
     }
 
     /// Rotates the preview key: every link made before stops working at once.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn revoke_previews(&self, caller: impl Into<crate::policy::Caller<'_>>) -> CoreResult<()> {
         self.authorize(caller, Operation::RevokePreviews).await?;
         self.preview_keys()?.0.rotate().await

@@ -107,6 +107,7 @@ impl Cms {
     /// reads find their answers kept (the server calls it in the background after the
     /// search index is built). Reads files in batches, takes only the version the kept
     /// index holds, and stops once the sink is full. Answers how many items it rendered.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn render_ahead(&self, sink: &dyn AheadSink) -> CoreResult<usize> {
         let mut rendered = 0;
         for collection in &self.collections {

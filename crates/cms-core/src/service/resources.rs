@@ -38,6 +38,7 @@ pub struct Upload {
 
 impl Upload {
     /// Appends a chunk; `TooLarge` (and nothing kept) once the limit is passed.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn write(&mut self, chunk: &[u8]) -> CoreResult<()> {
         self.received += chunk.len() as u64;
         if self.received > self.limit {
@@ -96,6 +97,7 @@ impl Cms {
     }
 
     /// What resource folder `folder` holds at `subpath`.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn list_resources(
         &self,
         caller: impl Into<Caller<'_>>,
@@ -145,6 +147,7 @@ impl Cms {
 
     /// Starts receiving an upload (before its destination is known: multipart fields
     /// may come in any order).
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn begin_upload(&self, caller: impl Into<Caller<'_>>, upload_limit: u64) -> CoreResult<Upload> {
         self.authorize(caller, Operation::UploadResource).await?;
         let sink = self.ports.resources.begin_upload().await?;
@@ -154,6 +157,7 @@ impl Cms {
 
     /// Stores a received upload as `name` (the sanitized name the client sent,
     /// [`resource::sanitize_upload_name`]; numbered on a clash).
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn finish_upload(&self, upload: Upload, at: &ResourceRef) -> CoreResult<ResourceFile> {
         let ResourceRef { folder, dir, name } = at;
         let folder = self.resource_folder_at(*folder)?.clone();
@@ -164,6 +168,7 @@ impl Cms {
     }
 
     /// Renames a file within its folder; returns the new name.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn rename_resource(
         &self,
         caller: impl Into<Caller<'_>>,
@@ -180,6 +185,7 @@ impl Cms {
     }
 
     /// Moves a file to another subfolder, optionally under a new name; returns the name.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn move_resource(
         &self,
         caller: impl Into<Caller<'_>>,
@@ -199,6 +205,7 @@ impl Cms {
         Ok(to.as_str().to_owned())
     }
 
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn delete_resource(&self, caller: impl Into<Caller<'_>>, at: &ResourceRef) -> CoreResult<()> {
         self.authorize(caller, Operation::ChangeResources).await?;
         let ResourceRef { folder, dir, name } = at;
@@ -209,6 +216,7 @@ impl Cms {
     }
 
     /// Creates the subfolder `at` names; returns its name.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn create_resource_folder(
         &self,
         caller: impl Into<Caller<'_>>,
@@ -223,6 +231,7 @@ impl Cms {
 
     /// Opens the file a public URL names: `path` is the part after the folder's prefix
     /// ([`FilePath::from_url_tail`]).
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn open_resource(&self, folder_index: usize, path: &FilePath) -> CoreResult<ServedFile> {
         let folder = self.served_folder(folder_index, path)?;
         let (reader, stat) = self

@@ -203,6 +203,7 @@ pub(super) struct SearchCell {
 impl Cms {
     /// Ranked full-text search over title, tags and body of one collection or all of
     /// them; drafts only for a key.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn search(&self, search: &SearchQuery, viewer: &Viewer) -> CoreResult<Page<SearchHit>> {
         // A query without letters or digits matches nothing (it is not an error).
         let query = Query::parse(search.words());
@@ -290,6 +291,7 @@ impl Cms {
 
     /// Builds the collection's search index now rather than on the first search (the
     /// server calls it in the background after start-up). Cheap once built.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn prepare_search(&self) -> CoreResult<()> {
         for collection in &self.collections {
             self.ensure_searchable(collection).await?;

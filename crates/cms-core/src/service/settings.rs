@@ -10,6 +10,7 @@ use crate::theme;
 
 impl Cms {
     /// The theme: what is stored, over the defaults.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn theme(&self, caller: impl Into<Caller<'_>>) -> CoreResult<Map<String, Value>> {
         self.authorize(caller, Operation::EditTheme).await?;
         self.stored_theme().await
@@ -20,6 +21,7 @@ impl Cms {
     }
 
     /// Sets any subset of the theme fields; the others stay as they are.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn update_theme(
         &self,
         caller: impl Into<Caller<'_>>,
@@ -35,6 +37,7 @@ impl Cms {
     }
 
     /// Users for the read-only settings listing, owners first.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn users_by_role(&self, caller: impl Into<Caller<'_>>) -> CoreResult<Vec<User>> {
         let mut users = self.users(caller).await?;
         users.sort_by(|a, b| b.role.cmp(&a.role).then_with(|| a.email.cmp(&b.email)));

@@ -46,6 +46,7 @@ impl Cms {
     /// A token that opens streams with `filter` (narrowed further by a stream's query, never
     /// widened) for `events.token_ttl_secs`. It sees drafts' events when the key may read
     /// drafts.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn create_stream_token(
         &self,
         principal: &Principal,
@@ -69,6 +70,7 @@ impl Cms {
 
     /// The key's user and the filters a stream token opens; `Unauthorized` for a
     /// tampered, expired or foreign token, or one whose key was revoked.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn open_stream_token(&self, token: &str) -> CoreResult<(Principal, EventFilter)> {
         let refused = || {
             CoreError::Unauthorized(

@@ -37,6 +37,7 @@ impl<'a> Upkeep<'a> {
     }
 
     /// Saves the snapshot of every index that changed since its last one; how many.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn save_snapshots(self) -> CoreResult<usize> {
         self.0.save_snapshots().await
     }
@@ -48,11 +49,13 @@ impl<'a> Upkeep<'a> {
     }
 
     /// Follows a change feed until it ends, applying each batch.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn follow_changes(self, feed: Box<dyn ChangeFeed>) {
         self.0.follow_changes(feed).await
     }
 
     /// Applies one batch of changes reported by the store.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn apply_changes(self, batch: Vec<StorageChange>) -> CoreResult<()> {
         let applied = self.0.apply_changes(batch).await;
         self.0.event_log.publish_pending().await;
@@ -60,6 +63,7 @@ impl<'a> Upkeep<'a> {
     }
 
     /// Compares a collection with a fresh scan and re-reads what differs.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn rescan(self, collection: &Collection) -> CoreResult<()> {
         let rescanned = self.0.rescan(collection).await;
         self.0.event_log.publish_pending().await;
@@ -67,6 +71,7 @@ impl<'a> Upkeep<'a> {
     }
 
     /// Rescans every collection and reloads the license.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn rescan_all(self) -> CoreResult<()> {
         let rescanned = self.0.rescan_all().await;
         self.0.event_log.publish_pending().await;
@@ -105,6 +110,7 @@ impl<'a> Upkeep<'a> {
 
     /// Gives the events of changes made without a write (the schedule's, above) their
     /// ids and sends them (see `crate::event_log`); writes do this themselves.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn publish_events(self) {
         self.0.event_log.publish_pending().await
     }
@@ -117,11 +123,13 @@ impl<'a> Upkeep<'a> {
 
     /// Reads the events other servers of the site appended (a bucket site's servers call
     /// it every poll).
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn catch_up_events(self) -> CoreResult<()> {
         self.0.event_log.catch_up().await
     }
 
     /// Forgets events older than `events.keep_hours`.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn forget_old_events(self) -> CoreResult<()> {
         self.0.event_log.forget_old().await
     }

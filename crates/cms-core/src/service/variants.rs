@@ -108,6 +108,7 @@ impl Cms {
     /// A variant of the file a public URL names (`path` after the folder's prefix):
     /// from the store when it was made before, else rendered and stored.
     /// `version` is the URL's `v=`, if any (see [`VariantInfo::url`]).
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn open_variant(
         &self,
         folder_index: usize,
@@ -199,6 +200,7 @@ impl Cms {
 
     /// Makes the presets' variants of a file that was just uploaded (the caller runs this
     /// after answering). A file that is not a transformable image is left alone.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn make_presets(&self, at: &ResourceRef) -> CoreResult<()> {
         if self.images.presets.is_empty() {
             return Ok(());

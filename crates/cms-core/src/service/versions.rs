@@ -74,6 +74,7 @@ fn refused(raw: &str) -> CoreError {
 }
 
 impl Cms {
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn list_versions(
         &self,
         caller: impl Into<Caller<'_>>,
@@ -94,6 +95,7 @@ impl Cms {
     /// order. The cost is one listing of the collection's histories and, for the page's
     /// items only, one listing of each history and one read of its newest version: never
     /// a file per item of the collection.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn deleted_items(
         &self,
         caller: impl Into<Caller<'_>>,
@@ -134,6 +136,7 @@ impl Cms {
         Ok(DeletedItems { items, total })
     }
 
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn read_version(
         &self,
         caller: impl Into<Caller<'_>>,
@@ -152,6 +155,7 @@ impl Cms {
 
     /// Makes a historical version current. The content it replaces is snapshotted first,
     /// so a restore is itself undoable; a deleted item comes back.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn restore_version(
         &self,
         caller: impl Into<Caller<'_>>,

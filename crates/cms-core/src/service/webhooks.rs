@@ -9,12 +9,14 @@ use crate::service::Cms;
 impl Cms {
     /// The subscriptions. Each call here is `ManageWebhooks` in the policy table (owner,
     /// `webhooks`; a missing role or feature is `Forbidden`).
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn webhook_settings(&self, caller: impl Into<Caller<'_>>) -> CoreResult<Vec<WebhookInfo>> {
         self.authorize(caller, Operation::ManageWebhooks).await?;
         self.ports.webhooks.list_webhooks().await
     }
 
     /// Adds a subscription; returns it with its signing secret (shown once).
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn add_webhook(
         &self,
         caller: impl Into<Caller<'_>>,
@@ -25,6 +27,7 @@ impl Cms {
         self.ports.webhooks.add_webhook(url, events).await
     }
 
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn set_webhook_enabled(
         &self,
         caller: impl Into<Caller<'_>>,
@@ -35,12 +38,14 @@ impl Cms {
         self.ports.webhooks.set_webhook_enabled(id, enabled).await
     }
 
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn remove_webhook(&self, caller: impl Into<Caller<'_>>, id: &str) -> CoreResult<()> {
         self.authorize(caller, Operation::ManageWebhooks).await?;
         self.ports.webhooks.remove_webhook(id).await
     }
 
     /// The delivery log, newest first.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn webhook_log(&self, caller: impl Into<Caller<'_>>) -> CoreResult<Vec<WebhookDelivery>> {
         self.authorize(caller, Operation::ManageWebhooks).await?;
         let mut log = self.ports.webhooks.webhook_log().await?;
@@ -49,6 +54,7 @@ impl Cms {
     }
 
     /// Empties the delivery log; returns how many entries went.
+    #[tracing::instrument(level = "trace", skip_all)]
     pub async fn clear_webhook_log(&self, caller: impl Into<Caller<'_>>) -> CoreResult<usize> {
         self.authorize(caller, Operation::ManageWebhooks).await?;
         self.ports.webhooks.clear_webhook_log().await

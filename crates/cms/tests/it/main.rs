@@ -36,6 +36,7 @@ mod server;
 mod slow_clients;
 mod startup;
 mod storage;
+mod traces;
 mod webhooks;
 
 use std::fs;

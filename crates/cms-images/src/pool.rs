@@ -152,10 +152,14 @@ impl ImagePool {
             started,
             done,
         };
-        match self.jobs.try_send(job) {
-            Ok(()) => {
-                self.shared.queued.fetch_add(1, Ordering::Relaxed);
-            }
+        // Counted before it is sent: a worker may take it (and count it out) at once.
+        self.shared.queued.fetch_add(1, Ordering::Relaxed);
+        let sent = self.jobs.try_send(job);
+        if sent.is_err() {
+            self.shared.queued.fetch_sub(1, Ordering::Relaxed);
+        }
+        match sent {
+            Ok(()) => {}
             Err(TrySendError::Full(_)) => return Err(ImageError::Busy(self.queue)),
             Err(TrySendError::Disconnected(_)) => {
                 return Err(ImageError::Worker("the image workers have stopped".into()));

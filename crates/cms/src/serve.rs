@@ -140,7 +140,8 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, traced: bool) -> anyhow::Re
         .bind(listen)
         .with_context(|| format!("cannot listen on {listen}"))?;
         // The loopback names on these ports, and a specific address, are this server's.
-        cms.hosts().bind(&server.addrs());
+        let bound = server.addrs();
+        cms.hosts().bind(&bound);
         for address in server.addrs() {
             // Standard output, so that scripts and tests can read the bound address.
             say(format_args!("listening on http://{address}"));
@@ -170,7 +171,9 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, traced: bool) -> anyhow::Re
         let mut running = actix_web::rt::spawn(server);
         let drain = Duration::from_secs(open.config.server.drain_secs);
         stop_on_signal(cms.clone(), handles, drain);
-        crate::systemd::keep_watchdog();
+        if let Some(address) = bound.first() {
+            crate::systemd::keep_watchdog(*address, cms.clone());
+        }
         tokio::select! {
             (items, took) = async {
                 hold_indexing_for_tests().await;
@@ -194,7 +197,9 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, traced: bool) -> anyhow::Re
             say(format_args!("{password}"));
         }
         say(format_args!("ready (Ctrl-C stops the server)"));
-        crate::systemd::ready("serving");
+        if !cms.is_draining() {
+            crate::systemd::ready("serving");
+        }
         let served = served_result(running.await);
         crate::schedule::stop(&cms);
         // The last events get their ids before the webhooks' last deliveries.
@@ -238,55 +243,61 @@ fn keep_event_log(cms: Arc<Cms>, poll: Option<Duration>) {
 /// event streams end at once (their clients reconnect, to another server or to this one
 /// once it is back, and resume); for `drain` (`server.drain_secs`) the server goes on
 /// serving, so that load balancers see it leave and move its clients; then it stops taking
-/// connections and gives the requests in flight `server.stop_timeout_secs` to finish. A
-/// second signal ends the drain at once, a third the wait for the requests in flight.
+/// connections and gives the requests in flight `server.stop_timeout_secs` to finish.
+/// A second signal stops the process at once.
 fn stop_on_signal(cms: Arc<Cms>, servers: Vec<actix_web::dev::ServerHandle>, drain: Duration) {
-    actix_web::rt::spawn(async move {
-        if let Err(error) = told_to_stop().await {
+    // Watched from here on, once: a signal between two waits is not lost.
+    let mut signals = match Signals::watch() {
+        Ok(signals) => signals,
+        Err(error) => {
             tracing::warn!(%error, "cannot watch for SIGINT and SIGTERM; stop the server with SIGKILL");
             return;
         }
+    };
+    actix_web::rt::spawn(async move {
+        signals.next().await;
         cms.upkeep().begin_draining();
         cms.event_log().close();
         crate::systemd::stopping("draining");
+        actix_web::rt::spawn(async move {
+            signals.next().await;
+            // Straight to standard error: the log's writer thread may not get to it.
+            eprintln!(
+                "told again: stopping now, without waiting for the requests in flight \
+                 (webhook deliveries not yet made stay in the outbox for the next start)"
+            );
+            std::process::exit(1);
+        });
         if !drain.is_zero() {
             tracing::info!(seconds = drain.as_secs(), "told to stop: draining, then stopping");
-            tokio::select! {
-                () = actix_web::rt::time::sleep(drain) => {}
-                _ = told_to_stop() => tracing::info!("told again: stopping now"),
-            }
+            actix_web::rt::time::sleep(drain).await;
         }
         crate::systemd::status("finishing the requests in flight");
-        let graceful = async {
-            for server in &servers {
-                server.stop(true).await;
-            }
-        };
-        tokio::select! {
-            () = graceful => {}
-            _ = told_to_stop() => {
-                tracing::info!("told again: stopping without waiting for the requests in flight");
-                for server in &servers {
-                    server.stop(false).await;
-                }
-            }
+        for server in &servers {
+            server.stop(true).await;
         }
     });
 }
 
-/// Resolves at the next SIGINT or SIGTERM.
-async fn told_to_stop() -> std::io::Result<()> {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+/// SIGINT and SIGTERM, each watched by one stream for the life of the server.
+struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn watch() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self { interrupt: signal(SignalKind::interrupt())?, terminate: signal(SignalKind::terminate())? })
+    }
+
+    /// The next SIGINT or SIGTERM.
+    async fn next(&mut self) {
         tokio::select! {
-            result = interrupt => result,
-            _ = terminate.recv() => Ok(()),
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
         }
     }
-    #[cfg(not(unix))]
-    interrupt.await
 }
 
 /// Builds the search indexes in the background, so that the first search does not wait

@@ -206,6 +206,8 @@ fn a_rolling_restart_of_two_nodes_under_load_fails_no_request() {
             });
         }
 
+        // A failed assertion below must still stop the clients, or the scope never ends.
+        let _stop_on_panic = StopOnDrop(&stop);
         for (index, node) in site.nodes.iter().enumerate() {
             std::thread::sleep(Duration::from_millis(500));
             signal(&servers[index], "TERM");
@@ -227,4 +229,41 @@ fn a_rolling_restart_of_two_nodes_under_load_fails_no_request() {
         &failures[..failures.len().min(5)]
     );
     assert!(answered >= 200, "the load went on: {answered} answers");
+}
+
+/// Sets the flag when dropped (also while a panic unwinds).
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// With a request in flight (its body still coming), the first SIGTERM waits for it; a
+/// second stops the process at once.
+#[test]
+fn a_second_signal_stops_at_once_while_a_request_is_in_flight() {
+    let site = demo_site();
+    with_server_section(site.path(), "  stop_timeout_secs: 60\n");
+    let key = crate::user_with_key(site.path(), "ed@example.com", "editor");
+    let mut server = Server::start(site.path());
+    let mut slow = TcpStream::connect(address(&server)).unwrap();
+    let head = format!(
+        "POST /cms/collections/posts/items HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n\
+         Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"slug\":"
+    );
+    slow.write_all(head.as_bytes()).unwrap();
+    // The server has the request once it answers another one after it.
+    assert_eq!(server.get("/livez", None).0, 200);
+
+    signal(&server, "TERM");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(server.child.try_wait().unwrap().is_none(), "the first signal waits for the request in flight");
+    let told = Instant::now();
+    signal(&server, "TERM");
+    let (status, _) = wait_for_exit(&mut server, Duration::from_secs(10));
+    assert!(told.elapsed() < Duration::from_secs(5), "{:?}", told.elapsed());
+    assert_eq!(status.code(), Some(1), "a stop that cut requests short is not a clean one");
+    drop(slow);
 }

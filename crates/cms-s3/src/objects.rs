@@ -21,6 +21,8 @@ pub struct ObjectInfo {
     /// Site-relative (`content/posts/a.md`).
     pub key: String,
     pub size: u64,
+    /// When it was last written (Unix seconds).
+    pub modified: i64,
 }
 
 /// Files read in parts of this size when copied into the bucket.
@@ -35,7 +37,11 @@ impl S3Site {
             .iter()
             .filter_map(|meta| {
                 let key = self.bucket.key_of(&meta.location)?;
-                Some(ObjectInfo { key: key.trim_start_matches('/').to_owned(), size: meta.size })
+                Some(ObjectInfo {
+                    key: key.trim_start_matches('/').to_owned(),
+                    size: meta.size,
+                    modified: meta.last_modified.timestamp(),
+                })
             })
             .collect())
     }

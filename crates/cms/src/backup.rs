@@ -10,10 +10,14 @@
 
 mod archive;
 
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::{BufReader, BufWriter, Read};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::UNIX_EPOCH;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
@@ -24,7 +28,7 @@ use time::format_description::well_known::Rfc3339;
 use crate::backend::{self, Backend};
 use crate::progress::{IN_FLIGHT, Progress, in_parallel};
 use crate::site::Site;
-use crate::site_files::{bucket_keys, folder_files, is_node_local};
+use crate::site_files::{folder_files, is_node_local};
 use archive::{ArchiveWriter, Manifest};
 
 #[derive(Args)]
@@ -110,27 +114,12 @@ fn backup(site: &Site, to: &Path, overwrite: bool) -> anyhow::Result<()> {
             config_file: site.root.join(cms_fs::CONFIG_FILE),
         },
     };
+    let description = match &source {
+        Source::Folder(root) => root.display().to_string(),
+        Source::Bucket { site, .. } => site.description().to_owned(),
+    };
     // To the second, as the archive's times are.
     let began = OffsetDateTime::now_utc().replace_nanosecond(0)?;
-    // Listed after `began`: every write acknowledged before it is listed.
-    let (keys, description) = match &source {
-        Source::Folder(root) => {
-            let (files, skipped) = folder_files(root)?;
-            for line in &skipped {
-                eprintln!("warning: not in the backup: {line}");
-            }
-            (files.into_keys().filter(|key| is_kept(key)).collect::<Vec<_>>(), root.display().to_string())
-        }
-        Source::Bucket { site, .. } => {
-            let mut keys: Vec<String> = bucket_keys(site)?
-                .into_iter()
-                .filter(|key| is_kept(key) && key != cms_fs::CONFIG_FILE)
-                .collect();
-            keys.push(cms_fs::CONFIG_FILE.to_owned());
-            keys.sort();
-            (keys, site.description().to_owned())
-        }
-    };
 
     let folder = to.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let staged = tempfile::Builder::new()
@@ -140,22 +129,30 @@ fn backup(site: &Site, to: &Path, overwrite: bool) -> anyhow::Result<()> {
     // The archive holds accounts and key hashes: only its owner may read it.
     fs::set_permissions(staged.path(), fs::Permissions::from_mode(0o600))?;
     let out = BufWriter::new(staged.as_file().try_clone()?);
-    let began_secs = began.unix_timestamp().max(0) as u64;
-    let mut writer = ArchiveWriter::new(out, began_secs);
-    let progress = Progress::new(format!("backing up {description}"), keys.len());
-    let mut vanished = 0;
-    // Read in batches (in parallel from a bucket), written in order.
-    for batch in keys.chunks(IN_FLIGHT * 8) {
-        let contents = read_batch(&source, batch, &progress, began_secs)?;
-        for (key, content) in batch.iter().zip(contents) {
-            match content {
-                Some((bytes, mtime)) => writer.add(key, &bytes, mtime)?,
-                // Deleted since it was listed, after the backup began.
-                None => vanished += 1,
-            }
+    let mut writer = ArchiveWriter::new(out, began.unix_timestamp().max(0) as u64);
+    // Listed after `began`: every write acknowledged before it is listed. A file moved
+    // while the backup runs (a resource renamed) is gone from its listed place: listing
+    // again finds it in its new one.
+    let mut seen = HashSet::new();
+    let mut gone = 0;
+    for round in 0..=RELISTS {
+        let todo: Vec<Listed> =
+            list(&source, round == 0)?.into_iter().filter(|file| seen.insert(file.key.clone())).collect();
+        if todo.is_empty() {
+            break;
         }
+        if round == 0 {
+            hold_for_tests();
+        }
+        let what = if round == 0 {
+            format!("backing up {description}")
+        } else {
+            "backing up what was added or moved meanwhile".to_owned()
+        };
+        let progress = Progress::new(what, todo.len());
+        gone += copy_into(&source, &todo, &mut writer, &progress)?;
+        progress.finish();
     }
-    progress.finish();
     let manifest = Manifest {
         format: archive::FORMAT.to_owned(),
         cms: crate::VERSION.to_owned(),
@@ -174,9 +171,9 @@ fn backup(site: &Site, to: &Path, overwrite: bool) -> anyhow::Result<()> {
         let _ = parent.sync_all();
     }
     let sha256 = hash_file(to)?;
-    let deleted = if vanished > 0 { format!(" ({vanished} deleted while it ran)") } else { String::new() };
+    let gone = if gone > 0 { format!(" ({gone} moved or deleted while it ran)") } else { String::new() };
     println!(
-        "wrote {}: {} files, {} bytes ({compressed} compressed){deleted}; sha256 {sha256}",
+        "wrote {}: {} files, {} bytes ({compressed} compressed){gone}; sha256 {sha256}",
         to.display(),
         manifest.files.len(),
         manifest.bytes(),
@@ -184,49 +181,158 @@ fn backup(site: &Site, to: &Path, overwrite: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A file's bytes and its time of last change (Unix seconds).
-type Content = (Vec<u8>, u64);
-
-/// The batch's contents, in its order; `None` for a file deleted since it was listed. A
-/// bucket's objects are given the backup's start as their time.
-fn read_batch(
-    source: &Source,
-    batch: &[String],
-    progress: &Progress,
-    began: u64,
-) -> anyhow::Result<Vec<Option<Content>>> {
-    match source {
-        Source::Folder(root) => batch
-            .iter()
-            .map(|key| {
-                let path = root.join(key);
-                let read = read_file(&path).with_context(|| format!("reading {}", path.display()))?;
-                progress.advance();
-                Ok(read)
-            })
-            .collect(),
-        Source::Bucket { site, config_file } => in_parallel(batch, progress, |key| {
-            if key == cms_fs::CONFIG_FILE {
-                return read_file(config_file).with_context(|| format!("reading {}", config_file.display()));
-            }
-            Ok(site.get_object_blocking(key)?.map(|bytes| (bytes, began)))
-        }),
+/// A hook for the tests: with `CMS_TEST_HOLD_BACKUP=PATH` (a FIFO), the backup waits
+/// after its first listing until that file was read to its end, so that a test can move a
+/// file while the backup runs without racing it.
+fn hold_for_tests() {
+    if let Some(path) = std::env::var_os("CMS_TEST_HOLD_BACKUP") {
+        let _ = fs::read(path);
     }
 }
 
-/// The file as it is now (a file replaced meanwhile is read whole from the one opened);
-/// `None` if it is gone.
-fn read_file(path: &Path) -> std::io::Result<Option<Content>> {
-    let mut file = match fs::File::open(path) {
+/// How many times the site is listed again for files added or moved while the backup ran.
+const RELISTS: usize = 3;
+
+/// Bytes of a bucket's objects read at once (a batch is read in parallel, then written in
+/// order): bounds the backup's memory whatever the media.
+const BATCH_BYTES: u64 = 64 << 20;
+
+/// A file to back up.
+struct Listed {
+    key: String,
+    /// A bucket's object: its size and time from the listing (a folder's file: from the
+    /// file opened).
+    size: u64,
+    mtime: u64,
+}
+
+/// The files of the site in the archive now, by key; the first listing warns about what is
+/// skipped (symlinks, sockets...).
+fn list(source: &Source, warn: bool) -> anyhow::Result<Vec<Listed>> {
+    match source {
+        Source::Folder(root) => {
+            let (files, skipped) = folder_files(root)?;
+            if warn {
+                for line in &skipped {
+                    eprintln!("warning: not in the backup: {line}");
+                }
+            }
+            Ok(files
+                .into_keys()
+                .filter(|key| is_kept(key))
+                .map(|key| Listed { key, size: 0, mtime: 0 })
+                .collect())
+        }
+        Source::Bucket { site, .. } => {
+            let mut listed: Vec<Listed> = site
+                .list_objects_blocking()?
+                .into_iter()
+                .filter(|object| is_kept(&object.key) && object.key != cms_fs::CONFIG_FILE)
+                .map(|object| Listed {
+                    key: object.key,
+                    size: object.size,
+                    mtime: object.modified.max(0) as u64,
+                })
+                .collect();
+            // The node's own cms.yaml, the one that names the bucket.
+            listed.push(Listed { key: cms_fs::CONFIG_FILE.to_owned(), size: 0, mtime: 0 });
+            listed.sort_by(|a, b| a.key.cmp(&b.key));
+            Ok(listed)
+        }
+    }
+}
+
+/// Writes `files` into the archive in order; how many were gone when their turn came.
+fn copy_into<W: std::io::Write>(
+    source: &Source,
+    files: &[Listed],
+    writer: &mut ArchiveWriter<W>,
+    progress: &Progress,
+) -> anyhow::Result<usize> {
+    let mut gone = 0;
+    match source {
+        // One file at a time, streamed from the file opened.
+        Source::Folder(root) => {
+            for file in files {
+                let path = root.join(&file.key);
+                match open_regular(&path).with_context(|| format!("reading {}", path.display()))? {
+                    Opened::File(opened, size, mtime) => writer.add_reader(&file.key, size, mtime, opened)?,
+                    Opened::Gone => gone += 1,
+                    Opened::NotAFile => {
+                        eprintln!("warning: not in the backup: {} is no longer a regular file", file.key)
+                    }
+                }
+                progress.advance();
+            }
+        }
+        // Read in parallel batches of at most BATCH_BYTES, written in order.
+        Source::Bucket { site, config_file } => {
+            let mut start = 0;
+            while start < files.len() {
+                let mut end = start + 1;
+                let mut bytes = files[start].size;
+                while end < files.len()
+                    && end - start < IN_FLIGHT * 8
+                    && bytes + files[end].size <= BATCH_BYTES
+                {
+                    bytes += files[end].size;
+                    end += 1;
+                }
+                let batch = &files[start..end];
+                let contents = in_parallel(batch, progress, |file| {
+                    if file.key == cms_fs::CONFIG_FILE {
+                        let text = fs::read(config_file)
+                            .with_context(|| format!("reading {}", config_file.display()))?;
+                        let mtime = fs::metadata(config_file)?
+                            .modified()?
+                            .duration_since(UNIX_EPOCH)
+                            .map_or(0, |d| d.as_secs());
+                        return Ok(Some((text, mtime)));
+                    }
+                    Ok(site.get_object_blocking(&file.key)?.map(|bytes| (bytes, file.mtime)))
+                })?;
+                for (file, content) in batch.iter().zip(contents) {
+                    match content {
+                        Some((bytes, mtime)) => writer.add(&file.key, &bytes, mtime)?,
+                        None => gone += 1,
+                    }
+                }
+                start = end;
+            }
+        }
+    }
+    Ok(gone)
+}
+
+/// A folder's file as opened for the backup.
+enum Opened {
+    /// The file, its size and time of last change (Unix seconds) when opened.
+    File(fs::File, u64, u64),
+    /// Deleted or moved since it was listed.
+    Gone,
+    /// Replaced by a symlink, a folder or a FIFO since it was listed: never followed, never
+    /// waited on.
+    NotAFile,
+}
+
+fn open_regular(path: &Path) -> std::io::Result<Opened> {
+    use rustix::fs::OFlags;
+    let flags = (OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32;
+    let file = match fs::OpenOptions::new().read(true).custom_flags(flags).open(path) {
         Ok(file) => file,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Opened::Gone),
+        // O_NOFOLLOW on a symlink.
+        Err(error) if error.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+            return Ok(Opened::NotAFile);
+        }
         Err(error) => return Err(error),
     };
     let meta = file.metadata()?;
-    let mtime = meta.modified()?.duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_secs());
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.read_to_end(&mut bytes)?;
-    Ok(Some((bytes, mtime)))
+    if !meta.is_file() {
+        return Ok(Opened::NotAFile);
+    }
+    let mtime = meta.modified()?.duration_since(UNIX_EPOCH).map_or(0, |since| since.as_secs());
+    Ok(Opened::File(file, meta.len(), mtime))
 }
 
 fn verify(file: &Path) -> anyhow::Result<()> {
@@ -300,13 +406,12 @@ fn restore_to_folder(file: &Path, target: &Path) -> anyhow::Result<()> {
     })?;
     let note = serve_from_folder(staging.path())?;
     fs::set_permissions(staging.path(), fs::Permissions::from_mode(0o755))?;
-    if target.exists() {
-        fs::remove_dir(target)
-            .with_context(|| format!("cannot replace the empty folder {}", target.display()))?;
-    }
-    let staged = staging.keep();
-    fs::rename(&staged, target)
-        .with_context(|| format!("cannot move the restored site into {}", target.display()))?;
+    // rename(2) replaces an empty folder, and fails on one filled meanwhile (the staging
+    // folder is then removed with everything in it).
+    fs::rename(staging.path(), target).with_context(|| {
+        format!("cannot move the restored site into {} (is it still empty?)", target.display())
+    })?;
+    let _ = staging.keep();
     if let Ok(parent) = fs::File::open(parent) {
         let _ = parent.sync_all();
     }
@@ -375,25 +480,56 @@ fn restore_to_bucket(file: &Path, bucket: &S3StorageConfig) -> anyhow::Result<()
         bail!("{} is not empty; restore into a bucket prefix with no objects", site.description());
     }
     let checked = read_archive(file, "checking", |_, _, _| Ok(()))?;
+    // The second read puts only what matches the manifest just checked (the file may
+    // have been replaced in between).
+    let expected: HashMap<&str, &archive::FileEntry> =
+        checked.files.iter().map(|entry| (entry.path.as_str(), entry)).collect();
     let progress = Progress::new(format!("putting into {}", site.description()), checked.files.len());
-    let mut batch: Vec<(String, Vec<u8>)> = Vec::new();
-    let put = |batch: &mut Vec<(String, Vec<u8>)>| -> anyhow::Result<()> {
+    let put_count = AtomicUsize::new(0);
+    let mut batch: Vec<(String, Mutex<Vec<u8>>)> = Vec::new();
+    let mut batch_bytes = 0;
+    let put = |batch: &mut Vec<(String, Mutex<Vec<u8>>)>| -> anyhow::Result<()> {
         in_parallel(batch, &progress, |(key, bytes)| {
-            site.put_object_blocking(key, bytes.clone()).with_context(|| format!("putting {key}"))
+            let bytes = std::mem::take(&mut *bytes.lock().unwrap_or_else(PoisonError::into_inner));
+            site.put_object_blocking(key, bytes).with_context(|| format!("putting {key}"))?;
+            put_count.fetch_add(1, Ordering::Relaxed);
+            Ok(())
         })?;
         batch.clear();
         Ok(())
     };
-    let manifest = read_archive(file, "reading", |key, _, content| {
+    let restored = read_archive(file, "reading", |key, _, content| {
         let mut bytes = Vec::new();
         content.read_to_end(&mut bytes)?;
-        batch.push((key.to_owned(), bytes));
-        if batch.len() >= IN_FLIGHT * 8 {
+        let matches = expected
+            .get(key)
+            .is_some_and(|entry| entry.size == bytes.len() as u64 && entry.sha256 == archive::sha256(&bytes));
+        if !matches {
+            bail!("{key} is not what the archive held when it was checked: the file changed meanwhile");
+        }
+        batch_bytes += bytes.len() as u64;
+        batch.push((key.to_owned(), Mutex::new(bytes)));
+        if batch.len() >= IN_FLIGHT * 8 || batch_bytes >= BATCH_BYTES {
             put(&mut batch)?;
+            batch_bytes = 0;
         }
         Ok(())
-    })?;
-    put(&mut batch)?;
+    })
+    .and_then(|manifest| put(&mut batch).map(|()| manifest));
+    let manifest = match restored {
+        Ok(manifest) => manifest,
+        Err(error) => {
+            let put = put_count.load(Ordering::Relaxed);
+            if put > 0 {
+                return Err(error.context(format!(
+                    "{put} objects were put into {} before this; remove them before restoring again \
+                     (a restore needs an empty prefix)",
+                    site.description()
+                )));
+            }
+            return Err(error);
+        }
+    };
     progress.finish();
     println!(
         "restored {} files ({} bytes) of {:?}, begun {}, into {}; a node serves it with storage: naming this bucket and prefix",

@@ -75,9 +75,37 @@ impl<W: Write> ArchiveWriter<W> {
     /// seconds); the site's private state (`.cms/`) keeps mode 0600 in the archive, as in
     /// the folder.
     pub fn add(&mut self, path: &str, bytes: &[u8], mtime: u64) -> anyhow::Result<()> {
+        self.add_reader(path, bytes.len() as u64, mtime, bytes)
+    }
+
+    /// [`Self::add`] of `size` bytes read from `content` (a file, never whole in memory).
+    /// Fewer bytes than `size` (a file cut short in place while it was read) fail the
+    /// backup: the archive is then unusable.
+    pub fn add_reader(
+        &mut self,
+        path: &str,
+        size: u64,
+        mtime: u64,
+        content: impl Read,
+    ) -> anyhow::Result<()> {
         let mode = if path.starts_with(".cms/") { 0o600 } else { 0o644 };
-        self.append(&format!("{SITE_FOLDER}{path}"), bytes, mode, mtime)?;
-        self.files.push(FileEntry { path: path.to_owned(), size: bytes.len() as u64, sha256: sha256(bytes) });
+        let mut header = tar::Header::new_gnu();
+        header.set_size(size);
+        header.set_mode(mode);
+        header.set_mtime(mtime);
+        header.set_entry_type(tar::EntryType::Regular);
+        let mut hashing = Hashing::new(content.take(size));
+        let name = format!("{SITE_FOLDER}{path}");
+        self.tar
+            .append_data(&mut header, &name, &mut hashing)
+            .with_context(|| format!("writing {name} into the archive"))?;
+        if hashing.size != size {
+            bail!(
+                "{path} shrank while it was read ({} of {size} bytes): something rewrote it in place; run the backup again",
+                hashing.size
+            );
+        }
+        self.files.push(hashing.finish(path));
         Ok(())
     }
 

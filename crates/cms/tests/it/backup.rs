@@ -253,3 +253,37 @@ fn a_bucket_site_is_backed_up_and_restored_into_a_bucket_or_a_folder() {
     let from_folder = Server::start(&folder);
     assert_eq!(lists(&from_bucket), lists(&from_folder));
 }
+
+/// A file moved after the backup listed the site (a resource renamed while it runs) is in
+/// the archive under its new name: the site is listed again.
+#[test]
+fn a_file_moved_while_the_backup_runs_is_in_it_under_its_new_name() {
+    let site = demo_site();
+    let work = tempfile::tempdir().unwrap();
+    let archive = work.path().join("site.tar.gz");
+    let hold = work.path().join("hold");
+    assert!(Command::new("mkfifo").arg(&hold).status().unwrap().success());
+    let backup = Command::new(BIN)
+        .args(["backup", "--site", path(site.path()), "--to", path(&archive)])
+        .env("CMS_TEST_HOLD_BACKUP", &hold)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Opening the FIFO waits for the backup to open it: after its first listing.
+    let mut held = fs::OpenOptions::new().write(true).open(&hold).unwrap();
+    let uploads = site.path().join("media/uploads");
+    fs::rename(uploads.join("logo.png"), uploads.join("logo-moved.png")).unwrap();
+    std::io::Write::write_all(&mut held, b"go").unwrap();
+    drop(held);
+    let said = ok(backup.wait_with_output().unwrap());
+    assert!(said.contains("(1 moved or deleted while it ran)"), "{said}");
+
+    let restored = work.path().join("restored");
+    ok(run(&["restore", path(&archive), "--to", path(&restored)]));
+    assert_eq!(
+        fs::read(restored.join("media/uploads/logo-moved.png")).unwrap(),
+        fs::read(uploads.join("logo-moved.png")).unwrap()
+    );
+    assert!(!restored.join("media/uploads/logo.png").exists());
+}

@@ -766,6 +766,9 @@ pub trait RenderCache: Send + Sync {
     /// Whether the cache is at its budget: the next records put push older ones out.
     /// Rendering ahead of requests stops here rather than churn.
     fn is_full(&self) -> bool;
+    /// Counts a request's first lookup of its answer, found or not (for metrics: one per
+    /// request, whatever the lookups it makes); by default nothing.
+    fn note(&self, _found: bool) {}
 }
 
 #[cfg(test)]

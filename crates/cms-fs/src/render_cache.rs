@@ -13,6 +13,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use cms_core::ports::RenderCache;
@@ -30,6 +31,9 @@ pub struct FsRenderCache {
     dir: PathBuf,
     budget: u64,
     inner: Mutex<Inner>,
+    /// Requests' first lookups that found their answer, and that did not.
+    hits: AtomicU64,
+    misses: AtomicU64,
 }
 
 struct Inner {
@@ -39,10 +43,6 @@ struct Inner {
     places: HashMap<u64, Place>,
     /// A failed write was reported for this file: say it once, not per item.
     reported: bool,
-    /// Lookups that found their record, and that did not (counted under the lock the
-    /// lookup takes anyway).
-    hits: u64,
-    misses: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -56,8 +56,14 @@ impl FsRenderCache {
     pub fn create_in(dir: &Path, budget: u64) -> io::Result<Self> {
         std::fs::create_dir_all(dir)?;
         let file = Arc::new(tempfile::tempfile_in(dir)?);
-        let inner = Inner { file, end: 0, places: HashMap::new(), reported: false, hits: 0, misses: 0 };
-        Ok(Self { dir: dir.to_owned(), budget, inner: Mutex::new(inner) })
+        let inner = Inner { file, end: 0, places: HashMap::new(), reported: false };
+        Ok(Self {
+            dir: dir.to_owned(),
+            budget,
+            inner: Mutex::new(inner),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        })
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -72,16 +78,7 @@ impl FsRenderCache {
         if inner.end + len > self.budget {
             match tempfile::tempfile_in(&self.dir) {
                 Ok(file) => {
-                    // The lookups' counts go on.
-                    let (hits, misses) = (inner.hits, inner.misses);
-                    *inner = Inner {
-                        file: Arc::new(file),
-                        end: 0,
-                        places: HashMap::new(),
-                        reported: false,
-                        hits,
-                        misses,
-                    }
+                    *inner = Inner { file: Arc::new(file), end: 0, places: HashMap::new(), reported: false }
                 }
                 Err(error) => {
                     report(&mut inner, &error);
@@ -108,18 +105,23 @@ fn report(inner: &mut Inner, error: &io::Error) {
 impl cms_core::readings::Observed for FsRenderCache {
     fn readings(&self) -> Vec<cms_core::readings::Reading> {
         use cms_core::readings::Reading;
-        let inner = self.lock();
-        let lookups = "Kept answers looked up, by cache (lists, documents, items) and outcome";
+        let (end, entries) = {
+            let inner = self.lock();
+            (inner.end, inner.places.len())
+        };
+        let lookups =
+            "Requests' first lookups of their kept answer, by cache (lists, documents, items) and outcome";
+        let (hits, misses) = (self.hits.load(Ordering::Relaxed), self.misses.load(Ordering::Relaxed));
         vec![
-            Reading::counter("answer_cache_lookups", lookups, inner.hits as f64)
+            Reading::counter("answer_cache_lookups", lookups, hits as f64)
                 .with("cache", "items")
                 .with("outcome", "hit"),
-            Reading::counter("answer_cache_lookups", lookups, inner.misses as f64)
+            Reading::counter("answer_cache_lookups", lookups, misses as f64)
                 .with("cache", "items")
                 .with("outcome", "miss"),
-            Reading::gauge("answer_cache_bytes", "Bytes of kept answers, by cache", inner.end as f64)
+            Reading::gauge("answer_cache_bytes", "Bytes of kept answers, by cache", end as f64)
                 .with("cache", "items"),
-            Reading::gauge("answer_cache_entries", "Kept answers, by cache", inner.places.len() as f64)
+            Reading::gauge("answer_cache_entries", "Kept answers, by cache", entries as f64)
                 .with("cache", "items"),
         ]
     }
@@ -128,13 +130,8 @@ impl cms_core::readings::Observed for FsRenderCache {
 impl RenderCache for FsRenderCache {
     fn get(&self, key: u64) -> Option<Vec<u8>> {
         let (file, place) = {
-            let mut inner = self.lock();
-            let Some(place) = inner.places.get(&key).copied() else {
-                inner.misses += 1;
-                return None;
-            };
-            inner.hits += 1;
-            (Arc::clone(&inner.file), place)
+            let inner = self.lock();
+            (Arc::clone(&inner.file), *inner.places.get(&key)?)
         };
         let len = place.len as usize;
         let mut bytes = Vec::with_capacity(len + TRAILER as usize + ROOM);
@@ -175,6 +172,11 @@ impl RenderCache for FsRenderCache {
 
     fn is_full(&self) -> bool {
         self.lock().end + self.budget / 16 > self.budget
+    }
+
+    fn note(&self, found: bool) {
+        let counter = if found { &self.hits } else { &self.misses };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 }
 

@@ -8,6 +8,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use actix_web::web::Bytes;
 use futures_util::lock::{Mutex as AsyncMutex, MutexGuard as AsyncMutexGuard};
@@ -15,6 +16,9 @@ use futures_util::lock::{Mutex as AsyncMutex, MutexGuard as AsyncMutexGuard};
 /// Answers' bodies up to (not including) their `timestamp`, by version.
 pub struct BodyCache {
     inner: Mutex<Inner>,
+    /// Requests' first lookups that found their answer, and that did not ([`Self::note`]).
+    hits: AtomicU64,
+    misses: AtomicU64,
     budget: usize,
     /// The largest body kept: one huge answer must not flush everything else.
     largest: usize,
@@ -25,10 +29,6 @@ struct Inner {
     bodies: HashMap<u64, Bytes>,
     order: VecDeque<u64>,
     bytes: usize,
-    /// Lookups that found their answer, and that did not (counted under the lock the
-    /// lookup takes anyway).
-    hits: u64,
-    misses: u64,
 }
 
 /// What a cache did since the start and holds now (for `/metrics`).
@@ -43,25 +43,31 @@ pub struct CacheStats {
 impl BodyCache {
     /// A cache of `budget` bytes that keeps bodies of up to `budget / share` bytes.
     pub fn new(budget: usize, share: usize) -> Self {
-        Self { inner: Mutex::default(), budget, largest: budget / share.max(1) }
+        Self {
+            inner: Mutex::default(),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            budget,
+            largest: budget / share.max(1),
+        }
     }
 
     pub fn get(&self, key: u64) -> Option<Bytes> {
-        let mut inner = self.lock();
-        let found = inner.bodies.get(&key).cloned();
-        if found.is_some() {
-            inner.hits += 1;
-        } else {
-            inner.misses += 1;
-        }
-        found
+        self.lock().bodies.get(&key).cloned()
+    }
+
+    /// Counts a request's first lookup of its answer, found or not (one per request,
+    /// whatever the lookups it makes).
+    pub fn note(&self, found: bool) {
+        let counter = if found { &self.hits } else { &self.misses };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn stats(&self) -> CacheStats {
         let inner = self.lock();
         CacheStats {
-            hits: inner.hits,
-            misses: inner.misses,
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
             bytes: inner.bytes as u64,
             entries: inner.bodies.len() as u64,
         }
@@ -135,6 +141,8 @@ mod tests {
         cache.put(99, Bytes::from(vec![b'x'; 101]));
         assert!(cache.get(99).is_none(), "an answer over an eighth of the budget is not kept");
         assert_eq!(cache.lock().bytes, 800);
-        assert_eq!(cache.stats(), CacheStats { hits: 2, misses: 2, bytes: 800, entries: 8 });
+        cache.note(true);
+        cache.note(false);
+        assert_eq!(cache.stats(), CacheStats { hits: 1, misses: 1, bytes: 800, entries: 8 });
     }
 }

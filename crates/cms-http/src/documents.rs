@@ -57,7 +57,9 @@ where
     let coding = reply::accepted_coding(req);
     let etag = etag_of(state.etag_seed, version, coding);
     let key = coding.map_or(version, |coding| coding.key_of(version));
-    if let Some(record) = state.documents.get(key) {
+    let kept = state.documents.get(key);
+    state.documents.note(kept.is_some());
+    if let Some(record) = kept {
         return Ok(send(req, kind, &etag, coding, &record));
     }
     // Not kept in this coding: one request makes it, the others wait for it and find it

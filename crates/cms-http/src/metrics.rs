@@ -154,7 +154,8 @@ impl Metrics {
 /// `answer_cache_bytes{cache}`, `answer_cache_entries{cache}` (the answer file of single
 /// items reports the same names with `cache="items"`).
 pub fn cache_readings(cache: &'static str, stats: crate::body_cache::CacheStats) -> Vec<Reading> {
-    let lookups = "Kept answers looked up, by cache (lists, documents, items) and outcome";
+    let lookups =
+        "Requests' first lookups of their kept answer, by cache (lists, documents, items) and outcome";
     vec![
         Reading::counter("answer_cache_lookups", lookups, stats.hits as f64)
             .with("cache", cache)

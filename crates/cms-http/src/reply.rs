@@ -71,7 +71,7 @@ struct PageBody<'a> {
 /// `timestamp` (the only part that changes while the list does not). A request whose
 /// `If-None-Match` names it gets `304` (see [`not_modified`]). Pages with a version are
 /// served from the [`BodyCache`](crate::body_cache::BodyCache) once built.
-pub fn item_page(req: &HttpRequest, page: Page<ItemSummary>) -> HttpResponse {
+pub fn item_page(req: &HttpRequest, page: Page<ItemSummary>, lookup: Lookup) -> HttpResponse {
     let state = crate::state::of(req);
     let Some(version) = page.version else {
         let body = match page_body(&page) {
@@ -90,7 +90,7 @@ pub fn item_page(req: &HttpRequest, page: Page<ItemSummary>) -> HttpResponse {
         return response;
     }
     let store = Store::Memory(&state.bodies);
-    if let Some(kept) = kept_answer(store, version, &etag, coding) {
+    if let Some(kept) = kept_answer(store, version, &etag, coding, lookup) {
         return kept;
     }
     match page_body(&page) {
@@ -109,7 +109,7 @@ pub fn kept_page(req: &HttpRequest, version: u64) -> Option<HttpResponse> {
     if let Some(response) = not_modified(req, &etag, Shape::Envelope) {
         return Some(response);
     }
-    kept_answer(Store::Memory(&state.bodies), version, &etag, coding)
+    kept_answer(Store::Memory(&state.bodies), version, &etag, coding, Lookup::First)
 }
 
 fn page_etag(state: &crate::state::AppState, version: u64) -> String {
@@ -159,6 +159,21 @@ impl Store<'_> {
             Self::Memory(bodies) => bodies.put(key, body),
         }
     }
+
+    fn note(self, found: bool) {
+        match self {
+            Self::Disk(answers) => answers.note(found),
+            Self::Memory(bodies) => bodies.note(found),
+        }
+    }
+}
+
+/// Whether a request looks up its kept answer for the first time (counted for
+/// `/metrics`: one per request) or again, after its first lookup missed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    First,
+    Again,
 }
 
 /// The coding a request accepts, from its `Accept-Encoding`.
@@ -169,14 +184,26 @@ pub fn accepted_coding(req: &HttpRequest) -> Option<Coding> {
 /// The answer kept under `key` (the body without its timestamp), in `coding` (the one the
 /// request accepts; `etag` is that representation's): that coding's kept form, or the plain
 /// body (whose coded form is then made and kept); `None` when nothing is kept under `key`.
-fn kept_answer(store: Store<'_>, key: u64, etag: &str, coding: Option<Coding>) -> Option<HttpResponse> {
+fn kept_answer(
+    store: Store<'_>,
+    key: u64,
+    etag: &str,
+    coding: Option<Coding>,
+    lookup: Lookup,
+) -> Option<HttpResponse> {
     if let Some(coding) = coding
         && let Some(open) = store.get(coding.key_of(key))
     {
+        if lookup == Lookup::First {
+            store.note(true);
+        }
         return Some(coded_answer(coding, &open, etag));
     }
-    let plain = store.get(key)?;
-    Some(answer(store, key, etag, plain, coding))
+    let plain = store.get(key);
+    if lookup == Lookup::First {
+        store.note(plain.is_some());
+    }
+    Some(answer(store, key, etag, plain?, coding))
 }
 
 /// Keeps a body just made under `key` and answers it as [`kept_answer`] would.
@@ -269,7 +296,7 @@ impl MessageBody for Concatenated {
 /// A rendered item in the envelope, with its `ETag`, or `304` when the request's
 /// `If-None-Match` names it. The body is kept by the item's version (file content and
 /// stamp): in the finished answers on disk when the server has them, else in memory.
-pub fn single_item(req: &HttpRequest, view: ItemView) -> HttpResponse {
+pub fn single_item(req: &HttpRequest, view: ItemView, lookup: Lookup) -> HttpResponse {
     let coding = accepted_coding(req);
     let etag = encoding::coded_etag(&view.etag, coding).into_owned();
     if let Some(response) = not_modified(req, &etag, Shape::Envelope) {
@@ -280,7 +307,7 @@ pub fn single_item(req: &HttpRequest, view: ItemView) -> HttpResponse {
     // Routes that do not ask for the kept answer first (`/cms/items/{slug}`, the legacy
     // read) find it here: an answer is serialized and kept once per version.
     let store = item_store(state);
-    if let Some(kept) = kept_answer(store, key, &etag, coding) {
+    if let Some(kept) = kept_answer(store, key, &etag, coding, lookup) {
         return kept;
     }
     match item_body(view) {
@@ -314,7 +341,7 @@ pub fn kept_item(req: &HttpRequest, version: &ItemVersion) -> Option<HttpRespons
     if let Some(response) = not_modified(req, &etag, Shape::Envelope) {
         return Some(response);
     }
-    kept_answer(item_store(crate::state::of(req)), version.version, &etag, coding)
+    kept_answer(item_store(crate::state::of(req)), version.version, &etag, coding, Lookup::First)
 }
 
 /// When the request's `If-None-Match` names `etag` (or is `*`): `304` with the ETag (and

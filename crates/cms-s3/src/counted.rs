@@ -1,7 +1,9 @@
 //! The bucket's requests counted, for `/metrics`: [`CountedStore`] wraps the object store
 //! every part of the adapter goes through, so each request is counted by operation and
-//! outcome with the time it took (to its answer's head; a listing's pages are one
-//! request); the change feed adds how late other nodes' changes are read.
+//! outcome with the time it took (to its answer's head; a listing, all its pages, is one;
+//! a delete is counted per object, whatever the batching; a multipart upload is counted
+//! when it starts, not per part); the change feed adds how late other nodes' changes are
+//! read.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -50,16 +52,7 @@ pub struct BucketStats {
 
 impl BucketStats {
     fn count<T>(&self, operation: Operation, started: Instant, result: &object_store::Result<T>) {
-        let outcome = match result {
-            Ok(_) => 0,
-            Err(object_store::Error::NotFound { .. }) => 1,
-            Err(
-                object_store::Error::AlreadyExists { .. }
-                | object_store::Error::Precondition { .. }
-                | object_store::Error::NotModified { .. },
-            ) => 2,
-            Err(_) => 3,
-        };
+        let outcome = outcome_of(result);
         let operation = operation as usize;
         self.requests[operation][outcome].fetch_add(1, Ordering::Relaxed);
         self.micros[operation].fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
@@ -126,6 +119,82 @@ impl Observed for BucketStats {
 /// Now, in Unix milliseconds (the journal's clock).
 fn unix_ms() -> i64 {
     time::OffsetDateTime::now_utc().unix_timestamp_nanos() as i64 / 1_000_000
+}
+
+/// A stream of results counted when it ends (or is dropped): a listing as one request
+/// (`ok`, or `error` at its first failure), deletes one per object (`per_item`); its time
+/// is added once.
+struct Tally<S> {
+    inner: S,
+    stats: Arc<BucketStats>,
+    operation: Operation,
+    per_item: bool,
+    started: Instant,
+    failed: bool,
+    counted: bool,
+}
+
+impl<S> Tally<S> {
+    fn new(inner: S, stats: Arc<BucketStats>, operation: Operation, per_item: bool) -> Self {
+        Self { inner, stats, operation, per_item, started: Instant::now(), failed: false, counted: false }
+    }
+
+    fn end(&mut self) {
+        if std::mem::replace(&mut self.counted, true) {
+            return;
+        }
+        let operation = self.operation as usize;
+        if !self.per_item && !self.failed {
+            self.stats.requests[operation][0].fetch_add(1, Ordering::Relaxed);
+        }
+        self.stats.micros[operation].fetch_add(self.started.elapsed().as_micros() as u64, Ordering::Relaxed);
+    }
+}
+
+impl<T, S: futures_util::Stream<Item = object_store::Result<T>> + Unpin> futures_util::Stream for Tally<S> {
+    type Item = object_store::Result<T>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let next = std::task::ready!(std::pin::Pin::new(&mut self.inner).poll_next(cx));
+        match &next {
+            Some(result) if self.per_item => {
+                let outcome = outcome_of(result);
+                self.stats.requests[self.operation as usize][outcome].fetch_add(1, Ordering::Relaxed);
+            }
+            Some(Err(_)) if !self.failed => {
+                self.failed = true;
+                self.stats.requests[self.operation as usize][outcome_of(next.as_ref().expect("some"))]
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            Some(_) => {}
+            None => self.end(),
+        }
+        std::task::Poll::Ready(next)
+    }
+}
+
+impl<S> Drop for Tally<S> {
+    fn drop(&mut self) {
+        // A listing read only in part (`take`) is a request all the same.
+        self.end();
+    }
+}
+
+/// Which of [`OUTCOMES`] a result is.
+fn outcome_of<T>(result: &object_store::Result<T>) -> usize {
+    match result {
+        Ok(_) => 0,
+        Err(object_store::Error::NotFound { .. }) => 1,
+        Err(
+            object_store::Error::AlreadyExists { .. }
+            | object_store::Error::Precondition { .. }
+            | object_store::Error::NotModified { .. },
+        ) => 2,
+        Err(_) => 3,
+    }
 }
 
 /// An object store whose requests are counted in [`BucketStats`].
@@ -195,16 +264,12 @@ impl ObjectStore for CountedStore {
         &self,
         locations: BoxStream<'static, object_store::Result<Path>>,
     ) -> BoxStream<'static, object_store::Result<Path>> {
-        let (stats, started) = (Arc::clone(&self.stats), Instant::now());
-        self.inner
-            .delete_stream(locations)
-            .inspect(move |result| stats.count(Operation::Delete, started, result))
+        Tally::new(self.inner.delete_stream(locations), Arc::clone(&self.stats), Operation::Delete, true)
             .boxed()
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.stats.count(Operation::List, Instant::now(), &Ok(()));
-        self.inner.list(prefix)
+        Tally::new(self.inner.list(prefix), Arc::clone(&self.stats), Operation::List, false).boxed()
     }
 
     fn list_with_offset(
@@ -212,8 +277,13 @@ impl ObjectStore for CountedStore {
         prefix: Option<&Path>,
         offset: &Path,
     ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.stats.count(Operation::List, Instant::now(), &Ok(()));
-        self.inner.list_with_offset(prefix, offset)
+        Tally::new(
+            self.inner.list_with_offset(prefix, offset),
+            Arc::clone(&self.stats),
+            Operation::List,
+            false,
+        )
+        .boxed()
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
@@ -278,6 +348,8 @@ mod tests {
         store.get(&path).await.unwrap();
         assert!(store.get(&Path::from("missing")).await.is_err());
         store.list_with_delimiter(Some(&Path::from("a"))).await.unwrap();
+        let listed: Vec<_> = store.list(Some(&Path::from("a"))).collect().await;
+        assert_eq!(listed.len(), 1);
         store.delete(&path).await.unwrap();
         stats.polled(unix_ms(), [unix_ms() - 1500].into_iter());
 
@@ -289,7 +361,7 @@ mod tests {
         assert_eq!(requests("put", "refused"), 1.0, "a key taken");
         assert_eq!(requests("get", "ok"), 1.0);
         assert_eq!(requests("get", "not_found"), 1.0);
-        assert_eq!(requests("list", "ok"), 1.0);
+        assert_eq!(requests("list", "ok"), 2.0, "a listing is one request, counted when it ends");
         assert_eq!(requests("delete", "ok"), 1.0);
         assert_eq!(requests("copy", "ok"), 0.0);
         assert!(value(&readings, "store_request_seconds", &[("operation", "put")]) > 0.0);

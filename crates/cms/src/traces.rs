@@ -26,10 +26,11 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::filter::{FilterFn, Filtered};
 use tracing_subscriber::registry::LookupSpan;
 
-/// Our crates' spans, and their events at `info` or above (as span events).
+/// Our crates' spans, and no events: a log line may name what a client typed (the email
+/// of a failed sign-in), which the log keeps on this machine and a collector must not get.
 fn ours(meta: &tracing::Metadata<'_>) -> bool {
     let crate_name = meta.target().split("::").next().unwrap_or_default();
-    OUR_TARGETS.contains(&crate_name) && (meta.is_span() || *meta.level() <= tracing::Level::INFO)
+    meta.is_span() && OUR_TARGETS.contains(&crate_name)
 }
 
 /// Our crates, whose spans are exported (never a dependency's: the exporter's own HTTP
@@ -72,7 +73,11 @@ impl Export {
             .build()
             .context("cannot export traces to OTEL_EXPORTER_OTLP_ENDPOINT")?;
         let mut resource = Resource::builder();
-        if env("OTEL_SERVICE_NAME").is_none() {
+        let named = env("OTEL_SERVICE_NAME").is_some()
+            || env("OTEL_RESOURCE_ATTRIBUTES").is_some_and(|attributes| {
+                attributes.split(',').any(|pair| pair.trim_start().starts_with("service.name="))
+            });
+        if !named {
             resource = resource.with_service_name("cms");
         }
         let resource = resource
@@ -83,8 +88,7 @@ impl Export {
         Ok(Self { provider })
     }
 
-    /// The layer that turns our crates' spans into exported ones (and their events at
-    /// `info` or above into span events).
+    /// The layer that turns our crates' spans into exported ones.
     pub fn layer<S>(&self) -> Filtered<impl Layer<S>, FilterFn, S>
     where
         S: tracing::Subscriber + for<'span> LookupSpan<'span>,

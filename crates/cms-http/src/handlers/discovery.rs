@@ -24,7 +24,7 @@ use crate::documents::{self, site_version};
 use crate::dto::{RelatedDto, SearchEntryDto};
 use crate::error::{ApiError, Shape};
 use crate::handlers::items::{list_params, query_map};
-use crate::reply::{item_page, single_item};
+use crate::reply::{Lookup, item_page, single_item};
 use crate::state::AppState;
 
 fn query(req: &HttpRequest) -> Result<HashMap<String, String>, ApiError> {
@@ -126,7 +126,7 @@ pub async fn tag_items(
             state.cms.tag_items(&tag, &params).await
         })
         .await?;
-    Ok(item_page(&req, page))
+    Ok(item_page(&req, page, Lookup::First))
 }
 
 /// `GET /cms/collections/{collection}/rss`
@@ -197,7 +197,7 @@ async fn legacy_list(
             cms.list_items(collection, &query, &Viewer::Anonymous).await
         })
         .await?;
-    Ok(item_page(req, page))
+    Ok(item_page(req, page, Lookup::First))
 }
 
 /// `GET /cms/collections/items` (legacy): the list parameters plus `collectionPath`.
@@ -243,7 +243,7 @@ pub async fn legacy_read(
             })
         })
         .await?;
-    Ok(single_item(&req, view))
+    Ok(single_item(&req, view, Lookup::First))
 }
 
 /// `GET /cms/items/{slug}`: the first published item with this slug, collections in
@@ -257,5 +257,5 @@ pub async fn read_anywhere(
     let view = state
         .run(Shape::Envelope, async { state.cms.read_item_anywhere(&ItemRef::parse(&slug)?).await })
         .await?;
-    Ok(single_item(&req, view))
+    Ok(single_item(&req, view, Lookup::First))
 }

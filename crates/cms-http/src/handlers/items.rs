@@ -12,7 +12,7 @@ use crate::auth::{EditorShape, KeyUser, Reader};
 use crate::body::{Fields, bad_request, json_object};
 use crate::dto::RawItemDto;
 use crate::error::{ApiError, Shape};
-use crate::reply::{item_page, kept_item, kept_page, not_modified, single_item};
+use crate::reply::{Lookup, item_page, kept_item, kept_page, not_modified, single_item};
 use crate::state::AppState;
 
 /// Parses the query string into a map, or `400` in `shape`.
@@ -76,7 +76,7 @@ pub async fn list(
         return Ok(kept);
     }
     let page = Box::pin(cms.list_items(collection, &query, &caller.viewer)).await.map_err(envelope)?;
-    Ok(item_page(&req, page))
+    Ok(item_page(&req, page, Lookup::Again))
 }
 
 /// `GET /cms/collections/{collection}/items/{slug}`
@@ -95,12 +95,13 @@ pub async fn read(
     };
     let version = cms.item_version(collection, &item, &caller.viewer).await.map_err(envelope)?;
     // A repeated read is answered from its kept body, without reading the item.
+    let looked_up = version.is_some();
     if let Some(kept) = version.and_then(|version| kept_item(&req, &version)) {
         return Ok(kept);
     }
     // Boxed: only a read not kept needs the rendering's (large) future.
     let view = Box::pin(cms.read_item(collection, &item, &caller.viewer)).await.map_err(envelope)?;
-    Ok(single_item(&req, view))
+    Ok(single_item(&req, view, if looked_up { Lookup::Again } else { Lookup::First }))
 }
 
 /// `GET /cms/collections/{collection}/items/{slug}/raw`

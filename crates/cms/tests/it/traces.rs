@@ -121,7 +121,31 @@ fn a_requests_span_tree_reaches_an_otlp_receiver_in_the_callers_trace() {
     let operations: Vec<&str> =
         stores.iter().map(|s| s["attributes"]["operation"].as_str().unwrap()).collect();
     assert!(operations.iter().any(|op| op.contains("FsContentStore")), "{operations:?}");
-    // No secret goes out: neither the key nor the path with its query.
+    // No secret goes out: not the key.
     let exported = trace.values().map(Value::to_string).collect::<String>();
     assert!(!exported.contains(&key), "{exported}");
+
+    // Nor what a client typed: a failed sign-in's email is in the log, not in the trace.
+    let mut tab = crate::admin::Tab::new(&server);
+    let csrf = tab.get("/admin/signin").input("csrf");
+    let fields =
+        [("csrf", csrf.as_str()), ("email", "typed@example.com"), ("password", "wrong"), ("next", "/admin/")];
+    let traceparent = format!("00-{SIGNIN_TRACE_ID}-{PARENT_ID}-01");
+    assert_eq!(tab.post("/admin/signin", &fields, &[("traceparent", &traceparent)]).status, 401);
+    let mut signin = Vec::new();
+    loop {
+        let span =
+            receiver.spans.recv_timeout(Duration::from_secs(10)).expect("the sign-in's span within 10 s");
+        if span["trace_id"] == SIGNIN_TRACE_ID {
+            signin.push(span.to_string());
+            if span["parent_span_id"] == PARENT_ID {
+                break;
+            }
+        }
+    }
+    let exported = signin.concat();
+    assert!(exported.contains("POST /admin/signin"), "{exported}");
+    assert!(!exported.contains("typed@example.com") && !exported.contains("wrong"), "{exported}");
 }
+
+const SIGNIN_TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";

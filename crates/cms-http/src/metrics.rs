@@ -65,7 +65,12 @@ pub struct Metrics {
     streams: Gauge,
     /// The adapters' own measurements ([`Metrics::observe`]).
     sources: Sources,
+    /// This one's number in the process, for the workers' kept series.
+    id: u64,
 }
+
+/// Numbers the [`Metrics`] of a process.
+static METRICS_MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 fn latency_histogram() -> Histogram {
     // 0.1 ms to about 13 s, doubling.
@@ -99,7 +104,8 @@ impl Default for Metrics {
         registry.register("event_streams_open", "Live event streams open (REST and editor)", streams.clone());
         let sources = Sources::default();
         registry.register_collector(Box::new(sources.clone()));
-        Self { registry, requests, latency, in_flight, items, indexing, ready, streams, sources }
+        let id = METRICS_MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Self { registry, requests, latency, in_flight, items, indexing, ready, streams, sources, id }
     }
 }
 
@@ -110,13 +116,31 @@ impl Metrics {
         InFlight(self.in_flight.clone())
     }
 
-    /// A request was answered with `response` after `took`.
+    /// A request was answered with `response` after `took`. Each worker thread keeps the
+    /// series it has used, so that a request costs one lookup in its own map (no lock, no
+    /// label set cloned) rather than two in the shared families.
     pub fn answered(&self, method: &Method, response: &ServiceResponse<impl Sized>, took: Duration) {
         let route = route_label(response.request());
         let method = method_label(method);
         let status = status_class(response.status());
-        self.requests.get_or_create(&RequestLabels { route: route.clone(), method, status }).inc();
-        self.latency.get_or_create(&LatencyLabels { route, method }).observe(took.as_secs_f64());
+        SERIES.with_borrow_mut(|series| {
+            let key = SeriesKey { metrics: self.id, route, method, status };
+            if let Some((requests, latency)) = series.get(&key) {
+                requests.inc();
+                latency.observe(took.as_secs_f64());
+                return;
+            }
+            let requests = self.requests.get_or_create_owned(&RequestLabels {
+                route: key.route.clone(),
+                method,
+                status,
+            });
+            let latency =
+                self.latency.get_or_create_owned(&LatencyLabels { route: key.route.clone(), method });
+            requests.inc();
+            latency.observe(took.as_secs_f64());
+            series.insert(key, (requests, latency));
+        });
     }
 
     /// Reports `source`'s readings at every scrape from now on (an image pool, a webhook
@@ -209,6 +233,22 @@ impl Collector for Sources {
         }
         Ok(())
     }
+}
+
+thread_local! {
+    /// The series a worker thread has counted into, by route, method and status class (at
+    /// most the routes times the methods times five per thread: bounded as the labels are).
+    static SERIES: std::cell::RefCell<std::collections::HashMap<SeriesKey, (Counter, Histogram)>> =
+        std::cell::RefCell::default();
+}
+
+#[derive(Hash, PartialEq, Eq)]
+struct SeriesKey {
+    /// Which [`Metrics`] (one per server; tests make several in one process).
+    metrics: u64,
+    route: Cow<'static, str>,
+    method: &'static str,
+    status: &'static str,
 }
 
 /// A request in flight; dropping it (answered, failed, or dropped with its connection)

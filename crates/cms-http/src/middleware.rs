@@ -106,10 +106,11 @@ pub async fn cors_and_license(
     let started = Instant::now();
     let method = req.method().clone();
     let shared = state::of(req.request());
-    let metrics = Arc::clone(&shared.metrics);
+    // Counted only when the metrics are read somewhere (`metrics:` in cms.yaml).
+    let metrics = shared.counting.then(|| Arc::clone(&shared.metrics));
     let traces = shared.traces.clone();
     // Counted in flight until dropped: also when the client goes and the request with it.
-    let _in_flight = metrics.in_flight();
+    let _in_flight = metrics.as_ref().map(|metrics| metrics.in_flight());
     let mut response = match cors_origin(&req) {
         Err(preflight) => req.into_response(*preflight),
         Ok(allowed) => {
@@ -154,7 +155,9 @@ pub async fn cors_and_license(
     if state::of(response.request()).cms.is_draining() {
         response.response_mut().head_mut().set_connection_type(actix_web::http::ConnectionType::Close);
     }
-    metrics.answered(&method, &response, started.elapsed());
+    if let Some(metrics) = metrics {
+        metrics.answered(&method, &response, started.elapsed());
+    }
     Ok(response)
 }
 

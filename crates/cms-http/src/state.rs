@@ -63,6 +63,9 @@ pub struct AppState {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Whether `/metrics` answers on this address (see [`AppState::with_metrics_token`]).
     pub metrics_access: crate::metrics::MainAddress,
+    /// Whether requests are counted ([`AppState::counting_requests`]): only when someone
+    /// may read the metrics, so that a server without them pays nothing per request.
+    pub counting: bool,
     /// Requests' spans made by an exporter of traces (see [`crate::traces`]); `None`:
     /// plain spans, nothing exported.
     pub traces: Option<Arc<dyn crate::traces::Traces>>,
@@ -97,6 +100,7 @@ impl AppState {
             public_cache_control: HeaderValue::from_static(PUBLIC_NO_CACHE),
             metrics: Arc::default(),
             metrics_access: crate::metrics::MainAddress::Off,
+            counting: false,
             traces: None,
         }
     }
@@ -110,6 +114,14 @@ impl AppState {
     /// `/metrics` answers here to `Authorization: Bearer <token>` (`metrics.token_env`).
     pub fn with_metrics_token(mut self, token: String) -> Self {
         self.metrics_access = crate::metrics::MainAddress::Token(token);
+        self.counting = true;
+        self
+    }
+
+    /// Requests are counted by route, method and status (the metrics are read somewhere:
+    /// `metrics.listen`, or [`AppState::with_metrics_token`]).
+    pub fn counting_requests(mut self) -> Self {
+        self.counting = true;
         self
     }
 

@@ -82,6 +82,9 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, traced: bool) -> anyhow::Re
     if traced {
         state = state.with_traces(crate::traces::RequestTraces::shared());
     }
+    if open.config.metrics.listen.is_some() {
+        state = state.counting_requests();
+    }
     for readings in &open.readings {
         state.metrics.observe(readings.clone());
     }

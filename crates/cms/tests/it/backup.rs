@@ -251,7 +251,20 @@ fn a_bucket_site_is_backed_up_and_restored_into_a_bucket_or_a_folder() {
     fs::write(restored_node.path().join("cms.yaml"), format!("{config}{section}")).unwrap();
     let from_bucket = crate::nodes::serve(restored_node.path());
     let from_folder = Server::start(&folder);
-    assert_eq!(lists(&from_bucket), lists(&from_folder));
+    // But for the items' `modified`: a bucket gives each object the time it was put (the
+    // restore's), where the folder keeps the archive's times.
+    assert_eq!(without_modified(lists(&from_bucket)), without_modified(lists(&from_folder)));
+}
+
+fn without_modified(mut lists: Vec<(String, Value)>) -> Vec<(String, Value)> {
+    for (_, body) in &mut lists {
+        if let Some(items) = body["data"].as_array_mut() {
+            for item in items {
+                item.as_object_mut().unwrap().remove("modified");
+            }
+        }
+    }
+    lists
 }
 
 /// A file moved after the backup listed the site (a resource renamed while it runs) is in

@@ -5,6 +5,7 @@
 mod cases;
 mod client;
 pub mod images;
+mod metrics_ab;
 mod process;
 mod report;
 pub mod s3;
@@ -38,7 +39,9 @@ run). The site's collection has a content model. Cases: list (default order), li
 title page 50, list tagged rust, a filter and an order on a field of the model, a random
 single item, /status, compressed lists, openapi.json and RSS, search; start-up time and peak RSS per size; writes, outside-edit
 visibility and the model's share of a write's server CPU (beside the same items in a
-collection without a model) at 10,000 items. Prints the figures with PASS/MISS against the
+collection without a model), live streams, and the default list and /status with metrics
+on against off (the same binary on a hard-linked copy of the site) at 10,000 items. Prints
+the figures with PASS/MISS against the
 targets and writes them to target/bench-report.md.
 Then, unless --load-only, the in-process benchmarks as before (listing on the file
 adapter, the 100 MB upload memory check), which fail on their own targets.
@@ -287,6 +290,10 @@ fn measure_site(
             eprintln!("{} items: live streams", site.items);
             figures.streams =
                 Some(streams::measure(&server, site, wrk, ceiling).map_err(|error| format!("{error:#}")));
+            eprintln!("{} items: metrics on and off", site.items);
+            figures.metrics = Some(
+                metrics_ab::measure(cms, site, &server, wrk, logs).map_err(|error| format!("{error:#}")),
+            );
         }
     }
     figures.peak_rss_kib = server.peak_rss_kib();

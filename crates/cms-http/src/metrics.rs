@@ -46,6 +46,11 @@ struct LatencyLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct IndexingLabels {
+    state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CollectionLabels {
     collection: String,
     status: &'static str,
@@ -61,6 +66,7 @@ pub struct Metrics {
     in_flight: Gauge,
     items: Family<CollectionLabels, Gauge>,
     indexing: Gauge,
+    indexing_files: Family<IndexingLabels, Gauge>,
     ready: Gauge,
     streams: Gauge,
     /// The adapters' own measurements ([`Metrics::observe`]).
@@ -98,6 +104,12 @@ impl Default for Metrics {
         registry.register("index_items", "Items in each collection's index, by status", items.clone());
         let indexing = Gauge::default();
         registry.register("indexing", "1 while the server builds its first index", indexing.clone());
+        let indexing_files = Family::<IndexingLabels, Gauge>::default();
+        registry.register(
+            "indexing_files",
+            "While the first index is built: item files found so far, and indexed (0 once done)",
+            indexing_files.clone(),
+        );
         let ready = Gauge::default();
         registry.register("ready", "1 when /readyz answers 200", ready.clone());
         let streams = Gauge::default();
@@ -105,7 +117,19 @@ impl Default for Metrics {
         let sources = Sources::default();
         registry.register_collector(Box::new(sources.clone()));
         let id = METRICS_MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Self { registry, requests, latency, in_flight, items, indexing, ready, streams, sources, id }
+        Self {
+            registry,
+            requests,
+            latency,
+            in_flight,
+            items,
+            indexing,
+            indexing_files,
+            ready,
+            streams,
+            sources,
+            id,
+        }
     }
 }
 
@@ -153,7 +177,11 @@ impl Metrics {
     /// (the kept answers', [`cache_readings`]).
     pub async fn scrape(&self, cms: &Cms, readings: Vec<Reading>) -> String {
         *self.sources.now.lock().unwrap_or_else(PoisonError::into_inner) = readings;
-        self.indexing.set(i64::from(cms.indexing().is_some()));
+        let progress = cms.indexing();
+        self.indexing.set(i64::from(progress.is_some()));
+        let (indexed, found) = progress.map_or((0, 0), |p| (p.indexed, p.found));
+        self.indexing_files.get_or_create(&IndexingLabels { state: "indexed" }).set(indexed as i64);
+        self.indexing_files.get_or_create(&IndexingLabels { state: "found" }).set(found as i64);
         self.ready.set(i64::from(cms.readiness().await.ready));
         self.streams.set(cms.stream_slots().open_streams() as i64);
         if cms.indexing().is_none() {

@@ -85,6 +85,8 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, traced: bool) -> anyhow::Re
     if open.config.metrics.listen.is_some() {
         state = state.counting_requests();
     }
+    let snapshot_age = Arc::new(SnapshotAge::default());
+    state.metrics.observe(snapshot_age.clone());
     for readings in &open.readings {
         state.metrics.observe(readings.clone());
     }
@@ -188,7 +190,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, traced: bool) -> anyhow::Re
         follow(cms.clone(), feed);
         crate::schedule::keep_schedule(cms.clone(), open.schedule_mark.clone());
         keep_event_log(cms.clone(), open.poll_interval);
-        keep_snapshots(cms.clone());
+        keep_snapshots(cms.clone(), snapshot_age.clone());
         prepare_in_background(ahead);
         if let Some((key, password)) = &first_key {
             say(format_args!(
@@ -324,26 +326,62 @@ const SNAPSHOT_EVERY: Duration = Duration::from_secs(60);
 
 /// Saves the index snapshots now (after start-up) and then every [`SNAPSHOT_EVERY`], on
 /// this runtime; an unchanged index costs one comparison.
-fn keep_snapshots(cms: Arc<Cms>) {
+fn keep_snapshots(cms: Arc<Cms>, age: Arc<SnapshotAge>) {
     actix_web::rt::spawn(async move {
         loop {
-            save_snapshots(&cms).await;
+            if save_snapshots(&cms).await {
+                age.current_now();
+            }
             actix_web::rt::time::sleep(SNAPSHOT_EVERY).await;
         }
     });
 }
 
-async fn save_snapshots(cms: &Cms) {
+/// Whether the snapshots match the index now (saved, or nothing to save).
+async fn save_snapshots(cms: &Cms) -> bool {
     let started = Instant::now();
     match cms.upkeep().save_snapshots().await {
-        Ok(0) => {}
+        Ok(0) => true,
         Ok(saved) => {
-            tracing::info!(saved, seconds = started.elapsed().as_secs_f64(), "saved index snapshots")
+            tracing::info!(saved, seconds = started.elapsed().as_secs_f64(), "saved index snapshots");
+            true
         }
         Err(error) => {
-            tracing::warn!(%error, "cannot save the index snapshots; the next start parses every item")
+            tracing::warn!(%error, "cannot save the index snapshots; the next start parses every item");
+            false
         }
     }
+}
+
+/// When the index snapshots last matched the index, for `/metrics`
+/// (`cms_index_snapshot_age_seconds`: what a restart now would parse again is at most
+/// that old; it grows past [`SNAPSHOT_EVERY`] only while saving fails).
+#[derive(Default)]
+struct SnapshotAge {
+    /// Unix seconds; 0 until the first save.
+    current_at: std::sync::atomic::AtomicI64,
+}
+
+impl SnapshotAge {
+    fn current_now(&self) {
+        self.current_at.store(unix_now(), std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl cms_core::readings::Observed for SnapshotAge {
+    fn readings(&self) -> Vec<cms_core::readings::Reading> {
+        let at = self.current_at.load(std::sync::atomic::Ordering::Relaxed);
+        if at == 0 {
+            return Vec::new();
+        }
+        let age = (unix_now() - at).max(0) as f64;
+        let help = "Time since the index snapshots last matched the index (saved every minute)";
+        vec![cms_core::readings::Reading::gauge("index_snapshot_age_seconds", help, age)]
+    }
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
 
 /// Waits for [`Upkeep::start`](cms_core::service::Upkeep::start) (every collection's index,

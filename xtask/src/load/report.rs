@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::cases::Case;
+use super::metrics_ab::MetricsFigures;
 use super::sitegen::{CONCURRENT_WRITERS, SMALL_ITEMS};
 use super::streams::{STREAMS, StreamFigures};
 use super::writes::{ValidationCost, Visibility, WRITE_SIZE, WriteFigures, Writes, median};
@@ -38,6 +39,8 @@ pub struct SiteFigures {
     pub ceiling_before_writes: Option<f64>,
     /// Live streams, measured after the writes at the writes' size.
     pub streams: Option<Result<StreamFigures, String>>,
+    /// Metrics on against off, measured last at the writes' size.
+    pub metrics: Option<Result<MetricsFigures, String>>,
 }
 
 impl SiteFigures {
@@ -53,6 +56,7 @@ impl SiteFigures {
             writes: None,
             ceiling_before_writes: None,
             streams: None,
+            metrics: None,
         }
     }
 }
@@ -178,6 +182,10 @@ impl Report {
         if let Some(site) = self.sites.iter().find(|site| site.streams.is_some()) {
             out += &format!("\n## Live streams at {} items\n\n", thousands(site.items));
             out += &streams_section(site);
+        }
+        if let Some(site) = self.sites.iter().find(|site| site.metrics.is_some()) {
+            out += &format!("\n## Metrics on and off at {} items\n\n", thousands(site.items));
+            out += &metrics_section(site);
         }
         out += "\n## Targets\n\n";
         let rows = verdicts
@@ -414,6 +422,9 @@ impl Report {
             if site.streams.is_some() {
                 verdicts.extend(stream_verdicts(site));
             }
+            if site.metrics.is_some() {
+                verdicts.extend(metrics_verdicts(site));
+            }
         }
         verdicts
     }
@@ -547,6 +558,53 @@ fn writes_section(writes: &Result<WriteFigures, String>) -> String {
     );
     out += &validation_section(&writes.validation);
     out
+}
+
+/// The same binary with metrics on and off, each round's ratio and their median.
+fn metrics_section(site: &SiteFigures) -> String {
+    let figures = match &site.metrics {
+        Some(Ok(figures)) => figures,
+        Some(Err(error)) => return format!("Not measured: {error}\n"),
+        None => return String::new(),
+    };
+    let rows = figures
+        .ratios
+        .iter()
+        .map(|(case, ratios)| {
+            let rounds: Vec<String> = ratios.iter().map(|ratio| format!("{ratio:.3}")).collect();
+            let median =
+                MetricsFigures::median(ratios).map_or_else(|| "not measured".into(), |m| format!("{m:.3}"));
+            vec![case.label().to_owned(), rounds.join(", "), median]
+        })
+        .collect();
+    let mut out = "Requests per second with metrics on (`metrics.listen`: every request counted) over \
+                   the same without, the two runs of a round one after the other:\n\n"
+        .to_owned();
+    out += &table(&["case", "on/off, round by round", "median"], &[false, false, true], rows);
+    out
+}
+
+/// Issue 49's target: metrics cost < 3% of a read's rate.
+fn metrics_verdicts(site: &SiteFigures) -> Vec<Verdict> {
+    let Some(Ok(figures)) = &site.metrics else {
+        return vec![Verdict {
+            target: "reads with metrics on ≥ 97% of off".into(),
+            measured: "not measured".into(),
+            met: false,
+        }];
+    };
+    figures
+        .ratios
+        .iter()
+        .map(|(case, ratios)| {
+            let median = MetricsFigures::median(ratios);
+            Verdict {
+                target: format!("{} with metrics on ≥ 97% of off (median of paired rounds)", case.label()),
+                measured: median.map_or_else(|| "not measured".into(), |m| percent(m * 100.0)),
+                met: median.is_some_and(|m| m >= 0.97),
+            }
+        })
+        .collect()
 }
 
 /// The default list's share of the ceiling without streams (the median of its rounds).

@@ -122,6 +122,8 @@ fn metrics_are_off_by_default_and_count_requests_by_route_for_their_readers() {
     assert_eq!(sample(&scrape, "cms_webhook_outbox_events"), Some(0.0), "{scrape}");
     assert_eq!(sample(&scrape, "cms_webhook_deliveries_total{outcome=\"failed\"}"), Some(0.0));
     assert_eq!(sample(&scrape, "cms_mcp_sessions"), Some(0.0));
+    assert_eq!(sample(&scrape, "cms_indexing_files{state=\"found\"}"), Some(0.0), "done indexing");
+    assert!(sample(&scrape, "cms_index_snapshot_age_seconds").unwrap() < 60.0, "{scrape}");
     assert_eq!(sample(&scrape, "cms_signin_refused_total"), Some(0.0));
     assert_eq!(sample(&scrape, "cms_signin_locked{subject=\"account\"}"), Some(0.0));
 

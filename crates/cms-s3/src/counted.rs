@@ -164,9 +164,9 @@ impl<T, S: futures_util::Stream<Item = object_store::Result<T>> + Unpin> futures
                 let outcome = outcome_of(result);
                 self.stats.requests[self.operation as usize][outcome].fetch_add(1, Ordering::Relaxed);
             }
-            Some(Err(_)) if !self.failed => {
+            Some(result @ Err(_)) if !self.failed => {
                 self.failed = true;
-                self.stats.requests[self.operation as usize][outcome_of(next.as_ref().expect("some"))]
+                self.stats.requests[self.operation as usize][outcome_of(result)]
                     .fetch_add(1, Ordering::Relaxed);
             }
             Some(_) => {}

@@ -5,7 +5,7 @@
 mod cases;
 mod client;
 pub mod images;
-mod metrics_ab;
+mod paired;
 mod process;
 mod report;
 pub mod s3;
@@ -292,19 +292,30 @@ fn measure_site(
                 Some(streams::measure(&server, site, wrk, ceiling).map_err(|error| format!("{error:#}")));
             eprintln!("{} items: metrics on and off", site.items);
             figures.metrics = Some(
-                metrics_ab::measure(cms, site, &server, wrk, logs).map_err(|error| format!("{error:#}")),
+                paired::measure(paired::Variant::MetricsOn, cms, site, &server, wrk, logs)
+                    .map_err(|error| format!("{error:#}")),
+            );
+            eprintln!("{} items: the default log and logs off", site.items);
+            figures.logs = Some(
+                paired::measure(paired::Variant::LogsOff, cms, site, &server, wrk, logs)
+                    .map_err(|error| format!("{error:#}")),
             );
         }
     }
     figures.peak_rss_kib = server.peak_rss_kib();
+    figures.access_lines = Some((
+        server.access_lines.lines.load(std::sync::atomic::Ordering::Relaxed),
+        server.access_lines.bytes.load(std::sync::atomic::Ordering::Relaxed),
+    ));
     figures
 }
 
 fn start_cms(cms: &Path, site: &BenchSite, logs: &Path) -> anyhow::Result<Server> {
     let mut command = Command::new(cms);
     command.arg("serve").arg("--site").arg(&site.root).args(["--listen", "127.0.0.1:0"]);
-    // Warnings only: a log line per request would measure the logging, not the server.
-    command.env("RUST_LOG", "warn");
+    // Its default log, as users run it: a line per request, read by a log collector
+    // (see `process::drain_log`).
+    command.env_remove("RUST_LOG");
     let log = logs.join(format!("cms-{}.log", site.items));
     Server::start(&mut command, "cms serve", &log, STARTUP_DEADLINE)
 }
@@ -397,7 +408,8 @@ fn setting(root: &Path, wrk: &wrk::Settings, load_before: Option<String>) -> Str
          the worker count of `cms serve`, measured at the start and before and after each run of a case; \
          a run's share is of the mean of the two beside it, and each case is its median of {ROUNDS} runs \
          (\"rounds\"; {CLOSE_CALL_ROUNDS} when the median of {ROUNDS} is within {CLOSE_CALL_POINTS:.0} points \
-         of the target). Same-server reads, no key; `cms serve` with RUST_LOG=warn. \
+         of the target). Same-server reads, no key; `cms serve` with its default log (a line per request on standard \
+         error, read to its end as a log collector reads it). \
          \"Stolen\": the share of the CPU the hypervisor gave to other guests during the run; a run \
          over {:.0}% is measured again (twice at most) and the least disturbed one kept.",
         wrk.describe(),

@@ -3,6 +3,7 @@
 //! (extractors in [`auth`], middleware in [`middleware`]); errors map to the two response
 //! shapes in [`error`].
 
+pub mod access_log;
 pub mod agent;
 pub mod ahead;
 pub mod auth;
@@ -29,15 +30,15 @@ pub mod warmup;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
-use actix_web::middleware::{Condition, from_fn};
+use actix_web::middleware::from_fn;
 use actix_web::{App, web};
 
 pub use error::{ApiError, Shape};
 pub use state::AppState;
 
-/// The whole application: routes, fallbacks and middleware (outermost first: request log,
-/// then CORS and the license gate, then `503` while the first indexing runs). Install the tracing subscriber first: whether requests
-/// are logged is decided here.
+/// The whole application: routes, fallbacks and middleware (outermost first: request ids,
+/// metrics, CORS, the license gate and the access log in one layer, then `503` while the
+/// first indexing runs).
 pub fn app(
     state: web::Data<AppState>,
 ) -> App<
@@ -78,6 +79,4 @@ pub fn app_with(
         .default_service(web::to(handlers::service::not_found))
         .wrap(until_indexed)
         .wrap(from_fn(middleware::cors_and_license))
-        // No layer at all when the log would drop its lines (a server logging warnings).
-        .wrap(Condition::new(middleware::log_enabled(), from_fn(middleware::log_request)))
 }

@@ -37,57 +37,6 @@ fn logged_path(path: &str) -> String {
     }
 }
 
-/// Whether [`log_request`]'s lines would be kept (asked once, when the app is built: the
-/// layer is left out otherwise).
-pub fn log_enabled() -> bool {
-    // This module's target, which is the log line's.
-    tracing::enabled!(tracing::Level::INFO)
-}
-
-/// One log line per request, at `info`, target `cms::access` (the layer is left out when
-/// that level is off; `RUST_LOG=info,cms::access=off` turns the lines off alone). The
-/// query string is left out: it may carry `token=`, and so is a preview link's token
-/// (see [`logged_path`]). The request's id is the one [`cors_and_license`] put on the
-/// answer; the caller is the key's id, or the editor session's user (the `Principal`
-/// authentication left in the request's extensions), never a secret.
-pub async fn log_request(
-    req: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let started = Instant::now();
-    let (method, path) = (req.method().clone(), logged_path(req.path()));
-    let response = next.call(req).await?.map_into_boxed_body();
-    // The route that answered, not the path as sent: `/cms/%70review/TOKEN` is a preview.
-    let path = match crate::router::route_of(response.request().match_info().as_str()) {
-        Some(crate::routes::PREVIEW) => logged_path("/cms/preview/token"),
-        _ => path,
-    };
-    let id = response.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or_default();
-    // The route template, never the raw path (which may name anything): `None` for the
-    // editor, the agent endpoint and files, whose paths are their own.
-    let route = crate::router::route_of(response.request().match_info().as_str());
-    // Who asked: a key by its id (never the key), an editor session by its user.
-    let extensions = response.request().extensions();
-    let caller = extensions.get::<cms_core::service::Principal>();
-    let key_id = caller.filter(|p| p.key_id != cms_core::service::SESSION_KEY_ID).map(|p| p.key_id.as_str());
-    let user =
-        caller.filter(|p| p.key_id == cms_core::service::SESSION_KEY_ID).map(|p| p.user.email.as_str());
-    tracing::info!(
-        target: "cms::access",
-        %method,
-        path,
-        route,
-        status = response.status().as_u16(),
-        ms = started.elapsed().as_millis() as u64,
-        request_id = id,
-        key_id,
-        user,
-        "request"
-    );
-    drop(extensions);
-    Ok(response)
-}
-
 fn is_preflight(req: &ServiceRequest) -> bool {
     req.method() == Method::OPTIONS
         && req.headers().contains_key(header::ORIGIN)
@@ -97,7 +46,7 @@ fn is_preflight(req: &ServiceRequest) -> bool {
 /// The request's id (and its span), its metrics, CORS, then the license gate, in one
 /// layer (each layer costs every request a boxed future): see [`request_id`],
 /// [`crate::metrics`], [`cors_origin`] and [`require_license`]; then what every answer
-/// gets on its way out ([`finish`]).
+/// gets on its way out ([`finish`]), and its line in the access log ([`log_request`]).
 pub async fn cors_and_license(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -106,6 +55,8 @@ pub async fn cors_and_license(
     let started = Instant::now();
     let method = req.method().clone();
     let shared = state::of(req.request());
+    // The path as sent, kept only when the access log is on.
+    let logged = shared.access_log.is_some().then(|| logged_path(req.path()));
     // Counted only when the metrics are read somewhere (`metrics:` in cms.yaml).
     let metrics = shared.counting.then(|| Arc::clone(&shared.metrics));
     let traces = shared.traces.clone();
@@ -158,7 +109,52 @@ pub async fn cors_and_license(
     if let Some(metrics) = metrics {
         metrics.answered(&method, &response, started.elapsed());
     }
+    if let Some(path) = logged {
+        log_request(&response, &method, path, &id, started);
+    }
     Ok(response)
+}
+
+/// The request's line in the access log ([`crate::access_log`], when the server has one):
+/// method, path without its query (it may carry `token=`; a preview link's token is left
+/// out too, see [`logged_path`]), the route template, status, time, the request's id, and
+/// who asked: the key's id, or the editor session's user (the `Principal` authentication
+/// left in the request's extensions), never a secret.
+fn log_request(
+    response: &ServiceResponse<BoxBody>,
+    method: &Method,
+    path: String,
+    id: &str,
+    started: Instant,
+) {
+    let shared = state::of(response.request());
+    let Some(log) = &shared.access_log else { return };
+    if !log.wants(response.status().as_u16()) {
+        return;
+    }
+    // The route template that answered, never the raw path (which may name anything):
+    // `None` for the editor, the agent endpoint and files, whose paths are their own.
+    // `/cms/%70review/TOKEN` is a preview too.
+    let route = crate::router::route_of(response.request().match_info().as_str());
+    let path = match route {
+        Some(crate::routes::PREVIEW) => logged_path("/cms/preview/token"),
+        _ => path,
+    };
+    let extensions = response.request().extensions();
+    let caller = extensions.get::<cms_core::service::Principal>();
+    let key_id = caller.filter(|p| p.key_id != cms_core::service::SESSION_KEY_ID).map(|p| p.key_id.as_str());
+    let user =
+        caller.filter(|p| p.key_id == cms_core::service::SESSION_KEY_ID).map(|p| p.user.email.as_str());
+    log.write(&crate::access_log::Line {
+        method: method.as_str(),
+        path: &path,
+        route,
+        status: response.status().as_u16(),
+        ms: started.elapsed().as_millis() as u64,
+        request_id: id,
+        key_id,
+        user,
+    });
 }
 
 /// Bodies at least this long are compressed when the client accepts a coding (below it,

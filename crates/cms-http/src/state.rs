@@ -69,6 +69,8 @@ pub struct AppState {
     /// Requests' spans made by an exporter of traces (see [`crate::traces`]); `None`:
     /// plain spans, nothing exported.
     pub traces: Option<Arc<dyn crate::traces::Traces>>,
+    /// One line per request ([`crate::access_log`]); `None`: no access log.
+    pub access_log: Option<Arc<crate::access_log::AccessLog>>,
 }
 
 impl AppState {
@@ -102,12 +104,19 @@ impl AppState {
             metrics_access: crate::metrics::MainAddress::Off,
             counting: false,
             traces: None,
+            access_log: None,
         }
     }
 
     /// Requests' spans come from `traces` (an exporter of traces).
     pub fn with_traces(mut self, traces: Arc<dyn crate::traces::Traces>) -> Self {
         self.traces = Some(traces);
+        self
+    }
+
+    /// Each request gets a line in `log` (the server's access log).
+    pub fn with_access_log(mut self, log: crate::access_log::AccessLog) -> Self {
+        self.access_log = Some(Arc::new(log));
         self
     }
 

@@ -150,13 +150,14 @@ fn main() -> ExitCode {
         _ => None,
     };
     let log = logging::start(log_format, log_filter(&cli.command, cli.verbose), serving, traces.as_ref());
-    let traced = traces.is_some();
+    let serving =
+        serve::Serving { traced: traces.is_some(), access: log.as_ref().and_then(|log| log.access_lines()) };
     let result = match cli.command {
         None => {
-            site::Site::for_serving(cli.site).and_then(|site| serve::run(site, &cli.serve.listen, traced))
+            site::Site::for_serving(cli.site).and_then(|site| serve::run(site, &cli.serve.listen, serving))
         }
         Some(Command::Serve(args)) => {
-            site::Site::for_serving(cli.site).and_then(|site| serve::run(site, &args.listen, traced))
+            site::Site::for_serving(cli.site).and_then(|site| serve::run(site, &args.listen, serving))
         }
         // Names its folder itself.
         Some(Command::Init(args)) => init::run(args),

@@ -38,18 +38,24 @@ const CLIENT_DISCONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 /// gone when it stops): about 250,000 items of 2 KB of Markdown.
 const ANSWERS_BYTES: u64 = 1 << 30;
 
+/// How the log and the traces are set up for the server.
+pub struct Serving {
+    /// Requests' spans continue their `traceparent` and are exported ([`crate::traces`]).
+    pub traced: bool,
+    /// Where the access log's lines go; `None`: `RUST_LOG` leaves them out.
+    pub access: Option<crate::logging::AccessLines>,
+}
+
 /// Serves the REST API until SIGINT/SIGTERM ([`stop_on_signal`]); in-flight requests
 /// finish first, then pending webhook deliveries.
-/// `traced`: requests' spans continue their `traceparent` and are exported
-/// ([`crate::traces`]).
-pub fn run(site: Site, listen: &str, traced: bool) -> anyhow::Result<()> {
+pub fn run(site: Site, listen: &str, serving: Serving) -> anyhow::Result<()> {
     let open = site.open(crate::site::Purpose::Serve)?;
-    let served = serve(&site, &open, listen, traced);
+    let served = serve(&site, &open, listen, serving);
     open.finish_deliveries();
     served
 }
 
-fn serve(site: &Site, open: &OpenSite, listen: &str, traced: bool) -> anyhow::Result<()> {
+fn serve(site: &Site, open: &OpenSite, listen: &str, serving: Serving) -> anyhow::Result<()> {
     let mut state = AppState::new(
         open.cms.clone(),
         open.config.cors.allowed_origins.clone(),
@@ -79,9 +85,18 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, traced: bool) -> anyhow::Re
         })?;
         state = state.with_metrics_token(token.trim().to_owned());
     }
-    if traced {
+    if serving.traced {
         state = state.with_traces(crate::traces::RequestTraces::shared());
     }
+    if let Some(access) = serving.access
+        && open.config.server.access_log
+    {
+        let sample = open.config.server.access_log_sample;
+        let log = cms_http::access_log::AccessLog::new(access.format, sample, access.sink)
+            .context("cannot start the access log's writer thread")?;
+        state = state.with_access_log(log);
+    }
+    let access_log = state.access_log.clone();
     if open.config.metrics.listen.is_some() {
         state = state.counting_requests();
     }
@@ -109,7 +124,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, traced: bool) -> anyhow::Re
     state.metrics.observe(admin.clone().into_inner());
     // The file adapters run their blocking I/O on tokio's blocking pool: every facade call
     // below happens on this runtime (the workers of `HttpServer` have their own).
-    actix_web::rt::System::new().block_on(async move {
+    let served = actix_web::rt::System::new().block_on(async move {
         let first_key = site.first_start_key(open).await?;
         crate::site::warn_about_license(&open.root, &cms).await;
         // Subscribed before the index is built, so that an edit made during the build is
@@ -211,7 +226,15 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, traced: bool) -> anyhow::Re
         cms.upkeep().publish_events().await;
         save_snapshots(&cms).await;
         served
-    })
+    });
+    // The workers are gone: what the access log holds is written out.
+    if let Some(access_log) = access_log {
+        let dropped = access_log.finish();
+        if dropped > 0 {
+            tracing::warn!(dropped, "access log lines were dropped: standard error did not keep up");
+        }
+    }
+    served
 }
 
 /// How often events past `events.keep_hours` are forgotten.

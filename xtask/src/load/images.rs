@@ -39,7 +39,7 @@ pub fn run(root: &Path) -> anyhow::Result<()> {
 
     let cms = root.join("target/release/cms");
     let mut command = Command::new(&cms);
-    command.arg("serve").arg("--site").arg(&site).args(["--listen", "127.0.0.1:0"]).env("RUST_LOG", "warn");
+    command.arg("serve").arg("--site").arg(&site).args(["--listen", "127.0.0.1:0"]).env_remove("RUST_LOG");
     let server = Server::start(&mut command, "cms serve", &work.join("cms.log"), Duration::from_secs(60))?;
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(Duration::from_secs(60)))

@@ -3,11 +3,12 @@
 //! handler, which kills whatever is still running before the benchmark exits.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Mutex, Once};
+use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -88,23 +89,38 @@ impl Drop for ChildGuard {
 }
 
 /// A server child that printed `listening on http://ADDR` (as `cms serve` and
-/// `xtask hello` do) on standard output; standard error goes to a log file.
+/// `xtask hello` do) on standard output; its standard error is read as a log collector
+/// (journald, a container runtime) reads it (see [`drain_log`]).
 pub struct Server {
     child: ChildGuard,
     /// `http://127.0.0.1:PORT`
     pub base: String,
     /// When the process was started: start-up time is measured from here.
     pub started: Instant,
+    /// Request lines read from its log, and their bytes.
+    pub access_lines: Arc<AccessLines>,
+}
+
+/// What the log collector counted of the request lines (target `cms::access`).
+#[derive(Debug, Default)]
+pub struct AccessLines {
+    pub lines: AtomicU64,
+    pub bytes: AtomicU64,
 }
 
 impl Server {
     /// Starts the server and waits, at most `deadline`, for the address it bound. Bind
     /// to port 0 so that the system picks a free port and nothing can race for it.
+    /// The server logs as it does by default, unless the command sets `RUST_LOG`.
     pub fn start(command: &mut Command, what: &str, log: &Path, deadline: Duration) -> anyhow::Result<Self> {
         let log_file = File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
-        command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(log_file);
+        command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let started = Instant::now();
         let mut child = ChildGuard::spawn(command, what)?;
+        let stderr = child.child.stderr.take().context("no standard error")?;
+        let access_lines = Arc::new(AccessLines::default());
+        let counted = access_lines.clone();
+        std::thread::spawn(move || drain_log(stderr, log_file, &counted));
         let stdout = child.child.stdout.take().context("no standard output")?;
         let (address_tx, address_rx) = mpsc::channel();
         // Reads the address, then drains the rest so the server never blocks on a full pipe.
@@ -122,7 +138,7 @@ impl Server {
                 bail!("{what} exited before listening; see {}", log.display())
             }
         };
-        Ok(Self { child, base, started })
+        Ok(Self { child, base, started, access_lines })
     }
 
     /// Waits, at most `limit`, until the server uses almost no CPU. A slow server is still
@@ -165,6 +181,37 @@ impl Server {
     }
 }
 
+/// Reads a server's standard error to its end as a log collector does: every line is
+/// read (so the server writes, and pays for, each one), the request lines are counted,
+/// and the others are kept in `log`. Keeping a run's request lines would fill the disk
+/// (100 MB in 20 seconds of load).
+fn drain_log(stderr: impl Read, log: File, access: &AccessLines) {
+    let mut lines = BufReader::with_capacity(1 << 16, stderr);
+    let mut log = std::io::BufWriter::new(log);
+    let mut line = Vec::with_capacity(512);
+    loop {
+        line.clear();
+        match lines.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(read) => {
+                if is_access_line(&line) {
+                    access.lines.fetch_add(1, Ordering::Relaxed);
+                    access.bytes.fetch_add(read as u64, Ordering::Relaxed);
+                } else {
+                    let _ = log.write_all(&line).and_then(|()| log.flush());
+                }
+            }
+        }
+    }
+}
+
+/// A request line, in the text or the JSON format.
+fn is_access_line(line: &[u8]) -> bool {
+    const TEXT: &[u8] = b" cms::access: ";
+    const JSON: &[u8] = b"\"target\":\"cms::access\"";
+    line.windows(TEXT.len()).any(|w| w == TEXT) || line.windows(JSON.len()).any(|w| w == JSON)
+}
+
 /// User plus system CPU time, in clock ticks, from `/proc/PID/stat` (fields 14 and 15;
 /// counted after the command name, which is in parentheses and may hold spaces).
 fn parse_cpu_ticks(proc_stat: &str) -> Option<u64> {
@@ -190,6 +237,15 @@ mod tests {
         assert_eq!(parse_status_kib(status, "VmHWM:"), Some(45678));
         assert_eq!(parse_status_kib(status, "VmRSS:"), Some(40000));
         assert_eq!(parse_status_kib("Name:\tcms\n", "VmHWM:"), None);
+    }
+
+    #[test]
+    fn tells_request_lines_from_the_others() {
+        let text = b"2026-11-29T12:00:00.000001Z  INFO cms::access: request method=GET path=\"/status\"\n";
+        let json =
+            br#"{"timestamp":"x","level":"INFO","message":"request","status":200,"target":"cms::access"}"#;
+        assert!(is_access_line(text) && is_access_line(json));
+        assert!(!is_access_line(b"2026-11-29T12:00:00.000001Z  WARN cms::serve: slow\n"));
     }
 
     #[test]

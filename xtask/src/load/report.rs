@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::cases::Case;
-use super::metrics_ab::MetricsFigures;
+use super::paired::PairedFigures;
 use super::sitegen::{CONCURRENT_WRITERS, SMALL_ITEMS};
 use super::streams::{STREAMS, StreamFigures};
 use super::writes::{ValidationCost, Visibility, WRITE_SIZE, WriteFigures, Writes, median};
@@ -40,7 +40,11 @@ pub struct SiteFigures {
     /// Live streams, measured after the writes at the writes' size.
     pub streams: Option<Result<StreamFigures, String>>,
     /// Metrics on against off, measured last at the writes' size.
-    pub metrics: Option<Result<MetricsFigures, String>>,
+    pub metrics: Option<Result<PairedFigures, String>>,
+    /// The default log against logs off.
+    pub logs: Option<Result<PairedFigures, String>>,
+    /// Request lines the bench's server logged, and their bytes.
+    pub access_lines: Option<(u64, u64)>,
 }
 
 impl SiteFigures {
@@ -57,6 +61,8 @@ impl SiteFigures {
             ceiling_before_writes: None,
             streams: None,
             metrics: None,
+            logs: None,
+            access_lines: None,
         }
     }
 }
@@ -185,7 +191,35 @@ impl Report {
         }
         if let Some(site) = self.sites.iter().find(|site| site.metrics.is_some()) {
             out += &format!("\n## Metrics on and off at {} items\n\n", thousands(site.items));
-            out += &metrics_section(site);
+            out += &paired_section(
+                site.metrics.as_ref(),
+                "Requests per second with metrics on (`metrics.listen`: every request counted) over the \
+                 same without, the two runs of a round one after the other:",
+            );
+        }
+        if let Some(site) = self.sites.iter().find(|site| site.logs.is_some()) {
+            out += &format!("\n## The default log and logs off at {} items\n\n", thousands(site.items));
+            out += &paired_section(
+                site.logs.as_ref(),
+                "Requests per second with the default log (a line per request, read by a collector) over \
+                 the same with `RUST_LOG=warn`, the two runs of a round one after the other:",
+            );
+        }
+        let logged: Vec<String> = self
+            .sites
+            .iter()
+            .filter_map(|site| {
+                let (lines, bytes) = site.access_lines?;
+                Some(format!(
+                    "{} items: {} lines, {:.0} MB",
+                    thousands(site.items),
+                    thousands(lines as usize),
+                    bytes as f64 / 1e6
+                ))
+            })
+            .collect();
+        if !logged.is_empty() {
+            out += &format!("\nRequest lines the bench's servers logged: {}.\n", logged.join("; "));
         }
         out += "\n## Targets\n\n";
         let rows = verdicts
@@ -423,7 +457,10 @@ impl Report {
                 verdicts.extend(stream_verdicts(site));
             }
             if site.metrics.is_some() {
-                verdicts.extend(metrics_verdicts(site));
+                verdicts.extend(paired_verdicts(site.metrics.as_ref(), "metrics on", "off"));
+            }
+            if site.logs.is_some() {
+                verdicts.extend(paired_verdicts(site.logs.as_ref(), "the default log", "logs off"));
             }
         }
         verdicts
@@ -560,9 +597,9 @@ fn writes_section(writes: &Result<WriteFigures, String>) -> String {
     out
 }
 
-/// The same binary with metrics on and off, each round's ratio and their median.
-fn metrics_section(site: &SiteFigures) -> String {
-    let figures = match &site.metrics {
+/// The same binary with a feature on and off, each round's ratio and their median.
+fn paired_section(figures: Option<&Result<PairedFigures, String>>, heading: &str) -> String {
+    let figures = match figures {
         Some(Ok(figures)) => figures,
         Some(Err(error)) => return format!("Not measured: {error}\n"),
         None => return String::new(),
@@ -573,22 +610,20 @@ fn metrics_section(site: &SiteFigures) -> String {
         .map(|(case, ratios)| {
             let rounds: Vec<String> = ratios.iter().map(|ratio| format!("{ratio:.3}")).collect();
             let median =
-                MetricsFigures::median(ratios).map_or_else(|| "not measured".into(), |m| format!("{m:.3}"));
+                PairedFigures::median(ratios).map_or_else(|| "not measured".into(), |m| format!("{m:.3}"));
             vec![case.label().to_owned(), rounds.join(", "), median]
         })
         .collect();
-    let mut out = "Requests per second with metrics on (`metrics.listen`: every request counted) over \
-                   the same without, the two runs of a round one after the other:\n\n"
-        .to_owned();
+    let mut out = format!("{heading}\n\n");
     out += &table(&["case", "on/off, round by round", "median"], &[false, false, true], rows);
     out
 }
 
-/// Issue 49's target: metrics cost < 3% of a read's rate.
-fn metrics_verdicts(site: &SiteFigures) -> Vec<Verdict> {
-    let Some(Ok(figures)) = &site.metrics else {
+/// Issue 49's and 50's targets: metrics, and the default log, cost < 3% of a read's rate.
+fn paired_verdicts(figures: Option<&Result<PairedFigures, String>>, on: &str, off: &str) -> Vec<Verdict> {
+    let Some(Ok(figures)) = figures else {
         return vec![Verdict {
-            target: "reads with metrics on ≥ 97% of off".into(),
+            target: format!("reads with {on} ≥ 97% of {off}"),
             measured: "not measured".into(),
             met: false,
         }];
@@ -597,9 +632,9 @@ fn metrics_verdicts(site: &SiteFigures) -> Vec<Verdict> {
         .ratios
         .iter()
         .map(|(case, ratios)| {
-            let median = MetricsFigures::median(ratios);
+            let median = PairedFigures::median(ratios);
             Verdict {
-                target: format!("{} with metrics on ≥ 97% of off (median of paired rounds)", case.label()),
+                target: format!("{} with {on} ≥ 97% of {off} (median of paired rounds)", case.label()),
                 measured: median.map_or_else(|| "not measured".into(), |m| percent(m * 100.0)),
                 met: median.is_some_and(|m| m >= 0.97),
             }

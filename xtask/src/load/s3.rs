@@ -160,7 +160,7 @@ fn start_node(cms: &Path, dir: &Path, log: &Path) -> anyhow::Result<Server> {
         .arg("--site")
         .arg(dir)
         .args(["--listen", "127.0.0.1:0"])
-        .env("RUST_LOG", "warn")
+        .env_remove("RUST_LOG")
         .env("AWS_ACCESS_KEY_ID", credentials.access_key_id)
         .env("AWS_SECRET_ACCESS_KEY", credentials.secret_access_key);
     Server::start(&mut command, "cms serve (bucket)", log, STARTUP_DEADLINE)

@@ -112,6 +112,15 @@ pub struct ServerConfig {
     #[serde(default = "default_stop_timeout_secs")]
     #[schemars(range(min = 1, max = 3600))]
     pub stop_timeout_secs: u64,
+    /// Whether each request gets a line in the log (target `cms::access`); `false` turns
+    /// the lines off (as `RUST_LOG=info,cms::access=off` does).
+    #[serde(default = "default_access_log")]
+    pub access_log: bool,
+    /// The share of answers below 400 that get their line (0 to 1; 0.01: one in a
+    /// hundred, spread evenly); every error (400 and up) gets one.
+    #[serde(default = "default_access_log_sample")]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub access_log_sample: f64,
 }
 
 impl Default for ServerConfig {
@@ -126,10 +135,18 @@ impl Default for ServerConfig {
             keep_alive_secs: default_keep_alive_secs(),
             drain_secs: 0,
             stop_timeout_secs: default_stop_timeout_secs(),
+            access_log: default_access_log(),
+            access_log_sample: default_access_log_sample(),
         }
     }
 }
 
+fn default_access_log() -> bool {
+    true
+}
+fn default_access_log_sample() -> f64 {
+    1.0
+}
 fn default_header_timeout_secs() -> u64 {
     10
 }
@@ -824,6 +841,7 @@ impl ServerConfig {
         check_range("server.keep_alive_secs", self.keep_alive_secs, 1..=3600)?;
         check_range("server.drain_secs", self.drain_secs, 0..=300)?;
         check_range("server.stop_timeout_secs", self.stop_timeout_secs, 1..=3600)?;
+        check_range("server.access_log_sample", self.access_log_sample, 0.0..=1.0)?;
         for (i, host) in self.allowed_hosts.iter().enumerate() {
             if !crate::host_policy::is_authority(host) {
                 return Err(ConfigError::Invalid(format!(

@@ -212,6 +212,22 @@ fn keep_alive_has_a_default_and_a_range() {
 }
 
 #[test]
+fn the_access_log_is_on_for_every_request_by_default_and_its_sample_is_a_share() {
+    let defaults = SiteConfig::from_yaml(MINIMAL).unwrap().server;
+    assert_eq!((defaults.access_log, defaults.access_log_sample), (true, 1.0));
+    let set =
+        SiteConfig::from_yaml(&format!("{MINIMAL}server:\n  access_log: false\n  access_log_sample: 0.01\n"))
+            .unwrap()
+            .server;
+    assert_eq!((set.access_log, set.access_log_sample), (false, 0.01));
+    for bad in ["1.5", "-0.1", ".nan"] {
+        let text = format!("{MINIMAL}server:\n  access_log_sample: {bad}\n");
+        let message = SiteConfig::from_yaml(&text).unwrap_err().to_string();
+        assert!(message.contains("server.access_log_sample must be between 0 and 1"), "{bad}: {message}");
+    }
+}
+
+#[test]
 fn render_bounds_are_settings_with_checked_ranges() {
     let minimal = "site:\n  name: S\n  url: https://example.com\n";
     let parsed = SiteConfig::from_yaml(minimal).unwrap().images;

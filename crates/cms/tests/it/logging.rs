@@ -103,3 +103,50 @@ fn every_answer_has_a_request_id_and_json_log_lines_carry_it() {
 fn log_text_holds(lines: &[Value], needle: &str) -> bool {
     lines.iter().any(|line| line.to_string().contains(needle))
 }
+
+/// Starts the demo site with `server:` settings, logging text at `info` into a file.
+fn logging_server(server_section: &str, level: &str) -> (tempfile::TempDir, tempfile::NamedTempFile, Server) {
+    let site = demo_site();
+    let config = site.path().join("cms.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(!text.contains("\nserver:"), "the demo has no server: section to merge with");
+    std::fs::write(&config, format!("{text}server:\n{server_section}")).unwrap();
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let mut command = Command::new(BIN);
+    command.args(["serve", "--listen", "127.0.0.1:0", "--site"]).arg(site.path());
+    let server = Server::spawn_with(command, level, log.reopen().unwrap().into());
+    (site, log, server)
+}
+
+#[test]
+fn a_sampled_access_log_keeps_every_error_and_an_access_log_turned_off_keeps_none() {
+    // Sampled to nothing: successes go unlogged, errors are logged. A line is queued
+    // before its answer is sent, so once the 404's line is out, the 200's would be too.
+    let (_site, log, server) = logging_server("  access_log_sample: 0\n", "info");
+    assert_eq!(get_with_id(&server, "/cms/collections/blog-posts/items", Some("quiet-ok")).0, 200);
+    assert_eq!(get_with_id(&server, "/cms/nowhere", Some("loud-404")).0, 404);
+    let text = poll(|| std::fs::read_to_string(log.path()).unwrap(), |text| text.contains("loud-404"));
+    let line = text.lines().find(|line| line.contains("loud-404")).unwrap();
+    assert!(
+        line.contains(" INFO cms::access: request method=GET path=\"/cms/nowhere\" status=404 ms="),
+        "the text line as tracing writes it: {line}"
+    );
+    assert!(!text.contains("quiet-ok"), "{text}");
+
+    // Off in cms.yaml, or in RUST_LOG: no request line at all, while the server's other
+    // lines are still written.
+    for (section, level) in
+        [("  access_log: false\n", "info"), ("  keep_alive_secs: 5\n", "info,cms::access=off")]
+    {
+        let (_site, log, server) = logging_server(section, level);
+        assert_eq!(get_with_id(&server, "/cms/nowhere", Some("unlogged-404")).0, 404);
+        // Stopped by SIGTERM, the server writes out what its log holds before it exits.
+        let mut server = server;
+        let pid = server.child.id().to_string();
+        assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+        assert!(server.child.wait().unwrap().success());
+        let text = std::fs::read_to_string(log.path()).unwrap();
+        assert!(text.contains("INFO"), "the server logs its start: {text}");
+        assert!(!text.contains("cms::access") && !text.contains("unlogged-404"), "{level}: {text}");
+    }
+}

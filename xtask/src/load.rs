@@ -393,6 +393,26 @@ fn load_average() -> Option<String> {
     text.split_whitespace().next().map(str::to_owned)
 }
 
+/// The machine the bench ran on: its processor, memory and kernel, as Linux names them.
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|text| {
+        text.lines()
+            .find(|line| line.starts_with("model name"))
+            .and_then(|line| line.split_once(':'))
+            .map(|(_, name)| name.trim().to_owned())
+    });
+    let memory = std::fs::read_to_string("/proc/meminfo").ok().and_then(|text| {
+        let line = text.lines().find(|line| line.starts_with("MemTotal:"))?;
+        let kib: f64 =
+            line.trim_start_matches("MemTotal:").trim().trim_end_matches("kB").trim().parse().ok()?;
+        Some(format!("{:.1} GiB of memory", kib / (1024.0 * 1024.0)))
+    });
+    let kernel =
+        std::fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|k| format!("Linux {}", k.trim()));
+    let parts: Vec<String> = [cpu, memory, kernel].into_iter().flatten().collect();
+    if parts.is_empty() { "an unknown machine".into() } else { parts.join(", ") }
+}
+
 /// The first line of the report: how, on what, at which commit.
 fn setting(root: &Path, wrk: &wrk::Settings, load_before: Option<String>) -> String {
     let commit = Command::new("git")
@@ -404,7 +424,7 @@ fn setting(root: &Path, wrk: &wrk::Settings, load_before: Option<String>) -> Str
         .map_or_else(|| "unknown".into(), |output| String::from_utf8_lossy(&output.stdout).trim().to_owned());
     let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZeroUsize::get);
     format!(
-        "`{}` per case; commit {commit}; {cpus} CPUs{}. Ceiling: actix-web hello JSON (`xtask hello`) with \
+        "`{}` per case; commit {commit}; {cpus} CPUs ({}){}. Ceiling: actix-web hello JSON (`xtask hello`) with \
          the worker count of `cms serve`, measured at the start and before and after each run of a case; \
          a run's share is of the mean of the two beside it, and each case is its median of {ROUNDS} runs \
          (\"rounds\"; {CLOSE_CALL_ROUNDS} when the median of {ROUNDS} is within {CLOSE_CALL_POINTS:.0} points \
@@ -413,6 +433,7 @@ fn setting(root: &Path, wrk: &wrk::Settings, load_before: Option<String>) -> Str
          \"Stolen\": the share of the CPU the hypervisor gave to other guests during the run; a run \
          over {:.0}% is measured again (twice at most) and the least disturbed one kept.",
         wrk.describe(),
+        machine(),
         load_before.map(|load| format!(", load average {load} before the run")).unwrap_or_default(),
         wrk::STOLEN_LIMIT * 100.0
     )

@@ -205,11 +205,16 @@ fn drain_log(stderr: impl Read, log: File, access: &AccessLines) {
     }
 }
 
-/// A request line, in the text or the JSON format.
+/// A request line, in the text or the JSON format, told by where the target stands (the
+/// collector shares the server's two cores: a search through each line cost the server a
+/// fifth of its rate).
 fn is_access_line(line: &[u8]) -> bool {
-    const TEXT: &[u8] = b" cms::access: ";
-    const JSON: &[u8] = b"\"target\":\"cms::access\"";
-    line.windows(TEXT.len()).any(|w| w == TEXT) || line.windows(JSON.len()).any(|w| w == JSON)
+    // `2026-11-29T12:00:00.000001Z  INFO cms::access: request ...`
+    const TEXT_AT: usize = "2026-11-29T12:00:00.000001Z  INFO ".len();
+    const TEXT: &[u8] = b"cms::access: ";
+    const JSON: &[u8] = b"\"target\":\"cms::access\"}";
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.get(TEXT_AT..).is_some_and(|rest| rest.starts_with(TEXT)) || line.ends_with(JSON)
 }
 
 /// User plus system CPU time, in clock ticks, from `/proc/PID/stat` (fields 14 and 15;
@@ -242,10 +247,11 @@ mod tests {
     #[test]
     fn tells_request_lines_from_the_others() {
         let text = b"2026-11-29T12:00:00.000001Z  INFO cms::access: request method=GET path=\"/status\"\n";
-        let json =
-            br#"{"timestamp":"x","level":"INFO","message":"request","status":200,"target":"cms::access"}"#;
+        let json = b"{\"timestamp\":\"x\",\"level\":\"INFO\",\"status\":200,\"target\":\"cms::access\"}\n";
         assert!(is_access_line(text) && is_access_line(json));
         assert!(!is_access_line(b"2026-11-29T12:00:00.000001Z  WARN cms::serve: slow\n"));
+        assert!(!is_access_line(b"2026-11-29T12:00:00.000001Z  INFO cms::serve: cms::access: quoted\n"));
+        assert!(!is_access_line(b"short\n"));
     }
 
     #[test]

@@ -240,7 +240,13 @@ fn push_timestamp(out: &mut String, now: std::time::Duration) {
         }
         out.push_str(&second.1);
     });
-    let _ = write!(out, ".{:06}Z", now.subsec_micros());
+    // Six digits, zero-padded.
+    let micros = u64::from(now.subsec_micros()) + 1_000_000;
+    out.push('.');
+    let start = out.len();
+    push_number(out, micros);
+    out.remove(start);
+    out.push('Z');
 }
 
 fn text_line(out: &mut String, now: std::time::Duration, ansi: bool, line: &Line<'_>) {
@@ -250,27 +256,66 @@ fn text_line(out: &mut String, now: std::time::Duration, ansi: bool, line: &Line
         if ansi { ("\x1b[2m", "\x1b[32m", "\x1b[3m", "\x1b[0m") } else { ("", "", "", "") };
     out.push_str(dim);
     push_timestamp(out, now);
-    let _ = write!(out, "{reset} {green} INFO{reset} {dim}{TARGET}{reset}: request");
-    let mut field = |name: &str, value: std::fmt::Arguments<'_>| {
-        let _ = write!(out, " {italic}{name}{reset}{dim}={reset}{value}");
-    };
-    field("method", format_args!("{}", line.method));
-    // Strings as `Debug`: quoted, and a control character escaped, so a path cannot
-    // forge a line of its own.
-    field("path", format_args!("{:?}", line.path));
-    if let Some(route) = line.route {
-        field("route", format_args!("{route:?}"));
+    for part in [reset, " ", green, " INFO", reset, " ", dim, TARGET, reset, ": request"] {
+        out.push_str(part);
     }
-    field("status", format_args!("{}", line.status));
-    field("ms", format_args!("{}", line.ms));
-    field("request_id", format_args!("{:?}", line.request_id));
+    let field = |out: &mut String, name: &str| {
+        for part in [" ", italic, name, reset, dim, "=", reset] {
+            out.push_str(part);
+        }
+    };
+    field(out, "method");
+    out.push_str(line.method);
+    // Strings quoted as `Debug` quotes them, a control character escaped, so that a path
+    // cannot forge a line of its own.
+    field(out, "path");
+    push_quoted(out, line.path);
+    if let Some(route) = line.route {
+        field(out, "route");
+        push_quoted(out, route);
+    }
+    field(out, "status");
+    push_number(out, u64::from(line.status));
+    field(out, "ms");
+    push_number(out, line.ms);
+    field(out, "request_id");
+    push_quoted(out, line.request_id);
     if let Some(key_id) = line.key_id {
-        field("key_id", format_args!("{key_id:?}"));
+        field(out, "key_id");
+        push_quoted(out, key_id);
     }
     if let Some(user) = line.user {
-        field("user", format_args!("{user:?}"));
+        field(out, "user");
+        push_quoted(out, user);
     }
     out.push('\n');
+}
+
+/// `text` as `{:?}` writes it, without the formatting machinery when nothing in it needs
+/// escaping (printable ASCII other than `"` and `\\`: every route, most paths).
+fn push_quoted(out: &mut String, text: &str) {
+    if text.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\') {
+        out.push('"');
+        out.push_str(text);
+        out.push('"');
+    } else {
+        let _ = write!(out, "{text:?}");
+    }
+}
+
+/// A number in decimal, without the formatting machinery.
+fn push_number(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
 }
 
 fn json_line(out: &mut String, now: std::time::Duration, line: &Line<'_>) {
@@ -284,7 +329,11 @@ fn json_line(out: &mut String, now: std::time::Duration, line: &Line<'_>) {
         out.push_str(",\"route\":");
         push_json_string(out, route);
     }
-    let _ = write!(out, ",\"status\":{},\"ms\":{},\"request_id\":", line.status, line.ms);
+    out.push_str(",\"status\":");
+    push_number(out, u64::from(line.status));
+    out.push_str(",\"ms\":");
+    push_number(out, line.ms);
+    out.push_str(",\"request_id\":");
     push_json_string(out, line.request_id);
     if let Some(key_id) = line.key_id {
         out.push_str(",\"key_id\":");
@@ -294,13 +343,21 @@ fn json_line(out: &mut String, now: std::time::Duration, line: &Line<'_>) {
         out.push_str(",\"user\":");
         push_json_string(out, user);
     }
-    let _ = writeln!(out, ",\"target\":\"{TARGET}\"}}");
+    out.push_str(",\"target\":\"");
+    out.push_str(TARGET);
+    out.push_str("\"}\n");
 }
 
 fn push_json_string(out: &mut String, text: &str) {
-    // serde_json's escaping, written into the line's buffer (a `String` is always UTF-8).
-    let escaped = serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned());
-    out.push_str(&escaped);
+    // Nothing to escape in printable ASCII but `"` and `\\`; else serde_json's escaping.
+    if text.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\') {
+        out.push('"');
+        out.push_str(text);
+        out.push('"');
+    } else {
+        let escaped = serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned());
+        out.push_str(&escaped);
+    }
 }
 
 #[cfg(test)]
@@ -419,6 +476,27 @@ mod tests {
         }
         drop(stuck_tx);
         assert!(log.finish() > 0, "3 MB of lines do not fit while the sink is stuck");
+    }
+
+    #[test]
+    fn quoting_and_numbers_write_what_debug_and_display_write() {
+        for text in ["/status", "", "/a b/\"q\"", "back\\slash", "tab\tand\u{7f}", "é/日本", "\u{1b}[31m"]
+        {
+            let mut out = String::new();
+            push_quoted(&mut out, text);
+            assert_eq!(out, format!("{text:?}"));
+            let mut json = String::new();
+            push_json_string(&mut json, text);
+            assert_eq!(json, serde_json::to_string(text).unwrap());
+        }
+        for n in [0, 7, 10, 404, 1_000_000, u64::MAX] {
+            let mut out = String::new();
+            push_number(&mut out, n);
+            assert_eq!(out, n.to_string());
+        }
+        let mut stamp = String::new();
+        push_timestamp(&mut stamp, std::time::Duration::new(1_764_417_600, 42_000));
+        assert_eq!(stamp, "2025-11-29T12:00:00.000042Z");
     }
 
     #[test]

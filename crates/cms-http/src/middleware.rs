@@ -29,11 +29,11 @@ pub const REQUEST_ID: &str = "x-request-id";
 
 /// A request path as the log shows it: a preview link's token is a credential, so only
 /// the route is kept.
-fn logged_path(path: &str) -> String {
+fn logged_path(path: &str) -> &str {
     const PREVIEW: &str = "/cms/preview/";
     match path.strip_prefix(PREVIEW) {
-        Some(token) if !token.is_empty() => format!("{PREVIEW}…"),
-        _ => path.to_owned(),
+        Some(token) if !token.is_empty() => "/cms/preview/…",
+        _ => path,
     }
 }
 
@@ -55,8 +55,6 @@ pub async fn cors_and_license(
     let started = Instant::now();
     let method = req.method().clone();
     let shared = state::of(req.request());
-    // The path as sent, kept only when the access log is on.
-    let logged = shared.access_log.is_some().then(|| logged_path(req.path()));
     // Counted only when the metrics are read somewhere (`metrics:` in cms.yaml).
     let metrics = shared.counting.then(|| Arc::clone(&shared.metrics));
     let traces = shared.traces.clone();
@@ -109,9 +107,7 @@ pub async fn cors_and_license(
     if let Some(metrics) = metrics {
         metrics.answered(&method, &response, started.elapsed());
     }
-    if let Some(path) = logged {
-        log_request(&response, &method, path, &id, started);
-    }
+    log_request(&response, &method, &id, started);
     Ok(response)
 }
 
@@ -120,13 +116,7 @@ pub async fn cors_and_license(
 /// out too, see [`logged_path`]), the route template, status, time, the request's id, and
 /// who asked: the key's id, or the editor session's user (the `Principal` authentication
 /// left in the request's extensions), never a secret.
-fn log_request(
-    response: &ServiceResponse<BoxBody>,
-    method: &Method,
-    path: String,
-    id: &str,
-    started: Instant,
-) {
+fn log_request(response: &ServiceResponse<BoxBody>, method: &Method, id: &str, started: Instant) {
     let shared = state::of(response.request());
     let Some(log) = &shared.access_log else { return };
     if !log.wants(response.status().as_u16()) {
@@ -138,7 +128,7 @@ fn log_request(
     let route = crate::router::route_of(response.request().match_info().as_str());
     let path = match route {
         Some(crate::routes::PREVIEW) => logged_path("/cms/preview/token"),
-        _ => path,
+        _ => logged_path(response.request().path()),
     };
     let extensions = response.request().extensions();
     let caller = extensions.get::<cms_core::service::Principal>();
@@ -147,7 +137,7 @@ fn log_request(
         caller.filter(|p| p.key_id == cms_core::service::SESSION_KEY_ID).map(|p| p.user.email.as_str());
     log.write(&crate::access_log::Line {
         method: method.as_str(),
-        path: &path,
+        path,
         route,
         status: response.status().as_u16(),
         ms: started.elapsed().as_millis() as u64,

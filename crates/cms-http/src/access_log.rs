@@ -1,12 +1,13 @@
 //! The access log: one line per request, in the log's format (text or JSON), gathered per
 //! worker thread and written in batches by a thread of its own (see [`AccessLog::new`]).
 //!
-//! Why not `tracing::info!` through the log's writer: its formatter (field visitors,
-//! `Debug` through `fmt::Write`, a timestamp made for every line) and a hand-over to the
-//! writer thread for every line (a wake-up, and a write for each) cost a server answering
-//! 70,000 requests a second about a quarter of its rate. Here a line is made with the
-//! second's timestamp kept per thread and appended to its thread's batch; the writer
-//! takes every batch at least ten times a second, or sooner when one is full.
+//! Why not `tracing::info!` through the log's writer: on a server answering 70,000
+//! requests a second, its formatter (field visitors, `Debug` through `fmt::Write`, a
+//! timestamp made for every line) took about a tenth of the CPU, and the writer thread's
+//! write for every line (each handed over with a wake-up) another eighth
+//! (docs/performance.md). Here a line is made with the second's timestamp kept per thread
+//! and appended to its thread's batch; the writer takes every batch at least ten times a
+//! second, or sooner when one is full.
 
 use std::cell::{Cell, RefCell};
 use std::fmt::Write as _;

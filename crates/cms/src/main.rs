@@ -150,14 +150,13 @@ fn main() -> ExitCode {
         _ => None,
     };
     let log = logging::start(log_format, log_filter(&cli.command, cli.verbose), serving, traces.as_ref());
-    let serving =
+    let server_setup =
         serve::Serving { traced: traces.is_some(), access: log.as_ref().and_then(|log| log.access_lines()) };
     let result = match cli.command {
-        None => {
-            site::Site::for_serving(cli.site).and_then(|site| serve::run(site, &cli.serve.listen, serving))
-        }
+        None => site::Site::for_serving(cli.site)
+            .and_then(|site| serve::run(site, &cli.serve.listen, server_setup)),
         Some(Command::Serve(args)) => {
-            site::Site::for_serving(cli.site).and_then(|site| serve::run(site, &args.listen, serving))
+            site::Site::for_serving(cli.site).and_then(|site| serve::run(site, &args.listen, server_setup))
         }
         // Names its folder itself.
         Some(Command::Init(args)) => init::run(args),

@@ -316,7 +316,9 @@ fn push_number(out: &mut String, mut n: u64) {
             break;
         }
     }
-    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
+    for &digit in &digits[at..] {
+        out.push(char::from(digit));
+    }
 }
 
 fn json_line(out: &mut String, now: std::time::Duration, line: &Line<'_>) {

@@ -122,15 +122,15 @@ fn log_request(response: &ServiceResponse<BoxBody>, method: &Method, id: &str, s
     if !log.wants(response.status().as_u16()) {
         return;
     }
-    // The route template that answered, never the raw path (which may name anything):
-    // `None` for the editor, the agent endpoint and files, whose paths are their own.
-    // `/cms/%70review/TOKEN` is a preview too.
-    let route = crate::router::route_of(response.request().match_info().as_str());
+    // The route template that answered (the router's tag), never the raw path (which may
+    // name anything): `None` for the editor, the agent endpoint and files, whose paths
+    // are their own. `/cms/%70review/TOKEN` is a preview too.
+    let extensions = response.request().extensions();
+    let route = extensions.get::<crate::metrics::MatchedRoute>().map(|matched| matched.0);
     let path = match route {
         Some(crate::routes::PREVIEW) => logged_path("/cms/preview/token"),
         _ => logged_path(response.request().path()),
     };
-    let extensions = response.request().extensions();
     let caller = extensions.get::<cms_core::service::Principal>();
     let key_id = caller.filter(|p| p.key_id != cms_core::service::SESSION_KEY_ID).map(|p| p.key_id.as_str());
     let user =

@@ -238,8 +238,10 @@ impl Service<ServiceRequest> for CmsRouter {
             patterns.find_map(|(pattern, entry)| Some((pattern.path, entry, pattern.captures_in(&parts)?)))
         });
         let Some((route, entry, captured)) = found else { return self.not_found.call(req) };
-        // The template, for the metrics' labels (never the path), when requests are counted.
-        if crate::state::of(req.request()).counting {
+        // The template, for the metrics' labels and the access log (never the path), when
+        // either is on.
+        let shared = crate::state::of(req.request());
+        if shared.counting || shared.access_log.is_some() {
             actix_web::HttpMessage::extensions_mut(&req).insert(crate::metrics::MatchedRoute(route));
         }
         let info = req.match_info_mut();

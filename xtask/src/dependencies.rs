@@ -21,6 +21,9 @@ mod tests {
         ("cms-s3", &["cms-core"]),
         ("cms-webhooks", &["cms-core"]),
         ("cms-images", &["cms-core"]),
+        // A change-log subscriber of folder sites, composed by the binary (the git program
+        // behind it); never another adapter, though it commits the folder cms-fs writes.
+        ("cms-git", &["cms-core"]),
         // Inbound adapters: the facade of core, never an outbound adapter (nor each other).
         ("cms-http", &["cms-core"]),
         ("cms-admin", &["cms-core"]),
@@ -34,6 +37,7 @@ mod tests {
                 "cms-s3",
                 "cms-webhooks",
                 "cms-images",
+                "cms-git",
                 "cms-http",
                 "cms-admin",
                 "cms-mcp",

@@ -28,8 +28,9 @@ use crate::events::EventKind;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cause {
     /// A write through this process's facade, by `author` (`Caller::author`: a key's name,
-    /// an editor's email, `cms CLI`).
-    Write { author: String },
+    /// an editor's email, `cms CLI`); `email` is the acting user's (a key's owner's), `None`
+    /// for the operator.
+    Write { author: String, email: Option<String> },
     /// A change found in the store that no process of the site made: a file edited by
     /// hand, a `git pull`, a sync tool (reported by the change feed, or found by a rescan).
     OutsideEdit,

@@ -53,6 +53,15 @@ impl Caller<'_> {
             Self::Operator => OPERATOR_AUTHOR,
         }
     }
+
+    /// The acting user's email (a key's owner's), `None` for the operator: with
+    /// [`Self::author`], who a commit names as its author (`cms-git`).
+    pub fn email(&self) -> Option<&str> {
+        match self {
+            Self::User(principal) => Some(&principal.user.email),
+            Self::Operator => None,
+        }
+    }
 }
 
 impl<'a> From<&'a Principal> for Caller<'a> {

@@ -71,7 +71,13 @@ pub struct AppState {
     pub traces: Option<Arc<dyn crate::traces::Traces>>,
     /// One line per request ([`crate::access_log`]); `None`: no access log.
     pub access_log: Option<Arc<crate::access_log::AccessLog>>,
+    /// Parts the binary composed that `/readyz`'s body reports on by name (the site's git
+    /// work), without making the server unready ([`AppState::with_report`]).
+    pub reports: Vec<(&'static str, Report)>,
 }
+
+/// What one part of the server says of itself in `/readyz`'s body, asked at each probe.
+pub type Report = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
 
 impl AppState {
     pub fn new(cms: Arc<Cms>, allowed_origins: Vec<String>, json_limit: usize, upload_limit: u64) -> Self {
@@ -105,7 +111,15 @@ impl AppState {
             counting: false,
             traces: None,
             access_log: None,
+            reports: Vec::new(),
         }
+    }
+
+    /// `/readyz`'s body carries `report()` under `name`: a part that does not decide
+    /// readiness, such as commits waiting to be pushed (writes go on without the remote).
+    pub fn with_report(mut self, name: &'static str, report: Report) -> Self {
+        self.reports.push((name, report));
+        self
     }
 
     /// Requests' spans come from `traces` (an exporter of traces).

@@ -35,6 +35,11 @@ pub struct InitArgs {
     /// webhooks, mcp. Default: all of them.
     #[arg(long, value_name = "LIST")]
     features: Option<String>,
+    /// Keep the site in git: the folder becomes a git repository on branch main (the
+    /// site's private state .cms/ ignored), the new site its first commit, and the server
+    /// commits every change by its author (git: in cms.yaml; docs/git.md).
+    #[arg(long)]
+    git: bool,
 }
 
 /// The schema `cms config schema` prints and `cms init` saves as `cms.schema.json`.
@@ -58,10 +63,13 @@ pub fn run(args: InitArgs) -> anyhow::Result<()> {
         Some(owner) => Some(cms_core::account::parse_email(&owner)?),
         None => ask_owner()?,
     };
-    let config = config_text(&name, &args.url);
+    let mut config = config_text(&name, &args.url);
+    if args.git {
+        config.push_str(GIT_SECTION);
+    }
     crate::backend::parse_config(&config).context("the site name or --url")?;
     let made_folder = prepare_folder(&args.dir)?;
-    let result = make(&args.dir, &name, &config, &features, owner.as_deref());
+    let result = make(&args.dir, &name, &config, &features, owner.as_deref(), args.git);
     if result.is_err() {
         // Leave nothing half made: the folder is as it was (missing, or empty).
         let _ = if made_folder { fs::remove_dir_all(&args.dir) } else { empty_folder(&args.dir) };
@@ -143,6 +151,7 @@ fn make(
     config: &str,
     features: &[Feature],
     owner: Option<&str>,
+    git: bool,
 ) -> anyhow::Result<()> {
     for folder in ["content/posts", "content/pages", "media/uploads", cms_fs::STATE_DIR] {
         fs::create_dir_all(dir.join(folder)).with_context(|| format!("making {folder}"))?;
@@ -169,7 +178,10 @@ fn make(
         }
     })?;
     open.finish_deliveries();
-    report(&site.root, features, owner, first_owner);
+    if git {
+        cms_git::init(&site.root, GIT_BRANCH).context("making the site folder a git repository")?;
+    }
+    report(&site.root, features, owner, first_owner, git);
     Ok(())
 }
 
@@ -183,7 +195,13 @@ async fn add_owner(open: &OpenSite, email: &str) -> anyhow::Result<(String, Stri
     Ok((key, password))
 }
 
-fn report(root: &Path, features: &[Feature], owner: Option<&str>, first_owner: Option<(String, String)>) {
+fn report(
+    root: &Path,
+    features: &[Feature],
+    owner: Option<&str>,
+    first_owner: Option<(String, String)>,
+    git: bool,
+) {
     let site = root.display();
     let names: Vec<&str> = features.iter().map(|f| f.as_str()).collect();
     println!("made a new site in {site}:");
@@ -196,6 +214,12 @@ fn report(root: &Path, features: &[Feature], owner: Option<&str>, first_owner: O
         "  .cms/license.yaml   this site's license, with the features {}",
         if names.is_empty() { "none".to_owned() } else { names.join(", ") }
     );
+    if git {
+        println!(
+            "  .git/               a git repository on branch {GIT_BRANCH}, the new site its first commit;"
+        );
+        println!("                      the server commits each change by its author (docs/git.md)");
+    }
     if !features.contains(&Feature::JsonApi) {
         println!(
             "warning: without json_api every route answers 402; `cms license install FILE` changes the features"
@@ -309,6 +333,20 @@ versions:
   keep: 50
 "#;
 
+/// The branch `cms init --git` makes.
+const GIT_BRANCH: &str = "main";
+
+/// What `cms init --git` adds to `cms.yaml`.
+const GIT_SECTION: &str = "
+# The site folder is a git repository: the server commits each change by the user or key
+# that made it (docs/git.md). Name a remote (`git remote add origin URL`) to push them.
+git:
+  branch: main
+  # remote: origin
+  # push_every_secs: 0      # 0: push after each commit
+  # group_window_ms: 0      # writes of one author within this window may share a commit
+";
+
 const WELCOME_POST: &str = "---\n\
 title: Welcome\n\
 status: published\n\
@@ -338,6 +376,9 @@ mod tests {
             assert_eq!(config.site.name, name);
             assert_eq!(config.collections.len(), 2);
         }
+        let with_git = config_text("site", "https://www.example.com") + GIT_SECTION;
+        let (config, _) = crate::backend::parse_config(&with_git).unwrap();
+        assert_eq!(config.git.map(|git| git.branch), Some(GIT_BRANCH.to_owned()));
         assert!(features(Some("json_api, mcp")).unwrap() == [Feature::JsonApi, Feature::Mcp]);
         let refused = features(Some("jsonapi")).unwrap_err().to_string();
         assert!(refused.contains("did you mean json_api?"), "{refused}");

@@ -7,6 +7,7 @@ mod backend;
 mod backup;
 mod check;
 mod events;
+mod git;
 mod init;
 mod logging;
 mod password;
@@ -113,6 +114,9 @@ enum Command {
     /// Move a site between a folder and an S3 bucket (no --site needed).
     #[command(subcommand)]
     Storage(storage::StorageCommand),
+    /// The site kept in git (git: in cms.yaml): its branch, commits and pushes.
+    #[command(subcommand)]
+    Git(git::GitCommand),
 }
 
 #[derive(Subcommand)]
@@ -177,6 +181,9 @@ fn main() -> ExitCode {
         // Names its folder and bucket itself.
         Some(Command::Restore(args)) => backup::restore(args),
         Some(Command::Storage(command)) => storage::run(command),
+        Some(Command::Git(command)) => {
+            site::Site::for_command(cli.site).and_then(|site| git::run(&site, command))
+        }
     };
     if let Some(traces) = traces {
         traces.finish();

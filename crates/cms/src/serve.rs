@@ -97,6 +97,22 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, serving: Serving) -> anyhow
         state = state.with_access_log(log);
     }
     let access_log = state.access_log.clone();
+    // The site in git: each write a commit, pushed to the remote (docs/git.md).
+    let git = match &open.config.git {
+        Some(config) => {
+            let git = cms_git::GitSite::open(&open.root, &state_dir, config, open.cms.collections())
+                .context("cannot keep the site in git (git: in cms.yaml)")?;
+            open.cms.change_log().subscribe(git.subscriber());
+            let git = Arc::new(git);
+            let reported = git.clone();
+            state = state.with_report(
+                "git",
+                Arc::new(move || serde_json::to_value(reported.status()).unwrap_or_default()),
+            );
+            Some(git)
+        }
+        None => None,
+    };
     if open.config.metrics.listen.is_some() {
         state = state.counting_requests();
     }
@@ -116,6 +132,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, serving: Serving) -> anyhow
         open.config.limits.json_bytes,
     ));
     let storage = open.storage.clone();
+    let git_banner = git.clone();
     let cms = open.cms.clone();
     // The AI-agent endpoint's transport: made once, so that its sessions are shared by
     // every worker.
@@ -170,6 +187,10 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, serving: Serving) -> anyhow
             say(format_args!("web editor: http://{address}/admin/"));
         }
         say(format_args!("{storage}"));
+        if let Some(git) = &git_banner {
+            let status = git.status();
+            say(format_args!("git: committing to branch {} ({})", status.branch, status.summary()));
+        }
         let mut handles = Vec::new();
         if let Some(address) = &open.config.metrics.listen {
             // An address of their own, without a key (keep it off the public network).
@@ -227,6 +248,14 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, serving: Serving) -> anyhow
         save_snapshots(&cms).await;
         served
     });
+    // No write comes any more: what is queued is committed, and pushed once.
+    if let Some(git) = git {
+        git.finish();
+        let status = git.status();
+        if status.queued > 0 || status.commit_error.is_some() || status.push_error.is_some() {
+            tracing::warn!(queued = status.queued, "git at the stop: {}", status.summary());
+        }
+    }
     // The workers are gone: what the access log holds is written out.
     if let Some(access_log) = access_log {
         let dropped = access_log.finish();

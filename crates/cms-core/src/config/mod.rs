@@ -60,6 +60,82 @@ pub struct SiteConfig {
     /// Who may read the Prometheus metrics (`GET /metrics`): nobody by default.
     #[serde(default)]
     pub metrics: MetricsConfig,
+    /// The site folder is a git working tree: every change is a commit by its author,
+    /// pushed to a remote (see `docs/git.md`). Folder sites only.
+    #[serde(default)]
+    pub git: Option<GitConfig>,
+}
+
+/// `git:` in `cms.yaml`, read by `cms-git` (the core knows its names, not git).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GitConfig {
+    /// The remote commits are pushed to (a name `git remote` knows, such as `origin`);
+    /// without it, commits stay local.
+    #[serde(default)]
+    pub remote: Option<String>,
+    /// The branch the site folder has checked out, and the remote's branch it pushes to.
+    #[serde(default = "default_git_branch")]
+    pub branch: String,
+    /// 0: push after each commit; N: at most every N seconds.
+    #[serde(default)]
+    #[schemars(range(max = 86_400))]
+    pub push_every_secs: u64,
+    /// Writes of one author within this many milliseconds may share a commit (0: a commit
+    /// as soon as the committer is free; an author's writes that came while it was busy
+    /// share the next).
+    #[serde(default)]
+    #[schemars(range(max = 60_000))]
+    pub group_window_ms: u64,
+}
+
+impl Default for GitConfig {
+    fn default() -> Self {
+        Self { remote: None, branch: default_git_branch(), push_every_secs: 0, group_window_ms: 0 }
+    }
+}
+
+fn default_git_branch() -> String {
+    "main".to_owned()
+}
+
+impl GitConfig {
+    fn validate(&self, storage: StorageKind) -> Result<(), ConfigError> {
+        if storage != StorageKind::Fs {
+            return Err(ConfigError::Invalid(
+                "git: is for sites kept in their folder; a bucket site (storage: s3) cannot be a git working \
+                 tree: remove git:, or keep the site in a folder"
+                    .into(),
+            ));
+        }
+        // What `git check-ref-format` refuses in a name, for a message at load; the
+        // server asks git itself when it starts.
+        let bad_name = |name: &str| {
+            name.is_empty()
+                || name.starts_with(['-', '/', '.'])
+                || name.ends_with(['/', '.'])
+                || name.ends_with(".lock")
+                || name.contains("..")
+                || name.contains("@{")
+                || name.contains("//")
+                || name.chars().any(|c| c.is_control() || " ~^:?*[\\".contains(c))
+        };
+        if bad_name(&self.branch) {
+            return Err(ConfigError::Invalid(format!(
+                "git.branch must be a git branch name such as main, got {:?}",
+                self.branch
+            )));
+        }
+        if let Some(remote) = &self.remote
+            && (bad_name(remote) || remote.contains('/'))
+        {
+            return Err(ConfigError::Invalid(format!(
+                "git.remote must name a remote of the site's repository (such as origin; `git remote -v` lists them), got {remote:?}"
+            )));
+        }
+        check_range("git.push_every_secs", self.push_every_secs, 0..=86_400)?;
+        check_range("git.group_window_ms", self.group_window_ms, 0..=60_000)
+    }
 }
 
 /// `server:` in `cms.yaml`.
@@ -813,6 +889,9 @@ impl SiteConfig {
         self.mcp.validate()?;
         self.events.validate()?;
         self.metrics.validate()?;
+        if let Some(git) = &self.git {
+            git.validate(self.storage.kind)?;
+        }
         Ok(())
     }
 }

@@ -73,7 +73,9 @@ pub(super) struct Why {
 impl Why {
     /// A write through this facade by `caller`.
     pub(super) fn write(caller: Caller<'_>, kind: ChangeKind) -> Self {
-        Self { cause: Cause::Write { author: caller.author().to_owned() }, kind: Some(kind) }
+        let cause =
+            Cause::Write { author: caller.author().to_owned(), email: caller.email().map(str::to_owned) };
+        Self { cause, kind: Some(kind) }
     }
 
     /// A change found in the store.

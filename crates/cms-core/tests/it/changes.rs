@@ -78,7 +78,7 @@ async fn found(cms: &Cms, words: &str, viewer: &Viewer) -> Vec<String> {
 }
 
 fn author(name: &str) -> Cause {
-    Cause::Write { author: name.into() }
+    Cause::Write { author: name.into(), email: None }
 }
 
 #[tokio::test]

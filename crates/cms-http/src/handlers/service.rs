@@ -24,7 +24,8 @@ pub async fn livez() -> HttpResponse {
 
 /// `GET /readyz`: `200` when this server should be sent requests, `503` (with the reason)
 /// while it builds its first index, once it was told to stop, or while its store does not
-/// answer a read.
+/// answer a read. The body also reports on the parts the binary composed (`git`), which
+/// do not decide readiness.
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     let readiness = state.cms.readiness().await;
     let mut answer = if readiness.ready { HttpResponse::Ok() } else { HttpResponse::ServiceUnavailable() };
@@ -32,7 +33,13 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     if !readiness.ready {
         answer.insert_header((header::RETRY_AFTER, "1"));
     }
-    answer.json(readiness)
+    let mut body = serde_json::to_value(&readiness).unwrap_or_default();
+    if let Some(fields) = body.as_object_mut() {
+        for (name, report) in &state.reports {
+            fields.insert((*name).to_owned(), report());
+        }
+    }
+    answer.json(body)
 }
 
 /// `GET /` and `GET /status`, with validators: its answer (but the timestamp) is the same

@@ -19,6 +19,7 @@ mod events;
 mod events_clients;
 mod events_hostile;
 mod first_hour;
+mod git;
 mod images;
 mod logging;
 mod mcp;

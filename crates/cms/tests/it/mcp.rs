@@ -635,7 +635,7 @@ impl Raw<'_> {
         message.get("result").cloned().unwrap_or(message)
     }
 
-    fn call_tool(&self, session: &str, name: &str, arguments: Value) -> Value {
+    pub(crate) fn call_tool(&self, session: &str, name: &str, arguments: Value) -> Value {
         self.rpc(session, "tools/call", json!({"name": name, "arguments": arguments}))
     }
 }

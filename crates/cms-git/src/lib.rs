@@ -1,0 +1,233 @@
+//! The site folder as a git working tree (`git:` in `cms.yaml`; `docs/git.md`).
+//!
+//! Every write through the facade (REST, the editor, MCP) reaches the change log, whose
+//! subscriber here ([`committer`]) journals it and queues it with the bytes it wrote; a
+//! thread commits the queue, one author's consecutive changes per commit, authored by the
+//! acting user (`Name <email>`; a key's name with its owner's email; `cms CLI`) and
+//! committed by `cms`. A commit touches only its items' files: the blobs are written here
+//! ([`objects`]), the tree, commit and branch by the `git` program ([`repo`]). A pusher
+//! ([`pusher`]) sends the branch to `git.remote`. The core knows nothing of git: this crate
+//! is one more change-log subscriber, composed by the binary for folder sites only.
+//!
+//! Why the `git` program and not a library: it is on every machine that has a repository,
+//! builds nothing, reads the user's credentials, hooks and configuration as git does, and
+//! talks every transport (SSH, smart HTTP, `git daemon`, a path). Writing blobs here keeps
+//! a commit to four short processes whatever the number of changes it holds.
+
+mod committer;
+mod error;
+mod journal;
+mod objects;
+mod program;
+mod pusher;
+mod repo;
+mod status;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use cms_core::changes::ChangeSubscriber;
+use cms_core::collection::Collection;
+use cms_core::config::GitConfig;
+
+pub use error::{GitError, GitResult};
+pub use status::GitStatus;
+
+use committer::{Queue, Subscriber};
+use pusher::{PushSignal, Target};
+use repo::Repo;
+use status::Shared;
+
+/// The folder of the site's private state (`.cms/`) this crate keeps its files in: `git/`.
+const GIT_STATE: &str = "git";
+
+/// A server's git work: the committer and, with a remote, the pusher.
+pub struct GitSite {
+    queue: Arc<Queue>,
+    shared: Arc<Shared>,
+    subscriber: Arc<Subscriber>,
+    committer: Mutex<Option<JoinHandle<()>>>,
+    pusher: Mutex<Option<(Arc<PushSignal>, JoinHandle<()>)>>,
+}
+
+impl GitSite {
+    /// Opens the repository of `site` (making one when there is none), commits what a
+    /// stopped server left uncommitted (`state` is the site's `.cms/` folder), and starts
+    /// the committer and, with `git.remote`, the pusher.
+    pub fn open(
+        site: &Path,
+        state: &Path,
+        config: &GitConfig,
+        collections: &[Collection],
+    ) -> GitResult<Self> {
+        let mut repo = Repo::open(site, &config.branch)?;
+        let folder = state.join(GIT_STATE);
+        let (journal, left) = journal::Journal::open(&folder)?;
+        let mut journal = journal;
+        if !left.is_empty() {
+            let count = left.len();
+            let made = committer::recover(&mut repo, left)?;
+            journal.keep_only(std::iter::empty())?;
+            tracing::info!(
+                changes = count,
+                commits = made,
+                "git: committed the changes a stopped server left uncommitted"
+            );
+        }
+        let remote = match &config.remote {
+            Some(remote) => Some(check_remote(&repo, remote)?),
+            None => None,
+        };
+        let unpushed = match &remote {
+            Some(remote) => unpushed(&repo, remote)?,
+            None => 0,
+        };
+        let shared = Arc::new(Shared::new(
+            GitStatus {
+                branch: config.branch.clone(),
+                head: repo.head().map(|head| head.commit.clone()),
+                remote: remote.clone(),
+                unpushed,
+                ..GitStatus::default()
+            },
+            &folder,
+        ));
+        let queue = Arc::new(Queue::new(journal));
+        let subscriber = Arc::new(Subscriber::new(queue.clone(), &repo, site, collections));
+        let pusher = match remote {
+            Some(remote) => {
+                let signal = Arc::new(PushSignal::default());
+                if unpushed > 0 {
+                    signal.commit_made();
+                }
+                let target = Target {
+                    remote,
+                    branch_ref: repo.branch_ref().to_owned(),
+                    every: Duration::from_secs(config.push_every_secs),
+                };
+                let (git, thread_signal, thread_shared) =
+                    (repo.git().clone(), signal.clone(), shared.clone());
+                let thread = std::thread::Builder::new()
+                    .name("git-push".into())
+                    .spawn(move || pusher::push_commits(thread_signal, git, target, thread_shared))
+                    .map_err(GitError::io(&folder))?;
+                Some((signal, thread))
+            }
+            None => None,
+        };
+        let window = Duration::from_millis(config.group_window_ms);
+        let (thread_queue, thread_shared) = (queue.clone(), shared.clone());
+        let pushes = pusher.as_ref().map(|(signal, _)| signal.clone());
+        let committer = std::thread::Builder::new()
+            .name("git-commit".into())
+            .spawn(move || committer::commit_queue(thread_queue, repo, window, thread_shared, pushes))
+            .map_err(GitError::io(&folder))?;
+        shared.save();
+        Ok(Self {
+            queue,
+            shared,
+            subscriber,
+            committer: Mutex::new(Some(committer)),
+            pusher: Mutex::new(pusher),
+        })
+    }
+
+    /// What follows the change log (`Cms::change_log().subscribe`).
+    pub fn subscriber(&self) -> Arc<dyn ChangeSubscriber> {
+        self.subscriber.clone()
+    }
+
+    /// The committer's and pusher's state now.
+    pub fn status(&self) -> GitStatus {
+        let mut status = self.shared.get();
+        status.queued = self.queue.len();
+        status
+    }
+
+    /// Commits what is queued and pushes once (within the push's time limit), then stops
+    /// both threads. For the server's stop, after the last write.
+    pub fn finish(&self) {
+        self.queue.stop();
+        if let Some(thread) = self.committer.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            let _ = thread.join();
+        }
+        if let Some((signal, thread)) = self.pusher.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            signal.stop();
+            let _ = thread.join();
+        }
+        self.shared.save();
+    }
+}
+
+/// Makes `site` a git repository on `branch` (for `cms init --git`): `.cms/` ignored, the
+/// site's files the first commit.
+pub fn init(site: &Path, branch: &str) -> GitResult<()> {
+    repo::init(site, branch)
+}
+
+/// `cms git status`: the repository as it is, and what the server last knew.
+pub fn report(site: &Path, state: &Path, config: &GitConfig) -> GitResult<Report> {
+    let repo = Repo::open_existing(site, &config.branch)?;
+    let pending = journal::Journal::read(&state.join(GIT_STATE))?;
+    let remote = config.remote.as_deref().map(|remote| check_remote(&repo, remote)).transpose()?;
+    let unpushed = match &remote {
+        Some(remote) => Some(unpushed(&repo, remote)?),
+        None => None,
+    };
+    Ok(Report {
+        top: repo.top().to_owned(),
+        branch: config.branch.clone(),
+        head: repo.head().map(|head| head.commit.clone()),
+        remote,
+        unpushed,
+        uncommitted: pending.len(),
+        server: status::saved(&state.join(GIT_STATE)),
+    })
+}
+
+/// What `cms git status` prints.
+#[derive(Debug)]
+pub struct Report {
+    /// The top of the working tree.
+    pub top: std::path::PathBuf,
+    pub branch: String,
+    pub head: Option<String>,
+    pub remote: Option<String>,
+    /// Commits the remote's branch (as last fetched or pushed) lacks.
+    pub unpushed: Option<u64>,
+    /// Acknowledged changes a server has not committed yet.
+    pub uncommitted: usize,
+    /// What the server saved after its last push.
+    pub server: Option<GitStatus>,
+}
+
+/// The remote, checked to be one the repository knows.
+fn check_remote(repo: &Repo, remote: &str) -> GitResult<String> {
+    match repo.git().ask(&["remote", "get-url", remote])? {
+        Some(_) => Ok(remote.to_owned()),
+        None => Err(GitError::Refused(format!(
+            "git.remote in cms.yaml is {remote}, which the site's repository does not know: \
+             `git -C {} remote add {remote} URL`, or remove git.remote to keep commits local",
+            repo.top().display()
+        ))),
+    }
+}
+
+/// Commits of the branch the remote's branch lacks, as far as this repository last saw the
+/// remote (its remote-tracking branch; without one, every commit).
+fn unpushed(repo: &Repo, remote: &str) -> GitResult<u64> {
+    let branch = repo.branch_ref().trim_start_matches("refs/heads/");
+    let tracking = format!("refs/remotes/{remote}/{branch}");
+    let range = if repo.git().ask(&["rev-parse", "-q", "--verify", &tracking])?.is_some() {
+        format!("{tracking}..{}", repo.branch_ref())
+    } else {
+        repo.branch_ref().to_owned()
+    };
+    if repo.head().is_none() {
+        return Ok(0);
+    }
+    let count = repo.git().run(&["rev-list", "--count", &range])?;
+    Ok(count.parse().unwrap_or(0))
+}

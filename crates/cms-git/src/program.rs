@@ -1,0 +1,125 @@
+//! The `git` program, run in the site folder. Every command runs with the environment
+//! that could point it elsewhere removed (`GIT_DIR`, `GIT_INDEX_FILE`, ...), no terminal
+//! prompt (a credential that is missing fails instead of waiting for a person), and
+//! untranslated messages, which the push's report reads.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::error::{GitError, GitResult};
+
+/// Variables that would make a command act on another repository, index or tree.
+const REDIRECTING: [&str; 7] = [
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+];
+
+/// The `git` program in one folder.
+#[derive(Debug, Clone)]
+pub(crate) struct Git {
+    dir: PathBuf,
+}
+
+/// One command: its arguments, what it reads on standard input, extra environment.
+pub(crate) struct Run<'a> {
+    args: Vec<&'a str>,
+    input: Option<&'a [u8]>,
+    env: Vec<(&'static str, &'a str)>,
+    timeout: Option<Duration>,
+}
+
+impl<'a> Run<'a> {
+    pub(crate) fn new(args: &[&'a str]) -> Self {
+        Self { args: args.to_vec(), input: None, env: Vec::new(), timeout: None }
+    }
+
+    pub(crate) fn input(mut self, input: &'a [u8]) -> Self {
+        self.input = Some(input);
+        self
+    }
+
+    pub(crate) fn env(mut self, name: &'static str, value: &'a str) -> Self {
+        self.env.push((name, value));
+        self
+    }
+
+    pub(crate) fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+}
+
+impl Git {
+    pub(crate) fn new(dir: &Path) -> Self {
+        Self { dir: dir.to_owned() }
+    }
+
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Runs `git ARGS`; its standard output, trimmed.
+    pub(crate) fn run(&self, args: &[&str]) -> GitResult<String> {
+        self.run_with(Run::new(args))
+    }
+
+    /// Runs `git ARGS`; `None` when it exits with an error (a question answered no).
+    pub(crate) fn ask(&self, args: &[&str]) -> GitResult<Option<String>> {
+        match self.run(args) {
+            Ok(out) => Ok(Some(out)),
+            Err(GitError::Failed { .. }) => Ok(None),
+            Err(other) => Err(other),
+        }
+    }
+
+    pub(crate) fn run_with(&self, run: Run<'_>) -> GitResult<String> {
+        let mut command = Command::new("git");
+        command
+            .current_dir(&self.dir)
+            .args(&run.args)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("LC_ALL", "C")
+            .stdin(if run.input.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for name in REDIRECTING {
+            command.env_remove(name);
+        }
+        for (name, value) in &run.env {
+            command.env(name, value);
+        }
+        let mut child = command.spawn().map_err(GitError::Missing)?;
+        if let (Some(mut stdin), Some(input)) = (child.stdin.take(), run.input) {
+            // Every command given input reads it whole before it writes much (update-index,
+            // commit-tree); one that exits early closes the pipe, and its status says why.
+            let _ = stdin.write_all(input);
+        }
+        if let Some(limit) = run.timeout {
+            // The push: its output is a few lines, which the pipes hold until it exits.
+            let started = Instant::now();
+            while child.try_wait().map_err(GitError::Missing)?.is_none() {
+                if started.elapsed() > limit {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(GitError::TimedOut { command: run.args.join(" "), secs: limit.as_secs() });
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        let output = child.wait_with_output().map_err(GitError::Missing)?;
+        let (status, out, err) = (output.status, output.stdout, output.stderr);
+        if !status.success() {
+            let message = String::from_utf8_lossy(&err).trim().to_owned();
+            let message = if message.is_empty() { status.to_string() } else { message };
+            return Err(GitError::Failed { command: run.args.join(" "), message });
+        }
+        Ok(String::from_utf8_lossy(&out).trim_end().to_owned())
+    }
+}

@@ -1,0 +1,169 @@
+//! The pusher: a thread that pushes the branch to `git.remote` after commits (at most every
+//! `git.push_every_secs`), never forced, with the machine's own git credentials (an SSH
+//! agent or key, a credential helper). A failed push is tried again with a growing delay
+//! (up to five minutes) and reported in the status, the log and `/readyz`'s body; commits
+//! go on locally meanwhile.
+
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::error::GitError;
+use crate::program::{Git, Run};
+use crate::status::{Shared, now_text};
+
+/// How long one push may take.
+const PUSH_TIMEOUT: Duration = Duration::from_secs(120);
+/// The longest wait between failed pushes.
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(300);
+
+#[derive(Default)]
+pub(crate) struct PushSignal {
+    state: Mutex<PushState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct PushState {
+    /// Commits were made since the last push began.
+    wanted: bool,
+    stopping: bool,
+}
+
+impl PushSignal {
+    fn lock(&self) -> MutexGuard<'_, PushState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn commit_made(&self) {
+        self.lock().wanted = true;
+        self.changed.notify_all();
+    }
+
+    /// One last push of what is waiting, then the thread ends.
+    pub(crate) fn stop(&self) {
+        self.lock().stopping = true;
+        self.changed.notify_all();
+    }
+
+    /// Waits until a push is wanted and `not_before` passed, or the pusher is to stop;
+    /// `(push, stopping)`.
+    fn wait(&self, not_before: Instant) -> (bool, bool) {
+        let mut state = self.lock();
+        loop {
+            if state.stopping {
+                let push = std::mem::take(&mut state.wanted);
+                return (push, true);
+            }
+            if state.wanted {
+                let now = Instant::now();
+                if now >= not_before {
+                    state.wanted = false;
+                    return (true, false);
+                }
+                state = self
+                    .changed
+                    .wait_timeout(state, not_before - now)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            } else {
+                state = self.changed.wait(state).unwrap_or_else(PoisonError::into_inner);
+            }
+        }
+    }
+}
+
+/// Where and how often to push.
+pub(crate) struct Target {
+    pub(crate) remote: String,
+    pub(crate) branch_ref: String,
+    pub(crate) every: Duration,
+}
+
+pub(crate) fn push_commits(signal: Arc<PushSignal>, git: Git, target: Target, shared: Arc<Shared>) {
+    let mut not_before = Instant::now();
+    let mut failures = 0u32;
+    loop {
+        let (push, stopping) = signal.wait(not_before);
+        if push {
+            let waiting = shared.get().unpushed;
+            match push_once(&git, &target) {
+                Ok(()) => {
+                    if failures > 0 {
+                        tracing::info!(remote = %target.remote, "git: pushed again after {failures} failed tries");
+                    }
+                    failures = 0;
+                    not_before = Instant::now() + target.every;
+                    shared.update(|status| {
+                        status.unpushed = status.unpushed.saturating_sub(waiting);
+                        status.pushed_at = Some(now_text());
+                        status.push_error = None;
+                        status.push_failing_since = None;
+                    });
+                }
+                Err(error) => {
+                    failures += 1;
+                    let why = explain(&error, &target.remote);
+                    let delay = Duration::from_secs(1 << failures.min(9)).min(MAX_RETRY_DELAY);
+                    tracing::warn!(
+                        remote = %target.remote,
+                        waiting,
+                        retry_in_secs = delay.as_secs(),
+                        "git: cannot push: {why}"
+                    );
+                    not_before = Instant::now() + delay;
+                    signal.commit_made();
+                    shared.update(|status| {
+                        status.push_error = Some(why);
+                        status.push_failing_since.get_or_insert_with(now_text);
+                    });
+                }
+            }
+            shared.save();
+        }
+        if stopping {
+            return;
+        }
+    }
+}
+
+fn push_once(git: &Git, target: &Target) -> Result<(), GitError> {
+    let refspec = format!("{0}:{0}", target.branch_ref);
+    git.run_with(Run::new(&["push", &target.remote, &refspec]).timeout(PUSH_TIMEOUT)).map(drop)
+}
+
+/// A failed push in words: its cause as far as git's message tells, and the fix.
+pub(crate) fn explain(error: &GitError, remote: &str) -> String {
+    let GitError::Failed { message, .. } = error else { return error.to_string() };
+    let said: Vec<&str> = message
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("hint:"))
+        .collect();
+    let said = said.join(" / ");
+    let cause = if message.contains("[rejected]")
+        || message.contains("non-fast-forward")
+        || message.contains("fetch first")
+    {
+        "the remote's branch has commits this site does not have (someone else pushed); they are merged \
+         at the next pull, then the push goes through"
+    } else if message.contains("Authentication failed")
+        || message.contains("Permission denied")
+        || message.contains("could not read Username")
+        || message.contains("403")
+    {
+        "the remote refused the credentials: check the SSH key or agent, or the credential helper, of the user \
+         the server runs as"
+    } else if message.contains("[remote rejected]") {
+        "the remote refused the push (a protected branch, or a hook)"
+    } else if message.contains("does not appear to be a git repository")
+        || message.contains("Could not resolve host")
+        || message.contains("Connection refused")
+        || message.contains("unable to access")
+        || message.contains("Could not read from remote repository")
+    {
+        "the remote cannot be reached: check its address (`git remote -v`) and the network"
+    } else {
+        "git could not push"
+    };
+    format!("{cause} (to {remote}; git said: {said})")
+}

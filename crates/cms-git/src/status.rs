@@ -1,0 +1,101 @@
+//! What the server's git work looks like now: for `/readyz`'s body, `/metrics`, the log,
+//! and (through `.cms/git/status.json`, written after each push) `cms git status`.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+/// The file `cms git status` reads what the server last knew from.
+pub(crate) const STATUS_FILE: &str = "status.json";
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GitStatus {
+    /// The branch commits are made on.
+    pub branch: String,
+    /// The branch's newest commit (`None`: none yet).
+    pub head: Option<String>,
+    /// The remote commits are pushed to (`None`: they stay local).
+    pub remote: Option<String>,
+    /// Changes acknowledged and not committed yet.
+    pub queued: usize,
+    /// Commits not pushed yet (0 without a remote).
+    pub unpushed: u64,
+    /// Why the last commit failed, while commits fail.
+    pub commit_error: Option<String>,
+    /// When a push last succeeded (RFC 3339).
+    pub pushed_at: Option<String>,
+    /// Why the last push failed, while pushes fail.
+    pub push_error: Option<String>,
+    /// Since when pushes fail (RFC 3339).
+    pub push_failing_since: Option<String>,
+}
+
+impl GitStatus {
+    /// In one line, for `cms git status` and the log: healthy, or what is wrong.
+    pub fn summary(&self) -> String {
+        if let Some(error) = &self.commit_error {
+            return format!("commits fail: {error}");
+        }
+        match (&self.remote, &self.push_error) {
+            (None, _) => "commits stay local (no git.remote)".to_owned(),
+            (Some(remote), Some(error)) => format!(
+                "{} commit{} waiting: pushes to {remote} fail since {}: {error}",
+                self.unpushed,
+                if self.unpushed == 1 { "" } else { "s" },
+                self.push_failing_since.as_deref().unwrap_or("now")
+            ),
+            (Some(remote), None) if self.unpushed > 0 => {
+                format!(
+                    "{} commit{} waiting to be pushed to {remote}",
+                    self.unpushed,
+                    if self.unpushed == 1 { "" } else { "s" }
+                )
+            }
+            (Some(remote), None) => format!("up to date with {remote}"),
+        }
+    }
+}
+
+/// The status shared by the committer, the pusher and whoever asks.
+pub(crate) struct Shared {
+    status: Mutex<GitStatus>,
+    /// `.cms/git/`.
+    folder: PathBuf,
+}
+
+impl Shared {
+    pub(crate) fn new(status: GitStatus, folder: &Path) -> Self {
+        Self { status: Mutex::new(status), folder: folder.to_owned() }
+    }
+
+    pub(crate) fn get(&self) -> GitStatus {
+        self.status.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    pub(crate) fn update(&self, change: impl FnOnce(&mut GitStatus)) {
+        change(&mut self.status.lock().unwrap_or_else(PoisonError::into_inner));
+    }
+
+    /// Writes the status for `cms git status` (best effort: a failure is logged).
+    pub(crate) fn save(&self) {
+        let text = serde_json::to_vec_pretty(&self.get()).unwrap_or_default();
+        let saved = tempfile::NamedTempFile::new_in(&self.folder).and_then(|mut file| {
+            std::io::Write::write_all(&mut file, &text)?;
+            file.persist(self.folder.join(STATUS_FILE)).map_err(|e| e.error)
+        });
+        if let Err(error) = saved {
+            tracing::warn!(%error, "git: cannot save the status for `cms git status`");
+        }
+    }
+}
+
+/// The status a server last saved in `folder` (`.cms/git/`), if any.
+pub(crate) fn saved(folder: &Path) -> Option<GitStatus> {
+    serde_json::from_slice(&std::fs::read(folder.join(STATUS_FILE)).ok()?).ok()
+}
+
+pub(crate) fn now_text() -> String {
+    OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+}

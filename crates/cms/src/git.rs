@@ -1,0 +1,53 @@
+//! `cms git status`: the site's repository as it is (branch, newest commit, commits the
+//! remote lacks, changes a server acknowledged and has not committed), and what the server
+//! last knew of its pushes. Reads only; the server does the commits and pushes
+//! (docs/git.md).
+
+use anyhow::bail;
+use clap::Subcommand;
+
+use crate::site::Site;
+
+#[derive(Subcommand)]
+pub enum GitCommand {
+    /// Show the site's branch, newest commit, commits waiting to be pushed, and why the
+    /// server's last push failed, if it did.
+    #[command(after_help = "Examples:\n  cms git status --site /srv/my-site")]
+    Status,
+}
+
+pub fn run(site: &Site, command: GitCommand) -> anyhow::Result<()> {
+    let GitCommand::Status = command;
+    let (config, _) = crate::backend::load_config(&site.root)?;
+    let Some(git) = &config.git else {
+        bail!(
+            "{} is not kept in git: add `git:` to cms.yaml (docs/git.md), or make a new site with `cms init DIR --git`",
+            site.root.display()
+        );
+    };
+    let report = cms_git::report(&site.root, &site.root.join(cms_fs::STATE_DIR), git)?;
+    println!("repository: {}", report.top.display());
+    println!("branch:     {}", report.branch);
+    println!("commit:     {}", report.head.as_deref().unwrap_or("none yet"));
+    match (&report.remote, report.unpushed) {
+        (Some(remote), Some(unpushed)) => {
+            println!("remote:     {remote}");
+            println!("unpushed:   {unpushed} commit{}", if unpushed == 1 { "" } else { "s" });
+        }
+        _ => println!("remote:     none (commits stay local; git.remote in cms.yaml names one)"),
+    }
+    if report.uncommitted > 0 {
+        println!(
+            "pending:    {} change{} acknowledged and not committed yet (the server commits them, or commits them when it starts)",
+            report.uncommitted,
+            if report.uncommitted == 1 { "" } else { "s" }
+        );
+    }
+    if let Some(server) = &report.server {
+        println!("server:     {}", server.summary());
+        if let Some(at) = &server.pushed_at {
+            println!("pushed at:  {at}");
+        }
+    }
+    Ok(())
+}

@@ -100,6 +100,9 @@ pub enum Operation {
     InstallLicense,
     /// End every preview link at once (a new preview key).
     RevokePreviews,
+    /// Write into the store a change that came from outside the facade (a pulled commit,
+    /// `Cms::apply_incoming`): only what the binary composes, never a route.
+    ApplyIncoming,
 }
 
 /// What an operation needs.
@@ -113,7 +116,7 @@ pub struct Rule {
 
 impl Operation {
     /// Every operation, in the order the table lists them.
-    pub const ALL: [Self; 16] = [
+    pub const ALL: [Self; 17] = [
         Self::ReadDrafts,
         Self::CreateItem,
         Self::UpdateItem,
@@ -130,6 +133,7 @@ impl Operation {
         Self::EditTheme,
         Self::InstallLicense,
         Self::RevokePreviews,
+        Self::ApplyIncoming,
     ];
 
     /// The table.
@@ -151,7 +155,9 @@ impl Operation {
             Self::ManageUsers | Self::ManageKeys => by(Role::Owner),
             Self::ManageWebhooks => Rule { role: Some(Role::Owner), feature: Some(Feature::Webhooks) },
             Self::EditTheme => Rule { role: Some(Role::Owner), feature: Some(Feature::ThemeCustomization) },
-            Self::InstallLicense | Self::RevokePreviews => Rule { role: None, feature: None },
+            Self::InstallLicense | Self::RevokePreviews | Self::ApplyIncoming => {
+                Rule { role: None, feature: None }
+            }
         }
     }
 
@@ -174,6 +180,7 @@ impl Operation {
             Self::EditTheme => "read and change the theme",
             Self::InstallLicense => "install a license",
             Self::RevokePreviews => "end every preview link",
+            Self::ApplyIncoming => "write a change pulled from a git remote",
         }
     }
 }

@@ -35,6 +35,19 @@ struct QueueState {
     journal: Journal,
     kept_bytes: usize,
     stopping: bool,
+    /// A pull was asked for (`POST /cms/git/pull`).
+    pull_asked: bool,
+}
+
+/// What the committer does next.
+pub(crate) enum Work {
+    /// Commit these changes (one author's consecutive ones).
+    Commit(Vec<ToCommit>),
+    /// Commit the first `queued` changes, then pull.
+    Pull {
+        queued: usize,
+    },
+    Stop,
 }
 
 struct Queued {
@@ -46,7 +59,13 @@ struct Queued {
 
 impl Queue {
     pub(crate) fn new(journal: Journal) -> Self {
-        let state = QueueState { changes: VecDeque::new(), journal, kept_bytes: 0, stopping: false };
+        let state = QueueState {
+            changes: VecDeque::new(),
+            journal,
+            kept_bytes: 0,
+            stopping: false,
+            pull_asked: false,
+        };
         Self { state: Mutex::new(state), changed: Condvar::new() }
     }
 
@@ -83,37 +102,50 @@ impl Queue {
         self.changed.notify_all();
     }
 
-    /// Waits for the next commit's changes: the first author's consecutive changes, once
-    /// the window after the oldest passed; `None` once stopping with nothing left.
-    fn next_batch(&self, window: Duration) -> Option<Vec<ToCommit>> {
+    /// Asks for a pull as soon as the committer is free.
+    pub(crate) fn ask_pull(&self) {
+        self.lock().pull_asked = true;
+        self.changed.notify_all();
+    }
+
+    /// Waits for the next work: a pull once asked for or `pull_due`, else the first
+    /// author's consecutive changes once the window after the oldest passed; `Stop` once
+    /// stopping with nothing left.
+    pub(crate) fn next_work(&self, window: Duration, pull_due: Option<Instant>) -> Work {
         let mut state = self.lock();
         loop {
-            let Some(oldest) = state.changes.front() else {
-                if state.stopping {
-                    return None;
-                }
-                state = self.changed.wait(state).unwrap_or_else(PoisonError::into_inner);
-                continue;
-            };
-            let due = oldest.arrived + window;
             let now = Instant::now();
-            if state.stopping || now >= due {
-                break;
+            if !state.stopping && (state.pull_asked || pull_due.is_some_and(|due| now >= due)) {
+                state.pull_asked = false;
+                return Work::Pull { queued: state.changes.len() };
             }
-            state = self.changed.wait_timeout(state, due - now).unwrap_or_else(PoisonError::into_inner).0;
+            let wake = match state.changes.front() {
+                None if state.stopping => return Work::Stop,
+                None => pull_due,
+                Some(oldest) => {
+                    let due = oldest.arrived + window;
+                    if state.stopping || now >= due {
+                        break;
+                    }
+                    Some(pull_due.map_or(due, |pull| pull.min(due)))
+                }
+            };
+            state = match wake {
+                Some(at) => {
+                    self.changed
+                        .wait_timeout(state, at.saturating_duration_since(now))
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
+                }
+                None => self.changed.wait(state).unwrap_or_else(PoisonError::into_inner),
+            };
         }
-        let first = &state.changes[0].change.pending;
-        let author = (first.author.clone(), first.email.clone());
-        Some(
-            state
-                .changes
-                .iter()
-                .take_while(|queued| {
-                    (&queued.change.pending.author, &queued.change.pending.email) == (&author.0, &author.1)
-                })
-                .map(|queued| queued.change.clone())
-                .collect(),
-        )
+        Work::Commit(first_run(&state.changes, usize::MAX))
+    }
+
+    /// The first author's consecutive changes among the first `limit` queued.
+    pub(crate) fn first_run(&self, limit: usize) -> Vec<ToCommit> {
+        first_run(&self.lock().changes, limit)
     }
 
     /// Drops the first `count` changes, committed, and rewrites the journal with the rest.
@@ -136,6 +168,18 @@ impl Queue {
         }
         self.changed.wait_timeout(state, delay).unwrap_or_else(PoisonError::into_inner).0.stopping
     }
+}
+
+/// The first author's consecutive changes among the first `limit` of `changes`.
+fn first_run(changes: &VecDeque<Queued>, limit: usize) -> Vec<ToCommit> {
+    let Some(first) = changes.front() else { return Vec::new() };
+    let author = (&first.change.pending.author, &first.change.pending.email);
+    changes
+        .iter()
+        .take(limit)
+        .take_while(|queued| (&queued.change.pending.author, &queued.change.pending.email) == author)
+        .map(|queued| queued.change.clone())
+        .collect()
 }
 
 /// Where a collection's items are, for the subscriber.
@@ -208,22 +252,75 @@ impl ChangeSubscriber for Subscriber {
     }
 }
 
-/// The committer's thread: commits until told to stop with nothing left queued. A failed
-/// commit stays queued (and journaled) and is tried again, sooner when the server stops.
-pub(crate) fn commit_queue(
-    queue: Arc<Queue>,
-    mut repo: Repo,
-    window: Duration,
-    shared: Arc<Shared>,
-    pushes: Option<Arc<PushSignal>>,
-) {
-    let mut failures = 0u32;
-    while let Some(batch) = queue.next_batch(window) {
-        match repo.commit(&batch) {
+/// What the committer needs to pull: the remote, how often, and the facade the pulled
+/// items are written through.
+pub(crate) struct PullFrom {
+    pub(crate) remote: String,
+    /// `None`: only when asked (`git.pull_every_secs: 0`).
+    pub(crate) every: Option<Duration>,
+    pub(crate) cms: Arc<cms_core::Cms>,
+    pub(crate) folders: Vec<crate::pull::ItemFolder>,
+    pub(crate) site: PathBuf,
+}
+
+/// The committer's thread: commits (and pulls) until told to stop with nothing left
+/// queued. A failed commit stays queued (and journaled) and is tried again, sooner when
+/// the server stops.
+pub(crate) struct Committer {
+    pub(crate) queue: Arc<Queue>,
+    pub(crate) repo: Repo,
+    pub(crate) window: Duration,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) pushes: Option<Arc<PushSignal>>,
+    pub(crate) pull: Option<PullFrom>,
+}
+
+impl Committer {
+    pub(crate) fn run(mut self) {
+        let mut failures = 0u32;
+        let mut pull_due = self.pull.as_ref().and_then(|pull| pull.every).map(|every| Instant::now() + every);
+        loop {
+            match self.queue.next_work(self.window, pull_due.filter(|_| self.pull.is_some())) {
+                Work::Stop => return,
+                Work::Commit(batch) => {
+                    if self.commit(&batch) {
+                        failures = 0;
+                        continue;
+                    }
+                    failures += 1;
+                    let delay = Duration::from_secs(1 << failures.min(6)).min(MAX_RETRY_DELAY);
+                    if self.queue.pause(delay) && failures >= 3 {
+                        tracing::error!(
+                            queued = self.queue.len(),
+                            "git: stopping with changes not committed; the next start commits them from .cms/git/pending"
+                        );
+                        return;
+                    }
+                }
+                Work::Pull { queued } => {
+                    // What was acknowledged before the pull is committed first.
+                    let mut left = queued;
+                    while left > 0 {
+                        let batch = self.queue.first_run(left);
+                        if batch.is_empty() || !self.commit(&batch) {
+                            break;
+                        }
+                        left -= batch.len();
+                    }
+                    self.pull_now();
+                    pull_due =
+                        self.pull.as_ref().and_then(|pull| pull.every).map(|every| Instant::now() + every);
+                }
+            }
+        }
+    }
+
+    /// Commits one batch; whether it went through (a failure is logged and reported).
+    fn commit(&mut self, batch: &[ToCommit]) -> bool {
+        match self.repo.commit(batch) {
             Ok(made) => {
-                failures = 0;
-                queue.committed(batch.len());
-                shared.update(|status| {
+                self.queue.committed(batch.len());
+                self.shared.update(|status| {
                     status.commit_error = None;
                     if let Some(commit) = &made {
                         status.head = Some(commit.clone());
@@ -232,28 +329,58 @@ pub(crate) fn commit_queue(
                         }
                     }
                 });
-                if let (Some(_), Some(pushes)) = (made, &pushes) {
+                if let (Some(_), Some(pushes)) = (made, &self.pushes) {
                     pushes.commit_made();
                 }
+                true
             }
             Err(error) => {
-                failures += 1;
                 tracing::error!(
                     %error,
                     changes = batch.len(),
                     "git: cannot commit; the changes stay queued (and in .cms/git/pending) and are tried again"
                 );
-                shared.update(|status| status.commit_error = Some(error.to_string()));
-                let delay = Duration::from_secs(1 << failures.min(6)).min(MAX_RETRY_DELAY);
-                if queue.pause(delay) && failures >= 3 {
-                    tracing::error!(
-                        queued = queue.len(),
-                        "git: stopping with changes not committed; the next start commits them from .cms/git/pending"
-                    );
-                    return;
-                }
+                self.shared.update(|status| status.commit_error = Some(error.to_string()));
+                false
             }
         }
+    }
+
+    fn pull_now(&mut self) {
+        let Some(from) = &self.pull else { return };
+        let pulled = crate::pull::pull(&mut self.repo, &from.cms, &from.remote, &from.folders, &from.site);
+        match pulled {
+            Ok(pulled) => {
+                if pulled.moved {
+                    tracing::info!(remote = %from.remote, files = pulled.files, "git: pulled");
+                }
+                let unpushed = crate::unpushed(&self.repo, &from.remote).unwrap_or(0);
+                if let Some(conflict) = &pulled.conflict {
+                    tracing::warn!(
+                        files = ?conflict.paths,
+                        branch = %conflict.branch,
+                        "git pull: both sides changed these files; the remote's version is current, this site's is kept on the branch"
+                    );
+                    crate::status::record_conflict(&self.shared, conflict);
+                }
+                self.shared.update(|status| {
+                    status.head = self.repo.head().map(|head| head.commit.clone());
+                    status.unpushed = unpushed;
+                    status.pulled_at = Some(crate::status::now_text());
+                    status.pull_error = None;
+                });
+                if let Some(pushes) = &self.pushes
+                    && (unpushed > 0 || pulled.conflict.is_some())
+                {
+                    pushes.commit_made();
+                }
+            }
+            Err(error) => {
+                tracing::warn!(remote = %from.remote, %error, "git: cannot pull; trying again at the next interval");
+                self.shared.update(|status| status.pull_error = Some(error.to_string()));
+            }
+        }
+        self.shared.save();
     }
 }
 

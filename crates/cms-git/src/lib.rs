@@ -19,6 +19,7 @@ mod error;
 mod journal;
 mod objects;
 mod program;
+mod pull;
 mod pusher;
 mod repo;
 mod status;
@@ -28,11 +29,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use cms_core::Cms;
 use cms_core::changes::ChangeSubscriber;
-use cms_core::collection::Collection;
 use cms_core::config::GitConfig;
 
 pub use error::{GitError, GitResult};
+pub use pull::Conflict;
 pub use status::GitStatus;
 
 use committer::{Queue, Subscriber};
@@ -55,13 +57,10 @@ pub struct GitSite {
 impl GitSite {
     /// Opens the repository of `site` (making one when there is none), commits what a
     /// stopped server left uncommitted (`state` is the site's `.cms/` folder), and starts
-    /// the committer and, with `git.remote`, the pusher.
-    pub fn open(
-        site: &Path,
-        state: &Path,
-        config: &GitConfig,
-        collections: &[Collection],
-    ) -> GitResult<Self> {
+    /// the committer (which also pulls, with `git.remote`) and, with `git.remote`, the
+    /// pusher. Pulled items are written through `cms`.
+    pub fn open(site: &Path, state: &Path, config: &GitConfig, cms: Arc<Cms>) -> GitResult<Self> {
+        let collections = cms.collections().to_vec();
         let mut repo = Repo::open(site, &config.branch)?;
         let folder = state.join(GIT_STATE);
         let (journal, left) = journal::Journal::open(&folder)?;
@@ -95,7 +94,7 @@ impl GitSite {
             &folder,
         ));
         let queue = Arc::new(Queue::new(journal));
-        let subscriber = Arc::new(Subscriber::new(queue.clone(), &repo, site, collections));
+        let subscriber = Arc::new(Subscriber::new(queue.clone(), &repo, site, &collections));
         let pusher = match remote {
             Some(remote) => {
                 let signal = Arc::new(PushSignal::default());
@@ -117,12 +116,32 @@ impl GitSite {
             }
             None => None,
         };
-        let window = Duration::from_millis(config.group_window_ms);
-        let (thread_queue, thread_shared) = (queue.clone(), shared.clone());
-        let pushes = pusher.as_ref().map(|(signal, _)| signal.clone());
+        let pull = config.remote.as_ref().map(|remote| committer::PullFrom {
+            remote: remote.clone(),
+            every: (config.pull_every_secs > 0).then(|| Duration::from_secs(config.pull_every_secs)),
+            folders: collections
+                .iter()
+                .map(|collection| pull::ItemFolder {
+                    in_repo: repo.path_of(&cms_core::sitepath::display(&cms_core::sitepath::configured(
+                        &collection.path,
+                    ))),
+                    collection: collection.clone(),
+                })
+                .collect(),
+            cms,
+            site: site.to_owned(),
+        });
+        let committer = committer::Committer {
+            queue: queue.clone(),
+            repo,
+            window: Duration::from_millis(config.group_window_ms),
+            shared: shared.clone(),
+            pushes: pusher.as_ref().map(|(signal, _)| signal.clone()),
+            pull,
+        };
         let committer = std::thread::Builder::new()
             .name("git-commit".into())
-            .spawn(move || committer::commit_queue(thread_queue, repo, window, thread_shared, pushes))
+            .spawn(move || committer.run())
             .map_err(GitError::io(&folder))?;
         shared.save();
         Ok(Self {
@@ -137,6 +156,12 @@ impl GitSite {
     /// What follows the change log (`Cms::change_log().subscribe`).
     pub fn subscriber(&self) -> Arc<dyn ChangeSubscriber> {
         self.subscriber.clone()
+    }
+
+    /// Pulls as soon as the committer is free (`POST /cms/git/pull`); nothing without a
+    /// remote.
+    pub fn ask_pull(&self) {
+        self.queue.ask_pull();
     }
 
     /// The committer's and pusher's state now.
@@ -184,6 +209,7 @@ pub fn report(site: &Path, state: &Path, config: &GitConfig) -> GitResult<Report
         unpushed,
         uncommitted: pending.len(),
         server: status::saved(&state.join(GIT_STATE)),
+        conflicts: status::conflicts(&state.join(GIT_STATE)),
     })
 }
 
@@ -199,8 +225,10 @@ pub struct Report {
     pub unpushed: Option<u64>,
     /// Acknowledged changes a server has not committed yet.
     pub uncommitted: usize,
-    /// What the server saved after its last push.
+    /// What the server saved after its last push or pull.
     pub server: Option<GitStatus>,
+    /// The conflicts pulls met, oldest first.
+    pub conflicts: Vec<Conflict>,
 }
 
 /// The remote, checked to be one the repository knows.
@@ -217,7 +245,7 @@ fn check_remote(repo: &Repo, remote: &str) -> GitResult<String> {
 
 /// Commits of the branch the remote's branch lacks, as far as this repository last saw the
 /// remote (its remote-tracking branch; without one, every commit).
-fn unpushed(repo: &Repo, remote: &str) -> GitResult<u64> {
+pub(crate) fn unpushed(repo: &Repo, remote: &str) -> GitResult<u64> {
     let branch = repo.branch_ref().trim_start_matches("refs/heads/");
     let tracking = format!("refs/remotes/{remote}/{branch}");
     let range = if repo.git().ask(&["rev-parse", "-q", "--verify", &tracking])?.is_some() {

@@ -33,11 +33,18 @@ pub(crate) struct Run<'a> {
     input: Option<&'a [u8]>,
     env: Vec<(&'static str, &'a str)>,
     timeout: Option<Duration>,
+    /// An exit code that is an answer, not a failure (`merge-tree`'s 1: conflicts).
+    allowed_exit: Option<i32>,
 }
 
 impl<'a> Run<'a> {
     pub(crate) fn new(args: &[&'a str]) -> Self {
-        Self { args: args.to_vec(), input: None, env: Vec::new(), timeout: None }
+        Self { args: args.to_vec(), input: None, env: Vec::new(), timeout: None, allowed_exit: None }
+    }
+
+    pub(crate) fn allow_exit(mut self, code: i32) -> Self {
+        self.allowed_exit = Some(code);
+        self
     }
 
     pub(crate) fn input(mut self, input: &'a [u8]) -> Self {
@@ -79,7 +86,17 @@ impl Git {
         }
     }
 
+    /// Runs `git ARGS`; its standard output as bytes, untouched (`cat-file blob`).
+    pub(crate) fn run_bytes(&self, args: &[&str]) -> GitResult<Vec<u8>> {
+        self.output(Run::new(args))
+    }
+
     pub(crate) fn run_with(&self, run: Run<'_>) -> GitResult<String> {
+        let out = self.output(run)?;
+        Ok(String::from_utf8_lossy(&out).trim_end().to_owned())
+    }
+
+    fn output(&self, run: Run<'_>) -> GitResult<Vec<u8>> {
         let mut command = Command::new("git");
         command
             .current_dir(&self.dir)
@@ -115,11 +132,12 @@ impl Git {
         }
         let output = child.wait_with_output().map_err(GitError::Missing)?;
         let (status, out, err) = (output.status, output.stdout, output.stderr);
-        if !status.success() {
+        let answered = status.success() || (run.allowed_exit.is_some() && status.code() == run.allowed_exit);
+        if !answered {
             let message = String::from_utf8_lossy(&err).trim().to_owned();
             let message = if message.is_empty() { status.to_string() } else { message };
             return Err(GitError::Failed { command: run.args.join(" "), message });
         }
-        Ok(String::from_utf8_lossy(&out).trim_end().to_owned())
+        Ok(out)
     }
 }

@@ -128,7 +128,10 @@ pub(crate) fn push_commits(signal: Arc<PushSignal>, git: Git, target: Target, sh
 
 fn push_once(git: &Git, target: &Target) -> Result<(), GitError> {
     let refspec = format!("{0}:{0}", target.branch_ref);
-    git.run_with(Run::new(&["push", &target.remote, &refspec]).timeout(PUSH_TIMEOUT)).map(drop)
+    // The branches that keep this site's side of a conflict go along (a glob that matches
+    // nothing pushes nothing).
+    let conflicts = "refs/heads/cms/conflict-*:refs/heads/cms/conflict-*";
+    git.run_with(Run::new(&["push", &target.remote, &refspec, conflicts]).timeout(PUSH_TIMEOUT)).map(drop)
 }
 
 /// A failed push in words: its cause as far as git's message tells, and the fix.

@@ -143,6 +143,25 @@ impl Repo {
         self.head.as_ref()
     }
 
+    /// After a pull moved the branch.
+    pub(crate) fn set_head(&mut self, head: Head) {
+        self.head = Some(head);
+    }
+
+    pub(crate) fn git_dir(&self) -> &Path {
+        &self.git_dir
+    }
+
+    /// The site folder's path from the top of the working tree (`""`, or `site/`).
+    pub(crate) fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The object name that means none.
+    pub(crate) fn zero(&self) -> &'static str {
+        self.objects.format().zero()
+    }
+
     fn read_head(&self) -> GitResult<Option<Head>> {
         let Some(commit) =
             self.git.ask(&["rev-parse", "-q", "--verify", &format!("{}^{{commit}}", self.branch_ref)])?

@@ -30,6 +30,13 @@ pub struct GitStatus {
     pub push_error: Option<String>,
     /// Since when pushes fail (RFC 3339).
     pub push_failing_since: Option<String>,
+    /// When a pull last succeeded (RFC 3339).
+    pub pulled_at: Option<String>,
+    /// Why the last pull failed, while pulls fail.
+    pub pull_error: Option<String>,
+    /// Pulls that met a conflict (the remote's version kept, this site's on a
+    /// `cms/conflict-…` branch), as recorded in `.cms/git/conflicts.json`.
+    pub conflicts: usize,
 }
 
 impl GitStatus {
@@ -37,6 +44,9 @@ impl GitStatus {
     pub fn summary(&self) -> String {
         if let Some(error) = &self.commit_error {
             return format!("commits fail: {error}");
+        }
+        if let Some(error) = &self.pull_error {
+            return format!("pulls fail: {error}");
         }
         match (&self.remote, &self.push_error) {
             (None, _) => "commits stay local (no git.remote)".to_owned(),
@@ -89,6 +99,33 @@ impl Shared {
             tracing::warn!(%error, "git: cannot save the status for `cms git status`");
         }
     }
+}
+
+/// The conflicts the pulls met, oldest first.
+pub(crate) const CONFLICTS_FILE: &str = "conflicts.json";
+
+/// Adds a conflict to `.cms/git/conflicts.json` and counts it.
+pub(crate) fn record_conflict(shared: &Shared, conflict: &crate::pull::Conflict) {
+    let path = shared.folder.join(CONFLICTS_FILE);
+    let mut all = conflicts(&shared.folder);
+    all.push(conflict.clone());
+    let text = serde_json::to_vec_pretty(&all).unwrap_or_default();
+    let saved = tempfile::NamedTempFile::new_in(&shared.folder).and_then(|mut file| {
+        std::io::Write::write_all(&mut file, &text)?;
+        file.persist(&path).map_err(|e| e.error)
+    });
+    if let Err(error) = saved {
+        tracing::warn!(%error, "git: cannot record a conflict in .cms/git/conflicts.json");
+    }
+    shared.update(|status| status.conflicts = all.len());
+}
+
+/// The conflicts recorded in `folder` (`.cms/git/`).
+pub(crate) fn conflicts(folder: &Path) -> Vec<crate::pull::Conflict> {
+    std::fs::read(folder.join(CONFLICTS_FILE))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
 }
 
 /// The status a server last saved in `folder` (`.cms/git/`), if any.

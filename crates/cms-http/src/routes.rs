@@ -5,7 +5,7 @@
 use actix_web::Route;
 
 use crate::handlers::{
-    discovery, events, items, metrics, previews, resources, search, service, settings, versions,
+    discovery, events, git, items, metrics, previews, resources, search, service, settings, versions,
 };
 
 /// Who may call a route.
@@ -70,6 +70,8 @@ pub const RESOURCES: &str = "/cms/resources";
 pub const RESOURCE_FOLDERS: &str = "/cms/resources/folders";
 pub const EVENTS: &str = "/cms/events";
 pub const EVENT_TOKENS: &str = "/cms/events/tokens";
+/// A site kept in git pulls now (a forge's push webhook, with the secret of `cms.yaml`).
+pub const GIT_PULL: &str = "/cms/git/pull";
 /// Health probes: they answer without a license and while the site is indexed.
 pub const LIVEZ: &str = "/livez";
 pub const READYZ: &str = "/readyz";
@@ -122,6 +124,7 @@ pub const ROUTES: &[RouteInfo] = &[
     route("POST", RESOURCE_FOLDERS, Auth::Required, |r| r.to(resources::create_folder)),
     route("GET", EVENTS, Auth::Optional, |r| r.to(events::stream)),
     route("POST", EVENT_TOKENS, Auth::Required, |r| r.to(events::create_token)),
+    route("POST", GIT_PULL, Auth::None, |r| r.to(git::pull)),
     route("GET", "/cms/settings/theme", Auth::Required, |r| r.to(settings::theme)),
     route("PUT", "/cms/settings/theme", Auth::Required, |r| r.to(settings::update_theme)),
     route("GET", "/cms/settings/users", Auth::Required, |r| r.to(settings::users)),

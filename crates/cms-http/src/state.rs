@@ -74,6 +74,15 @@ pub struct AppState {
     /// Parts the binary composed that `/readyz`'s body reports on by name (the site's git
     /// work), without making the server unready ([`AppState::with_report`]).
     pub reports: Vec<(&'static str, Report)>,
+    /// What `POST /cms/git/pull` calls, and the secret it must be sent with
+    /// ([`AppState::with_pull_trigger`]); `None`: the route answers 404.
+    pub pull_trigger: Option<PullTrigger>,
+}
+
+/// A pull asked for over HTTP (a site kept in git).
+pub struct PullTrigger {
+    pub secret: String,
+    pub ask: Arc<dyn Fn() + Send + Sync>,
 }
 
 /// What one part of the server says of itself in `/readyz`'s body, asked at each probe.
@@ -112,7 +121,14 @@ impl AppState {
             traces: None,
             access_log: None,
             reports: Vec::new(),
+            pull_trigger: None,
         }
+    }
+
+    /// `POST /cms/git/pull` with `Authorization: Bearer <secret>` calls `ask`.
+    pub fn with_pull_trigger(mut self, secret: String, ask: Arc<dyn Fn() + Send + Sync>) -> Self {
+        self.pull_trigger = Some(PullTrigger { secret, ask });
+        self
     }
 
     /// `/readyz`'s body carries `report()` under `name`: a part that does not decide

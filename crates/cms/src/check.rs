@@ -91,7 +91,12 @@ fn check_site(site: &Site, report: &mut Report) {
     check_schema_file(&site.root, report);
     check_state_folder(&site.root, report);
     match &backend {
-        Backend::Folder => check_folders(&site.root, &config, report),
+        Backend::Folder => {
+            check_folders(&site.root, &config, report);
+            if let Some(git) = &config.git {
+                check_git(&site.root, git, report);
+            }
+        }
         Backend::Bucket(s3) => {
             if !check_bucket(s3, report) {
                 return;
@@ -115,6 +120,39 @@ fn check_site(site: &Site, report: &mut Report) {
         report.error(format!("{error:#}"));
     }
     open.finish_deliveries();
+}
+
+/// A site kept in git: its repository, commits waiting, and the conflicts pulls met (each
+/// a warning, until the item's two versions are looked at and the conflict forgotten).
+fn check_git(root: &Path, git: &cms_core::config::GitConfig, report: &mut Report) {
+    let state = root.join(cms_fs::STATE_DIR);
+    match cms_git::report(root, &state, git) {
+        Ok(git_report) => {
+            report.ok(format!(
+                "git: branch {} at {}",
+                git_report.branch,
+                git_report.head.as_deref().map_or("no commit yet", |head| head.get(..8).unwrap_or(head))
+            ));
+            if let Some(server) =
+                git_report.server.filter(|s| s.push_error.is_some() || s.pull_error.is_some())
+            {
+                report.warn(format!("git: {}", server.summary()));
+            }
+            for conflict in &git_report.conflicts {
+                report.warn(format!(
+                    "git: a pull at {} met a conflict in {}: the remote's version is current, this site's is on \
+                     the branch {} (compare them with `git diff {} {}`; then remove the entry from \
+                     .cms/git/conflicts.json)",
+                    conflict.at,
+                    conflict.paths.join(", "),
+                    conflict.branch,
+                    conflict.branch,
+                    git_report.branch
+                ));
+            }
+        }
+        Err(error) => report.error(format!("git: {error}")),
+    }
 }
 
 /// `cms.schema.json`, when the site has one: it should be this program's schema.

@@ -43,6 +43,15 @@ pub fn run(site: &Site, command: GitCommand) -> anyhow::Result<()> {
             if report.uncommitted == 1 { "" } else { "s" }
         );
     }
+    for conflict in &report.conflicts {
+        println!(
+            "conflict:   {} pulling {}: the remote's version is current, this site's is on the branch {} ({})",
+            conflict.at,
+            short(&conflict.remote),
+            conflict.branch,
+            conflict.paths.join(", ")
+        );
+    }
     if let Some(server) = &report.server {
         println!("server:     {}", server.summary());
         if let Some(at) = &server.pushed_at {
@@ -50,4 +59,9 @@ pub fn run(site: &Site, command: GitCommand) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A commit's name as `git log --oneline` shows it.
+fn short(commit: &str) -> &str {
+    commit.get(..8).unwrap_or(commit)
 }

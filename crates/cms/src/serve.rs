@@ -100,10 +100,21 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, serving: Serving) -> anyhow
     // The site in git: each write a commit, pushed to the remote (docs/git.md).
     let git = match &open.config.git {
         Some(config) => {
-            let git = cms_git::GitSite::open(&open.root, &state_dir, config, open.cms.collections())
+            let git = cms_git::GitSite::open(&open.root, &state_dir, config, open.cms.clone())
                 .context("cannot keep the site in git (git: in cms.yaml)")?;
             open.cms.change_log().subscribe(git.subscriber());
             let git = Arc::new(git);
+            if let Some(name) = &config.pull_token_env {
+                let secret = std::env::var(name).ok().filter(|secret| !secret.trim().is_empty()).with_context(|| {
+                    format!(
+                        "git.pull_token_env in cms.yaml names {name}, which is not set or empty: set it to the secret \
+                         your forge's push webhook sends, or remove git.pull_token_env"
+                    )
+                })?;
+                let asking = git.clone();
+                state =
+                    state.with_pull_trigger(secret.trim().to_owned(), Arc::new(move || asking.ask_pull()));
+            }
             let reported = git.clone();
             state = state.with_report(
                 "git",

@@ -81,6 +81,14 @@ pub struct GitConfig {
     #[serde(default)]
     #[schemars(range(max = 86_400))]
     pub push_every_secs: u64,
+    /// Seconds between pulls of the remote's branch (0: only on `POST /cms/git/pull`).
+    #[serde(default = "default_pull_every_secs")]
+    #[schemars(range(max = 86_400))]
+    pub pull_every_secs: u64,
+    /// The environment variable holding the secret `POST /cms/git/pull` must send as
+    /// `Authorization: Bearer <secret>` (a forge's push webhook); unset: the route is off.
+    #[serde(default)]
+    pub pull_token_env: Option<String>,
     /// Writes of one author within this many milliseconds may share a commit (0: a commit
     /// as soon as the committer is free; an author's writes that came while it was busy
     /// share the next).
@@ -91,8 +99,19 @@ pub struct GitConfig {
 
 impl Default for GitConfig {
     fn default() -> Self {
-        Self { remote: None, branch: default_git_branch(), push_every_secs: 0, group_window_ms: 0 }
+        Self {
+            remote: None,
+            branch: default_git_branch(),
+            push_every_secs: 0,
+            pull_every_secs: default_pull_every_secs(),
+            pull_token_env: None,
+            group_window_ms: 0,
+        }
     }
+}
+
+fn default_pull_every_secs() -> u64 {
+    60
 }
 
 fn default_git_branch() -> String {
@@ -134,6 +153,14 @@ impl GitConfig {
             )));
         }
         check_range("git.push_every_secs", self.push_every_secs, 0..=86_400)?;
+        check_range("git.pull_every_secs", self.pull_every_secs, 0..=86_400)?;
+        if let Some(name) = &self.pull_token_env
+            && (name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+        {
+            return Err(ConfigError::Invalid(format!(
+                "git.pull_token_env must name an environment variable (letters, digits, _), got {name:?}"
+            )));
+        }
         check_range("git.group_window_ms", self.group_window_ms, 0..=60_000)
     }
 }

@@ -265,6 +265,7 @@ fn git_is_off_unless_named_and_its_names_are_checked_at_load() {
     let on = SiteConfig::from_yaml(&format!("{MINIMAL}git: {{}}\n")).unwrap().git.unwrap();
     assert_eq!(on, GitConfig::default());
     assert_eq!((on.branch.as_str(), on.remote, on.push_every_secs, on.group_window_ms), ("main", None, 0, 0));
+    assert_eq!((on.pull_every_secs, on.pull_token_env), (60, None));
     let refused = [
         ("git:\n  branch: 'a b'\n", "line 5 column 3: git.branch must be a git branch name"),
         ("git:\n  branch: '-x'\n", "git.branch must be a git branch name"),
@@ -272,6 +273,8 @@ fn git_is_off_unless_named_and_its_names_are_checked_at_load() {
         ("git:\n  remote: 'origin/main'\n", "git.remote must name a remote"),
         ("git:\n  push_every_secs: 90000\n", "git.push_every_secs must be between 0 and 86400"),
         ("git:\n  group_window_ms: 60001\n", "git.group_window_ms must be between 0 and 60000"),
+        ("git:\n  pull_every_secs: 86401\n", "git.pull_every_secs must be between 0 and 86400"),
+        ("git:\n  pull_token_env: 'A B'\n", "git.pull_token_env must name an environment variable"),
         ("git:\n  pull: yes\n", "git: unknown key `pull`"),
         ("storage:\n  kind: s3\ngit: {}\n", "git: is for sites kept in their folder"),
     ];

@@ -79,7 +79,7 @@ impl Why {
     }
 
     /// A change found in the store.
-    fn found(origin: ChangeOrigin) -> Self {
+    pub(super) fn found(origin: ChangeOrigin) -> Self {
         let cause = match origin {
             ChangeOrigin::Outside => Cause::OutsideEdit,
             ChangeOrigin::OtherNode => Cause::OtherNode,

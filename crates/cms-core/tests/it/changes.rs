@@ -319,3 +319,74 @@ async fn a_scheduled_instant_is_a_change_once_and_a_claimed_one_is_not_announced
     assert_eq!(events(&world), [file(EventKind::ItemPublished, "later.md")]);
     assert_eq!(found(&cms, "hidden", &Viewer::Anonymous).await.len(), 2, "search follows visibility");
 }
+
+/// A change that came from outside to be written (a pulled commit, `cms-git`): written only
+/// over the bytes its source last saw, the replaced version kept, and recorded once as an
+/// outside edit; only the operator may ask.
+#[tokio::test]
+async fn an_incoming_change_is_written_over_what_its_source_saw_and_is_an_outside_edit() {
+    use cms_core::service::Incoming;
+    let world = MemoryWorld::new();
+    let old = b"---\ntitle: Okapi\nstatus: published\n---\nForest.\n";
+    let new = b"---\ntitle: Okapi\nstatus: published\n---\nJungle.\n";
+    world.content.put_raw(POSTS, "okapi.md", old);
+    let cms = world.cms();
+    cms.prepare_search().await.unwrap();
+    let posts = cms.collection("posts").unwrap().clone();
+    let (first, second) = followed(&cms);
+    let apply = |expected: Option<&'static [u8]>, incoming: Option<&'static [u8]>| {
+        let (cms, posts) = (&cms, &posts);
+        async move {
+            cms.apply_incoming(
+                Caller::Operator,
+                posts,
+                "okapi.md",
+                expected,
+                incoming,
+                "git pull from origin",
+            )
+            .await
+            .unwrap()
+        }
+    };
+
+    // Not over bytes its source did not see: nothing is written.
+    assert_eq!(apply(Some(b"something else"), Some(new)).await, Incoming::Diverged);
+    assert_eq!(apply(None, Some(new)).await, Incoming::Diverged);
+    assert_eq!(world.content.get_raw(POSTS, "okapi.md").unwrap(), old);
+    assert_eq!(apply(Some(old), Some(old)).await, Incoming::Unchanged);
+    assert_eq!(apply(Some(old), Some(new)).await, Incoming::Applied);
+    assert_eq!(world.content.get_raw(POSTS, "okapi.md").unwrap(), new);
+    assert_eq!(found(&cms, "jungle", &Viewer::Anonymous).await, ["okapi"], "search follows");
+    let versions = cms.list_versions(Caller::Operator, &posts, &item("okapi")).await.unwrap();
+    assert_eq!(versions.versions.len(), 1, "the replaced version is kept");
+    assert_eq!(apply(Some(new), None).await, Incoming::Applied);
+    assert_eq!(world.content.get_raw(POSTS, "okapi.md"), None);
+    assert_eq!(apply(None, Some(new)).await, Incoming::Applied);
+
+    let outside = Cause::OutsideEdit;
+    assert_eq!(
+        seen_by_both(&first, &second),
+        [
+            (1, ChangeKind::Updated, "okapi.md".into(), outside.clone(), true, true),
+            (2, ChangeKind::Deleted, "okapi.md".into(), outside.clone(), true, false),
+            (3, ChangeKind::Created, "okapi.md".into(), outside, false, true),
+        ]
+    );
+    assert_eq!(
+        events(&world),
+        [
+            file(EventKind::FileUpdated, "okapi.md"),
+            file(EventKind::FileDeleted, "okapi.md"),
+            file(EventKind::FileCreated, "okapi.md"),
+        ]
+    );
+    let user = cms_core::account::User {
+        email: "owner@example.com".into(),
+        role: cms_core::account::Role::Owner,
+        created: 0,
+    };
+    let owner = cms_core::policy::Principal { user, key_id: "k".into(), key_name: None };
+    let refused = cms.apply_incoming(Caller::from(&owner), &posts, "okapi.md", Some(new), None, "x").await;
+    assert!(matches!(refused, Err(cms_core::CoreError::Forbidden(_))), "{refused:?}");
+}

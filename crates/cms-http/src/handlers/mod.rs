@@ -1,6 +1,7 @@
 pub mod discovery;
 pub mod events;
 pub mod files;
+pub mod git;
 pub mod items;
 pub mod media;
 pub mod metrics;

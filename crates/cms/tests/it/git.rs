@@ -311,3 +311,165 @@ fn init_with_git_makes_a_repository_whose_first_commit_is_the_site() {
     let status = stdout(&cms(&root, &["git", "status"]));
     assert!(status.contains("branch:     main") && status.contains("remote:     none"), "{status}");
 }
+
+/// A bare remote, a site that pushes to and pulls from it (`settings` under `git:`), and a
+/// developer's clone of the remote.
+struct Shared {
+    _dir: TempDir,
+    site: TempDir,
+    bare: std::path::PathBuf,
+    clone: std::path::PathBuf,
+}
+
+fn shared_site(settings: &str) -> Shared {
+    let dir = tempfile::tempdir().unwrap();
+    let bare = dir.path().join("site.git");
+    git(dir.path(), &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()]);
+    let site = git_site(&format!("  remote: origin\n{settings}"));
+    git(site.path(), &["init", "-q", "-b", "main"]);
+    git(site.path(), &["remote", "add", "origin", bare.to_str().unwrap()]);
+    // The site's first commit, pushed by hand so that the clone has it.
+    fs::write(site.path().join(".gitignore"), "/.cms/\n").unwrap();
+    git(site.path(), &["add", "-A", "."]);
+    git(site.path(), &["commit", "-q", "-m", "the site"]);
+    git(site.path(), &["push", "-q", "origin", "main"]);
+    let clone = dir.path().join("clone");
+    git(dir.path(), &["clone", "-q", bare.to_str().unwrap(), clone.to_str().unwrap()]);
+    Shared { _dir: dir, site, bare, clone }
+}
+
+#[test]
+fn a_commit_pushed_elsewhere_reaches_the_api_and_private_state_never_comes_in() {
+    let shared = shared_site("  pull_every_secs: 1\n");
+    let root = shared.site.path();
+    let server = Server::start(root);
+    let hello = "content/posts/2026-01-12-hello-world.md";
+    let text = fs::read_to_string(shared.clone.join(hello))
+        .unwrap()
+        .replace("title: Hello, World", "title: Hello from a clone");
+    fs::write(shared.clone.join(hello), text).unwrap();
+    fs::write(
+        shared.clone.join("content/posts/from-git.md"),
+        "---\ntitle: From git\nstatus: published\n---\nPulled.\n",
+    )
+    .unwrap();
+    fs::create_dir_all(shared.clone.join(".cms")).unwrap();
+    fs::write(shared.clone.join(".cms/users.yaml"), "users: []\n").unwrap();
+    git(&shared.clone, &["add", "-A", "--force", "."]);
+    git(&shared.clone, &["commit", "-q", "-m", "A developer's change"]);
+    git(&shared.clone, &["push", "-q", "origin", "main"]);
+
+    let (status, item) =
+        poll(|| server.get("/cms/collections/blog-posts/items/from-git", None), |(status, _)| *status == 200);
+    assert_eq!(status, 200, "{item}");
+    let (_, hello_item) = server.get("/cms/collections/blog-posts/items/hello-world", None);
+    assert!(hello_item.to_string().contains("Hello from a clone"), "{hello_item}");
+    // The developer's commit is in the site's history as it was made.
+    assert!(git(root, &["log", "--format=%an|%s"]).contains("Dev|A developer's change"));
+    // Private state in a pushed commit is never written into the site's .cms/.
+    assert!(!fs::read_to_string(root.join(".cms/users.yaml")).unwrap_or_default().contains("users: []"));
+    let (_, ready) = server.get("/readyz", None);
+    assert!(ready["git"]["pulled_at"].is_string() && ready["git"]["pull_error"].is_null(), "{ready}");
+}
+
+#[test]
+fn a_forge_webhook_asks_for_a_pull_with_the_secret() {
+    let shared = shared_site("  pull_every_secs: 0\n  pull_token_env: CMS_TEST_PULL_SECRET\n");
+    let root = shared.site.path();
+    let mut command = Command::new(BIN);
+    command
+        .args(["serve", "--listen", "127.0.0.1:0", "--site"])
+        .arg(root)
+        .env("CMS_TEST_PULL_SECRET", "s3cret");
+    let server = Server::spawn(command);
+    fs::write(shared.clone.join("content/posts/asked.md"), "---\ntitle: Asked\nstatus: published\n---\n")
+        .unwrap();
+    git(&shared.clone, &["add", "-A", "."]);
+    git(&shared.clone, &["commit", "-q", "-m", "asked for"]);
+    git(&shared.clone, &["push", "-q", "origin", "main"]);
+    let pull = |secret: Option<&str>| {
+        let mut request = server.agent.post(format!("{}/cms/git/pull", server.base));
+        if let Some(secret) = secret {
+            request = request.header("Authorization", format!("Bearer {secret}"));
+        }
+        let mut response = request.send_empty().unwrap();
+        (response.status().as_u16(), response.body_mut().read_json::<Value>().unwrap_or(Value::Null))
+    };
+    let (status, body) = pull(Some("wrong"));
+    assert_eq!(status, 401);
+    assert!(body["error"].as_str().unwrap_or_default().contains("git.pull_token_env"), "{body}");
+    assert_eq!(server.get("/cms/collections/blog-posts/items/asked", None).0, 404, "no pull on its own");
+    assert_eq!(pull(Some("s3cret")).0, 202);
+    let (status, _) =
+        poll(|| server.get("/cms/collections/blog-posts/items/asked", None), |(s, _)| *s == 200);
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn a_conflict_keeps_the_remotes_version_current_and_this_sites_on_a_branch() {
+    let shared = shared_site("  pull_every_secs: 0\n  pull_token_env: CMS_TEST_PULL_SECRET\n");
+    let root = shared.site.path();
+    let key = key_named(root, "ann@example.com", "editor", "ann", &[]);
+    let mut command = Command::new(BIN);
+    command
+        .args(["serve", "--listen", "127.0.0.1:0", "--site"])
+        .arg(root)
+        .env("CMS_TEST_PULL_SECRET", "s3cret");
+    let server = Server::spawn(command);
+    let hello = "content/posts/2026-01-12-hello-world.md";
+    // Both sides change the same line of the same item.
+    let remote_text = fs::read_to_string(shared.clone.join(hello))
+        .unwrap()
+        .replace("title: Hello, World", "title: Remote title");
+    fs::write(shared.clone.join(hello), &remote_text).unwrap();
+    git(&shared.clone, &["commit", "-q", "-am", "the remote's title"]);
+    git(&shared.clone, &["push", "-q", "origin", "main"]);
+    let remote_head = git(&shared.clone, &["rev-parse", "HEAD"]).trim().to_owned();
+    let patch = json!({"fm": {"title": "Local title"}});
+    assert_eq!(
+        send(&server, "PATCH", "/cms/collections/blog-posts/items/hello-world", &key, Some(patch)),
+        200
+    );
+    let local_head = poll(
+        || git(root, &["log", "-1", "--format=%H|%s"]),
+        |log| log.contains("Update blog-posts/hello-world"),
+    );
+    let local_head = local_head.split('|').next().unwrap().to_owned();
+
+    let asked = server
+        .agent
+        .post(format!("{}/cms/git/pull", server.base))
+        .header("Authorization", "Bearer s3cret")
+        .send_empty()
+        .unwrap();
+    assert_eq!(asked.status().as_u16(), 202);
+    let (_, item) = poll(
+        || server.get("/cms/collections/blog-posts/items/hello-world", None),
+        |(_, item)| item.to_string().contains("Remote title"),
+    );
+    assert!(item.to_string().contains("Remote title"), "the remote's version is current: {item}");
+    // Both versions stay reachable: the remote's old head is in the branch's history, this
+    // site's is on its conflict branch, which was pushed too.
+    git(root, &["merge-base", "--is-ancestor", &remote_head, "HEAD"]);
+    let branches =
+        git(root, &["branch", "--list", "cms/conflict-*", "--format=%(refname:short) %(objectname)"]);
+    let (branch, at) =
+        branches.trim().split_once(' ').unwrap_or_else(|| panic!("no conflict branch: {branches}"));
+    assert_eq!(at, local_head);
+    let kept = git(root, &["show", &format!("{branch}:{hello}")]);
+    assert!(kept.contains("Local title"), "{kept}");
+    assert!(git(root, &["log", "-1", "--format=%B"]).contains(branch), "the merge names the branch");
+    poll(|| git(&shared.bare, &["branch", "--list", "cms/conflict-*"]), |b| b.contains(branch));
+    // And in the item's history.
+    let (_, versions) = server.get("/cms/collections/blog-posts/items/hello-world/versions", Some(&key));
+    let newest = versions["versions"][0]["timestamp"].as_i64().unwrap_or_else(|| panic!("{versions}"));
+    let (_, old) =
+        server.get(&format!("/cms/collections/blog-posts/items/hello-world/versions/{newest}"), Some(&key));
+    assert!(old.to_string().contains("Local title"), "{old}");
+    git(root, &["fsck", "--strict"]);
+    assert_eq!(git(root, &["status", "--porcelain"]), "", "the folder is the merge");
+    let status = stdout(&cms(root, &["git", "status"]));
+    assert!(status.contains("conflict") && status.contains(branch), "{status}");
+    let check = stdout(&cms(root, &["check"]));
+    assert!(check.contains("warning: git: a pull at") && check.contains(hello), "{check}");
+}

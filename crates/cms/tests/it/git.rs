@@ -359,8 +359,10 @@ fn a_commit_pushed_elsewhere_reaches_the_api_and_private_state_never_comes_in() 
     git(&shared.clone, &["commit", "-q", "-m", "A developer's change"]);
     git(&shared.clone, &["push", "-q", "origin", "main"]);
 
-    let (status, item) =
-        poll(|| server.get("/cms/collections/blog-posts/items/from-git", None), |(status, _)| *status == 200);
+    // The pull is done when its status says so (the items are served as each is written).
+    let (_, ready) = poll(|| server.get("/readyz", None), |(_, ready)| ready["git"]["pulled_at"].is_string());
+    assert!(ready["git"]["pull_error"].is_null(), "{ready}");
+    let (status, item) = server.get("/cms/collections/blog-posts/items/from-git", None);
     assert_eq!(status, 200, "{item}");
     let (_, hello_item) = server.get("/cms/collections/blog-posts/items/hello-world", None);
     assert!(hello_item.to_string().contains("Hello from a clone"), "{hello_item}");
@@ -368,8 +370,6 @@ fn a_commit_pushed_elsewhere_reaches_the_api_and_private_state_never_comes_in() 
     assert!(git(root, &["log", "--format=%an|%s"]).contains("Dev|A developer's change"));
     // Private state in a pushed commit is never written into the site's .cms/.
     assert!(!fs::read_to_string(root.join(".cms/users.yaml")).unwrap_or_default().contains("users: []"));
-    let (_, ready) = server.get("/readyz", None);
-    assert!(ready["git"]["pulled_at"].is_string() && ready["git"]["pull_error"].is_null(), "{ready}");
 }
 
 #[test]
@@ -448,6 +448,8 @@ fn a_conflict_keeps_the_remotes_version_current_and_this_sites_on_a_branch() {
         |(_, item)| item.to_string().contains("Remote title"),
     );
     assert!(item.to_string().contains("Remote title"), "the remote's version is current: {item}");
+    let (_, ready) = poll(|| server.get("/readyz", None), |(_, ready)| ready["git"]["conflicts"] == 1);
+    assert!(ready["git"]["pulled_at"].is_string(), "{ready}");
     // Both versions stay reachable: the remote's old head is in the branch's history, this
     // site's is on its conflict branch, which was pushed too.
     git(root, &["merge-base", "--is-ancestor", &remote_head, "HEAD"]);

@@ -4,6 +4,7 @@
 
 mod cases;
 mod client;
+mod git;
 pub mod images;
 mod paired;
 mod process;
@@ -50,7 +51,10 @@ adapter, the 100 MB upload memory check), which fail on their own targets.
                     measured when 10000 is among them
   --duration SECS   length of each wrk run, e.g. 5 or 5s (default 5s)
   --enforce         exit non-zero when a load target is missed (default: report only)
-  --load-only       skip the in-process benchmarks";
+  --load-only       skip the in-process benchmarks
+  --only SECTION    at 10,000 items, only this section, without the read cases: writes,
+                    streams, metrics, logs or git (a site kept in git: 64 writers against
+                    the same without git, and a pull of 1,000 files)";
 
 /// How long a server may take from spawn to its first good answer. Past this the size's
 /// cases are skipped (and its targets missed) rather than waited for.
@@ -65,6 +69,31 @@ pub struct Options {
     pub duration: Duration,
     pub enforce: bool,
     pub load_only: bool,
+    /// Only this section of the 10,000-item site (`--only`), without the read cases.
+    pub only: Option<Section>,
+}
+
+/// The sections measured at the writes' size after the read cases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    Writes,
+    Streams,
+    Metrics,
+    Logs,
+    Git,
+}
+
+impl Section {
+    fn parse(name: &str) -> anyhow::Result<Self> {
+        Ok(match name {
+            "writes" => Self::Writes,
+            "streams" => Self::Streams,
+            "metrics" => Self::Metrics,
+            "logs" => Self::Logs,
+            "git" => Self::Git,
+            other => bail!("--only takes writes, streams, metrics, logs or git, got {other:?}"),
+        })
+    }
 }
 
 impl Options {
@@ -74,6 +103,7 @@ impl Options {
             duration: Duration::from_secs(5),
             enforce: false,
             load_only: false,
+            only: None,
         };
         let mut args = args.iter();
         while let Some(arg) = args.next() {
@@ -83,6 +113,7 @@ impl Options {
                 "--duration" => options.duration = parse_seconds(value()?)?,
                 "--enforce" => options.enforce = true,
                 "--load-only" => options.load_only = true,
+                "--only" => options.only = Some(Section::parse(value()?)?),
                 other => bail!("unknown option {other:?}\n\n{USAGE}"),
             }
         }
@@ -138,7 +169,7 @@ pub fn run(root: &Path, options: &Options) -> anyhow::Result<usize> {
     let mut sites = Vec::new();
     for &items in &options.sizes {
         let site = sitegen::ensure(root, &cms, items)?;
-        sites.push(measure_site(&cms, &site, &wrk, &hello, ceiling.requests_per_sec, &logs));
+        sites.push(measure_site(&cms, &site, &wrk, &hello, ceiling.requests_per_sec, &logs, options.only));
     }
     let report = Report { setting: setting(root, &wrk, load_before), ceiling, sized_reference, sites };
     let text = report.render();
@@ -221,7 +252,9 @@ fn measure_site(
     ceiling: &Ceiling,
     first_ceiling: f64,
     logs: &Path,
+    only: Option<Section>,
 ) -> SiteFigures {
+    let wanted = |section: Section| only.is_none_or(|only| only == section);
     let mut figures = SiteFigures::new(site.items);
     let snapshots = site.root.join(".cms/index");
     let _ = std::fs::remove_dir_all(&snapshots);
@@ -257,7 +290,8 @@ fn measure_site(
         // ceilings just before and just after it, and each case is reported by its median
         // round.
         let mut before = ceiling.measure_beside(&server, wrk);
-        for case in Case::ALL {
+        let cases: &[Case] = if only.is_some() { &[] } else { &Case::ALL };
+        for &case in cases {
             let mut rounds: Vec<Round> = Vec::with_capacity(CLOSE_CALL_ROUNDS);
             let mut wanted = ROUNDS;
             while rounds.len() < wanted {
@@ -282,24 +316,37 @@ fn measure_site(
             figures.cases.push(CaseFigures::of_rounds(case, rounds, first_ceiling));
         }
         if site.items == writes::WRITE_SIZE {
-            settle(&server);
-            eprintln!("{} items: writes", site.items);
-            figures.writes = Some(writes::measure(&server, site).map_err(|error| format!("{error:#}")));
-            // No target depends on it: it tells how fast the machine was around the writes.
-            figures.ceiling_before_writes = before;
-            eprintln!("{} items: live streams", site.items);
-            figures.streams =
-                Some(streams::measure(&server, site, wrk, ceiling).map_err(|error| format!("{error:#}")));
-            eprintln!("{} items: metrics on and off", site.items);
-            figures.metrics = Some(
-                paired::measure(paired::Variant::MetricsOn, cms, site, &server, wrk, logs)
-                    .map_err(|error| format!("{error:#}")),
-            );
-            eprintln!("{} items: the default log and logs off", site.items);
-            figures.logs = Some(
-                paired::measure(paired::Variant::LogsOff, cms, site, &server, wrk, logs)
-                    .map_err(|error| format!("{error:#}")),
-            );
+            if wanted(Section::Writes) {
+                settle(&server);
+                eprintln!("{} items: writes", site.items);
+                figures.writes = Some(writes::measure(&server, site).map_err(|error| format!("{error:#}")));
+                // No target depends on it: it tells how fast the machine was around the writes.
+                figures.ceiling_before_writes = before;
+            }
+            if wanted(Section::Streams) {
+                eprintln!("{} items: live streams", site.items);
+                figures.streams =
+                    Some(streams::measure(&server, site, wrk, ceiling).map_err(|error| format!("{error:#}")));
+            }
+            if wanted(Section::Metrics) {
+                eprintln!("{} items: metrics on and off", site.items);
+                figures.metrics = Some(
+                    paired::measure(paired::Variant::MetricsOn, cms, site, &server, wrk, logs)
+                        .map_err(|error| format!("{error:#}")),
+                );
+            }
+            if wanted(Section::Logs) {
+                eprintln!("{} items: the default log and logs off", site.items);
+                figures.logs = Some(
+                    paired::measure(paired::Variant::LogsOff, cms, site, &server, wrk, logs)
+                        .map_err(|error| format!("{error:#}")),
+                );
+            }
+            if wanted(Section::Git) {
+                eprintln!("{} items: a site kept in git", site.items);
+                figures.git =
+                    Some(git::measure(cms, site, &server, logs).map_err(|error| format!("{error:#}")));
+            }
         }
     }
     figures.peak_rss_kib = server.peak_rss_kib();

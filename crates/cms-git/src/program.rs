@@ -3,9 +3,9 @@
 //! prompt (a credential that is missing fails instead of waiting for a person), and
 //! untranslated messages, which the push's report reads.
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::error::{GitError, GitResult};
@@ -86,9 +86,24 @@ impl Git {
         }
     }
 
-    /// Runs `git ARGS`; its standard output as bytes, untouched (`cat-file blob`).
-    pub(crate) fn run_bytes(&self, args: &[&str]) -> GitResult<Vec<u8>> {
-        self.output(Run::new(args))
+    /// A reader of blobs by name through one `git cat-file --batch`: a pull reads
+    /// thousands, and a process each would cost more than writing them.
+    pub(crate) fn blobs(&self) -> GitResult<Blobs> {
+        let mut command = Command::new("git");
+        command
+            .current_dir(&self.dir)
+            .args(["cat-file", "--batch"])
+            .env("LC_ALL", "C")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for name in REDIRECTING {
+            command.env_remove(name);
+        }
+        let mut child = command.spawn().map_err(GitError::Missing)?;
+        let input = child.stdin.take().expect("piped");
+        let output = BufReader::new(child.stdout.take().expect("piped"));
+        Ok(Blobs { child, input, output })
     }
 
     pub(crate) fn run_with(&self, run: Run<'_>) -> GitResult<String> {
@@ -139,5 +154,42 @@ impl Git {
             return Err(GitError::Failed { command: run.args.join(" "), message });
         }
         Ok(out)
+    }
+}
+
+/// `git cat-file --batch`, asked one object at a time.
+pub(crate) struct Blobs {
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+}
+
+impl Blobs {
+    /// The bytes of blob `name`.
+    pub(crate) fn read(&mut self, name: &str) -> GitResult<Vec<u8>> {
+        let failed = |message: String| GitError::Failed { command: "cat-file --batch".into(), message };
+        self.input
+            .write_all(format!("{name}\n").as_bytes())
+            .and_then(|()| self.input.flush())
+            .map_err(|error| failed(error.to_string()))?;
+        let mut header = String::new();
+        self.output.read_line(&mut header).map_err(|error| failed(error.to_string()))?;
+        // `<name> blob <size>`, or `<name> missing`.
+        let mut fields = header.split_whitespace();
+        let (kind, size) = (fields.nth(1), fields.next().and_then(|size| size.parse::<usize>().ok()));
+        let (Some("blob"), Some(size)) = (kind, size) else {
+            return Err(failed(format!("{name} is not a blob here: {}", header.trim())));
+        };
+        let mut bytes = vec![0; size + 1];
+        self.output.read_exact(&mut bytes).map_err(|error| failed(error.to_string()))?;
+        bytes.pop();
+        Ok(bytes)
+    }
+}
+
+impl Drop for Blobs {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

@@ -123,9 +123,11 @@ pub(crate) fn pull(
     };
     let changes = changed(repo, &ours.tree, &tree)?;
     let author = format!("git pull from {remote}");
+    let mut blobs = repo.git().blobs()?;
     for change in &changes {
-        apply(repo, cms, folders, site, change, &author)?;
+        apply(repo, &mut blobs, cms, folders, site, change, &author)?;
     }
+    drop(blobs);
     let new_head = if fast_forward {
         theirs.clone()
     } else {
@@ -248,16 +250,16 @@ fn changed(repo: &Repo, from: &str, to: &str) -> GitResult<Vec<Changed>> {
 /// file directly, each only if it still holds what this site last committed.
 fn apply(
     repo: &Repo,
+    blobs: &mut crate::program::Blobs,
     cms: &Arc<Cms>,
     folders: &[ItemFolder],
     site: &Path,
     change: &Changed,
     author: &str,
 ) -> GitResult<()> {
-    let blob = |oid: &str| repo.git().run_bytes(&["cat-file", "blob", oid]);
-    let before = change.before.as_deref().map(blob).transpose()?;
+    let before = change.before.as_deref().map(|oid| blobs.read(oid)).transpose()?;
     let after = match &change.after {
-        Some((mode, oid)) if mode == "100644" || mode == "100755" => Some(blob(oid)?),
+        Some((mode, oid)) if mode == "100644" || mode == "100755" => Some(blobs.read(oid)?),
         Some((mode, _)) => {
             tracing::warn!(path = %change.path, mode, "git pull: left a link or submodule out of the folder");
             return Ok(());

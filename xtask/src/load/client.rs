@@ -30,6 +30,19 @@ impl Client {
         Ok((response.status().as_u16(), body))
     }
 
+    /// The status and body of `GET url` with an API key (drafts too).
+    pub fn get_with_key(&self, url: &str, key: &str) -> anyhow::Result<(u16, String)> {
+        let mut response = self
+            .agent
+            .get(url)
+            .header("Authorization", &format!("Bearer {key}"))
+            .header("Accept-Encoding", "identity")
+            .call()
+            .with_context(|| format!("GET {url}"))?;
+        let body = response.body_mut().read_to_string().with_context(|| format!("GET {url}: body"))?;
+        Ok((response.status().as_u16(), body))
+    }
+
     /// `PATCH url` with a JSON body and an API key; returns the status and the body.
     pub fn patch_json(&self, url: &str, key: &str, json: &str) -> anyhow::Result<(u16, String)> {
         self.send_json("PATCH", url, key, json)

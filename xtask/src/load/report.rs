@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::cases::Case;
+use super::git::{GitFigures, PULLED_FILES};
 use super::paired::PairedFigures;
 use super::sitegen::{CONCURRENT_WRITERS, SMALL_ITEMS};
 use super::streams::{STREAMS, StreamFigures};
@@ -45,6 +46,8 @@ pub struct SiteFigures {
     pub logs: Option<Result<PairedFigures, String>>,
     /// Request lines the bench's server logged, and their bytes.
     pub access_lines: Option<(u64, u64)>,
+    /// A copy of the site kept in git (issue 48).
+    pub git: Option<Result<GitFigures, String>>,
 }
 
 impl SiteFigures {
@@ -63,6 +66,7 @@ impl SiteFigures {
             metrics: None,
             logs: None,
             access_lines: None,
+            git: None,
         }
     }
 }
@@ -204,6 +208,10 @@ impl Report {
                 "Requests per second with the default log (a line per request, read by a collector) over \
                  the same with `RUST_LOG=warn`, the two runs of a round one after the other:",
             );
+        }
+        if let Some(site) = self.sites.iter().find(|site| site.git.is_some()) {
+            out += &format!("\n## A site kept in git at {} items\n\n", thousands(site.items));
+            out += &git_section(site.git.as_ref().expect("found by its git figures"));
         }
         let logged: Vec<String> = self
             .sites
@@ -462,6 +470,9 @@ impl Report {
             if site.logs.is_some() {
                 verdicts.extend(paired_verdicts(site.logs.as_ref(), "the default log", "logs off"));
             }
+            if let Some(git) = &site.git {
+                verdicts.extend(git_verdicts(git));
+            }
         }
         verdicts
     }
@@ -689,6 +700,66 @@ fn streams_section(site: &SiteFigures) -> String {
         streams.write_to_event_percentile(99).map_or_else(String::new, latency),
     );
     out
+}
+
+fn git_section(figures: &Result<GitFigures, String>) -> String {
+    let git = match figures {
+        Ok(git) => git,
+        Err(error) => return format!("Not measured: {error}\n"),
+    };
+    let rounds: Vec<String> = git
+        .plain
+        .iter()
+        .zip(&git.git)
+        .map(|(plain, with)| format!("{}/s against {}/s", rate(*with), rate(*plain)))
+        .collect();
+    let mut out = format!(
+        "{CONCURRENT_WRITERS} writers (`PATCH`, each its own item) on a copy of the site kept in git, a bare \
+         remote on this machine pushed after each commit, against the site itself, in turn: {}. \
+         {} commits, {}; the last commit and push were done {} after the writers stopped.\n",
+        rounds.join("; "),
+        thousands(git.commits),
+        if git.pushed { "all pushed" } else { "not all pushed" },
+        latency(git.caught_up)
+    );
+    out += &match &git.pull {
+        Ok(time) => format!(
+            "\nA pull of {} changed files (a developer's commit, through the remote): {} from `POST /cms/git/pull` \
+             to the last of them served.\n",
+            thousands(PULLED_FILES),
+            latency(*time)
+        ),
+        Err(error) => format!("\nThe pull of {} files failed: {error}\n", thousands(PULLED_FILES)),
+    };
+    out
+}
+
+/// Issue 48's targets.
+fn git_verdicts(figures: &Result<GitFigures, String>) -> Vec<Verdict> {
+    let writes_target = format!("{CONCURRENT_WRITERS} writers on a git site ≥ 50% of without git");
+    let pull_target = format!("a pull of {} changed files served < 5 s", thousands(PULLED_FILES));
+    let Ok(git) = figures else {
+        return [writes_target, pull_target]
+            .into_iter()
+            .map(|target| Verdict { target, measured: "not measured".into(), met: false })
+            .collect();
+    };
+    let ratio = git.ratio();
+    vec![
+        Verdict {
+            target: writes_target,
+            measured: ratio.map_or_else(|| "not measured".into(), |ratio| percent(ratio * 100.0)),
+            met: ratio.is_some_and(|ratio| ratio >= 0.5) && git.failures == 0 && git.pushed,
+        },
+        Verdict {
+            target: pull_target,
+            measured: git
+                .pull
+                .as_ref()
+                .map_or_else(|error| format!("failed: {error}"), |time| latency(*time)),
+            met: git.pull.as_ref().is_ok_and(|time| *time < Duration::from_secs(5)),
+        },
+    ]
 }
 
 /// Issue 47's targets: write-to-event, memory, and reads and writes within noise (90% of

@@ -291,6 +291,7 @@ fn measure_site(
         // round.
         let mut before = ceiling.measure_beside(&server, wrk);
         let cases: &[Case] = if only.is_some() { &[] } else { &Case::ALL };
+        figures.reads_skipped = only.is_some();
         for &case in cases {
             let mut rounds: Vec<Round> = Vec::with_capacity(CLOSE_CALL_ROUNDS);
             let mut wanted = ROUNDS;

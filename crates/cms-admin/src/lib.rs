@@ -67,6 +67,24 @@ pub struct AdminState {
     pub upload_limit: u64,
     /// Largest form body, in bytes (`limits.json_bytes`: an item's text comes in a form).
     pub form_limit: usize,
+    /// What the parts the binary composed say of an item, shown on its edit page (a git
+    /// pull's conflict); `None`: nothing.
+    pub notices: Option<ItemNotices>,
+}
+
+/// Asked for each item's edit page with its collection and filename: a notice to show
+/// there, if any. Cheap: called on every edit page.
+pub type ItemNotices =
+    Arc<dyn Fn(&cms_core::collection::Collection, &str) -> Option<ItemNotice> + Send + Sync>;
+
+/// A notice about one item from a part of the server the editor knows nothing of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemNotice {
+    pub heading: String,
+    pub text: String,
+    /// Whether the item's newest version in its history is worth comparing with the
+    /// current one (the page links its side-by-side view).
+    pub compare_newest: bool,
 }
 
 impl AdminState {
@@ -86,7 +104,14 @@ impl AdminState {
             throttle: throttle::Throttle::new(throttle::ThrottlePolicy::from(signin)),
             upload_limit,
             form_limit,
+            notices: None,
         }
+    }
+
+    /// Each item's edit page shows what `notices` says of it.
+    pub fn with_notices(mut self, notices: ItemNotices) -> Self {
+        self.notices = Some(notices);
+        self
     }
 }
 

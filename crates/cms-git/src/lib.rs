@@ -42,11 +42,26 @@ use pusher::{PushSignal, Target};
 use repo::Repo;
 use status::Shared;
 
+/// How much less CPU priority git's work gets than the server's requests (`nice`).
+const BACKGROUND_NICE: i32 = 10;
+
+/// Lowers the calling thread's CPU priority, and so that of the git processes it starts
+/// (on Linux a thread's nice value is its own, and children inherit it): commits and
+/// pushes are background work that may lag while requests keep the cores busy, since a
+/// commit takes every write that waited.
+fn run_in_background() {
+    if let Err(error) = rustix::process::nice(BACKGROUND_NICE) {
+        tracing::debug!(%error, "git: cannot lower the priority of its thread; it runs at the server's");
+    }
+}
+
 /// The folder of the site's private state (`.cms/`) this crate keeps its files in: `git/`.
 const GIT_STATE: &str = "git";
 
 /// A server's git work: the committer and, with a remote, the pusher.
 pub struct GitSite {
+    /// Each collection's folder in the repository, by the collection's number.
+    folders: Vec<String>,
     queue: Arc<Queue>,
     shared: Arc<Shared>,
     subscriber: Arc<Subscriber>,
@@ -110,12 +125,21 @@ impl GitSite {
                     (repo.git().clone(), signal.clone(), shared.clone());
                 let thread = std::thread::Builder::new()
                     .name("git-push".into())
-                    .spawn(move || pusher::push_commits(thread_signal, git, target, thread_shared))
+                    .spawn(move || {
+                        run_in_background();
+                        pusher::push_commits(thread_signal, git, target, thread_shared)
+                    })
                     .map_err(GitError::io(&folder))?;
                 Some((signal, thread))
             }
             None => None,
         };
+        let folders: Vec<String> = collections
+            .iter()
+            .map(|collection| {
+                repo.path_of(&cms_core::sitepath::display(&cms_core::sitepath::configured(&collection.path)))
+            })
+            .collect();
         let pull = config.remote.as_ref().map(|remote| committer::PullFrom {
             remote: remote.clone(),
             every: (config.pull_every_secs > 0).then(|| Duration::from_secs(config.pull_every_secs)),
@@ -141,10 +165,14 @@ impl GitSite {
         };
         let committer = std::thread::Builder::new()
             .name("git-commit".into())
-            .spawn(move || committer.run())
+            .spawn(move || {
+                run_in_background();
+                committer.run()
+            })
             .map_err(GitError::io(&folder))?;
         shared.save();
         Ok(Self {
+            folders,
             queue,
             shared,
             subscriber,
@@ -162,6 +190,17 @@ impl GitSite {
     /// remote.
     pub fn ask_pull(&self) {
         self.queue.ask_pull();
+    }
+
+    /// The newest conflict a pull met on item file `filename` of `collection`, while it is
+    /// recorded (`cms check` tells how to forget it).
+    pub fn conflict_of(
+        &self,
+        collection: &cms_core::collection::Collection,
+        filename: &str,
+    ) -> Option<Conflict> {
+        let folder = self.folders.get(collection.index)?;
+        self.shared.conflict_of(&format!("{folder}/{filename}"))
     }
 
     /// The committer's and pusher's state now.

@@ -71,13 +71,23 @@ impl GitStatus {
 /// The status shared by the committer, the pusher and whoever asks.
 pub(crate) struct Shared {
     status: Mutex<GitStatus>,
+    /// The conflicts recorded, as in `.cms/git/conflicts.json`.
+    conflicts: Mutex<Vec<crate::pull::Conflict>>,
     /// `.cms/git/`.
     folder: PathBuf,
 }
 
 impl Shared {
     pub(crate) fn new(status: GitStatus, folder: &Path) -> Self {
-        Self { status: Mutex::new(status), folder: folder.to_owned() }
+        let conflicts = conflicts(folder);
+        let status = GitStatus { conflicts: conflicts.len(), ..status };
+        Self { status: Mutex::new(status), conflicts: Mutex::new(conflicts), folder: folder.to_owned() }
+    }
+
+    /// The newest conflict recorded for a file of the repository.
+    pub(crate) fn conflict_of(&self, path: &str) -> Option<crate::pull::Conflict> {
+        let conflicts = self.conflicts.lock().unwrap_or_else(PoisonError::into_inner);
+        conflicts.iter().rev().find(|conflict| conflict.paths.iter().any(|p| p == path)).cloned()
     }
 
     pub(crate) fn get(&self) -> GitStatus {
@@ -109,6 +119,7 @@ pub(crate) fn record_conflict(shared: &Shared, conflict: &crate::pull::Conflict)
     let path = shared.folder.join(CONFLICTS_FILE);
     let mut all = conflicts(&shared.folder);
     all.push(conflict.clone());
+    shared.conflicts.lock().unwrap_or_else(PoisonError::into_inner).push(conflict.clone());
     let text = serde_json::to_vec_pretty(&all).unwrap_or_default();
     let saved = tempfile::NamedTempFile::new_in(&shared.folder).and_then(|mut file| {
         std::io::Write::write_all(&mut file, &text)?;

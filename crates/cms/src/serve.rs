@@ -135,13 +135,31 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, serving: Serving) -> anyhow
     let state = web::Data::new(state);
     let metrics_state = state.clone();
     // The web editor at /admin/, on the same facade.
-    let admin = web::Data::new(cms_admin::AdminState::new(
+    let mut admin = cms_admin::AdminState::new(
         open.cms.clone(),
         open.sessions.clone(),
         &open.config.signin,
         open.config.limits.upload_bytes,
         open.config.limits.json_bytes,
-    ));
+    );
+    if let Some(git) = &git {
+        // A git pull's conflict shows on the item's edit page.
+        let git = git.clone();
+        admin = admin.with_notices(Arc::new(move |collection, filename| {
+            let conflict = git.conflict_of(collection, filename)?;
+            Some(cms_admin::ItemNotice {
+                heading: "A git pull met a conflict on this item".into(),
+                text: format!(
+                    "At {} both this site and the remote had changed it, and git could not merge the two: the \
+                     remote's version is the current one. This site's version is the newest in its history, and \
+                     on the git branch {}.",
+                    conflict.at, conflict.branch
+                ),
+                compare_newest: true,
+            })
+        }));
+    }
+    let admin = web::Data::new(admin);
     let storage = open.storage.clone();
     let git_banner = git.clone();
     let cms = open.cms.clone();

@@ -251,6 +251,15 @@ struct EditPage {
     stored_status: Option<(&'static str, &'static str)>,
     /// The item's live stream, which the script follows to say that someone else saved.
     live: Option<String>,
+    /// What the binary's parts say of the item (a git pull's conflict).
+    notice: Option<NoticeView>,
+}
+
+struct NoticeView {
+    heading: String,
+    text: String,
+    /// The side-by-side view of the newest version against the current one.
+    compare_href: Option<String>,
 }
 
 impl EditPage {
@@ -273,6 +282,7 @@ impl EditPage {
             media: None,
             stored_status: None,
             live: None,
+            notice: None,
         }
     }
 
@@ -349,7 +359,33 @@ pub async fn edit(
         EditPage::of(&state, &user.principal, l, collection, filename, &form, raw.etag, &errors, false).await;
     page.stored_status = Some(shown_status(&raw.meta, time::OffsetDateTime::now_utc().unix_timestamp()));
     page.live = super::live::url(since, collection, Some(&raw.meta.slug));
+    page.notice = notice(&state, &user.principal, collection, &raw.meta.filename).await;
     view::ok(&page)
+}
+
+/// What the binary's parts say of the item, with the side-by-side view of its newest
+/// version when the notice asks for it (and the user may read the history).
+async fn notice(
+    state: &AdminState,
+    principal: &Principal,
+    collection: &Collection,
+    filename: &str,
+) -> Option<NoticeView> {
+    let notice = state.notices.as_ref().and_then(|notices| notices(collection, filename))?;
+    let compare_href = if notice.compare_newest {
+        let item = ItemRef::parse(filename).ok();
+        let versions = match item {
+            Some(item) => state.cms.list_versions(principal, collection, &item).await.ok(),
+            None => None,
+        };
+        versions.and_then(|list| {
+            let newest = list.versions.iter().map(|version| version.timestamp).max()?;
+            Some(format!("{}/history/{newest}", item_href(collection, filename)))
+        })
+    } else {
+        None
+    };
+    Some(NoticeView { heading: notice.heading, text: notice.text, compare_href })
 }
 
 /// `GET /admin/collections/{collection}/new`

@@ -410,6 +410,7 @@ fn a_conflict_keeps_the_remotes_version_current_and_this_sites_on_a_branch() {
     let shared = shared_site("  pull_every_secs: 0\n  pull_token_env: CMS_TEST_PULL_SECRET\n");
     let root = shared.site.path();
     let key = key_named(root, "ann@example.com", "editor", "ann", &[]);
+    user_with_password(root, "cat@example.com", "editor");
     let mut command = Command::new(BIN);
     command
         .args(["serve", "--listen", "127.0.0.1:0", "--site"])
@@ -474,4 +475,20 @@ fn a_conflict_keeps_the_remotes_version_current_and_this_sites_on_a_branch() {
     assert!(status.contains("conflict") && status.contains(branch), "{status}");
     let check = stdout(&cms(root, &["check"]));
     assert!(check.contains("warning: git: a pull at") && check.contains(hello), "{check}");
+    // The editor marks the item, and shows both versions side by side.
+    let mut tab = Tab::new(&server);
+    assert_eq!(tab.sign_in("cat@example.com", PASSWORD).status, 303);
+    let page = tab.get("/admin/collections/blog-posts/items/2026-01-12-hello-world.md");
+    assert!(
+        page.body.contains("A git pull met a conflict on this item") && page.body.contains(branch),
+        "{}",
+        page.body
+    );
+    let compare = page.body.split("id=\"item-notice-compare\"").next().unwrap();
+    let href = compare.rsplit("href=\"").next().unwrap().split('"').next().unwrap().to_owned();
+    let diff = tab.get(&href);
+    assert_eq!(diff.status, 200, "{href}");
+    assert!(diff.body.contains("Local title") && diff.body.contains("Remote title"), "{}", diff.body);
+    let other = tab.get("/admin/collections/blog-posts/items/2026-02-03-writing-with-frontmatter.md");
+    assert!(!other.body.contains("item-notice"), "only the conflicted item is marked");
 }

@@ -1,4 +1,5 @@
-//! The pusher: a thread that pushes the branch to `git.remote` after commits (at most every
+//! The pusher: a thread that pushes the branch to `git.remote` after commits (a burst of
+//! commits once, at least every second while it lasts; at most every
 //! `git.push_every_secs`), never forced, with the machine's own git credentials (an SSH
 //! agent or key, a credential helper). A failed push is tried again with a growing delay
 //! (up to five minutes) and reported in the status, the log and `/readyz`'s body; commits
@@ -15,6 +16,11 @@ use crate::status::{Shared, now_text};
 const PUSH_TIMEOUT: Duration = Duration::from_secs(120);
 /// The longest wait between failed pushes.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(300);
+/// A burst of commits is pushed once: after this long without a new commit...
+const BURST_QUIET: Duration = Duration::from_millis(100);
+/// ...or this long after its first commit, while commits keep coming (a push is a pack
+/// made and sent: one per commit would cost more than the commits under a write load).
+const BURST_LONGEST: Duration = Duration::from_secs(1);
 
 #[derive(Default)]
 pub(crate) struct PushSignal {
@@ -26,6 +32,9 @@ pub(crate) struct PushSignal {
 struct PushState {
     /// Commits were made since the last push began.
     wanted: bool,
+    /// When the first of those and the last of them were made.
+    first: Option<Instant>,
+    last: Option<Instant>,
     stopping: bool,
 }
 
@@ -35,7 +44,12 @@ impl PushSignal {
     }
 
     pub(crate) fn commit_made(&self) {
-        self.lock().wanted = true;
+        let mut state = self.lock();
+        let now = Instant::now();
+        state.wanted = true;
+        state.first.get_or_insert(now);
+        state.last = Some(now);
+        drop(state);
         self.changed.notify_all();
     }
 
@@ -45,8 +59,9 @@ impl PushSignal {
         self.changed.notify_all();
     }
 
-    /// Waits until a push is wanted and `not_before` passed, or the pusher is to stop;
-    /// `(push, stopping)`.
+    /// Waits until a push is wanted, its burst of commits is over (or has lasted
+    /// [`BURST_LONGEST`]) and `not_before` passed, or the pusher is to stop; `(push,
+    /// stopping)`.
     fn wait(&self, not_before: Instant) -> (bool, bool) {
         let mut state = self.lock();
         loop {
@@ -56,15 +71,18 @@ impl PushSignal {
             }
             if state.wanted {
                 let now = Instant::now();
-                if now >= not_before {
+                let burst_over = match (state.first, state.last) {
+                    (Some(first), Some(last)) => (last + BURST_QUIET).min(first + BURST_LONGEST),
+                    _ => now,
+                };
+                let due = burst_over.max(not_before);
+                if now >= due {
                     state.wanted = false;
+                    state.first = None;
+                    state.last = None;
                     return (true, false);
                 }
-                state = self
-                    .changed
-                    .wait_timeout(state, not_before - now)
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .0;
+                state = self.changed.wait_timeout(state, due - now).unwrap_or_else(PoisonError::into_inner).0;
             } else {
                 state = self.changed.wait(state).unwrap_or_else(PoisonError::into_inner);
             }

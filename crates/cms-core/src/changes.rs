@@ -137,6 +137,29 @@ pub(crate) enum SearchTerms {
     None,
 }
 
+/// One change of resource files through the facade: an upload, a rename or move, a
+/// removal. Resource files have no index, no history and no events of their own: a
+/// subscriber that keeps the site's files elsewhere (the git committer) follows these.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceChange {
+    /// The resource folder's number.
+    pub folder: usize,
+    /// The files changed, as paths in the folder (`photos/cat.jpg`), and whether each is
+    /// there now: a rename or move names the old path (gone) and the new one.
+    pub files: Vec<(String, bool)>,
+    /// As [`Cause::Write`] names them.
+    pub author: String,
+    pub email: Option<String>,
+    pub at: OffsetDateTime,
+}
+
+/// Something that follows every change of resource files through the facade.
+pub trait ResourceSubscriber: Send + Sync {
+    /// Called once per change, on the thread that made it, before the write answers.
+    /// Must be quick and must not write through the facade.
+    fn resources_changed(&self, change: &ResourceChange);
+}
+
 /// Something that follows every change.
 pub trait ChangeSubscriber: Send + Sync {
     /// Called once per change, in sequence, on the thread that made it, before the write
@@ -150,12 +173,25 @@ pub struct ChangeLog {
     /// The last sequence number given; held while a change is applied and delivered.
     last: Mutex<u64>,
     subscribers: RwLock<Vec<Arc<dyn ChangeSubscriber>>>,
+    resource_subscribers: RwLock<Vec<Arc<dyn ResourceSubscriber>>>,
 }
 
 impl ChangeLog {
     /// Adds a subscriber: it sees every change made from now on.
     pub fn subscribe(&self, subscriber: Arc<dyn ChangeSubscriber>) {
         self.subscribers.write().unwrap_or_else(PoisonError::into_inner).push(subscriber);
+    }
+
+    /// Adds a subscriber of resource changes ([`ResourceChange`]).
+    pub fn subscribe_resources(&self, subscriber: Arc<dyn ResourceSubscriber>) {
+        self.resource_subscribers.write().unwrap_or_else(PoisonError::into_inner).push(subscriber);
+    }
+
+    /// Hands a change of resource files to their subscribers.
+    pub(crate) fn record_resources(&self, change: &ResourceChange) {
+        for subscriber in self.resource_subscribers.read().unwrap_or_else(PoisonError::into_inner).iter() {
+            subscriber.resources_changed(change);
+        }
     }
 
     /// The sequence number of the last change (0: none yet).

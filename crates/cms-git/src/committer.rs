@@ -197,6 +197,8 @@ struct Folder {
 pub(crate) struct Subscriber {
     queue: Arc<Queue>,
     folders: Vec<Folder>,
+    /// Each resource folder's label slug and its path in the repository.
+    media: Vec<(String, String)>,
 }
 
 impl Subscriber {
@@ -205,7 +207,15 @@ impl Subscriber {
         repo: &Repo,
         site: &std::path::Path,
         collections: &[Collection],
+        media: &[cms_core::resource::ResourceFolder],
     ) -> Self {
+        let media = media
+            .iter()
+            .map(|folder| {
+                let in_site = cms_core::sitepath::display(&cms_core::sitepath::configured(&folder.path));
+                (cms_core::slug::slugify(&folder.label), repo.path_of(&in_site))
+            })
+            .collect();
         let folders = collections
             .iter()
             .map(|collection| {
@@ -217,7 +227,7 @@ impl Subscriber {
                 }
             })
             .collect();
-        Self { queue, folders }
+        Self { queue, folders, media }
     }
 }
 
@@ -261,6 +271,27 @@ pub(crate) struct PullFrom {
     pub(crate) cms: Arc<cms_core::Cms>,
     pub(crate) folders: Vec<crate::pull::ItemFolder>,
     pub(crate) site: PathBuf,
+}
+
+impl cms_core::changes::ResourceSubscriber for Subscriber {
+    /// Uploads, renames, moves and removals of media: committed from the working tree
+    /// (a file may be large; it is not kept in memory), one author's like their items.
+    fn resources_changed(&self, change: &cms_core::changes::ResourceChange) {
+        let Some((slug, in_repo)) = self.media.get(change.folder) else { return };
+        for (path, there) in &change.files {
+            let pending = Pending {
+                author: change.author.clone(),
+                email: change.email.clone().unwrap_or_default(),
+                path: format!("{in_repo}/{path}"),
+                item: format!("{slug}/{path}"),
+                verb: if *there { Verb::Create } else { Verb::Delete },
+                at: change.at.unix_timestamp(),
+            };
+            // A file that is there is committed as the working tree holds it: `Create`
+            // with no bytes reads it at commit time.
+            self.queue.push(pending, None);
+        }
+    }
 }
 
 /// The committer's thread: commits (and pulls) until told to stop with nothing left

@@ -30,7 +30,6 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use cms_core::Cms;
-use cms_core::changes::ChangeSubscriber;
 use cms_core::config::GitConfig;
 
 pub use error::{GitError, GitResult};
@@ -109,7 +108,8 @@ impl GitSite {
             &folder,
         ));
         let queue = Arc::new(Queue::new(journal));
-        let subscriber = Arc::new(Subscriber::new(queue.clone(), &repo, site, &collections));
+        let subscriber =
+            Arc::new(Subscriber::new(queue.clone(), &repo, site, &collections, cms.resource_folders()));
         let pusher = match remote {
             Some(remote) => {
                 let signal = Arc::new(PushSignal::default());
@@ -181,9 +181,10 @@ impl GitSite {
         })
     }
 
-    /// What follows the change log (`Cms::change_log().subscribe`).
-    pub fn subscriber(&self) -> Arc<dyn ChangeSubscriber> {
-        self.subscriber.clone()
+    /// Follows the change log's item and resource changes from now on.
+    pub fn follow(&self, cms: &Cms) {
+        cms.change_log().subscribe(self.subscriber.clone());
+        cms.change_log().subscribe_resources(self.subscriber.clone());
     }
 
     /// Pulls as soon as the committer is free (`POST /cms/git/pull`); nothing without a

@@ -102,7 +102,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, serving: Serving) -> anyhow
         Some(config) => {
             let git = cms_git::GitSite::open(&open.root, &state_dir, config, open.cms.clone())
                 .context("cannot keep the site in git (git: in cms.yaml)")?;
-            open.cms.change_log().subscribe(git.subscriber());
+            git.follow(&open.cms);
             let git = Arc::new(git);
             if let Some(name) = &config.pull_token_env {
                 let secret = std::env::var(name).ok().filter(|secret| !secret.trim().is_empty()).with_context(|| {

@@ -720,7 +720,7 @@ fn git_section(figures: &Result<GitFigures, String>) -> String {
         .collect();
     let mut out = format!(
         "{CONCURRENT_WRITERS} writers (`PATCH`, each its own item) on a copy of the site kept in git, a bare \
-         remote on this machine pushed after each commit, against the site itself, in turn: {}. \
+         remote on this machine pushed after each burst of commits, against the site itself, in turn: {}. \
          {} commits, {}; the last commit and push were done {} after the writers stopped.\n",
         rounds.join("; "),
         thousands(git.commits),

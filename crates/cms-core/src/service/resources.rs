@@ -1,6 +1,7 @@
 //! Resource folders: listing, uploads, rename, move, delete, subfolders, and serving.
 
 use super::Cms;
+use crate::changes::ResourceChange;
 use crate::error::{CoreError, CoreResult};
 use crate::policy::{Caller, Operation};
 use crate::ports::{ResourceReader, ResourceStat, UploadSink};
@@ -30,6 +31,9 @@ pub struct ResourceListing {
 /// An upload in progress: where it goes, how much may come, and the sink it streams to.
 pub struct Upload {
     pub limit: u64,
+    /// Who uploads, for the resource change.
+    author: String,
+    email: Option<String>,
     received: u64,
     sink: Box<dyn UploadSink>,
     /// The content hash of what was received, for its variants' URLs (no read back).
@@ -149,10 +153,12 @@ impl Cms {
     /// may come in any order).
     #[tracing::instrument(level = "trace", skip_all)]
     pub async fn begin_upload(&self, caller: impl Into<Caller<'_>>, upload_limit: u64) -> CoreResult<Upload> {
+        let caller = caller.into();
         self.authorize(caller, Operation::UploadResource).await?;
         let sink = self.ports.resources.begin_upload().await?;
         let digest = ring::digest::Context::new(&ring::digest::SHA256);
-        Ok(Upload { limit: upload_limit, received: 0, sink, digest })
+        let (author, email) = (caller.author().to_owned(), caller.email().map(str::to_owned));
+        Ok(Upload { limit: upload_limit, author, email, received: 0, sink, digest })
     }
 
     /// Stores a received upload as `name` (the sanitized name the client sent,
@@ -163,6 +169,7 @@ impl Cms {
         let folder = self.resource_folder_at(*folder)?.clone();
         let hash = hex::encode(upload.digest.finish());
         let stat = upload.sink.commit(&folder, dir, name).await?;
+        self.record_resources(&folder, vec![(dir.join(&stat.name), true)], upload.author, upload.email);
         self.remember_source_hash(&folder, dir, &stat, hash);
         Ok(self.resource_file(&folder, dir, stat).await)
     }
@@ -175,11 +182,13 @@ impl Cms {
         at: &ResourceRef,
         new_name: &FileName,
     ) -> CoreResult<String> {
+        let caller = caller.into();
         self.authorize(caller, Operation::ChangeResources).await?;
         let ResourceRef { folder, dir, name: from } = at;
         let folder = self.resource_folder_at(*folder)?.clone();
         let to = from.renamed(new_name)?;
         self.ports.resources.rename(&folder, (dir, from), (dir, &to)).await?;
+        self.record_resources_by(&folder, vec![(dir.join(from), false), (dir.join(&to), true)], caller);
         self.variants_follow(&folder, (dir, from), (dir, &to)).await;
         Ok(to.as_str().to_owned())
     }
@@ -193,6 +202,7 @@ impl Cms {
         dest: &Subpath,
         new_name: Option<&FileName>,
     ) -> CoreResult<String> {
+        let caller = caller.into();
         self.authorize(caller, Operation::ChangeResources).await?;
         let ResourceRef { folder, dir, name: from } = at;
         let folder = self.resource_folder_at(*folder)?.clone();
@@ -201,16 +211,19 @@ impl Cms {
             None => from.clone(),
         };
         self.ports.resources.rename(&folder, (dir, from), (dest, &to)).await?;
+        self.record_resources_by(&folder, vec![(dir.join(from), false), (dest.join(&to), true)], caller);
         self.variants_follow(&folder, (dir, from), (dest, &to)).await;
         Ok(to.as_str().to_owned())
     }
 
     #[tracing::instrument(level = "trace", skip_all)]
     pub async fn delete_resource(&self, caller: impl Into<Caller<'_>>, at: &ResourceRef) -> CoreResult<()> {
+        let caller = caller.into();
         self.authorize(caller, Operation::ChangeResources).await?;
         let ResourceRef { folder, dir, name } = at;
         let folder = self.resource_folder_at(*folder)?.clone();
         self.ports.resources.delete(&folder, dir, name).await?;
+        self.record_resources_by(&folder, vec![(dir.join(name), false)], caller);
         self.variants_drop(&folder, dir, name).await;
         Ok(())
     }
@@ -227,6 +240,23 @@ impl Cms {
         let folder = self.resource_folder_at(*folder)?.clone();
         self.ports.resources.create_dir(&folder, dir, name).await?;
         Ok(name.as_str().to_owned())
+    }
+
+    /// Hands a change of resource files to their subscribers (`crate::changes`).
+    fn record_resources(
+        &self,
+        folder: &ResourceFolder,
+        files: Vec<(Subpath, bool)>,
+        author: String,
+        email: Option<String>,
+    ) {
+        let files = files.into_iter().map(|(path, there)| (path.as_str().to_owned(), there)).collect();
+        let change = ResourceChange { folder: folder.index, files, author, email, at: self.now() };
+        self.change_log.record_resources(&change);
+    }
+
+    fn record_resources_by(&self, folder: &ResourceFolder, files: Vec<(Subpath, bool)>, caller: Caller<'_>) {
+        self.record_resources(folder, files, caller.author().to_owned(), caller.email().map(str::to_owned));
     }
 
     /// Opens the file a public URL names: `path` is the part after the folder's prefix

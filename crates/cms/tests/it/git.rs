@@ -189,9 +189,17 @@ fn commits_are_pushed_to_a_bare_remote_and_a_clone_equals_the_site() {
         let item = json!({"slug": format!("pushed-{i}"), "date_prefix": false, "fm": {"title": format!("Pushed {i}")}});
         assert_eq!(send(&server, "POST", "/cms/collections/blog-posts/items", &key, Some(item)), 200);
     }
+    // Media are commits too.
+    let (status, uploaded) = crate::resources::post_upload(&server, &key, "notes.txt", 300);
+    assert_eq!(status, 200, "{uploaded}");
     let head = || git(root, &["rev-parse", "HEAD"]);
     let pushed = poll(
-        || (git(&bare, &["rev-parse", "main"]), server.get("/readyz", None).1),
+        || {
+            (
+                git(&bare, &["for-each-ref", "--format=%(objectname)", "refs/heads/main"]),
+                server.get("/readyz", None).1,
+            )
+        },
         |(remote, ready)| *remote == head() && ready["git"]["unpushed"] == 0,
     );
     assert_eq!(pushed.0, head(), "{}", pushed.1);
@@ -202,6 +210,11 @@ fn commits_are_pushed_to_a_bare_remote_and_a_clone_equals_the_site() {
         Command::new("diff").args(["-r", "-x", ".cms", "-x", ".git"]).arg(root).arg(&clone).output().unwrap();
     assert!(diff.status.success(), "{}", String::from_utf8_lossy(&diff.stdout));
     git(&bare, &["fsck", "--strict"]);
+    // One commit by its author (it may share it with the author's last item, written while
+    // the committer was busy).
+    let media = git(root, &["log", "--format=%an|%B", "--", "media/uploads/notes.txt"]);
+    assert!(media.starts_with("ann|") && media.contains("Create uploads/notes.txt"), "{media}");
+    assert_eq!(git(root, &["rev-list", "--count", "HEAD", "--", "media/uploads/notes.txt"]).trim(), "1");
     let status = stdout(&cms(root, &["git", "status"]));
     assert!(status.contains("remote:     origin") && status.contains("unpushed:   0 commits"), "{status}");
 }

@@ -47,7 +47,7 @@ impl Read for MultipartReader {
     }
 }
 
-fn post_upload(server: &Server, key: &str, filename: &str, size: u64) -> (u16, serde_json::Value) {
+pub(crate) fn post_upload(server: &Server, key: &str, filename: &str, size: u64) -> (u16, serde_json::Value) {
     let mut body = MultipartReader::new(filename, size);
     let mut response = server
         .agent

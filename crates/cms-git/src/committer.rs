@@ -403,7 +403,7 @@ impl Committer {
                 if let Some(pushes) = &self.pushes
                     && (unpushed > 0 || pulled.conflict.is_some())
                 {
-                    pushes.commit_made();
+                    pushes.pulled();
                 }
             }
             Err(error) => {

@@ -33,8 +33,7 @@ use cms_core::Cms;
 use cms_core::config::GitConfig;
 
 pub use error::{GitError, GitResult};
-pub use pull::Conflict;
-pub use status::GitStatus;
+pub use status::{Conflict, GitStatus};
 
 use committer::{Queue, Subscriber};
 use pusher::{PushSignal, Target};

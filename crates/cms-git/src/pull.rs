@@ -23,11 +23,11 @@ use cms_core::Cms;
 use cms_core::collection::Collection;
 use cms_core::policy::Caller;
 use cms_core::service::Incoming;
-use serde::{Deserialize, Serialize};
 
 use crate::error::{GitError, GitResult};
 use crate::program::Run;
 use crate::repo::{COMMITTER_EMAIL, COMMITTER_NAME, Head, Repo};
+use crate::status::Conflict;
 
 /// How long a fetch may take.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(120);
@@ -40,20 +40,6 @@ pub(crate) struct Pulled {
     /// Commits made (a merge commit), or the branch moved (a fast-forward).
     pub(crate) moved: bool,
     pub(crate) conflict: Option<Conflict>,
-}
-
-/// A merge git could not make for some files: the remote's versions were taken.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Conflict {
-    /// When (RFC 3339).
-    pub at: String,
-    /// The branch holding this site's side: `cms/conflict-20261129T101500Z`.
-    pub branch: String,
-    /// This site's commit before the merge (on `branch`), and the remote's.
-    pub local: String,
-    pub remote: String,
-    /// The files both sides changed, in the repository.
-    pub paths: Vec<String>,
 }
 
 /// A collection's folder, to tell item files among the merge's.

@@ -14,6 +14,10 @@ use crate::status::{Shared, now_text};
 
 /// How long one push may take.
 const PUSH_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long the last push, at the server's stop, may take: a service manager kills a
+/// server that takes long to stop (systemd after 90 s), and the commits wait for the next
+/// start anyway.
+const STOP_PUSH_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest wait between failed pushes.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(300);
 /// A burst of commits is pushed once: after this long without a new commit...
@@ -35,6 +39,9 @@ struct PushState {
     /// When the first of those and the last of them were made.
     first: Option<Instant>,
     last: Option<Instant>,
+    /// A pull merged the remote's commits: a push that was refused for lacking them goes
+    /// now, not after its backoff.
+    retry_now: bool,
     stopping: bool,
 }
 
@@ -51,6 +58,12 @@ impl PushSignal {
         state.last = Some(now);
         drop(state);
         self.changed.notify_all();
+    }
+
+    /// A pull merged the remote's branch: push at once, whatever the backoff.
+    pub(crate) fn pulled(&self) {
+        self.lock().retry_now = true;
+        self.commit_made();
     }
 
     /// One last push of what is waiting, then the thread ends.
@@ -75,11 +88,12 @@ impl PushSignal {
                     (Some(first), Some(last)) => (last + BURST_QUIET).min(first + BURST_LONGEST),
                     _ => now,
                 };
-                let due = burst_over.max(not_before);
+                let due = if state.retry_now { burst_over } else { burst_over.max(not_before) };
                 if now >= due {
                     state.wanted = false;
                     state.first = None;
                     state.last = None;
+                    state.retry_now = false;
                     return (true, false);
                 }
                 state = self.changed.wait_timeout(state, due - now).unwrap_or_else(PoisonError::into_inner).0;
@@ -104,7 +118,8 @@ pub(crate) fn push_commits(signal: Arc<PushSignal>, git: Git, target: Target, sh
         let (push, stopping) = signal.wait(not_before);
         if push {
             let waiting = shared.get().unpushed;
-            match push_once(&git, &target) {
+            let limit = if stopping { STOP_PUSH_TIMEOUT } else { PUSH_TIMEOUT };
+            match push_once(&git, &target, limit) {
                 Ok(()) => {
                     if failures > 0 {
                         tracing::info!(remote = %target.remote, "git: pushed again after {failures} failed tries");
@@ -144,12 +159,12 @@ pub(crate) fn push_commits(signal: Arc<PushSignal>, git: Git, target: Target, sh
     }
 }
 
-fn push_once(git: &Git, target: &Target) -> Result<(), GitError> {
+fn push_once(git: &Git, target: &Target, limit: Duration) -> Result<(), GitError> {
     let refspec = format!("{0}:{0}", target.branch_ref);
     // The branches that keep this site's side of a conflict go along (a glob that matches
     // nothing pushes nothing).
     let conflicts = "refs/heads/cms/conflict-*:refs/heads/cms/conflict-*";
-    git.run_with(Run::new(&["push", &target.remote, &refspec, conflicts]).timeout(PUSH_TIMEOUT)).map(drop)
+    git.run_with(Run::new(&["push", &target.remote, &refspec, conflicts]).timeout(limit)).map(drop)
 }
 
 /// A failed push in words: its cause as far as git's message tells, and the fix.

@@ -68,11 +68,25 @@ impl GitStatus {
     }
 }
 
+/// A merge git could not make for some files: the remote's versions were taken.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Conflict {
+    /// When (RFC 3339).
+    pub at: String,
+    /// The branch holding this site's side: `cms/conflict-20261129T101500Z`.
+    pub branch: String,
+    /// This site's commit before the merge (on `branch`), and the remote's.
+    pub local: String,
+    pub remote: String,
+    /// The files both sides changed, in the repository.
+    pub paths: Vec<String>,
+}
+
 /// The status shared by the committer, the pusher and whoever asks.
 pub(crate) struct Shared {
     status: Mutex<GitStatus>,
     /// The conflicts recorded, as in `.cms/git/conflicts.json`.
-    conflicts: Mutex<Vec<crate::pull::Conflict>>,
+    conflicts: Mutex<Vec<Conflict>>,
     /// `.cms/git/`.
     folder: PathBuf,
 }
@@ -85,7 +99,7 @@ impl Shared {
     }
 
     /// The newest conflict recorded for a file of the repository.
-    pub(crate) fn conflict_of(&self, path: &str) -> Option<crate::pull::Conflict> {
+    pub(crate) fn conflict_of(&self, path: &str) -> Option<Conflict> {
         let conflicts = self.conflicts.lock().unwrap_or_else(PoisonError::into_inner);
         conflicts.iter().rev().find(|conflict| conflict.paths.iter().any(|p| p == path)).cloned()
     }
@@ -115,7 +129,7 @@ impl Shared {
 pub(crate) const CONFLICTS_FILE: &str = "conflicts.json";
 
 /// Adds a conflict to `.cms/git/conflicts.json` and counts it.
-pub(crate) fn record_conflict(shared: &Shared, conflict: &crate::pull::Conflict) {
+pub(crate) fn record_conflict(shared: &Shared, conflict: &Conflict) {
     let path = shared.folder.join(CONFLICTS_FILE);
     let mut all = conflicts(&shared.folder);
     all.push(conflict.clone());
@@ -132,7 +146,7 @@ pub(crate) fn record_conflict(shared: &Shared, conflict: &crate::pull::Conflict)
 }
 
 /// The conflicts recorded in `folder` (`.cms/git/`).
-pub(crate) fn conflicts(folder: &Path) -> Vec<crate::pull::Conflict> {
+pub(crate) fn conflicts(folder: &Path) -> Vec<Conflict> {
     std::fs::read(folder.join(CONFLICTS_FILE))
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())

@@ -154,6 +154,13 @@ impl GitConfig {
         }
         check_range("git.push_every_secs", self.push_every_secs, 0..=86_400)?;
         check_range("git.pull_every_secs", self.pull_every_secs, 0..=86_400)?;
+        if self.pull_token_env.is_some() && self.remote.is_none() {
+            return Err(ConfigError::Invalid(
+                "git.pull_token_env opens POST /cms/git/pull, which pulls from git.remote: name the remote too, \
+                 or remove git.pull_token_env"
+                    .into(),
+            ));
+        }
         if let Some(name) = &self.pull_token_env
             && (name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
         {

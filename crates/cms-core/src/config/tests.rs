@@ -274,9 +274,16 @@ fn git_is_off_unless_named_and_its_names_are_checked_at_load() {
         ("git:\n  push_every_secs: 90000\n", "git.push_every_secs must be between 0 and 86400"),
         ("git:\n  group_window_ms: 60001\n", "git.group_window_ms must be between 0 and 60000"),
         ("git:\n  pull_every_secs: 86401\n", "git.pull_every_secs must be between 0 and 86400"),
-        ("git:\n  pull_token_env: 'A B'\n", "git.pull_token_env must name an environment variable"),
+        (
+            "git:\n  remote: origin\n  pull_token_env: 'A B'\n",
+            "git.pull_token_env must name an environment variable",
+        ),
         ("git:\n  pull: yes\n", "git: unknown key `pull`"),
         ("storage:\n  kind: s3\ngit: {}\n", "git: is for sites kept in their folder"),
+        (
+            "git:\n  pull_token_env: SECRET\n",
+            "git.pull_token_env opens POST /cms/git/pull, which pulls from git.remote",
+        ),
     ];
     for (yaml, expected) in refused {
         let error = SiteConfig::from_yaml(&format!("{MINIMAL}{yaml}")).unwrap_err().to_string();

@@ -123,6 +123,15 @@ fn each_write_is_one_commit_by_its_author_touching_only_its_file() {
     );
     assert_ne!(answer["isError"], json!(true), "{answer}");
     wait_for_commits(root, before + 3);
+    // A restore (the versions are the server's own history) is a commit like any write.
+    let (_, versions) = server.get("/cms/collections/blog-posts/items/in-git/versions", Some(&ann));
+    let oldest =
+        versions["versions"].as_array().and_then(|v| v.last()).expect("versions")["timestamp"].clone();
+    let restore = format!("/cms/collections/blog-posts/items/in-git/versions/{oldest}/restore");
+    assert_eq!(send(&server, "POST", &restore, &ann, Some(json!({}))), 200);
+    wait_for_commits(root, before + 4);
+    let restored = git(root, &["show", "HEAD:content/posts/in-git.md"]);
+    assert!(restored.contains("title: In git\n"), "the first version again: {restored}");
     let mut tab = Tab::new(&server);
     assert_eq!(tab.sign_in("cat@example.com", PASSWORD).status, 303);
     let csrf = tab.csrf();
@@ -138,15 +147,16 @@ fn each_write_is_one_commit_by_its_author_touching_only_its_file() {
         &[],
     );
     assert_eq!(made.status, 303, "{}", made.body);
-    wait_for_commits(root, before + 4);
-    assert_eq!(send(&server, "DELETE", "/cms/collections/blog-posts/items/in-git", &ann, None), 200);
     wait_for_commits(root, before + 5);
+    assert_eq!(send(&server, "DELETE", "/cms/collections/blog-posts/items/in-git", &ann, None), 200);
+    wait_for_commits(root, before + 6);
 
     let log = git(root, &["log", "--format=%an <%ae>|%s", "--", "content/posts/in-git.md"]);
     assert_eq!(
         log.lines().collect::<Vec<_>>(),
         [
             "ann-laptop <ann@example.com>|Delete blog-posts/in-git",
+            "ann-laptop <ann@example.com>|Update blog-posts/in-git",
             "dan-agent <dan@example.com>|Update blog-posts/in-git",
             "bob-ci <bob@example.com>|Update blog-posts/in-git",
             "ann-laptop <ann@example.com>|Create blog-posts/in-git",
@@ -155,10 +165,10 @@ fn each_write_is_one_commit_by_its_author_touching_only_its_file() {
     let editor = git(root, &["log", "-1", "--skip=1", "--format=%an <%ae>|%s"]);
     assert!(editor.starts_with("cat@example.com <cat@example.com>|Create blog-posts/"), "{editor}");
     // Each commit holds its write: the agent's commit has the title bob gave.
-    let dans = git(root, &["log", "-1", "--skip=2", "--format=%H"]);
+    let dans = git(root, &["log", "-1", "--skip=3", "--format=%H"]);
     let text = git(root, &["show", &format!("{}:content/posts/in-git.md", dans.trim())]);
     assert!(text.contains("title: In git, twice") && text.contains("Said by an agent."), "{text}");
-    for skip in 0..5 {
+    for skip in 0..6 {
         let files = git(root, &["show", "--format=", "--name-only", &format!("HEAD~{skip}")]);
         assert_eq!(files.lines().count(), 1, "one item's file per commit: {files}");
         assert!(files.starts_with("content/posts/"), "{files}");
@@ -504,4 +514,43 @@ fn a_conflict_keeps_the_remotes_version_current_and_this_sites_on_a_branch() {
     assert!(diff.body.contains("Local title") && diff.body.contains("Remote title"), "{}", diff.body);
     let other = tab.get("/admin/collections/blog-posts/items/2026-02-03-writing-with-frontmatter.md");
     assert!(!other.body.contains("item-notice"), "only the conflicted item is marked");
+}
+
+#[test]
+fn twenty_kills_during_commits_and_pushes_lose_no_acknowledged_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let bare = dir.path().join("site.git");
+    git(dir.path(), &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()]);
+    let site = git_site("  remote: origin\n");
+    let root = site.path();
+    git(root, &["init", "-q", "-b", "main"]);
+    git(root, &["remote", "add", "origin", bare.to_str().unwrap()]);
+    let key = key_named(root, "ann@example.com", "editor", "ann", &[]);
+    let mut acknowledged = Vec::new();
+    for round in 0..20 {
+        let mut server = Server::start(root);
+        for i in 0..3 {
+            let slug = format!("r{round}-{i}");
+            let item = json!({"slug": slug, "date_prefix": false, "fm": {"title": "Killed"}});
+            assert_eq!(send(&server, "POST", "/cms/collections/blog-posts/items", &key, Some(item)), 200);
+            acknowledged.push(slug);
+        }
+        // Killed while it commits and pushes what it just acknowledged.
+        server.child.kill().unwrap();
+        server.child.wait().unwrap();
+    }
+    let server = Server::start(root);
+    let (_, ready) = poll(
+        || server.get("/readyz", None),
+        |(_, ready)| ready["git"]["queued"] == 0 && ready["git"]["unpushed"] == 0,
+    );
+    assert_eq!(ready["git"]["unpushed"], 0, "{ready}");
+    let tracked = git(root, &["ls-tree", "-r", "--name-only", "HEAD", "content/posts"]);
+    for slug in &acknowledged {
+        assert!(tracked.contains(&format!("content/posts/{slug}.md")), "{slug} is committed");
+    }
+    git(root, &["fsck", "--strict"]);
+    git(&bare, &["fsck", "--strict"]);
+    assert_eq!(git(&bare, &["rev-parse", "main"]), git(root, &["rev-parse", "HEAD"]));
+    assert_eq!(git(root, &["status", "--porcelain"]), "");
 }

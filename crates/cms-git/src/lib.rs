@@ -252,6 +252,24 @@ pub fn report(site: &Path, state: &Path, config: &GitConfig) -> GitResult<Report
     })
 }
 
+/// `cms git resolve FILE`: forgets the conflicts recorded for `file` (a path in the site
+/// folder), once its two versions were looked at; whether any was recorded.
+pub fn resolve(site: &Path, state: &Path, config: &GitConfig, file: &str) -> GitResult<bool> {
+    let repo = Repo::open_existing(site, &config.branch)?;
+    let path = repo.path_of(file.trim_start_matches("./"));
+    let folder = state.join(GIT_STATE);
+    let mut all = status::conflicts(&folder);
+    if !all.iter().any(|conflict| conflict.paths.contains(&path)) {
+        return Ok(false);
+    }
+    for conflict in &mut all {
+        conflict.paths.retain(|p| *p != path);
+    }
+    all.retain(|conflict| !conflict.paths.is_empty());
+    status::save_conflicts(&folder, &all).map_err(GitError::io(&folder))?;
+    Ok(true)
+}
+
 /// What `cms git status` prints.
 #[derive(Debug)]
 pub struct Report {

@@ -85,27 +85,27 @@ pub struct Conflict {
 /// The status shared by the committer, the pusher and whoever asks.
 pub(crate) struct Shared {
     status: Mutex<GitStatus>,
-    /// The conflicts recorded, as in `.cms/git/conflicts.json`.
-    conflicts: Mutex<Vec<Conflict>>,
     /// `.cms/git/`.
     folder: PathBuf,
 }
 
 impl Shared {
     pub(crate) fn new(status: GitStatus, folder: &Path) -> Self {
-        let conflicts = conflicts(folder);
-        let status = GitStatus { conflicts: conflicts.len(), ..status };
-        Self { status: Mutex::new(status), conflicts: Mutex::new(conflicts), folder: folder.to_owned() }
+        Self { status: Mutex::new(status), folder: folder.to_owned() }
     }
 
-    /// The newest conflict recorded for a file of the repository.
+    /// The newest conflict recorded for a file of the repository. Read from
+    /// `.cms/git/conflicts.json` each time (a few entries), so that `cms git resolve`
+    /// shows at once.
     pub(crate) fn conflict_of(&self, path: &str) -> Option<Conflict> {
-        let conflicts = self.conflicts.lock().unwrap_or_else(PoisonError::into_inner);
-        conflicts.iter().rev().find(|conflict| conflict.paths.iter().any(|p| p == path)).cloned()
+        conflicts(&self.folder).into_iter().rev().find(|conflict| conflict.paths.iter().any(|p| p == path))
     }
 
+    /// The status, with the conflicts recorded now.
     pub(crate) fn get(&self) -> GitStatus {
-        self.status.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        let mut status = self.status.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        status.conflicts = conflicts(&self.folder).len();
+        status
     }
 
     pub(crate) fn update(&self, change: impl FnOnce(&mut GitStatus)) {
@@ -128,21 +128,21 @@ impl Shared {
 /// The conflicts the pulls met, oldest first.
 pub(crate) const CONFLICTS_FILE: &str = "conflicts.json";
 
-/// Adds a conflict to `.cms/git/conflicts.json` and counts it.
+/// Adds a conflict to `.cms/git/conflicts.json`.
 pub(crate) fn record_conflict(shared: &Shared, conflict: &Conflict) {
-    let path = shared.folder.join(CONFLICTS_FILE);
     let mut all = conflicts(&shared.folder);
     all.push(conflict.clone());
-    shared.conflicts.lock().unwrap_or_else(PoisonError::into_inner).push(conflict.clone());
-    let text = serde_json::to_vec_pretty(&all).unwrap_or_default();
-    let saved = tempfile::NamedTempFile::new_in(&shared.folder).and_then(|mut file| {
-        std::io::Write::write_all(&mut file, &text)?;
-        file.persist(&path).map_err(|e| e.error)
-    });
-    if let Err(error) = saved {
+    if let Err(error) = save_conflicts(&shared.folder, &all) {
         tracing::warn!(%error, "git: cannot record a conflict in .cms/git/conflicts.json");
     }
-    shared.update(|status| status.conflicts = all.len());
+}
+
+/// Replaces `.cms/git/conflicts.json` (in `folder`) with `all`, atomically.
+pub(crate) fn save_conflicts(folder: &Path, all: &[Conflict]) -> std::io::Result<()> {
+    let text = serde_json::to_vec_pretty(all).unwrap_or_default();
+    let mut file = tempfile::NamedTempFile::new_in(folder)?;
+    std::io::Write::write_all(&mut file, &text)?;
+    file.persist(folder.join(CONFLICTS_FILE)).map(drop).map_err(|e| e.error)
 }
 
 /// The conflicts recorded in `folder` (`.cms/git/`).

@@ -141,8 +141,8 @@ fn check_git(root: &Path, git: &cms_core::config::GitConfig, report: &mut Report
             for conflict in &git_report.conflicts {
                 report.warn(format!(
                     "git: a pull at {} met a conflict in {}: the remote's version is current, this site's is on \
-                     the branch {} (compare them with `git diff {} {}`; then remove the entry from \
-                     .cms/git/conflicts.json)",
+                     the branch {} (compare them in the editor, or with `git diff {} {}`; then `cms git resolve \
+                     FILE`)",
                     conflict.at,
                     conflict.paths.join(", "),
                     conflict.branch,

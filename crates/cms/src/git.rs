@@ -14,10 +14,20 @@ pub enum GitCommand {
     /// server's last push failed, if it did.
     #[command(after_help = "Examples:\n  cms git status --site /srv/my-site")]
     Status,
+    /// Forget the conflict a pull met on FILE, once its two versions were looked at (the
+    /// editor and `cms check` stop showing it; the branch that keeps this site's version
+    /// stays).
+    #[command(
+        after_help = "Examples:\n  cms git resolve content/posts/2026-01-12-hello-world.md --site /srv/my-site"
+    )]
+    Resolve {
+        /// The file, as a path in the site folder.
+        #[arg(value_name = "FILE")]
+        file: String,
+    },
 }
 
 pub fn run(site: &Site, command: GitCommand) -> anyhow::Result<()> {
-    let GitCommand::Status = command;
     let (config, _) = crate::backend::load_config(&site.root)?;
     let Some(git) = &config.git else {
         bail!(
@@ -25,7 +35,15 @@ pub fn run(site: &Site, command: GitCommand) -> anyhow::Result<()> {
             site.root.display()
         );
     };
-    let report = cms_git::report(&site.root, &site.root.join(cms_fs::STATE_DIR), git)?;
+    let state = site.root.join(cms_fs::STATE_DIR);
+    if let GitCommand::Resolve { file } = command {
+        if !cms_git::resolve(&site.root, &state, git, &file)? {
+            bail!("no conflict is recorded for {file} (`cms git status` lists them)");
+        }
+        println!("forgot the conflict on {file}");
+        return Ok(());
+    }
+    let report = cms_git::report(&site.root, &state, git)?;
     println!("repository: {}", report.top.display());
     println!("branch:     {}", report.branch);
     println!("commit:     {}", report.head.as_deref().unwrap_or("none yet"));

@@ -77,7 +77,8 @@ pub struct GitConfig {
     /// The branch the site folder has checked out, and the remote's branch it pushes to.
     #[serde(default = "default_git_branch")]
     pub branch: String,
-    /// 0: push after each commit; N: at most every N seconds.
+    /// 0: push after each burst of commits (once none came for 0.1 s, at least every
+    /// second while they keep coming); N: at most every N seconds.
     #[serde(default)]
     #[schemars(range(max = 86_400))]
     pub push_every_secs: u64,

@@ -211,20 +211,14 @@ impl Subscriber {
     ) -> Self {
         let media = media
             .iter()
-            .map(|folder| {
-                let in_site = cms_core::sitepath::display(&cms_core::sitepath::configured(&folder.path));
-                (cms_core::slug::slugify(&folder.label), repo.path_of(&in_site))
-            })
+            .map(|folder| (cms_core::slug::slugify(&folder.label), repo.folder_of(&folder.path)))
             .collect();
         let folders = collections
             .iter()
-            .map(|collection| {
-                let in_site = cms_core::sitepath::display(&cms_core::sitepath::configured(&collection.path));
-                Folder {
-                    slug: collection.slug.clone(),
-                    on_disk: site.join(&in_site),
-                    in_repo: repo.path_of(&in_site),
-                }
+            .map(|collection| Folder {
+                slug: collection.slug.clone(),
+                on_disk: site.join(crate::repo::configured_in_site(&collection.path)),
+                in_repo: repo.folder_of(&collection.path),
             })
             .collect();
         Self { queue, folders, media }

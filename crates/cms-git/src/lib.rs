@@ -76,8 +76,7 @@ impl GitSite {
         let collections = cms.collections().to_vec();
         let mut repo = Repo::open(site, &config.branch)?;
         let folder = state.join(GIT_STATE);
-        let (journal, left) = journal::Journal::open(&folder)?;
-        let mut journal = journal;
+        let (mut journal, left) = journal::Journal::open(&folder)?;
         if !left.is_empty() {
             let count = left.len();
             let made = committer::recover(&mut repo, left)?;
@@ -133,21 +132,15 @@ impl GitSite {
             }
             None => None,
         };
-        let folders: Vec<String> = collections
-            .iter()
-            .map(|collection| {
-                repo.path_of(&cms_core::sitepath::display(&cms_core::sitepath::configured(&collection.path)))
-            })
-            .collect();
+        let folders: Vec<String> =
+            collections.iter().map(|collection| repo.folder_of(&collection.path)).collect();
         let pull = config.remote.as_ref().map(|remote| committer::PullFrom {
             remote: remote.clone(),
             every: (config.pull_every_secs > 0).then(|| Duration::from_secs(config.pull_every_secs)),
             folders: collections
                 .iter()
                 .map(|collection| pull::ItemFolder {
-                    in_repo: repo.path_of(&cms_core::sitepath::display(&cms_core::sitepath::configured(
-                        &collection.path,
-                    ))),
+                    in_repo: repo.folder_of(&collection.path),
                     collection: collection.clone(),
                 })
                 .collect(),

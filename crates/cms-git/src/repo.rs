@@ -139,6 +139,11 @@ impl Repo {
         format!("{}{in_site}", self.prefix)
     }
 
+    /// The path in the repository of a folder `cms.yaml` names (`./content/posts/`).
+    pub(crate) fn folder_of(&self, configured: &str) -> String {
+        self.path_of(&configured_in_site(configured))
+    }
+
     pub(crate) fn head(&self) -> Option<&Head> {
         self.head.as_ref()
     }
@@ -364,6 +369,11 @@ pub(crate) fn message(changes: &[ToCommit]) -> String {
 /// A name or email as git takes it in an identity: no angle brackets or line breaks.
 fn identity_text(text: &str) -> String {
     text.chars().filter(|c| !matches!(c, '<' | '>') && !c.is_control()).collect::<String>().trim().to_owned()
+}
+
+/// A folder `cms.yaml` names, as a path in the site folder: `content/posts`.
+pub(crate) fn configured_in_site(configured: &str) -> String {
+    cms_core::sitepath::display(&cms_core::sitepath::configured(configured))
 }
 
 fn absolute(top: &Path, path: &str) -> PathBuf {

@@ -289,6 +289,10 @@ pub struct VersionStamp {
     /// were recorded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub author: Option<String>,
+    /// On a site kept in git (`git:` in `cms.yaml`), the commit holding this version; its
+    /// `author` is then the commit's author. Absent for versions the server kept itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -314,7 +318,12 @@ impl From<VersionList> for VersionListing {
             versions: list
                 .versions
                 .into_iter()
-                .map(|v| VersionStamp { timestamp: v.timestamp, size: v.size, author: v.author })
+                .map(|v| VersionStamp {
+                    timestamp: v.timestamp,
+                    size: v.size,
+                    author: v.author,
+                    commit: v.commit,
+                })
                 .collect(),
             current: list.current.map(|(modified, size)| CurrentStamp { modified, size }),
         }

@@ -446,6 +446,9 @@ pub struct VersionStamp {
     /// Who made the change that kept it (see [`crate::policy::Caller::author`]); `None` for
     /// versions kept before authors were recorded.
     pub author: Option<String>,
+    /// On a site kept in git, the commit that holds this version (its author is the
+    /// commit's); `None` for a version the store kept itself.
+    pub commit: Option<String>,
 }
 
 /// An item's current bytes to keep as its newest version (see

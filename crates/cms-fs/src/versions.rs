@@ -136,7 +136,7 @@ impl FsVersionStore {
                     authors = Some(self.authors_blocking(collection, name)?);
                 }
                 let author = authors.as_ref().and_then(|a| a.get(&timestamp).cloned().flatten());
-                versions.push(VersionStamp { timestamp, size: meta.len(), author });
+                versions.push(VersionStamp { timestamp, size: meta.len(), author, commit: None });
             }
         }
         Ok(versions)

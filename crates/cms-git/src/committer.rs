@@ -22,6 +22,9 @@ use crate::status::Shared;
 /// working tree's file (what it holds when the commit is made).
 const KEPT_BYTES: usize = 64 << 20;
 
+/// Commits made between two updates of the commit-graph (see [`Repo::write_commit_graph`]).
+const COMMITS_PER_GRAPH: usize = 256;
+
 /// The longest wait before a failed commit is tried again.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
 
@@ -302,6 +305,8 @@ pub(crate) struct Committer {
 
 impl Committer {
     pub(crate) fn run(mut self) {
+        self.repo.write_commit_graph();
+        let mut commits_since_graph = 0;
         let mut failures = 0u32;
         let mut pull_due = self.pull.as_ref().and_then(|pull| pull.every).map(|every| Instant::now() + every);
         loop {
@@ -310,6 +315,11 @@ impl Committer {
                 Work::Commit(batch) => {
                     if self.commit(&batch) {
                         failures = 0;
+                        commits_since_graph += 1;
+                        if commits_since_graph >= COMMITS_PER_GRAPH {
+                            self.repo.write_commit_graph();
+                            commits_since_graph = 0;
+                        }
                         continue;
                     }
                     failures += 1;
@@ -332,7 +342,10 @@ impl Committer {
                         }
                         left -= batch.len();
                     }
-                    self.pull_now();
+                    if self.pull_now() {
+                        self.repo.write_commit_graph();
+                        commits_since_graph = 0;
+                    }
                     pull_due =
                         self.pull.as_ref().and_then(|pull| pull.every).map(|every| Instant::now() + every);
                 }
@@ -371,11 +384,14 @@ impl Committer {
         }
     }
 
-    fn pull_now(&mut self) {
-        let Some(from) = &self.pull else { return };
+    /// Pulls; whether the branch moved.
+    fn pull_now(&mut self) -> bool {
+        let Some(from) = &self.pull else { return false };
+        let mut moved = false;
         let pulled = crate::pull::pull(&mut self.repo, &from.cms, &from.remote, &from.folders, &from.site);
         match pulled {
             Ok(pulled) => {
+                moved = pulled.moved;
                 if pulled.moved {
                     tracing::info!(remote = %from.remote, files = pulled.files, "git: pulled");
                 }
@@ -406,6 +422,7 @@ impl Committer {
             }
         }
         self.shared.save();
+        moved
     }
 }
 

@@ -16,6 +16,7 @@
 
 mod committer;
 mod error;
+mod history;
 mod journal;
 mod objects;
 mod program;
@@ -33,6 +34,7 @@ use cms_core::Cms;
 use cms_core::config::GitConfig;
 
 pub use error::{GitError, GitResult};
+pub use history::GitVersions;
 pub use status::{Conflict, GitStatus};
 
 use committer::{Queue, Subscriber};

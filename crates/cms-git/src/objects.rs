@@ -36,6 +36,14 @@ impl Format {
         }
     }
 
+    /// The name git gives a blob of `bytes` (`git hash-object`), without writing it.
+    pub(crate) fn blob_name(self, bytes: &[u8]) -> String {
+        let mut hash = digest::Context::new(self.algorithm());
+        hash.update(format!("blob {}\0", bytes.len()).as_bytes());
+        hash.update(bytes);
+        hex::encode(hash.finish())
+    }
+
     fn algorithm(self) -> &'static digest::Algorithm {
         match self {
             Self::Sha1 => &digest::SHA1_FOR_LEGACY_USE_ONLY,
@@ -63,10 +71,7 @@ impl Objects {
     /// The blob's name, after writing it unless the repository has it already loose.
     pub(crate) fn write_blob(&self, bytes: &[u8]) -> GitResult<String> {
         let header = format!("blob {}\0", bytes.len());
-        let mut hash = digest::Context::new(self.format.algorithm());
-        hash.update(header.as_bytes());
-        hash.update(bytes);
-        let name = hex::encode(hash.finish());
+        let name = self.format.blob_name(bytes);
         let folder = self.dir.join(&name[..2]);
         let path = folder.join(&name[2..]);
         if path.exists() {

@@ -106,6 +106,26 @@ impl Git {
         Ok(Blobs { child, input, output })
     }
 
+    /// A reader of objects' names and sizes through one `git cat-file --batch-check`: an
+    /// item's history asks one per commit that touched it.
+    pub(crate) fn object_info(&self) -> GitResult<ObjectInfo> {
+        let mut command = Command::new("git");
+        command
+            .current_dir(&self.dir)
+            .args(["cat-file", "--batch-check"])
+            .env("LC_ALL", "C")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for name in REDIRECTING {
+            command.env_remove(name);
+        }
+        let mut child = command.spawn().map_err(GitError::Missing)?;
+        let input = child.stdin.take().expect("piped");
+        let output = BufReader::new(child.stdout.take().expect("piped"));
+        Ok(ObjectInfo { child, input, output })
+    }
+
     pub(crate) fn run_with(&self, run: Run<'_>) -> GitResult<String> {
         let out = self.output(run)?;
         Ok(String::from_utf8_lossy(&out).trim_end().to_owned())
@@ -188,6 +208,43 @@ impl Blobs {
 }
 
 impl Drop for Blobs {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `git cat-file --batch-check`, asked one object at a time.
+pub(crate) struct ObjectInfo {
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+}
+
+impl ObjectInfo {
+    /// The name and size of blob `name` (`<commit>:<path>` names the file in a commit);
+    /// `None` when there is no such blob (the commit removed the file).
+    pub(crate) fn blob(&mut self, name: &str) -> GitResult<Option<(String, u64)>> {
+        let failed = |message: String| GitError::Failed { command: "cat-file --batch-check".into(), message };
+        self.input
+            .write_all(format!("{name}\n").as_bytes())
+            .and_then(|()| self.input.flush())
+            .map_err(|error| failed(error.to_string()))?;
+        let mut line = String::new();
+        if self.output.read_line(&mut line).map_err(|error| failed(error.to_string()))? == 0 {
+            return Err(failed(format!("no answer for {name}")));
+        }
+        // `<oid> blob <size>`, or `<name> missing` (the name may hold spaces).
+        let mut fields = line.trim_end().rsplitn(3, ' ');
+        let (size, kind, oid) = (fields.next(), fields.next(), fields.next());
+        match (oid, kind, size.and_then(|size| size.parse::<u64>().ok())) {
+            (Some(oid), Some("blob"), Some(size)) => Ok(Some((oid.to_owned(), size))),
+            _ => Ok(None),
+        }
+    }
+}
+
+impl Drop for ObjectInfo {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

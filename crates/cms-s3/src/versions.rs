@@ -123,7 +123,7 @@ impl VersionStore for S3VersionStore {
             .filter_map(|meta| {
                 let timestamp = timestamp_of(meta.location.filename()?)?;
                 let author = authors.get(&timestamp).cloned().flatten();
-                Some(VersionStamp { timestamp, size: meta.size, author })
+                Some(VersionStamp { timestamp, size: meta.size, author, commit: None })
             })
             .collect())
     }

@@ -132,7 +132,12 @@ impl Site {
     /// Loads `cms.yaml` and composes the facade, for serving or for one command.
     pub fn open(&self, purpose: Purpose) -> anyhow::Result<OpenSite> {
         let (config, backend) = crate::backend::load_config(&self.root)?;
-        let storage = backend.open(&self.root)?;
+        let mut storage = backend.open(&self.root)?;
+        if let (Some(git), crate::backend::Backend::Folder) = (&config.git, &backend) {
+            // With the site in git, an item's versions are the commits of its file.
+            storage.versions =
+                Arc::new(cms_git::GitVersions::new(&self.root, &git.branch, storage.versions.clone()));
+        }
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         // The CLI's `webhooks add` and the editor's form both add through this store.
         let webhook_store = WebhookStore::new(storage.state.clone(), clock.clone())

@@ -125,7 +125,7 @@ impl Cms {
             };
             let Some(bytes) = versions.read_version(collection, &name, timestamp).await? else { continue };
             let author = versions.version_author(collection, &name, timestamp).await?;
-            let newest = VersionStamp { timestamp, size: bytes.len() as u64, author };
+            let newest = VersionStamp { timestamp, size: bytes.len() as u64, author, commit: None };
             let title = parse_bytes(&name, &bytes)
                 .ok()
                 .and_then(|doc| doc.fm.get("title").and_then(|t| t.as_str()).map(str::to_owned))
@@ -150,7 +150,10 @@ impl Cms {
         let bytes = self.version_bytes(collection, &name, timestamp).await?;
         let doc = parse_bytes(&name, &bytes)?;
         let author = self.ports.versions.version_author(collection, &name, timestamp).await?;
-        Ok(VersionContent { stamp: VersionStamp { timestamp, size: bytes.len() as u64, author }, doc })
+        Ok(VersionContent {
+            stamp: VersionStamp { timestamp, size: bytes.len() as u64, author, commit: None },
+            doc,
+        })
     }
 
     /// Makes a historical version current. The content it replaces is snapshotted first,

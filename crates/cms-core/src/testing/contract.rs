@@ -123,8 +123,8 @@ pub async fn version_store(store: &dyn VersionStore) {
     assert_eq!(
         versions,
         [
-            VersionStamp { timestamp: 100, size: 5, author: None },
-            VersionStamp { timestamp: 101, size: 7, author: author.clone() }
+            VersionStamp { timestamp: 100, size: 5, author: None, commit: None },
+            VersionStamp { timestamp: 101, size: 7, author: author.clone(), commit: None }
         ]
     );
     assert_eq!(store.version_author(&c, &item, 101).await.unwrap(), author);

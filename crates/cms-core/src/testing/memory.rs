@@ -356,6 +356,7 @@ impl VersionStore for MemoryVersions {
                         timestamp: *t,
                         size: b.len() as u64,
                         author: author.clone(),
+                        commit: None,
                     })
                     .collect()
             })

@@ -184,6 +184,100 @@ fn each_write_is_one_commit_by_its_author_touching_only_its_file() {
     assert_eq!(ready["git"]["head"], git(root, &["rev-parse", "HEAD"]).trim());
 }
 
+/// The commits `git log` lists for `path` (newest first).
+fn commits_of(dir: &Path, path: &str) -> Vec<String> {
+    git(dir, &["log", "--format=%H", "--", path]).lines().map(str::to_owned).collect()
+}
+
+/// The commits an item's versions list names, newest first.
+fn version_commits(versions: &Value) -> Vec<String> {
+    versions["versions"]
+        .as_array()
+        .expect("versions")
+        .iter()
+        .map(|v| v["commit"].as_str().unwrap_or("(no commit)").to_owned())
+        .collect()
+}
+
+#[test]
+fn an_items_versions_are_the_commits_of_its_file_also_once_deleted() {
+    let site = git_site("");
+    let root = site.path();
+    let ann = key_named(root, "ann@example.com", "editor", "ann-laptop", &[]);
+    // A site already in git, with a developer's history.
+    git(root, &["init", "-q", "-b", "main"]);
+    fs::write(root.join(".gitignore"), "/.cms/\n").unwrap();
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "Import the site"]);
+    let path = "content/posts/2026-01-12-hello-world.md";
+    let mut text = fs::read_to_string(root.join(path)).unwrap();
+    text.push_str("\nFixed by hand.\n");
+    fs::write(root.join(path), &text).unwrap();
+    git(root, &["commit", "-q", "-am", "Fix hello by hand"]);
+    let before = commit_count(root);
+    let server = Server::start(root);
+    let item = "/cms/collections/blog-posts/items/hello-world";
+
+    let patch = json!({"fm": {"title": "Hello from ann"}});
+    assert_eq!(send(&server, "PATCH", item, &ann, Some(patch)), 200);
+    wait_for_commits(root, before + 1);
+    let (status, versions) = server.get(&format!("{item}/versions"), Some(&ann));
+    assert_eq!(status, 200, "{versions}");
+    // The earlier commits, newest first; the newest (ann's) is the current content.
+    assert_eq!(version_commits(&versions), commits_of(root, path)[1..], "{versions}");
+    assert_eq!(versions["versions"][0]["author"], "Dev");
+    assert!(versions["current"]["size"].as_u64().is_some(), "{versions}");
+    let stamps: Vec<i64> =
+        versions["versions"].as_array().unwrap().iter().map(|v| v["timestamp"].as_i64().unwrap()).collect();
+    assert!(stamps.windows(2).all(|pair| pair[0] > pair[1]), "unique, newest first: {stamps:?}");
+    // Read: each version holds its commit's content.
+    let (status, fixed) = server.get(&format!("{item}/versions/{}", stamps[0]), Some(&ann));
+    assert_eq!(status, 200, "{fixed}");
+    assert!(fixed["body"].as_str().unwrap().contains("Fixed by hand."), "{fixed}");
+    assert_eq!(fixed["fm"]["title"], "Hello, World");
+    let (_, imported) = server.get(&format!("{item}/versions/{}", stamps[1]), Some(&ann));
+    assert!(!imported["body"].as_str().unwrap().contains("Fixed by hand."), "{imported}");
+    let (status, _) = server.get(&format!("{item}/versions/12345"), Some(&ann));
+    assert_eq!(status, 404);
+
+    // A restore is a new commit by whoever restored, holding that version's bytes.
+    let restore = format!("{item}/versions/{}/restore", stamps[0]);
+    assert_eq!(send(&server, "POST", &restore, &ann, Some(json!({}))), 200);
+    wait_for_commits(root, before + 2);
+    assert_eq!(
+        git(root, &["log", "-1", "--format=%an|%s"]).trim(),
+        "ann-laptop|Update blog-posts/hello-world"
+    );
+    let fix_commit = &commits_of(root, path)[2];
+    assert_eq!(
+        git(root, &["show", &format!("HEAD:{path}")]),
+        git(root, &["show", &format!("{fix_commit}:{path}")])
+    );
+    let (_, versions) = server.get(&format!("{item}/versions"), Some(&ann));
+    assert_eq!(version_commits(&versions), commits_of(root, path)[1..], "{versions}");
+    assert_eq!(versions["versions"][0]["author"], "ann-laptop");
+
+    // Deleted, and without the server's own copies: the history is git's.
+    assert_eq!(send(&server, "DELETE", item, &ann, None), 200);
+    wait_for_commits(root, before + 3);
+    fs::remove_dir_all(root.join(".cms/versions")).unwrap();
+    let (status, versions) = server.get(&format!("{item}/versions"), Some(&ann));
+    assert_eq!(status, 200, "{versions}");
+    assert_eq!(versions["current"], Value::Null);
+    // Every commit but the removal, the newest first.
+    assert_eq!(version_commits(&versions), commits_of(root, path)[1..], "{versions}");
+    let newest = versions["versions"][0]["timestamp"].clone();
+    assert_eq!(
+        send(&server, "POST", &format!("{item}/versions/{newest}/restore"), &ann, Some(json!({}))),
+        200
+    );
+    wait_for_commits(root, before + 4);
+    let (status, back) = server.get(item, None);
+    assert_eq!(status, 200, "{back}");
+    assert!(back["data"]["body_html"].as_str().unwrap_or_default().contains("Fixed by hand."), "{back}");
+    git(root, &["fsck", "--strict"]);
+}
+
 #[test]
 fn commits_are_pushed_to_a_bare_remote_and_a_clone_equals_the_site() {
     let remotes = tempfile::tempdir().unwrap();

@@ -1,0 +1,468 @@
+//! An item's history read from git: on a site kept in git, an item's versions are the
+//! commits that touched its file (on every branch merged into the site's, so a pull's
+//! conflict keeps this site's side in it), each with its commit and author. Read and
+//! restore work on them; a restore is a write like any other, so it is a new commit.
+//!
+//! The server still keeps a copy of the content each write replaces (`.cms/versions/`),
+//! as on any site: it is what a write can keep at once, before its commit is made. Those
+//! copies are listed too when git has not got their bytes: content git never saw (an edit
+//! made in the folder and overwritten before anyone committed it; a write that shared a
+//! commit with a later one of the same item; history from before the site was in git).
+//! So the list is every content the item had, newest first, each once.
+//!
+//! A version's id is its time (the commit's time, or the copy's): the list's `timestamp`,
+//! unique per item (a clash takes the next free second, oldest first, so a new commit
+//! never renumbers the older ones).
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use cms_core::collection::Collection;
+use cms_core::ports::{SavedVersion, VersionStamp, VersionStore, VersionToSave};
+use cms_core::slug::ItemFilename;
+use cms_core::{CoreError, CoreResult};
+
+use crate::error::GitError;
+use crate::repo::{Repo, configured_in_site};
+
+/// The versions of a site kept in git: git's history, and the copies `kept` holds of
+/// content git has not got. Writes go to `kept` alone.
+pub struct GitVersions {
+    site: PathBuf,
+    branch: String,
+    kept: Arc<dyn VersionStore>,
+    /// Opened at the first read that finds the repository (the server makes it at start).
+    repo: Mutex<Option<Arc<Repo>>>,
+    /// Each collection folder's files removed on the branch, as of a commit: finding them
+    /// walks the whole history once, then only the commits made since.
+    removed: Arc<Mutex<HashMap<String, Removed>>>,
+}
+
+/// The files of one folder a commit of the branch removed, as of commit `at`.
+#[derive(Debug, Clone, Default)]
+struct Removed {
+    at: String,
+    names: Vec<String>,
+}
+
+/// Where one version's bytes are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Source {
+    /// In this commit, as this blob.
+    Commit { commit: String, blob: String },
+    /// A copy `kept` holds, under its own timestamp.
+    Kept(i64),
+}
+
+/// One content the item had.
+#[derive(Debug, Clone)]
+struct Entry {
+    /// When: the commit's time, or the copy's timestamp.
+    time: i64,
+    size: u64,
+    author: Option<String>,
+    /// Its blob's name (what tells two equal contents apart from two others).
+    blob: String,
+    source: Source,
+}
+
+/// An item's history with ids, oldest first.
+#[derive(Debug, Default)]
+struct History {
+    /// Each entry with its id (the timestamp the list shows).
+    versions: Vec<(i64, Entry)>,
+    /// The id of the newest commit when it holds the item's current file: the current
+    /// content, not a version of it.
+    current: Option<i64>,
+}
+
+impl History {
+    /// Ids for `entries` (oldest first as far as their order tells; commits of one second
+    /// stay in the order given): sorted by time (a copy before a commit of the same
+    /// second: the copy is the content that commit replaced), consecutive equal contents
+    /// once, each id its time or one past the previous id.
+    fn of(mut entries: Vec<Entry>, current_blob: Option<&str>) -> Self {
+        entries.sort_by_key(|entry| (entry.time, matches!(entry.source, Source::Commit { .. })));
+        let mut versions: Vec<(i64, Entry)> = Vec::with_capacity(entries.len());
+        for entry in entries {
+            if versions.last().is_some_and(|(_, previous)| previous.blob == entry.blob) {
+                continue;
+            }
+            let id = versions.last().map_or(entry.time, |(previous, _)| entry.time.max(previous + 1));
+            versions.push((id, entry));
+        }
+        let newest_commit =
+            versions.iter().rev().find(|(_, entry)| matches!(entry.source, Source::Commit { .. }));
+        let current =
+            newest_commit.filter(|(_, entry)| Some(entry.blob.as_str()) == current_blob).map(|(id, _)| *id);
+        Self { versions, current }
+    }
+
+    fn find(&self, id: i64) -> Option<&Entry> {
+        self.versions.iter().find(|(at, _)| *at == id).map(|(_, entry)| entry)
+    }
+}
+
+impl GitVersions {
+    /// The history of the site in folder `site`, kept in git on `branch`; `kept` is the
+    /// site's own version store.
+    pub fn new(site: &Path, branch: &str, kept: Arc<dyn VersionStore>) -> Self {
+        Self {
+            site: site.to_owned(),
+            branch: branch.to_owned(),
+            kept,
+            repo: Mutex::new(None),
+            removed: Arc::default(),
+        }
+    }
+
+    /// The repository; `None` while the site is not in one (its history is then `kept`'s).
+    fn repo(&self) -> Option<Arc<Repo>> {
+        let mut repo = self.repo.lock().unwrap_or_else(PoisonError::into_inner);
+        if repo.is_none() {
+            match Repo::open_existing(&self.site, &self.branch) {
+                Ok(opened) => *repo = Some(Arc::new(opened)),
+                Err(error) => {
+                    tracing::debug!(%error, "git: history read from the site's own copies only");
+                }
+            }
+        }
+        repo.clone()
+    }
+
+    /// The item's history: git's commits of its file, and `kept`'s copies of content git
+    /// has not got; `None` while the site is not in a repository (then `kept` is all).
+    async fn history(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Option<History>> {
+        let Some(repo) = self.repo() else { return Ok(None) };
+        let kept = self.kept.list_versions(collection, name).await?;
+        let mut copies = Vec::with_capacity(kept.len());
+        for stamp in kept {
+            // Removed meanwhile (a write past `versions.keep`): not a version any more.
+            if let Some(bytes) = self.kept.read_version(collection, name, stamp.timestamp).await? {
+                copies.push((stamp, bytes));
+            }
+        }
+        let site = self.site.clone();
+        let folder = collection.path.clone();
+        let file = name.as_str().to_owned();
+        blocking(move || {
+            let path = format!("{}/{file}", repo.folder_of(&folder));
+            let mut entries = commits_of(&repo, &path).map_err(failed)?;
+            let in_git: HashSet<String> = entries.iter().map(|entry| entry.blob.clone()).collect();
+            let format = repo.format();
+            for (stamp, bytes) in copies {
+                let blob = format.blob_name(&bytes);
+                if !in_git.contains(&blob) {
+                    entries.push(Entry {
+                        time: stamp.timestamp,
+                        size: stamp.size,
+                        author: stamp.author,
+                        blob,
+                        source: Source::Kept(stamp.timestamp),
+                    });
+                }
+            }
+            let on_disk = site.join(configured_in_site(&folder)).join(&file);
+            let current = std::fs::read(&on_disk).ok().map(|bytes| format.blob_name(&bytes));
+            Ok(Some(History::of(entries, current.as_deref())))
+        })
+        .await
+    }
+}
+
+/// The commits of the branch (and of the branches merged into it) that changed `path`,
+/// each with the file's blob there, oldest first; a commit that removed it is none.
+fn commits_of(repo: &Repo, path: &str) -> Result<Vec<Entry>, GitError> {
+    let log = repo.git().ask(&[
+        "--literal-pathspecs",
+        "log",
+        "--full-history",
+        "--format=%H%x09%ct%x09%an",
+        repo.branch_ref(),
+        "--",
+        path,
+    ])?;
+    // No commit on the branch yet: no history.
+    let Some(log) = log else { return Ok(Vec::new()) };
+    let mut info = None;
+    let mut entries = Vec::new();
+    for line in log.lines() {
+        let mut fields = line.splitn(3, '\t');
+        let (Some(commit), Some(time), author) = (fields.next(), fields.next(), fields.next()) else {
+            continue;
+        };
+        let Ok(time) = time.parse::<i64>() else { continue };
+        let info = match &mut info {
+            Some(info) => info,
+            None => info.insert(repo.git().object_info()?),
+        };
+        if let Some((blob, size)) = info.blob(&format!("{commit}:{path}"))? {
+            entries.push(Entry {
+                time,
+                size,
+                author: author.filter(|author| !author.is_empty()).map(str::to_owned),
+                blob: blob.clone(),
+                source: Source::Commit { commit: commit.to_owned(), blob },
+            });
+        }
+    }
+    // `git log` lists the newest first, also among commits of one second.
+    entries.reverse();
+    Ok(entries)
+}
+
+/// The item files of `folder` (in the repository) that a commit of the branch removed:
+/// deleted items git still has. `known` is what an earlier call found: only the commits
+/// made since are read when the branch grew from there (a diff per commit is what costs).
+fn removed_from(repo: &Repo, folder: &str, known: Option<Removed>) -> Result<Removed, GitError> {
+    let Some(head) = repo.git().ask(&["rev-parse", "-q", "--verify", repo.branch_ref()])? else {
+        return Ok(Removed::default());
+    };
+    let (range, mut names) = match known {
+        Some(known) if known.at == head => return Ok(known),
+        Some(known) if repo.git().ask(&["merge-base", "--is-ancestor", &known.at, &head])?.is_some() => {
+            (format!("{}..{head}", known.at), known.names)
+        }
+        _ => (head.clone(), Vec::new()),
+    };
+    let log = repo.git().run(&[
+        "--literal-pathspecs",
+        "log",
+        "--diff-filter=D",
+        "--name-only",
+        "--format=",
+        &range,
+        "--",
+        folder,
+    ])?;
+    let prefix = format!("{folder}/");
+    names.extend(
+        log.lines()
+            .filter_map(|line| line.strip_prefix(&prefix))
+            .filter(|name| !name.contains('/') && ItemFilename::parse(name).is_some())
+            .map(str::to_owned),
+    );
+    names.sort();
+    names.dedup();
+    Ok(Removed { at: head, names })
+}
+
+fn failed(error: GitError) -> CoreError {
+    CoreError::internal("reading the item's history from git", error)
+}
+
+/// Runs `f` on tokio's blocking pool (git is a process to wait for), or right here
+/// outside a runtime (a command's plain `block_on`).
+async fn blocking<T, F>(f: F) -> CoreResult<T>
+where
+    F: FnOnce() -> CoreResult<T> + Send + 'static,
+    T: Send + 'static,
+{
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => runtime
+            .spawn_blocking(f)
+            .await
+            .map_err(|error| CoreError::internal("reading the item's history from git", error))?,
+        Err(_) => f(),
+    }
+}
+
+#[async_trait]
+impl VersionStore for GitVersions {
+    async fn list_versions(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+    ) -> CoreResult<Vec<VersionStamp>> {
+        let Some(history) = self.history(collection, name).await? else {
+            return self.kept.list_versions(collection, name).await;
+        };
+        Ok(history
+            .versions
+            .into_iter()
+            .filter(|(id, _)| Some(*id) != history.current)
+            .map(|(id, entry)| VersionStamp {
+                timestamp: id,
+                size: entry.size,
+                author: entry.author,
+                commit: match entry.source {
+                    Source::Commit { commit, .. } => Some(commit),
+                    Source::Kept(_) => None,
+                },
+            })
+            .collect())
+    }
+
+    async fn read_version(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+    ) -> CoreResult<Option<Vec<u8>>> {
+        let Some(history) = self.history(collection, name).await? else {
+            return self.kept.read_version(collection, name, timestamp).await;
+        };
+        match history.find(timestamp).map(|entry| entry.source.clone()) {
+            None => Ok(None),
+            Some(Source::Kept(at)) => self.kept.read_version(collection, name, at).await,
+            Some(Source::Commit { blob, .. }) => {
+                let Some(repo) = self.repo() else { return Ok(None) };
+                blocking(move || {
+                    repo.git().blobs().and_then(|mut blobs| blobs.read(&blob)).map(Some).map_err(failed)
+                })
+                .await
+            }
+        }
+    }
+
+    async fn version_author(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+    ) -> CoreResult<Option<String>> {
+        let Some(history) = self.history(collection, name).await? else {
+            return self.kept.version_author(collection, name, timestamp).await;
+        };
+        Ok(history.find(timestamp).and_then(|entry| entry.author.clone()))
+    }
+
+    async fn save_version(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+        bytes: &[u8],
+        author: Option<&str>,
+    ) -> CoreResult<()> {
+        self.kept.save_version(collection, name, timestamp, bytes, author).await
+    }
+
+    async fn remove_version(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        timestamp: i64,
+    ) -> CoreResult<()> {
+        self.kept.remove_version(collection, name, timestamp).await
+    }
+
+    async fn items_with_history(&self, collection: &Collection) -> CoreResult<Vec<String>> {
+        let mut names = self.kept.items_with_history(collection).await?;
+        if let Some(repo) = self.repo() {
+            let folder = repo.folder_of(&collection.path);
+            let memo = self.removed.clone();
+            let removed = blocking(move || {
+                // Held during the walk: requests that come meanwhile wait for it and reuse
+                // what it found, rather than each walking the history again.
+                let mut memo = memo.lock().unwrap_or_else(PoisonError::into_inner);
+                let removed = removed_from(&repo, &folder, memo.remove(&folder)).map_err(failed)?;
+                memo.insert(folder, removed.clone());
+                Ok(removed.names)
+            })
+            .await?;
+            names.extend(removed);
+            names.sort();
+            names.dedup();
+        }
+        Ok(names)
+    }
+
+    async fn save_current(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        snapshot: VersionToSave<'_>,
+    ) -> CoreResult<SavedVersion> {
+        self.kept.save_current(collection, name, snapshot).await
+    }
+
+    async fn write_failed(
+        &self,
+        collection: &Collection,
+        name: &ItemFilename,
+        kept: &SavedVersion,
+        bytes: &[u8],
+    ) -> CoreResult<()> {
+        self.kept.write_failed(collection, name, kept, bytes).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn commit(time: i64, blob: &str) -> Entry {
+        Entry {
+            time,
+            size: 1,
+            author: None,
+            blob: blob.into(),
+            source: Source::Commit { commit: format!("c-{blob}"), blob: blob.into() },
+        }
+    }
+
+    fn copy(time: i64, blob: &str) -> Entry {
+        Entry { time, size: 1, author: None, blob: blob.into(), source: Source::Kept(time) }
+    }
+
+    fn ids(history: &History) -> Vec<(i64, &str)> {
+        history.versions.iter().map(|(id, entry)| (*id, entry.blob.as_str())).collect()
+    }
+
+    #[test]
+    fn ids_are_times_made_unique_oldest_first() {
+        let history = History::of(vec![commit(5, "a"), commit(10, "c"), commit(10, "b")], None);
+        // Same second: the order given stands (a stable sort).
+        assert_eq!(ids(&history), [(5, "a"), (10, "c"), (11, "b")]);
+        // A newer commit leaves the older ids as they were.
+        let later =
+            History::of(vec![commit(5, "a"), commit(10, "c"), commit(10, "b"), commit(11, "d")], None);
+        assert_eq!(ids(&later), [(5, "a"), (10, "c"), (11, "b"), (12, "d")]);
+    }
+
+    #[test]
+    fn a_copy_sorts_before_the_commit_of_its_second_and_equal_neighbours_count_once() {
+        let history = History::of(vec![commit(20, "b"), copy(20, "x"), commit(10, "a"), copy(30, "b")], None);
+        assert_eq!(ids(&history), [(10, "a"), (20, "x"), (21, "b")]);
+    }
+
+    /// The version store's contract holds on a site in git (versions that git has not
+    /// got are the site's own copies).
+    #[test]
+    fn the_version_contract_holds_on_a_site_in_git() {
+        let site = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let status = std::process::Command::new("git")
+                .current_dir(site.path())
+                .args(args)
+                .env("GIT_AUTHOR_NAME", "Dev")
+                .env("GIT_AUTHOR_EMAIL", "dev@example.com")
+                .env("GIT_COMMITTER_NAME", "Dev")
+                .env("GIT_COMMITTER_EMAIL", "dev@example.com")
+                .status()
+                .unwrap();
+            assert!(status.success(), "git {args:?}");
+        };
+        git(&["init", "-q", "-b", "main"]);
+        std::fs::write(site.path().join("README.md"), "A site.\n").unwrap();
+        git(&["add", "README.md"]);
+        git(&["commit", "-q", "-m", "Start"]);
+        let kept = Arc::new(cms_core::testing::MemoryVersions::default());
+        let versions = GitVersions::new(site.path(), "main", kept);
+        futures_executor::block_on(cms_core::testing::contract::version_store(&versions));
+        assert!(versions.repo().is_some(), "the history was read from the repository");
+    }
+
+    #[test]
+    fn the_newest_commit_is_the_current_content_when_the_file_holds_it() {
+        let entries = vec![commit(10, "a"), commit(20, "b")];
+        assert_eq!(History::of(entries.clone(), Some("b")).current, Some(20));
+        // Written again, not committed yet: the newest commit is a version.
+        assert_eq!(History::of(entries.clone(), Some("c")).current, None);
+        // Deleted.
+        assert_eq!(History::of(entries, None).current, None);
+    }
+}

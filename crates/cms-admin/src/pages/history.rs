@@ -24,6 +24,8 @@ struct VersionRow {
     author: String,
     size: String,
     href: String,
+    /// On a site kept in git, the commit's short name (what `git show` takes).
+    commit: Option<String>,
 }
 
 #[derive(Template)]
@@ -37,6 +39,8 @@ struct HistoryPage {
     /// When the current file changed, and its size; `None` once the item is deleted.
     current: Option<(Moment, String)>,
     versions: Vec<VersionRow>,
+    /// Some version is a commit: the site is kept in git, and the page says so.
+    in_git: bool,
     deleted_href: String,
 }
 
@@ -81,8 +85,10 @@ pub async fn versions(
             author: author_text(v.author.as_deref()),
             size: view::size(v.size),
             href: format!("{href}/history/{}", v.timestamp),
+            commit: v.commit.as_deref().map(|commit| commit.chars().take(12).collect()),
         })
-        .collect();
+        .collect::<Vec<_>>();
+    let in_git = versions.iter().any(|v| v.commit.is_some());
     let current = list.current.map(|(modified, size)| (Moment::unix(modified), view::size(size)));
     view::ok(&HistoryPage {
         l: Layout::new(&state, &user, Section::Collection(collection.index)),
@@ -92,6 +98,7 @@ pub async fn versions(
         item_href: href,
         current,
         versions,
+        in_git,
         deleted_href: super::links::list_href(collection),
     })
 }

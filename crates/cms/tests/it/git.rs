@@ -204,6 +204,7 @@ fn an_items_versions_are_the_commits_of_its_file_also_once_deleted() {
     let site = git_site("");
     let root = site.path();
     let ann = key_named(root, "ann@example.com", "editor", "ann-laptop", &[]);
+    user_with_password(root, "cat@example.com", "editor");
     // A site already in git, with a developer's history.
     git(root, &["init", "-q", "-b", "main"]);
     fs::write(root.join(".gitignore"), "/.cms/\n").unwrap();
@@ -239,6 +240,14 @@ fn an_items_versions_are_the_commits_of_its_file_also_once_deleted() {
     assert!(!imported["body"].as_str().unwrap().contains("Fixed by hand."), "{imported}");
     let (status, _) = server.get(&format!("{item}/versions/12345"), Some(&ann));
     assert_eq!(status, 404);
+    // The editor's History page names each version's commit.
+    let mut tab = Tab::new(&server);
+    assert_eq!(tab.sign_in("cat@example.com", PASSWORD).status, 303);
+    let page = tab.get("/admin/collections/blog-posts/items/hello-world/history");
+    assert_eq!(page.status, 200, "{}", page.body);
+    let fix = versions["versions"][0]["commit"].as_str().unwrap();
+    assert!(page.body.contains(&format!("<code>{}</code>", &fix[..12])), "{}", page.body);
+    assert!(page.body.contains("The site is kept in git"), "{}", page.body);
 
     // A restore is a new commit by whoever restored, holding that version's bytes.
     let restore = format!("{item}/versions/{}/restore", stamps[0]);

@@ -70,6 +70,21 @@ pub struct AdminState {
     /// What the parts the binary composed say of an item, shown on its edit page (a git
     /// pull's conflict); `None`: nothing.
     pub notices: Option<ItemNotices>,
+    /// What the parts the binary composed say of the whole site, shown on the home page
+    /// (the site kept in git: commits waiting, failing pushes); `None`: nothing.
+    pub site_notices: Option<SiteNotices>,
+}
+
+/// Asked for each view of the home page: notices about the site. Cheap.
+pub type SiteNotices = Arc<dyn Fn() -> Vec<SiteNotice> + Send + Sync>;
+
+/// A notice about the site from a part of the server the editor knows nothing of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiteNotice {
+    pub heading: String,
+    pub text: String,
+    /// Something needs a person (shown as a problem, not as news).
+    pub problem: bool,
 }
 
 /// Asked for each item's edit page with its collection and filename: a notice to show
@@ -105,7 +120,14 @@ impl AdminState {
             upload_limit,
             form_limit,
             notices: None,
+            site_notices: None,
         }
+    }
+
+    /// The home page shows what `notices` says of the site.
+    pub fn with_site_notices(mut self, notices: SiteNotices) -> Self {
+        self.site_notices = Some(notices);
+        self
     }
 
     /// Each item's edit page shows what `notices` says of it.

@@ -143,6 +143,9 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, serving: Serving) -> anyhow
         open.config.limits.json_bytes,
     );
     if let Some(git) = &git {
+        // The home page says how the site's git stands: commits waiting, failures.
+        let status_of = git.clone();
+        admin = admin.with_site_notices(Arc::new(move || vec![git_notice(&status_of.status())]));
         // A git pull's conflict shows on the item's edit page.
         let git = git.clone();
         admin = admin.with_notices(Arc::new(move |collection, filename| {
@@ -302,6 +305,34 @@ const FORGET_EVENTS_EVERY: Duration = Duration::from_secs(600);
 /// (`storage.poll_ms`, as often as it reads their writes, so that a change made through
 /// another server reaches this one's streams within it); everywhere, forgets old events
 /// every [`FORGET_EVENTS_EVERY`].
+/// What the editor's home page says of the site's git: how it stands (commits waiting,
+/// failing pushes, pulls or commits, conflicts), and what to do when it is wrong.
+fn git_notice(status: &cms_git::GitStatus) -> cms_admin::SiteNotice {
+    let mut text = status.summary();
+    if !text.ends_with('.') {
+        text.push('.');
+    }
+    if status.queued > 0 {
+        let s = if status.queued == 1 { "" } else { "s" };
+        text.push_str(&format!(" {} saved change{s} waiting to be committed.", status.queued));
+    }
+    if status.conflicts > 0 {
+        let s = if status.conflicts == 1 { "" } else { "s" };
+        text.push_str(&format!(
+            " {} pull{s} met a conflict: `cms git status` lists the items, and their edit pages show both versions.",
+            status.conflicts
+        ));
+    }
+    let problem = status.commit_error.is_some()
+        || status.push_error.is_some()
+        || status.pull_error.is_some()
+        || status.conflicts > 0;
+    if problem {
+        text.push_str(" Writes go on; `cms git status` and /readyz tell more.");
+    }
+    cms_admin::SiteNotice { heading: format!("Git: branch {}", status.branch), text, problem }
+}
+
 fn keep_event_log(cms: Arc<Cms>, poll: Option<Duration>) {
     if let Some(poll) = poll.filter(|_| cms.upkeep().shares_store()) {
         let polling = cms.clone();

@@ -30,6 +30,7 @@ struct HomePage {
     l: Layout,
     collections: Vec<CollectionCard>,
     folders: Vec<(String, String)>,
+    notices: Vec<crate::SiteNotice>,
 }
 
 /// `GET /admin/`
@@ -63,5 +64,6 @@ pub async fn dashboard(
         .map(|f| (format!("/admin/media?folder={}", f.index), f.label.clone()))
         .collect();
     let l = Layout::new(&state, &user, Section::Home).with_notice(query_param(&req, "ok").as_deref());
-    view::ok(&HomePage { l, collections, folders })
+    let notices = state.site_notices.as_ref().map(|notices| notices()).unwrap_or_default();
+    view::ok(&HomePage { l, collections, folders, notices })
 }

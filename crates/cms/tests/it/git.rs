@@ -355,6 +355,15 @@ fn an_unreachable_remote_is_reported_and_writes_go_on() {
     let status = stdout(&cms(root, &["git", "status"]));
     assert!(status.contains("pushes to origin fail since"), "{status}");
     assert!(status.contains("the remote cannot be reached"), "{status}");
+    // The editor's home page says so too, as a problem.
+    user_with_password(root, "cat@example.com", "editor");
+    let mut tab = Tab::new(&server);
+    assert_eq!(tab.sign_in("cat@example.com", PASSWORD).status, 303);
+    let home = tab.get("/admin/");
+    assert_eq!(home.status, 200);
+    assert!(home.body.contains("<h2 id=\"site-notice-1\">Git: branch main</h2>"), "{}", home.body);
+    assert!(home.body.contains("2 commits waiting: pushes to origin fail since"), "{}", home.body);
+    assert!(home.body.contains("<section class=\"conflict\""), "shown as a problem: {}", home.body);
 }
 
 #[test]

@@ -332,6 +332,76 @@ fn commits_are_pushed_to_a_bare_remote_and_a_clone_equals_the_site() {
     assert!(status.contains("remote:     origin") && status.contains("unpushed:   0 commits"), "{status}");
 }
 
+/// A child process stopped when the test ends, however it ends.
+struct Stopping(std::process::Child);
+
+impl Drop for Stopping {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_git_daemon_remote_takes_pushes_and_gives_pulls() {
+    let remotes = tempfile::tempdir().unwrap();
+    let bare = remotes.path().join("site.git");
+    git(remotes.path(), &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()]);
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let _daemon = Stopping(
+        // `git daemon` would start `git-daemon` as a child of its own, left running.
+        Command::new(Path::new(git(remotes.path(), &["--exec-path"]).trim()).join("git-daemon"))
+            .args(["--reuseaddr", "--export-all", "--enable=receive-pack", "--listen=127.0.0.1"])
+            .arg(format!("--port={port}"))
+            .arg(format!("--base-path={}", remotes.path().display()))
+            .arg(remotes.path())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("git daemon"),
+    );
+    let url = format!("git://127.0.0.1:{port}/site.git");
+    let listening = poll(
+        || {
+            Command::new("git")
+                .args(["ls-remote", &url])
+                .output()
+                .map(|out| out.status.success())
+                .unwrap_or(false)
+        },
+        |up| *up,
+    );
+    assert!(listening, "git daemon on {url}");
+    let site = git_site("  remote: origin\n  pull_every_secs: 1\n");
+    let root = site.path();
+    git(root, &["init", "-q", "-b", "main"]);
+    git(root, &["remote", "add", "origin", &url]);
+    let key = key_named(root, "ann@example.com", "editor", "ann", &[]);
+    let server = Server::start(root);
+    let item = json!({"slug": "over-git-protocol", "date_prefix": false, "fm": {"title": "Sent"}});
+    assert_eq!(send(&server, "POST", "/cms/collections/blog-posts/items", &key, Some(item)), 200);
+    let head = || git(root, &["rev-parse", "HEAD"]);
+    let remote_head = poll(
+        || git(&bare, &["for-each-ref", "--format=%(objectname)", "refs/heads/main"]),
+        |remote| *remote == head() && git(root, &["log", "-1", "--format=%s"]).starts_with("Create"),
+    );
+    assert_eq!(remote_head, head(), "pushed through git daemon");
+    // A developer's commit, pushed through the daemon, is pulled within the interval.
+    let clone = remotes.path().join("clone");
+    git(remotes.path(), &["clone", "-q", &url, clone.to_str().unwrap()]);
+    fs::write(
+        clone.join("content/posts/from-a-clone.md"),
+        "---\ntitle: From a clone\nstatus: published\n---\n",
+    )
+    .unwrap();
+    git(&clone, &["add", "-A", "."]);
+    git(&clone, &["commit", "-q", "-m", "from a clone"]);
+    git(&clone, &["push", "-q", "origin", "main"]);
+    let (status, body) =
+        poll(|| server.get("/cms/collections/blog-posts/items/from-a-clone", None), |(s, _)| *s == 200);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["title"], "From a clone");
+}
+
 #[test]
 fn an_unreachable_remote_is_reported_and_writes_go_on() {
     let site = git_site("  remote: origin\n");

@@ -22,8 +22,8 @@ use crate::status::Shared;
 /// working tree's file (what it holds when the commit is made).
 const KEPT_BYTES: usize = 64 << 20;
 
-/// Commits made between two updates of the commit-graph (see [`Repo::write_commit_graph`]).
-const COMMITS_PER_GRAPH: usize = 256;
+/// Commits made between two maintenances of the repository (see [`Repo::maintain`]).
+const COMMITS_PER_UPKEEP: usize = 256;
 
 /// The longest wait before a failed commit is tried again.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
@@ -305,8 +305,8 @@ pub(crate) struct Committer {
 
 impl Committer {
     pub(crate) fn run(mut self) {
-        self.repo.write_commit_graph();
-        let mut commits_since_graph = 0;
+        self.repo.maintain();
+        let mut commits_since_upkeep = 0;
         let mut failures = 0u32;
         let mut pull_due = self.pull.as_ref().and_then(|pull| pull.every).map(|every| Instant::now() + every);
         loop {
@@ -315,10 +315,10 @@ impl Committer {
                 Work::Commit(batch) => {
                     if self.commit(&batch) {
                         failures = 0;
-                        commits_since_graph += 1;
-                        if commits_since_graph >= COMMITS_PER_GRAPH {
-                            self.repo.write_commit_graph();
-                            commits_since_graph = 0;
+                        commits_since_upkeep += 1;
+                        if commits_since_upkeep >= COMMITS_PER_UPKEEP {
+                            self.repo.maintain();
+                            commits_since_upkeep = 0;
                         }
                         continue;
                     }
@@ -343,8 +343,8 @@ impl Committer {
                         left -= batch.len();
                     }
                     if self.pull_now() {
-                        self.repo.write_commit_graph();
-                        commits_since_graph = 0;
+                        self.repo.maintain();
+                        commits_since_upkeep = 0;
                     }
                     pull_due =
                         self.pull.as_ref().and_then(|pull| pull.every).map(|every| Instant::now() + every);

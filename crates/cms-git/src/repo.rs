@@ -162,14 +162,41 @@ impl Repo {
         &self.prefix
     }
 
+    /// Packs loose objects once there are many, then brings the commit-graph up to date.
+    /// Each commit leaves its trees loose, and a folder of N items has a tree of about 42 N
+    /// bytes (250 KB compressed at 10,000 items): git's own threshold (6,700 loose objects,
+    /// some 1,300 commits) would leave hundreds of megabytes loose, so it is lowered here
+    /// to 1,000 objects (some 200 commits). `git gc --auto` does nothing below it.
+    pub(crate) fn maintain(&self) {
+        let started = std::time::Instant::now();
+        match self.git.run(&[
+            "-c",
+            "gc.auto=1000",
+            "-c",
+            "gc.autoDetach=false",
+            // Written next, with the changed paths.
+            "-c",
+            "gc.writeCommitGraph=false",
+            "gc",
+            "--auto",
+            "--quiet",
+        ]) {
+            Ok(_) => tracing::debug!(ms = started.elapsed().as_millis() as u64, "git: gc --auto ran"),
+            Err(error) => {
+                tracing::warn!(%error, "git: gc --auto failed; loose objects stay until it succeeds")
+            }
+        }
+        self.write_commit_graph();
+    }
+
     /// Brings the commit-graph file up to date, with each commit's changed paths (Bloom
     /// filters): an item's history (`git log -- FILE`) then reads only the commits that
     /// may have changed it, not every tree of the branch (0.16 s instead of 1.6 s on 10,000
-    /// commits). Incremental (`--split`): only the commits made since are added. Best
-    /// effort: without it, histories are slower, not wrong.
-    pub(crate) fn write_commit_graph(&self) {
+    /// commits). The filters already written are reused: 0.13 s there once written (5.9 s
+    /// the first time). Best effort: without it, histories are slower, not wrong.
+    fn write_commit_graph(&self) {
         let started = std::time::Instant::now();
-        match self.git.run(&["commit-graph", "write", "--reachable", "--changed-paths", "--split"]) {
+        match self.git.run(&["commit-graph", "write", "--reachable", "--changed-paths"]) {
             Ok(_) => tracing::debug!(ms = started.elapsed().as_millis() as u64, "git: commit-graph written"),
             Err(error) => {
                 tracing::debug!(%error, "git: cannot write the commit-graph; histories read slower")
@@ -454,6 +481,42 @@ mod tests {
             message(&[change(Verb::Create, "posts/a"), change(Verb::Delete, "posts/b")]),
             "Change posts/a and 1 more\n\nCreate posts/a\nDelete posts/b\n"
         );
+    }
+
+    /// Many loose objects are packed, and the commit-graph (with changed paths) written.
+    #[test]
+    fn upkeep_packs_loose_objects_and_writes_the_commit_graph() {
+        let site = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .current_dir(site.path())
+                .args(args)
+                .env("GIT_AUTHOR_NAME", "Dev")
+                .env("GIT_AUTHOR_EMAIL", "dev@example.com")
+                .env("GIT_COMMITTER_NAME", "Dev")
+                .env("GIT_COMMITTER_EMAIL", "dev@example.com")
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}");
+            String::from_utf8(out.stdout).unwrap()
+        };
+        git(&["init", "-q", "-b", "main"]);
+        std::fs::create_dir(site.path().join("posts")).unwrap();
+        // gc estimates from one of the 256 object folders: enough for it to see past 1,000.
+        for i in 0..3000 {
+            std::fs::write(site.path().join(format!("posts/{i}.md")), format!("item {i}\n")).unwrap();
+        }
+        git(&["add", "posts"]);
+        git(&["commit", "-q", "-m", "many"]);
+        let loose = |text: String| -> u64 {
+            text.lines().find_map(|line| line.strip_prefix("count: ")).unwrap().parse().unwrap()
+        };
+        assert!(loose(git(&["count-objects", "-v"])) > 3000);
+        Repo::open_existing(site.path(), "main").unwrap().maintain();
+        assert_eq!(loose(git(&["count-objects", "-v"])), 0, "packed");
+        let graph = site.path().join(".git/objects/info/commit-graph");
+        assert!(graph.is_file(), "the commit-graph is written");
+        git(&["fsck", "--strict"]);
     }
 
     #[test]

@@ -70,6 +70,8 @@ pub struct AdminState {
     /// What the parts the binary composed say of an item, shown on its edit page (a git
     /// pull's conflict); `None`: nothing.
     pub notices: Option<ItemNotices>,
+    /// Forgets an item's notice when a user marks it done (a git conflict resolved).
+    pub dismiss_notice: Option<DismissNotice>,
     /// What the parts the binary composed say of the whole site, shown on the home page
     /// (the site kept in git: commits waiting, failing pushes); `None`: nothing.
     pub site_notices: Option<SiteNotices>,
@@ -92,6 +94,10 @@ pub struct SiteNotice {
 pub type ItemNotices =
     Arc<dyn Fn(&cms_core::collection::Collection, &str) -> Option<ItemNotice> + Send + Sync>;
 
+/// Called with an item's collection and filename when a user dismisses its notice (see
+/// [`ItemNotice::dismiss`]); whether there was one to forget.
+pub type DismissNotice = Arc<dyn Fn(&cms_core::collection::Collection, &str) -> bool + Send + Sync>;
+
 /// A notice about one item from a part of the server the editor knows nothing of.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ItemNotice {
@@ -100,6 +106,9 @@ pub struct ItemNotice {
     /// Whether the item's newest version in its history is worth comparing with the
     /// current one (the page links its side-by-side view).
     pub compare_newest: bool,
+    /// The label of a button that dismisses the notice (through [`DismissNotice`]), for
+    /// whoever may change the item; `None`: no button.
+    pub dismiss: Option<String>,
 }
 
 impl AdminState {
@@ -120,8 +129,15 @@ impl AdminState {
             upload_limit,
             form_limit,
             notices: None,
+            dismiss_notice: None,
             site_notices: None,
         }
+    }
+
+    /// An item notice's button calls `dismiss`.
+    pub fn with_notice_dismissal(mut self, dismiss: DismissNotice) -> Self {
+        self.dismiss_notice = Some(dismiss);
+        self
     }
 
     /// The home page shows what `notices` says of the site.

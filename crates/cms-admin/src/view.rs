@@ -103,6 +103,8 @@ pub fn notice(code: &str) -> Option<&'static str> {
         "deleted" => "Item deleted. Its history is kept.",
         "restored" => "Version restored. The content it replaced is in the history.",
         "undeleted" => "Item restored from its history.",
+        "notice-dismissed" => "Marked as resolved.",
+        "notice-gone" => "Nothing to mark: the notice was gone already.",
         "uploaded" => "Uploaded.",
         "renamed" => "Renamed.",
         "moved" => "Moved.",

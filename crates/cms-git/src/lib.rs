@@ -198,6 +198,19 @@ impl GitSite {
         self.shared.conflict_of(&format!("{folder}/{filename}"))
     }
 
+    /// Forgets the conflicts recorded for item file `filename` of `collection` (the editor's
+    /// "Mark as resolved"); whether any was recorded.
+    pub fn resolve_conflict(&self, collection: &cms_core::collection::Collection, filename: &str) -> bool {
+        let Some(folder) = self.folders.get(collection.index) else { return false };
+        match self.shared.forget_conflicts(&format!("{folder}/{filename}")) {
+            Ok(forgotten) => forgotten,
+            Err(error) => {
+                tracing::warn!(%error, "git: cannot forget a conflict in .cms/git/conflicts.json");
+                false
+            }
+        }
+    }
+
     /// The committer's and pusher's state now.
     pub fn status(&self) -> GitStatus {
         let mut status = self.shared.get();
@@ -253,16 +266,7 @@ pub fn resolve(site: &Path, state: &Path, config: &GitConfig, file: &str) -> Git
     let repo = Repo::open_existing(site, &config.branch)?;
     let path = repo.path_of(file.trim_start_matches("./"));
     let folder = state.join(GIT_STATE);
-    let mut all = status::conflicts(&folder);
-    if !all.iter().any(|conflict| conflict.paths.contains(&path)) {
-        return Ok(false);
-    }
-    for conflict in &mut all {
-        conflict.paths.retain(|p| *p != path);
-    }
-    all.retain(|conflict| !conflict.paths.is_empty());
-    status::save_conflicts(&folder, &all).map_err(GitError::io(&folder))?;
-    Ok(true)
+    status::forget_conflicts(&folder, &path).map_err(GitError::io(&folder))
 }
 
 /// What `cms git status` prints.

@@ -101,6 +101,11 @@ impl Shared {
         conflicts(&self.folder).into_iter().rev().find(|conflict| conflict.paths.iter().any(|p| p == path))
     }
 
+    /// Forgets the conflicts recorded for `path` (see [`forget_conflicts`]).
+    pub(crate) fn forget_conflicts(&self, path: &str) -> std::io::Result<bool> {
+        forget_conflicts(&self.folder, path)
+    }
+
     /// The status, with the conflicts recorded now.
     pub(crate) fn get(&self) -> GitStatus {
         let mut status = self.status.lock().unwrap_or_else(PoisonError::into_inner).clone();
@@ -143,6 +148,21 @@ pub(crate) fn save_conflicts(folder: &Path, all: &[Conflict]) -> std::io::Result
     let mut file = tempfile::NamedTempFile::new_in(folder)?;
     std::io::Write::write_all(&mut file, &text)?;
     file.persist(folder.join(CONFLICTS_FILE)).map(drop).map_err(|e| e.error)
+}
+
+/// Forgets the conflicts recorded in `folder` (`.cms/git/`) for `path` (in the
+/// repository), once its two versions were looked at; whether any was recorded.
+pub(crate) fn forget_conflicts(folder: &Path, path: &str) -> std::io::Result<bool> {
+    let mut all = conflicts(folder);
+    if !all.iter().any(|conflict| conflict.paths.iter().any(|p| p == path)) {
+        return Ok(false);
+    }
+    for conflict in &mut all {
+        conflict.paths.retain(|p| p != path);
+    }
+    all.retain(|conflict| !conflict.paths.is_empty());
+    save_conflicts(folder, &all)?;
+    Ok(true)
 }
 
 /// The conflicts recorded in `folder` (`.cms/git/`).

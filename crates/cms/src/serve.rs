@@ -146,7 +146,11 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, serving: Serving) -> anyhow
         // The home page says how the site's git stands: commits waiting, failures.
         let status_of = git.clone();
         admin = admin.with_site_notices(Arc::new(move || vec![git_notice(&status_of.status())]));
-        // A git pull's conflict shows on the item's edit page.
+        // A git pull's conflict shows on the item's edit page, until someone marks it resolved.
+        let resolving = git.clone();
+        admin = admin.with_notice_dismissal(Arc::new(move |collection, filename| {
+            resolving.resolve_conflict(collection, filename)
+        }));
         let git = git.clone();
         admin = admin.with_notices(Arc::new(move |collection, filename| {
             let conflict = git.conflict_of(collection, filename)?;
@@ -159,6 +163,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, serving: Serving) -> anyhow
                     conflict.at, conflict.branch
                 ),
                 compare_newest: true,
+                dismiss: Some("Mark as resolved".into()),
             })
         }));
     }

@@ -9,7 +9,7 @@ use cms_core::collection::Collection;
 use cms_core::document::Frontmatter;
 use cms_core::item::{ItemMeta, Status, whole_secs};
 use cms_core::model::{FieldError, Model};
-use cms_core::policy::Principal;
+use cms_core::policy::{self, Operation, Principal};
 use cms_core::query::{ListQuery, OrderBy, StatusFilter, TextMatch};
 use cms_core::service::{ItemUpdate, NewItem, Precondition, UpdateMode, Viewer};
 use cms_core::slug::{ItemRef, slugify};
@@ -260,6 +260,8 @@ struct NoticeView {
     text: String,
     /// The side-by-side view of the newest version against the current one.
     compare_href: Option<String>,
+    /// The dismiss button: its label and where it posts.
+    dismiss: Option<(String, String)>,
 }
 
 impl EditPage {
@@ -385,7 +387,28 @@ async fn notice(
     } else {
         None
     };
-    Some(NoticeView { heading: notice.heading, text: notice.text, compare_href })
+    let dismiss = notice
+        .dismiss
+        .filter(|_| state.dismiss_notice.is_some() && policy::may(principal, Operation::UpdateItem))
+        .map(|label| (label, format!("{}/notice/dismiss", item_href(collection, filename))));
+    Some(NoticeView { heading: notice.heading, text: notice.text, compare_href, dismiss })
+}
+
+/// `POST /admin/collections/{collection}/items/{item}/notice/dismiss`: the user marks the
+/// item's notice done (a git conflict resolved, once both versions were looked at).
+pub async fn dismiss_notice(
+    posted: PostedForm,
+    path: web::Path<(String, String)>,
+    state: web::Data<AdminState>,
+) -> AdminResult<HttpResponse> {
+    let (collection, item) = path.into_inner();
+    let principal = &posted.user.principal;
+    let ItemAt { collection, raw, href } = ItemAt::read(&state, principal, &collection, &item).await?;
+    state.cms.authorize(principal, Operation::UpdateItem).await?;
+    let dismissed =
+        state.dismiss_notice.as_ref().is_some_and(|dismiss| dismiss(collection, &raw.meta.filename));
+    let code = if dismissed { "notice-dismissed" } else { "notice-gone" };
+    Ok(view::see_other(&format!("{href}?ok={code}")))
 }
 
 /// `GET /admin/collections/{collection}/new`

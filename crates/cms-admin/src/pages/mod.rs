@@ -46,6 +46,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         web::resource("/collections/{collection}/items/{item}/delete")
             .route(web::get().to(items::confirm_delete))
             .route(web::post().to(items::delete)),
+        web::resource("/collections/{collection}/items/{item}/notice/dismiss")
+            .route(web::post().to(items::dismiss_notice)),
         web::resource("/collections/{collection}/items/{item}/share")
             .route(web::get().to(share::confirm))
             .route(web::post().to(share::create)),

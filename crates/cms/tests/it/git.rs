@@ -696,11 +696,16 @@ fn a_conflict_keeps_the_remotes_version_current_and_this_sites_on_a_branch() {
     assert!(diff.body.contains("Local title") && diff.body.contains("Remote title"), "{}", diff.body);
     let other = tab.get("/admin/collections/blog-posts/items/2026-02-03-writing-with-frontmatter.md");
     assert!(!other.body.contains("item-notice"), "only the conflicted item is marked");
-    // Resolved once looked at: the editor and `cms check` stop showing it.
-    let resolved = cms(root, &["git", "resolve", hello]);
-    assert!(resolved.status.success(), "{}", String::from_utf8_lossy(&resolved.stderr));
-    let page = tab.get("/admin/collections/blog-posts/items/2026-01-12-hello-world.md");
+    // Resolved once looked at (the notice's button, or `cms git resolve FILE`): the editor
+    // and `cms check` stop showing it.
+    let action = "/admin/collections/blog-posts/items/2026-01-12-hello-world.md/notice/dismiss";
+    assert!(page.body.contains(&format!("<form method=\"post\" action=\"{action}\">")), "{}", page.body);
+    let csrf = tab.csrf();
+    let resolved = tab.post(action, &[("csrf", &csrf)], &[]);
+    assert_eq!(resolved.status, 303, "{}", resolved.body);
+    let page = tab.get("/admin/collections/blog-posts/items/2026-01-12-hello-world.md?ok=notice-dismissed");
     assert!(!page.body.contains("item-notice"), "{}", page.body);
+    assert!(page.body.contains("Marked as resolved."), "{}", page.body);
     assert!(!stdout(&cms(root, &["check"])).contains("warning: git: a pull at"));
     assert_eq!(server.get("/readyz", None).1["git"]["conflicts"], 0);
     let again = cms(root, &["git", "resolve", hello]);

@@ -1,4 +1,4 @@
-//! A site kept in git at 10,000 items (issue 48): 64 writers on a copy of the bench site
+//! A site kept in git at 10,000 items (any size with `--only git`; issue 48): 64 writers on a copy of the bench site
 //! with `git:` (a bare remote on this machine, pushed after each commit) against the bench
 //! site itself, in paired rounds; every write committed and pushed afterwards; and a pull
 //! of 1,000 files changed in a developer's clone, from `POST /cms/git/pull` until the last
@@ -37,6 +37,9 @@ pub struct GitFigures {
     pub caught_up: Duration,
     /// From the pull's request to the last pulled file served.
     pub pull: Result<Duration, String>,
+    /// One written item's versions list (read from git): the median of a few, and how
+    /// many versions it listed.
+    pub history: Result<(Duration, usize), String>,
 }
 
 impl GitFigures {
@@ -116,9 +119,32 @@ pub fn measure(cms: &Path, site: &BenchSite, bench: &Server, logs: &Path) -> any
     }
     let commits = commit_count(&copy)? - commits_before;
     let pushed = git(&remote, &["rev-parse", "main"])? == git(&copy, &["rev-parse", "HEAD"])?;
+    eprintln!("{} items: an item's history, from git", site.items);
+    let history = time_history(&server, site, &slugs[0]).map_err(|error| format!("{error:#}"));
     eprintln!("{} items: a pull of {PULLED_FILES} changed files", site.items);
     let pull = pull_files(&server, &clone, site).map_err(|error| format!("{error:#}"));
-    Ok(GitFigures { plain, git: git_rates, failures, commits, pushed, caught_up, pull })
+    Ok(GitFigures { plain, git: git_rates, failures, commits, pushed, caught_up, pull, history })
+}
+
+/// Lists the versions of an item the writers changed, a few times: the median time, and
+/// how many versions it has.
+fn time_history(server: &Server, site: &BenchSite, slug: &str) -> anyhow::Result<(Duration, usize)> {
+    const TIMES: usize = 5;
+    let client = Client::new(Duration::from_secs(60));
+    let url = format!("{}/cms/collections/{COLLECTION}/items/{slug}/versions", server.base);
+    let (mut times, mut versions) = (Vec::with_capacity(TIMES), 0);
+    for _ in 0..TIMES {
+        let started = Instant::now();
+        let (status, body) = client.get_with_key(&url, &site.owner_key)?;
+        times.push(started.elapsed());
+        if status != 200 {
+            bail!("GET {url} answered {status}: {body}");
+        }
+        let list: serde_json::Value = serde_json::from_str(&body)?;
+        versions = list["versions"].as_array().map_or(0, Vec::len);
+    }
+    times.sort();
+    Ok((times[TIMES / 2], versions))
 }
 
 /// Waits until what the writers left is committed and pushed; how long that took.

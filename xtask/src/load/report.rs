@@ -736,6 +736,13 @@ fn git_section(figures: &Result<GitFigures, String>) -> String {
         ),
         Err(error) => format!("\nThe pull of {} files failed: {error}\n", thousands(PULLED_FILES)),
     };
+    out += &match &git.history {
+        Ok((time, versions)) => format!(
+            "\nThe versions list of one written item ({versions} versions, from git's commits): {} (median of 5).\n",
+            latency(*time)
+        ),
+        Err(error) => format!("\nThe versions list of a written item failed: {error}\n"),
+    };
     out
 }
 

@@ -1,6 +1,7 @@
-//! A site kept in git at 10,000 items (any size with `--only git`; issue 48): 64 writers on a copy of the bench site
-//! with `git:` (a bare remote on this machine, pushed after each commit) against the bench
-//! site itself, in paired rounds; every write committed and pushed afterwards; and a pull
+//! A site kept in git at 10,000 items (at any size with `--only git`; issue 48): 64
+//! writers on a copy of the bench site with `git:` (a bare remote on this machine, pushed
+//! after each commit) against the bench site itself, in paired rounds; every write
+//! committed and pushed afterwards; an item's versions list; and a pull
 //! of 1,000 files changed in a developer's clone, from `POST /cms/git/pull` until the last
 //! of them is served.
 

@@ -737,9 +737,11 @@ fn git_section(figures: &Result<GitFigures, String>) -> String {
         Err(error) => format!("\nThe pull of {} files failed: {error}\n", thousands(PULLED_FILES)),
     };
     out += &match &git.history {
-        Ok((time, versions)) => format!(
-            "\nThe versions list of one written item ({versions} versions, from git's commits): {} (median of 5).\n",
-            latency(*time)
+        Ok((first, again, versions)) => format!(
+            "\nThe versions list of one written item ({versions} versions, from git's commits): {} the first time, \
+             then {} (median of 5; the item's commits are kept).\n",
+            latency(*first),
+            latency(*again)
         ),
         Err(error) => format!("\nThe versions list of a written item failed: {error}\n"),
     };

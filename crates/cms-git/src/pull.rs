@@ -154,7 +154,9 @@ pub(crate) fn pull(
         }
     }
     if !info.is_empty() {
-        repo.git().run_with(Run::new(&["update-index", "--index-info"]).input(info.as_bytes()))?;
+        let [config, split] = crate::repo::SPLIT_INDEX;
+        repo.git()
+            .run_with(Run::new(&[config, split, "update-index", "--index-info"]).input(info.as_bytes()))?;
     }
     repo.set_head(Head { commit: new_head, tree });
     Ok(Pulled { files: changes.len(), moved: true, conflict })

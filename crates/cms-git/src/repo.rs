@@ -19,6 +19,12 @@ pub(crate) const COMMITTER_EMAIL: &str = "cms@localhost";
 /// How many times a commit is made again when the branch moved under it.
 const MOVED_RETRIES: usize = 5;
 
+/// Given to the commands that write the folder's index: a split index writes only the
+/// entries a commit changed, not the whole index (13 MB at 100,000 items; `update-index`
+/// 67 → 31 ms, `write-tree` 274 → 158 ms there). Every git since 2.4 reads it; a `git`
+/// run by hand may write the index whole again, which is fine.
+pub(crate) const SPLIT_INDEX: [&str; 2] = ["-c", "core.splitIndex=true"];
+
 /// One change to commit: what the journal says of it, and the bytes its write made (`None`
 /// for a removal, or when the bytes were not kept: then the working tree's file is taken).
 #[derive(Debug, Clone)]
@@ -279,7 +285,7 @@ impl Repo {
         let newest = changes.iter().map(|change| change.pending.at).max().unwrap_or(first.pending.at);
         let author_date = format!("@{newest} +0000");
         for _ in 0..MOVED_RETRIES {
-            let tree = self.git.run(&["write-tree"])?;
+            let tree = self.git.run(&[SPLIT_INDEX[0], SPLIT_INDEX[1], "write-tree"])?;
             if self.head.as_ref().is_some_and(|head| head.tree == tree) {
                 return Ok(None);
             }
@@ -346,11 +352,23 @@ impl Repo {
             }
         }
         if !info.is_empty() {
-            self.git.run_with(Run::new(&["update-index", "--index-info"]).input(info.as_bytes()))?;
+            self.git.run_with(
+                Run::new(&[SPLIT_INDEX[0], SPLIT_INDEX[1], "update-index", "--index-info"])
+                    .input(info.as_bytes()),
+            )?;
         }
         if !from_tree.is_empty() {
             self.git.run_with(
-                Run::new(&["update-index", "--add", "--remove", "-z", "--stdin"]).input(&from_tree),
+                Run::new(&[
+                    SPLIT_INDEX[0],
+                    SPLIT_INDEX[1],
+                    "update-index",
+                    "--add",
+                    "--remove",
+                    "-z",
+                    "--stdin",
+                ])
+                .input(&from_tree),
             )?;
         }
         Ok(())

@@ -77,8 +77,9 @@ pub struct AdminState {
     pub site_notices: Option<SiteNotices>,
 }
 
-/// Asked for each view of the home page: notices about the site. Cheap.
-pub type SiteNotices = Arc<dyn Fn() -> Vec<SiteNotice> + Send + Sync>;
+/// Asked for each view of the home page: notices about the site, `detailed` for the users
+/// who run it (an admin or owner: remote addresses and git's own messages). Cheap.
+pub type SiteNotices = Arc<dyn Fn(bool) -> Vec<SiteNotice> + Send + Sync>;
 
 /// A notice about the site from a part of the server the editor knows nothing of.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,8 +96,9 @@ pub type ItemNotices =
     Arc<dyn Fn(&cms_core::collection::Collection, &str) -> Option<ItemNotice> + Send + Sync>;
 
 /// Called with an item's collection and filename when a user dismisses its notice (see
-/// [`ItemNotice::dismiss`]); whether there was one to forget.
-pub type DismissNotice = Arc<dyn Fn(&cms_core::collection::Collection, &str) -> bool + Send + Sync>;
+/// [`ItemNotice::dismiss`]); whether there was one to forget, or why it could not be.
+pub type DismissNotice =
+    Arc<dyn Fn(&cms_core::collection::Collection, &str) -> Result<bool, String> + Send + Sync>;
 
 /// A notice about one item from a part of the server the editor knows nothing of.
 #[derive(Debug, Clone, PartialEq, Eq)]

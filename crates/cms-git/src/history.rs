@@ -34,7 +34,7 @@ pub struct GitVersions {
     branch: String,
     kept: Arc<dyn VersionStore>,
     /// Opened at the first read that finds the repository (the server makes it at start).
-    repo: Mutex<Option<Arc<Repo>>>,
+    repo: Arc<Mutex<RepoSlot>>,
     /// Each collection folder's files removed on the branch, as of a commit: finding them
     /// walks the whole history once, then only the commits made since.
     removed: Arc<Mutex<HashMap<String, Removed>>>,
@@ -85,6 +85,18 @@ impl KnownCommits {
     }
 }
 
+/// The repository once opened, or when opening it last failed (tried again after
+/// [`REOPEN_AFTER`], not on every read).
+#[derive(Default)]
+struct RepoSlot {
+    repo: Option<Arc<Repo>>,
+    failed: Option<std::time::Instant>,
+}
+
+/// How long a site found outside a repository is read from its copies alone before the
+/// repository is looked for again.
+const REOPEN_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The files of one folder a commit of the branch removed, as of commit `at`.
 #[derive(Debug, Clone, Default)]
 struct Removed {
@@ -104,7 +116,8 @@ enum Source {
 /// One content the item had.
 #[derive(Debug, Clone)]
 struct Entry {
-    /// When: the commit's time, or the copy's timestamp.
+    /// When: the commit's author time (when its newest change was made; the server's
+    /// commits take it from their changes), or the copy's timestamp (when it was replaced).
     time: i64,
     size: u64,
     author: Option<String>,
@@ -124,24 +137,39 @@ struct History {
 }
 
 impl History {
-    /// Ids for `entries` (oldest first as far as their order tells; commits of one second
-    /// stay in the order given): sorted by time (a copy before a commit of the same
-    /// second: the copy is the content that commit replaced), consecutive equal contents
-    /// once, each id its time or one past the previous id.
-    fn of(mut entries: Vec<Entry>, current_blob: Option<&str>) -> Self {
-        entries.sort_by_key(|entry| (entry.time, matches!(entry.source, Source::Commit { .. })));
-        let mut versions: Vec<(i64, Entry)> = Vec::with_capacity(entries.len());
-        for entry in entries {
+    /// Ids for an item's `commits` (in git's order, oldest first) and `copies` (any order):
+    ///
+    /// - a commit's id is its time, or one past the previous commit's: it depends on the
+    ///   commits before it alone, so a new commit never renumbers them (a commit equal to
+    ///   the one before it is that content once);
+    /// - a copy's id is its timestamp, or the latest free second before it (it is content
+    ///   that was replaced then, so it comes before the commit of that second): copies are
+    ///   numbered newest first, so the oldest, which `versions.keep` drops, move no other.
+    ///
+    /// The newest commit in git's order is the current content when the file holds it.
+    fn of(commits: Vec<Entry>, mut copies: Vec<Entry>, current_blob: Option<&str>) -> Self {
+        let mut versions: Vec<(i64, Entry)> = Vec::with_capacity(commits.len() + copies.len());
+        for entry in commits {
             if versions.last().is_some_and(|(_, previous)| previous.blob == entry.blob) {
                 continue;
             }
             let id = versions.last().map_or(entry.time, |(previous, _)| entry.time.max(previous + 1));
             versions.push((id, entry));
         }
-        let newest_commit =
-            versions.iter().rev().find(|(_, entry)| matches!(entry.source, Source::Commit { .. }));
         let current =
-            newest_commit.filter(|(_, entry)| Some(entry.blob.as_str()) == current_blob).map(|(id, _)| *id);
+            versions.last().filter(|(_, tip)| Some(tip.blob.as_str()) == current_blob).map(|(id, _)| *id);
+        let mut taken: HashSet<i64> = versions.iter().map(|(id, _)| *id).collect();
+        copies.sort_by_key(|copy| std::cmp::Reverse(copy.time));
+        for copy in copies {
+            let mut id = copy.time;
+            while taken.contains(&id) && id > 0 {
+                id -= 1;
+            }
+            if taken.insert(id) {
+                versions.push((id, copy));
+            }
+        }
+        versions.sort_by_key(|(id, _)| *id);
         Self { versions, current }
     }
 
@@ -158,30 +186,39 @@ impl GitVersions {
             site: site.to_owned(),
             branch: branch.to_owned(),
             kept,
-            repo: Mutex::new(None),
+            repo: Arc::default(),
             removed: Arc::default(),
             known: Arc::default(),
         }
     }
 
     /// The repository; `None` while the site is not in one (its history is then `kept`'s).
-    fn repo(&self) -> Option<Arc<Repo>> {
-        let mut repo = self.repo.lock().unwrap_or_else(PoisonError::into_inner);
-        if repo.is_none() {
-            match Repo::open_existing(&self.site, &self.branch) {
-                Ok(opened) => *repo = Some(Arc::new(opened)),
-                Err(error) => {
-                    tracing::debug!(%error, "git: history read from the site's own copies only");
+    /// Opening it runs a few `git` processes: on the blocking pool, once.
+    async fn repo(&self) -> CoreResult<Option<Arc<Repo>>> {
+        if let Some(repo) = &self.repo.lock().unwrap_or_else(PoisonError::into_inner).repo {
+            return Ok(Some(repo.clone()));
+        }
+        let (slot, site, branch) = (self.repo.clone(), self.site.clone(), self.branch.clone());
+        blocking(move || {
+            let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+            if slot.repo.is_none() && slot.failed.is_none_or(|at| at.elapsed() > REOPEN_AFTER) {
+                match Repo::open_existing(&site, &branch) {
+                    Ok(opened) => slot.repo = Some(Arc::new(opened)),
+                    Err(error) => {
+                        tracing::debug!(%error, "git: history read from the site's own copies only");
+                        slot.failed = Some(std::time::Instant::now());
+                    }
                 }
             }
-        }
-        repo.clone()
+            Ok(slot.repo.clone())
+        })
+        .await
     }
 
     /// The item's history: git's commits of its file, and `kept`'s copies of content git
     /// has not got; `None` while the site is not in a repository (then `kept` is all).
     async fn history(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Option<History>> {
-        let Some(repo) = self.repo() else { return Ok(None) };
+        let Some(repo) = self.repo().await? else { return Ok(None) };
         let kept = self.kept.list_versions(collection, name).await?;
         let mut copies = Vec::with_capacity(kept.len());
         for stamp in kept {
@@ -196,13 +233,14 @@ impl GitVersions {
         let known = self.known.clone();
         blocking(move || {
             let path = format!("{}/{file}", repo.folder_of(&folder));
-            let mut entries = item_commits(&repo, &known, path).map_err(failed)?;
-            let in_git: HashSet<String> = entries.iter().map(|entry| entry.blob.clone()).collect();
+            let commits = item_commits(&repo, &known, path).map_err(failed)?;
+            let in_git: HashSet<&str> = commits.iter().map(|entry| entry.blob.as_str()).collect();
             let format = repo.format();
+            let mut only_copies = Vec::new();
             for (stamp, bytes) in copies {
                 let blob = format.blob_name(&bytes);
-                if !in_git.contains(&blob) {
-                    entries.push(Entry {
+                if !in_git.contains(blob.as_str()) {
+                    only_copies.push(Entry {
                         time: stamp.timestamp,
                         size: stamp.size,
                         author: stamp.author,
@@ -213,7 +251,7 @@ impl GitVersions {
             }
             let on_disk = site.join(configured_in_site(&folder)).join(&file);
             let current = std::fs::read(&on_disk).ok().map(|bytes| format.blob_name(&bytes));
-            Ok(Some(History::of(entries, current.as_deref())))
+            Ok(Some(History::of(commits, only_copies, current.as_deref())))
         })
         .await
     }
@@ -249,7 +287,7 @@ fn commits_of(repo: &Repo, path: &str, range: &str) -> Result<Vec<Entry>, GitErr
         "--literal-pathspecs",
         "log",
         "--full-history",
-        "--format=%H%x09%ct%x09%an",
+        "--format=%H%x09%at%x09%an",
         range,
         "--",
         path,
@@ -300,6 +338,8 @@ fn removed_from(repo: &Repo, folder: &str, known: Option<Removed>) -> Result<Rem
         "log",
         "--diff-filter=D",
         "--name-only",
+        // Names as they are, not quoted (`"caf\303\251.md"`).
+        "-z",
         "--format=",
         &range,
         "--",
@@ -307,8 +347,9 @@ fn removed_from(repo: &Repo, folder: &str, known: Option<Removed>) -> Result<Rem
     ])?;
     let prefix = format!("{folder}/");
     names.extend(
-        log.lines()
-            .filter_map(|line| line.strip_prefix(&prefix))
+        log.split('\0')
+            .map(|name| name.trim_matches('\n'))
+            .filter_map(|name| name.strip_prefix(&prefix))
             .filter(|name| !name.contains('/') && ItemFilename::parse(name).is_some())
             .map(str::to_owned),
     );
@@ -376,7 +417,7 @@ impl VersionStore for GitVersions {
             None => Ok(None),
             Some(Source::Kept(at)) => self.kept.read_version(collection, name, at).await,
             Some(Source::Commit { blob, .. }) => {
-                let Some(repo) = self.repo() else { return Ok(None) };
+                let Some(repo) = self.repo().await? else { return Ok(None) };
                 blocking(move || {
                     repo.git().blobs().and_then(|mut blobs| blobs.read(&blob)).map(Some).map_err(failed)
                 })
@@ -419,7 +460,7 @@ impl VersionStore for GitVersions {
 
     async fn items_with_history(&self, collection: &Collection) -> CoreResult<Vec<String>> {
         let mut names = self.kept.items_with_history(collection).await?;
-        if let Some(repo) = self.repo() {
+        if let Some(repo) = self.repo().await? {
             let folder = repo.folder_of(&collection.path);
             let memo = self.removed.clone();
             let removed = blocking(move || {
@@ -481,20 +522,27 @@ mod tests {
     }
 
     #[test]
-    fn ids_are_times_made_unique_oldest_first() {
-        let history = History::of(vec![commit(5, "a"), commit(10, "c"), commit(10, "b")], None);
-        // Same second: the order given stands (a stable sort).
+    fn commit_ids_are_times_made_unique_in_gits_order() {
+        let history = History::of(vec![commit(5, "a"), commit(10, "c"), commit(10, "b")], Vec::new(), None);
         assert_eq!(ids(&history), [(5, "a"), (10, "c"), (11, "b")]);
-        // A newer commit leaves the older ids as they were.
-        let later =
-            History::of(vec![commit(5, "a"), commit(10, "c"), commit(10, "b"), commit(11, "d")], None);
-        assert_eq!(ids(&later), [(5, "a"), (10, "c"), (11, "b"), (12, "d")]);
+        // A newer commit leaves the older ids as they were, even with an earlier time.
+        let commits = vec![commit(5, "a"), commit(10, "c"), commit(10, "b"), commit(9, "d")];
+        assert_eq!(ids(&History::of(commits, Vec::new(), None)), [(5, "a"), (10, "c"), (11, "b"), (12, "d")]);
+        // A commit equal to the one before it is that content once.
+        let merged = vec![commit(5, "a"), commit(6, "b"), commit(7, "b")];
+        assert_eq!(ids(&History::of(merged, Vec::new(), None)), [(5, "a"), (6, "b")]);
     }
 
     #[test]
-    fn a_copy_sorts_before_the_commit_of_its_second_and_equal_neighbours_count_once() {
-        let history = History::of(vec![commit(20, "b"), copy(20, "x"), commit(10, "a"), copy(30, "b")], None);
-        assert_eq!(ids(&history), [(10, "a"), (20, "x"), (21, "b")]);
+    fn a_copy_takes_its_time_or_the_latest_free_second_before_it() {
+        let commits = vec![commit(10, "a"), commit(20, "b")];
+        let copies = vec![copy(20, "x"), copy(30, "y"), copy(19, "z")];
+        let history = History::of(commits.clone(), copies, None);
+        // `x` was replaced at 20 by `b`'s commit: it comes just before it.
+        assert_eq!(ids(&history), [(10, "a"), (18, "z"), (19, "x"), (20, "b"), (30, "y")]);
+        // The oldest copy dropped (`versions.keep`): the others keep their ids.
+        let fewer = History::of(commits, vec![copy(20, "x"), copy(30, "y")], None);
+        assert_eq!(ids(&fewer), [(10, "a"), (19, "x"), (20, "b"), (30, "y")]);
     }
 
     /// The version store's contract holds on a site in git (versions that git has not
@@ -521,7 +569,8 @@ mod tests {
         let kept = Arc::new(cms_core::testing::MemoryVersions::default());
         let versions = GitVersions::new(site.path(), "main", kept);
         futures_executor::block_on(cms_core::testing::contract::version_store(&versions));
-        assert!(versions.repo().is_some(), "the history was read from the repository");
+        let repo = futures_executor::block_on(versions.repo()).unwrap();
+        assert!(repo.is_some(), "the history was read from the repository");
     }
 
     #[test]
@@ -540,10 +589,13 @@ mod tests {
     #[test]
     fn the_newest_commit_is_the_current_content_when_the_file_holds_it() {
         let entries = vec![commit(10, "a"), commit(20, "b")];
-        assert_eq!(History::of(entries.clone(), Some("b")).current, Some(20));
+        assert_eq!(History::of(entries.clone(), Vec::new(), Some("b")).current, Some(20));
         // Written again, not committed yet: the newest commit is a version.
-        assert_eq!(History::of(entries.clone(), Some("c")).current, None);
+        assert_eq!(History::of(entries.clone(), Vec::new(), Some("c")).current, None);
         // Deleted.
-        assert_eq!(History::of(entries, None).current, None);
+        assert_eq!(History::of(entries, Vec::new(), None).current, None);
+        // The newest in git's order, whatever its time (a pulled commit dated earlier).
+        let pulled = vec![commit(20, "a"), commit(10, "b")];
+        assert_eq!(History::of(pulled, Vec::new(), Some("b")).current, Some(21));
     }
 }

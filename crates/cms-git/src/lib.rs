@@ -200,15 +200,17 @@ impl GitSite {
 
     /// Forgets the conflicts recorded for item file `filename` of `collection` (the editor's
     /// "Mark as resolved"); whether any was recorded.
-    pub fn resolve_conflict(&self, collection: &cms_core::collection::Collection, filename: &str) -> bool {
-        let Some(folder) = self.folders.get(collection.index) else { return false };
-        match self.shared.forget_conflicts(&format!("{folder}/{filename}")) {
-            Ok(forgotten) => forgotten,
-            Err(error) => {
-                tracing::warn!(%error, "git: cannot forget a conflict in .cms/git/conflicts.json");
-                false
-            }
-        }
+    pub fn resolve_conflict(
+        &self,
+        collection: &cms_core::collection::Collection,
+        filename: &str,
+    ) -> GitResult<bool> {
+        let Some(folder) = self.folders.get(collection.index) else { return Ok(false) };
+        let path = format!("{folder}/{filename}");
+        self.shared.forget_conflicts(&path).map_err(|source| GitError::Io {
+            path: std::path::PathBuf::from(".cms/git").join(status::CONFLICTS_FILE),
+            source,
+        })
     }
 
     /// The committer's and pusher's state now.

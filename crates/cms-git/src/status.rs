@@ -40,6 +40,25 @@ pub struct GitStatus {
 }
 
 impl GitStatus {
+    /// In one line, without git's own words or the remote's address (for the editor's
+    /// users who do not run the site): healthy, or what kind of thing is wrong.
+    pub fn brief(&self) -> String {
+        let waiting =
+            |count: u64| format!("{count} commit{} waiting to be pushed", if count == 1 { "" } else { "s" });
+        if self.commit_error.is_some() {
+            return "commits fail".to_owned();
+        }
+        if self.pull_error.is_some() {
+            return "pulls fail".to_owned();
+        }
+        match (&self.remote, &self.push_error) {
+            (None, _) => "commits stay local".to_owned(),
+            (Some(_), Some(_)) => format!("{}: pushes fail", waiting(self.unpushed)),
+            (Some(_), None) if self.unpushed > 0 => waiting(self.unpushed),
+            (Some(_), None) => "up to date with the remote".to_owned(),
+        }
+    }
+
     /// In one line, for `cms git status` and the log: healthy, or what is wrong.
     pub fn summary(&self) -> String {
         if let Some(error) = &self.commit_error {
@@ -85,13 +104,16 @@ pub struct Conflict {
 /// The status shared by the committer, the pusher and whoever asks.
 pub(crate) struct Shared {
     status: Mutex<GitStatus>,
+    /// Held while `.cms/git/conflicts.json` is read and rewritten: a pull recording a
+    /// conflict and a user resolving one must not undo each other.
+    conflicts_file: Mutex<()>,
     /// `.cms/git/`.
     folder: PathBuf,
 }
 
 impl Shared {
     pub(crate) fn new(status: GitStatus, folder: &Path) -> Self {
-        Self { status: Mutex::new(status), folder: folder.to_owned() }
+        Self { status: Mutex::new(status), conflicts_file: Mutex::new(()), folder: folder.to_owned() }
     }
 
     /// The newest conflict recorded for a file of the repository. Read from
@@ -103,6 +125,7 @@ impl Shared {
 
     /// Forgets the conflicts recorded for `path` (see [`forget_conflicts`]).
     pub(crate) fn forget_conflicts(&self, path: &str) -> std::io::Result<bool> {
+        let _file = self.conflicts_file.lock().unwrap_or_else(PoisonError::into_inner);
         forget_conflicts(&self.folder, path)
     }
 
@@ -135,6 +158,7 @@ pub(crate) const CONFLICTS_FILE: &str = "conflicts.json";
 
 /// Adds a conflict to `.cms/git/conflicts.json`.
 pub(crate) fn record_conflict(shared: &Shared, conflict: &Conflict) {
+    let _file = shared.conflicts_file.lock().unwrap_or_else(PoisonError::into_inner);
     let mut all = conflicts(&shared.folder);
     all.push(conflict.clone());
     if let Err(error) = save_conflicts(&shared.folder, &all) {

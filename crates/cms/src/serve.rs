@@ -145,11 +145,12 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, serving: Serving) -> anyhow
     if let Some(git) = &git {
         // The home page says how the site's git stands: commits waiting, failures.
         let status_of = git.clone();
-        admin = admin.with_site_notices(Arc::new(move || vec![git_notice(&status_of.status())]));
+        admin = admin
+            .with_site_notices(Arc::new(move |detailed| vec![git_notice(&status_of.status(), detailed)]));
         // A git pull's conflict shows on the item's edit page, until someone marks it resolved.
         let resolving = git.clone();
         admin = admin.with_notice_dismissal(Arc::new(move |collection, filename| {
-            resolving.resolve_conflict(collection, filename)
+            resolving.resolve_conflict(collection, filename).map_err(|error| error.to_string())
         }));
         let git = git.clone();
         admin = admin.with_notices(Arc::new(move |collection, filename| {
@@ -306,14 +307,11 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, serving: Serving) -> anyhow
 /// How often events past `events.keep_hours` are forgotten.
 const FORGET_EVENTS_EVERY: Duration = Duration::from_secs(600);
 
-/// Keeps the event log: on a bucket site, reads the other servers' events every `poll`
-/// (`storage.poll_ms`, as often as it reads their writes, so that a change made through
-/// another server reaches this one's streams within it); everywhere, forgets old events
-/// every [`FORGET_EVENTS_EVERY`].
 /// What the editor's home page says of the site's git: how it stands (commits waiting,
-/// failing pushes, pulls or commits, conflicts), and what to do when it is wrong.
-fn git_notice(status: &cms_git::GitStatus) -> cms_admin::SiteNotice {
-    let mut text = status.summary();
+/// failing pushes, pulls or commits, conflicts), and what to do when it is wrong. git's own
+/// words (remote addresses, its messages) only for those who run the site (`detailed`).
+fn git_notice(status: &cms_git::GitStatus, detailed: bool) -> cms_admin::SiteNotice {
+    let mut text = if detailed { status.summary() } else { status.brief() };
     if !text.ends_with('.') {
         text.push('.');
     }
@@ -333,11 +331,19 @@ fn git_notice(status: &cms_git::GitStatus) -> cms_admin::SiteNotice {
         || status.pull_error.is_some()
         || status.conflicts > 0;
     if problem {
-        text.push_str(" Writes go on; `cms git status` and /readyz tell more.");
+        text.push_str(if detailed {
+            " Writes go on; `cms git status` and /readyz tell more."
+        } else {
+            " Writes go on; the site's administrators see why here."
+        });
     }
     cms_admin::SiteNotice { heading: format!("Git: branch {}", status.branch), text, problem }
 }
 
+/// Keeps the event log: on a bucket site, reads the other servers' events every `poll`
+/// (`storage.poll_ms`, as often as it reads their writes, so that a change made through
+/// another server reaches this one's streams within it); everywhere, forgets old events
+/// every [`FORGET_EVENTS_EVERY`].
 fn keep_event_log(cms: Arc<Cms>, poll: Option<Duration>) {
     if let Some(poll) = poll.filter(|_| cms.upkeep().shares_store()) {
         let polling = cms.clone();

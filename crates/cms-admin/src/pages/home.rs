@@ -64,6 +64,7 @@ pub async fn dashboard(
         .map(|f| (format!("/admin/media?folder={}", f.index), f.label.clone()))
         .collect();
     let l = Layout::new(&state, &user, Section::Home).with_notice(query_param(&req, "ok").as_deref());
-    let notices = state.site_notices.as_ref().map(|notices| notices()).unwrap_or_default();
+    let detailed = user.principal.user.role >= cms_core::account::Role::Admin;
+    let notices = state.site_notices.as_ref().map(|notices| notices(detailed)).unwrap_or_default();
     view::ok(&HomePage { l, collections, folders, notices })
 }

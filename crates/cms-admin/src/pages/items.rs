@@ -405,8 +405,11 @@ pub async fn dismiss_notice(
     let principal = &posted.user.principal;
     let ItemAt { collection, raw, href } = ItemAt::read(&state, principal, &collection, &item).await?;
     state.cms.authorize(principal, Operation::UpdateItem).await?;
-    let dismissed =
-        state.dismiss_notice.as_ref().is_some_and(|dismiss| dismiss(collection, &raw.meta.filename));
+    let dismissed = match &state.dismiss_notice {
+        Some(dismiss) => dismiss(collection, &raw.meta.filename)
+            .map_err(|why| CoreError::internal("marking the item's notice resolved", why))?,
+        None => false,
+    };
     let code = if dismissed { "notice-dismissed" } else { "notice-gone" };
     Ok(view::see_other(&format!("{href}?ok={code}")))
 }

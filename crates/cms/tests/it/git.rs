@@ -425,15 +425,23 @@ fn an_unreachable_remote_is_reported_and_writes_go_on() {
     let status = stdout(&cms(root, &["git", "status"]));
     assert!(status.contains("pushes to origin fail since"), "{status}");
     assert!(status.contains("the remote cannot be reached"), "{status}");
-    // The editor's home page says so too, as a problem.
-    user_with_password(root, "cat@example.com", "editor");
+    // The editor's home page says so too, as a problem: with git's words to an admin, in
+    // short to an editor.
+    user_with_password(root, "adm@example.com", "admin");
     let mut tab = Tab::new(&server);
-    assert_eq!(tab.sign_in("cat@example.com", PASSWORD).status, 303);
+    assert_eq!(tab.sign_in("adm@example.com", PASSWORD).status, 303);
     let home = tab.get("/admin/");
     assert_eq!(home.status, 200);
     assert!(home.body.contains("<h2 id=\"site-notice-1\">Git: branch main</h2>"), "{}", home.body);
     assert!(home.body.contains("2 commits waiting: pushes to origin fail since"), "{}", home.body);
+    assert!(home.body.contains("the remote cannot be reached"), "{}", home.body);
     assert!(home.body.contains("<section class=\"conflict\""), "shown as a problem: {}", home.body);
+    user_with_password(root, "cat@example.com", "editor");
+    let mut tab = Tab::new(&server);
+    assert_eq!(tab.sign_in("cat@example.com", PASSWORD).status, 303);
+    let home = tab.get("/admin/");
+    assert!(home.body.contains("2 commits waiting to be pushed: pushes fail."), "{}", home.body);
+    assert!(!home.body.contains("remote.git") && !home.body.contains("cannot be reached"), "{}", home.body);
 }
 
 #[test]

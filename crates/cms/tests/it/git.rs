@@ -298,7 +298,8 @@ fn commits_are_pushed_to_a_bare_remote_and_a_clone_equals_the_site() {
     git(root, &["remote", "add", "origin", bare.to_str().unwrap()]);
     let key = key_named(root, "ann@example.com", "editor", "ann", &[]);
     let server = Server::start(root);
-    for i in 0..40 {
+    // The check: after 1,000 writes and a push, a fresh clone equals the site.
+    for i in 0..1000 {
         let item = json!({"slug": format!("pushed-{i}"), "date_prefix": false, "fm": {"title": format!("Pushed {i}")}});
         assert_eq!(send(&server, "POST", "/cms/collections/blog-posts/items", &key, Some(item)), 200);
     }

@@ -36,8 +36,9 @@ pub struct GitVersions {
     /// Opened at the first read that finds the repository (the server makes it at start).
     repo: Arc<Mutex<RepoSlot>>,
     /// Each collection folder's files removed on the branch, as of a commit: finding them
-    /// walks the whole history once, then only the commits made since.
-    removed: Arc<Mutex<HashMap<String, Removed>>>,
+    /// walks the whole history once, then only the commits made since; kept in
+    /// `.cms/git/removed.json` so that a restart does not walk it again.
+    removed: Arc<Mutex<RemovedFiles>>,
     /// The commits of the items read lately, by path: reading one again costs a
     /// `rev-parse` while the branch stays, and only the new commits once it grew (a
     /// commit's diff is what costs: 45 ms in a folder of 100,000 items).
@@ -93,15 +94,49 @@ struct RepoSlot {
     failed: Option<std::time::Instant>,
 }
 
+/// The file in `.cms/git/` that keeps the removed files found.
+const REMOVED_FILE: &str = "removed.json";
+
 /// How long a site found outside a repository is read from its copies alone before the
 /// repository is looked for again.
 const REOPEN_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The files of one folder a commit of the branch removed, as of commit `at`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 struct Removed {
     at: String,
     names: Vec<String>,
+}
+
+/// What the walks for removed files found, by folder, and the file that keeps it.
+#[derive(Debug)]
+struct RemovedFiles {
+    file: PathBuf,
+    /// `None` until the file was read.
+    folders: Option<HashMap<String, Removed>>,
+}
+
+impl RemovedFiles {
+    fn folders(&mut self) -> &mut HashMap<String, Removed> {
+        let file = &self.file;
+        self.folders.get_or_insert_with(|| {
+            std::fs::read(file).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok()).unwrap_or_default()
+        })
+    }
+
+    /// Keeps what was found (best effort: without it, a restart walks again).
+    fn save(&self) {
+        let Some(folders) = &self.folders else { return };
+        let Some(dir) = self.file.parent() else { return };
+        let saved = std::fs::create_dir_all(dir).and_then(|()| {
+            let mut staged = tempfile::NamedTempFile::new_in(dir)?;
+            std::io::Write::write_all(&mut staged, &serde_json::to_vec(folders).unwrap_or_default())?;
+            staged.persist(&self.file).map(drop).map_err(|error| error.error)
+        });
+        if let Err(error) = saved {
+            tracing::warn!(%error, file = %self.file.display(), "git: cannot keep the removed files found");
+        }
+    }
 }
 
 /// Where one version's bytes are.
@@ -179,15 +214,16 @@ impl History {
 }
 
 impl GitVersions {
-    /// The history of the site in folder `site`, kept in git on `branch`; `kept` is the
-    /// site's own version store.
-    pub fn new(site: &Path, branch: &str, kept: Arc<dyn VersionStore>) -> Self {
+    /// The history of the site in folder `site` (its private state in `state`, `.cms/`),
+    /// kept in git on `branch`; `kept` is the site's own version store.
+    pub fn new(site: &Path, state: &Path, branch: &str, kept: Arc<dyn VersionStore>) -> Self {
+        let removed = RemovedFiles { file: state.join(crate::GIT_STATE).join(REMOVED_FILE), folders: None };
         Self {
             site: site.to_owned(),
             branch: branch.to_owned(),
             kept,
             repo: Arc::default(),
-            removed: Arc::default(),
+            removed: Arc::new(Mutex::new(removed)),
             known: Arc::default(),
         }
     }
@@ -467,8 +503,14 @@ impl VersionStore for GitVersions {
                 // Held during the walk: requests that come meanwhile wait for it and reuse
                 // what it found, rather than each walking the history again.
                 let mut memo = memo.lock().unwrap_or_else(PoisonError::into_inner);
-                let removed = removed_from(&repo, &folder, memo.remove(&folder)).map_err(failed)?;
-                memo.insert(folder, removed.clone());
+                let known = memo.folders().remove(&folder);
+                let before = known.as_ref().map(|known| known.at.clone());
+                let removed = removed_from(&repo, &folder, known).map_err(failed)?;
+                let moved = before.as_deref() != Some(removed.at.as_str());
+                memo.folders().insert(folder, removed.clone());
+                if moved {
+                    memo.save();
+                }
                 Ok(removed.names)
             })
             .await?;
@@ -567,10 +609,56 @@ mod tests {
         git(&["add", "README.md"]);
         git(&["commit", "-q", "-m", "Start"]);
         let kept = Arc::new(cms_core::testing::MemoryVersions::default());
-        let versions = GitVersions::new(site.path(), "main", kept);
+        let versions = GitVersions::new(site.path(), &site.path().join(".cms"), "main", kept);
         futures_executor::block_on(cms_core::testing::contract::version_store(&versions));
         let repo = futures_executor::block_on(versions.repo()).unwrap();
         assert!(repo.is_some(), "the history was read from the repository");
+    }
+
+    /// Deleted items are found in git's history once, and what was found is kept for
+    /// the next server (it reads the kept file instead of walking the history again).
+    #[test]
+    fn removed_files_are_found_once_and_kept_across_restarts() {
+        let site = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let status = std::process::Command::new("git")
+                .current_dir(site.path())
+                .args(args)
+                .env("GIT_AUTHOR_NAME", "Dev")
+                .env("GIT_AUTHOR_EMAIL", "dev@example.com")
+                .env("GIT_COMMITTER_NAME", "Dev")
+                .env("GIT_COMMITTER_EMAIL", "dev@example.com")
+                .status()
+                .unwrap();
+            assert!(status.success(), "git {args:?}");
+        };
+        git(&["init", "-q", "-b", "main"]);
+        let posts = cms_core::testing::contract::posts_collection();
+        let folder = site.path().join(&posts.path);
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("2024-01-02-gone.md"), "---\ntitle: Gone\n---\n").unwrap();
+        std::fs::write(folder.join("2024-01-03-kept.md"), "---\ntitle: Kept\n---\n").unwrap();
+        git(&["add", "-A"]);
+        git(&["commit", "-q", "-m", "two"]);
+        git(&["rm", "-q", &format!("{}/2024-01-02-gone.md", posts.path)]);
+        git(&["commit", "-q", "-m", "one gone"]);
+        let state = site.path().join(".cms");
+        let open = || {
+            GitVersions::new(
+                site.path(),
+                &state,
+                "main",
+                Arc::new(cms_core::testing::MemoryVersions::default()),
+            )
+        };
+        let found = futures_executor::block_on(open().items_with_history(&posts)).unwrap();
+        assert_eq!(found, ["2024-01-02-gone.md"]);
+        // The next server reads what was found: a name only the file holds shows it.
+        let file = state.join("git/removed.json");
+        let text = std::fs::read_to_string(&file).unwrap();
+        std::fs::write(&file, text.replace("2024-01-02-gone.md", "2024-01-01-from-the-file.md")).unwrap();
+        let found = futures_executor::block_on(open().items_with_history(&posts)).unwrap();
+        assert_eq!(found, ["2024-01-01-from-the-file.md"]);
     }
 
     #[test]

@@ -135,8 +135,12 @@ impl Site {
         let mut storage = backend.open(&self.root)?;
         if let (Some(git), crate::backend::Backend::Folder) = (&config.git, &backend) {
             // With the site in git, an item's versions are the commits of its file.
-            storage.versions =
-                Arc::new(cms_git::GitVersions::new(&self.root, &git.branch, storage.versions.clone()));
+            storage.versions = Arc::new(cms_git::GitVersions::new(
+                &self.root,
+                &self.root.join(cms_fs::STATE_DIR),
+                &git.branch,
+                storage.versions.clone(),
+            ));
         }
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         // The CLI's `webhooks add` and the editor's form both add through this store.

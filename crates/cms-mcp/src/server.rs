@@ -332,7 +332,8 @@ impl CmsServer {
     }
 
     /// List an item's saved versions, newest first (each write keeps the content it
-    /// replaced, with the author of that write when recorded), and its current size.
+    /// replaced, with the author of that write when recorded; on a site kept in git, the
+    /// commits of its file, each with its `commit` and author), and its current size.
     #[tool(annotations(read_only_hint = true, open_world_hint = false))]
     async fn list_versions(
         &self,

@@ -56,11 +56,13 @@ struct KnownCommits {
 /// How many items' commits are kept.
 const KNOWN_ITEMS: usize = 1024;
 
-/// One item's commits (oldest first) as of the branch's commit `at`.
-#[derive(Debug, Clone)]
+/// One item's commits (oldest first) as of the branch's commit `at`, and the file's blob
+/// in that commit (`None`: not there).
+#[derive(Debug, Clone, Default)]
 struct ItemCommits {
     at: String,
     entries: Vec<Entry>,
+    at_blob: Option<String>,
     read: u64,
 }
 
@@ -74,7 +76,7 @@ impl KnownCommits {
         })
     }
 
-    fn keep(&mut self, path: String, at: String, entries: Vec<Entry>) {
+    fn keep(&mut self, path: String, commits: ItemCommits) {
         if self.items.len() >= KNOWN_ITEMS && !self.items.contains_key(&path) {
             let oldest = self.items.iter().min_by_key(|(_, item)| item.read).map(|(path, _)| path.clone());
             if let Some(oldest) = oldest {
@@ -82,7 +84,7 @@ impl KnownCommits {
             }
         }
         self.reads += 1;
-        self.items.insert(path, ItemCommits { at, entries, read: self.reads });
+        self.items.insert(path, ItemCommits { read: self.reads, ..commits });
     }
 }
 
@@ -181,8 +183,16 @@ impl History {
     ///   that was replaced then, so it comes before the commit of that second): copies are
     ///   numbered newest first, so the oldest, which `versions.keep` drops, move no other.
     ///
-    /// The newest commit in git's order is the current content when the file holds it.
-    fn of(commits: Vec<Entry>, mut copies: Vec<Entry>, current_blob: Option<&str>) -> Self {
+    /// When the file holds what the branch's last commit holds (`current_blob` is
+    /// `committed_blob`), the newest commit with that content is the current content, not
+    /// a version: the branch's own commit, or the one a merge took it from (a pull's
+    /// conflict: the remote's). A file not committed yet hides nothing.
+    fn of(
+        commits: Vec<Entry>,
+        mut copies: Vec<Entry>,
+        current_blob: Option<&str>,
+        committed_blob: Option<&str>,
+    ) -> Self {
         let mut versions: Vec<(i64, Entry)> = Vec::with_capacity(commits.len() + copies.len());
         for entry in commits {
             if versions.last().is_some_and(|(_, previous)| previous.blob == entry.blob) {
@@ -191,8 +201,12 @@ impl History {
             let id = versions.last().map_or(entry.time, |(previous, _)| entry.time.max(previous + 1));
             versions.push((id, entry));
         }
-        let current =
-            versions.last().filter(|(_, tip)| Some(tip.blob.as_str()) == current_blob).map(|(id, _)| *id);
+        let current = match (current_blob, committed_blob) {
+            (Some(current), Some(committed)) if current == committed => {
+                versions.iter().rev().find(|(_, entry)| entry.blob == current).map(|(id, _)| *id)
+            }
+            _ => None,
+        };
         let mut taken: HashSet<i64> = versions.iter().map(|(id, _)| *id).collect();
         copies.sort_by_key(|copy| std::cmp::Reverse(copy.time));
         for copy in copies {
@@ -269,7 +283,8 @@ impl GitVersions {
         let known = self.known.clone();
         blocking(move || {
             let path = format!("{}/{file}", repo.folder_of(&folder));
-            let commits = item_commits(&repo, &known, path).map_err(failed)?;
+            let ItemCommits { entries: commits, at_blob, .. } =
+                item_commits(&repo, &known, path).map_err(failed)?;
             let in_git: HashSet<&str> = commits.iter().map(|entry| entry.blob.as_str()).collect();
             let format = repo.format();
             let mut only_copies = Vec::new();
@@ -287,24 +302,24 @@ impl GitVersions {
             }
             let on_disk = site.join(configured_in_site(&folder)).join(&file);
             let current = std::fs::read(&on_disk).ok().map(|bytes| format.blob_name(&bytes));
-            Ok(Some(History::of(commits, only_copies, current.as_deref())))
+            Ok(Some(History::of(commits, only_copies, current.as_deref(), at_blob.as_deref())))
         })
         .await
     }
 }
 
 /// The commits of the branch (and of the branches merged into it) that changed `path`,
-/// each with the file's blob there, oldest first; a commit that removed it is none. What
-/// `known` holds of the item is reused: as it is while the branch has not moved, with only
-/// the new commits read once it grew.
-fn item_commits(repo: &Repo, known: &Mutex<KnownCommits>, path: String) -> Result<Vec<Entry>, GitError> {
+/// each with the file's blob there, oldest first (a commit that removed it is none), and
+/// its blob in the branch's last commit. What `known` holds of the item is reused: as it
+/// is while the branch has not moved, with only the new commits read once it grew.
+fn item_commits(repo: &Repo, known: &Mutex<KnownCommits>, path: String) -> Result<ItemCommits, GitError> {
     // No commit on the branch yet: no history.
     let Some(head) = repo.git().ask(&["rev-parse", "-q", "--verify", repo.branch_ref()])? else {
-        return Ok(Vec::new());
+        return Ok(ItemCommits::default());
     };
     let before = known.lock().unwrap_or_else(PoisonError::into_inner).get(&path);
     let entries = match before {
-        Some(before) if before.at == head => return Ok(before.entries),
+        Some(before) if before.at == head => return Ok(before),
         Some(before) if repo.git().ask(&["merge-base", "--is-ancestor", &before.at, &head])?.is_some() => {
             let mut entries = before.entries;
             entries.extend(commits_of(repo, &path, &format!("{}..{head}", before.at))?);
@@ -312,8 +327,10 @@ fn item_commits(repo: &Repo, known: &Mutex<KnownCommits>, path: String) -> Resul
         }
         _ => commits_of(repo, &path, &head)?,
     };
-    known.lock().unwrap_or_else(PoisonError::into_inner).keep(path, head, entries.clone());
-    Ok(entries)
+    let at_blob = repo.git().object_info()?.blob(&format!("{head}:{path}"))?.map(|(blob, _)| blob);
+    let commits = ItemCommits { at: head, entries, at_blob, read: 0 };
+    known.lock().unwrap_or_else(PoisonError::into_inner).keep(path, commits.clone());
+    Ok(commits)
 }
 
 /// The commits of `range` that changed `path`, each with the file's blob there, oldest
@@ -565,25 +582,29 @@ mod tests {
 
     #[test]
     fn commit_ids_are_times_made_unique_in_gits_order() {
-        let history = History::of(vec![commit(5, "a"), commit(10, "c"), commit(10, "b")], Vec::new(), None);
+        let history =
+            History::of(vec![commit(5, "a"), commit(10, "c"), commit(10, "b")], Vec::new(), None, None);
         assert_eq!(ids(&history), [(5, "a"), (10, "c"), (11, "b")]);
         // A newer commit leaves the older ids as they were, even with an earlier time.
         let commits = vec![commit(5, "a"), commit(10, "c"), commit(10, "b"), commit(9, "d")];
-        assert_eq!(ids(&History::of(commits, Vec::new(), None)), [(5, "a"), (10, "c"), (11, "b"), (12, "d")]);
+        assert_eq!(
+            ids(&History::of(commits, Vec::new(), None, None)),
+            [(5, "a"), (10, "c"), (11, "b"), (12, "d")]
+        );
         // A commit equal to the one before it is that content once.
         let merged = vec![commit(5, "a"), commit(6, "b"), commit(7, "b")];
-        assert_eq!(ids(&History::of(merged, Vec::new(), None)), [(5, "a"), (6, "b")]);
+        assert_eq!(ids(&History::of(merged, Vec::new(), None, None)), [(5, "a"), (6, "b")]);
     }
 
     #[test]
     fn a_copy_takes_its_time_or_the_latest_free_second_before_it() {
         let commits = vec![commit(10, "a"), commit(20, "b")];
         let copies = vec![copy(20, "x"), copy(30, "y"), copy(19, "z")];
-        let history = History::of(commits.clone(), copies, None);
+        let history = History::of(commits.clone(), copies, None, None);
         // `x` was replaced at 20 by `b`'s commit: it comes just before it.
         assert_eq!(ids(&history), [(10, "a"), (18, "z"), (19, "x"), (20, "b"), (30, "y")]);
         // The oldest copy dropped (`versions.keep`): the others keep their ids.
-        let fewer = History::of(commits, vec![copy(20, "x"), copy(30, "y")], None);
+        let fewer = History::of(commits, vec![copy(20, "x"), copy(30, "y")], None, None);
         assert_eq!(ids(&fewer), [(10, "a"), (19, "x"), (20, "b"), (30, "y")]);
     }
 
@@ -665,10 +686,13 @@ mod tests {
     fn the_least_recently_read_items_commits_go_first() {
         let mut known = KnownCommits::default();
         for i in 0..KNOWN_ITEMS {
-            known.keep(format!("posts/{i}.md"), "c1".into(), vec![commit(1, "a")]);
+            known.keep(
+                format!("posts/{i}.md"),
+                ItemCommits { entries: vec![commit(1, "a")], ..ItemCommits::default() },
+            );
         }
         assert!(known.get("posts/0.md").is_some());
-        known.keep("posts/new.md".into(), "c1".into(), Vec::new());
+        known.keep("posts/new.md".into(), ItemCommits::default());
         assert_eq!(known.items.len(), KNOWN_ITEMS);
         assert!(known.get("posts/0.md").is_some(), "read lately: kept");
         assert!(known.get("posts/1.md").is_none(), "the least recently read went");
@@ -677,13 +701,22 @@ mod tests {
     #[test]
     fn the_newest_commit_is_the_current_content_when_the_file_holds_it() {
         let entries = vec![commit(10, "a"), commit(20, "b")];
-        assert_eq!(History::of(entries.clone(), Vec::new(), Some("b")).current, Some(20));
+        let current = |entries: Vec<Entry>, file: Option<&str>, committed: Option<&str>| {
+            History::of(entries, Vec::new(), file, committed).current
+        };
+        assert_eq!(current(entries.clone(), Some("b"), Some("b")), Some(20));
         // Written again, not committed yet: the newest commit is a version.
-        assert_eq!(History::of(entries.clone(), Vec::new(), Some("c")).current, None);
+        assert_eq!(current(entries.clone(), Some("c"), Some("b")), None);
+        // Restored to `a`, not committed yet: nothing is hidden either.
+        assert_eq!(current(entries.clone(), Some("a"), Some("b")), None);
         // Deleted.
-        assert_eq!(History::of(entries, Vec::new(), None).current, None);
-        // The newest in git's order, whatever its time (a pulled commit dated earlier).
-        let pulled = vec![commit(20, "a"), commit(10, "b")];
-        assert_eq!(History::of(pulled, Vec::new(), Some("b")).current, Some(21));
+        assert_eq!(current(entries.clone(), None, None), None);
+        // Restored to `a` and committed: the restore's commit is the current content.
+        let restored = vec![commit(10, "a"), commit(20, "b"), commit(30, "a")];
+        assert_eq!(current(restored, Some("a"), Some("a")), Some(30));
+        // A pull's conflict: the merge (not listed) took the remote's `r`, older than this
+        // site's `l`: the remote's commit is the current content, this site's a version.
+        let conflict = vec![commit(10, "a"), commit(20, "r"), commit(30, "l")];
+        assert_eq!(current(conflict, Some("r"), Some("r")), Some(20));
     }
 }

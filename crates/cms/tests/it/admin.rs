@@ -356,15 +356,23 @@ fn bursts_of_parallel_sign_ins_get_no_more_than_the_free_tries() {
             attempts.into_iter().map(|a| a.join().unwrap()).collect()
         })
     };
+    // A patient guesser gets the 5 free tries, then one more each time a lock ends (the
+    // first after 30 s, the next 60 s later): a slow machine may take that long.
+    let started = std::time::Instant::now();
+    let patient = || 5 + [30, 90, 210].iter().filter(|secs| started.elapsed().as_secs() >= **secs).count();
     let (mut checked, mut signed_in) = (0, false);
     for round in 0..8 {
         let statuses = burst((round == 0).then_some(33));
         assert!(statuses.iter().all(|s| matches!(s, 401 | 303 | 429)), "{statuses:?}");
         checked += statuses.iter().filter(|s| matches!(s, 401 | 303)).count();
         signed_in |= statuses.contains(&303);
-        assert!(checked <= 5, "{checked} passwords were checked by round {round}: {statuses:?}");
+        let allowed = patient();
+        assert!(
+            checked <= allowed,
+            "{checked} passwords were checked by round {round} ({allowed} allowed): {statuses:?}"
+        );
     }
-    if !signed_in {
+    if !signed_in && patient() == 5 {
         let locked = Tab::new(&server).sign_in("owner@example.com", PASSWORD);
         assert_eq!(locked.status, 429, "the account is locked after its free tries: {}", locked.body);
     }

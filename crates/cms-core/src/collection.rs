@@ -2,10 +2,11 @@
 
 use std::sync::Arc;
 
-use crate::config::CollectionConfig;
+use crate::config::{CollectionConfig, SiteConfig};
+use crate::language::{LANG_PLACEHOLDER, Languages, TranslationLayout};
 use crate::error::{CoreError, CoreResult};
 use crate::model::Model;
-use crate::slug::slugify;
+use crate::slug::{Naming, slugify};
 use crate::urls::PagePath;
 
 /// A configured collection: a folder of items.
@@ -22,14 +23,39 @@ pub struct Collection {
     pub date_prefix: bool,
     /// The content model, when `cms.yaml` gives one (`fields:`).
     pub model: Option<Arc<Model>>,
+    /// On a site with `languages:`, the language of this collection's items: each
+    /// configured collection is one collection per language (see [`Collection::all_of_site`]).
+    pub language: Option<CollectionLanguage>,
+    /// How the folder's file names carry their language (translations by file name).
+    pub naming: Naming,
+}
+
+/// Which language a collection holds, of which configured collection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectionLanguage {
+    /// The language's position in `languages:` (0: the default language).
+    pub at: usize,
+    /// The code as `languages:` writes it.
+    pub code: Arc<str>,
+    /// The index of the configured collection (its default language's) that this is a
+    /// translation of; its own index for the default language.
+    pub family: usize,
 }
 
 /// Two collections are the same when they are the same folder under the same name (the
 /// model follows from the configuration they both come from).
 impl PartialEq for Collection {
     fn eq(&self, other: &Self) -> bool {
-        (self.index, &self.label, &self.slug, &self.path, &self.page_path, self.date_prefix)
-            == (other.index, &other.label, &other.slug, &other.path, &other.page_path, other.date_prefix)
+        (self.index, &self.label, &self.slug, &self.path, &self.page_path, self.date_prefix, &self.language)
+            == (
+                other.index,
+                &other.label,
+                &other.slug,
+                &other.path,
+                &other.page_path,
+                other.date_prefix,
+                &other.language,
+            )
     }
 }
 
@@ -47,7 +73,52 @@ impl Collection {
             page_path,
             date_prefix: config.date_prefix,
             model: None,
+            language: None,
+            naming: Naming::default(),
         }
+    }
+
+    /// Every collection of a site: the configured ones first (in the default language),
+    /// then, on a site with `languages:`, each configured collection again for each other
+    /// language, language by language (the collection of language `p` of configured
+    /// collection `i` has index `p × configured + i`). A translation's collection shares
+    /// its label, slug and model; its items' URLs start with `/{lang}` (Hugo's default);
+    /// its folder is the same (`filename` layout, the names carry the language) or its
+    /// language's (`folder` layout). A site whose languages do not load (which the config's
+    /// check refuses first) gets its configured collections alone.
+    pub fn all_of_site(config: &SiteConfig) -> Vec<Self> {
+        let families = Self::all_from_config(&config.collections);
+        let Ok(Some(languages)) = config.languages() else { return families };
+        let keys: Vec<Arc<str>> = languages.all().iter().map(|l| Arc::clone(&l.key)).collect();
+        let mut all = Vec::with_capacity(families.len() * keys.len());
+        for (at, language) in languages.all().iter().enumerate() {
+            for family in &families {
+                let mut collection = family.clone();
+                collection.index = at * families.len() + family.index;
+                collection.language =
+                    Some(CollectionLanguage { at, code: Arc::clone(&language.code), family: family.index });
+                match languages.layout() {
+                    TranslationLayout::Folder => {
+                        collection.path = family.path.replace(LANG_PLACEHOLDER, &language.code);
+                    }
+                    TranslationLayout::Filename => {
+                        let others = keys.iter().filter(|key| **key != language.key).cloned().collect();
+                        let own = (at > 0).then(|| Arc::clone(&language.key));
+                        collection.naming = Naming::new(own, if at > 0 { Vec::new() } else { others });
+                    }
+                }
+                if at > 0 {
+                    collection.page_path = format!("/{}{}", language.key, family.page_path.trim_end_matches('/'));
+                }
+                all.push(collection);
+            }
+        }
+        all
+    }
+
+    /// The configured collection this one translates (itself on a site without languages).
+    pub fn family(&self) -> usize {
+        self.language.as_ref().map_or(self.index, |language| language.family)
     }
 
     /// The collections of a site, each with its model (built against the others' slugs;
@@ -66,6 +137,17 @@ impl Collection {
     /// The site-relative URL of an item page (pretty form).
     pub fn item_url(&self, slug: &str) -> String {
         PagePath::trusted(&self.page_path, true).url("item", slug)
+    }
+}
+
+/// The folders of a configured collection path: one per language for `{lang}` in the
+/// `folder` layout, else the path itself.
+pub fn language_folders(path: &str, languages: Option<&Languages>) -> Vec<String> {
+    match languages {
+        Some(languages) if path.contains(LANG_PLACEHOLDER) => {
+            languages.all().iter().map(|l| path.replace(LANG_PLACEHOLDER, &l.code)).collect()
+        }
+        _ => vec![path.to_owned()],
     }
 }
 

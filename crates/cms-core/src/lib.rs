@@ -20,6 +20,7 @@ pub mod host_policy;
 pub mod images;
 pub mod item;
 pub mod item_file;
+pub mod language;
 pub mod license;
 pub mod model;
 pub mod policy;

@@ -1,6 +1,7 @@
 //! Slugs and item filenames: `YYYY-MM-DD-<slug>.md` or `<slug>.md`.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::error::{CoreError, CoreResult};
 
@@ -138,6 +139,84 @@ impl ItemFilename {
     pub fn date(&self) -> Option<&str> {
         self.date.as_deref()
     }
+}
+
+/// How a collection's file names say their language, on a site with translations by
+/// file name (Hugo's default): `hello.fr.md` is the French translation of `hello.md`. The
+/// default language's files carry no suffix; each language's collection owns the names
+/// with its suffix, and the default language's owns those with none. A site without
+/// languages, or with a folder per language, names files as always ([`Naming::default`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Naming {
+    /// `fr` for French: names must carry it, and the slug is the name without it.
+    own: Option<Arc<str>>,
+    /// The other languages' suffixes: a name carrying one is theirs.
+    others: Arc<[Arc<str>]>,
+}
+
+impl Naming {
+    /// The names of one language's files: `own` is its suffix (`None` for the default
+    /// language), `others` the other languages' suffixes (lower case).
+    pub fn new(own: Option<Arc<str>>, others: Vec<Arc<str>>) -> Self {
+        Self { own, others: others.into() }
+    }
+
+    /// The language suffix this collection's names carry, if any.
+    pub fn suffix(&self) -> Option<&str> {
+        self.own.as_deref()
+    }
+
+    /// Whether `filename` belongs to this language: it carries this language's suffix, or,
+    /// for the default language, no other language's. Names of no language's item (`notes.txt`)
+    /// belong to the default language's collection, which reports them as skipped.
+    pub fn owns(&self, filename: &str) -> bool {
+        let Some(stem) = ITEM_EXTENSIONS.iter().find_map(|ext| filename.strip_suffix(ext)) else {
+            return self.own.is_none();
+        };
+        match &self.own {
+            Some(own) => language_suffix(stem, own).is_some(),
+            None => !self.others.iter().any(|other| language_suffix(stem, other).is_some()),
+        }
+    }
+
+    /// [`ItemFilename::classify`] for this language's files; another language's file is
+    /// not an item here.
+    pub fn classify(&self, filename: &str) -> Result<ItemFilename, String> {
+        if !self.owns(filename) {
+            return Err("another language's file".to_owned());
+        }
+        let Some(own) = &self.own else { return ItemFilename::classify(filename) };
+        let (stem, ext) = ITEM_EXTENSIONS
+            .iter()
+            .find_map(|ext| Some((filename.strip_suffix(ext)?, ext)))
+            .expect("an owned name has an item extension");
+        let base = language_suffix(stem, own).expect("an owned name has the suffix");
+        let mut parsed = ItemFilename::classify(&format!("{base}{ext}"))?;
+        parsed.filename = filename.to_owned();
+        Ok(parsed)
+    }
+
+    /// [`ItemFilename::parse`] for this language's files.
+    pub fn parse(&self, filename: &str) -> Option<ItemFilename> {
+        self.classify(filename).ok()
+    }
+
+    /// [`ItemFilename::new`] for this language: `hello.fr.md`.
+    pub fn new_name(&self, slug: &Slug, date: Option<&str>) -> ItemFilename {
+        let mut name = ItemFilename::new(slug, date);
+        if let Some(own) = &self.own {
+            let stem = name.filename.strip_suffix(".md").expect("new items end in .md");
+            name.filename = format!("{stem}.{own}.md");
+        }
+        name
+    }
+}
+
+/// The stem without `.{suffix}` when it ends with it (ignoring case), and something is left.
+fn language_suffix<'a>(stem: &'a str, suffix: &str) -> Option<&'a str> {
+    let cut = stem.len().checked_sub(suffix.len() + 1)?;
+    let (base, tail) = (stem.get(..cut)?, stem.get(cut..)?);
+    (cut > 0 && tail.starts_with('.') && tail[1..].eq_ignore_ascii_case(suffix)).then_some(base)
 }
 
 /// Splits `2024-01-15-hello` into `("2024-01-15", "hello")`.
@@ -288,6 +367,39 @@ mod tests {
         }
         let new = ItemFilename::new(&Slug::parse("x").unwrap(), None);
         assert_eq!(new.as_str(), "x.md", "new items are still .md");
+    }
+
+    #[test]
+    fn each_language_owns_the_names_with_its_suffix() {
+        let others: Vec<Arc<str>> = vec!["fr".into(), "pt-br".into()];
+        let default = Naming::new(None, others);
+        let french = Naming::new(Some("fr".into()), Vec::new());
+        let brazilian = Naming::new(Some("pt-br".into()), Vec::new());
+        for (name, owner, slug) in [
+            ("hello.md", &default, "hello"),
+            ("2024-01-15-hello.markdown", &default, "hello"),
+            ("hello.fr.md", &french, "hello"),
+            ("hello.FR.md", &french, "hello"),
+            ("2024-01-15-hello.fr.md", &french, "hello"),
+            ("hello.pt-BR.md", &brazilian, "hello"),
+            ("v1.0.md", &default, "v1.0"),
+        ] {
+            for naming in [&default, &french, &brazilian] {
+                let parsed = naming.parse(name);
+                if std::ptr::eq(naming, owner) {
+                    let parsed = parsed.unwrap_or_else(|| panic!("{name}"));
+                    assert_eq!((parsed.slug(), parsed.as_str()), (slug, name));
+                } else {
+                    assert!(parsed.is_none(), "{name} is not {naming:?}'s");
+                }
+            }
+        }
+        assert!(default.owns("notes.txt") && !french.owns("notes.txt"));
+        assert!(default.classify("a b.md").is_err() && french.classify("a b.fr.md").unwrap_err().contains("' '"));
+        assert!(french.parse(".fr.md").is_none() && default.parse(".fr.md").is_none());
+        let slug = Slug::parse("hello").unwrap();
+        assert_eq!(french.new_name(&slug, Some("2024-01-15")).as_str(), "2024-01-15-hello.fr.md");
+        assert_eq!(default.new_name(&slug, None).as_str(), "hello.md");
     }
 
     #[test]

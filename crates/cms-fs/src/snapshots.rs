@@ -34,10 +34,14 @@ impl FsSnapshots {
     }
 
     /// A collection folder's snapshot file: the folder path with `%` and `/` escaped, so
-    /// that every folder has a name of its own.
+    /// that every folder has a name of its own; a translation by file name, which shares
+    /// its folder, adds `%lang-` and its language (a bare `%` no escaped path holds).
     fn path(&self, collection: &Collection) -> PathBuf {
         let name = collection.path.replace('%', "%25").replace('/', "%2F");
-        self.dir.join(format!("{name}.snapshot"))
+        match collection.naming.suffix() {
+            Some(lang) => self.dir.join(format!("{name}%lang-{lang}.snapshot")),
+            None => self.dir.join(format!("{name}.snapshot")),
+        }
     }
 
     /// Reads the identity line first and the rest straight into the one buffer returned:

@@ -75,7 +75,8 @@ impl GitSite {
     /// the committer (which also pulls, with `git.remote`) and, with `git.remote`, the
     /// pusher. Pulled items are written through `cms`.
     pub fn open(site: &Path, state: &Path, config: &GitConfig, cms: Arc<Cms>) -> GitResult<Self> {
-        let collections = cms.collections().to_vec();
+        // Every language's collection: changes name theirs by index.
+        let collections = cms.all_collections().to_vec();
         let mut repo = Repo::open(site, &config.branch)?;
         let folder = state.join(GIT_STATE);
         let (mut journal, left) = journal::Journal::open(&folder)?;

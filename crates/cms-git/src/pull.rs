@@ -256,7 +256,8 @@ fn apply(
     };
     let item = folders.iter().find_map(|folder| {
         let name = change.path.strip_prefix(&folder.in_repo)?.strip_prefix('/')?;
-        (!name.contains('/') && cms_core::slug::ItemFilename::classify(name).is_ok())
+        // Translations by file name share a folder: the name says whose it is.
+        (!name.contains('/') && folder.collection.naming.classify(name).is_ok())
             .then_some((folder, name))
     });
     if let Some((folder, name)) = item {

@@ -270,12 +270,17 @@ fn check_bucket(s3: &S3StorageConfig, report: &mut Report) -> bool {
 
 /// Every collection indexed; each file that cannot be listed named with the reason.
 async fn check_items(cms: &Cms, report: &mut Report) {
-    for collection in cms.collections() {
+    for collection in cms.all_collections() {
+        // `blog-posts`, or `blog-posts (fr)` for a translation's collection.
+        let name = match &collection.language {
+            Some(language) if language.at > 0 => format!("{} ({})", collection.slug, language.code),
+            _ => collection.slug.clone(),
+        };
         match cms.indexed_items(collection).await {
             Ok(items) => {
-                report.ok(format!("collection {}: {}", collection.slug, plural(items.len(), "item", "items")))
+                report.ok(format!("collection {}: {}", name, plural(items.len(), "item", "items")))
             }
-            Err(error) => report.error(format!("collection {}: cannot be read: {error}", collection.slug)),
+            Err(error) => report.error(format!("collection {}: cannot be read: {error}", name)),
         }
         // Items that break the model are still served; they are reported here.
         match cms.items_breaking_model(collection).await {
@@ -285,13 +290,13 @@ async fn check_items(cms: &Cms, report: &mut Report) {
                         fields.iter().map(|f| format!("{} {}", f.field, f.message)).collect();
                     report.warn(format!(
                         "collection {}: {filename} breaks the content model: {}",
-                        collection.slug,
+                        name,
                         problems.join("; ")
                     ));
                 }
             }
             Err(error) => {
-                report.error(format!("collection {}: cannot check its model: {error}", collection.slug))
+                report.error(format!("collection {}: cannot check its model: {error}", name))
             }
         }
     }

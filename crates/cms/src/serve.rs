@@ -541,7 +541,7 @@ async fn build_index(
     }
     let took = started.elapsed();
     let mut items = 0;
-    for collection in cms.collections() {
+    for collection in cms.all_collections() {
         items += cms.indexed_items(collection).await.map_or(0, |items| items.len());
     }
     tracing::info!(items, seconds = took.as_secs_f64(), "indexed the site");

@@ -12,6 +12,15 @@ use crate::slug::slugify;
 pub struct SiteConfig {
     /// The site's name, public URL and list defaults.
     pub site: SiteSection,
+    /// The languages of a multilingual site, BCP 47 codes; the first is the default
+    /// language (see `docs/translations.md`). Without it, the site has one language and no
+    /// translations.
+    #[serde(default)]
+    pub languages: Vec<crate::language::LanguageConfig>,
+    /// Where translations live: `filename` (`hello.fr.md` beside `hello.md`, the default)
+    /// or `folder` (a collection `path` holding `{lang}`, e.g. `content/{lang}/posts`).
+    #[serde(default)]
+    pub translations: crate::language::TranslationLayout,
     /// Folders of Markdown items, each served as a collection.
     #[serde(default)]
     pub collections: Vec<CollectionConfig>,
@@ -792,6 +801,11 @@ impl SiteConfig {
         Ok((config, backend))
     }
 
+    /// The site's languages, checked (`None` without `languages:`).
+    pub fn languages(&self) -> Result<Option<crate::language::Languages>, String> {
+        crate::language::Languages::from_config(&self.languages, self.translations)
+    }
+
     fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |m: String| Err(ConfigError::Invalid(m));
         if !(self.site.url.starts_with("https://") || self.site.url.starts_with("http://")) {
@@ -803,9 +817,11 @@ impl SiteConfig {
                 self.site.max_per_page, self.site.per_page
             ));
         }
+        let languages = self.languages().map_err(ConfigError::Invalid)?;
         let mut slugs = Vec::new();
         for (i, c) in self.collections.iter().enumerate() {
             check_relative_path(&format!("collections[{i}].path"), &c.path)?;
+            check_language_path(&format!("collections[{i}].path"), &c.path, languages.as_ref())?;
             if let Some(page_path) = &c.page_path
                 && !page_path.starts_with('/')
             {
@@ -837,11 +853,10 @@ impl SiteConfig {
             .collections
             .iter()
             .enumerate()
-            .map(|(i, c)| {
-                (
-                    format!("collections[{i}].path"),
-                    crate::sitepath::display(&crate::sitepath::configured(&c.path)),
-                )
+            .flat_map(|(i, c)| {
+                crate::collection::language_folders(&c.path, languages.as_ref()).into_iter().map(move |path| {
+                    (format!("collections[{i}].path"), crate::sitepath::display(&crate::sitepath::configured(&path)))
+                })
             })
             .chain(self.resources.iter().enumerate().map(|(i, r)| {
                 (
@@ -991,6 +1006,27 @@ impl McpConfig {
 /// Whether one `/`-separated path is the other or lies inside it.
 fn overlaps(a: &str, b: &str) -> bool {
     a == b || a.starts_with(&format!("{b}/")) || b.starts_with(&format!("{a}/"))
+}
+
+/// `{lang}` in a collection path: required by the `folder` layout, refused otherwise.
+fn check_language_path(
+    key: &str,
+    path: &str,
+    languages: Option<&crate::language::Languages>,
+) -> Result<(), ConfigError> {
+    use crate::language::{LANG_PLACEHOLDER, TranslationLayout};
+    let holds = path.contains(LANG_PLACEHOLDER);
+    let message = match languages.map(|l| l.layout()) {
+        Some(TranslationLayout::Folder) if !holds => format!(
+            "{key} {path:?} must hold {LANG_PLACEHOLDER} where each language's folder name goes (translations: folder), e.g. content/{LANG_PLACEHOLDER}/posts"
+        ),
+        Some(TranslationLayout::Filename) if holds => format!(
+            "{key} {path:?} holds {LANG_PLACEHOLDER}, which only translations: folder fills in"
+        ),
+        None if holds => format!("{key} {path:?} holds {LANG_PLACEHOLDER}, but the site has no languages:"),
+        _ => return Ok(()),
+    };
+    Err(ConfigError::Invalid(message))
 }
 
 /// A path inside the site folder: relative, no `..`, not empty, not under `.cms`.

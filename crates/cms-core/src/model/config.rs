@@ -105,6 +105,11 @@ pub struct FieldConfig {
     /// Kept, but not shown in the editor's form.
     #[serde(default)]
     pub hidden: bool,
+    /// On a site with `languages:`, `false` shares the field: it is edited in the default
+    /// language and written the same into every translation (Hugo reads each file alone).
+    /// Default `true`: each language has its own value.
+    #[serde(default = "translated")]
+    pub translate: bool,
     /// `string`, `text`: the fewest characters.
     #[serde(default)]
     pub min_length: Option<u64>,
@@ -138,6 +143,10 @@ pub struct FieldConfig {
     /// `object`: its fields.
     #[serde(default)]
     pub fields: Option<FieldsConfig>,
+}
+
+fn translated() -> bool {
+    true
 }
 
 /// Fields by name, in the order written.

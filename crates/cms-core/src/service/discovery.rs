@@ -99,6 +99,10 @@ impl Cms {
             }
             if path.len() == folder.len() + 1 && path.starts_with(&folder) {
                 let name = &path[folder.len()];
+                // Translations by file name share a folder: the name says whose it is.
+                if !collection.naming.owns(name) {
+                    continue;
+                }
                 let item_ref = ItemRef::parse(name).map_err(|_| {
                     CoreError::not_found(format!(
                         "{param} {raw_text:?}: {name:?} is not an item file of collection {:?}",
@@ -133,7 +137,9 @@ impl Cms {
         if self.collections.is_empty() {
             return "none".into();
         }
-        self.collections.iter().map(|c| c.path.as_str()).collect::<Vec<_>>().join(", ")
+        let mut folders: Vec<&str> = self.collections.iter().map(|c| c.path.as_str()).collect();
+        folders.dedup();
+        folders.join(", ")
     }
 
     // ---- shared pieces ------------------------------------------------------------------
@@ -266,7 +272,7 @@ impl Cms {
         }
         let collections: Vec<&Collection> = match given(&params.content_path) {
             Some(path) => vec![self.collection_at_path("content_path", Some(path))?],
-            None => self.collections.iter().collect(),
+            None => self.collections().iter().collect(),
         };
         let mut items: Vec<(&Collection, Arc<IndexedItem>)> = Vec::new();
         for collection in collections {
@@ -413,7 +419,7 @@ impl Cms {
     /// collections in configuration order.
     #[tracing::instrument(level = "trace", skip_all)]
     pub async fn read_item_anywhere(&self, item: &ItemRef) -> CoreResult<ItemView> {
-        for collection in &self.collections {
+        for collection in self.collections() {
             if let Some(view) = self.read_published(collection, item).await? {
                 return Ok(view);
             }

@@ -11,7 +11,6 @@ use crate::collection::Collection;
 use crate::error::{CoreError, CoreResult};
 use crate::policy::{Caller, Operation};
 use crate::ports::{ChangeOrigin, StoredFile};
-use crate::slug::ItemFilename;
 
 /// What became of an incoming change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +38,7 @@ impl Cms {
         author: &str,
     ) -> CoreResult<Incoming> {
         self.authorize(caller, Operation::ApplyIncoming).await?;
-        let name = ItemFilename::classify(filename).map_err(CoreError::invalid)?;
+        let name = collection.naming.classify(filename).map_err(CoreError::invalid)?;
         let _guard = self.item_locks.lock(collection.index, name.slug()).await;
         let current = self.ports.content.read(collection, &name).await?;
         if current.as_ref().map(|file| file.bytes.as_slice()) != expected {

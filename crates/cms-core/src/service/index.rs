@@ -51,7 +51,7 @@ use crate::error::CoreResult;
 use crate::item_file::ContentTag;
 use crate::policy::Caller;
 use crate::ports::{ChangeFeed, ChangeOrigin, FileStamp, StorageChange, StoredFile};
-use crate::slug::ItemFilename;
+use crate::slug::{ItemFilename, Naming};
 
 /// What a rewrite kept of the file it read: its body (see [`Cms::index_rewritten`]).
 pub(super) struct KeptBody {
@@ -236,7 +236,7 @@ impl Cms {
         let (scan, snapshot) =
             futures_util::future::join(self.ports.content.scan(collection), self.load_snapshot(collection))
                 .await;
-        let (mut names, others) = classify(scan?);
+        let (mut names, others) = classify(scan?, &collection.naming);
         self.progress.found.fetch_add(names.len(), Ordering::Relaxed);
         names.sort_unstable_by(|a, b| a.0.name.cmp(&b.0.name));
         let mut entries = Vec::with_capacity(names.len());
@@ -279,7 +279,7 @@ impl Cms {
                 .extend(index_files(readable, collection, &self.zone).into_iter().map(|(s, p)| (s, held(p))));
             self.progress.indexed.fetch_add(batch.len(), Ordering::Relaxed);
         }
-        let mut built = CollectionIndex::build(entries, self.now_secs());
+        let mut built = CollectionIndex::build_named(entries, self.now_secs(), collection.naming.clone());
         for (name, reason) in built.set_others(others) {
             report_skipped(collection, &name, &reason);
         }
@@ -523,7 +523,7 @@ impl Cms {
                 StorageChange::Items { collection, names, origin } => {
                     let Some(collection) = self.collections.get(collection) else { continue };
                     let names: Vec<ItemFilename> =
-                        names.iter().filter_map(|n| ItemFilename::parse(n)).collect();
+                        names.iter().filter_map(|n| collection.naming.parse(n)).collect();
                     for name in self.changed_files(collection, names).await? {
                         self.refresh_file(collection, &name, origin).await?;
                     }
@@ -563,7 +563,9 @@ impl Cms {
         self.ensure_indexed(collection).await?;
         let scan = self.ports.content.scan(collection).await?;
         let others =
-            scan.iter().filter_map(|s| Some((s.name.clone(), ItemFilename::classify(&s.name).err()?)));
+            scan.iter().filter(|s| collection.naming.owns(&s.name)).filter_map(|s| {
+                Some((s.name.clone(), collection.naming.classify(&s.name).err()?))
+            });
         let fresh = self.index_mut(collection).as_mut().map(|index| index.set_others(others.collect()));
         for (name, reason) in fresh.unwrap_or_default() {
             report_skipped(collection, &name, &reason);
@@ -577,7 +579,7 @@ impl Cms {
         };
         stale.sort();
         stale.dedup();
-        for name in stale.iter().filter_map(|n| ItemFilename::parse(n)) {
+        for name in stale.iter().filter_map(|n| collection.naming.parse(n)) {
             // A rescan cannot tell who wrote what it finds: an outside edit, or a node's
             // write whose journal entry this node missed. Both are outside edits here,
             // which a store shared by several servers does not announce.
@@ -683,12 +685,14 @@ const BUILD_BATCH: usize = 2048;
 /// A file whose name is not an item's, and why.
 type OtherFile = (String, String);
 
-/// Splits a scan into item files and the other files, each with why it is not an item.
-fn classify(scan: Vec<FileStamp>) -> (Vec<(FileStamp, ItemFilename)>, Vec<OtherFile>) {
+/// Splits a scan into item files and the other files, each with why it is not an item
+/// (another language's files, in a folder that translations by file name share, are
+/// neither: that language's collection has them).
+fn classify(scan: Vec<FileStamp>, naming: &Naming) -> (Vec<(FileStamp, ItemFilename)>, Vec<OtherFile>) {
     let mut items = Vec::with_capacity(scan.len());
     let mut others = Vec::new();
-    for stamp in scan {
-        match ItemFilename::classify(&stamp.name) {
+    for stamp in scan.into_iter().filter(|stamp| naming.owns(&stamp.name)) {
+        match naming.classify(&stamp.name) {
             Ok(name) => items.push((stamp, name)),
             Err(reason) => others.push((stamp.name, reason)),
         }
@@ -716,7 +720,7 @@ fn index_files(files: Vec<StoredFile>, collection: &Collection, zone: &SiteZone)
         files
             .iter()
             .filter_map(|file| {
-                let name = ItemFilename::parse(&file.stamp.name)?;
+                let name = collection.naming.parse(&file.stamp.name)?;
                 Some((file.stamp.clone(), index_one(collection, &name, file, zone)))
             })
             .collect()

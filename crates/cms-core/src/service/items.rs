@@ -97,7 +97,7 @@ impl Cms {
         slug: Option<&str>,
         viewer: &Viewer,
     ) -> CoreResult<Option<ItemSummary>> {
-        let (Some(slug), Some(target)) = (slug, self.collections.iter().find(|c| c.slug == target)) else {
+        let (Some(slug), Some(target)) = (slug, self.collections().iter().find(|c| c.slug == target)) else {
             return Ok(None);
         };
         let Ok(item_ref) = ItemRef::parse(slug) else { return Ok(None) };
@@ -123,7 +123,7 @@ impl Cms {
         for name in &query.expand {
             if let Some(crate::model::Kind::Reference { collection: target }) =
                 model.field(name).map(|f| &f.kind)
-                && let Some(target) = self.collections.iter().find(|c| c.slug == *target)
+                && let Some(target) = self.collections().iter().find(|c| c.slug == *target)
             {
                 self.content_version(Some(target)).hash(&mut hasher);
             }
@@ -422,7 +422,7 @@ impl Cms {
         } else {
             None
         };
-        let name = ItemFilename::new(&slug, date.as_deref());
+        let name = collection.naming.new_name(&slug, date.as_deref());
         let doc = ItemDocument { fm, body };
         let bytes = encode(&doc)?;
 

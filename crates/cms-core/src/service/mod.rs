@@ -288,7 +288,12 @@ pub struct Cms {
     site: SiteInfo,
     /// Where item dates without an offset happened (`site.timezone`).
     zone: crate::dates::SiteZone,
+    /// Every collection: the configured ones (`families` of them) first, then their
+    /// translations' (see [`Collection::all_of_site`]).
     collections: Vec<Collection>,
+    families: usize,
+    /// `languages:` of `cms.yaml` (`None`: a site in one language).
+    languages: Option<Arc<crate::language::Languages>>,
     license_public_key: Option<String>,
     ports: Ports,
     /// One kept index per collection (see `index.rs`).
@@ -385,7 +390,8 @@ impl Cms {
     }
 
     fn new(config: &SiteConfig, ports: Ports) -> Self {
-        let collections = Collection::all_from_config(&config.collections);
+        let collections = Collection::all_of_site(config);
+        let languages = config.languages().ok().flatten().map(Arc::new);
         // The search index follows the log first, so that a webhook's receiver that
         // searches at once finds the change; then the webhooks.
         let search = Arc::new(search::SearchIndexes::new(collections.len()));
@@ -422,6 +428,8 @@ impl Cms {
             item_locks: locks::ItemLocks::default(),
             render_cache: Arc::new(crate::render_cache::MemoryRenderCache::new(MEMORY_RENDER_CACHE_BYTES)),
             license: RwLock::new(None),
+            families: config.collections.len(),
+            languages,
             collections,
             site,
             license_public_key: config.license.public_key.clone(),
@@ -466,13 +474,33 @@ impl Cms {
         &self.hosts
     }
 
+    /// The configured collections (in the default language, on a site with languages).
     pub fn collections(&self) -> &[Collection] {
+        &self.collections[..self.families]
+    }
+
+    /// Every collection, each translation's too: what storage adapters watch and index.
+    pub fn all_collections(&self) -> &[Collection] {
         &self.collections
     }
 
-    /// Resolves `{collection}`: index or label slug.
+    /// Resolves `{collection}`: index or label slug (of the configured collections).
     pub fn collection(&self, key: &str) -> CoreResult<&Collection> {
-        collection::resolve(&self.collections, key)
+        collection::resolve(self.collections(), key)
+    }
+
+    /// The site's languages (`None` for a site in one language).
+    pub fn languages(&self) -> Option<&crate::language::Languages> {
+        self.languages.as_deref()
+    }
+
+    /// The collection of `collection`'s items in language `at` (a position in
+    /// `languages:`); `collection` itself on a site without languages.
+    pub fn in_language<'a>(&'a self, collection: &'a Collection, at: usize) -> &'a Collection {
+        match &self.languages {
+            Some(_) => &self.collections[at * self.families + collection.family()],
+            None => collection,
+        }
     }
 
     pub fn now(&self) -> OffsetDateTime {

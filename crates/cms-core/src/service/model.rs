@@ -113,7 +113,7 @@ impl Cms {
             self.indexed_items(collection).await?.iter().map(|item| item.meta.filename.clone()).collect();
         names.sort();
         for name in names {
-            let Some(filename) = crate::slug::ItemFilename::parse(&name) else { continue };
+            let Some(filename) = collection.naming.parse(&name) else { continue };
             let Some(file) = self.ports.content.read(collection, &filename).await? else { continue };
             let mut doc = crate::item_file::parse_bytes(&filename, &file.bytes)?;
             if let Err(error) = self.check_model(collection, &mut doc.fm, false).await {

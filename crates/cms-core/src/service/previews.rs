@@ -87,7 +87,7 @@ impl Cms {
         if self.now().unix_timestamp() >= expires {
             return Err(CoreError::Unauthorized("this preview link has expired; ask for a new one".into()));
         }
-        let collection = self.collections.iter().find(|c| c.slug == collection).ok_or_else(refused)?;
+        let collection = self.collections().iter().find(|c| c.slug == collection).ok_or_else(refused)?;
         let gone = || {
             CoreError::Unauthorized(
                 "this preview link's item was renamed or deleted; ask for a new link".into(),

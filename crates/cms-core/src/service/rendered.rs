@@ -131,7 +131,7 @@ impl Cms {
             .filter(|item| {
                 sink.wants(ItemVersion::of(collection.index, item.file_version, String::new()).version)
             })
-            .filter_map(|item| ItemFilename::parse(&item.meta.filename))
+            .filter_map(|item| collection.naming.parse(&item.meta.filename))
             .collect();
         drop(live);
         let mut rendered = 0;
@@ -156,7 +156,7 @@ impl Cms {
         collection: &Collection,
         file: &StoredFile,
     ) -> CoreResult<Option<ItemView>> {
-        let Some(name) = ItemFilename::parse(&file.stamp.name) else { return Ok(None) };
+        let Some(name) = collection.naming.parse(&file.stamp.name) else { return Ok(None) };
         let indexed = {
             let index = self.index(collection).await?;
             if !index.holds(&file.stamp) {

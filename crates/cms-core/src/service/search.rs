@@ -211,7 +211,7 @@ impl Cms {
         let per_page = search.per_page().unwrap_or(self.site.per_page).min(self.site.max_per_page);
         let collections: Vec<&Collection> = match search.collection() {
             Some(key) => vec![self.collection(key)?],
-            None => self.collections.iter().collect(),
+            None => self.collections().iter().collect(),
         };
 
         let start = (page - 1).saturating_mul(per_page);
@@ -255,7 +255,7 @@ impl Cms {
     /// The snippet of one hit, from its file as stored now (the index keeps no text);
     /// from the excerpt when the file cannot be read.
     async fn snippet(&self, collection: &Collection, item: &IndexedItem, query: &Query) -> String {
-        let body = match ItemFilename::parse(&item.meta.filename) {
+        let body = match collection.naming.parse(&item.meta.filename) {
             Some(name) => match self.ports.content.read(collection, &name).await {
                 Ok(Some(file)) => plain_body(&file),
                 _ => None,
@@ -275,7 +275,7 @@ impl Cms {
         source: &IndexedItem,
     ) -> CoreResult<(u32, std::collections::HashMap<String, (u32, u32)>)> {
         self.ensure_searchable(collection).await?;
-        let body = match ItemFilename::parse(&source.meta.filename) {
+        let body = match collection.naming.parse(&source.meta.filename) {
             Some(name) => match self.ports.content.read(collection, &name).await? {
                 Some(file) => plain_body(&file).unwrap_or_default(),
                 None => String::new(),
@@ -320,7 +320,7 @@ impl Cms {
             // Named a batch at a time: a name per item for the whole build was 9 MB at
             // 100,000 items, held at the build's peak.
             let batch: Vec<ItemFilename> =
-                items.iter().filter_map(|item| ItemFilename::parse(&item.meta.filename)).collect();
+                items.iter().filter_map(|item| collection.naming.parse(&item.meta.filename)).collect();
             let files: Vec<StoredFile> = self
                 .ports
                 .content

@@ -109,7 +109,7 @@ impl Cms {
             let index = self.index(collection).await?;
             with_history
                 .iter()
-                .filter_map(|filename| ItemFilename::parse(filename))
+                .filter_map(|filename| collection.naming.parse(filename))
                 .filter(|name| index.stamp(name.as_str()).is_none())
                 .collect()
         };
@@ -328,7 +328,7 @@ impl Cms {
             .items_with_history(collection)
             .await?
             .iter()
-            .filter_map(|filename| ItemFilename::parse(filename))
+            .filter_map(|filename| collection.naming.parse(filename))
             .filter(|name| item_ref.matches(name))
             .collect();
         deleted.sort_by(|a, b| a.as_str().cmp(b.as_str()));

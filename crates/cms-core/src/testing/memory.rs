@@ -68,13 +68,13 @@ impl MemoryContentStore {
     }
 
     fn changed(&self, collection_path: &str, filename: &str, origin: ChangeOrigin) {
+        // Every collection of the folder hears of it (translations by file name share one);
+        // none before a subscription: the index is built from a scan anyway.
         let paths = self.collection_paths.lock().unwrap();
-        let change = match paths.iter().position(|p| p == collection_path) {
-            Some(collection) => StorageChange::Items { collection, names: vec![filename.to_owned()], origin },
-            // Not subscribed yet: the index is built from a scan anyway.
-            None => return,
-        };
-        self.pending.lock().unwrap().push(change);
+        let changes = paths.iter().enumerate().filter(|(_, path)| *path == collection_path).map(|(collection, _)| {
+            StorageChange::Items { collection, names: vec![filename.to_owned()], origin }
+        });
+        self.pending.lock().unwrap().extend(changes);
     }
 
     /// The changes not yet handed to the facade.
@@ -482,12 +482,12 @@ impl MemorySnapshots {
 #[async_trait]
 impl IndexSnapshots for MemorySnapshots {
     async fn load(&self, collection: &Collection) -> CoreResult<Option<Vec<u8>>> {
-        Ok(self.by_folder.lock().unwrap().get(&collection.path).cloned())
+        Ok(self.by_folder.lock().unwrap().get(&snapshot_key(collection)).cloned())
     }
 
     async fn save(&self, collection: &Collection, bytes: Vec<u8>) -> CoreResult<()> {
         self.saves.fetch_add(1, Ordering::Relaxed);
-        self.by_folder.lock().unwrap().insert(collection.path.clone(), bytes);
+        self.by_folder.lock().unwrap().insert(snapshot_key(collection), bytes);
         Ok(())
     }
 }
@@ -623,5 +623,13 @@ impl crate::ports::SessionStore for MemorySessionStore {
 
     async fn list(&self) -> CoreResult<Vec<(String, i64)>> {
         Ok(self.lock().iter().map(|(key, (_, _, written))| (key.clone(), *written)).collect())
+    }
+}
+
+/// The folder, and the language of a translation by file name (which shares the folder).
+fn snapshot_key(collection: &Collection) -> String {
+    match collection.naming.suffix() {
+        Some(lang) => format!("{}%lang-{lang}", collection.path),
+        None => collection.path.clone(),
     }
 }

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use crate::item::Status;
 use crate::ports::FileStamp;
 use crate::query::OrderBy;
-use crate::slug::{ItemFilename, ItemRef};
+use crate::slug::{ItemFilename, ItemRef, Naming};
 
 pub use item::{Held, IndexedItem, Parsed, excerpt_of, held};
 use orders::{ORDERS, order_slot};
@@ -175,17 +175,27 @@ pub struct CollectionIndex {
     /// Instants after `now` at which a published item's visibility changes, with the item:
     /// the first one is when [`Self::advance`] has work (no scan needed to find it).
     pending: std::collections::BTreeSet<(i64, Id)>,
+    /// Which file names are this collection's items, and their slugs.
+    naming: Naming,
 }
 
 impl CollectionIndex {
-    /// An index of these files at `now` (Unix seconds), sorted once.
-    pub fn build(mut entries: Vec<(FileStamp, Held)>, now: i64) -> Self {
+    /// An index of these files at `now` (Unix seconds), sorted once, on a site without
+    /// languages.
+    #[cfg(test)]
+    pub fn build(entries: Vec<(FileStamp, Held)>, now: i64) -> Self {
+        Self::build_named(entries, now, Naming::default())
+    }
+
+    /// An index of these files at `now` (Unix seconds), sorted once; `naming` says which
+    /// names are this collection's items (see [`Naming`]).
+    pub fn build_named(mut entries: Vec<(FileStamp, Held)>, now: i64, naming: Naming) -> Self {
         // In filename order, so that ids are too (see `sort_by_order`). Usually already
         // in order, or two ordered runs: a stable sort merges those in linear time.
         entries.sort_by(|a, b| a.0.name.cmp(&b.0.name));
-        let mut index = Self { now, ..Self::default() };
+        let mut index = Self { now, naming, ..Self::default() };
         for (stamp, item) in entries {
-            let Some(name) = ItemFilename::parse(&stamp.name) else { continue };
+            let Some(name) = index.naming.parse(&stamp.name) else { continue };
             if index.by_name.contains_key(name.as_str()) {
                 continue;
             }
@@ -283,7 +293,7 @@ impl CollectionIndex {
             ItemRef::Slug(slug) => *self.by_slug.get(slug.as_str())?.ids().first()?,
             ItemRef::Filename(name) => *self.by_name.get(name.as_str())?,
         };
-        ItemFilename::parse(&self.slot(id).name)
+        self.naming.parse(&self.slot(id).name)
     }
 
     /// What the index holds for the file an item reference names (as [`Self::locate`]),
@@ -310,7 +320,7 @@ impl CollectionIndex {
     /// A file with this slug (dated or not).
     pub fn file_with_slug(&self, slug: &str) -> Option<ItemFilename> {
         let id = *self.by_slug.get(slug)?.ids().first()?;
-        ItemFilename::parse(&self.slot(id).name)
+        self.naming.parse(&self.slot(id).name)
     }
 
     /// The indexed item of a file; `Err` with the reason when the file is known but
@@ -401,7 +411,7 @@ impl CollectionIndex {
         let slot = self.slots[id as usize].take().expect("indexed id");
         self.fingerprint ^= stamp_hash(&slot.name, slot.stamp);
         self.by_name.remove(&slot.name);
-        if let Some(name) = ItemFilename::parse(&slot.name)
+        if let Some(name) = self.naming.parse(&slot.name)
             && let Some(files) = self.by_slug.get_mut(name.slug())
             && !files.remove(id)
         {

@@ -63,6 +63,8 @@ mod tests {
         "hex",
         "image",
         "jiff",
+        // BCP 47 tags of `languages:` and the IANA registry they are checked against: data.
+        "language-tags",
         "postcard",
         "regex-lite",
         "ring",

@@ -155,11 +155,52 @@ pub struct ItemEntry<'a> {
     /// The frontmatter fields that `fields=` and `expand=` asked for (only then).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fm: Option<Cow<'a, Frontmatter>>,
+    /// The language the item is in (a code of `languages:`), on a site with languages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lang: Option<String>,
+    /// The language asked for, when the answer fell back to another (see `fallback=`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requested_lang: Option<String>,
+    /// The item in the site's other languages that the caller may see, on a site with
+    /// languages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub translations: Option<Vec<TranslationEntry>>,
+}
+
+/// What an item answer says of its language: `lang`, `requested_lang`, `translations`.
+pub type LanguageFields = (Option<String>, Option<String>, Option<Vec<TranslationEntry>>);
+
+/// One translation of an item.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TranslationEntry {
+    pub lang: String,
+    pub slug: String,
+    /// Site-relative: `/{lang}/...` for a language other than the default.
+    pub url: String,
+    /// `published`, `draft` or `scheduled`.
+    pub status: &'static str,
+}
+
+/// The answer's language fields of an item (all `None` on a site without languages).
+pub fn language_fields(language: Option<&crate::service::InLanguage>) -> LanguageFields {
+    let Some(language) = language else { return (None, None, None) };
+    let translations = language
+        .translations
+        .iter()
+        .map(|t| TranslationEntry {
+            lang: t.lang.to_string(),
+            slug: t.slug.clone(),
+            url: t.url.clone(),
+            status: t.status,
+        })
+        .collect();
+    (Some(language.lang.to_string()), language.requested.as_deref().map(str::to_owned), Some(translations))
 }
 
 impl<'a> From<&'a ItemSummary> for ItemEntry<'a> {
     fn from(s: &'a ItemSummary) -> Self {
         let meta = &s.item.meta;
+        let (lang, requested_lang, translations) = language_fields(s.language.as_ref());
         Self {
             slug: Cow::Borrowed(&meta.slug),
             title: Cow::Borrowed(&meta.title),
@@ -176,6 +217,9 @@ impl<'a> From<&'a ItemSummary> for ItemEntry<'a> {
                 true => Cow::Borrowed(fm),
                 false => Cow::Owned(with_expanded(fm, &s.expanded)),
             }),
+            lang,
+            requested_lang,
+            translations,
         }
     }
 }
@@ -211,6 +255,9 @@ impl ItemEntry<'_> {
             excerpt: owned(self.excerpt),
             modified: self.modified,
             fm: self.fm.map(|fm| Cow::Owned(fm.into_owned())),
+            lang: self.lang,
+            requested_lang: self.requested_lang,
+            translations: self.translations,
         }
     }
 }
@@ -230,11 +277,22 @@ pub struct ItemHead {
     pub tags: Vec<String>,
     pub author: Option<String>,
     pub excerpt: String,
+    /// The language the item is in (a code of `languages:`), on a site with languages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lang: Option<String>,
+    /// The language asked for, when the answer fell back to another (see `fallback=`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requested_lang: Option<String>,
+    /// The item in the site's other languages that the caller may see, on a site with
+    /// languages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub translations: Option<Vec<TranslationEntry>>,
 }
 
 impl ItemHead {
     /// The head of `view`, its strings moved out (the rest of the view stays to be read).
     pub fn take(view: &mut ItemView) -> Self {
+        let (lang, requested_lang, translations) = language_fields(view.language.as_ref());
         let meta = &mut view.meta;
         Self {
             slug: std::mem::take(&mut meta.slug),
@@ -247,6 +305,9 @@ impl ItemHead {
             tags: meta.tags.to_strings(),
             author: meta.author.take(),
             excerpt: std::mem::take(&mut view.excerpt),
+            lang,
+            requested_lang,
+            translations,
         }
     }
 }

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use crate::config::{CollectionConfig, SiteConfig};
-use crate::language::{LANG_PLACEHOLDER, Languages, TranslationLayout};
 use crate::error::{CoreError, CoreResult};
+use crate::language::{LANG_PLACEHOLDER, TranslationLayout};
 use crate::model::Model;
 use crate::slug::{Naming, slugify};
 use crate::urls::PagePath;
@@ -108,7 +108,8 @@ impl Collection {
                     }
                 }
                 if at > 0 {
-                    collection.page_path = format!("/{}{}", language.key, family.page_path.trim_end_matches('/'));
+                    collection.page_path =
+                        format!("/{}{}", language.key, family.page_path.trim_end_matches('/'));
                 }
                 all.push(collection);
             }
@@ -137,17 +138,6 @@ impl Collection {
     /// The site-relative URL of an item page (pretty form).
     pub fn item_url(&self, slug: &str) -> String {
         PagePath::trusted(&self.page_path, true).url("item", slug)
-    }
-}
-
-/// The folders of a configured collection path: one per language for `{lang}` in the
-/// `folder` layout, else the path itself.
-pub fn language_folders(path: &str, languages: Option<&Languages>) -> Vec<String> {
-    match languages {
-        Some(languages) if path.contains(LANG_PLACEHOLDER) => {
-            languages.all().iter().map(|l| path.replace(LANG_PLACEHOLDER, &l.code)).collect()
-        }
-        _ => vec![path.to_owned()],
     }
 }
 

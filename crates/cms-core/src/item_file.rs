@@ -14,6 +14,28 @@ pub fn etag_of(bytes: &[u8]) -> String {
     ContentTag::of(bytes).text()
 }
 
+/// The ETag of an answer that shows more than its file (an item's translations, on a
+/// site with languages): the file's tag with `-` and 16 hex digits of `more` inside its
+/// quotes.
+pub(crate) fn etag_with_suffix(etag: &str, more: u64) -> String {
+    match etag.strip_suffix('"') {
+        Some(open) => format!("{open}-{more:016x}\""),
+        None => etag.to_owned(),
+    }
+}
+
+/// Whether `tag` is `etag`, or `etag` with a suffix of [`etag_with_suffix`]: both name the
+/// same bytes of the file, which is what a write's precondition is about.
+fn names_file(tag: &str, etag: &str) -> bool {
+    if tag == etag {
+        return true;
+    }
+    let (Some(open), Some(tag)) = (etag.strip_suffix('"'), tag.strip_suffix('"')) else { return false };
+    tag.strip_prefix(open)
+        .and_then(|rest| rest.strip_prefix('-'))
+        .is_some_and(|suffix| suffix.len() == 16 && suffix.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 /// What names a file's bytes: the first 16 bytes of their SHA-256. Its text, the strong
 /// ETag (32 hex digits in quotes), is made when it is sent: the index keeps one per item,
 /// and as text it cost 64 bytes an item.
@@ -92,7 +114,7 @@ impl Precondition {
     pub(crate) fn check(&self, current: &[u8]) -> CoreResult<()> {
         let Self::Tags(tags) = self else { return Ok(()) };
         let etag = etag_of(current);
-        if tags.iter().any(|tag| *tag == etag || tag == "*") {
+        if tags.iter().any(|tag| names_file(tag, &etag) || tag == "*") {
             Ok(())
         } else {
             Err(CoreError::PreconditionFailed(format!(

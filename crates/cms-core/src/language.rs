@@ -63,6 +63,17 @@ pub enum TranslationLayout {
 /// The placeholder of a collection path in the `folder` layout.
 pub const LANG_PLACEHOLDER: &str = "{lang}";
 
+/// The folders of a configured collection path: one per language for `{lang}` in the
+/// `folder` layout, else the path itself.
+pub fn language_folders(path: &str, languages: Option<&Languages>) -> Vec<String> {
+    match languages {
+        Some(languages) if path.contains(LANG_PLACEHOLDER) => {
+            languages.all().iter().map(|l| path.replace(LANG_PLACEHOLDER, &l.code)).collect()
+        }
+        _ => vec![path.to_owned()],
+    }
+}
+
 /// A language of the site, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Language {
@@ -99,7 +110,10 @@ pub struct Choice {
 impl Languages {
     /// The languages of `languages:` (`None` when there are none), each code checked
     /// against the IANA registry; errors name the key (`languages[1].code ...`).
-    pub fn from_config(configs: &[LanguageConfig], layout: TranslationLayout) -> Result<Option<Self>, String> {
+    pub fn from_config(
+        configs: &[LanguageConfig],
+        layout: TranslationLayout,
+    ) -> Result<Option<Self>, String> {
         if configs.is_empty() {
             return Ok(None);
         }
@@ -133,7 +147,9 @@ impl Languages {
                             ));
                         };
                         if at == i {
-                            return Err(format!("languages[{i}].fallback[{j}] {code:?} is the language itself"));
+                            return Err(format!(
+                                "languages[{i}].fallback[{j}] {code:?} is the language itself"
+                            ));
                         }
                         if !chain.contains(&at) {
                             chain.push(at);
@@ -265,7 +281,8 @@ impl Languages {
                 return Some(at);
             }
             let prefix = format!("{range}-");
-            if let Some(at) = (0..self.list.len()).find(|at| allowed(at) && self.list[*at].key.starts_with(&prefix))
+            if let Some(at) =
+                (0..self.list.len()).find(|at| allowed(at) && self.list[*at].key.starts_with(&prefix))
             {
                 return Some(at);
             }
@@ -341,7 +358,12 @@ mod tests {
     fn config(codes: &[&str]) -> Vec<LanguageConfig> {
         codes
             .iter()
-            .map(|code| LanguageConfig { code: (*code).into(), name: None, dir: TextDirection::Ltr, fallback: None })
+            .map(|code| LanguageConfig {
+                code: (*code).into(),
+                name: None,
+                dir: TextDirection::Ltr,
+                fallback: None,
+            })
             .collect()
     }
 
@@ -358,7 +380,8 @@ mod tests {
             ("", "not a BCP 47 language tag"),
             ("en-x-private", "without extensions"),
         ] {
-            let error = Languages::from_config(&config(&["fr", code]), TranslationLayout::Filename).unwrap_err();
+            let error =
+                Languages::from_config(&config(&["fr", code]), TranslationLayout::Filename).unwrap_err();
             assert!(error.starts_with("languages[1].code"), "{code}: {error}");
             assert!(error.contains(said), "{code}: {error}");
         }
@@ -371,7 +394,8 @@ mod tests {
     fn fallback_chains_look_up_then_end_at_the_default_language() {
         let languages = site(&["en", "fr", "fr-CH", "de"]);
         let chain = |code: &str| -> Vec<&str> {
-            let choice = Choice { requested: languages.find(code).unwrap(), explicit: true, no_fallback: false };
+            let choice =
+                Choice { requested: languages.find(code).unwrap(), explicit: true, no_fallback: false };
             languages.chain(choice).map(|at| &*languages.get(at).code).collect()
         };
         assert_eq!(chain("fr-CH"), ["fr-CH", "fr", "en"]);
@@ -385,7 +409,10 @@ mod tests {
         assert_eq!(languages.chain(Choice { no_fallback: true, ..choice }).collect::<Vec<_>>(), [2]);
         written[2].fallback = Some(vec!["de".into()]);
         let error = Languages::from_config(&written, TranslationLayout::Filename).unwrap_err();
-        assert!(error.contains("languages[2].fallback[0] \"de\" is not one of the site's languages"), "{error}");
+        assert!(
+            error.contains("languages[2].fallback[0] \"de\" is not one of the site's languages"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -201,6 +201,28 @@ impl Naming {
         self.classify(filename).ok()
     }
 
+    /// The name of this language's file as the default language's file is named: the
+    /// name without its language suffix (`hello.fr.md` → `hello.md`). What links the
+    /// translations of an item, whatever language a name is in.
+    pub fn base_name(&self, filename: &str) -> String {
+        let Some(own) = &self.own else { return filename.to_owned() };
+        let found = ITEM_EXTENSIONS.iter().find_map(|ext| {
+            let stem = filename.strip_suffix(ext)?;
+            Some(format!("{}{ext}", language_suffix(stem, own)?))
+        });
+        found.unwrap_or_else(|| filename.to_owned())
+    }
+
+    /// The name in this language of the item whose [`Self::base_name`] is `base`
+    /// (`hello.md` → `hello.fr.md`).
+    pub fn name_for_base(&self, base: &str) -> String {
+        let Some(own) = &self.own else { return base.to_owned() };
+        match ITEM_EXTENSIONS.iter().find_map(|ext| Some((base.strip_suffix(ext)?, ext))) {
+            Some((stem, ext)) => format!("{stem}.{own}{ext}"),
+            None => base.to_owned(),
+        }
+    }
+
     /// [`ItemFilename::new`] for this language: `hello.fr.md`.
     pub fn new_name(&self, slug: &Slug, date: Option<&str>) -> ItemFilename {
         let mut name = ItemFilename::new(slug, date);
@@ -395,11 +417,19 @@ mod tests {
             }
         }
         assert!(default.owns("notes.txt") && !french.owns("notes.txt"));
-        assert!(default.classify("a b.md").is_err() && french.classify("a b.fr.md").unwrap_err().contains("' '"));
+        assert!(
+            default.classify("a b.md").is_err() && french.classify("a b.fr.md").unwrap_err().contains("' '")
+        );
         assert!(french.parse(".fr.md").is_none() && default.parse(".fr.md").is_none());
         let slug = Slug::parse("hello").unwrap();
         assert_eq!(french.new_name(&slug, Some("2024-01-15")).as_str(), "2024-01-15-hello.fr.md");
         assert_eq!(default.new_name(&slug, None).as_str(), "hello.md");
+        assert_eq!(french.base_name("2024-01-15-hello.FR.markdown"), "2024-01-15-hello.markdown");
+        assert_eq!(french.name_for_base("2024-01-15-hello.markdown"), "2024-01-15-hello.fr.markdown");
+        assert_eq!(
+            (default.base_name("hello.md"), default.name_for_base("hello.md")),
+            ("hello.md".into(), "hello.md".into())
+        );
     }
 
     #[test]

@@ -257,8 +257,7 @@ fn apply(
     let item = folders.iter().find_map(|folder| {
         let name = change.path.strip_prefix(&folder.in_repo)?.strip_prefix('/')?;
         // Translations by file name share a folder: the name says whose it is.
-        (!name.contains('/') && folder.collection.naming.classify(name).is_ok())
-            .then_some((folder, name))
+        (!name.contains('/') && folder.collection.naming.classify(name).is_ok()).then_some((folder, name))
     });
     if let Some((folder, name)) = item {
         let applied = futures_executor::block_on(cms.apply_incoming(

@@ -15,6 +15,7 @@ pub mod dto;
 pub mod encoding;
 pub mod error;
 pub mod handlers;
+pub mod languages;
 pub mod metrics;
 pub mod middleware;
 pub mod openapi;

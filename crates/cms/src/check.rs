@@ -277,9 +277,7 @@ async fn check_items(cms: &Cms, report: &mut Report) {
             _ => collection.slug.clone(),
         };
         match cms.indexed_items(collection).await {
-            Ok(items) => {
-                report.ok(format!("collection {}: {}", name, plural(items.len(), "item", "items")))
-            }
+            Ok(items) => report.ok(format!("collection {}: {}", name, plural(items.len(), "item", "items"))),
             Err(error) => report.error(format!("collection {}: cannot be read: {error}", name)),
         }
         // Items that break the model are still served; they are reported here.
@@ -295,9 +293,7 @@ async fn check_items(cms: &Cms, report: &mut Report) {
                     ));
                 }
             }
-            Err(error) => {
-                report.error(format!("collection {}: cannot check its model: {error}", name))
-            }
+            Err(error) => report.error(format!("collection {}: cannot check its model: {error}", name)),
         }
     }
     for skipped in cms.skipped_files().await {

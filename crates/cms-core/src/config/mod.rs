@@ -854,8 +854,11 @@ impl SiteConfig {
             .iter()
             .enumerate()
             .flat_map(|(i, c)| {
-                crate::collection::language_folders(&c.path, languages.as_ref()).into_iter().map(move |path| {
-                    (format!("collections[{i}].path"), crate::sitepath::display(&crate::sitepath::configured(&path)))
+                crate::language::language_folders(&c.path, languages.as_ref()).into_iter().map(move |path| {
+                    (
+                        format!("collections[{i}].path"),
+                        crate::sitepath::display(&crate::sitepath::configured(&path)),
+                    )
                 })
             })
             .chain(self.resources.iter().enumerate().map(|(i, r)| {
@@ -1020,9 +1023,9 @@ fn check_language_path(
         Some(TranslationLayout::Folder) if !holds => format!(
             "{key} {path:?} must hold {LANG_PLACEHOLDER} where each language's folder name goes (translations: folder), e.g. content/{LANG_PLACEHOLDER}/posts"
         ),
-        Some(TranslationLayout::Filename) if holds => format!(
-            "{key} {path:?} holds {LANG_PLACEHOLDER}, which only translations: folder fills in"
-        ),
+        Some(TranslationLayout::Filename) if holds => {
+            format!("{key} {path:?} holds {LANG_PLACEHOLDER}, which only translations: folder fills in")
+        }
         None if holds => format!("{key} {path:?} holds {LANG_PLACEHOLDER}, but the site has no languages:"),
         _ => return Ok(()),
     };

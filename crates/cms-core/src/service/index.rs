@@ -562,10 +562,10 @@ impl Cms {
     pub(super) async fn rescan(&self, collection: &Collection) -> CoreResult<()> {
         self.ensure_indexed(collection).await?;
         let scan = self.ports.content.scan(collection).await?;
-        let others =
-            scan.iter().filter(|s| collection.naming.owns(&s.name)).filter_map(|s| {
-                Some((s.name.clone(), collection.naming.classify(&s.name).err()?))
-            });
+        let others = scan
+            .iter()
+            .filter(|s| collection.naming.owns(&s.name))
+            .filter_map(|s| Some((s.name.clone(), collection.naming.classify(&s.name).err()?)));
         let fresh = self.index_mut(collection).as_mut().map(|index| index.set_others(others.collect()));
         for (name, reason) in fresh.unwrap_or_default() {
             report_skipped(collection, &name, &reason);

@@ -49,9 +49,10 @@ impl Cms {
         page.version = Some(self.expanded_version(
             collection,
             query,
-            list_version(collection, query, per_page, fingerprint),
+            list_version(collection, query, per_page, fingerprint)
+                ^ self.translations_version(collection, None, viewer.has_key()),
         ));
-        let mut page = page.map(|item| self.summary(collection, item));
+        let mut page = page.map(|item| self.summary_for(collection, item, None, viewer));
         if !query.fields.is_empty() || !query.expand.is_empty() {
             for summary in &mut page.items {
                 self.add_entry_fields(collection, query, summary, viewer).await?;
@@ -143,7 +144,12 @@ impl Cms {
     ) -> CoreResult<u64> {
         let per_page = self.list_page_size(query, viewer)?;
         let fingerprint = self.index(collection).await?.fingerprint();
-        Ok(self.expanded_version(collection, query, list_version(collection, query, per_page, fingerprint)))
+        Ok(self.expanded_version(
+            collection,
+            query,
+            list_version(collection, query, per_page, fingerprint)
+                ^ self.translations_version(collection, None, viewer.has_key()),
+        ))
     }
 
     /// A number that changes whenever an item of `collection` (of every collection, for
@@ -206,9 +212,30 @@ impl Cms {
         Ok(self.index(collection).await?.items())
     }
 
+    /// A list entry as a public client sees it (its published translations only).
     pub(super) fn summary(&self, collection: &Collection, item: Arc<IndexedItem>) -> ItemSummary {
+        self.summary_for(collection, item, None, &Viewer::Anonymous)
+    }
+
+    /// A list entry of `viewer`'s answer; `requested` is the language asked for, when the
+    /// entry may have fallen back to another.
+    pub(super) fn summary_for(
+        &self,
+        collection: &Collection,
+        item: Arc<IndexedItem>,
+        requested: Option<usize>,
+        viewer: &Viewer,
+    ) -> ItemSummary {
         let url = collection.item_url(&item.meta.slug);
-        ItemSummary { canonical_url: self.site.absolute_url(&url), url, item, fm: None, expanded: Vec::new() }
+        let language = self.language_of(collection, &item, requested, viewer.has_key());
+        ItemSummary {
+            canonical_url: self.site.absolute_url(&url),
+            url,
+            item,
+            fm: None,
+            expanded: Vec::new(),
+            language,
+        }
     }
 
     /// The [`ItemVersion`] that [`Self::read_item`] would give now, from the index alone,
@@ -221,13 +248,49 @@ impl Cms {
         item_ref: &ItemRef,
         viewer: &Viewer,
     ) -> CoreResult<Option<ItemVersion>> {
-        let index = self.index(collection).await?;
-        let found = index.find(item_ref).ok_or_else(|| item_not_found(collection, item_ref))?;
-        let Ok(indexed) = found else { return Ok(None) };
-        if !index.is_live(indexed) && !viewer.has_key() {
-            return Err(item_not_found(collection, item_ref));
+        self.item_version_in(collection, item_ref, viewer, None).await
+    }
+
+    /// [`Self::item_version`] of an answer in a language (see [`Self::item_in`]):
+    /// `requested` is the language asked for.
+    pub async fn item_version_in(
+        &self,
+        collection: &Collection,
+        item_ref: &ItemRef,
+        viewer: &Viewer,
+        requested: Option<usize>,
+    ) -> CoreResult<Option<ItemVersion>> {
+        let (version, filename) = {
+            let index = self.index(collection).await?;
+            let found = index.find(item_ref).ok_or_else(|| item_not_found(collection, item_ref))?;
+            let Ok(indexed) = found else { return Ok(None) };
+            if !index.is_live(indexed) && !viewer.has_key() {
+                return Err(item_not_found(collection, item_ref));
+            }
+            let version = ItemVersion::of(collection.index, indexed.file_version, indexed.etag());
+            (version, collection.language.is_some().then(|| Arc::clone(&indexed.meta.filename)))
+        };
+        let Some(filename) = filename else { return Ok(Some(version)) };
+        Ok(Some(version.with_languages(self.languages_version(collection, &filename, requested, viewer))))
+    }
+
+    /// What names the language part of a single answer (0 on a site without languages).
+    fn languages_version(
+        &self,
+        collection: &Collection,
+        filename: &str,
+        requested: Option<usize>,
+        viewer: &Viewer,
+    ) -> u64 {
+        let translations = self.translations_version(collection, Some(filename), viewer.has_key());
+        if translations == 0 {
+            return 0;
         }
-        Ok(Some(ItemVersion::of(collection.index, indexed.file_version, indexed.etag())))
+        let asked = requested.filter(|&at| collection.language.as_ref().is_some_and(|l| l.at != at));
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::hash::DefaultHasher::new();
+        (translations, asked).hash(&mut hasher);
+        hasher.finish().max(1)
     }
 
     /// A single item, rendered. Drafts are invisible without a key. The metadata comes
@@ -235,6 +298,34 @@ impl Cms {
     /// only when the rendering of this version is not cached.
     #[tracing::instrument(level = "trace", skip_all)]
     pub async fn read_item(
+        &self,
+        collection: &Collection,
+        item_ref: &ItemRef,
+        viewer: &Viewer,
+    ) -> CoreResult<ItemView> {
+        self.read_item_in(collection, item_ref, viewer, None).await
+    }
+
+    /// [`Self::read_item`] answering in a language (see [`Self::item_in`]): `requested`
+    /// is the language asked for.
+    pub async fn read_item_in(
+        &self,
+        collection: &Collection,
+        item_ref: &ItemRef,
+        viewer: &Viewer,
+        requested: Option<usize>,
+    ) -> CoreResult<ItemView> {
+        let mut view = self.read_item_plain(collection, item_ref, viewer).await?;
+        if collection.language.is_some() {
+            let languages = self.languages_version(collection, &view.meta.filename, requested, viewer);
+            let version = ItemVersion { etag: view.etag, version: view.version }.with_languages(languages);
+            (view.etag, view.version) = (version.etag, version.version);
+            view.language = self.translations_of_view(collection, &view, requested, viewer);
+        }
+        Ok(view)
+    }
+
+    async fn read_item_plain(
         &self,
         collection: &Collection,
         item_ref: &ItemRef,
@@ -290,7 +381,7 @@ impl Cms {
         let url = collection.item_url(&indexed.meta.slug);
         ItemView {
             version: ItemVersion::of(collection.index, indexed.file_version, String::new()).version,
-            collection: collection.index,
+            collection: collection.family(),
             canonical_url: self.site.absolute_url(&url),
             url,
             excerpt: indexed.excerpt().to_owned(),
@@ -298,7 +389,21 @@ impl Cms {
             etag: indexed.etag(),
             fm: rendered.fm,
             meta: indexed.meta.clone(),
+            language: None,
         }
+    }
+
+    /// What a single answer says of its language (from the index's entry of its file).
+    fn translations_of_view(
+        &self,
+        collection: &Collection,
+        view: &ItemView,
+        requested: Option<usize>,
+        viewer: &Viewer,
+    ) -> Option<super::InLanguage> {
+        let index = super::read(&self.indexes[collection.index].index);
+        let indexed = index.as_ref()?.get(&view.meta.filename)?.ok()?;
+        self.language_of(collection, indexed, requested, viewer.has_key())
     }
 
     fn view_of_file(
@@ -318,7 +423,7 @@ impl Cms {
         let content = ContentTag::of(&file.bytes);
         Ok(ItemView {
             version: ItemVersion::of(collection.index, file_version(&meta, content), String::new()).version,
-            collection: collection.index,
+            collection: collection.family(),
             canonical_url: self.site.absolute_url(&url),
             url,
             excerpt: crate::engine::index::excerpt_of(&doc),
@@ -326,6 +431,7 @@ impl Cms {
             etag: content.text(),
             fm: doc.fm,
             meta,
+            language: None,
         })
     }
 
@@ -348,7 +454,7 @@ impl Cms {
         let (name, file) = self.load(collection, item).await?;
         let doc = parse_stored(&name, &file)?;
         Ok(RawItem {
-            collection: collection.index,
+            collection: collection.family(),
             meta: ItemMeta::derive(&name, &doc, file.stamp.modified, file.stamp.size, &self.zone),
             etag: etag_of(&file.bytes),
             doc,
@@ -564,7 +670,7 @@ pub(super) fn outcome(collection: &Collection, name: &ItemFilename, bytes: Optio
     WriteOutcome {
         filename: name.as_str().to_owned(),
         slug: name.slug().to_owned(),
-        folder: collection.index,
+        folder: collection.family(),
         etag: bytes.map(etag_of),
     }
 }

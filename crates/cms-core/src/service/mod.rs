@@ -29,6 +29,7 @@ mod health;
 mod incoming;
 mod index;
 mod items;
+mod languages;
 mod locks;
 mod model;
 mod previews;
@@ -56,6 +57,7 @@ pub use crate::item_file::{Precondition, etag_of};
 pub use accounts::SESSION_KEY_ID;
 pub use incoming::Incoming;
 pub use index::{Indexing, SkippedFile};
+pub use languages::{InLanguage, Translation};
 pub use previews::PreviewLink;
 pub use rendered::AheadSink;
 pub use resources::{ResourceFile, ResourceListing, ServedFile, Upload, parse_folder_index};
@@ -176,6 +178,8 @@ pub struct ItemView {
     pub etag: String,
     /// Names everything this view shows (see [`ItemVersion`]).
     pub version: u64,
+    /// Its language and translations, on a site with `languages:`.
+    pub language: Option<InLanguage>,
 }
 
 /// What names a single read's answer before it is rendered: two reads with the same
@@ -193,6 +197,21 @@ impl ItemVersion {
         let mut hasher = std::hash::DefaultHasher::new();
         ("item", collection, file_version).hash(&mut hasher);
         Self { etag, version: hasher.finish() }
+    }
+
+    /// The version of an answer that also says what `languages` names (its translations,
+    /// the language asked for): 0 (a site without languages) leaves it as it is. The ETag
+    /// gets the same as a suffix (`"<file's tag>-<16 hex digits>"`), which `If-Match`
+    /// takes as the file's tag (see [`Precondition`]).
+    pub(crate) fn with_languages(mut self, languages: u64) -> Self {
+        if languages != 0 {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::hash::DefaultHasher::new();
+            (self.version, languages).hash(&mut hasher);
+            self.version = hasher.finish();
+            self.etag = crate::item_file::etag_with_suffix(&self.etag, languages);
+        }
+        self
     }
 }
 
@@ -217,6 +236,8 @@ pub struct ItemSummary {
     /// For each reference `expand=` names: the item it refers to, `None` when there is
     /// none the caller may see (the answer shows it in `fm` in place of the slug).
     pub expanded: Vec<(String, Option<Box<ItemSummary>>)>,
+    /// Its language and translations, on a site with `languages:`.
+    pub language: Option<InLanguage>,
 }
 
 /// A tag of a collection's items, as the web editor's tag filter offers it.

@@ -242,7 +242,7 @@ impl Cms {
             items.push(SearchHit {
                 canonical_url: self.site.absolute_url(&url),
                 url,
-                collection: collection.index,
+                collection: collection.family(),
                 collection_slug: collection.slug.clone(),
                 score: (f64::from(hit.score) * 1000.0).round() / 1000.0,
                 snippet,

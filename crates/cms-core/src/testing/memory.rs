@@ -71,9 +71,10 @@ impl MemoryContentStore {
         // Every collection of the folder hears of it (translations by file name share one);
         // none before a subscription: the index is built from a scan anyway.
         let paths = self.collection_paths.lock().unwrap();
-        let changes = paths.iter().enumerate().filter(|(_, path)| *path == collection_path).map(|(collection, _)| {
-            StorageChange::Items { collection, names: vec![filename.to_owned()], origin }
-        });
+        let changes =
+            paths.iter().enumerate().filter(|(_, path)| *path == collection_path).map(|(collection, _)| {
+                StorageChange::Items { collection, names: vec![filename.to_owned()], origin }
+            });
         self.pending.lock().unwrap().extend(changes);
     }
 

@@ -12,6 +12,7 @@ use crate::auth::{EditorShape, KeyUser, Reader};
 use crate::body::{Fields, bad_request, json_object};
 use crate::dto::RawItemDto;
 use crate::error::{ApiError, Shape};
+use crate::languages;
 use crate::reply::{Lookup, item_page, kept_item, kept_page, not_modified, single_item};
 use crate::state::AppState;
 
@@ -65,18 +66,20 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     let envelope = |e| ApiError::from_core(e, Shape::Envelope);
     let cms = &state.cms;
-    let (collection, query) = {
-        let params = list_params(query_map(&req, Shape::Envelope)?);
-        let collection = cms.collection(&collection).map_err(envelope)?;
-        (collection, ListQuery::parse_for(&params, collection.model.as_deref()).map_err(envelope)?)
+    let (collection, query, choice) = {
+        let query = query_map(&req, Shape::Envelope)?;
+        let choice = languages::choice(cms, &req, &query).map_err(envelope)?;
+        let params = list_params(query);
+        let collection = cms.list_in(cms.collection(&collection).map_err(envelope)?, choice);
+        (collection, ListQuery::parse_for(&params, collection.model.as_deref()).map_err(envelope)?, choice)
     };
     let version = cms.list_items_version(collection, &query, &caller.viewer).await.map_err(envelope)?;
     // A repeated page is answered from its kept body, without selecting it again.
     if let Some(kept) = kept_page(&req, version) {
-        return Ok(kept);
+        return Ok(languages::mark(kept, collection, choice));
     }
     let page = Box::pin(cms.list_items(collection, &query, &caller.viewer)).await.map_err(envelope)?;
-    Ok(item_page(&req, page, Lookup::Again))
+    Ok(languages::mark(item_page(&req, page, Lookup::Again), collection, choice))
 }
 
 /// `GET /cms/collections/{collection}/items/{slug}`
@@ -93,6 +96,10 @@ pub async fn read(
         let collection = cms.collection(&collection).map_err(envelope)?;
         (collection, ItemRef::parse(&slug).map_err(envelope)?)
     };
+    if cms.languages().is_some() {
+        // Boxed: a site in one language never awaits the choice of a language.
+        return Box::pin(read_in_language(cms, caller, collection, item, req)).await;
+    }
     let version = cms.item_version(collection, &item, &caller.viewer).await.map_err(envelope)?;
     // A repeated read is answered from its kept body, without reading the item.
     let looked_up = version.is_some();
@@ -102,6 +109,29 @@ pub async fn read(
     // Boxed: only a read not kept needs the rendering's (large) future.
     let view = Box::pin(cms.read_item(collection, &item, &caller.viewer)).await.map_err(envelope)?;
     Ok(single_item(&req, view, if looked_up { Lookup::Again } else { Lookup::First }))
+}
+
+/// A single read on a site with languages: from the first language of the chain that has
+/// the item, saying which one it is.
+async fn read_in_language(
+    cms: &cms_core::Cms,
+    caller: Reader,
+    collection: &cms_core::collection::Collection,
+    item: ItemRef,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let envelope = |e| ApiError::from_core(e, Shape::Envelope);
+    let choice = languages::choice_of(cms, &req).map_err(envelope)?;
+    let (lane, item) = cms.item_in(collection, &item, choice, &caller.viewer).await.map_err(envelope)?;
+    let requested = choice.map(|choice| choice.requested);
+    let version = cms.item_version_in(lane, &item, &caller.viewer, requested).await.map_err(envelope)?;
+    let looked_up = version.is_some();
+    if let Some(kept) = version.and_then(|version| kept_item(&req, &version)) {
+        return Ok(languages::mark(kept, lane, choice));
+    }
+    let view = cms.read_item_in(lane, &item, &caller.viewer, requested).await.map_err(envelope)?;
+    let lookup = if looked_up { Lookup::Again } else { Lookup::First };
+    Ok(languages::mark(single_item(&req, view, lookup), lane, choice))
 }
 
 /// `GET /cms/collections/{collection}/items/{slug}/raw`
@@ -151,11 +181,16 @@ pub async fn create(
     let (outcome, collection_slug) = state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            let collection = cms.collection(&collection)?;
-            Ok((cms.create_item(&user.principal, collection, new).await?, &collection.slug))
+            let collection = languages::write_collection(cms, cms.collection(&collection)?, &req)?;
+            Ok((cms.create_item(&user.principal, collection, new).await?, collection))
         })
         .await?;
-    let location = format!("/cms/collections/{collection_slug}/items/{}", outcome.slug);
+    let location = match &collection_slug.language {
+        Some(language) if language.at > 0 => {
+            format!("/cms/collections/{}/items/{}?lang={}", collection_slug.slug, outcome.slug, language.code)
+        }
+        _ => format!("/cms/collections/{}/items/{}", collection_slug.slug, outcome.slug),
+    };
     Ok(write_response(&outcome)
         .insert_header((header::LOCATION, location))
         .json(ItemWritten::new(&outcome, Done::FileCreated)))
@@ -178,7 +213,7 @@ async fn update(
     let outcome = state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            let collection = cms.collection(&collection)?;
+            let collection = languages::write_collection(cms, cms.collection(&collection)?, &req)?;
             cms.update_item(&user.principal, collection, &ItemRef::parse(&slug)?, update, if_match.as_ref())
                 .await
         })
@@ -220,7 +255,7 @@ pub async fn delete(
     state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            let collection = cms.collection(&collection)?;
+            let collection = languages::write_collection(cms, cms.collection(&collection)?, &req)?;
             cms.delete_item(&user.principal, collection, &ItemRef::parse(&slug)?, if_match.as_ref()).await
         })
         .await?;

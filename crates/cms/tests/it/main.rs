@@ -38,6 +38,7 @@ mod slow_clients;
 mod startup;
 mod storage;
 mod traces;
+mod translations;
 mod webhooks;
 
 use std::fs;
@@ -56,6 +57,13 @@ pub const DEMO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/demo
 pub fn demo_site() -> TempDir {
     let dir = tempfile::tempdir().unwrap();
     copy_tree(Path::new(DEMO), dir.path());
+    dir
+}
+
+/// A fresh copy of the fixture site `fixtures/{name}` in a temporary folder.
+pub fn fixture_site(name: &str) -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&Path::new(DEMO).join("..").join(name), dir.path());
     dir
 }
 

@@ -1,0 +1,196 @@
+//! Reads in a language, on a site with `languages:`: which language's collection answers
+//! (the one asked for, or the first of its fallback chain that has the item), and the
+//! translations each answer lists. A site without languages skips all of it.
+
+use std::borrow::Cow;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use super::{Cms, Viewer};
+use crate::collection::Collection;
+use crate::engine::index::IndexedItem;
+use crate::error::{CoreError, CoreResult};
+use crate::language::Choice;
+use crate::slug::ItemRef;
+
+/// What an answer says of its language.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InLanguage {
+    /// The language the answer is in (its code as `languages:` writes it).
+    pub lang: Arc<str>,
+    /// The language asked for, when the answer fell back to another one.
+    pub requested: Option<Arc<str>>,
+    /// The item in the site's other languages, in the order of `languages:`: those the
+    /// viewer may see (a public client sees published translations only).
+    pub translations: Vec<Translation>,
+}
+
+/// One of an item's translations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Translation {
+    pub lang: Arc<str>,
+    pub slug: String,
+    /// Site-relative, under `/{lang}` for a language other than the default.
+    pub url: String,
+    pub status: &'static str,
+}
+
+impl Cms {
+    /// The language a read asks for: `lang=`, else `Accept-Language`, else the default
+    /// language (see [`crate::language::Languages::choose`]); `None` on a site without
+    /// languages, which ignores all three as it always has.
+    pub fn choose_language(
+        &self,
+        lang: Option<&str>,
+        accept_language: Option<&str>,
+        fallback: Option<&str>,
+    ) -> CoreResult<Option<Choice>> {
+        match &self.languages {
+            Some(languages) => languages.choose(lang, accept_language, fallback).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The collection that a list of `collection` in the chosen language reads: that
+    /// language's (a list does not fall back: it lists the items written in it).
+    pub fn list_in<'a>(&'a self, collection: &'a Collection, choice: Option<Choice>) -> &'a Collection {
+        match choice {
+            Some(choice) => self.in_language(collection, choice.requested),
+            None => collection,
+        }
+    }
+
+    /// Where a single read of `item_ref` in the chosen language is answered from: the
+    /// collection of the first language of the choice's chain whose translation of the
+    /// item the viewer may see, with the reference as that collection names the item.
+    /// `NotFound` names the languages tried. On a site without languages: the collection
+    /// and the reference as given.
+    pub async fn item_in<'a, 'r>(
+        &'a self,
+        collection: &'a Collection,
+        item_ref: &'r ItemRef,
+        choice: Option<Choice>,
+        viewer: &Viewer,
+    ) -> CoreResult<(&'a Collection, Cow<'r, ItemRef>)> {
+        let (Some(choice), Some(languages)) = (choice, self.languages.as_deref()) else {
+            return Ok((collection, Cow::Borrowed(item_ref)));
+        };
+        let mut tried = Vec::new();
+        for at in languages.chain(choice) {
+            let lane = self.in_language(collection, at);
+            let Some(named) = self.ref_in(lane, item_ref) else { continue };
+            let index = self.index(lane).await?;
+            let visible = match index.find(&named) {
+                Some(Ok(item)) => viewer.has_key() || index.is_live(item),
+                // Known but unusable: the read says why.
+                Some(Err(_)) => true,
+                None => false,
+            };
+            if visible {
+                return Ok((lane, Cow::Owned(named)));
+            }
+            tried.push(&*languages.get(at).code);
+        }
+        Err(CoreError::not_found(format!(
+            "no item {:?} in collection {:?} in {}{}",
+            item_ref.to_string(),
+            collection.slug,
+            tried.join(", then "),
+            if choice.no_fallback { " (fallback=none)" } else { "" }
+        )))
+    }
+
+    /// `item_ref` as `lane` names the item: a slug is every language's; a file name is
+    /// read as the name of its language's file and named as `lane`'s file of the same item.
+    fn ref_in(&self, lane: &Collection, item_ref: &ItemRef) -> Option<ItemRef> {
+        let ItemRef::Filename(name) = item_ref else { return Some(item_ref.clone()) };
+        let owner = self.family_of(lane).find(|c| c.naming.owns(name.as_str()))?;
+        let base = owner.naming.base_name(name.as_str());
+        let mine = lane.naming.name_for_base(&base);
+        lane.naming.parse(&mine).map(ItemRef::Filename)
+    }
+
+    /// Every language's collection of `collection`'s configured collection.
+    fn family_of<'a>(&'a self, collection: &Collection) -> impl Iterator<Item = &'a Collection> + 'a {
+        let (family, step) = (collection.family(), self.families);
+        self.collections.iter().skip(family).step_by(step.max(1))
+    }
+
+    /// What an answer of `item` from `lane` says of its language; `requested` is the
+    /// language asked for (position in `languages:`), `drafts` whether the viewer sees
+    /// unpublished translations. `None` on a site without languages.
+    pub(super) fn language_of(
+        &self,
+        lane: &Collection,
+        item: &IndexedItem,
+        requested: Option<usize>,
+        drafts: bool,
+    ) -> Option<InLanguage> {
+        let language = lane.language.as_ref()?;
+        let languages = self.languages.as_deref()?;
+        let requested =
+            requested.filter(|&at| at != language.at).map(|at| Arc::clone(&languages.get(at).code));
+        Some(InLanguage {
+            lang: Arc::clone(&language.code),
+            requested,
+            translations: self.translations(lane, &item.meta.filename, drafts),
+        })
+    }
+
+    /// The item of `lane` named `filename` in the other languages, from their kept indexes
+    /// (one lookup each; an index not built yet lists nothing).
+    fn translations(&self, lane: &Collection, filename: &str, drafts: bool) -> Vec<Translation> {
+        let base = lane.naming.base_name(filename);
+        let mut found = Vec::new();
+        for sibling in self.family_of(lane).filter(|c| c.index != lane.index) {
+            let Some(language) = &sibling.language else { continue };
+            let index = super::read(&self.indexes[sibling.index].index);
+            let Some(index) = index.as_ref() else { continue };
+            let Some(Ok(item)) = index.get(&sibling.naming.name_for_base(&base)) else { continue };
+            if !drafts && !index.is_live(item) {
+                continue;
+            }
+            found.push(Translation {
+                lang: Arc::clone(&language.code),
+                slug: item.meta.slug.clone(),
+                url: sibling.item_url(&item.meta.slug),
+                status: item.meta.status.as_str(),
+            });
+        }
+        found
+    }
+
+    /// A number that changes with what [`Self::language_of`] says of `filename`'s
+    /// translations (`None`: of every item's) as the viewer sees them: each other
+    /// language's version of the item (or of its whole collection). 0 on a site without
+    /// languages, so that versions there stay what they were.
+    pub(super) fn translations_version(
+        &self,
+        lane: &Collection,
+        filename: Option<&str>,
+        drafts: bool,
+    ) -> u64 {
+        if lane.language.is_none() {
+            return 0;
+        }
+        let mut hasher = std::hash::DefaultHasher::new();
+        drafts.hash(&mut hasher);
+        let base = filename.map(|name| lane.naming.base_name(name));
+        for sibling in self.family_of(lane).filter(|c| c.index != lane.index) {
+            let index = super::read(&self.indexes[sibling.index].index);
+            let Some(index) = index.as_ref() else {
+                (sibling.index, "unbuilt").hash(&mut hasher);
+                continue;
+            };
+            match &base {
+                None => (sibling.index, index.fingerprint()).hash(&mut hasher),
+                Some(base) => {
+                    let item = index.get(&sibling.naming.name_for_base(base)).and_then(Result::ok);
+                    let state = item.map(|item| (item.file_version, index.is_live(item)));
+                    (sibling.index, state).hash(&mut hasher);
+                }
+            }
+        }
+        hasher.finish().max(1)
+    }
+}

@@ -1,0 +1,75 @@
+//! The language of a read, on a site with `languages:`: `lang=` and `fallback=` from the
+//! query, else `Accept-Language`; and the answer's `Content-Language` and `Vary`.
+
+use std::collections::HashMap;
+
+use actix_web::HttpRequest;
+use actix_web::HttpResponse;
+use actix_web::http::header::{self, HeaderValue};
+use cms_core::Cms;
+use cms_core::CoreResult;
+use cms_core::collection::Collection;
+use cms_core::language::Choice;
+
+/// What a read asks for (`None` on a site without languages, which reads as before).
+/// `query` is the request's query, when the handler parsed it.
+pub fn choice(cms: &Cms, req: &HttpRequest, query: &HashMap<String, String>) -> CoreResult<Option<Choice>> {
+    if cms.languages().is_none() {
+        return Ok(None);
+    }
+    let accept = req.headers().get(header::ACCEPT_LANGUAGE).and_then(|value| value.to_str().ok());
+    cms.choose_language(
+        query.get("lang").map(String::as_str),
+        accept,
+        query.get("fallback").map(String::as_str),
+    )
+}
+
+/// [`choice`] of a request whose query the handler does not otherwise read: parsed only on
+/// a site with languages (a single read's hot path parses no query).
+pub fn choice_of(cms: &Cms, req: &HttpRequest) -> CoreResult<Option<Choice>> {
+    if cms.languages().is_none() {
+        return Ok(None);
+    }
+    let query = actix_web::web::Query::<HashMap<String, String>>::from_query(req.query_string())
+        .map(actix_web::web::Query::into_inner)
+        .map_err(|e| cms_core::CoreError::invalid(format!("malformed query string: {e}")))?;
+    choice(cms, req, &query)
+}
+
+/// The language a write names (`?lang=`): the default language's collection without it.
+/// A site without languages ignores it, as it always has.
+pub fn write_collection<'a>(
+    cms: &'a Cms,
+    collection: &'a Collection,
+    req: &HttpRequest,
+) -> CoreResult<&'a Collection> {
+    let Some(languages) = cms.languages() else { return Ok(collection) };
+    let query = actix_web::web::Query::<HashMap<String, String>>::from_query(req.query_string())
+        .map(actix_web::web::Query::into_inner)
+        .map_err(|e| cms_core::CoreError::invalid(format!("malformed query string: {e}")))?;
+    match query.get("lang") {
+        Some(code) => Ok(cms.in_language(collection, languages.parse(code)?)),
+        None => Ok(collection),
+    }
+}
+
+/// `Content-Language` of the collection that answered, and `Vary: Accept-Language` when
+/// the header chose it (a cache must not give a French answer to an English reader).
+pub fn mark(mut response: HttpResponse, served: &Collection, choice: Option<Choice>) -> HttpResponse {
+    let (Some(choice), Some(language)) = (choice, &served.language) else { return response };
+    let headers = response.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(&language.code) {
+        headers.insert(header::CONTENT_LANGUAGE, value);
+    }
+    if !choice.explicit {
+        let vary = match headers.get(header::VARY).and_then(|v| v.to_str().ok()) {
+            Some(existing) if !existing.is_empty() => format!("{existing}, Accept-Language"),
+            _ => "Accept-Language".to_owned(),
+        };
+        if let Ok(value) = HeaderValue::from_str(&vary) {
+            headers.insert(header::VARY, value);
+        }
+    }
+    response
+}

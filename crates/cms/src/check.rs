@@ -280,6 +280,20 @@ async fn check_items(cms: &Cms, report: &mut Report) {
             Ok(items) => report.ok(format!("collection {}: {}", name, plural(items.len(), "item", "items"))),
             Err(error) => report.error(format!("collection {}: cannot be read: {error}", name)),
         }
+        // Shared fields (`translate: false`) that a hand edit made differ between languages.
+        match cms.shared_field_drift(collection).await {
+            Ok(drift) => {
+                for (filename, field) in drift {
+                    report.warn(format!(
+                        "collection {name}: {filename}: {field} is shared by every language (translate: false) \
+                         but differs from the default language's item; save that item to write it here again"
+                    ));
+                }
+            }
+            Err(error) => {
+                report.error(format!("collection {name}: cannot compare its shared fields: {error}"))
+            }
+        }
         // Items that break the model are still served; they are reported here.
         match cms.items_breaking_model(collection).await {
             Ok(broken) => {

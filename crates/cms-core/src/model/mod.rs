@@ -44,6 +44,9 @@ pub struct Field {
     pub default: Option<Value>,
     pub description: Option<String>,
     pub hidden: bool,
+    /// `false`: shared by every language of a site with `languages:` (see
+    /// `service/shared_fields.rs`).
+    pub translate: bool,
 }
 
 /// A field's type with the rules that apply to it.
@@ -290,6 +293,7 @@ fn build_field(key: &str, name: &str, config: &FieldConfig, collections: &[Strin
         default: config.default.clone(),
         description: config.description.clone(),
         hidden: config.hidden,
+        translate: config.translate,
     };
     if let Some(default) = &field.default {
         let mut errors = Vec::new();

@@ -329,6 +329,7 @@ impl Cms {
             description: (params.description.clone())
                 .unwrap_or_else(|| format!("{} from {}", collection.label, self.site.name)),
             last_build_date: newest.and_then(feed::rfc822),
+            language: collection.language.as_ref().map(|language| language.code.to_string()),
         };
         Ok(feed::rss_xml(&channel, &items))
     }
@@ -336,24 +337,80 @@ impl Cms {
     /// A sitemaps.org `urlset` of the collection's published items (newest first). With no
     /// published item it lists the collection's own page, so that the document stays valid
     /// (the schema wants at least one `url`).
+    ///
+    /// On a site with languages, `collection` is one language's (see [`Self::list_in`]):
+    /// its items, each with its translations as alternates. [`Self::sitemap_of_languages`]
+    /// lists every language's.
     #[tracing::instrument(level = "trace", skip_all)]
     pub async fn sitemap(&self, collection: &Collection, params: &SitemapParams) -> CoreResult<String> {
+        self.sitemap_of(&[collection], params).await
+    }
+
+    /// The sitemap of `collection` in every language of the site, language by language,
+    /// each item with `xhtml:link rel="alternate"` to every translation (its own too) and
+    /// `x-default` (the default language's page), as search engines ask; the same as
+    /// [`Self::sitemap`] on a site without languages.
+    #[tracing::instrument(level = "trace", skip_all)]
+    pub async fn sitemap_of_languages(
+        &self,
+        collection: &Collection,
+        params: &SitemapParams,
+    ) -> CoreResult<String> {
+        let lanes: Vec<&Collection> = self.family_of(collection).collect();
+        self.sitemap_of(&lanes, params).await
+    }
+
+    async fn sitemap_of(&self, lanes: &[&Collection], params: &SitemapParams) -> CoreResult<String> {
         let limit = params.limit.map_or(SITEMAP_MAX_URLS, NonZeroUsize::get).min(SITEMAP_MAX_URLS);
         let base = params.base_url.clone().unwrap_or_else(|| self.site.url.clone());
-        let mut urls: Vec<SitemapUrl> = self
-            .published(collection)
-            .await?
-            .into_iter()
-            .take(limit)
-            .map(|item| SitemapUrl {
-                loc: format!("{base}{}", collection.item_url(&item.meta.slug)),
-                lastmod: OffsetDateTime::from_unix_timestamp(item.meta.modified).ok().map(feed::w3c_datetime),
-            })
-            .collect();
+        let mut urls: Vec<SitemapUrl> = Vec::new();
+        for lane in lanes {
+            let room = limit - urls.len();
+            for item in self.published(lane).await?.into_iter().take(room) {
+                let url = lane.item_url(&item.meta.slug);
+                let alternates = self.alternates(lane, &item, &base);
+                urls.push(SitemapUrl {
+                    loc: format!("{base}{url}"),
+                    lastmod: OffsetDateTime::from_unix_timestamp(item.meta.modified)
+                        .ok()
+                        .map(feed::w3c_datetime),
+                    alternates,
+                });
+            }
+        }
         if urls.is_empty() {
-            urls.push(SitemapUrl { loc: format!("{base}{}", collection.page_path), lastmod: None });
+            let page_path = &lanes.first().map_or("/", |lane| lane.page_path.as_str());
+            urls.push(SitemapUrl {
+                loc: format!("{base}{page_path}"),
+                lastmod: None,
+                alternates: Vec::new(),
+            });
         }
         Ok(feed::sitemap_xml(&urls))
+    }
+
+    /// A sitemap entry's alternates: none without published translations; else the page in
+    /// every language that has it published, this one's included, then `x-default`, the
+    /// default language's page when there is one.
+    fn alternates(&self, lane: &Collection, item: &IndexedItem, base: &str) -> Vec<(String, String)> {
+        let Some(language) = &lane.language else { return Vec::new() };
+        let translations = self.translations(lane, &item.meta.filename, false);
+        if translations.is_empty() {
+            return Vec::new();
+        }
+        let own = (language.code.to_string(), lane.item_url(&item.meta.slug));
+        let mut alternates: Vec<(String, String)> =
+            translations.into_iter().map(|t| (t.lang.to_string(), t.url)).collect();
+        alternates.insert(language.at.min(alternates.len()), own);
+        let default = self.languages.as_deref().map(|languages| &*languages.get(0).code);
+        let x_default =
+            alternates.iter().find(|(lang, _)| Some(lang.as_str()) == default).map(|(_, url)| url.clone());
+        let mut alternates: Vec<(String, String)> =
+            alternates.into_iter().map(|(lang, url)| (lang, format!("{base}{url}"))).collect();
+        if let Some(url) = x_default {
+            alternates.push(("x-default".to_owned(), format!("{base}{url}")));
+        }
+        alternates
     }
 
     // ---- related items ------------------------------------------------------------------

@@ -517,6 +517,9 @@ impl Cms {
             }
         };
         fm.retain(|_, v| !v.is_null());
+        if let Some(shared) = self.shared_values(collection, slug.as_str(), &fm).await? {
+            take_shared(&mut fm, shared);
+        }
         self.check_model(collection, &mut fm, true).await?;
         if !fm.contains_key("status") {
             fm.insert("status".into(), item::Status::Draft.as_str().into());
@@ -545,6 +548,8 @@ impl Cms {
         let why = Why::write(caller, ChangeKind::Created);
         self.index_encoded(collection, &name, &StoredFile { bytes, stamp }, &doc, why);
         self.event_log.publish_pending().await;
+        drop(_guard);
+        self.spread_shared(caller, collection, slug.as_str(), &doc.fm).await?;
         Ok(outcome)
     }
 
@@ -568,7 +573,11 @@ impl Cms {
             check(if_match, &file.bytes)?;
             let mut doc = parse_stored(&name, &file)?;
             let wrote_excerpt = IndexedItem::writes_excerpt(&doc);
+            let shared = self.shared_values(collection, name.slug(), &update.fm).await?;
             doc.merge_frontmatter(update.fm.clone());
+            if let Some(shared) = shared {
+                take_shared(&mut doc.fm, shared);
+            }
             let body_kept = match (&update.body, update.mode) {
                 (Some(body), _) => *body == doc.body,
                 (None, UpdateMode::Put) => doc.body.is_empty(),
@@ -595,6 +604,8 @@ impl Cms {
             let why = Why::write(caller, ChangeKind::Updated);
             self.index_rewritten(collection, &name, &StoredFile { bytes, stamp }, &doc, kept, why);
             self.event_log.publish_pending().await;
+            drop(_guard);
+            self.spread_shared(caller, collection, name.slug(), &doc.fm).await?;
             return Ok(outcome);
         }
         Err(CoreError::Stale(format!(
@@ -623,6 +634,18 @@ impl Cms {
         self.event_log.publish_pending().await;
         self.end_preview_links(collection, name.slug()).await;
         Ok(outcome(collection, &name, None))
+    }
+}
+
+/// The shared fields' values into a translation's frontmatter (`null`: the default
+/// language's item has none).
+fn take_shared(fm: &mut crate::document::Frontmatter, shared: crate::document::Frontmatter) {
+    for (name, value) in shared {
+        if value.is_null() {
+            fm.remove(&name);
+        } else {
+            fm.insert(name, value);
+        }
     }
 }
 

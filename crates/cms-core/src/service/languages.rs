@@ -111,7 +111,10 @@ impl Cms {
     }
 
     /// Every language's collection of `collection`'s configured collection.
-    fn family_of<'a>(&'a self, collection: &Collection) -> impl Iterator<Item = &'a Collection> + 'a {
+    pub(super) fn family_of<'a>(
+        &'a self,
+        collection: &Collection,
+    ) -> impl Iterator<Item = &'a Collection> + 'a {
         let (family, step) = (collection.family(), self.families);
         self.collections.iter().skip(family).step_by(step.max(1))
     }
@@ -139,7 +142,7 @@ impl Cms {
 
     /// The item of `lane` named `filename` in the other languages, from their kept indexes
     /// (one lookup each; an index not built yet lists nothing).
-    fn translations(&self, lane: &Collection, filename: &str, drafts: bool) -> Vec<Translation> {
+    pub(super) fn translations(&self, lane: &Collection, filename: &str, drafts: bool) -> Vec<Translation> {
         let base = lane.naming.base_name(filename);
         let mut found = Vec::new();
         for sibling in self.family_of(lane).filter(|c| c.index != lane.index) {

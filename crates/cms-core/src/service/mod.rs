@@ -38,6 +38,7 @@ mod resources;
 mod schedule;
 mod search;
 mod settings;
+mod shared_fields;
 mod stream_tokens;
 mod upkeep;
 mod variants;

@@ -24,6 +24,7 @@ use crate::documents::{self, site_version};
 use crate::dto::{RelatedDto, SearchEntryDto};
 use crate::error::{ApiError, Shape};
 use crate::handlers::items::{list_params, query_map};
+use crate::languages;
 use crate::reply::{Lookup, item_page, single_item};
 use crate::state::AppState;
 
@@ -54,6 +55,21 @@ where
         let content = state.cms.content_version(Some(collection));
         documents::version_of(route, content, (collection.index, params))
     };
+    collection_document_versioned(state, req, version, kind, render).await
+}
+
+/// [`collection_document`] of a document whose `version` the caller makes (a sitemap of
+/// every language names every language's collection).
+async fn collection_document_versioned<R>(
+    state: &AppState,
+    req: &HttpRequest,
+    version: impl Fn() -> u64,
+    kind: documents::Kind,
+    render: impl FnOnce() -> R,
+) -> Result<HttpResponse, ApiError>
+where
+    R: Future<Output = CoreResult<String>>,
+{
     documents::answer(req, version, kind, || async {
         Ok(state.run(Shape::Envelope, render()).await?.into_bytes())
     })
@@ -136,12 +152,17 @@ pub async fn rss(
     collection: web::Path<String>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let collection =
-        state.cms.collection(&collection).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
+    let envelope = |e| ApiError::from_core(e, Shape::Envelope);
+    let collection = state.cms.collection(&collection).map_err(envelope)?;
+    // On a site with languages: the feed of the language asked for.
+    let choice = languages::choice_of(&state.cms, &req).map_err(envelope)?;
+    let collection = state.cms.list_in(collection, choice);
     let text = RssText::from_named(named(&req, RssText::NAMES));
-    let params = RssParams::parse(text).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
+    let params = RssParams::parse(text).map_err(envelope)?;
     let render = || state.cms.rss(collection, &params);
-    collection_document(&state, &req, collection, ("rss", documents::RSS), &params, render).await
+    let answer =
+        collection_document(&state, &req, collection, ("rss", documents::RSS), &params, render).await?;
+    Ok(languages::mark(answer, collection, choice))
 }
 
 /// `GET /cms/collections/{collection}/sitemap`
@@ -151,12 +172,30 @@ pub async fn sitemap(
     collection: web::Path<String>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let collection =
-        state.cms.collection(&collection).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
+    let envelope = |e| ApiError::from_core(e, Shape::Envelope);
+    let cms = &state.cms;
+    let collection = cms.collection(&collection).map_err(envelope)?;
     let text = SitemapText::from_named(named(&req, SitemapText::NAMES));
-    let params = SitemapParams::parse(text).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
-    let render = || state.cms.sitemap(collection, &params);
-    collection_document(&state, &req, collection, ("sitemap", documents::XML), &params, render).await
+    let params = SitemapParams::parse(text).map_err(envelope)?;
+    // On a site with languages: `lang=` names one language's; without it, every language's
+    // (a sitemap is for crawlers: it is not negotiated).
+    let choice = languages::choice_of(cms, &req).map_err(envelope)?.filter(|choice| choice.explicit);
+    match (cms.languages(), choice) {
+        (Some(_), None) => {
+            let version = || {
+                let lanes = cms.all_collections().iter().filter(|c| c.family() == collection.index);
+                let content: Vec<u64> = lanes.map(|lane| cms.content_version(Some(lane))).collect();
+                documents::version_of("sitemap-languages", content, (collection.index, &params))
+            };
+            let render = || cms.sitemap_of_languages(collection, &params);
+            collection_document_versioned(&state, &req, version, documents::XML, render).await
+        }
+        _ => {
+            let collection = cms.list_in(collection, choice);
+            let render = || cms.sitemap(collection, &params);
+            collection_document(&state, &req, collection, ("sitemap", documents::XML), &params, render).await
+        }
+    }
 }
 
 /// `GET /cms/items/related`

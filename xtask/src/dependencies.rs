@@ -74,6 +74,8 @@ mod tests {
         "serde-saphyr",
         "serde_json",
         "serde_path_to_error",
+        // Line diffs of a translation's source (`service/translating.rs`): computation.
+        "similar",
         "thiserror",
         "time",
         "tracing",

@@ -165,10 +165,15 @@ pub struct ItemEntry<'a> {
     /// languages.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub translations: Option<Vec<TranslationEntry>>,
+    /// For a translation: whether its source (the default language's item) changed since
+    /// it was made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outdated: Option<bool>,
 }
 
-/// What an item answer says of its language: `lang`, `requested_lang`, `translations`.
-pub type LanguageFields = (Option<String>, Option<String>, Option<Vec<TranslationEntry>>);
+/// What an item answer says of its language: `lang`, `requested_lang`, `translations`,
+/// `outdated`.
+pub type LanguageFields = (Option<String>, Option<String>, Option<Vec<TranslationEntry>>, Option<bool>);
 
 /// One translation of an item.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -179,11 +184,14 @@ pub struct TranslationEntry {
     pub url: String,
     /// `published`, `draft` or `scheduled`.
     pub status: &'static str,
+    /// Whether its source (the default language's item) changed since it was made
+    /// (`false` for the default language's item).
+    pub outdated: bool,
 }
 
 /// The answer's language fields of an item (all `None` on a site without languages).
 pub fn language_fields(language: Option<&crate::service::InLanguage>) -> LanguageFields {
-    let Some(language) = language else { return (None, None, None) };
+    let Some(language) = language else { return (None, None, None, None) };
     let translations = language
         .translations
         .iter()
@@ -192,15 +200,17 @@ pub fn language_fields(language: Option<&crate::service::InLanguage>) -> Languag
             slug: t.slug.clone(),
             url: t.url.clone(),
             status: t.status,
+            outdated: t.outdated,
         })
         .collect();
-    (Some(language.lang.to_string()), language.requested.as_deref().map(str::to_owned), Some(translations))
+    let requested = language.requested.as_deref().map(str::to_owned);
+    (Some(language.lang.to_string()), requested, Some(translations), language.outdated)
 }
 
 impl<'a> From<&'a ItemSummary> for ItemEntry<'a> {
     fn from(s: &'a ItemSummary) -> Self {
         let meta = &s.item.meta;
-        let (lang, requested_lang, translations) = language_fields(s.language.as_ref());
+        let (lang, requested_lang, translations, outdated) = language_fields(s.language.as_ref());
         Self {
             slug: Cow::Borrowed(&meta.slug),
             title: Cow::Borrowed(&meta.title),
@@ -220,6 +230,7 @@ impl<'a> From<&'a ItemSummary> for ItemEntry<'a> {
             lang,
             requested_lang,
             translations,
+            outdated,
         }
     }
 }
@@ -258,6 +269,7 @@ impl ItemEntry<'_> {
             lang: self.lang,
             requested_lang: self.requested_lang,
             translations: self.translations,
+            outdated: self.outdated,
         }
     }
 }
@@ -287,12 +299,16 @@ pub struct ItemHead {
     /// languages.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub translations: Option<Vec<TranslationEntry>>,
+    /// For a translation: whether its source (the default language's item) changed since
+    /// it was made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outdated: Option<bool>,
 }
 
 impl ItemHead {
     /// The head of `view`, its strings moved out (the rest of the view stays to be read).
     pub fn take(view: &mut ItemView) -> Self {
-        let (lang, requested_lang, translations) = language_fields(view.language.as_ref());
+        let (lang, requested_lang, translations, outdated) = language_fields(view.language.as_ref());
         let meta = &mut view.meta;
         Self {
             slug: std::mem::take(&mut meta.slug),
@@ -308,6 +324,7 @@ impl ItemHead {
             lang,
             requested_lang,
             translations,
+            outdated,
         }
     }
 }

@@ -51,7 +51,24 @@ impl ContentTag {
     pub fn as_bytes(&self) -> &[u8; 16] {
         &self.0
     }
+
+    /// The 32 hex digits of [`Self::hex`] read back; `None` for anything else.
+    pub fn parse_hex(text: &str) -> Option<Self> {
+        let mut bytes = [0; 16];
+        hex::decode_to_slice(text.trim(), &mut bytes).ok()?;
+        Some(Self(bytes))
+    }
+
+    /// The 32 hex digits, without the quotes of the ETag.
+    pub fn hex(&self) -> String {
+        hex::encode(self.0)
+    }
 }
+
+/// The frontmatter key of a translation that names the content of its source (the default
+/// language's file) it was made from, as [`ContentTag::hex`]: the translation is outdated
+/// once the source holds something else.
+pub const TRANSLATED_FROM: &str = "translated_from";
 
 impl std::fmt::Display for ContentTag {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

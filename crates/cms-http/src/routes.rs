@@ -5,7 +5,8 @@
 use actix_web::Route;
 
 use crate::handlers::{
-    discovery, events, git, items, metrics, previews, resources, search, service, settings, versions,
+    discovery, events, git, items, metrics, previews, resources, search, service, settings, translations,
+    versions,
 };
 
 /// Who may call a route.
@@ -61,6 +62,8 @@ pub const ITEM_ANYWHERE: &str = "/cms/items/{slug}";
 pub const ITEMS: &str = "/cms/collections/{collection}/items";
 pub const ITEM: &str = "/cms/collections/{collection}/items/{slug}";
 pub const ITEM_RAW: &str = "/cms/collections/{collection}/items/{slug}/raw";
+pub const ITEM_TRANSLATION: &str = "/cms/collections/{collection}/items/{slug}/translations/{lang}";
+pub const ITEM_SOURCE_DIFF: &str = "/cms/collections/{collection}/items/{slug}/source-diff";
 pub const ITEM_PREVIEW: &str = "/cms/collections/{collection}/items/{slug}/preview";
 pub const PREVIEW: &str = "/cms/preview/{token}";
 pub const VERSIONS: &str = "/cms/collections/{collection}/items/{slug}/versions";
@@ -112,6 +115,8 @@ pub const ROUTES: &[RouteInfo] = &[
     route("GET", RELATED, Auth::Optional, |r| r.to(discovery::related)),
     route("GET", ITEM_ANYWHERE, Auth::Optional, |r| r.to(discovery::read_anywhere)),
     route("GET", ITEM_RAW, Auth::Required, |r| r.to(items::raw)),
+    route("POST", ITEM_TRANSLATION, Auth::Required, |r| r.to(translations::translate)),
+    route("GET", ITEM_SOURCE_DIFF, Auth::Required, |r| r.to(translations::source_diff)),
     route("POST", ITEM_PREVIEW, Auth::Required, |r| r.to(previews::create)),
     route("GET", PREVIEW, Auth::None, |r| r.to(previews::read)),
     route("GET", VERSIONS, Auth::Required, |r| r.to(versions::list)),

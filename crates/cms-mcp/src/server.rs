@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use cms_core::answers::{Done, ItemEntry, PageMeta, TagEntry, VersionListing, VersionText};
+use cms_core::collection::Collection;
 use cms_core::model::FieldError;
 use cms_core::query::{ListInput, ListQuery};
 use cms_core::resource::Subpath;
@@ -97,6 +98,25 @@ impl IntoCallToolResult for Failure {
 /// slug names several.
 fn source_of(view: &ItemView) -> CoreResult<ItemRef> {
     ItemRef::parse(&view.meta.filename)
+}
+
+/// The collection a tool's `collection` and `lang` name: on a site with languages, that
+/// language's (the default language's without `lang`); a site without languages ignores
+/// `lang`, as REST does.
+fn collection_in<'a>(cms: &'a Cms, collection: &str, lang: Option<&str>) -> CoreResult<&'a Collection> {
+    let collection = cms.collection(collection)?;
+    match (cms.languages(), lang) {
+        (Some(languages), Some(code)) => Ok(cms.in_language(collection, languages.parse(code)?)),
+        _ => Ok(collection),
+    }
+}
+
+/// A language of the site by its code (a tool about translations needs one).
+fn language_at(cms: &Cms, code: &str) -> CoreResult<usize> {
+    match cms.languages() {
+        Some(languages) => languages.parse(code),
+        None => Err(CoreError::invalid("this site has no languages, so it has no translations")),
+    }
 }
 
 /// A `list_items` filter key as what follows `filter` in a query string: `price[gte]` is
@@ -234,7 +254,7 @@ impl CmsServer {
             expand: args.expand,
         };
         let list = async |cms: &Cms, user| {
-            let collection = cms.collection(&args.collection)?;
+            let collection = collection_in(cms, &args.collection, args.lang.as_deref())?;
             let query = ListQuery::from_input(&params, collection.model.as_deref())?;
             cms.list_items(collection, &query, &Viewer::Key(user)).await
         };
@@ -255,9 +275,13 @@ impl CmsServer {
     ) -> Result<Json<ItemOut>, Failure> {
         let read = async |cms: &Cms, user: Principal| {
             let collection = cms.collection(&args.collection)?;
-            let view =
-                cms.read_item(collection, &ItemRef::parse(&args.slug)?, &Viewer::Key(user.clone())).await?;
-            let raw = cms.read_item_source(&user, collection, &source_of(&view)?).await?;
+            let viewer = Viewer::Key(user.clone());
+            // As REST reads: in the language asked for, else along its fallback chain.
+            let choice = cms.choose_language(args.lang.as_deref(), None, None)?;
+            let item = ItemRef::parse(&args.slug)?;
+            let (lane, item) = cms.item_in(collection, &item, choice, &viewer).await?;
+            let view = cms.read_item_in(lane, &item, &viewer, choice.map(|c| c.requested)).await?;
+            let raw = cms.read_item_source(&user, lane, &source_of(&view)?).await?;
             Ok((view, raw))
         };
         answer(&self.cms, &ctx, read, |(view, raw)| ItemOut::new(view, raw)).await
@@ -282,8 +306,9 @@ impl CmsServer {
             fm: args.fm.unwrap_or_default(),
             body: args.body.unwrap_or_default(),
         };
-        let create =
-            async |cms: &Cms, user| cms.create_item(&user, cms.collection(&args.collection)?, new).await;
+        let create = async |cms: &Cms, user| {
+            cms.create_item(&user, collection_in(cms, &args.collection, args.lang.as_deref())?, new).await
+        };
         answer(&self.cms, &ctx, create, |outcome| written(outcome, Done::FileCreated, None)).await
     }
 
@@ -304,7 +329,7 @@ impl CmsServer {
         let update = ItemUpdate { mode: UpdateMode::Patch, fm: args.fm.unwrap_or_default(), body: args.body };
         let if_match = args.if_match.as_deref().map(Precondition::from_if_match);
         let save = async |cms: &Cms, user| {
-            let collection = cms.collection(&args.collection)?;
+            let collection = collection_in(cms, &args.collection, args.lang.as_deref())?;
             cms.update_item(&user, collection, &ItemRef::parse(&args.slug)?, update, if_match.as_ref()).await
         };
         answer(&self.cms, &ctx, save, |outcome| written(outcome, Done::FileSaved, None)).await
@@ -324,7 +349,7 @@ impl CmsServer {
     ) -> Result<Json<Deleted>, Failure> {
         let if_match = args.if_match.as_deref().map(Precondition::from_if_match);
         let delete = async |cms: &Cms, user| {
-            let collection = cms.collection(&args.collection)?;
+            let collection = collection_in(cms, &args.collection, args.lang.as_deref())?;
             cms.delete_item(&user, collection, &ItemRef::parse(&args.slug)?, if_match.as_ref()).await
         };
         answer(&self.cms, &ctx, delete, |_| Deleted { ok: true, message: Done::FileDeleted.message().into() })
@@ -341,9 +366,73 @@ impl CmsServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<Json<VersionListing>, Failure> {
         let list = async |cms: &Cms, user| {
-            cms.list_versions(&user, cms.collection(&args.collection)?, &ItemRef::parse(&args.slug)?).await
+            let collection = collection_in(cms, &args.collection, args.lang.as_deref())?;
+            cms.list_versions(&user, collection, &ItemRef::parse(&args.slug)?).await
         };
         answer(&self.cms, &ctx, list, VersionListing::from).await
+    }
+
+    /// On a site with languages: write an item's translation from its source (the default
+    /// language's item). A new translation starts as a draft copy of the source's
+    /// frontmatter and body with fm and body written over them; an existing one is updated
+    /// with them. Either way it records that it is made from the source as it is now, so it
+    /// is no longer outdated.
+    #[tool(annotations(
+        read_only_hint = false,
+        destructive_hint = true,
+        idempotent_hint = false,
+        open_world_hint = false
+    ))]
+    async fn translate_item(
+        &self,
+        Parameters(args): Parameters<TranslateArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<Json<Written>, Failure> {
+        let fm = args.fm.unwrap_or_default();
+        let translate = async |cms: &Cms, user| {
+            let collection = cms.collection(&args.collection)?;
+            let at = language_at(cms, &args.lang)?;
+            cms.translate_item(&user, collection, &ItemRef::parse(&args.slug)?, at, fm, args.body).await
+        };
+        answer(&self.cms, &ctx, translate, |(outcome, created)| {
+            written(outcome, if created { Done::FileCreated } else { Done::FileSaved }, None)
+        })
+        .await
+    }
+
+    /// On a site with languages: what changed in a translation's source (the default
+    /// language's item) since the translation was made, as a unified diff.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn source_diff(
+        &self,
+        Parameters(args): Parameters<TranslationArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<Json<SourceDiffOut>, Failure> {
+        let diff = async |cms: &Cms, user| {
+            let collection = cms.collection(&args.collection)?;
+            let at = language_at(cms, &args.lang)?;
+            cms.source_diff(&user, collection, &ItemRef::parse(&args.slug)?, at).await
+        };
+        answer(&self.cms, &ctx, diff, SourceDiffOut::from).await
+    }
+
+    /// On a site with languages: the translations into a language whose source changed
+    /// since they were made (drafts too), newest first; source_diff says what changed.
+    #[tool(annotations(read_only_hint = true, open_world_hint = false))]
+    async fn list_outdated(
+        &self,
+        Parameters(args): Parameters<OutdatedArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<Json<OutdatedList>, Failure> {
+        let list = async |cms: &Cms, user| {
+            let collection = cms.collection(&args.collection)?;
+            let at = language_at(cms, &args.lang)?;
+            cms.outdated_items(collection, at, &Viewer::Key(user)).await
+        };
+        answer(&self.cms, &ctx, list, |items| OutdatedList {
+            items: items.iter().map(|s| ItemEntry::from(s).into_owned()).collect(),
+        })
+        .await
     }
 
     /// Read one saved version of an item: its frontmatter and Markdown.

@@ -56,6 +56,9 @@ pub struct ListItemsArgs {
     /// Only in a collection with a content model: comma-separated reference fields whose
     /// items each entry's `fm` shows inline.
     pub expand: Option<String>,
+    /// On a site with languages: the language (a code of the site's `languages`); the
+    /// default language when absent. A site without languages ignores it.
+    pub lang: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -65,6 +68,10 @@ pub struct ItemArgs {
     pub collection: String,
     /// The item: its slug (`hello-world`) or full filename (`2026-01-12-hello-world.md`).
     pub slug: String,
+    /// On a site with languages: the language to read (`get_item` falls back along the
+    /// language's chain, and says so in `requested_lang`); the default language when
+    /// absent. A site without languages ignores it.
+    pub lang: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -81,6 +88,9 @@ pub struct CreateItemArgs {
     pub slug: Option<String>,
     /// Whether the filename starts with the date; the collection's setting when absent.
     pub date_prefix: Option<bool>,
+    /// On a site with languages: the language (a code of the site's `languages`); the
+    /// default language when absent. A site without languages ignores it.
+    pub lang: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -96,6 +106,9 @@ pub struct UpdateItemArgs {
     pub body: Option<String>,
     /// The `etag` of your last read: the update is refused if the item changed since.
     pub if_match: Option<String>,
+    /// On a site with languages: the language (a code of the site's `languages`); the
+    /// default language when absent. A site without languages ignores it.
+    pub lang: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -107,6 +120,45 @@ pub struct DeleteItemArgs {
     pub slug: String,
     /// The `etag` of your last read: the delete is refused if the item changed since.
     pub if_match: Option<String>,
+    /// On a site with languages: the language (a code of the site's `languages`); the
+    /// default language when absent. A site without languages ignores it.
+    pub lang: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TranslateArgs {
+    /// The collection: its index or its label slug.
+    pub collection: String,
+    /// The item: its slug or full filename (in the default language).
+    pub slug: String,
+    /// The language to translate into (not the default language).
+    pub lang: String,
+    /// Written over the source's frontmatter (a new translation) or merged over the
+    /// translation's (an existing one); shared fields come from the source.
+    pub fm: Option<Frontmatter>,
+    /// The translated Markdown body; a new translation starts with the source's.
+    pub body: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TranslationArgs {
+    /// The collection: its index or its label slug.
+    pub collection: String,
+    /// The item: its slug or full filename.
+    pub slug: String,
+    /// The translation's language (not the default language).
+    pub lang: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OutdatedArgs {
+    /// The collection: its index or its label slug.
+    pub collection: String,
+    /// The translations' language (not the default language).
+    pub lang: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -238,6 +290,46 @@ impl ItemOut {
             body: raw.doc.body,
         }
     }
+}
+
+/// What changed in a translation's source since it was made (as REST's `source-diff`).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SourceDiffOut {
+    /// The translation's language.
+    pub lang: String,
+    /// The source's language (the default language).
+    pub source_lang: String,
+    /// The source's file name.
+    pub source: String,
+    /// Whether the source changed since the translation was made.
+    pub outdated: bool,
+    /// What the translation says it was made from (32 hex digits).
+    pub translated_from: Option<String>,
+    /// The source's version (`timestamp`) it was made from, while its history keeps it.
+    pub from_version: Option<i64>,
+    /// A unified diff of the source from then to now: empty when nothing changed; null
+    /// when that version is no longer kept or the translation does not say.
+    pub diff: Option<String>,
+}
+
+impl From<cms_core::service::SourceDiff> for SourceDiffOut {
+    fn from(d: cms_core::service::SourceDiff) -> Self {
+        Self {
+            lang: d.lang.to_string(),
+            source_lang: d.source_lang.to_string(),
+            source: d.source,
+            outdated: d.outdated,
+            translated_from: d.translated_from,
+            from_version: d.from_version,
+            diff: d.diff,
+        }
+    }
+}
+
+/// Outdated translations: their list entries.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct OutdatedList {
+    pub items: Vec<ItemEntry<'static>>,
 }
 
 /// What a create, update or restore wrote.

@@ -25,8 +25,10 @@ pub use validate::{FieldError, Link, LinkTarget};
 
 use serde_json::Value;
 
-/// Keys the server itself reads (status and schedule): allowed whatever the model says.
-pub const SERVER_READ_KEYS: [&str; 4] = ["status", "draft", "publish_date", "unpublish_date"];
+/// Keys the server itself reads (status, schedule, and the source a translation was made
+/// from): allowed whatever the model says.
+pub const SERVER_READ_KEYS: [&str; 5] =
+    ["status", "draft", "publish_date", "unpublish_date", crate::item_file::TRANSLATED_FROM];
 
 /// A checked model: its fields in the editor's order.
 #[derive(Debug, Clone)]

@@ -43,7 +43,7 @@ fn object_schema(fields: &[Field], extra: ExtraFields, top: bool) -> Value {
             if !properties.contains_key(key) {
                 properties.insert(
                     key.to_owned(),
-                    json!({ "description": "read by the server (status and schedule)" }),
+                    json!({ "description": "read by the server (status, schedule, translations)" }),
                 );
             }
         }

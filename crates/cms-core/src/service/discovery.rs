@@ -394,7 +394,7 @@ impl Cms {
     /// default language's page when there is one.
     fn alternates(&self, lane: &Collection, item: &IndexedItem, base: &str) -> Vec<(String, String)> {
         let Some(language) = &lane.language else { return Vec::new() };
-        let translations = self.translations(lane, &item.meta.filename, false);
+        let translations = self.translations(lane, item, false);
         if translations.is_empty() {
             return Vec::new();
         }

@@ -517,8 +517,13 @@ impl Cms {
             }
         };
         fm.retain(|_, v| !v.is_null());
-        if let Some(shared) = self.shared_values(collection, slug.as_str(), &fm).await? {
-            take_shared(&mut fm, shared);
+        let source = self.source_of_translation(collection, slug.as_str(), &fm).await?;
+        if let Some(source) = &source {
+            take_shared(&mut fm, source.shared.clone());
+            // What it was made from, unless the write says (a copy of another site's).
+            if !fm.contains_key(crate::item_file::TRANSLATED_FROM) {
+                fm.insert(crate::item_file::TRANSLATED_FROM.into(), source.content.clone().into());
+            }
         }
         self.check_model(collection, &mut fm, true).await?;
         if !fm.contains_key("status") {
@@ -531,7 +536,17 @@ impl Cms {
         } else {
             None
         };
-        let name = collection.naming.new_name(&slug, date.as_deref());
+        // A translation is named after its source's file (its date prefix and extension
+        // too), which is what links the two.
+        let name = match source.and_then(|source| {
+            collection
+                .naming
+                .parse(&collection.naming.name_for_base(&source.filename))
+                .filter(|n| n.slug() == slug.as_str())
+        }) {
+            Some(name) => name,
+            None => collection.naming.new_name(&slug, date.as_deref()),
+        };
         let doc = ItemDocument { fm, body };
         let bytes = encode(&doc)?;
 
@@ -573,10 +588,10 @@ impl Cms {
             check(if_match, &file.bytes)?;
             let mut doc = parse_stored(&name, &file)?;
             let wrote_excerpt = IndexedItem::writes_excerpt(&doc);
-            let shared = self.shared_values(collection, name.slug(), &update.fm).await?;
+            let source = self.source_of_translation(collection, name.slug(), &update.fm).await?;
             doc.merge_frontmatter(update.fm.clone());
-            if let Some(shared) = shared {
-                take_shared(&mut doc.fm, shared);
+            if let Some(source) = source {
+                take_shared(&mut doc.fm, source.shared);
             }
             let body_kept = match (&update.body, update.mode) {
                 (Some(body), _) => *body == doc.body,

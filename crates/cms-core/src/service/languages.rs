@@ -10,8 +10,16 @@ use super::{Cms, Viewer};
 use crate::collection::Collection;
 use crate::engine::index::IndexedItem;
 use crate::error::{CoreError, CoreResult};
+use crate::item_file::ContentTag;
 use crate::language::Choice;
 use crate::slug::ItemRef;
+
+/// Whether a translation was made from another content of its source than the source's
+/// content now. A translation that does not say (made by hand, or before this was kept) is
+/// not known to be outdated; nor is one whose source is gone.
+fn is_outdated(translation: &IndexedItem, source: Option<ContentTag>) -> bool {
+    matches!((translation.translated_from.as_deref(), source), (Some(made_from), Some(now)) if *made_from != now)
+}
 
 /// What an answer says of its language.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +31,9 @@ pub struct InLanguage {
     /// The item in the site's other languages, in the order of `languages:`: those the
     /// viewer may see (a public client sees published translations only).
     pub translations: Vec<Translation>,
+    /// For a translation (not the default language's item): whether its source changed
+    /// since it was made (see [`crate::item_file::TRANSLATED_FROM`]).
+    pub outdated: Option<bool>,
 }
 
 /// One of an item's translations.
@@ -33,6 +44,9 @@ pub struct Translation {
     /// Site-relative, under `/{lang}` for a language other than the default.
     pub url: String,
     pub status: &'static str,
+    /// Whether its source (the default language's item) changed since it was made; never
+    /// for the default language's item.
+    pub outdated: bool,
 }
 
 impl Cms {
@@ -133,34 +147,80 @@ impl Cms {
         let languages = self.languages.as_deref()?;
         let requested =
             requested.filter(|&at| at != language.at).map(|at| Arc::clone(&languages.get(at).code));
+        let source = self.source_content(lane, item);
         Some(InLanguage {
             lang: Arc::clone(&language.code),
             requested,
-            translations: self.translations(lane, &item.meta.filename, drafts),
+            translations: self.translations(lane, item, drafts),
+            outdated: (language.at > 0).then(|| is_outdated(item, source)),
         })
     }
 
-    /// The item of `lane` named `filename` in the other languages, from their kept indexes
-    /// (one lookup each; an index not built yet lists nothing).
-    pub(super) fn translations(&self, lane: &Collection, filename: &str, drafts: bool) -> Vec<Translation> {
-        let base = lane.naming.base_name(filename);
+    /// The item of `lane` in the other languages, from their kept indexes (one lookup
+    /// each; an index not built yet lists nothing).
+    pub(super) fn translations(
+        &self,
+        lane: &Collection,
+        item: &IndexedItem,
+        drafts: bool,
+    ) -> Vec<Translation> {
+        let base = lane.naming.base_name(&item.meta.filename);
+        let source = self.source_content(lane, item);
         let mut found = Vec::new();
         for sibling in self.family_of(lane).filter(|c| c.index != lane.index) {
             let Some(language) = &sibling.language else { continue };
             let index = super::read(&self.indexes[sibling.index].index);
             let Some(index) = index.as_ref() else { continue };
-            let Some(Ok(item)) = index.get(&sibling.naming.name_for_base(&base)) else { continue };
-            if !drafts && !index.is_live(item) {
+            let Some(Ok(translation)) = index.get(&sibling.naming.name_for_base(&base)) else { continue };
+            if !drafts && !index.is_live(translation) {
                 continue;
             }
             found.push(Translation {
                 lang: Arc::clone(&language.code),
-                slug: item.meta.slug.clone(),
-                url: sibling.item_url(&item.meta.slug),
-                status: item.meta.status.as_str(),
+                slug: translation.meta.slug.clone(),
+                url: sibling.item_url(&translation.meta.slug),
+                status: translation.meta.status.as_str(),
+                outdated: language.at > 0 && is_outdated(translation, source),
             });
         }
         found
+    }
+
+    /// The items of `collection`'s translation into language `at` whose source changed
+    /// since they were made, in the collection's default order, as `viewer` may see them.
+    pub async fn outdated_items(
+        &self,
+        collection: &Collection,
+        at: usize,
+        viewer: &Viewer,
+    ) -> CoreResult<Vec<super::ItemSummary>> {
+        let lane = self.in_language(collection, at);
+        let items = self.indexed_items(lane).await?;
+        let mut outdated: Vec<Arc<IndexedItem>> =
+            items.into_iter().filter(|item| is_outdated(item, self.source_content(lane, item))).collect();
+        let order = crate::query::ListQuery::default();
+        outdated.sort_by(|a, b| order.compare(&a.meta, &b.meta));
+        let live = |item: &IndexedItem| {
+            let index = super::read(&self.indexes[lane.index].index);
+            index.as_ref().is_some_and(|index| index.is_live(item))
+        };
+        Ok(outdated
+            .into_iter()
+            .filter(|item| viewer.has_key() || live(item))
+            .map(|item| self.summary_for(lane, item, None, viewer))
+            .collect())
+    }
+
+    /// What the default language's file of `item` (of `lane`) holds now, if it exists.
+    fn source_content(&self, lane: &Collection, item: &IndexedItem) -> Option<ContentTag> {
+        let language = lane.language.as_ref()?;
+        if language.at == 0 {
+            return Some(item.content);
+        }
+        let source = self.in_language(lane, 0);
+        let index = super::read(&self.indexes[source.index].index);
+        let name = source.naming.name_for_base(&lane.naming.base_name(&item.meta.filename));
+        index.as_ref()?.get(&name)?.ok().map(|source| source.content)
     }
 
     /// A number that changes with what [`Self::language_of`] says of `filename`'s

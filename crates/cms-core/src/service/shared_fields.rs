@@ -13,6 +13,17 @@ use crate::error::{CoreError, CoreResult};
 use crate::policy::Caller;
 use crate::slug::ItemRef;
 
+/// What a translation's write takes from its source (see [`Cms::source_of_translation`]).
+pub(super) struct FromSource {
+    /// The shared fields' values (`null`: the source has none).
+    pub shared: Frontmatter,
+    /// The source's file name: a new translation is named after it (`hello.md` →
+    /// `hello.fr.md`), which links the two.
+    pub filename: String,
+    /// What the source's file holds now ([`crate::item_file::ContentTag::hex`]).
+    pub content: String,
+}
+
 impl Cms {
     /// The shared fields of `collection`'s model (none on a site without languages).
     fn shared_fields(collection: &Collection) -> Vec<&str> {
@@ -22,27 +33,26 @@ impl Cms {
         model.fields.iter().filter(|field| !field.translate).map(|field| field.name.as_str()).collect()
     }
 
-    /// The default language's values of the shared fields for a write of `slug` into the
-    /// translation `lane` (`None`: not a translation, no shared field, or no such item in
-    /// the default language, whose values then cannot be known). A value in `given` that
-    /// differs from them is refused, naming where to change it.
-    pub(super) async fn shared_values(
+    /// What a write of `slug` into the translation `lane` takes from its source, the
+    /// default language's item (`None`: not a translation, or no such item in the default
+    /// language). A shared field's value in `given` that differs from the source's is
+    /// refused, naming where to change it.
+    pub(super) async fn source_of_translation(
         &self,
         lane: &Collection,
         slug: &str,
         given: &Frontmatter,
-    ) -> CoreResult<Option<Frontmatter>> {
+    ) -> CoreResult<Option<FromSource>> {
+        let Some(language) = lane.language.as_ref().filter(|l| l.at > 0) else { return Ok(None) };
         let shared = Self::shared_fields(lane);
-        let Some(language) = lane.language.as_ref().filter(|l| l.at > 0 && !shared.is_empty()) else {
-            return Ok(None);
-        };
         let source = self.in_language(lane, 0);
         let Ok(item_ref) = ItemRef::parse(slug) else { return Ok(None) };
-        let doc = match self.read_raw(source, &item_ref).await {
-            Ok(raw) => raw.doc,
+        let raw = match self.read_raw(source, &item_ref).await {
+            Ok(raw) => raw,
             Err(CoreError::NotFound(_)) => return Ok(None),
             Err(other) => return Err(other),
         };
+        let doc = &raw.doc;
         let mut values = Frontmatter::new();
         for name in shared {
             let value = doc.fm.get(name).cloned().unwrap_or(Value::Null);
@@ -58,7 +68,11 @@ impl Cms {
             }
             values.insert(name.to_owned(), value);
         }
-        Ok(Some(values))
+        Ok(Some(FromSource {
+            shared: values,
+            filename: raw.meta.filename.to_string(),
+            content: raw.etag.trim_matches('"').to_owned(),
+        }))
     }
 
     /// After a write of `slug` in the default language with frontmatter `fm`: its shared

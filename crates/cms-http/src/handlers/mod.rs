@@ -10,5 +10,6 @@ pub mod resources;
 pub mod search;
 pub mod service;
 pub mod settings;
+pub mod translations;
 pub mod variants;
 pub mod versions;

@@ -23,12 +23,13 @@ URL, MCP_KEY, API_KEY, MODE = sys.argv[1:5]
 TOOLS = {
     "list_collections", "describe_collection", "list_items", "get_item", "create_item", "update_item", "delete_item",
     "list_versions", "get_version", "restore_version", "search", "list_tags", "list_resources",
+    "translate_item", "source_diff", "list_outdated",
 }
 READ_ONLY = {
     "list_collections", "describe_collection", "list_items", "get_item", "list_versions", "get_version", "search",
-    "list_tags", "list_resources",
+    "list_tags", "list_resources", "source_diff", "list_outdated",
 }
-DESTRUCTIVE = {"update_item", "delete_item", "restore_version"}
+DESTRUCTIVE = {"update_item", "delete_item", "restore_version", "translate_item"}
 INITIALIZE = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",
     "params": {"protocolVersion": "2025-06-18", "capabilities": {},

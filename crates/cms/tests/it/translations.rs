@@ -517,3 +517,190 @@ fn cms_check_names_a_translation_whose_shared_field_drifted() {
     assert!(said.contains("collection posts (fr): hello.fr.md: cover is shared by every language"), "{said}");
     assert!(!said.contains("hello.ar.md"), "{said}");
 }
+
+#[test]
+fn a_translation_made_from_its_source_is_outdated_once_the_source_changes_and_says_how() {
+    let site = fixture_site("multilingual");
+    fs::write(
+        site.path().join("content/posts/2024-07-01-picnic.md"),
+        "---\ntitle: Picnic\n---\nBring bread.\n",
+    )
+    .unwrap();
+    let server = Server::start(site.path());
+    let key = user_with_key(site.path(), "ed@example.com", "editor");
+    let bearer = format!("Bearer {key}");
+    let send = |method: &str, path: &str, body: Value| {
+        let request = ureq::http::Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", server.base))
+            .header("Authorization", &bearer)
+            .header("Content-Type", "application/json")
+            .body(body.to_string())
+            .unwrap();
+        let mut response = server.agent.run(request).unwrap();
+        let location = response.headers().get("location").map(|v| v.to_str().unwrap().to_owned());
+        (
+            response.status().as_u16(),
+            location,
+            response.body_mut().read_json::<Value>().unwrap_or(Value::Null),
+        )
+    };
+    let read = |path: &str| get(&server, path, &[("Authorization", &bearer)]).2;
+
+    // One call makes the translation from its source.
+    let (status, location, body) = send(
+        "POST",
+        "/cms/collections/posts/items/only-english/translations/fr",
+        json!({ "fm": { "title": "Seulement en anglais", "status": "published" } }),
+    );
+    assert_eq!((status, body["message"].as_str()), (200, Some("File created.")), "{body}");
+    assert_eq!(location.as_deref(), Some("/cms/collections/posts/items/only-english?lang=fr"));
+    let french = fs::read_to_string(site.path().join("content/posts/only-english.fr.md")).unwrap();
+    assert!(french.contains("Not translated yet."), "the source's text as a starting point: {french}");
+    assert!(french.contains("translated_from: "), "{french}");
+    assert_eq!(read("/cms/collections/posts/items/only-english?lang=fr")["data"]["outdated"], false);
+    assert_eq!(
+        read("/cms/collections/posts/items/only-english")["data"]["translations"][0]["outdated"],
+        false
+    );
+
+    // The source changes: the translation is outdated, and the diff says what changed.
+    let (status, _, _) =
+        send("PATCH", "/cms/collections/posts/items/only-english", json!({ "body": "Now changed.\n" }));
+    assert_eq!(status, 200);
+    let english = read("/cms/collections/posts/items/only-english");
+    assert_eq!(english["data"]["translations"][0]["outdated"], true, "{english}");
+    assert!(english["data"].get("outdated").is_none(), "the source itself is never outdated: {english}");
+    assert_eq!(read("/cms/collections/posts/items/only-english?lang=fr")["data"]["outdated"], true);
+    let diff = read("/cms/collections/posts/items/only-english/source-diff?lang=fr");
+    assert_eq!(
+        (diff["outdated"].as_bool(), diff["source_lang"].as_str()),
+        (Some(true), Some("en")),
+        "{diff}"
+    );
+    assert!(diff["from_version"].is_i64(), "{diff}");
+    let text = diff["diff"].as_str().unwrap();
+    assert!(text.contains("-Not translated yet.") && text.contains("+Now changed."), "{text}");
+
+    // Translated again through the same call: up to date, and the diff is empty.
+    let (status, location, body) = send(
+        "POST",
+        "/cms/collections/posts/items/only-english/translations/fr",
+        json!({ "body": "Maintenant changé.\n" }),
+    );
+    assert_eq!((status, body["message"].as_str(), location), (200, Some("File saved."), None), "{body}");
+    assert_eq!(read("/cms/collections/posts/items/only-english?lang=fr")["data"]["outdated"], false);
+    assert_eq!(read("/cms/collections/posts/items/only-english/source-diff?lang=fr")["diff"], "");
+
+    // A translation made by a plain create is named after its source's file and records it.
+    let (status, _, body) = send(
+        "POST",
+        "/cms/collections/posts/items?lang=fr",
+        json!({ "slug": "picnic", "fm": { "title": "Pique-nique" } }),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["filename"], "2024-07-01-picnic.fr.md");
+    let picnic = read("/cms/collections/posts/items/picnic?lang=fr");
+    assert_eq!(
+        (picnic["data"]["lang"].as_str(), picnic["data"]["outdated"].as_bool()),
+        (Some("fr"), Some(false))
+    );
+
+    for (path, said) in [
+        ("/cms/collections/posts/items/hello/translations/en", "is the default language"),
+        ("/cms/collections/posts/items/hello/translations/de", "not one of this site's languages"),
+    ] {
+        let (status, _, body) = send("POST", path, json!({}));
+        assert_eq!(status, 400, "{path}: {body}");
+        assert!(body["error"].as_str().unwrap().contains(said), "{body}");
+    }
+    let (status, _, _) = send("POST", "/cms/collections/posts/items/nothing/translations/fr", json!({}));
+    assert_eq!(status, 404);
+}
+
+#[test]
+fn mcp_tools_answer_the_same_translations_as_rest_and_write_and_diff_them() {
+    let site = fixture_site("multilingual");
+    let server = Server::start(site.path());
+    let key = user_with_key(site.path(), "ed@example.com", "editor");
+    let agent = crate::mcp::Raw { server: &server, key: crate::mcp::mcp_key(site.path(), "ed@example.com") };
+    let session = agent.open();
+    let bearer = format!("Bearer {key}");
+    let structured = |result: Value| {
+        assert_ne!(result["isError"], true, "{result}");
+        result["structuredContent"].clone()
+    };
+
+    // The same item, the same language fields.
+    let tool = structured(agent.call_tool(
+        &session,
+        "get_item",
+        json!({ "collection": "posts", "slug": "hello", "lang": "fr" }),
+    ));
+    let rest = get(&server, "/cms/collections/posts/items/hello?lang=fr", &[("Authorization", &bearer)]).2;
+    for field in ["lang", "translations", "title", "url"] {
+        assert_eq!(tool[field], rest["data"][field], "{field}");
+    }
+    let tool = structured(agent.call_tool(
+        &session,
+        "get_item",
+        json!({ "collection": "posts", "slug": "only-english", "lang": "ar" }),
+    ));
+    assert_eq!((tool["lang"].as_str(), tool["requested_lang"].as_str()), (Some("en"), Some("ar")), "{tool}");
+    let list =
+        structured(agent.call_tool(&session, "list_items", json!({ "collection": "posts", "lang": "fr" })));
+    let rest = get(&server, "/cms/collections/posts/items?lang=fr", &[]).2;
+    assert_eq!(list["items"][0]["translations"], rest["data"][0]["translations"]);
+    let refused = agent.call_tool(&session, "list_items", json!({ "collection": "posts", "lang": "xx" }));
+    assert_eq!(refused["isError"], true, "{refused}");
+
+    // Translate, change the source, find it outdated, read the diff, translate again.
+    let made = structured(agent.call_tool(
+        &session,
+        "translate_item",
+        json!({ "collection": "posts", "slug": "only-english", "lang": "ar", "fm": { "title": "بالإنجليزية فقط" } }),
+    ));
+    assert_eq!(
+        (made["filename"].as_str(), made["message"].as_str()),
+        (Some("only-english.ar.md"), Some("File created."))
+    );
+    structured(agent.call_tool(
+        &session,
+        "update_item",
+        json!({ "collection": "posts", "slug": "only-english", "body": "Changed.\n" }),
+    ));
+    let outdated = structured(agent.call_tool(
+        &session,
+        "list_outdated",
+        json!({ "collection": "posts", "lang": "ar" }),
+    ));
+    let slugs: Vec<&str> =
+        outdated["items"].as_array().unwrap().iter().map(|i| i["slug"].as_str().unwrap()).collect();
+    assert_eq!(slugs, ["only-english"], "{outdated}");
+    assert_eq!(outdated["items"][0]["outdated"], true);
+    let diff = structured(agent.call_tool(
+        &session,
+        "source_diff",
+        json!({ "collection": "posts", "slug": "only-english", "lang": "ar" }),
+    ));
+    assert!(diff["diff"].as_str().unwrap().contains("+Changed."), "{diff}");
+    structured(agent.call_tool(
+        &session,
+        "translate_item",
+        json!({ "collection": "posts", "slug": "only-english", "lang": "ar", "body": "تغير.\n" }),
+    ));
+    let outdated = structured(agent.call_tool(
+        &session,
+        "list_outdated",
+        json!({ "collection": "posts", "lang": "ar" }),
+    ));
+    assert_eq!(outdated["items"], json!([]));
+    // A write in a language through the item tools.
+    structured(agent.call_tool(
+        &session,
+        "delete_item",
+        json!({ "collection": "posts", "slug": "only-english", "lang": "ar" }),
+    ));
+    assert!(!site.path().join("content/posts/only-english.ar.md").exists());
+    assert!(site.path().join("content/posts/only-english.md").exists());
+}

@@ -45,6 +45,9 @@ pub struct IndexedItem {
     /// Whether the frontmatter breaks the collection's model (its own rules; whether the
     /// items and media it names exist is checked on writes and by `cms check`).
     pub breaks_model: bool,
+    /// A translation's `translated_from`: the content of its source (the default
+    /// language's file) it was made from. Boxed: most items are not translations.
+    pub translated_from: Option<Box<ContentTag>>,
 }
 
 impl IndexedItem {
@@ -134,6 +137,12 @@ impl IndexedItem {
             fields: model.map(|model| model.keep(&doc.fm, Shared::of(&meta))),
             meta,
             breaks_model: model.is_some_and(|model| !model.validate(&doc.fm).is_empty()),
+            translated_from: doc
+                .fm
+                .get(crate::item_file::TRANSLATED_FROM)
+                .and_then(|v| v.as_str())
+                .and_then(ContentTag::parse_hex)
+                .map(Box::new),
         }
     }
 

@@ -104,6 +104,8 @@ pub fn notice(code: &str) -> Option<&'static str> {
         "restored" => "Version restored. The content it replaced is in the history.",
         "undeleted" => "Item restored from its history.",
         "notice-dismissed" => "Marked as resolved.",
+        "translated" => "Translation created from its source: a draft to translate.",
+        "up-to-date" => "Marked as up to date with its source.",
         "notice-gone" => "Nothing to mark: the notice was gone already.",
         "uploaded" => "Uploaded.",
         "renamed" => "Renamed.",

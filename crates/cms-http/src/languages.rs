@@ -37,6 +37,15 @@ pub fn choice_of(cms: &Cms, req: &HttpRequest) -> CoreResult<Option<Choice>> {
     choice(cms, req, &query)
 }
 
+/// The choice of a route that names a folder (`collectionPath`): a folder of one language
+/// (translations by folder) answers in its language unless `lang=` names another; a folder
+/// that every language shares (by file name) follows the choice.
+pub fn of_folder(cms: &Cms, choice: Option<Choice>) -> Option<Choice> {
+    let shared =
+        cms.languages().is_some_and(|l| l.layout() == cms_core::language::TranslationLayout::Filename);
+    choice.filter(|choice| choice.explicit || shared)
+}
+
 /// The language a write names (`?lang=`): the default language's collection without it.
 /// A site without languages ignores it, as it always has.
 pub fn write_collection<'a>(
@@ -54,12 +63,26 @@ pub fn write_collection<'a>(
     }
 }
 
+/// `Content-Language` of the language asked for (an answer of several collections, all in
+/// that language), and `Vary` as [`mark`] says.
+pub fn mark_code(response: HttpResponse, cms: &Cms, choice: Option<Choice>) -> HttpResponse {
+    match (choice, cms.collections().first()) {
+        (Some(choice), Some(first)) => mark(response, cms.in_language(first, choice.requested), Some(choice)),
+        _ => response,
+    }
+}
+
 /// `Content-Language` of the collection that answered, and `Vary: Accept-Language` when
 /// the header chose it (a cache must not give a French answer to an English reader).
-pub fn mark(mut response: HttpResponse, served: &Collection, choice: Option<Choice>) -> HttpResponse {
-    let (Some(choice), Some(language)) = (choice, &served.language) else { return response };
+pub fn mark(response: HttpResponse, served: &Collection, choice: Option<Choice>) -> HttpResponse {
+    mark_lang(response, served.language.as_ref().map(|language| &*language.code), choice)
+}
+
+/// [`mark`] of an answer in the language `served` (a code of `languages:`).
+pub fn mark_lang(mut response: HttpResponse, served: Option<&str>, choice: Option<Choice>) -> HttpResponse {
+    let (Some(choice), Some(served)) = (choice, served) else { return response };
     let headers = response.headers_mut();
-    if let Ok(value) = HeaderValue::from_str(&language.code) {
+    if let Ok(value) = HeaderValue::from_str(served) {
         headers.insert(header::CONTENT_LANGUAGE, value);
     }
     if !choice.explicit {

@@ -115,7 +115,7 @@ fn collection_in<'a>(cms: &'a Cms, collection: &str, lang: Option<&str>) -> Core
 fn language_at(cms: &Cms, code: &str) -> CoreResult<usize> {
     match cms.languages() {
         Some(languages) => languages.parse(code),
-        None => Err(CoreError::invalid("this site has no languages, so it has no translations")),
+        None => Err(CoreError::not_found("this site has no languages, so it has no translations")),
     }
 }
 

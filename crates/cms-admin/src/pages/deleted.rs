@@ -70,7 +70,7 @@ pub async fn list(
     path: web::Path<String>,
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
-    let collection = state.cms.collection(&path)?;
+    let collection = super::collection_at(&state, &path)?;
     let page: usize = match query_param(&req, "page") {
         None => 1,
         Some(raw) => raw.parse().ok().filter(|p| *p >= 1).ok_or_else(|| {
@@ -93,7 +93,7 @@ pub async fn list(
     let last_page = deleted.total.div_ceil(PER_PAGE).max(1);
     let pages = page_links(page, last_page, |p| format!("{}?page={p}", list_href(collection)));
     view::ok(&DeletedPage {
-        l: Layout::new(&state, &user, Section::Collection(collection.index))
+        l: Layout::new(&state, &user, Section::Collection(collection.family()))
             .with_notice(query_param(&req, "ok").as_deref()),
         collection: CollectionLink::of(collection),
         items,
@@ -112,7 +112,7 @@ pub async fn restore(
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
     let (collection, item) = path.into_inner();
-    let collection = state.cms.collection(&collection)?;
+    let collection = super::collection_at(&state, &collection)?;
     let principal = &posted.user.principal;
     let list = state.cms.list_versions(principal, collection, &ItemRef::parse(&item)?).await?;
     let href = item_href(collection, &list.filename);

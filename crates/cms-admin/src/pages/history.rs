@@ -72,7 +72,7 @@ pub async fn versions(
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
     let (collection, item) = path.into_inner();
-    let collection = state.cms.collection(&collection)?;
+    let collection = super::collection_at(&state, &collection)?;
     let list = state.cms.list_versions(&user.principal, collection, &ItemRef::parse(&item)?).await?;
     let title = title_of(&state, &user.principal, collection, &list).await?;
     let href = item_href(collection, &list.filename);
@@ -91,7 +91,7 @@ pub async fn versions(
     let in_git = versions.iter().any(|v| v.commit.is_some());
     let current = list.current.map(|(modified, size)| (Moment::unix(modified), view::size(size)));
     view::ok(&HistoryPage {
-        l: Layout::new(&state, &user, Section::Collection(collection.index)),
+        l: Layout::new(&state, &user, Section::Collection(collection.family())),
         collection: CollectionLink::of(collection),
         title,
         filename: list.filename,
@@ -129,7 +129,7 @@ pub async fn diff(
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
     let (collection, item, version) = path.into_inner();
-    let collection = state.cms.collection(&collection)?;
+    let collection = super::collection_at(&state, &collection)?;
     let version = VersionId::parse(&version)?;
     let list = state.cms.list_versions(&user.principal, collection, &ItemRef::parse(&item)?).await?;
     // The file the history is of, to read the same file (a slug may name several).
@@ -148,7 +148,7 @@ pub async fn diff(
     let href = item_href(collection, &list.filename);
     let may_restore = policy::may(&user.principal, Operation::RestoreVersion);
     view::ok(&DiffPage {
-        l: Layout::new(&state, &user, Section::Collection(collection.index)),
+        l: Layout::new(&state, &user, Section::Collection(collection.family())),
         collection: CollectionLink::of(collection),
         title,
         restore_action: may_restore.then(|| format!("{href}/history/{}/restore", old.stamp.timestamp)),
@@ -170,7 +170,7 @@ pub async fn restore(
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
     let (collection, item, version) = path.into_inner();
-    let collection = state.cms.collection(&collection)?;
+    let collection = super::collection_at(&state, &collection)?;
     let version = VersionId::parse(&version)?;
     let (outcome, _) = state
         .cms

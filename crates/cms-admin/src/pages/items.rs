@@ -77,6 +77,9 @@ struct ItemsPage {
     deleted_href: String,
     /// The collection's live stream, which the script follows to fetch the list again.
     live: Option<String>,
+    /// On a site with languages: each language's list (name, code, link, whether it is
+    /// this one).
+    languages: Vec<(String, String, String, bool)>,
 }
 
 /// `GET /admin/collections/{collection}?status=&tag=&q=&page=`
@@ -86,7 +89,7 @@ pub async fn list(
     path: web::Path<String>,
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
-    let collection = state.cms.collection(&path)?;
+    let collection = super::collection_at(&state, &path)?;
     let filters = Filters {
         status: query_param(&req, "status").unwrap_or_else(|| "all".into()),
         tag: query_param(&req, "tag").unwrap_or_default(),
@@ -149,7 +152,7 @@ pub async fn list(
     let link = |p: usize| {
         format!(
             "/admin/collections/{}?status={}&tag={}&q={}&page={p}",
-            collection.slug,
+            super::links::segment(collection),
             query_escape(&filters.status),
             query_escape(&filters.tag),
             query_escape(&filters.q)
@@ -164,7 +167,7 @@ pub async fn list(
         .filter(|s| s.collection == collection.slug)
         .map(|s| (s.filename, s.reason))
         .collect();
-    let l = Layout::new(&state, &user, Section::Collection(collection.index))
+    let l = Layout::new(&state, &user, Section::Collection(collection.family()))
         .with_notice(query_param(&req, "ok").as_deref());
     let status_options = [
         ("all", "All", status == StatusFilter::All),
@@ -194,7 +197,23 @@ pub async fn list(
         pages,
         skipped,
         live,
+        languages: language_lists(&state, collection),
     })
+}
+
+/// The lists of `collection` in each language of the site (none without languages).
+fn language_lists(state: &AdminState, collection: &Collection) -> Vec<(String, String, String, bool)> {
+    let Some(languages) = state.cms.languages() else { return Vec::new() };
+    languages
+        .all()
+        .iter()
+        .enumerate()
+        .map(|(at, language)| {
+            let lane = state.cms.in_language(collection, at);
+            let href = CollectionLink::of(lane).href;
+            (language.name.clone(), language.code.to_string(), href, lane.index == collection.index)
+        })
+        .collect()
 }
 
 /// An item's status as the list shows it, and its badge's class: a published item that is
@@ -253,6 +272,8 @@ struct EditPage {
     live: Option<String>,
     /// What the binary's parts say of the item (a git pull's conflict).
     notice: Option<NoticeView>,
+    /// Its languages, on a site with `languages:`.
+    languages: Option<super::translations::LanguagesView>,
 }
 
 struct NoticeView {
@@ -269,7 +290,9 @@ impl EditPage {
         let base = filename.map(|f| item_href(collection, f));
         Self {
             l,
-            action: base.clone().unwrap_or_else(|| format!("/admin/collections/{}/new", collection.slug)),
+            action: base
+                .clone()
+                .unwrap_or_else(|| format!("/admin/collections/{}/new", super::links::segment(collection))),
             history_href: base.as_ref().map(|b| format!("{b}/history")).unwrap_or_default(),
             delete_href: base.map(|b| format!("{b}/delete")).unwrap_or_default(),
             collection: CollectionLink::of(collection),
@@ -285,6 +308,7 @@ impl EditPage {
             stored_status: None,
             live: None,
             notice: None,
+            languages: None,
         }
     }
 
@@ -329,6 +353,14 @@ impl EditPage {
         page
     }
 
+    /// ` lang="fr" dir="ltr"`: the language of the item's text, on its inputs and preview
+    /// (screen readers and right-to-left text); empty on a site without languages.
+    fn text_lang(&self) -> String {
+        self.languages
+            .as_ref()
+            .map_or_else(String::new, |l| format!(" lang=\"{}\" dir=\"{}\"", l.code, l.dir))
+    }
+
     fn status_options(&self) -> [(&'static str, &'static str, bool); 2] {
         let status = self.form.status.as_str();
         [("draft", "Draft", status != "published"), ("published", "Published", status == "published")]
@@ -354,7 +386,7 @@ pub async fn edit(
         tracing::warn!(%error, collection = collection.slug.as_str(), "cannot check an item against its model");
         Vec::new()
     });
-    let l = Layout::new(&state, &user, Section::Collection(collection.index))
+    let l = Layout::new(&state, &user, Section::Collection(collection.family()))
         .with_notice(query_param(&req, "ok").as_deref());
     let filename = Some(&*raw.meta.filename);
     let mut page =
@@ -362,6 +394,7 @@ pub async fn edit(
     page.stored_status = Some(shown_status(&raw.meta, time::OffsetDateTime::now_utc().unix_timestamp()));
     page.live = super::live::url(since, collection, Some(&raw.meta.slug));
     page.notice = notice(&state, &user.principal, collection, &raw.meta.filename).await;
+    page.languages = super::translations::view(&state, &user.principal, collection, &raw.meta.filename).await;
     view::ok(&page)
 }
 
@@ -420,8 +453,8 @@ pub async fn new_form(
     path: web::Path<String>,
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
-    let collection = state.cms.collection(&path)?;
-    let l = Layout::new(&state, &user, Section::Collection(collection.index));
+    let collection = super::collection_at(&state, &path)?;
+    let l = Layout::new(&state, &user, Section::Collection(collection.family()));
     let form = Form::blank(collection)?;
     view::ok(
         &EditPage::of(&state, &user.principal, l, collection, None, &form, String::new(), &[], false).await,
@@ -434,7 +467,7 @@ pub async fn create(
     path: web::Path<String>,
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
-    let collection = state.cms.collection(&path)?;
+    let collection = super::collection_at(&state, &path)?;
     Form::check_kind(collection, &posted.fields)?;
     let form = Form::from_fields(collection, &posted.fields);
     let created = async {
@@ -455,7 +488,7 @@ pub async fn create(
             Ok(view::see_other(&format!("{}?ok=created", item_href(collection, &outcome.filename))))
         }
         Err(error) => {
-            let l = Layout::new(&state, &posted.user, Section::Collection(collection.index));
+            let l = Layout::new(&state, &posted.user, Section::Collection(collection.family()));
             let page = refused_page(
                 &state,
                 &posted.user.principal,
@@ -483,14 +516,14 @@ pub async fn save(
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
     let (collection, item) = path.into_inner();
-    let collection = state.cms.collection(&collection)?;
+    let collection = super::collection_at(&state, &collection)?;
     let fields = &posted.fields;
     Form::check_kind(collection, fields)?;
     let form = Form::from_fields(collection, fields);
     let etag = fields.required("etag", "The version the form was made from (etag)")?.to_owned();
     let (status, done) = match fields.get("action").unwrap_or("save") {
         "compare" => {
-            let l = Layout::new(&state, &posted.user, Section::Collection(collection.index));
+            let l = Layout::new(&state, &posted.user, Section::Collection(collection.family()));
             let item = ItemRef::parse(&item)?;
             return compared(&state, &posted.user.principal, l, collection, &item, &form, true).await;
         }
@@ -521,7 +554,7 @@ pub async fn save(
             .await
     }
     .await;
-    let l = Layout::new(&state, &posted.user, Section::Collection(collection.index));
+    let l = Layout::new(&state, &posted.user, Section::Collection(collection.family()));
     match saved {
         Ok(outcome) => {
             Ok(view::see_other(&format!("{}?ok={done}", item_href(collection, &outcome.filename))))
@@ -686,7 +719,7 @@ pub async fn confirm_delete(
     let (collection, item) = path.into_inner();
     let ItemAt { collection, raw, href } = ItemAt::read(&state, &user.principal, &collection, &item).await?;
     view::ok(&ConfirmPage {
-        l: Layout::new(&state, &user, Section::Collection(collection.index)),
+        l: Layout::new(&state, &user, Section::Collection(collection.family())),
         heading: format!("Delete “{}”?", raw.meta.title),
         message: format!(
             "{} will be deleted from {}. Its history is kept, so a version can bring it back.",
@@ -706,7 +739,7 @@ pub async fn delete(
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
     let (collection, item) = path.into_inner();
-    let collection = state.cms.collection(&collection)?;
+    let collection = super::collection_at(&state, &collection)?;
     let etag = posted.fields.get("etag").filter(|e| !e.is_empty());
     let item = ItemRef::parse(&item)?;
     let outcome = state
@@ -719,7 +752,10 @@ pub async fn delete(
         )
         .await?;
     let undo = format!("undo={}", query_escape(&outcome.filename));
-    Ok(view::see_other(&format!("/admin/collections/{}?ok=deleted&{undo}", collection.slug)))
+    Ok(view::see_other(&format!(
+        "/admin/collections/{}?ok=deleted&{undo}",
+        super::links::segment(collection)
+    )))
 }
 
 impl ItemForm {

@@ -26,7 +26,7 @@ pub async fn stream(
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
     let collection = match query_param(&req, "collection").filter(|c| !c.is_empty()) {
-        Some(slug) => Some(state.cms.collection(&slug)?.index),
+        Some(slug) => Some(super::collection_at(&state, &slug)?.index),
         None => None,
     };
     let filter = EventFilter {
@@ -81,6 +81,9 @@ pub async fn since(state: &AdminState) -> Option<u64> {
 pub fn url(since: Option<u64>, collection: &Collection, slug: Option<&str>) -> Option<String> {
     let item = slug.map(|slug| format!("&slug={}", query_escape(slug))).unwrap_or_default();
     since.map(|since| {
-        format!("/admin/events?collection={}{item}&since={since}", query_escape(&collection.slug))
+        format!(
+            "/admin/events?collection={}{item}&since={since}",
+            query_escape(&super::links::segment(collection))
+        )
     })
 }

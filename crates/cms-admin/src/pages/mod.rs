@@ -13,10 +13,12 @@ mod share;
 mod signin;
 mod suggest;
 mod theme;
+mod translations;
 mod users;
 mod webhooks;
 
 use actix_web::{HttpRequest, HttpResponse, web};
+use cms_core::CoreResult;
 use cms_core::collection::Collection;
 use cms_core::policy::Principal;
 use cms_core::service::RawItem;
@@ -48,6 +50,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             .route(web::post().to(items::delete)),
         web::resource("/collections/{collection}/items/{item}/notice/dismiss")
             .route(web::post().to(items::dismiss_notice)),
+        web::resource("/collections/{collection}/items/{item}/translate/{lang}")
+            .route(web::post().to(translations::translate)),
+        web::resource("/collections/{collection}/items/{item}/source-diff")
+            .route(web::get().to(translations::source_diff)),
         web::resource("/collections/{collection}/items/{item}/share")
             .route(web::get().to(share::confirm))
             .route(web::post().to(share::create)),
@@ -109,11 +115,22 @@ impl<'a> ItemAt<'a> {
         collection: &str,
         item: &str,
     ) -> AdminResult<Self> {
-        let collection = state.cms.collection(collection)?;
+        let collection = collection_at(state, collection)?;
         let raw = state.cms.read_item_source(user, collection, &ItemRef::parse(item)?).await?;
         let href = links::item_href(collection, &raw.meta.filename);
         Ok(Self { collection, raw, href })
     }
+}
+
+/// The collection a path of the editor names (see [`links::segment`]): a configured one
+/// by its slug or index, or a translation's, `blog-posts.fr`.
+pub(crate) fn collection_at<'a>(state: &'a AdminState, key: &str) -> CoreResult<&'a Collection> {
+    let cms = &state.cms;
+    if let (Some(languages), Some((family, code))) = (cms.languages(), key.rsplit_once('.')) {
+        let at = languages.parse(code)?;
+        return Ok(cms.in_language(cms.collection(family)?, at));
+    }
+    cms.collection(key)
 }
 
 /// A path of the editor asked with a method it does not answer.

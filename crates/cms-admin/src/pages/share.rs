@@ -77,7 +77,7 @@ pub async fn confirm(
 ) -> AdminResult<HttpResponse> {
     let (collection, item) = path.into_inner();
     let ItemAt { collection, raw, href } = ItemAt::read(&state, &user.principal, &collection, &item).await?;
-    let l = Layout::new(&state, &user, Section::Collection(collection.index));
+    let l = Layout::new(&state, &user, Section::Collection(collection.family()));
     view::ok(&ShareForm::new(&state, l, raw.meta.title, href, None))
 }
 
@@ -114,7 +114,7 @@ pub async fn create(
     let (collection, item) = path.into_inner();
     let ItemAt { collection, raw, href } =
         ItemAt::read(&state, &posted.user.principal, &collection, &item).await?;
-    let l = Layout::new(&state, &posted.user, Section::Collection(collection.index));
+    let l = Layout::new(&state, &posted.user, Section::Collection(collection.family()));
     let expires = posted.fields.text("expires");
     let made = match ttl_of(&state, expires) {
         Ok(ttl) => {

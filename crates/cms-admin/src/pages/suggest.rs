@@ -31,7 +31,7 @@ pub async fn suggest(
     path: web::Path<String>,
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
-    let collection = state.cms.collection(&path)?;
+    let collection = super::collection_at(&state, &path)?;
     let typed = query_param(&req, "q").unwrap_or_default();
     let typed = typed.trim();
     let mut suggestions = Vec::new();

@@ -71,8 +71,52 @@ fn words(text: &str) -> impl Iterator<Item = (usize, usize, String)> + '_ {
     })
 }
 
-fn stem(word: &str) -> String {
-    Stemmer::create(Algorithm::English).stem(word).into_owned()
+/// How a collection's words are reduced to their stems: by its language's Snowball
+/// stemmer (English on a site without languages), or not at all for a language Snowball
+/// has none for (each word is then its own term, still found by prefix).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stemming(Option<Algorithm>);
+
+impl Default for Stemming {
+    fn default() -> Self {
+        Self(Some(Algorithm::English))
+    }
+}
+
+impl Stemming {
+    /// The stemmer of a BCP 47 language (its primary subtag: `fr-CH` is French).
+    pub fn of_language(code: &str) -> Self {
+        let primary = code.split('-').next().unwrap_or_default().to_ascii_lowercase();
+        let algorithm = match primary.as_str() {
+            "ar" => Algorithm::Arabic,
+            "da" => Algorithm::Danish,
+            "nl" => Algorithm::Dutch,
+            "en" => Algorithm::English,
+            "fi" => Algorithm::Finnish,
+            "fr" => Algorithm::French,
+            "de" => Algorithm::German,
+            "el" => Algorithm::Greek,
+            "hu" => Algorithm::Hungarian,
+            "it" => Algorithm::Italian,
+            "no" | "nb" | "nn" => Algorithm::Norwegian,
+            "pt" => Algorithm::Portuguese,
+            "ro" => Algorithm::Romanian,
+            "ru" => Algorithm::Russian,
+            "es" => Algorithm::Spanish,
+            "sv" => Algorithm::Swedish,
+            "ta" => Algorithm::Tamil,
+            "tr" => Algorithm::Turkish,
+            _ => return Self(None),
+        };
+        Self(Some(algorithm))
+    }
+
+    fn stem(self, word: &str) -> String {
+        match self.0 {
+            Some(algorithm) => Stemmer::create(algorithm).stem(word).into_owned(),
+            None => word.to_owned(),
+        }
+    }
 }
 
 /// What of an item is searched.
@@ -192,6 +236,8 @@ pub struct SearchIndex {
     /// What searches work in, kept for the next one (up to [`KEPT_SCRATCH`]) rather than
     /// allocated per search: at 100,000 items each is about 800 KB.
     scratch: Mutex<Vec<Scratch>>,
+    /// How its words are stemmed (its collection's language).
+    stemming: Stemming,
 }
 
 /// A search's working arrays: by id, the score so far (0: an item a query word missed)
@@ -240,12 +286,17 @@ pub struct ContentOverlap<'a> {
 }
 
 impl SearchIndex {
+    /// An empty index of a collection whose words stem as `stemming` says.
+    pub fn new(stemming: Stemming) -> Self {
+        Self { stemming, ..Self::default() }
+    }
+
     /// The id of a word's term, made when new.
     fn term_of(&mut self, word: String) -> u32 {
         if let Some(id) = self.words.get(word.as_str()) {
             return *id;
         }
-        let term = stem(&word);
+        let term = self.stemming.stem(&word);
         let id = match self.term_ids.get(term.as_str()) {
             Some(id) => *id,
             None => {
@@ -375,8 +426,9 @@ impl SearchIndex {
     pub fn content_overlap(&self, text: &SearchText<'_>) -> ContentOverlap<'_> {
         let mut source: HashSet<u32> = HashSet::new();
         let mut body_terms = HashSet::new();
-        let known =
-            |word: &str| self.words.get(word).or_else(|| self.term_ids.get(stem(word).as_str())).copied();
+        let known = |word: &str| {
+            self.words.get(word).or_else(|| self.term_ids.get(self.stemming.stem(word).as_str())).copied()
+        };
         for (_, _, word) in words(text.body) {
             if body_terms.len() >= MAX_BODY_TERMS {
                 break;
@@ -552,18 +604,25 @@ struct QueryWord {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Query {
     words: Vec<QueryWord>,
+    stemming: Stemming,
 }
 
 impl Query {
-    /// The words of `q` (at most [`MAX_QUERY_WORDS`], duplicates once).
+    /// The words of `q` (at most [`MAX_QUERY_WORDS`], duplicates once), stemmed as
+    /// English (a site without languages).
     pub fn parse(q: &str) -> Self {
+        Self::parse_in(q, Stemming::default())
+    }
+
+    /// [`Self::parse`] for an index whose words stem as `stemming` says.
+    pub fn parse_in(q: &str, stemming: Stemming) -> Self {
         let mut seen = HashSet::new();
         let words = words(q)
             .filter(|(_, _, w)| seen.insert(w.clone()))
             .take(MAX_QUERY_WORDS)
-            .map(|(_, _, prefix)| QueryWord { stem: stem(&prefix), prefix })
+            .map(|(_, _, prefix)| QueryWord { stem: stemming.stem(&prefix), prefix })
             .collect();
-        Self { words }
+        Self { words, stemming }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -572,7 +631,7 @@ impl Query {
 
     /// Whether a word of a text (lowercased) is one the query matches.
     fn matches(&self, word: &str) -> bool {
-        let term = stem(word);
+        let term = self.stemming.stem(word);
         self.words
             .iter()
             .any(|q| term == q.stem || (q.prefix.chars().count() >= 2 && term.starts_with(&q.prefix)))

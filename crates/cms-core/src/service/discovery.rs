@@ -218,7 +218,17 @@ impl Cms {
     /// Every tag of the published items at `content_path`, most used first, then by slug.
     #[tracing::instrument(level = "trace", skip_all)]
     pub async fn tags(&self, params: &TagsParams) -> CoreResult<Vec<TagCount>> {
+        self.tags_in(params, None).await
+    }
+
+    /// [`Self::tags`] of one language's items, on a site with languages (`lang`: its
+    /// position in `languages:`; the folder's own language without it).
+    pub async fn tags_in(&self, params: &TagsParams, lang: Option<usize>) -> CoreResult<Vec<TagCount>> {
         let collection = self.collection_at_path("content_path", params.content_path.as_deref())?;
+        let collection = match lang {
+            Some(at) => self.in_language(collection, at),
+            None => collection,
+        };
         let tag_pages = tag_pages(params.tag_page_path.as_deref(), params.pretty_urls.unwrap_or(true));
 
         // slug → (items carrying it, spelling → uses)
@@ -264,6 +274,16 @@ impl Cms {
     /// the collection at `content_path`, or from every collection when it is absent.
     #[tracing::instrument(level = "trace", skip_all)]
     pub async fn tag_items(&self, tag: &str, params: &TagItemsParams) -> CoreResult<Page<ItemSummary>> {
+        self.tag_items_in(tag, params, None).await
+    }
+
+    /// [`Self::tag_items`] of one language's items, on a site with languages.
+    pub async fn tag_items_in(
+        &self,
+        tag: &str,
+        params: &TagItemsParams,
+        lang: Option<usize>,
+    ) -> CoreResult<Page<ItemSummary>> {
         let wanted = slugify(tag);
         if wanted.is_empty() {
             return Err(CoreError::invalid(format!(
@@ -273,6 +293,10 @@ impl Cms {
         let collections: Vec<&Collection> = match given(&params.content_path) {
             Some(path) => vec![self.collection_at_path("content_path", Some(path))?],
             None => self.collections().iter().collect(),
+        };
+        let collections: Vec<&Collection> = match lang {
+            Some(at) => collections.into_iter().map(|c| self.in_language(c, at)).collect(),
+            None => collections,
         };
         let mut items: Vec<(&Collection, Arc<IndexedItem>)> = Vec::new();
         for collection in collections {
@@ -476,9 +500,32 @@ impl Cms {
     /// collections in configuration order.
     #[tracing::instrument(level = "trace", skip_all)]
     pub async fn read_item_anywhere(&self, item: &ItemRef) -> CoreResult<ItemView> {
+        self.read_item_anywhere_in(item, None).await
+    }
+
+    /// [`Self::read_item_anywhere`] in a language, on a site with languages: in each
+    /// collection, the first language of the choice's chain that has the item published.
+    pub async fn read_item_anywhere_in(
+        &self,
+        item: &ItemRef,
+        choice: Option<crate::language::Choice>,
+    ) -> CoreResult<ItemView> {
         for collection in self.collections() {
-            if let Some(view) = self.read_published(collection, item).await? {
-                return Ok(view);
+            match (choice, self.languages.as_deref()) {
+                (Some(choice), Some(languages)) => {
+                    for at in languages.chain(choice) {
+                        let lane = self.in_language(collection, at);
+                        if let Some(view) = self.read_published_in(lane, item, Some(choice.requested)).await?
+                        {
+                            return Ok(view);
+                        }
+                    }
+                }
+                _ => {
+                    if let Some(view) = self.read_published(collection, item).await? {
+                        return Ok(view);
+                    }
+                }
             }
         }
         Err(CoreError::not_found(format!("no published item {:?} in any collection", item.to_string())))
@@ -492,9 +539,24 @@ impl Cms {
         collection: &Collection,
         item_ref: &ItemRef,
     ) -> CoreResult<Option<ItemView>> {
-        let found = self.index(collection).await?.locate_published(item_ref).cloned();
+        self.read_published_in(collection, item_ref, None).await
+    }
+
+    /// [`Self::read_published`] answering for a read that asked for language `requested`.
+    pub async fn read_published_in(
+        &self,
+        collection: &Collection,
+        item_ref: &ItemRef,
+        requested: Option<usize>,
+    ) -> CoreResult<Option<ItemView>> {
+        let item_ref = match self.ref_in(collection, item_ref) {
+            Some(named) => named,
+            None => return Ok(None),
+        };
+        let found = self.index(collection).await?.locate_published(&item_ref).cloned();
         let Some(found) = found else { return Ok(None) };
-        match self.read_item(collection, &ItemRef::parse(&found.meta.filename)?, &Viewer::Anonymous).await {
+        let named = ItemRef::parse(&found.meta.filename)?;
+        match self.read_item_in(collection, &named, &Viewer::Anonymous, requested).await {
             Ok(view) => Ok(Some(view)),
             // Deleted or made a draft since the index saw it.
             Err(CoreError::NotFound(_)) => Ok(None),

@@ -116,7 +116,7 @@ impl Cms {
 
     /// `item_ref` as `lane` names the item: a slug is every language's; a file name is
     /// read as the name of its language's file and named as `lane`'s file of the same item.
-    fn ref_in(&self, lane: &Collection, item_ref: &ItemRef) -> Option<ItemRef> {
+    pub(super) fn ref_in(&self, lane: &Collection, item_ref: &ItemRef) -> Option<ItemRef> {
         let ItemRef::Filename(name) = item_ref else { return Some(item_ref.clone()) };
         let owner = self.family_of(lane).find(|c| c.naming.owns(name.as_str()))?;
         let base = owner.naming.base_name(name.as_str());
@@ -154,6 +154,14 @@ impl Cms {
             translations: self.translations(lane, item, drafts),
             outdated: (language.at > 0).then(|| is_outdated(item, source)),
         })
+    }
+
+    /// What the item of `lane` named `filename` says of its language (as
+    /// [`Self::language_of`]): for the editor, which shows drafts when `drafts`.
+    pub fn language_of_file(&self, lane: &Collection, filename: &str, drafts: bool) -> Option<InLanguage> {
+        let index = super::read(&self.indexes[lane.index].index);
+        let item = index.as_ref()?.get(filename)?.ok()?;
+        self.language_of(lane, item, None, drafts)
     }
 
     /// The item of `lane` in the other languages, from their kept indexes (one lookup

@@ -13,12 +13,21 @@ use crate::changes::{Change, ChangeSubscriber, SearchTerms};
 use crate::collection::Collection;
 use crate::document::ItemDocument;
 use crate::engine::index::IndexedItem;
-use crate::engine::search::{MAX_QUERY_CHARS, Query, SearchIndex, SearchText};
+use crate::engine::search::{MAX_QUERY_CHARS, Query, SearchIndex, SearchText, Stemming};
 use crate::error::{CoreError, CoreResult};
 use crate::ports::{FileStamp, StoredFile};
 use crate::query::{Page, at_least_one, positive};
 use crate::render;
 use crate::slug::ItemFilename;
+
+/// How a collection's words are stemmed: by its language's stemmer (English on a site
+/// without languages).
+fn stemming_of(collection: &Collection) -> Stemming {
+    collection
+        .language
+        .as_ref()
+        .map_or_else(Stemming::default, |language| Stemming::of_language(&language.code))
+}
 
 /// Characters of a snippet (about two lines).
 const SNIPPET_CHARS: usize = 160;
@@ -205,14 +214,30 @@ impl Cms {
     /// them; drafts only for a key.
     #[tracing::instrument(level = "trace", skip_all)]
     pub async fn search(&self, search: &SearchQuery, viewer: &Viewer) -> CoreResult<Page<SearchHit>> {
-        // A query without letters or digits matches nothing (it is not an error).
-        let query = Query::parse(search.words());
+        self.search_in(search, viewer, None).await
+    }
+
+    /// [`Self::search`] of one language's items, on a site with languages (`lang` is its
+    /// position in `languages:`; the default language's without it): each language's
+    /// words are stemmed by its own stemmer.
+    pub async fn search_in(
+        &self,
+        search: &SearchQuery,
+        viewer: &Viewer,
+        lang: Option<usize>,
+    ) -> CoreResult<Page<SearchHit>> {
         let page = search.page();
         let per_page = search.per_page().unwrap_or(self.site.per_page).min(self.site.max_per_page);
         let collections: Vec<&Collection> = match search.collection() {
             Some(key) => vec![self.collection(key)?],
             None => self.collections().iter().collect(),
         };
+        let collections: Vec<&Collection> = match lang {
+            Some(at) => collections.into_iter().map(|c| self.in_language(c, at)).collect(),
+            None => collections,
+        };
+        // A query without letters or digits matches nothing (it is not an error).
+        let query = Query::parse(search.words());
 
         let start = (page - 1).saturating_mul(per_page);
         // Each collection's best `start + per_page`, merged: enough for this page.
@@ -220,6 +245,7 @@ impl Cms {
         let (mut hits, mut total) = (Vec::new(), 0);
         for collection in collections.into_iter().filter(|_| !query.is_empty()) {
             self.ensure_searchable(collection).await?;
+            let query = Query::parse_in(search.words(), stemming_of(collection));
             let (found, count) = read(&self.search[collection.index].index)
                 .as_ref()
                 .map(|index| index.search(&query, viewer.has_key(), wanted))
@@ -237,6 +263,7 @@ impl Cms {
         for (collection, hit) in hits.into_iter().skip(start).take(per_page) {
             let item = self.index(collection).await?.get(&hit.name).and_then(Result::ok).cloned();
             let Some(item) = item else { continue }; // removed since it was found
+            let query = Query::parse_in(search.words(), stemming_of(collection));
             let snippet = self.snippet(collection, &item, &query).await;
             let url = collection.item_url(&item.meta.slug);
             items.push(SearchHit {
@@ -313,7 +340,7 @@ impl Cms {
         }
         let items: Vec<Arc<IndexedItem>> = {
             let index = self.index(collection).await?;
-            write(&cell.index).get_or_insert_with(SearchIndex::default);
+            write(&cell.index).get_or_insert_with(|| SearchIndex::new(stemming_of(collection)));
             index.items()
         };
         for items in items.chunks(BUILD_BATCH) {

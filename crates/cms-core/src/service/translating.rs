@@ -51,11 +51,7 @@ impl Cms {
         let caller = caller.into();
         // It reads the source whatever its status: as a read of drafts is.
         self.authorize(caller, Operation::ReadDrafts).await?;
-        let languages = self.languages.as_deref().ok_or_else(|| {
-            CoreError::invalid(
-                "this site has no languages: (see docs/translations.md), so nothing is translated",
-            )
-        })?;
+        let languages = self.languages.as_deref().ok_or_else(no_translations)?;
         if at == 0 {
             return Err(CoreError::invalid(format!(
                 "{} is the default language, which translations are made from; name another language ({})",
@@ -103,10 +99,7 @@ impl Cms {
         at: usize,
     ) -> CoreResult<SourceDiff> {
         self.authorize(caller, Operation::ReadDrafts).await?;
-        let languages = self
-            .languages
-            .as_deref()
-            .ok_or_else(|| CoreError::invalid("this site has no languages: (see docs/translations.md)"))?;
+        let languages = self.languages.as_deref().ok_or_else(no_translations)?;
         if at == 0 {
             return Err(CoreError::invalid(format!(
                 "{} is the default language: it is the source, not a translation",
@@ -155,6 +148,12 @@ impl Cms {
         }
         Ok(answer)
     }
+}
+
+/// A site without languages has no translation to write or compare: `404`, as for any
+/// item it does not have.
+fn no_translations() -> CoreError {
+    CoreError::not_found("this site has no languages: (see docs/translations.md), so it has no translations")
 }
 
 /// `before` → `after` as a unified diff with three lines of context.

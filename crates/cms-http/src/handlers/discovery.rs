@@ -120,12 +120,18 @@ pub async fn tags(
 ) -> Result<HttpResponse, ApiError> {
     let text = TagsText::from_named(named(&req, TagsText::NAMES));
     let params = TagsParams::parse(text).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
-    let version = || documents::version_of("tags", site_version(&state), &params);
-    documents::answer(&req, version, documents::ENVELOPE, || async {
-        let tags = state.run(Shape::Envelope, state.cms.tags(&params)).await?;
+    // On a site with languages: one language's tags (`lang=`, else Accept-Language).
+    let choice =
+        languages::choice_of(&state.cms, &req).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
+    let choice = languages::of_folder(&state.cms, choice);
+    let lang = choice.map(|choice| choice.requested);
+    let version = || documents::version_of("tags", site_version(&state), (&params, lang));
+    let answer = documents::answer(&req, version, documents::ENVELOPE, || async {
+        let tags = state.run(Shape::Envelope, state.cms.tags_in(&params, lang)).await?;
         counted_envelope(&tags.into_iter().map(TagEntry::from).collect::<Vec<_>>())
     })
-    .await
+    .await?;
+    Ok(languages::mark_code(answer, &state.cms, choice))
 }
 
 /// `GET /cms/tags/{tag}/items`
@@ -136,13 +142,16 @@ pub async fn tag_items(
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let text = TagItemsText::from_named(named(&req, TagItemsText::NAMES));
+    let choice =
+        languages::choice_of(&state.cms, &req).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
+    let choice = languages::of_folder(&state.cms, choice);
     let page = state
         .run(Shape::Envelope, async {
             let params = TagItemsParams::parse(text)?;
-            state.cms.tag_items(&tag, &params).await
+            state.cms.tag_items_in(&tag, &params, choice.map(|choice| choice.requested)).await
         })
         .await?;
-    Ok(item_page(&req, page, Lookup::First))
+    Ok(languages::mark_code(item_page(&req, page, Lookup::First), &state.cms, choice))
 }
 
 /// `GET /cms/collections/{collection}/rss`
@@ -222,8 +231,11 @@ async fn legacy_list(
     mut q: HashMap<String, String>,
 ) -> Result<HttpResponse, ApiError> {
     let collection_path = q.remove("collectionPath");
+    let choice =
+        languages::choice(&state.cms, req, &q).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
+    let choice = languages::of_folder(&state.cms, choice);
     let params = list_params(q);
-    let page = state
+    let (page, served) = state
         .run(Shape::Envelope, async {
             let cms = &state.cms;
             let query = ListQuery::parse(&params)?;
@@ -233,10 +245,15 @@ async fn legacy_list(
                 ));
             }
             let collection = cms.collection_at_path("collectionPath", collection_path.as_deref())?;
-            cms.list_items(collection, &query, &Viewer::Anonymous).await
+            // A folder of translations by folder is its language's; `lang=` names another.
+            let collection = match choice {
+                Some(choice) => cms.list_in(collection, Some(choice)),
+                None => collection,
+            };
+            Ok((cms.list_items(collection, &query, &Viewer::Anonymous).await?, collection))
         })
         .await?;
-    Ok(item_page(req, page, Lookup::First))
+    Ok(languages::mark(item_page(req, page, Lookup::First), served, choice))
 }
 
 /// `GET /cms/collections/items` (legacy): the list parameters plus `collectionPath`.
@@ -269,12 +286,26 @@ pub async fn legacy_read(
     slug: web::Path<String>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let collection_path = query(&req)?.remove("collectionPath");
+    let q = query(&req)?;
+    let choice =
+        languages::choice(&state.cms, &req, &q).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
+    let choice = languages::of_folder(&state.cms, choice);
+    let collection_path = q.get("collectionPath").cloned();
     let view = state
         .run(Shape::Envelope, async {
             let cms = &state.cms;
             let collection = cms.collection_at_path("collectionPath", collection_path.as_deref())?;
-            cms.read_published(collection, &ItemRef::parse(&slug)?).await?.ok_or_else(|| {
+            let item = ItemRef::parse(&slug)?;
+            let found = match choice {
+                // The first language of the chain that has it published.
+                Some(choice) => {
+                    let (lane, named) =
+                        cms.item_in(collection, &item, Some(choice), &Viewer::Anonymous).await?;
+                    cms.read_published_in(lane, &named, Some(choice.requested)).await?
+                }
+                None => cms.read_published(collection, &item).await?,
+            };
+            found.ok_or_else(|| {
                 CoreError::not_found(format!(
                     "no published item {:?} in collection {:?}",
                     *slug, collection.slug
@@ -282,7 +313,8 @@ pub async fn legacy_read(
             })
         })
         .await?;
-    Ok(single_item(&req, view, Lookup::First))
+    let lang = view.language.as_ref().map(|language| language.lang.clone());
+    Ok(languages::mark_lang(single_item(&req, view, Lookup::First), lang.as_deref(), choice))
 }
 
 /// `GET /cms/items/{slug}`: the first published item with this slug, collections in
@@ -293,8 +325,13 @@ pub async fn read_anywhere(
     slug: web::Path<String>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
+    let choice =
+        languages::choice_of(&state.cms, &req).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
     let view = state
-        .run(Shape::Envelope, async { state.cms.read_item_anywhere(&ItemRef::parse(&slug)?).await })
+        .run(Shape::Envelope, async {
+            state.cms.read_item_anywhere_in(&ItemRef::parse(&slug)?, choice).await
+        })
         .await?;
-    Ok(single_item(&req, view, Lookup::First))
+    let lang = view.language.as_ref().map(|language| language.lang.clone());
+    Ok(languages::mark_lang(single_item(&req, view, Lookup::First), lang.as_deref(), choice))
 }

@@ -8,6 +8,7 @@ use crate::auth::Reader;
 use crate::documents;
 use crate::error::{ApiError, Shape};
 use crate::handlers::items::query_map;
+use crate::languages;
 use crate::state::AppState;
 
 /// `GET /cms/search?q=...&collection=...&page=&per_page=`: published items only without
@@ -18,6 +19,10 @@ pub async fn search(
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let mut q = query_map(&req, Shape::Envelope)?;
+    // On a site with languages: one language's items (`lang=`, else Accept-Language).
+    let choice =
+        languages::choice(&state.cms, &req, &q).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
+    let lang = choice.map(|choice| choice.requested);
     let params = SearchParams {
         q: q.remove("q"),
         collection: q.remove("collection"),
@@ -35,21 +40,22 @@ pub async fn search(
     let has_key = caller.viewer.has_key();
     let version = || {
         let content = (documents::site_version(&state), state.cms.search_version());
-        documents::version_of("search", content, (has_key, &query))
+        documents::version_of("search", content, (has_key, &query, lang))
     };
-    documents::answer(&req, version, documents::ENVELOPE, || async {
+    let answer = documents::answer(&req, version, documents::ENVELOPE, || async {
         #[derive(serde::Serialize)]
         struct Results {
             success: bool,
             data: Vec<SearchResultEntry>,
             meta: PageMeta,
         }
-        let page = state.run(Shape::Envelope, state.cms.search(&query, &caller.viewer)).await?;
+        let page = state.run(Shape::Envelope, state.cms.search_in(&query, &caller.viewer, lang)).await?;
         let meta = PageMeta::from(&page);
         let data = page.items.into_iter().map(SearchResultEntry::from).collect();
         serde_json::to_vec(&Results { success: true, data, meta }).map_err(|e| {
             ApiError::from_core(cms_core::CoreError::internal("response serialization", e), Shape::Envelope)
         })
     })
-    .await
+    .await?;
+    Ok(languages::mark_code(answer, &state.cms, choice))
 }

@@ -79,7 +79,7 @@ pub async fn source_diff(
 fn language_at(cms: &cms_core::Cms, code: &str) -> cms_core::CoreResult<usize> {
     match cms.languages() {
         Some(languages) => languages.parse(code),
-        None => Err(cms_core::CoreError::invalid(
+        None => Err(cms_core::CoreError::not_found(
             "this site has no languages: (see docs/translations.md), so it has no translations",
         )),
     }

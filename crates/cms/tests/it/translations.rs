@@ -704,3 +704,182 @@ fn mcp_tools_answer_the_same_translations_as_rest_and_write_and_diff_them() {
     assert!(!site.path().join("content/posts/only-english.ar.md").exists());
     assert!(site.path().join("content/posts/only-english.md").exists());
 }
+
+#[test]
+fn search_tags_and_the_legacy_routes_answer_in_a_language() {
+    let site = fixture_site("multilingual");
+    let server = Server::start(site.path());
+    // Search: each language's items, its words stemmed by its own stemmer.
+    let (status, headers, body) = get(&server, "/cms/search?q=monde&lang=fr", &[]);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(headers[0].as_deref(), Some("fr"));
+    let titles: Vec<&str> =
+        body["data"].as_array().unwrap().iter().map(|h| h["title"].as_str().unwrap()).collect();
+    assert_eq!(titles, ["Bonjour"], "{body}");
+    assert_eq!(body["data"][0]["url"], "/fr/posts/hello");
+    let (_, _, body) = get(&server, "/cms/search?q=monde", &[]);
+    assert_eq!(body["meta"]["totalItems"], 0, "English items only: {body}");
+    let (_, headers, body) = get(&server, "/cms/search?q=world", &[("Accept-Language", "en-GB")]);
+    assert_eq!(body["data"][0]["title"], "Hello", "{body}");
+    assert!(headers[1].as_deref().unwrap_or("").contains("Accept-Language"));
+    // French stemming: "mondes" finds "monde".
+    let (_, _, body) = get(&server, "/cms/search?q=mondes&lang=fr", &[]);
+    assert_eq!(body["meta"]["totalItems"], 1, "{body}");
+
+    // Tags: each language's own.
+    let (_, _, body) = get(&server, "/cms/tags?content_path=content/posts&lang=fr", &[]);
+    let tags: Vec<&str> =
+        body["data"].as_array().unwrap().iter().map(|t| t["tag"].as_str().unwrap()).collect();
+    assert_eq!(tags, ["nouvelles"], "{body}");
+    let (_, _, body) = get(&server, "/cms/tags/nouvelles/items?lang=fr", &[]);
+    assert_eq!(body["data"][0]["title"], "Bonjour", "{body}");
+    let (_, _, body) = get(&server, "/cms/tags/nouvelles/items", &[]);
+    assert_eq!(body["meta"]["totalItems"], 0, "{body}");
+
+    // The legacy routes and the read by slug anywhere.
+    let (_, headers, body) = get(&server, "/cms/collections/items?collectionPath=content/posts&lang=ar", &[]);
+    assert_eq!((headers[0].as_deref(), body["meta"]["totalItems"].as_u64()), (Some("ar"), Some(1)), "{body}");
+    let (status, _, body) =
+        get(&server, "/cms/collections/items/hello?collectionPath=content/posts&lang=fr", &[]);
+    assert_eq!((status, body["data"]["title"].as_str()), (200, Some("Bonjour")), "{body}");
+    let (_, _, body) =
+        get(&server, "/cms/collections/items/only-english?collectionPath=content/posts&lang=fr", &[]);
+    assert_eq!(body["data"]["requested_lang"], "fr", "{body}");
+    let (status, headers, body) = get(&server, "/cms/items/hello", &[("Accept-Language", "ar")]);
+    assert_eq!((status, body["data"]["lang"].as_str()), (200, Some("ar")), "{body}");
+    assert_eq!(headers[0].as_deref(), Some("ar"));
+    let (_, _, body) = get(&server, "/cms/items/summer?lang=fr", &[]);
+    assert_eq!(
+        (body["data"]["lang"].as_str(), body["data"]["requested_lang"].as_str()),
+        (Some("en"), Some("fr"))
+    );
+}
+
+#[test]
+fn the_editor_switches_languages_translates_and_shows_what_changed_in_the_source() {
+    use crate::admin::{PASSWORD, Tab, user_with_password};
+    let site = fixture_site("multilingual");
+    let server = Server::start(site.path());
+    user_with_password(site.path(), "ed@example.com", "editor");
+    let key = user_with_key(site.path(), "ke@example.com", "editor");
+    let mut tab = Tab::new(&server);
+    assert_eq!(tab.sign_in("ed@example.com", PASSWORD).status, 303);
+    let csrf = tab.csrf();
+
+    // The switcher: every language, each translation linked with its status.
+    let page = tab.get("/admin/collections/posts/items/hello.md");
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains(r#"id="languages""#), "{}", page.body);
+    assert!(
+        page.body.contains(
+            r#"<a href="/admin/collections/posts.fr/items/hello.fr.md" hreflang="fr">Français</a>"#
+        ),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains(r#"<span aria-current="page" class="current">English</span>"#));
+    let arabic = tab.get("/admin/collections/posts.ar/items/hello.ar.md");
+    assert_eq!(arabic.status, 200, "{}", arabic.body);
+    assert!(
+        arabic.body.contains(
+            r#"id="body" name="body" rows="22" data-preview="preview" spellcheck="true" lang="ar" dir="rtl""#
+        ),
+        "{}",
+        arabic.body
+    );
+    assert!(arabic.body.contains(r#"class="preview" lang="ar" dir="rtl""#));
+    assert!(arabic.body.contains(r#"id="source-text""#), "the source's text beside");
+    let list = tab.get("/admin/collections/posts.fr");
+    assert!(
+        list.body.contains(r#"<span aria-current="page" class="current">Français</span>"#),
+        "{}",
+        list.body
+    );
+    assert!(list.body.contains("Bonjour") && !list.body.contains("Only in English"), "{}", list.body);
+
+    // "Translate into …" makes the draft from its source and opens it.
+    let page = tab.get("/admin/collections/posts/items/only-english.md");
+    assert!(page.body.contains(r#"id="translate-fr""#), "{}", page.body);
+    let made =
+        tab.post("/admin/collections/posts/items/only-english.md/translate/fr", &[("csrf", &csrf)], &[]);
+    assert_eq!(made.status, 303, "{}", made.body);
+    assert_eq!(
+        made.header("location"),
+        Some("/admin/collections/posts.fr/items/only-english.fr.md?ok=translated")
+    );
+    let french = tab.get("/admin/collections/posts.fr/items/only-english.fr.md");
+    assert_eq!(french.status, 200);
+    assert!(!french.body.contains(r#"id="outdated""#), "made from the source as it is");
+
+    // The source changes: the translation says so, shows what changed, and is marked up to date.
+    let mut response = server
+        .agent
+        .patch(format!("{}/cms/collections/posts/items/only-english", server.base))
+        .header("Authorization", format!("Bearer {key}"))
+        .send_json(json!({ "body": "Translated at last.\n" }))
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200, "{}", response.body_mut().read_to_string().unwrap());
+    let french = tab.get("/admin/collections/posts.fr/items/only-english.fr.md");
+    assert!(french.body.contains(r#"id="outdated""#), "{}", french.body);
+    let english = tab.get("/admin/collections/posts/items/only-english.md");
+    assert!(english.body.contains(r#"<span class="badge outdated">outdated</span>"#), "{}", english.body);
+    let diff = tab.get("/admin/collections/posts.fr/items/only-english.fr.md/source-diff");
+    assert_eq!(diff.status, 200);
+    assert!(
+        diff.body.contains("+Translated at last.") && diff.body.contains("-Not translated yet."),
+        "{}",
+        diff.body
+    );
+    let marked = tab.post(
+        "/admin/collections/posts.fr/items/only-english.fr.md/translate/fr",
+        &[("csrf", &csrf)],
+        &[],
+    );
+    assert_eq!(
+        marked.header("location"),
+        Some("/admin/collections/posts.fr/items/only-english.fr.md?ok=up-to-date")
+    );
+    let french = tab.get("/admin/collections/posts.fr/items/only-english.fr.md");
+    assert!(!french.body.contains(r#"id="outdated""#), "{}", french.body);
+    // A save from the translation's page writes the translation's file only.
+    let saved = tab.post(
+        "/admin/collections/posts.fr/items/only-english.fr.md",
+        &[
+            ("csrf", &csrf),
+            ("etag", &french.input("etag")),
+            ("title", "Enfin"),
+            ("action", "save"),
+            ("form", "model"),
+            ("status", "draft"),
+            ("fm.title", "Enfin"),
+            ("body", "Traduit.\n"),
+            ("extra", ""),
+        ],
+        &[],
+    );
+    assert_eq!(saved.status, 303, "{}", saved.body);
+    assert!(
+        fs::read_to_string(site.path().join("content/posts/only-english.fr.md"))
+            .unwrap()
+            .contains("Traduit.")
+    );
+    assert!(
+        fs::read_to_string(site.path().join("content/posts/only-english.md"))
+            .unwrap()
+            .contains("Translated at last.")
+    );
+}
+
+/// The editor's languages in a real browser (`tests/browser/translations.py`): the
+/// switcher, a right-to-left translation, "Translate into …", the outdated notice and the
+/// source's changes; axe-core finds no accessibility violation on any of those pages.
+#[test]
+fn the_editors_languages_work_in_a_real_browser() {
+    let Some(tools) = crate::admin_browser::browser_tools() else { return };
+    let site = fixture_site("multilingual");
+    crate::admin::user_with_password(site.path(), "owner@example.com", "owner");
+    let server = Server::start(site.path());
+    crate::admin_browser::run_script(&tools, "translations.py", &server, &[]);
+    let french = fs::read_to_string(site.path().join("content/posts/only-english.fr.md")).unwrap();
+    assert!(french.contains("translated_from: "), "{french}");
+}

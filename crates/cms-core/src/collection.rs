@@ -90,6 +90,15 @@ impl Collection {
         let families = Self::all_from_config(&config.collections);
         let Ok(Some(languages)) = config.languages() else { return families };
         let keys: Vec<Arc<str>> = languages.all().iter().map(|l| Arc::clone(&l.key)).collect();
+        // A translation's `translated_from` is the server's own key, whatever the model.
+        let families: Vec<Self> = families
+            .into_iter()
+            .map(|mut family| {
+                family.model =
+                    family.model.map(|model| Arc::new(Model { translated: true, ..(*model).clone() }));
+                family
+            })
+            .collect();
         let mut all = Vec::with_capacity(families.len() * keys.len());
         for (at, language) in languages.all().iter().enumerate() {
             for family in &families {

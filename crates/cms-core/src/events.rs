@@ -116,12 +116,14 @@ pub struct FileEvent {
     pub collection: Option<String>,
     /// The item's slug, when the file is (or was) a usable item.
     pub slug: Option<String>,
+    /// The item's language, on a site with `languages:` (a code of it).
+    pub lang: Option<String>,
 }
 
 impl FileEvent {
     /// The spec's two fields alone.
     pub fn new(filename: impl Into<String>, folder: usize) -> Self {
-        Self { filename: filename.into(), folder, collection: None, slug: None }
+        Self { filename: filename.into(), folder, collection: None, slug: None, lang: None }
     }
 }
 
@@ -161,6 +163,9 @@ impl Event {
                 if let Some(slug) = &file.slug {
                     data.insert("slug".into(), slug.clone().into());
                 }
+                if let Some(lang) = &file.lang {
+                    data.insert("lang".into(), lang.clone().into());
+                }
             }
             EventData::User { email, role } => {
                 data.insert("email".into(), email.clone().into());
@@ -199,6 +204,7 @@ impl Event {
                 folder: usize::try_from(data["folder"].as_u64()?).ok()?,
                 collection: text("collection"),
                 slug: text("slug"),
+                lang: text("lang"),
             }),
             None => EventData::User {
                 email: text("email")?,

@@ -444,8 +444,8 @@ impl CmsServer {
     ) -> Result<Json<VersionText>, Failure> {
         let read = async |cms: &Cms, user| {
             let version = VersionId::new(args.version)?;
-            cms.read_version(&user, cms.collection(&args.collection)?, &ItemRef::parse(&args.slug)?, version)
-                .await
+            let collection = collection_in(cms, &args.collection, args.lang.as_deref())?;
+            cms.read_version(&user, collection, &ItemRef::parse(&args.slug)?, version).await
         };
         answer(&self.cms, &ctx, read, VersionText::from).await
     }
@@ -465,7 +465,7 @@ impl CmsServer {
     ) -> Result<Json<Written>, Failure> {
         let if_match = args.if_match.as_deref().map(Precondition::from_if_match);
         let restore = async |cms: &Cms, user| {
-            let collection = cms.collection(&args.collection)?;
+            let collection = collection_in(cms, &args.collection, args.lang.as_deref())?;
             let version = VersionId::new(args.version)?;
             cms.restore_version(&user, collection, &ItemRef::parse(&args.slug)?, version, if_match.as_ref())
                 .await

@@ -170,6 +170,8 @@ pub struct VersionArgs {
     pub slug: String,
     /// The version's `timestamp`, from `list_versions`.
     pub version: i64,
+    /// On a site with languages: the item's language (the default language when absent).
+    pub lang: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -183,6 +185,8 @@ pub struct RestoreVersionArgs {
     pub version: i64,
     /// The `etag` of your last read of the item.
     pub if_match: Option<String>,
+    /// On a site with languages: the item's language (the default language when absent).
+    pub lang: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -153,7 +153,10 @@ impl ChangeSource for S3ChangeSource {
     fn subscribe(&self, collections: &[Collection]) -> CoreResult<Option<Box<dyn ChangeFeed>>> {
         Ok(Some(Box::new(PollFeed {
             source: self.clone(),
-            collections: collections.iter().map(|c| (c.slug.clone(), c.index)).collect(),
+            collections: collections.iter().fold(HashMap::new(), |mut by_slug, c| {
+                by_slug.entry(c.slug.clone()).or_insert_with(Vec::new).push(c.index);
+                by_slug
+            }),
             seen: HashMap::new(),
             last_rescan: Instant::now(),
             last_sweep: Instant::now(),
@@ -167,7 +170,10 @@ impl ChangeSource for S3ChangeSource {
 
 struct PollFeed {
     source: S3ChangeSource,
-    collections: HashMap<String, usize>,
+    /// Each slug's collections: one, or on a site with languages one per language (their
+    /// changes are journaled under the slug; each language's collection takes the names
+    /// that are its own).
+    collections: HashMap<String, Vec<usize>>,
     /// Journal keys already handled, with their time (forgotten once out of the window).
     seen: HashMap<String, i64>,
     last_rescan: Instant,
@@ -184,8 +190,12 @@ impl PollFeed {
     fn rescan_all(&mut self) -> Vec<StorageChange> {
         self.rescan_returned = true;
         (self.source.forget_license)();
-        let mut changes: Vec<_> =
-            self.collections.values().map(|&collection| StorageChange::Rescan { collection }).collect();
+        let mut changes: Vec<_> = self
+            .collections
+            .values()
+            .flatten()
+            .map(|&collection| StorageChange::Rescan { collection })
+            .collect();
         changes.push(StorageChange::License);
         changes
     }
@@ -217,7 +227,7 @@ impl PollFeed {
             match entry.what {
                 What::License => license = true,
                 What::Item { collection, name } => {
-                    if let Some(&index) = self.collections.get(collection) {
+                    for &index in self.collections.get(collection).into_iter().flatten() {
                         items.entry(index).or_default().push(name.to_owned());
                     }
                 }

@@ -25,13 +25,19 @@ pub async fn stream(
     req: HttpRequest,
     state: web::Data<AdminState>,
 ) -> AdminResult<HttpResponse> {
-    let collection = match query_param(&req, "collection").filter(|c| !c.is_empty()) {
-        Some(slug) => Some(super::collection_at(&state, &slug)?.index),
-        None => None,
+    // Events name a configured collection (`folder`); a translation's page listens to its
+    // language's.
+    let (collection, lang) = match query_param(&req, "collection").filter(|c| !c.is_empty()) {
+        Some(slug) => {
+            let collection = super::collection_at(&state, &slug)?;
+            (Some(collection.family()), collection.language.as_ref().map(|l| l.code.to_string()))
+        }
+        None => (None, None),
     };
     let filter = EventFilter {
         collection,
         kinds: Vec::new(),
+        lang,
         slug: query_param(&req, "slug").filter(|s| !s.is_empty()),
         sees_drafts: policy::may(&user.principal, Operation::ReadDrafts),
     };

@@ -127,7 +127,10 @@ impl<'a> ItemAt<'a> {
 pub(crate) fn collection_at<'a>(state: &'a AdminState, key: &str) -> CoreResult<&'a Collection> {
     let cms = &state.cms;
     if let (Some(languages), Some((family, code))) = (cms.languages(), key.rsplit_once('.')) {
-        let at = languages.parse(code)?;
+        // Not a language of the site: no such collection.
+        let at = languages
+            .find(code)
+            .ok_or_else(|| cms_core::CoreError::not_found(format!("no collection {key:?}")))?;
         return Ok(cms.in_language(cms.collection(family)?, at));
     }
     cms.collection(key)

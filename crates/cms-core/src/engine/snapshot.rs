@@ -16,7 +16,7 @@ use crate::model::Model;
 use crate::ports::FileStamp;
 
 /// Bumped whenever what a snapshot holds changes shape.
-const FORMAT: u32 = 7;
+const FORMAT: u32 = 8;
 
 /// Entries per chunk: chunks are encoded separately so that a restart decodes them on
 /// every core.

@@ -10,14 +10,14 @@ use crate::changes::{Cause, Change, ChangeSubscriber};
 /// `crate::event_log`).
 pub struct Announcer {
     events: Arc<EventLog>,
-    /// Each collection's slug, by index.
-    collections: Vec<String>,
+    /// How each collection's events name it, by index.
+    collections: Vec<super::CollectionName>,
     /// `webhooks.outside_edits`: whether changes found in the store are announced.
     outside_edits: bool,
 }
 
 impl Announcer {
-    pub fn new(events: Arc<EventLog>, collections: Vec<String>, outside_edits: bool) -> Self {
+    pub fn new(events: Arc<EventLog>, collections: Vec<super::CollectionName>, outside_edits: bool) -> Self {
         Self { events, collections, outside_edits }
     }
 
@@ -38,7 +38,8 @@ impl ChangeSubscriber for Announcer {
         if !self.announces(&change.cause) {
             return;
         }
-        let collection = self.collections.get(change.collection).map_or("", String::as_str);
+        let unknown = super::CollectionName { slug: String::new(), folder: change.collection, lang: None };
+        let collection = self.collections.get(change.collection).unwrap_or(&unknown);
         self.events.queue(change, collection);
     }
 }

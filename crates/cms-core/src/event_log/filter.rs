@@ -22,6 +22,8 @@ pub struct EventFilter {
     pub kinds: Vec<EventKind>,
     /// Only this item's events (its slug, in any collection unless `collection` is set).
     pub slug: Option<String>,
+    /// Only events of items in this language (a code of `languages:`).
+    pub lang: Option<String>,
     /// The reader may read drafts (a key whose role may): sees every event; otherwise
     /// only events of items that were or are live.
     pub sees_drafts: bool,
@@ -34,6 +36,7 @@ impl EventFilter {
             && self.collection.is_none_or(|collection| collection == file.folder)
             && (self.kinds.is_empty() || self.kinds.contains(&event.kind()))
             && self.slug.as_ref().is_none_or(|slug| file.slug.as_ref() == Some(slug))
+            && self.lang.as_ref().is_none_or(|lang| file.lang.as_ref() == Some(lang))
     }
 
     /// The events a stream may ask for (`?event=`): a comma-separated list of item
@@ -58,6 +61,7 @@ impl EventFilter {
             && (wider.kinds.is_empty()
                 || (!self.kinds.is_empty() && self.kinds.iter().all(|kind| wider.kinds.contains(kind))))
             && (wider.slug.is_none() || wider.slug == self.slug)
+            && (wider.lang.is_none() || wider.lang == self.lang)
     }
 }
 
@@ -72,6 +76,7 @@ mod tests {
         let data = EventData::File(FileEvent {
             filename: format!("{slug}.md"),
             folder,
+            lang: None,
             collection: Some("posts".into()),
             slug: Some(slug.into()),
         });
@@ -89,6 +94,7 @@ mod tests {
             collection: Some(1),
             kinds: vec![EventKind::FileUpdated],
             slug: Some("b".into()),
+            lang: None,
             sees_drafts: true,
         };
         assert!(narrow.admits(&event(EventKind::FileUpdated, 1, "b", false)));

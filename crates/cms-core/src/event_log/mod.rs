@@ -54,6 +54,16 @@ pub enum Replay {
     Reset,
 }
 
+/// How events name the collection of a change: its slug, the configured collection's
+/// index (the spec's `folder`: a translation's events name its collection's), and the
+/// language on a site with languages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectionName {
+    pub slug: String,
+    pub folder: usize,
+    pub lang: Option<String>,
+}
+
 /// See the module doc.
 pub struct EventLog {
     store: Arc<dyn EventStore>,
@@ -167,7 +177,7 @@ impl EventLog {
     }
 
     /// Queues a change's event (the change log's announcer, under its lock).
-    pub(crate) fn queue(&self, change: &crate::changes::Change, collection: &str) {
+    pub(crate) fn queue(&self, change: &crate::changes::Change, collection: &CollectionName) {
         let mut pending = lock(&self.pending);
         if pending.len() >= MAX_PENDING {
             pending.pop_front();

@@ -65,8 +65,9 @@ pub(super) struct Pending {
 }
 
 impl Pending {
-    /// The event of a change to an item of collection `collection` (its slug).
-    pub fn of_change(change: &Change, collection: &str) -> Self {
+    /// The event of a change to an item of collection `collection` (its slug, its
+    /// configured collection's index and its language).
+    pub fn of_change(change: &Change, collection: &super::CollectionName) -> Self {
         let live = |known: &Option<Known>| known.as_ref().is_some_and(Known::live);
         let public = live(&change.before) || live(&change.after);
         // The slug anonymous readers know when only one side is live; else the newest.
@@ -82,9 +83,10 @@ impl Pending {
             timestamp: change.at,
             data: EventData::File(FileEvent {
                 filename: change.filename.to_string(),
-                folder: change.collection,
-                collection: Some(collection.to_owned()),
+                folder: collection.folder,
+                collection: Some(collection.slug.clone()),
                 slug,
+                lang: collection.lang.clone(),
             }),
         };
         Self { event, public }
@@ -117,6 +119,7 @@ mod tests {
                 data: EventData::File(FileEvent {
                     filename: "2026-01-01-hello.md".into(),
                     folder: 1,
+                    lang: None,
                     collection: Some("posts".into()),
                     slug: Some("hello".into()),
                 }),

@@ -25,16 +25,17 @@ pub use validate::{FieldError, Link, LinkTarget};
 
 use serde_json::Value;
 
-/// Keys the server itself reads (status, schedule, and the source a translation was made
-/// from): allowed whatever the model says.
-pub const SERVER_READ_KEYS: [&str; 5] =
-    ["status", "draft", "publish_date", "unpublish_date", crate::item_file::TRANSLATED_FROM];
+/// Keys the server itself reads (status and schedule): allowed whatever the model says.
+pub const SERVER_READ_KEYS: [&str; 4] = ["status", "draft", "publish_date", "unpublish_date"];
 
 /// A checked model: its fields in the editor's order.
 #[derive(Debug, Clone)]
 pub struct Model {
     pub fields: Vec<Field>,
     pub extra_fields: ExtraFields,
+    /// On a site with `languages:`: the server also reads `translated_from` (what a
+    /// translation was made from), allowed whatever the model says.
+    pub translated: bool,
 }
 
 /// One field of a model.
@@ -149,7 +150,7 @@ impl Model {
         extra_fields: ExtraFields,
         collections: &[String],
     ) -> Result<Self, String> {
-        Ok(Self { fields: build_fields(key, fields, collections)?, extra_fields })
+        Ok(Self { fields: build_fields(key, fields, collections)?, extra_fields, translated: false })
     }
 
     /// A number naming this model's settings (the same settings, the same number, in one

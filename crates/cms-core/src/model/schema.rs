@@ -16,6 +16,16 @@ impl Model {
     /// The JSON Schema of a frontmatter of this model; `title` names the collection.
     pub fn json_schema(&self, title: &str) -> Value {
         let mut schema = object_schema(&self.fields, self.extra_fields, true);
+        if self.translated && self.extra_fields == ExtraFields::Refuse {
+            let key = crate::item_file::TRANSLATED_FROM;
+            if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut)
+                && !properties.contains_key(key)
+            {
+                let described =
+                    json!({ "description": "read by the server (what a translation was made from)" });
+                properties.insert(key.to_owned(), described);
+            }
+        }
         let head = json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "title": title,
@@ -43,7 +53,7 @@ fn object_schema(fields: &[Field], extra: ExtraFields, top: bool) -> Value {
             if !properties.contains_key(key) {
                 properties.insert(
                     key.to_owned(),
-                    json!({ "description": "read by the server (status, schedule, translations)" }),
+                    json!({ "description": "read by the server (status and schedule)" }),
                 );
             }
         }

@@ -15,7 +15,8 @@ impl Model {
         if self.extra_fields == ExtraFields::Allow {
             let _ = writeln!(out, "  [key: string]: unknown;");
         } else {
-            for key in super::SERVER_READ_KEYS {
+            let translated = self.translated.then_some(crate::item_file::TRANSLATED_FROM);
+            for key in super::SERVER_READ_KEYS.into_iter().chain(translated) {
                 if self.field(key).is_none() {
                     let _ = writeln!(out, "  {key}?: unknown;");
                 }

@@ -30,6 +30,13 @@ impl Model {
     pub fn validate(&self, fm: &Map<String, Value>) -> Vec<FieldError> {
         let mut errors = Vec::new();
         check_fields(&self.fields, self.extra_fields, fm, "fm", true, &mut errors);
+        if self.translated {
+            // The server's own key on a site with languages, whatever the model says.
+            let own = format!("fm.{}", crate::item_file::TRANSLATED_FROM);
+            errors.retain(|error| {
+                error.field != own || self.field(crate::item_file::TRANSLATED_FROM).is_some()
+            });
+        }
         errors
     }
 

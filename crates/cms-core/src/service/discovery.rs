@@ -137,8 +137,12 @@ impl Cms {
         if self.collections.is_empty() {
             return "none".into();
         }
-        let mut folders: Vec<&str> = self.collections.iter().map(|c| c.path.as_str()).collect();
-        folders.dedup();
+        let mut folders: Vec<&str> = Vec::new();
+        for collection in &self.collections {
+            if !folders.contains(&collection.path.as_str()) {
+                folders.push(&collection.path);
+            }
+        }
         folders.join(", ")
     }
 

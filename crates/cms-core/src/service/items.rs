@@ -547,6 +547,14 @@ impl Cms {
             Some(name) => name,
             None => collection.naming.new_name(&slug, date.as_deref()),
         };
+        // A slug ending in another language's code would name that language's file.
+        if !collection.naming.owns(name.as_str()) {
+            return Err(CoreError::invalid(format!(
+                "slug {slug:?} ends in the code of another of this site's languages, so its file {:?} would be \
+                 that language's translation; to write a translation, send lang= with the slug it translates",
+                name.as_str()
+            )));
+        }
         let doc = ItemDocument { fm, body };
         let bytes = encode(&doc)?;
 

@@ -432,8 +432,15 @@ impl Cms {
             time::Duration::hours(i64::from(config.events.keep_hours)),
             collections.len(),
         ));
-        let slugs = collections.iter().map(|collection| collection.slug.clone()).collect();
-        change_log.subscribe(Arc::new(Announcer::new(Arc::clone(&event_log), slugs, outside_edits)));
+        let names = collections
+            .iter()
+            .map(|collection| crate::event_log::CollectionName {
+                slug: collection.slug.clone(),
+                folder: collection.family(),
+                lang: collection.language.as_ref().map(|language| language.code.to_string()),
+            })
+            .collect();
+        change_log.subscribe(Arc::new(Announcer::new(Arc::clone(&event_log), names, outside_edits)));
         let site = SiteInfo {
             name: config.site.name.clone(),
             url: config.site.url.trim_end_matches('/').to_owned(),

@@ -109,6 +109,11 @@ impl Cms {
     /// index holds, and stops once the sink is full. Answers how many items it rendered.
     #[tracing::instrument(level = "trace", skip_all)]
     pub async fn render_ahead(&self, sink: &dyn AheadSink) -> CoreResult<usize> {
+        // A site with languages keys its single answers by their translations too, which
+        // answers made ahead do not know: they would never be asked for.
+        if self.languages.is_some() {
+            return Ok(0);
+        }
         let mut rendered = 0;
         for collection in &self.collections {
             rendered += self.render_collection_ahead(collection, sink).await?;

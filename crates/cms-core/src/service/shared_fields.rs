@@ -95,7 +95,10 @@ impl Cms {
             let current = match self.read_raw(lane, &item_ref).await {
                 Ok(raw) => raw.doc.fm,
                 Err(CoreError::NotFound(_)) => continue,
-                Err(other) => return Err(other),
+                Err(error) => {
+                    tracing::warn!(%error, collection = lane.slug.as_str(), item = slug, "cannot read a translation");
+                    continue;
+                }
             };
             let mut changes = Frontmatter::new();
             for name in &shared {
@@ -106,8 +109,17 @@ impl Cms {
             }
             if !changes.is_empty() {
                 let update = ItemUpdate { mode: UpdateMode::Patch, fm: changes, body: None };
-                // Boxed: a write of the default language's item awaits these writes.
-                Box::pin(self.update_item(caller, lane, &item_ref, update, None)).await?;
+                // Boxed: a write of the default language's item awaits these writes. The
+                // source is saved already: a translation that cannot take its shared
+                // fields now is left for `cms check` to name, and the others still get them.
+                if let Err(error) = Box::pin(self.update_item(caller, lane, &item_ref, update, None)).await {
+                    tracing::warn!(
+                        %error,
+                        collection = lane.slug.as_str(),
+                        item = slug,
+                        "cannot copy shared fields into a translation; cms check names it"
+                    );
+                }
             }
         }
         Ok(())

@@ -114,6 +114,7 @@ impl Cms {
             collection,
             kinds,
             slug: claims.slug,
+            lang: None,
             sees_drafts: crate::policy::may(&principal, Operation::ReadDrafts),
         };
         Ok((principal, filter))

@@ -98,7 +98,8 @@ impl Cms {
         item_ref: &ItemRef,
         at: usize,
     ) -> CoreResult<SourceDiff> {
-        self.authorize(caller, Operation::ReadDrafts).await?;
+        // It reads the source's history.
+        self.authorize(caller, Operation::ReadHistory).await?;
         let languages = self.languages.as_deref().ok_or_else(no_translations)?;
         if at == 0 {
             return Err(CoreError::invalid(format!(

@@ -15,6 +15,7 @@ mod other_nodes;
 mod previews;
 mod schedule;
 mod search;
+mod translations;
 mod versions;
 mod webhooks;
 

@@ -199,8 +199,22 @@ pub async fn sitemap(
             let render = || cms.sitemap_of_languages(collection, &params);
             collection_document_versioned(&state, &req, version, documents::XML, render).await
         }
-        _ => {
-            let collection = cms.list_in(collection, choice);
+        (Some(_), Some(choice)) => {
+            // One language's pages, each with its alternates in every language.
+            let version = || {
+                let lanes = cms.all_collections().iter().filter(|c| c.family() == collection.index);
+                let content: Vec<u64> = lanes.map(|lane| cms.content_version(Some(lane))).collect();
+                documents::version_of(
+                    "sitemap-language",
+                    content,
+                    (collection.index, choice.requested, &params),
+                )
+            };
+            let lane = cms.list_in(collection, Some(choice));
+            let render = || cms.sitemap(lane, &params);
+            collection_document_versioned(&state, &req, version, documents::XML, render).await
+        }
+        (None, _) => {
             let render = || cms.sitemap(collection, &params);
             collection_document(&state, &req, collection, ("sitemap", documents::XML), &params, render).await
         }

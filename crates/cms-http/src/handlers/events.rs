@@ -38,7 +38,7 @@ impl Asked {
             None => Vec::new(),
         };
         let slug = self.slug.clone().filter(|slug| !slug.is_empty());
-        Ok(EventFilter { collection, kinds, slug, sees_drafts })
+        Ok(EventFilter { collection, kinds, slug, lang: None, sees_drafts })
     }
 }
 

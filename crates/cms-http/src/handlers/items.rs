@@ -145,7 +145,8 @@ pub async fn raw(
     let raw = state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            cms.read_item_source(&user.principal, cms.collection(&collection)?, &ItemRef::parse(&slug)?).await
+            let collection = languages::write_collection(cms, cms.collection(&collection)?, &req)?;
+            cms.read_item_source(&user.principal, collection, &ItemRef::parse(&slug)?).await
         })
         .await?;
     if let Some(response) = not_modified(&req, &raw.etag, Shape::Editor) {

@@ -37,7 +37,7 @@ pub async fn create(
     let link = state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            let collection = cms.collection(&collection)?;
+            let collection = crate::languages::write_collection(cms, cms.collection(&collection)?, &req)?;
             cms.create_preview(&user.principal, collection, &ItemRef::parse(&slug)?, ttl_secs).await
         })
         .await?;

@@ -9,6 +9,7 @@ use cms_core::slug::ItemRef;
 
 use crate::auth::{EditorShape, KeyUser};
 use crate::error::{ApiError, Shape};
+use crate::languages;
 use crate::state::AppState;
 
 /// `GET .../items/{slug}/versions`
@@ -16,12 +17,14 @@ pub async fn list(
     state: web::Data<AppState>,
     user: KeyUser<EditorShape>,
     path: web::Path<(String, String)>,
+    req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let (collection, slug) = path.into_inner();
     let list = state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            cms.list_versions(&user.principal, cms.collection(&collection)?, &ItemRef::parse(&slug)?).await
+            let collection = languages::write_collection(cms, cms.collection(&collection)?, &req)?;
+            cms.list_versions(&user.principal, collection, &ItemRef::parse(&slug)?).await
         })
         .await?;
     Ok(HttpResponse::Ok().json(VersionListing::from(list)))
@@ -32,12 +35,13 @@ pub async fn read(
     state: web::Data<AppState>,
     user: KeyUser<EditorShape>,
     path: web::Path<(String, String, String)>,
+    req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let (collection, slug, version) = path.into_inner();
     let content = state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            let collection = cms.collection(&collection)?;
+            let collection = languages::write_collection(cms, cms.collection(&collection)?, &req)?;
             // The version is read first, as before the item was typed: its error wins.
             let version = VersionId::parse(&version)?;
             cms.read_version(&user.principal, collection, &ItemRef::parse(&slug)?, version).await
@@ -58,7 +62,7 @@ pub async fn restore(
     let (outcome, restored) = state
         .run(Shape::Editor, async {
             let cms = &state.cms;
-            let collection = cms.collection(&collection)?;
+            let collection = languages::write_collection(cms, cms.collection(&collection)?, &req)?;
             let version = VersionId::parse(&version)?;
             cms.restore_version(
                 &user.principal,

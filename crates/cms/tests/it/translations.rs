@@ -883,3 +883,44 @@ fn the_editors_languages_work_in_a_real_browser() {
     let french = fs::read_to_string(site.path().join("content/posts/only-english.fr.md")).unwrap();
     assert!(french.contains("translated_from: "), "{french}");
 }
+
+#[test]
+fn history_raw_reads_and_the_sitemap_follow_the_language_and_names_stay_each_languages() {
+    let site = fixture_site("multilingual");
+    let server = Server::start(site.path());
+    let key = user_with_key(site.path(), "ed@example.com", "editor");
+    let bearer = format!("Bearer {key}");
+    let send = |method: &str, path: &str, body: Value| {
+        let request = ureq::http::Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", server.base))
+            .header("Authorization", &bearer)
+            .header("Content-Type", "application/json")
+            .body(body.to_string())
+            .unwrap();
+        let mut response = server.agent.run(request).unwrap();
+        (response.status().as_u16(), response.body_mut().read_json::<Value>().unwrap_or(Value::Null))
+    };
+    // A slug that ends in another language's code would name that language's file.
+    let (status, body) =
+        send("POST", "/cms/collections/posts/items", json!({ "slug": "news.fr", "fm": { "title": "N" } }));
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("another of this site's languages"), "{body}");
+    assert!(!site.path().join("content/posts/news.fr.md").exists());
+
+    // Publishing the French draft: its versions, its source and the French sitemap follow.
+    let (status, _) =
+        send("PATCH", "/cms/collections/posts/items/summer?lang=fr", json!({ "fm": { "draft": null } }));
+    assert_eq!(status, 200);
+    let (_, versions) = send("GET", "/cms/collections/posts/items/summer/versions?lang=fr", Value::Null);
+    assert_eq!(versions["filename"], "summer.fr.md", "{versions}");
+    assert_eq!(versions["versions"].as_array().unwrap().len(), 1, "{versions}");
+    let (_, raw) = send("GET", "/cms/collections/posts/items/summer/raw?lang=fr", Value::Null);
+    assert_eq!(raw["fm"]["title"], "L'été", "{raw}");
+    let (_, _, xml) = text(&server, "/cms/collections/posts/sitemap?lang=en");
+    let summer = sitemap_entries(&xml).into_iter().find(|(loc, _)| loc.ends_with("/posts/summer")).unwrap();
+    assert!(
+        summer.1.iter().any(|(lang, _)| lang == "fr"),
+        "the published translation is an alternate: {summer:?}"
+    );
+}

@@ -1,0 +1,79 @@
+//! Translations through the facade alone, on in-memory ports (the HTTP, MCP and editor
+//! surfaces are tested in crates/cms/tests/it/translations.rs).
+
+use cms_core::events::{EventData, EventKind};
+use cms_core::policy::Caller;
+use cms_core::service::{NewItem, Viewer};
+use cms_core::slug::ItemRef;
+use cms_core::testing::MemoryWorld;
+
+const MULTILINGUAL: &str = "\
+site:
+  name: Test Site
+  url: https://example.com
+languages:
+  - code: en
+  - code: fr
+collections:
+  - label: Pages
+    path: content/pages
+  - label: Posts
+    path: content/posts
+";
+
+fn new_item(slug: &str, title: &str) -> NewItem {
+    let mut fm = cms_core::document::Frontmatter::new();
+    fm.insert("title".into(), title.into());
+    fm.insert("status".into(), "published".into());
+    NewItem { slug: Some(slug.into()), fm, body: "Text.\n".into(), ..NewItem::default() }
+}
+
+#[tokio::test]
+async fn a_translations_events_name_its_configured_collection_and_its_language() {
+    let world = MemoryWorld::new();
+    let cms = world.cms_with(MULTILINGUAL);
+    let posts = cms.collection("posts").unwrap();
+    let french = cms.in_language(posts, 1);
+    assert_eq!((posts.index, french.index), (1, 3), "each language's collections after the configured ones");
+    cms.create_item(Caller::Operator, posts, new_item("hello", "Hello")).await.unwrap();
+    let written = cms.create_item(Caller::Operator, french, new_item("hello", "Bonjour")).await.unwrap();
+    assert_eq!((written.filename.as_str(), written.folder), ("hello.fr.md", 1));
+    let events = world.events.take();
+    let files: Vec<_> = events
+        .iter()
+        .filter_map(|event| match &event.data {
+            EventData::File(file) => {
+                Some((event.kind, file.folder, file.lang.clone(), file.filename.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        files,
+        [
+            (EventKind::FileCreated, 1, Some("en".into()), "hello.md".into()),
+            (EventKind::FileCreated, 1, Some("fr".into()), "hello.fr.md".into()),
+        ]
+    );
+    let body = String::from_utf8(events[1].body()).unwrap();
+    assert!(body.contains(r#""folder":1"#) && body.contains(r#""lang":"fr""#), "{body}");
+
+    // Each language's list and read; the other language's file is never this one's item.
+    let view = cms.read_item(french, &ItemRef::parse("hello").unwrap(), &Viewer::Anonymous).await.unwrap();
+    assert_eq!(view.meta.title, "Bonjour");
+    assert_eq!(cms.indexed_items(posts).await.unwrap().len(), 1);
+    assert_eq!(cms.indexed_items(french).await.unwrap().len(), 1);
+    assert!(cms.skipped_files().await.is_empty(), "a translation is not a skipped file");
+}
+
+#[tokio::test]
+async fn a_site_without_languages_sends_no_lang_and_reads_dotted_names_as_before() {
+    let world = MemoryWorld::new();
+    let cms = world.cms();
+    let pages = cms.collection("pages").unwrap();
+    cms.create_item(Caller::Operator, pages, new_item("v1.fr", "A dotted slug")).await.unwrap();
+    let event = world.events.take().pop().unwrap();
+    let EventData::File(file) = &event.data else { panic!("a file event") };
+    assert_eq!((file.lang.as_deref(), file.filename.as_str()), (None, "v1.fr.md"));
+    assert!(!String::from_utf8(event.body()).unwrap().contains("lang"));
+}

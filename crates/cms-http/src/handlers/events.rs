@@ -21,6 +21,8 @@ struct Asked {
     collection: Option<String>,
     events: Option<String>,
     slug: Option<String>,
+    /// On a site with languages: one language's events (`?lang=`, a stream's filter).
+    lang: Option<String>,
 }
 
 impl Asked {
@@ -38,19 +40,28 @@ impl Asked {
             None => Vec::new(),
         };
         let slug = self.slug.clone().filter(|slug| !slug.is_empty());
-        Ok(EventFilter { collection, kinds, slug, lang: None, sees_drafts })
+        // A site without languages ignores it, as it ignores any other parameter.
+        let lang = match (cms.languages(), given(&self.lang)) {
+            (Some(languages), Some(code)) => {
+                let at = languages.parse(&code).map_err(|e| ApiError::from_core(e, shape))?;
+                Some(languages.get(at).code.to_string())
+            }
+            _ => None,
+        };
+        Ok(EventFilter { collection, kinds, slug, lang, sees_drafts })
     }
 }
 
 /// `GET /cms/events`: the site's item events as they happen, resumable with
-/// `Last-Event-ID` (or `?since=`), filtered with `?collection=`, `?event=`, `?slug=`.
+/// `Last-Event-ID` (or `?since=`), filtered with `?collection=`, `?event=`, `?slug=`
+/// (and `?lang=` on a site with languages).
 /// Anonymous readers see the events of live items only; a key sees what its role may
 /// read; `?token=evt_...` opens a stream with a token's filters (narrowed, never widened).
 pub async fn stream(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let shape = Shape::Envelope;
-    let [collection, events, slug, since, token] =
-        crate::query::named(req.query_string(), ["collection", "event", "slug", "since", "token"]);
-    let asked = Asked { collection, events, slug };
+    let [collection, events, slug, since, token, lang] =
+        crate::query::named(req.query_string(), ["collection", "event", "slug", "since", "token", "lang"]);
+    let asked = Asked { collection, events, slug, lang };
     let (key_id, filter) = match token.filter(|t| t.starts_with(STREAM_TOKEN_PREFIX)) {
         Some(token) => {
             let (principal, allowed) = state.run(shape, state.cms.open_stream_token(&token)).await?;
@@ -136,9 +147,10 @@ pub async fn create_token(
             collection: fields.string("collection")?,
             events: fields.string("event")?,
             slug: fields.string("slug")?,
+            lang: None,
         }
     } else {
-        Asked { collection: None, events: None, slug: None }
+        Asked { collection: None, events: None, slug: None, lang: None }
     };
     let sees_drafts = Viewer::Key(user.principal.clone()).has_key();
     let filter = asked.filter(&state, sees_drafts, shape)?;

@@ -924,3 +924,33 @@ fn history_raw_reads_and_the_sitemap_follow_the_language_and_names_stay_each_lan
         "the published translation is an alternate: {summer:?}"
     );
 }
+
+#[test]
+fn an_event_stream_can_follow_one_language() {
+    let site = fixture_site("multilingual");
+    let server = Server::start(site.path());
+    let key = user_with_key(site.path(), "ed@example.com", "editor");
+    let stream = crate::events::Stream::request(&server, "/cms/events?lang=fr", &[]);
+    assert_eq!(stream.status, 200);
+    let (status, _, _) = get(&server, "/cms/events?lang=xx", &[]);
+    assert_eq!(status, 400, "an unknown language");
+    let patch = |path: &str, body: Value| {
+        let response = server
+            .agent
+            .patch(format!("{}{path}", server.base))
+            .header("Authorization", format!("Bearer {key}"))
+            .send_json(body)
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200, "{path}");
+    };
+    patch("/cms/collections/posts/items/hello", json!({ "body": "Hello again.\n" }));
+    patch("/cms/collections/posts/items/hello?lang=fr", json!({ "body": "Rebonjour.\n" }));
+    // The first frame names where the stream starts (an id, no event).
+    let frame = std::iter::from_fn(|| stream.next()).find(|frame| frame.event.is_some()).expect("an event");
+    let data = frame.json();
+    assert_eq!(
+        (data["data"]["filename"].as_str(), data["data"]["lang"].as_str(), data["data"]["folder"].as_u64()),
+        (Some("hello.fr.md"), Some("fr"), Some(0)),
+        "the English change is not in the French stream: {data}"
+    );
+}

@@ -46,6 +46,24 @@ pub fn of_folder(cms: &Cms, choice: Option<Choice>) -> Option<Choice> {
     choice.filter(|choice| choice.explicit || shared)
 }
 
+/// A list's `missing=fr` or `outdated=fr` (one of them), on a site with languages; a site
+/// without languages ignores both, as it ignores any other parameter.
+pub fn translation_filter(
+    cms: &Cms,
+    query: &HashMap<String, String>,
+) -> CoreResult<Option<cms_core::service::TranslationFilter>> {
+    use cms_core::service::TranslationFilter;
+    let Some(languages) = cms.languages() else { return Ok(None) };
+    match (query.get("missing"), query.get("outdated")) {
+        (None, None) => Ok(None),
+        (Some(code), None) => Ok(Some(TranslationFilter::Missing(languages.parse(code)?))),
+        (None, Some(code)) => Ok(Some(TranslationFilter::Outdated(languages.parse(code)?))),
+        (Some(_), Some(_)) => Err(cms_core::CoreError::invalid(
+            "missing= and outdated= cannot be combined: ask for one, then the other",
+        )),
+    }
+}
+
 /// The language a write names (`?lang=`): the default language's collection without it.
 /// A site without languages ignores it, as it always has.
 pub fn write_collection<'a>(

@@ -223,7 +223,7 @@ impl Cms {
         super::write(&self.indexes[collection.index].index)
     }
 
-    async fn ensure_indexed(&self, collection: &Collection) -> CoreResult<()> {
+    pub(super) async fn ensure_indexed(&self, collection: &Collection) -> CoreResult<()> {
         let cell = &self.indexes[collection.index];
         if super::read(&cell.index).is_some() {
             return Ok(());

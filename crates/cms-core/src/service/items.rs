@@ -40,17 +40,33 @@ impl Cms {
         query: &ListQuery,
         viewer: &Viewer,
     ) -> CoreResult<Page<ItemSummary>> {
+        self.list_items_where(collection, query, viewer, None).await
+    }
+
+    /// [`Self::list_items`] of the items whose translation into a language is missing or
+    /// outdated (`missing=`, `outdated=`), on a site with languages.
+    pub async fn list_items_where(
+        &self,
+        collection: &Collection,
+        query: &ListQuery,
+        viewer: &Viewer,
+        filter: Option<super::TranslationFilter>,
+    ) -> CoreResult<Page<ItemSummary>> {
         let per_page = self.list_page_size(query, viewer)?;
-        let (selection, fingerprint) = {
-            let index = self.index(collection).await?;
-            (index.select(query, query.page, per_page), index.fingerprint())
+        let (selection, fingerprint) = match filter {
+            None => {
+                let index = self.index(collection).await?;
+                (index.select(query, query.page, per_page), index.fingerprint())
+            }
+            Some(filter) => self.select_translated(collection, query, per_page, filter).await?,
         };
         let mut page = Page::of_selection(selection.items, selection.total, query.page, per_page);
         page.version = Some(self.expanded_version(
             collection,
             query,
             list_version(collection, query, per_page, fingerprint)
-                ^ self.translations_version(collection, None, viewer.has_key()),
+                ^ self.translations_version(collection, None, viewer.has_key())
+                ^ filter_version(filter),
         ));
         let mut page = page.map(|item| self.summary_for(collection, item, None, viewer));
         if !query.fields.is_empty() || !query.expand.is_empty() {
@@ -142,13 +158,25 @@ impl Cms {
         query: &ListQuery,
         viewer: &Viewer,
     ) -> CoreResult<u64> {
+        self.list_items_version_where(collection, query, viewer, None).await
+    }
+
+    /// [`Self::list_items_version`] of [`Self::list_items_where`].
+    pub async fn list_items_version_where(
+        &self,
+        collection: &Collection,
+        query: &ListQuery,
+        viewer: &Viewer,
+        filter: Option<super::TranslationFilter>,
+    ) -> CoreResult<u64> {
         let per_page = self.list_page_size(query, viewer)?;
         let fingerprint = self.index(collection).await?.fingerprint();
         Ok(self.expanded_version(
             collection,
             query,
             list_version(collection, query, per_page, fingerprint)
-                ^ self.translations_version(collection, None, viewer.has_key()),
+                ^ self.translations_version(collection, None, viewer.has_key())
+                ^ filter_version(filter),
         ))
     }
 
@@ -401,9 +429,13 @@ impl Cms {
         requested: Option<usize>,
         viewer: &Viewer,
     ) -> Option<super::InLanguage> {
-        let index = super::read(&self.indexes[collection.index].index);
-        let indexed = index.as_ref()?.get(&view.meta.filename)?.ok()?;
-        self.language_of(collection, indexed, requested, viewer.has_key())
+        // Taken out of the index first: the translations read the other languages' indexes,
+        // and one index's lock is never held while another's is taken.
+        let indexed = {
+            let index = super::read(&self.indexes[collection.index].index);
+            Arc::clone(index.as_ref()?.get(&view.meta.filename)?.ok()?)
+        };
+        self.language_of(collection, &indexed, requested, viewer.has_key())
     }
 
     fn view_of_file(
@@ -704,6 +736,16 @@ fn list_version(collection: &Collection, query: &ListQuery, per_page: usize, fin
     use std::hash::{Hash, Hasher};
     let mut hasher = std::hash::DefaultHasher::new();
     (collection.index, query, per_page, fingerprint).hash(&mut hasher);
+    hasher.finish()
+}
+
+/// What a list's `missing=` or `outdated=` adds to its version (0 without either); the
+/// other language's index is in the version already (see `translations_version`).
+fn filter_version(filter: Option<super::TranslationFilter>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let Some(filter) = filter else { return 0 };
+    let mut hasher = std::hash::DefaultHasher::new();
+    ("translation filter", filter).hash(&mut hasher);
     hasher.finish()
 }
 

@@ -21,6 +21,14 @@ fn is_outdated(translation: &IndexedItem, source: Option<ContentTag>) -> bool {
     matches!((translation.translated_from.as_deref(), source), (Some(made_from), Some(now)) if *made_from != now)
 }
 
+/// A list's filter on its items' translations into another language (a position in
+/// `languages:`): `missing=` (no translation yet, not even a draft) or `outdated=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TranslationFilter {
+    Missing(usize),
+    Outdated(usize),
+}
+
 /// What an answer says of its language.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InLanguage {
@@ -159,9 +167,12 @@ impl Cms {
     /// What the item of `lane` named `filename` says of its language (as
     /// [`Self::language_of`]): for the editor, which shows drafts when `drafts`.
     pub fn language_of_file(&self, lane: &Collection, filename: &str, drafts: bool) -> Option<InLanguage> {
-        let index = super::read(&self.indexes[lane.index].index);
-        let item = index.as_ref()?.get(filename)?.ok()?;
-        self.language_of(lane, item, None, drafts)
+        // Out of the index first: one index's lock is never held while another's is taken.
+        let item = {
+            let index = super::read(&self.indexes[lane.index].index);
+            Arc::clone(index.as_ref()?.get(filename)?.ok()?)
+        };
+        self.language_of(lane, &item, None, drafts)
     }
 
     /// The item of `lane` in the other languages, from their kept indexes (one lookup
@@ -217,6 +228,53 @@ impl Cms {
             .filter(|item| viewer.has_key() || live(item))
             .map(|item| self.summary_for(lane, item, None, viewer))
             .collect())
+    }
+
+    /// A page of `lane`'s items that `filter` admits, and the index's fingerprint. The kept
+    /// indexes of `lane`, of the language filtered on and of the default language are read
+    /// together, their locks taken in index order (as every reader of several does).
+    pub(super) async fn select_translated(
+        &self,
+        lane: &Collection,
+        query: &crate::query::ListQuery,
+        per_page: usize,
+        filter: TranslationFilter,
+    ) -> CoreResult<(crate::engine::index::Selection, u64)> {
+        let (TranslationFilter::Missing(at) | TranslationFilter::Outdated(at)) = filter;
+        let (target, source) = (self.in_language(lane, at), self.in_language(lane, 0));
+        for collection in [lane, target, source] {
+            self.ensure_indexed(collection).await?;
+        }
+        let mut wanted = vec![lane.index, target.index, source.index];
+        wanted.sort_unstable();
+        wanted.dedup();
+        let guards: Vec<(usize, _)> =
+            wanted.into_iter().map(|at| (at, super::read(&self.indexes[at].index))).collect();
+        let index_of =
+            |at: usize| guards.iter().find(|(i, _)| *i == at).and_then(|(_, guard)| guard.as_ref());
+        let not_built = || crate::error::CoreError::Busy("the index is being built; try again".into());
+        let (index, translations) =
+            (index_of(lane.index).ok_or_else(not_built)?, index_of(target.index).ok_or_else(not_built)?);
+        let sources = index_of(source.index);
+        let keep = |item: &IndexedItem| {
+            let base = lane.naming.base_name(&item.meta.filename);
+            let translation = translations.get(&target.naming.name_for_base(&base));
+            match filter {
+                TranslationFilter::Missing(_) => translation.is_none(),
+                TranslationFilter::Outdated(_) => {
+                    let Some(Ok(translation)) = translation else { return false };
+                    let now = match lane.language.as_ref().map_or(0, |l| l.at) {
+                        0 => Some(item.content),
+                        _ => sources
+                            .and_then(|sources| sources.get(&source.naming.name_for_base(&base)))
+                            .and_then(Result::ok)
+                            .map(|source| source.content),
+                    };
+                    is_outdated(translation, now)
+                }
+            }
+        };
+        Ok((index.select_where(query, query.page, per_page, Some(&keep)), index.fingerprint()))
     }
 
     /// What the default language's file of `item` (of `lane`) holds now, if it exists.

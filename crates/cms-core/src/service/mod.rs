@@ -59,7 +59,7 @@ pub use crate::item_file::{Precondition, etag_of};
 pub use accounts::SESSION_KEY_ID;
 pub use incoming::Incoming;
 pub use index::{Indexing, SkippedFile};
-pub use languages::{InLanguage, Translation};
+pub use languages::{InLanguage, Translation, TranslationFilter};
 pub use previews::PreviewLink;
 pub use rendered::AheadSink;
 pub use resources::{ResourceFile, ResourceListing, ServedFile, Upload, parse_folder_index};

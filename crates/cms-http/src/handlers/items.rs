@@ -66,19 +66,27 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     let envelope = |e| ApiError::from_core(e, Shape::Envelope);
     let cms = &state.cms;
-    let (collection, query, choice) = {
+    let (collection, query, choice, filter) = {
         let query = query_map(&req, Shape::Envelope)?;
         let choice = languages::choice(cms, &req, &query).map_err(envelope)?;
+        let filter = languages::translation_filter(cms, &query).map_err(envelope)?;
         let params = list_params(query);
         let collection = cms.list_in(cms.collection(&collection).map_err(envelope)?, choice);
-        (collection, ListQuery::parse_for(&params, collection.model.as_deref()).map_err(envelope)?, choice)
+        (
+            collection,
+            ListQuery::parse_for(&params, collection.model.as_deref()).map_err(envelope)?,
+            choice,
+            filter,
+        )
     };
-    let version = cms.list_items_version(collection, &query, &caller.viewer).await.map_err(envelope)?;
+    let version =
+        cms.list_items_version_where(collection, &query, &caller.viewer, filter).await.map_err(envelope)?;
     // A repeated page is answered from its kept body, without selecting it again.
     if let Some(kept) = kept_page(&req, version) {
         return Ok(languages::mark(kept, collection, choice));
     }
-    let page = Box::pin(cms.list_items(collection, &query, &caller.viewer)).await.map_err(envelope)?;
+    let page =
+        Box::pin(cms.list_items_where(collection, &query, &caller.viewer, filter)).await.map_err(envelope)?;
     Ok(languages::mark(item_page(&req, page, Lookup::Again), collection, choice))
 }
 

@@ -954,3 +954,47 @@ fn an_event_stream_can_follow_one_language() {
         "the English change is not in the French stream: {data}"
     );
 }
+
+#[test]
+fn a_list_can_ask_for_the_items_missing_or_outdated_in_a_language() {
+    let site = fixture_site("multilingual");
+    let server = Server::start(site.path());
+    let key = user_with_key(site.path(), "ed@example.com", "editor");
+    let titles = |path: &str| -> Vec<String> {
+        let (status, _, body) = get(&server, path, &[]);
+        assert_eq!(status, 200, "{path}: {body}");
+        body["data"].as_array().unwrap().iter().map(|i| i["title"].as_str().unwrap().to_owned()).collect()
+    };
+    // A draft translation is not missing: someone is on it.
+    assert_eq!(titles("/cms/collections/posts/items?missing=fr"), ["Only in English"]);
+    assert_eq!(titles("/cms/collections/posts/items?missing=ar"), ["Summer", "Only in English"]);
+    assert!(titles("/cms/collections/posts/items?outdated=fr").is_empty());
+    let (status, _, body) = get(&server, "/cms/collections/posts/items?missing=fr&outdated=ar", &[]);
+    assert_eq!(status, 400, "{body}");
+    let (status, _, _) = get(&server, "/cms/collections/posts/items?missing=de", &[]);
+    assert_eq!(status, 400);
+
+    let post = |path: &str, body: Value| {
+        let request = ureq::http::Request::builder()
+            .method(if path.contains("translations") { "POST" } else { "PATCH" })
+            .uri(format!("{}{path}", server.base))
+            .header("Authorization", format!("Bearer {key}"))
+            .header("Content-Type", "application/json")
+            .body(body.to_string())
+            .unwrap();
+        assert_eq!(server.agent.run(request).unwrap().status().as_u16(), 200, "{path}");
+    };
+    post(
+        "/cms/collections/posts/items/only-english/translations/fr",
+        json!({ "fm": { "title": "Seulement", "status": "published" } }),
+    );
+    assert!(titles("/cms/collections/posts/items?missing=fr").is_empty());
+    post("/cms/collections/posts/items/only-english", json!({ "body": "Changed.\n" }));
+    assert_eq!(
+        titles("/cms/collections/posts/items?outdated=fr"),
+        ["Only in English"],
+        "a kept page follows"
+    );
+    // The same from the French side: its translations whose source changed.
+    assert_eq!(titles("/cms/collections/posts/items?lang=fr&outdated=fr"), ["Seulement"]);
+}

@@ -31,6 +31,7 @@ use crate::slug::{ItemFilename, ItemRef, Naming};
 pub use item::{Held, IndexedItem, Parsed, excerpt_of, held};
 use orders::{ORDERS, order_slot};
 
+pub use orders::Selection;
 pub use schedule::Transition;
 
 /// What the index holds for one item file.

@@ -95,16 +95,32 @@ impl CollectionIndex {
     /// filters; for several tags, a partial selection of their matches (never a full
     /// sort of the collection).
     pub fn select(&self, query: &ListQuery, page: usize, per_page: usize) -> Selection {
+        self.select_where(query, page, per_page, None)
+    }
+
+    /// [`Self::select`] of the items `keep` also admits (what another collection's index
+    /// says of each, such as a translation's state): a look at each item, as a filter on
+    /// the model's fields takes.
+    pub fn select_where(
+        &self,
+        query: &ListQuery,
+        page: usize,
+        per_page: usize,
+        keep: Option<&dyn Fn(&IndexedItem) -> bool>,
+    ) -> Selection {
         let start = query.offset.saturating_add((page - 1).saturating_mul(per_page));
-        if let Some(selection) = self.newest_window(query, start, per_page) {
+        if keep.is_none()
+            && let Some(selection) = self.newest_window(query, start, per_page)
+        {
             return selection;
         }
+        let kept_too = |item: &IndexedItem| keep.is_none_or(|keep| keep(item));
         let k = order_slot(query.order_by);
         // Filters on the model's fields and on text need a look at each item; an order by
         // one of the model's fields, or newest first, is not kept sorted (below: only the
         // matches are, as far as the page needs).
         let unkept_order = query.order_field.is_some() || query.order_by == OrderBy::Newest;
-        let on_fields = !query.filters.is_empty() || query.text.is_some() || unkept_order;
+        let on_fields = !query.filters.is_empty() || query.text.is_some() || unkept_order || keep.is_some();
         let kept: Option<&[Id]> =
             match (query.tags.as_slice(), query.author.is_none() && !on_fields, query.status) {
                 (_, false, _) | (_, _, StatusFilter::Draft | StatusFilter::Scheduled) => None,
@@ -137,7 +153,10 @@ impl CollectionIndex {
             _ => None,
         };
         if let Some(ids) = walked {
-            let admitted = |id: &&Id| self.usable_item(**id).admitted_by(query, self.now);
+            let admitted = |id: &&Id| {
+                let item = self.usable_item(**id);
+                item.admitted_by(query, self.now) && kept_too(item)
+            };
             return match query.direction {
                 Direction::Asc => self.walk(ids.iter().filter(admitted), query.offset, start, per_page),
                 Direction::Desc => {
@@ -154,7 +173,10 @@ impl CollectionIndex {
             candidates.sort_unstable();
             candidates.dedup();
         }
-        candidates.retain(|id| self.usable_item(*id).admitted_by(query, self.now));
+        candidates.retain(|id| {
+            let item = self.usable_item(*id);
+            item.admitted_by(query, self.now) && kept_too(item)
+        });
         // Several tags, one in another order, an order by a field of the model, or newest
         // first: sort only the matches, and only as far as the page needs.
         let mut ids = candidates;

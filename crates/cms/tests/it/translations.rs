@@ -998,3 +998,25 @@ fn a_list_can_ask_for_the_items_missing_or_outdated_in_a_language() {
     // The same from the French side: its translations whose source changed.
     assert_eq!(titles("/cms/collections/posts/items?lang=fr&outdated=fr"), ["Seulement"]);
 }
+
+#[test]
+fn related_items_of_a_translation_are_of_its_language() {
+    let site = fixture_site("multilingual");
+    let posts = site.path().join("content/posts");
+    fs::write(posts.join("news.md"), "---\ntitle: News\ntags: [news]\n---\nNews.\n").unwrap();
+    fs::write(posts.join("news.fr.md"), "---\ntitle: Nouvelles\ntags: [nouvelles]\n---\nNouvelles.\n")
+        .unwrap();
+    let server = Server::start(site.path());
+    let related = |path: &str| -> Vec<(String, String)> {
+        let (status, _, body) = get(&server, &format!("/cms/items/related?contentPath={path}"), &[]);
+        assert_eq!(status, 200, "{path}: {body}");
+        body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| (i["title"].as_str().unwrap().to_owned(), i["url"].as_str().unwrap().to_owned()))
+            .collect()
+    };
+    assert_eq!(related("content/posts/hello.fr.md"), [("Nouvelles".to_owned(), "/fr/posts/news".to_owned())]);
+    assert_eq!(related("content/posts/hello.md"), [("News".to_owned(), "/posts/news".to_owned())]);
+}

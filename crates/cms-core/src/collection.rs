@@ -148,6 +148,15 @@ impl Collection {
     pub fn item_url(&self, slug: &str) -> String {
         PagePath::trusted(&self.page_path, true).url("item", slug)
     }
+
+    /// Where its items' slugs come from: on a site with languages, a file's own `slug:`
+    /// names it (Hugo's localized URLs); else its file's name, as always.
+    pub fn slugs(&self) -> crate::item::SlugSource {
+        match self.language {
+            Some(_) => crate::item::SlugSource::Frontmatter,
+            None => crate::item::SlugSource::FileName,
+        }
+    }
 }
 
 /// Finds a collection by `{collection}`: integer index, label slug (any case) or the slug

@@ -200,22 +200,49 @@ pub fn whole_secs(at: OffsetDateTime) -> i64 {
     if at.nanosecond() > 0 { secs + 1 } else { secs }
 }
 
+/// The frontmatter key of an item's own slug on a site with languages (Hugo's `slug`): its
+/// URL's last segment and the slug its language's routes answer to, where a translation
+/// is otherwise named by its file (a localized URL: `hello.fr.md` with `slug: bonjour` is
+/// `/fr/posts/bonjour`). A site without languages names items by their files alone.
+pub const OWN_SLUG: &str = "slug";
+
+/// Where an item's slug comes from: its file's name (a site without languages), or its
+/// frontmatter's `slug` when that is a valid slug, else its file's name (a site with
+/// languages, as Hugo: see [`OWN_SLUG`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlugSource {
+    FileName,
+    Frontmatter,
+}
+
+/// The frontmatter's own slug (`slug:`), when it is a valid slug.
+pub fn own_slug(fm: &Frontmatter) -> Option<&str> {
+    let slug = fm.get(OWN_SLUG)?.as_str()?;
+    crate::slug::Slug::parse(slug).is_ok().then_some(slug)
+}
+
 impl ItemMeta {
+    /// The facts of the file `name` holding `doc`; `slugs` says where its slug comes from.
     pub fn derive(
         name: &ItemFilename,
         doc: &ItemDocument,
         modified: i64,
         size: u64,
         zone: &SiteZone,
+        slugs: SlugSource,
     ) -> Self {
         let fm = &doc.fm;
         let text = |key: &str| fm.get(key).and_then(scalar_text);
         let status = status_of(fm);
         let date = text("date").or_else(|| name.date().map(str::to_owned));
+        let slug = match slugs {
+            SlugSource::Frontmatter => own_slug(fm).unwrap_or(name.slug()),
+            SlugSource::FileName => name.slug(),
+        };
         Self {
             filename: Arc::from(name.as_str()),
-            slug: name.slug().to_owned(),
-            title: text("title").unwrap_or_else(|| name.slug().to_owned()),
+            slug: slug.to_owned(),
+            title: text("title").unwrap_or_else(|| slug.to_owned()),
             date_at: date.as_deref().and_then(|d| zone.parse(d)),
             date,
             status,
@@ -372,7 +399,7 @@ mod tests {
             fm: fm(json!({"title": "Hello", "tags": ["Rust Lang", "web"], "author": "ann"})),
             body: String::new(),
         };
-        let meta = ItemMeta::derive(&name, &doc, 5, 10, &SiteZone::utc());
+        let meta = ItemMeta::derive(&name, &doc, 5, 10, &SiteZone::utc(), SlugSource::FileName);
         assert_eq!(meta.date.as_deref(), Some("2024-03-01"));
         assert_eq!(meta.status, Status::Published);
         assert!(meta.has_any_tag(&["rust-lang".into()]));

@@ -70,6 +70,16 @@ impl ContentTag {
 /// once the source holds something else.
 pub const TRANSLATED_FROM: &str = "translated_from";
 
+pub use crate::item::OWN_SLUG;
+
+/// The frontmatter key that links translations of different file names (Hugo's
+/// `translationKey`): files with the same key are one item's translations; a file without
+/// one is linked by its name.
+pub const TRANSLATION_KEY: &str = "translationKey";
+
+/// The keys the server reads on a site with languages, allowed whatever a model says.
+pub const LANGUAGE_KEYS: [&str; 3] = [TRANSLATED_FROM, OWN_SLUG, TRANSLATION_KEY];
+
 impl std::fmt::Display for ContentTag {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(std::str::from_utf8(&self.quoted()).expect("hex digits and quotes are ASCII"))

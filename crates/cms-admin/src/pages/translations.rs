@@ -63,10 +63,7 @@ pub(super) async fn view(
                 name: l.name.clone(),
                 code: l.code.to_string(),
                 current: at == language.at,
-                href: translation.map(|t| {
-                    let name = lane.naming.name_for_base(&collection.naming.base_name(filename));
-                    (item_href(lane, &name), t.status, t.outdated)
-                }),
+                href: translation.map(|t| (item_href(lane, &t.filename), t.status, t.outdated)),
                 translate_action: (at != language.at && at > 0 && translation.is_none())
                     .then(|| format!("{here}/translate/{}", l.code)),
             }
@@ -78,8 +75,9 @@ pub(super) async fn view(
         0 => None,
         _ => {
             let source = cms.in_language(collection, 0);
-            let slug = ItemRef::parse(collection.naming.parse(filename)?.slug()).ok()?;
-            let raw = cms.read_item_source(principal, source, &slug).await.ok()?;
+            let own = ItemRef::Filename(collection.naming.parse(filename)?);
+            let found = cms.counterpart(collection, &own, source).await.ok()??;
+            let raw = cms.read_item_source(principal, source, &ItemRef::Filename(found)).await.ok()?;
             Some((source_name, raw.doc.body))
         }
     };
@@ -108,9 +106,9 @@ pub async fn translate(
     let languages =
         cms.languages().ok_or_else(|| cms_core::CoreError::not_found("this site has no languages"))?;
     let at = languages.parse(&lang)?;
-    let slug = ItemRef::parse(&raw.meta.slug)?;
+    let file = ItemRef::parse(&raw.meta.filename)?;
     let own = collection.language.as_ref().is_some_and(|l| l.at == at);
-    let (outcome, _) = cms.translate_item(principal, collection, &slug, at, Default::default(), None).await?;
+    let (outcome, _) = cms.translate_item(principal, collection, &file, at, Default::default(), None).await?;
     if own {
         return Ok(view::see_other(&format!("{href}?ok=up-to-date")));
     }
@@ -139,8 +137,8 @@ pub async fn source_diff(
     let (collection, item) = path.into_inner();
     let ItemAt { collection, raw, href } = ItemAt::read(&state, &user.principal, &collection, &item).await?;
     let at = collection.language.as_ref().map_or(0, |l| l.at);
-    let slug = ItemRef::parse(&raw.meta.slug)?;
-    let diff = state.cms.source_diff(&user.principal, collection, &slug, at).await?;
+    let file = ItemRef::parse(&raw.meta.filename)?;
+    let diff = state.cms.source_diff(&user.principal, collection, &file, at).await?;
     let title = raw.doc.fm.get("title").and_then(|t| t.as_str()).unwrap_or(&raw.meta.slug).to_owned();
     view::ok(&SourceDiffPage {
         l: Layout::new(&state, &user, Section::Collection(collection.family())),

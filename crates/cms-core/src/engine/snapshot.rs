@@ -16,7 +16,7 @@ use crate::model::Model;
 use crate::ports::FileStamp;
 
 /// Bumped whenever what a snapshot holds changes shape.
-const FORMAT: u32 = 8;
+const FORMAT: u32 = 9;
 
 /// Entries per chunk: chunks are encoded separately so that a restart decodes them on
 /// every core.
@@ -144,6 +144,7 @@ impl<'de> Deserialize<'de> for Chunk<'de> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::index::Reading;
     use std::sync::Arc;
 
     use crate::dates::SiteZone;
@@ -153,7 +154,11 @@ mod tests {
     fn entry(name: &str, text: &str) -> (FileStamp, Held) {
         let stamp = FileStamp { name: name.into(), size: text.len() as u64, modified: 7, change_token: 9 };
         let file = StoredFile { bytes: text.as_bytes().to_vec(), stamp: stamp.clone() };
-        let item = IndexedItem::from_file(&ItemFilename::parse(name).unwrap(), &file, &SiteZone::utc(), None);
+        let item = IndexedItem::from_file(
+            &ItemFilename::parse(name).unwrap(),
+            &file,
+            Reading::plain(&SiteZone::utc()),
+        );
         (stamp, item.map(Arc::new).map_err(Box::from))
     }
 

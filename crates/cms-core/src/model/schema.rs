@@ -17,13 +17,17 @@ impl Model {
     pub fn json_schema(&self, title: &str) -> Value {
         let mut schema = object_schema(&self.fields, self.extra_fields, true);
         if self.translated && self.extra_fields == ExtraFields::Refuse {
-            let key = crate::item_file::TRANSLATED_FROM;
-            if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut)
-                && !properties.contains_key(key)
-            {
-                let described =
-                    json!({ "description": "read by the server (what a translation was made from)" });
-                properties.insert(key.to_owned(), described);
+            let described = [
+                (crate::item_file::TRANSLATED_FROM, "read by the server (what a translation was made from)"),
+                (crate::item_file::OWN_SLUG, "read by the server (the item's own slug in its language)"),
+                (crate::item_file::TRANSLATION_KEY, "read by the server (links translations of other names)"),
+            ];
+            if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+                for (key, description) in described {
+                    if !properties.contains_key(key) {
+                        properties.insert(key.to_owned(), json!({ "description": description }));
+                    }
+                }
             }
         }
         let head = json!({

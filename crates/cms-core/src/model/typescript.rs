@@ -15,7 +15,7 @@ impl Model {
         if self.extra_fields == ExtraFields::Allow {
             let _ = writeln!(out, "  [key: string]: unknown;");
         } else {
-            let translated = self.translated.then_some(crate::item_file::TRANSLATED_FROM);
+            let translated = crate::item_file::LANGUAGE_KEYS.into_iter().filter(|_| self.translated);
             for key in super::SERVER_READ_KEYS.into_iter().chain(translated) {
                 if self.field(key).is_none() {
                     let _ = writeln!(out, "  {key}?: unknown;");

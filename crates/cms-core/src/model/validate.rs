@@ -31,10 +31,10 @@ impl Model {
         let mut errors = Vec::new();
         check_fields(&self.fields, self.extra_fields, fm, "fm", true, &mut errors);
         if self.translated {
-            // The server's own key on a site with languages, whatever the model says.
-            let own = format!("fm.{}", crate::item_file::TRANSLATED_FROM);
+            // The server's own keys on a site with languages, whatever the model says.
             errors.retain(|error| {
-                error.field != own || self.field(crate::item_file::TRANSLATED_FROM).is_some()
+                let key = error.field.strip_prefix("fm.").unwrap_or(&error.field);
+                !crate::item_file::LANGUAGE_KEYS.contains(&key) || self.field(key).is_some()
             });
         }
         errors

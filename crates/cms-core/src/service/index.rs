@@ -45,7 +45,7 @@ use crate::changes::{Cause, Change, ChangeKind, Known, SearchTerms};
 use crate::collection::Collection;
 use crate::dates::SiteZone;
 use crate::document::ItemDocument;
-use crate::engine::index::{Applied, CollectionIndex, Held, IndexedItem, Parsed, held};
+use crate::engine::index::{Applied, CollectionIndex, Held, IndexedItem, Parsed, Reading, held};
 use crate::engine::snapshot::{self, SnapshotHeader};
 use crate::error::CoreResult;
 use crate::item_file::ContentTag;
@@ -353,7 +353,7 @@ impl Cms {
         file: &StoredFile,
         why: Why,
     ) {
-        let parsed = IndexedItem::from_file_with_text(name, file, &self.zone, collection.model.as_deref());
+        let parsed = IndexedItem::from_file_with_text(name, file, reading(&self.zone, collection));
         match parsed {
             Ok((item, text)) => {
                 self.index_item(collection, name, file, Ok(item), SearchTerms::Text(text.into()), why)
@@ -375,7 +375,7 @@ impl Cms {
         why: Why,
     ) {
         let (item, text) =
-            IndexedItem::from_document_with_text(name, doc, file, &self.zone, collection.model.as_deref());
+            IndexedItem::from_document_with_text(name, doc, file, reading(&self.zone, collection));
         self.index_item(collection, name, file, Ok(item), SearchTerms::Text(text.into()), why);
     }
 
@@ -422,8 +422,7 @@ impl Cms {
             name,
             doc,
             file,
-            &self.zone,
-            collection.model.as_deref(),
+            reading(&self.zone, collection),
             &previous,
             kept.wrote_excerpt,
         )?;
@@ -705,9 +704,14 @@ fn report_skipped(collection: &Collection, filename: &str, reason: &str) {
     tracing::warn!(collection = collection.slug.as_str(), filename, reason, "skipping a file");
 }
 
+/// How `collection`'s files are read (see [`Reading`]).
+pub(super) fn reading<'a>(zone: &'a SiteZone, collection: &'a Collection) -> Reading<'a> {
+    Reading { zone, model: collection.model.as_deref(), slugs: collection.slugs() }
+}
+
 /// Parses one file for the index, logging why it is skipped if it cannot be used.
 fn index_one(collection: &Collection, name: &ItemFilename, file: &StoredFile, zone: &SiteZone) -> Parsed {
-    IndexedItem::from_file(name, file, zone, collection.model.as_deref())
+    IndexedItem::from_file(name, file, reading(zone, collection))
         .inspect_err(|reason| report_skipped(collection, name.as_str(), reason))
 }
 

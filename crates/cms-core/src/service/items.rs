@@ -1,11 +1,13 @@
 //! Item reads and writes.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use time::OffsetDateTime;
 
 use super::index::{KeptBody, Why};
 use super::rendered::{Rendered, Version};
+use super::shared_fields::TranslationOf;
 use super::{
     CollectionTag, ItemSummary, ItemUpdate, ItemVersion, ItemView, NewItem, RawItem, UpdateMode, Viewer,
     WriteOutcome,
@@ -447,7 +449,14 @@ impl Cms {
         viewer: &Viewer,
         item_ref: &ItemRef,
     ) -> CoreResult<ItemView> {
-        let meta = ItemMeta::derive(name, &doc, file.stamp.modified, file.stamp.size, &self.zone);
+        let meta = ItemMeta::derive(
+            name,
+            &doc,
+            file.stamp.modified,
+            file.stamp.size,
+            &self.zone,
+            collection.slugs(),
+        );
         if !meta.live_at(self.now_secs()) && !viewer.has_key() {
             return Err(item_not_found(collection, item_ref));
         }
@@ -487,7 +496,14 @@ impl Cms {
         let doc = parse_stored(&name, &file)?;
         Ok(RawItem {
             collection: collection.family(),
-            meta: ItemMeta::derive(&name, &doc, file.stamp.modified, file.stamp.size, &self.zone),
+            meta: ItemMeta::derive(
+                &name,
+                &doc,
+                file.stamp.modified,
+                file.stamp.size,
+                &self.zone,
+                collection.slugs(),
+            ),
             etag: etag_of(&file.bytes),
             doc,
         })
@@ -516,6 +532,54 @@ impl Cms {
         slug: &str,
     ) -> CoreResult<Option<ItemFilename>> {
         Ok(self.index(collection).await?.file_with_slug(slug))
+    }
+
+    /// What an item's writes are serialized by: its file's slug. On a site with languages
+    /// a translation's own slug (`slug:`) names the same file, so it is looked up; the
+    /// slug as given when no file has it (a write then says not found).
+    pub(super) async fn lock_key<'r>(&self, collection: &Collection, item_ref: &'r ItemRef) -> Cow<'r, str> {
+        if collection.language.is_none() {
+            return Cow::Borrowed(item_ref.slug());
+        }
+        match self.index(collection).await.ok().and_then(|index| index.locate(item_ref)) {
+            Some(name) => Cow::Owned(name.slug().to_owned()),
+            None => Cow::Borrowed(item_ref.slug()),
+        }
+    }
+
+    /// On a site with languages, a write's own slug (`fm.slug`: a localized URL) must be a
+    /// slug, and no other item of the language's collection may answer to it (`current`:
+    /// the file written, which may keep its own).
+    async fn check_own_slug(
+        &self,
+        collection: &Collection,
+        fm: &crate::document::Frontmatter,
+        current: Option<&ItemFilename>,
+    ) -> CoreResult<()> {
+        let Some(value) = fm.get(crate::item_file::OWN_SLUG).filter(|_| collection.language.is_some()) else {
+            return Ok(());
+        };
+        if value.is_null() {
+            return Ok(());
+        }
+        let Some(text) = value.as_str() else {
+            return Err(CoreError::invalid(format!(
+                "fm.slug must be a string (the item's own slug in its language), got {}",
+                crate::codec::json_type_name(value)
+            )));
+        };
+        let slug = Slug::parse(text).map_err(|e| CoreError::invalid(format!("fm.slug: {e}")))?;
+        let taken = self.index(collection).await?.locate(&ItemRef::Slug(slug));
+        match taken {
+            Some(other) if current.is_none_or(|current| current.as_str() != other.as_str()) => {
+                Err(CoreError::Conflict(format!(
+                    "fm.slug {text:?} is taken in collection {:?}: {} answers to it; choose another slug",
+                    collection.slug,
+                    other.as_str()
+                )))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The filename an item reference names (first in name order when several match).
@@ -549,7 +613,10 @@ impl Cms {
             }
         };
         fm.retain(|_, v| !v.is_null());
-        let source = self.source_of_translation(collection, slug.as_str(), &fm).await?;
+        self.check_own_slug(collection, &fm, None).await?;
+        let key = fm.get(crate::item_file::TRANSLATION_KEY).and_then(|k| k.as_str()).map(str::to_owned);
+        let new = TranslationOf::New { key: key.as_deref(), slug: slug.as_str() };
+        let source = self.source_of_translation(collection, new, &fm).await?;
         if let Some(source) = &source {
             take_shared(&mut fm, source.shared.clone());
             // What it was made from, unless the write says (a copy of another site's).
@@ -604,7 +671,7 @@ impl Cms {
         self.index_encoded(collection, &name, &StoredFile { bytes, stamp }, &doc, why);
         self.event_log.publish_pending().await;
         drop(_guard);
-        self.spread_shared(caller, collection, slug.as_str(), &doc.fm).await?;
+        self.spread_shared(caller, collection, &name, &doc.fm).await?;
         Ok(outcome)
     }
 
@@ -622,13 +689,15 @@ impl Cms {
         item::validate_frontmatter(&update.fm)?;
         // The lock serializes this process's writes; another server sharing the store is
         // caught by the conditional replace, and the whole cycle runs again on what it wrote.
-        let _guard = self.item_locks.lock(collection.index, item_ref.slug()).await;
+        let _guard = self.item_locks.lock(collection.index, &self.lock_key(collection, item_ref).await).await;
         for _ in 0..UPDATE_ATTEMPTS {
             let (name, file) = self.load(collection, item_ref).await?;
             check(if_match, &file.bytes)?;
             let mut doc = parse_stored(&name, &file)?;
             let wrote_excerpt = IndexedItem::writes_excerpt(&doc);
-            let source = self.source_of_translation(collection, name.slug(), &update.fm).await?;
+            self.check_own_slug(collection, &update.fm, Some(&name)).await?;
+            let source =
+                self.source_of_translation(collection, TranslationOf::File(&name), &update.fm).await?;
             doc.merge_frontmatter(update.fm.clone());
             if let Some(source) = source {
                 take_shared(&mut doc.fm, source.shared);
@@ -660,7 +729,7 @@ impl Cms {
             self.index_rewritten(collection, &name, &StoredFile { bytes, stamp }, &doc, kept, why);
             self.event_log.publish_pending().await;
             drop(_guard);
-            self.spread_shared(caller, collection, name.slug(), &doc.fm).await?;
+            self.spread_shared(caller, collection, &name, &doc.fm).await?;
             return Ok(outcome);
         }
         Err(CoreError::Stale(format!(
@@ -681,7 +750,7 @@ impl Cms {
     ) -> CoreResult<WriteOutcome> {
         let caller = caller.into();
         self.authorize(caller, Operation::DeleteItem).await?;
-        let _guard = self.item_locks.lock(collection.index, item_ref.slug()).await;
+        let _guard = self.item_locks.lock(collection.index, &self.lock_key(collection, item_ref).await).await;
         let (name, file) = self.load(collection, item_ref).await?;
         check(if_match, &file.bytes)?;
         self.snapshot_and_delete(collection, &name, &file, caller.author()).await?;

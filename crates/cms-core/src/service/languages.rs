@@ -8,17 +8,17 @@ use std::sync::Arc;
 
 use super::{Cms, Viewer};
 use crate::collection::Collection;
-use crate::engine::index::IndexedItem;
+use crate::engine::index::{IndexedItem, Link};
 use crate::error::{CoreError, CoreResult};
 use crate::item_file::ContentTag;
 use crate::language::Choice;
-use crate::slug::ItemRef;
+use crate::slug::{ItemFilename, ItemRef};
 
 /// Whether a translation was made from another content of its source than the source's
 /// content now. A translation that does not say (made by hand, or before this was kept) is
 /// not known to be outdated; nor is one whose source is gone.
 fn is_outdated(translation: &IndexedItem, source: Option<ContentTag>) -> bool {
-    matches!((translation.translated_from.as_deref(), source), (Some(made_from), Some(now)) if *made_from != now)
+    matches!((translation.translated_from(), source), (Some(made_from), Some(now)) if made_from != now)
 }
 
 /// A list's filter on its items' translations into another language (a position in
@@ -48,6 +48,8 @@ pub struct InLanguage {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Translation {
     pub lang: Arc<str>,
+    /// Its file's name (for the editor's links; answers name it by `slug`).
+    pub filename: Arc<str>,
     pub slug: String,
     /// Site-relative, under `/{lang}` for a language other than the default.
     pub url: String,
@@ -100,16 +102,18 @@ impl Cms {
         let mut tried = Vec::new();
         for at in languages.chain(choice) {
             let lane = self.in_language(collection, at);
-            let Some(named) = self.ref_in(lane, item_ref) else { continue };
-            let index = self.index(lane).await?;
-            let visible = match index.find(&named) {
-                Some(Ok(item)) => viewer.has_key() || index.is_live(item),
-                // Known but unusable: the read says why.
-                Some(Err(_)) => true,
-                None => false,
-            };
-            if visible {
-                return Ok((lane, Cow::Owned(named)));
+            drop(self.index(lane).await?);
+            if let Some(named) = self.ref_in(lane, item_ref) {
+                let index = self.index(lane).await?;
+                let visible = match index.find(&named) {
+                    Some(Ok(item)) => viewer.has_key() || index.is_live(item),
+                    // Known but unusable: the read says why.
+                    Some(Err(_)) => true,
+                    None => false,
+                };
+                if visible {
+                    return Ok((lane, Cow::Owned(named)));
+                }
             }
             tried.push(&*languages.get(at).code);
         }
@@ -122,14 +126,70 @@ impl Cms {
         )))
     }
 
-    /// `item_ref` as `lane` names the item: a slug is every language's; a file name is
-    /// read as the name of its language's file and named as `lane`'s file of the same item.
+    /// `item_ref` as `lane` names the item: as given when `lane` has an item by that slug
+    /// or file name; else, when another language's collection has one (the default
+    /// language's first), the file of `lane` linked to it (a slug or a file name of any
+    /// language finds the item in each); `None` when that item has no translation here.
+    /// Reads one kept index at a time; one not built yet is passed over.
     pub(super) fn ref_in(&self, lane: &Collection, item_ref: &ItemRef) -> Option<ItemRef> {
-        let ItemRef::Filename(name) = item_ref else { return Some(item_ref.clone()) };
-        let owner = self.family_of(lane).find(|c| c.naming.owns(name.as_str()))?;
-        let base = owner.naming.base_name(name.as_str());
-        let mine = lane.naming.name_for_base(&base);
-        lane.naming.parse(&mine).map(ItemRef::Filename)
+        if lane.language.is_none() {
+            return Some(item_ref.clone());
+        }
+        let here =
+            super::read(&self.indexes[lane.index].index).as_ref().map(|index| index.find(item_ref).is_some());
+        if here != Some(false) {
+            return Some(item_ref.clone());
+        }
+        for other in self.family_of(lane).filter(|c| c.index != lane.index) {
+            let link = {
+                let index = super::read(&self.indexes[other.index].index);
+                match index.as_ref().and_then(|index| index.find(item_ref)) {
+                    Some(Ok(item)) => Link::of(item, &other.naming),
+                    _ => continue,
+                }
+            };
+            return self.linked_name(lane, &link).map(ItemRef::Filename);
+        }
+        Some(item_ref.clone())
+    }
+
+    /// [`Self::ref_in`] with every language's index built: the item may be named in any
+    /// language (its slug, its own slug or its file). As given when `lane` has no
+    /// translation of it (a read then says not found).
+    pub(super) async fn named_in(&self, lane: &Collection, item_ref: &ItemRef) -> CoreResult<ItemRef> {
+        for collection in self.family_of(lane) {
+            drop(self.index(collection).await?);
+        }
+        Ok(self.ref_in(lane, item_ref).unwrap_or_else(|| item_ref.clone()))
+    }
+
+    /// The file of `lane` linked by `link` (see [`CollectionIndex::linked`]).
+    ///
+    /// [`CollectionIndex::linked`]: crate::engine::index::CollectionIndex::linked
+    fn linked_name(&self, lane: &Collection, link: &Link) -> Option<ItemFilename> {
+        let index = super::read(&self.indexes[lane.index].index);
+        let name = match index.as_ref()?.linked(link)? {
+            Ok(item) => item.meta.filename.to_string(),
+            Err(_) => lane.naming.name_for_base(&link.base),
+        };
+        lane.naming.parse(&name)
+    }
+
+    /// The file of `other` (another language's collection of the same configured
+    /// collection) that is the item `item_ref` names in `lane`: linked by `translationKey`
+    /// or by name. `None` when either is missing.
+    pub async fn counterpart(
+        &self,
+        lane: &Collection,
+        item_ref: &ItemRef,
+        other: &Collection,
+    ) -> CoreResult<Option<ItemFilename>> {
+        let link = match self.index(lane).await?.find(item_ref) {
+            Some(Ok(item)) => Link::of(item, &lane.naming),
+            _ => return Ok(None),
+        };
+        drop(self.index(other).await?);
+        Ok(self.linked_name(other, &link))
     }
 
     /// Every language's collection of `collection`'s configured collection.
@@ -183,19 +243,20 @@ impl Cms {
         item: &IndexedItem,
         drafts: bool,
     ) -> Vec<Translation> {
-        let base = lane.naming.base_name(&item.meta.filename);
+        let link = Link::of(item, &lane.naming);
         let source = self.source_content(lane, item);
         let mut found = Vec::new();
         for sibling in self.family_of(lane).filter(|c| c.index != lane.index) {
             let Some(language) = &sibling.language else { continue };
             let index = super::read(&self.indexes[sibling.index].index);
             let Some(index) = index.as_ref() else { continue };
-            let Some(Ok(translation)) = index.get(&sibling.naming.name_for_base(&base)) else { continue };
+            let Some(Ok(translation)) = index.linked(&link) else { continue };
             if !drafts && !index.is_live(translation) {
                 continue;
             }
             found.push(Translation {
                 lang: Arc::clone(&language.code),
+                filename: Arc::clone(&translation.meta.filename),
                 slug: translation.meta.slug.clone(),
                 url: sibling.item_url(&translation.meta.slug),
                 status: translation.meta.status.as_str(),
@@ -257,8 +318,8 @@ impl Cms {
             (index_of(lane.index).ok_or_else(not_built)?, index_of(target.index).ok_or_else(not_built)?);
         let sources = index_of(source.index);
         let keep = |item: &IndexedItem| {
-            let base = lane.naming.base_name(&item.meta.filename);
-            let translation = translations.get(&target.naming.name_for_base(&base));
+            let link = Link::of(item, &lane.naming);
+            let translation = translations.linked(&link);
             match filter {
                 TranslationFilter::Missing(_) => translation.is_none(),
                 TranslationFilter::Outdated(_) => {
@@ -266,7 +327,7 @@ impl Cms {
                     let now = match lane.language.as_ref().map_or(0, |l| l.at) {
                         0 => Some(item.content),
                         _ => sources
-                            .and_then(|sources| sources.get(&source.naming.name_for_base(&base)))
+                            .and_then(|sources| sources.linked(&link))
                             .and_then(Result::ok)
                             .map(|source| source.content),
                     };
@@ -285,8 +346,7 @@ impl Cms {
         }
         let source = self.in_language(lane, 0);
         let index = super::read(&self.indexes[source.index].index);
-        let name = source.naming.name_for_base(&lane.naming.base_name(&item.meta.filename));
-        index.as_ref()?.get(&name)?.ok().map(|source| source.content)
+        index.as_ref()?.linked(&Link::of(item, &lane.naming))?.ok().map(|source| source.content)
     }
 
     /// A number that changes with what [`Self::language_of`] says of `filename`'s
@@ -304,17 +364,27 @@ impl Cms {
         }
         let mut hasher = std::hash::DefaultHasher::new();
         drafts.hash(&mut hasher);
-        let base = filename.map(|name| lane.naming.base_name(name));
+        let link = match filename {
+            None => None,
+            Some(name) => {
+                let index = super::read(&self.indexes[lane.index].index);
+                let item = index.as_ref().and_then(|index| index.get(name)).and_then(Result::ok);
+                Some(match item {
+                    Some(item) => Link::of(item, &lane.naming),
+                    None => Link { key: None, base: lane.naming.base_name(name) },
+                })
+            }
+        };
         for sibling in self.family_of(lane).filter(|c| c.index != lane.index) {
             let index = super::read(&self.indexes[sibling.index].index);
             let Some(index) = index.as_ref() else {
                 (sibling.index, "unbuilt").hash(&mut hasher);
                 continue;
             };
-            match &base {
+            match &link {
                 None => (sibling.index, index.fingerprint()).hash(&mut hasher),
-                Some(base) => {
-                    let item = index.get(&sibling.naming.name_for_base(base)).and_then(Result::ok);
+                Some(link) => {
+                    let item = index.linked(link).and_then(Result::ok);
                     let state = item.map(|item| (item.file_version, index.is_live(item)));
                     (sibling.index, state).hash(&mut hasher);
                 }

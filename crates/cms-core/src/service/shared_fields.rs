@@ -9,9 +9,18 @@ use serde_json::Value;
 use super::{Cms, ItemUpdate, UpdateMode};
 use crate::collection::Collection;
 use crate::document::Frontmatter;
+use crate::engine::index::Link;
 use crate::error::{CoreError, CoreResult};
 use crate::policy::Caller;
-use crate::slug::ItemRef;
+use crate::slug::{ItemFilename, ItemRef};
+
+/// Which translation a write's source is sought for (see [`Cms::source_of_translation`]).
+pub(super) enum TranslationOf<'a> {
+    /// A new translation, by its frontmatter's `translationKey`, else its slug.
+    New { key: Option<&'a str>, slug: &'a str },
+    /// An existing translation's file.
+    File(&'a ItemFilename),
+}
 
 /// What a translation's write takes from its source (see [`Cms::source_of_translation`]).
 pub(super) struct FromSource {
@@ -33,21 +42,38 @@ impl Cms {
         model.fields.iter().filter(|field| !field.translate).map(|field| field.name.as_str()).collect()
     }
 
-    /// What a write of `slug` into the translation `lane` takes from its source, the
-    /// default language's item (`None`: not a translation, or no such item in the default
-    /// language). A shared field's value in `given` that differs from the source's is
-    /// refused, naming where to change it.
+    /// What a write of `translation` into the translation `lane` takes from its source,
+    /// the default language's item (`None`: not a translation, or no such item in the
+    /// default language). A shared field's value in `given` that differs from the source's
+    /// is refused, naming where to change it.
     pub(super) async fn source_of_translation(
         &self,
         lane: &Collection,
-        slug: &str,
+        translation: TranslationOf<'_>,
         given: &Frontmatter,
     ) -> CoreResult<Option<FromSource>> {
         let Some(language) = lane.language.as_ref().filter(|l| l.at > 0) else { return Ok(None) };
         let shared = Self::shared_fields(lane);
         let source = self.in_language(lane, 0);
-        let Ok(item_ref) = ItemRef::parse(slug) else { return Ok(None) };
-        let raw = match self.read_raw(source, &item_ref).await {
+        let found = match translation {
+            TranslationOf::File(name) => {
+                self.counterpart(lane, &ItemRef::Filename(name.clone()), source).await?
+            }
+            TranslationOf::New { key: Some(key), .. } => {
+                let link = Link { key: Some(Box::from(key)), base: String::new() };
+                let index = self.index(source).await?;
+                index
+                    .linked(&link)
+                    .and_then(Result::ok)
+                    .and_then(|item| source.naming.parse(&item.meta.filename))
+            }
+            TranslationOf::New { key: None, slug } => match ItemRef::parse(slug) {
+                Ok(item_ref) => self.index(source).await?.locate(&item_ref),
+                Err(_) => None,
+            },
+        };
+        let Some(found) = found else { return Ok(None) };
+        let raw = match self.read_raw(source, &ItemRef::Filename(found)).await {
             Ok(raw) => raw,
             Err(CoreError::NotFound(_)) => return Ok(None),
             Err(other) => return Err(other),
@@ -75,23 +101,26 @@ impl Cms {
         }))
     }
 
-    /// After a write of `slug` in the default language with frontmatter `fm`: its shared
-    /// fields written into each translation whose values differ (a translation that does
-    /// not exist is not made).
+    /// After a write of the file `name` in the default language with frontmatter `fm`: its
+    /// shared fields written into each translation whose values differ (a translation that
+    /// does not exist is not made).
     pub(super) async fn spread_shared(
         &self,
         caller: Caller<'_>,
         source: &Collection,
-        slug: &str,
+        name: &ItemFilename,
         fm: &Frontmatter,
     ) -> CoreResult<()> {
         let shared = Self::shared_fields(source);
         if shared.is_empty() || source.language.as_ref().is_none_or(|l| l.at != 0) {
             return Ok(());
         }
-        let Ok(item_ref) = ItemRef::parse(slug) else { return Ok(()) };
+        let slug = name.slug();
+        let written = ItemRef::Filename(name.clone());
         let lanes: Vec<&Collection> = self.family_of(source).filter(|c| c.index != source.index).collect();
         for lane in lanes {
+            let Some(translation) = self.counterpart(source, &written, lane).await? else { continue };
+            let item_ref = ItemRef::Filename(translation);
             let current = match self.read_raw(lane, &item_ref).await {
                 Ok(raw) => raw.doc.fm,
                 Err(CoreError::NotFound(_)) => continue,
@@ -135,10 +164,13 @@ impl Cms {
         }
         let source = self.in_language(collection, 0);
         for item in self.indexed_items(collection).await? {
-            let Ok(item_ref) = ItemRef::parse(&item.meta.slug) else { continue };
-            let (Ok(translation), Ok(original)) =
-                (self.read_raw(collection, &item_ref).await, self.read_raw(source, &item_ref).await)
-            else {
+            let Some(name) = collection.naming.parse(&item.meta.filename) else { continue };
+            let item_ref = ItemRef::Filename(name);
+            let Some(original) = self.counterpart(collection, &item_ref, source).await? else { continue };
+            let (Ok(translation), Ok(original)) = (
+                self.read_raw(collection, &item_ref).await,
+                self.read_raw(source, &ItemRef::Filename(original)).await,
+            ) else {
                 continue;
             };
             for name in &shared {

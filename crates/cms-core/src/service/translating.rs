@@ -60,31 +60,36 @@ impl Cms {
             )));
         }
         let source = self.in_language(collection, 0);
-        let original = self.read_raw(source, item_ref).await?;
+        let item_ref = self.named_in(source, item_ref).await?;
+        let original = self.read_raw(source, &item_ref).await?;
         let lane = self.in_language(collection, at);
-        let slug = ItemRef::parse(&original.meta.slug)?;
+        let source_name = source
+            .naming
+            .parse(&original.meta.filename)
+            .ok_or_else(|| CoreError::not_found(format!("no item {item_ref} in {}", collection.slug)))?;
         let mut fm = fm;
         fm.insert(TRANSLATED_FROM.into(), original.etag.trim_matches('"').to_owned().into());
-        match self.read_raw(lane, &slug).await {
-            Ok(_) => {
+        match self.counterpart(source, &ItemRef::Filename(source_name.clone()), lane).await? {
+            Some(existing) => {
                 let update = ItemUpdate { mode: UpdateMode::Patch, fm, body };
-                Ok((self.update_item(caller, lane, &slug, update, None).await?, false))
+                let existing = ItemRef::Filename(existing);
+                Ok((self.update_item(caller, lane, &existing, update, None).await?, false))
             }
-            Err(CoreError::NotFound(_)) => {
+            None => {
                 let mut start = original.doc.fm;
                 for key in crate::model::SERVER_READ_KEYS {
                     start.remove(key);
                 }
                 start.extend(fm);
+                // Named after the source's file, which links the two.
                 let new = NewItem {
-                    slug: Some(original.meta.slug.clone()),
+                    slug: Some(source_name.slug().to_owned()),
                     date_prefix: None,
                     fm: start,
                     body: body.unwrap_or(original.doc.body),
                 };
                 Ok((self.create_item(caller, lane, new).await?, true))
             }
-            Err(other) => Err(other),
         }
     }
 
@@ -108,10 +113,23 @@ impl Cms {
             )));
         }
         let lane = self.in_language(collection, at);
-        let translation = self.read_raw(lane, item_ref).await?;
+        let translation = self.read_raw(lane, &self.named_in(lane, item_ref).await?).await?;
         let source = self.in_language(collection, 0);
-        let slug = ItemRef::parse(&translation.meta.slug)?;
-        let (name, now) = self.load(source, &slug).await?;
+        let own = lane.naming.parse(&translation.meta.filename).map(ItemRef::Filename);
+        let found = match own {
+            Some(own) => self.counterpart(lane, &own, source).await?,
+            None => None,
+        };
+        let Some(found) = found else {
+            return Err(CoreError::not_found(format!(
+                "the {} translation {} has no source in {}: no item of that language has its name or its \
+                 translationKey",
+                languages.get(at).code,
+                translation.meta.filename,
+                languages.get(0).code
+            )));
+        };
+        let (name, now) = self.load(source, &ItemRef::Filename(found)).await?;
         let translated_from = translation
             .doc
             .fm

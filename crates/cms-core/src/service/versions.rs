@@ -170,7 +170,7 @@ impl Cms {
         let caller = caller.into();
         self.authorize(caller, Operation::RestoreVersion).await?;
         let timestamp = version.timestamp();
-        let _guard = self.item_locks.lock(collection.index, item_ref.slug()).await;
+        let _guard = self.item_locks.lock(collection.index, &self.lock_key(collection, item_ref).await).await;
         let (name, current) = self.resolve_history(collection, item_ref).await?;
         let bytes = self.version_bytes(collection, &name, timestamp).await?;
         if collection.model.is_some() {

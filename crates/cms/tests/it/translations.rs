@@ -119,14 +119,14 @@ fn a_read_answers_in_the_language_asked_for_and_falls_back_along_its_chain() {
     assert_eq!(headers[0].as_deref(), Some("fr"));
     let titles: Vec<&str> =
         body["data"].as_array().unwrap().iter().map(|i| i["title"].as_str().unwrap()).collect();
-    assert_eq!(titles, ["Bonjour"]);
-    assert_eq!(body["data"][0]["lang"], "fr");
-    assert_eq!(langs(&body["data"][0]["translations"]).len(), 2);
+    assert_eq!(titles, ["Hiver", "Automne", "Bonjour"]);
+    assert_eq!(body["data"][2]["lang"], "fr");
+    assert_eq!(langs(&body["data"][2]["translations"]).len(), 2);
     let (_, headers, body) = get(&server, "/cms/collections/posts/items", &[("Accept-Language", "ar")]);
     assert_eq!(headers[0].as_deref(), Some("ar"));
     assert_eq!(body["meta"]["totalItems"], 1);
     let (_, _, body) = get(&server, "/cms/collections/posts/items", &[]);
-    assert_eq!(body["meta"]["totalItems"], 3, "{body}");
+    assert_eq!(body["meta"]["totalItems"], 5, "{body}");
 
     // The answer's ETag changes when a translation does, though the item's file did not.
     let (_, headers, _) = get(&server, "/cms/collections/posts/items/hello", &[]);
@@ -249,7 +249,14 @@ fn a_folder_per_language_holds_each_languages_items() {
 #[test]
 fn a_site_without_languages_answers_as_before() {
     let site = crate::demo_site();
+    // `slug:` names nothing there: an item is named by its file, as always.
+    let named = "---\ntitle: Named\nslug: elsewhere\ntranslationKey: k\n---\nText.\n";
+    fs::write(site.path().join("content/posts/named-by-file.md"), named).unwrap();
     let server = Server::start(site.path());
+    let (status, _, body) = get(&server, "/cms/collections/posts/items/named-by-file", &[]);
+    assert_eq!((status, body["data"]["slug"].as_str()), (200, Some("named-by-file")), "{body}");
+    let (status, _, _) = get(&server, "/cms/collections/posts/items/elsewhere", &[]);
+    assert_eq!(status, 404);
     let (status, headers, body) =
         get(&server, "/cms/collections/posts/items?lang=fr", &[("Accept-Language", "fr")]);
     assert_eq!(status, 200);
@@ -340,10 +347,14 @@ fn the_sitemap_lists_every_language_with_reciprocal_alternates_and_x_default() {
         locs,
         [
             "https://example.com/ar/posts/hello",
+            "https://example.com/fr/posts/automne",
             "https://example.com/fr/posts/hello",
+            "https://example.com/fr/posts/hiver",
+            "https://example.com/posts/autumn",
             "https://example.com/posts/hello",
             "https://example.com/posts/only-english",
             "https://example.com/posts/summer",
+            "https://example.com/posts/winter",
         ],
         "published pages of every language; the French draft is left out"
     );
@@ -359,6 +370,9 @@ fn the_sitemap_lists_every_language_with_reciprocal_alternates_and_x_default() {
     for (loc, alternates) in &entries {
         if loc.ends_with("/hello") {
             assert_eq!(alternates, &hello, "{loc}: every version names every version, itself too");
+        } else if ["autumn", "automne", "winter", "hiver"].iter().any(|page| loc.ends_with(page)) {
+            // Linked by a translation's own slug or by translationKey: tested on their own.
+            assert_eq!(alternates.len(), 3, "{loc}: {alternates:?}");
         } else {
             assert!(alternates.is_empty(), "{loc} has no published translation: {alternates:?}");
         }
@@ -372,8 +386,8 @@ fn the_sitemap_lists_every_language_with_reciprocal_alternates_and_x_default() {
     }
     let (_, _, french) = text(&server, "/cms/collections/posts/sitemap?lang=fr");
     let french = sitemap_entries(&french);
-    assert_eq!(french.len(), 1);
-    assert_eq!(french[0].1, hello);
+    assert_eq!(french.len(), 3);
+    assert_eq!(french[1].1, hello);
 }
 
 #[test]
@@ -381,8 +395,13 @@ fn each_languages_feed_says_its_language() {
     let site = fixture_site("multilingual");
     let server = Server::start(site.path());
     for (path, lang, titles, vary) in [
-        ("/cms/collections/posts/rss?lang=fr", "fr", vec!["Bonjour"], false),
-        ("/cms/collections/posts/rss", "en", vec!["Summer", "Hello", "Only in English"], true),
+        ("/cms/collections/posts/rss?lang=fr", "fr", vec!["Hiver", "Automne", "Bonjour"], false),
+        (
+            "/cms/collections/posts/rss",
+            "en",
+            vec!["Winter", "Autumn", "Summer", "Hello", "Only in English"],
+            true,
+        ),
     ] {
         let (status, headers, xml) = text(&server, path);
         assert_eq!(status, 200, "{xml}");
@@ -730,7 +749,7 @@ fn search_tags_and_the_legacy_routes_answer_in_a_language() {
     let (_, _, body) = get(&server, "/cms/tags?content_path=content/posts&lang=fr", &[]);
     let tags: Vec<&str> =
         body["data"].as_array().unwrap().iter().map(|t| t["tag"].as_str().unwrap()).collect();
-    assert_eq!(tags, ["nouvelles"], "{body}");
+    assert_eq!(tags, ["nouvelles", "saisons"], "{body}");
     let (_, _, body) = get(&server, "/cms/tags/nouvelles/items?lang=fr", &[]);
     assert_eq!(body["data"][0]["title"], "Bonjour", "{body}");
     let (_, _, body) = get(&server, "/cms/tags/nouvelles/items", &[]);
@@ -967,7 +986,10 @@ fn a_list_can_ask_for_the_items_missing_or_outdated_in_a_language() {
     };
     // A draft translation is not missing: someone is on it.
     assert_eq!(titles("/cms/collections/posts/items?missing=fr"), ["Only in English"]);
-    assert_eq!(titles("/cms/collections/posts/items?missing=ar"), ["Summer", "Only in English"]);
+    assert_eq!(
+        titles("/cms/collections/posts/items?missing=ar"),
+        ["Winter", "Autumn", "Summer", "Only in English"]
+    );
     assert!(titles("/cms/collections/posts/items?outdated=fr").is_empty());
     let (status, _, body) = get(&server, "/cms/collections/posts/items?missing=fr&outdated=ar", &[]);
     assert_eq!(status, 400, "{body}");
@@ -1019,4 +1041,152 @@ fn related_items_of_a_translation_are_of_its_language() {
     };
     assert_eq!(related("content/posts/hello.fr.md"), [("Nouvelles".to_owned(), "/fr/posts/news".to_owned())]);
     assert_eq!(related("content/posts/hello.md"), [("News".to_owned(), "/posts/news".to_owned())]);
+}
+
+/// A write with a key: status and JSON body.
+fn write(server: &Server, key: &str, method: &str, path: &str, body: Value) -> (u16, Value) {
+    let request = ureq::http::Request::builder()
+        .method(method)
+        .uri(format!("{}{path}", server.base))
+        .header("Authorization", format!("Bearer {key}"))
+        .header("Content-Type", "application/json")
+        .body(body.to_string())
+        .unwrap();
+    let mut response = server.agent.run(request).unwrap();
+    (response.status().as_u16(), response.body_mut().read_json::<Value>().unwrap_or(Value::Null))
+}
+
+#[test]
+fn a_translation_has_its_own_slug_and_translation_keys_link_files_of_other_names() {
+    let site = fixture_site("multilingual");
+    let server = Server::start(site.path());
+    let key = user_with_key(site.path(), "ed@example.com", "editor");
+
+    // autumn.fr.md says `slug: automne`: its URL and the slug its language answers to.
+    let (status, _, body) = get(&server, "/cms/collections/posts/items/automne?lang=fr", &[]);
+    assert_eq!(status, 200, "{body}");
+    let data = &body["data"];
+    assert_eq!((data["slug"].as_str(), data["title"].as_str()), (Some("automne"), Some("Automne")));
+    assert_eq!(
+        (data["url"].as_str(), data["filename"].as_str()),
+        (Some("/fr/posts/automne"), Some("autumn.fr.md"))
+    );
+    assert!(data.get("requested_lang").is_none(), "{body}");
+    // The English slug finds it too, and the English item lists it by its own slug.
+    let (_, _, body) = get(&server, "/cms/collections/posts/items/autumn?lang=fr", &[]);
+    assert_eq!(body["data"]["slug"], "automne", "{body}");
+    let (_, _, body) = get(&server, "/cms/collections/posts/items/autumn", &[]);
+    assert_eq!(
+        langs(&body["data"]["translations"]),
+        [("fr".into(), "automne".into(), "/fr/posts/automne".into(), "published".into())]
+    );
+
+    // hiver.fr.md and winter.md share a translationKey: one item, though their names differ.
+    let (_, _, body) = get(&server, "/cms/collections/posts/items/winter?lang=fr", &[]);
+    assert_eq!(
+        (body["data"]["title"].as_str(), body["data"]["slug"].as_str()),
+        (Some("Hiver"), Some("hiver"))
+    );
+    assert_eq!(
+        langs(&body["data"]["translations"]),
+        [("en".into(), "winter".into(), "/posts/winter".into(), "published".into())]
+    );
+    let (_, _, body) = get(&server, "/cms/collections/posts/items/hiver", &[]);
+    assert_eq!((body["data"]["lang"].as_str(), body["data"]["title"].as_str()), (Some("en"), Some("Winter")));
+    let (_, _, body) = get(&server, "/cms/collections/posts/items?missing=fr", &[]);
+    let missing: Vec<&str> =
+        body["data"].as_array().unwrap().iter().map(|i| i["slug"].as_str().unwrap()).collect();
+    assert_eq!(missing, ["only-english"], "winter and autumn have French translations: {body}");
+    let (_, _, body) = get(&server, "/cms/collections/posts/items?lang=fr&orderBy=slug&direction=asc", &[]);
+    let slugs: Vec<&str> =
+        body["data"].as_array().unwrap().iter().map(|i| i["slug"].as_str().unwrap()).collect();
+    assert_eq!(slugs, ["automne", "hello", "hiver"]);
+
+    // The sitemap names each page by its own slug, with the same alternates both ways.
+    let (_, _, xml) = text(&server, "/cms/collections/posts/sitemap");
+    let entries = sitemap_entries(&xml);
+    let alternates_of = |loc: &str| {
+        entries.iter().find(|(l, _)| l == loc).unwrap_or_else(|| panic!("no {loc} in {xml}")).1.clone()
+    };
+    let pair = vec![
+        ("en".to_owned(), "https://example.com/posts/winter".to_owned()),
+        ("fr".to_owned(), "https://example.com/fr/posts/hiver".to_owned()),
+        ("x-default".to_owned(), "https://example.com/posts/winter".to_owned()),
+    ];
+    assert_eq!(alternates_of("https://example.com/posts/winter"), pair);
+    assert_eq!(alternates_of("https://example.com/fr/posts/hiver"), pair);
+    assert!(xml.contains("https://example.com/fr/posts/automne"), "{xml}");
+
+    // Writes address a translation by its own slug; a new own slug is its new URL.
+    let (status, body) = write(
+        &server,
+        &key,
+        "PATCH",
+        "/cms/collections/posts/items/automne?lang=fr",
+        json!({ "fm": { "slug": "automne-doree" } }),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["filename"], "autumn.fr.md", "the file keeps its name, which links it");
+    let (status, _, body) = get(&server, "/cms/collections/posts/items/automne-doree?lang=fr", &[]);
+    assert_eq!((status, body["data"]["url"].as_str()), (200, Some("/fr/posts/automne-doree")), "{body}");
+    let (status, _, _) = get(&server, "/cms/collections/posts/items/automne?lang=fr&fallback=none", &[]);
+    assert_eq!(status, 404, "the old own slug is gone");
+    // Another item's own slug, or no slug at all, is refused.
+    let (status, body) = write(
+        &server,
+        &key,
+        "PATCH",
+        "/cms/collections/posts/items/hello?lang=fr",
+        json!({ "fm": { "slug": "automne-doree" } }),
+    );
+    assert_eq!(status, 409, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("autumn.fr.md answers to it"), "{body}");
+    let (status, body) = write(
+        &server,
+        &key,
+        "PATCH",
+        "/cms/collections/posts/items/hello?lang=fr",
+        json!({ "fm": { "slug": "à b" } }),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"].as_str().unwrap().starts_with("fm.slug: invalid slug"), "{body}");
+
+    // Translating an item linked by key writes the file the key names, not a new one.
+    let (status, body) = write(
+        &server,
+        &key,
+        "POST",
+        "/cms/collections/posts/items/winter/translations/fr",
+        json!({ "fm": { "title": "Hiver blanc" } }),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["filename"], "hiver.fr.md", "{body}");
+    assert!(!site.path().join("content/posts/winter.fr.md").exists());
+    let (_, _, body) = get(
+        &server,
+        "/cms/collections/posts/items/winter/source-diff?lang=fr",
+        &[("Authorization", &format!("Bearer {key}"))],
+    );
+    assert_eq!((body["source"].as_str(), body["diff"].as_str()), (Some("winter.md"), Some("")), "{body}");
+}
+
+#[test]
+fn a_folder_per_language_links_files_of_other_names_by_translation_key() {
+    let site = fixture_site("multilingual-folders");
+    let posts = |lang: &str| site.path().join("content").join(lang).join("posts");
+    fs::write(posts("en").join("about.md"), "---\ntitle: About\ntranslationKey: about\n---\nUs.\n").unwrap();
+    fs::write(posts("fr").join("a-propos.md"), "---\ntitle: À propos\ntranslationKey: about\n---\nNous.\n")
+        .unwrap();
+    let server = Server::start(site.path());
+    let (_, _, body) = get(&server, "/cms/collections/posts/items/about?lang=fr", &[]);
+    assert_eq!(
+        (body["data"]["title"].as_str(), body["data"]["slug"].as_str()),
+        (Some("À propos"), Some("a-propos"))
+    );
+    assert_eq!(body["data"]["url"], "/fr/posts/a-propos");
+    let (_, _, body) = get(&server, "/cms/collections/posts/items/a-propos?lang=en", &[]);
+    assert_eq!(
+        langs(&body["data"]["translations"]),
+        [("fr".into(), "a-propos".into(), "/fr/posts/a-propos".into(), "published".into())]
+    );
 }

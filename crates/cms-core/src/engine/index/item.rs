@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::dates::SiteZone;
 use crate::document::ItemDocument;
 use crate::engine::kept::{KeptField, KeptFields, Shared};
-use crate::item::ItemMeta;
+use crate::item::{ItemMeta, SlugSource};
 use crate::item_file::ContentTag;
 use crate::model::Model;
 use crate::ports::StoredFile;
@@ -45,20 +45,31 @@ pub struct IndexedItem {
     /// Whether the frontmatter breaks the collection's model (its own rules; whether the
     /// items and media it names exist is checked on writes and by `cms check`).
     pub breaks_model: bool,
-    /// A translation's `translated_from`: the content of its source (the default
-    /// language's file) it was made from. Boxed: most items are not translations.
-    pub translated_from: Option<Box<ContentTag>>,
+    /// What links a translation to its siblings and its source: boxed, since most items
+    /// carry neither.
+    linking: Option<Box<Linking>>,
+}
+
+/// How an item file is read: in the site's time zone, against its collection's model,
+/// its slug from where [`SlugSource`] says.
+#[derive(Debug, Clone, Copy)]
+pub struct Reading<'a> {
+    pub zone: &'a SiteZone,
+    pub model: Option<&'a Model>,
+    pub slugs: SlugSource,
+}
+
+impl<'a> Reading<'a> {
+    /// As a site without languages or model reads its files.
+    pub fn plain(zone: &'a SiteZone) -> Self {
+        Self { zone, model: None, slugs: SlugSource::FileName }
+    }
 }
 
 impl IndexedItem {
     /// Parses an item file; `Err` with the reason when it cannot be used.
-    pub fn from_file(
-        name: &ItemFilename,
-        file: &StoredFile,
-        zone: &SiteZone,
-        model: Option<&Model>,
-    ) -> Result<Self, String> {
-        Self::from_file_with_text(name, file, zone, model).map(|(item, _)| item)
+    pub fn from_file(name: &ItemFilename, file: &StoredFile, reading: Reading<'_>) -> Result<Self, String> {
+        Self::from_file_with_text(name, file, reading).map(|(item, _)| item)
     }
 
     /// [`Self::from_file`], and the body as plain text (what the search index takes), so
@@ -66,12 +77,11 @@ impl IndexedItem {
     pub fn from_file_with_text(
         name: &ItemFilename,
         file: &StoredFile,
-        zone: &SiteZone,
-        model: Option<&Model>,
+        reading: Reading<'_>,
     ) -> Result<(Self, String), String> {
         let text = std::str::from_utf8(&file.bytes).map_err(|_| "the file is not UTF-8".to_owned())?;
         let doc = ItemDocument::parse(text).map_err(|e| format!("the frontmatter cannot be read: {e}"))?;
-        Ok(Self::from_document_with_text(name, &doc, file, zone, model))
+        Ok(Self::from_document_with_text(name, &doc, file, reading))
     }
 
     /// [`Self::from_file_with_text`] for a file whose document is at hand (`doc` must be
@@ -80,13 +90,12 @@ impl IndexedItem {
         name: &ItemFilename,
         doc: &ItemDocument,
         file: &StoredFile,
-        zone: &SiteZone,
-        model: Option<&Model>,
+        reading: Reading<'_>,
     ) -> (Self, String) {
         let body_text = render::to_plain_text(&doc.body);
         let plain_excerpt = plain_excerpt_with(doc, &body_text);
         let excerpt = excerpt_with(doc, &body_text);
-        (Self::assemble(name, doc, file, zone, model, plain_excerpt, excerpt), body_text)
+        (Self::assemble(name, doc, file, reading, plain_excerpt, excerpt), body_text)
     }
 
     /// [`Self::from_document_with_text`] for a new version of `previous`'s file with the same
@@ -99,8 +108,7 @@ impl IndexedItem {
         name: &ItemFilename,
         doc: &ItemDocument,
         file: &StoredFile,
-        zone: &SiteZone,
-        model: Option<&Model>,
+        reading: Reading<'_>,
         previous: &IndexedItem,
         previous_wrote_excerpt: bool,
     ) -> Option<Self> {
@@ -109,19 +117,19 @@ impl IndexedItem {
             None if previous_wrote_excerpt => return None,
             None => (previous.plain_excerpt.to_string(), previous.plain_excerpt.to_string()),
         };
-        Some(Self::assemble(name, doc, file, zone, model, plain_excerpt, excerpt))
+        Some(Self::assemble(name, doc, file, reading, plain_excerpt, excerpt))
     }
 
     pub(super) fn assemble(
         name: &ItemFilename,
         doc: &ItemDocument,
         file: &StoredFile,
-        zone: &SiteZone,
-        model: Option<&Model>,
+        reading: Reading<'_>,
         plain_excerpt: String,
         excerpt: String,
     ) -> Self {
-        let meta = ItemMeta::derive(name, doc, file.stamp.modified, file.stamp.size, zone);
+        let Reading { zone, model, slugs } = reading;
+        let meta = ItemMeta::derive(name, doc, file.stamp.modified, file.stamp.size, zone, slugs);
         let slugs: Vec<String> = meta.tags.iter().map(|t| slugify(t)).collect();
         let tag_slugs = (!slugs.iter().map(String::as_str).eq(meta.tags.iter().map(|t| &**t)))
             .then(|| slugs.into_iter().map(String::into_boxed_str).collect());
@@ -137,12 +145,7 @@ impl IndexedItem {
             fields: model.map(|model| model.keep(&doc.fm, Shared::of(&meta))),
             meta,
             breaks_model: model.is_some_and(|model| !model.validate(&doc.fm).is_empty()),
-            translated_from: doc
-                .fm
-                .get(crate::item_file::TRANSLATED_FROM)
-                .and_then(|v| v.as_str())
-                .and_then(ContentTag::parse_hex)
-                .map(Box::new),
+            linking: Linking::of(&doc.fm).map(Box::new),
         }
     }
 
@@ -156,6 +159,17 @@ impl IndexedItem {
     /// written, else the body as plain text (see [`excerpt_of`]).
     pub fn excerpt(&self) -> &str {
         self.written_excerpt.as_deref().unwrap_or(&self.plain_excerpt)
+    }
+
+    /// A translation's `translated_from`: the content of its source (the default
+    /// language's file) it was made from.
+    pub fn translated_from(&self) -> Option<ContentTag> {
+        self.linking.as_ref()?.translated_from
+    }
+
+    /// The frontmatter's `translationKey`, which links files of different names.
+    pub fn translation_key(&self) -> Option<&str> {
+        self.linking.as_ref()?.key.as_deref()
     }
 
     /// The strong ETag of the file's bytes.
@@ -192,6 +206,26 @@ impl IndexedItem {
                 .as_ref()
                 .is_none_or(|a| self.meta.author.as_deref().is_some_and(|b| b.eq_ignore_ascii_case(a)))
             && query.text.as_ref().is_none_or(|text| text.admits(&self.meta))
+    }
+}
+
+/// What links an item to its translations, from its frontmatter.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Linking {
+    /// `translated_from` ([`crate::item_file::TRANSLATED_FROM`]).
+    pub translated_from: Option<ContentTag>,
+    /// `translationKey` ([`crate::item_file::TRANSLATION_KEY`]).
+    pub key: Option<Box<str>>,
+}
+
+impl Linking {
+    /// `None` when the frontmatter has neither key.
+    fn of(fm: &crate::document::Frontmatter) -> Option<Self> {
+        let text = |key: &str| fm.get(key).and_then(|v| v.as_str());
+        let translated_from = text(crate::item_file::TRANSLATED_FROM).and_then(ContentTag::parse_hex);
+        let key = text(crate::item_file::TRANSLATION_KEY).map(str::trim).filter(|k| !k.is_empty());
+        (translated_from.is_some() || key.is_some())
+            .then(|| Self { translated_from, key: key.map(Box::from) })
     }
 }
 

@@ -28,7 +28,7 @@ use crate::ports::FileStamp;
 use crate::query::OrderBy;
 use crate::slug::{ItemFilename, ItemRef, Naming};
 
-pub use item::{Held, IndexedItem, Parsed, excerpt_of, held};
+pub use item::{Held, IndexedItem, Parsed, Reading, excerpt_of, held};
 use orders::{ORDERS, order_slot};
 
 pub use orders::Selection;
@@ -123,6 +123,21 @@ struct TagLists {
     published: Vec<Id>,
 }
 
+/// How an item is found in another language's collection: by its `translationKey`, or,
+/// without one, by its file's name without the language ([`Naming::base_name`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    pub key: Option<Box<str>>,
+    pub base: String,
+}
+
+impl Link {
+    /// The link of `item`, a file that `naming` names.
+    pub fn of(item: &IndexedItem, naming: &Naming) -> Self {
+        Self { key: item.translation_key().map(Box::from), base: naming.base_name(&item.meta.filename) }
+    }
+}
+
 /// What a change did to the index, so the caller can log or count it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Applied {
@@ -149,8 +164,11 @@ pub struct CollectionIndex {
     slots: Vec<Option<Slot>>,
     free: Vec<Id>,
     by_name: HashMap<Arc<str>, Id>,
-    /// Every file with this slug (dated or not), in filename order.
+    /// Every file with this slug (dated or not), in filename order: its file's slug, and
+    /// on a site with languages its own `slug:` too when that differs.
     by_slug: HashMap<Box<str>, SlugFiles>,
+    /// Every usable item with this `translationKey`, in filename order (empty on most sites).
+    by_key: HashMap<Box<str>, SlugFiles>,
     /// Per order (see [`order_slot`]): usable items ascending, all and published.
     sorted_all: [Vec<Id>; 4],
     sorted_published: [Vec<Id>; 4],
@@ -324,6 +342,20 @@ impl CollectionIndex {
         self.naming.parse(&self.slot(id).name)
     }
 
+    /// The item of this collection that is a translation of an item linked by `link`
+    /// (see [`Link`]): the one with its `translationKey`, or, for an item without one, the
+    /// file `link` names in this collection when that file has no key of its own (as Hugo
+    /// links pages: by key when they have one, else by path).
+    pub fn linked(&self, link: &Link) -> Option<Result<&Arc<IndexedItem>, &str>> {
+        match link.key.as_deref() {
+            Some(key) => Some(Ok(self.usable_item(*self.by_key.get(key)?.ids().first()?))),
+            None => {
+                let name = self.naming.name_for_base(&link.base);
+                self.get(&name).filter(|found| !matches!(found, Ok(item) if item.translation_key().is_some()))
+            }
+        }
+    }
+
     /// The indexed item of a file; `Err` with the reason when the file is known but
     /// unusable.
     pub fn get(&self, name: &str) -> Option<Result<&Arc<IndexedItem>, &str>> {
@@ -393,7 +425,14 @@ impl CollectionIndex {
         self.forget_schedule(id, &old);
         // While the slot still holds the old version, which places the id in its lists.
         self.relink_sorted(id, &old, &new);
+        let renamed = old.meta.slug != new.meta.slug || old.translation_key() != new.translation_key();
+        if renamed {
+            self.unlink_names(id);
+        }
         self.slots[id as usize].as_mut().expect("indexed id").item = Ok(Arc::clone(&new));
+        if renamed {
+            self.link_names(id);
+        }
         self.note_schedule(id, &new);
     }
 
@@ -409,17 +448,59 @@ impl CollectionIndex {
         } else {
             self.unusable.remove(name);
         }
+        self.unlink_names(id);
         let slot = self.slots[id as usize].take().expect("indexed id");
         self.fingerprint ^= stamp_hash(&slot.name, slot.stamp);
         self.by_name.remove(&slot.name);
-        if let Some(name) = self.naming.parse(&slot.name)
-            && let Some(files) = self.by_slug.get_mut(name.slug())
-            && !files.remove(id)
-        {
-            self.by_slug.remove(name.slug());
-        }
         self.free.push(id);
         Applied::Removed
+    }
+
+    /// The names a slot is found by, besides its file name: in `by_slug`, its file's slug
+    /// and its own slug when that differs; in `by_key`, its `translationKey`.
+    fn names_of(&self, id: Id) -> Vec<(bool, Box<str>)> {
+        let slot = self.slot(id);
+        let mut names = Vec::with_capacity(1);
+        let file_slug = self.naming.parse(&slot.name).map(|name| Box::<str>::from(name.slug()));
+        if let Ok(item) = slot.item.as_ref() {
+            if file_slug.as_deref() != Some(item.meta.slug.as_str()) {
+                names.push((true, Box::from(item.meta.slug.as_str())));
+            }
+            if let Some(key) = item.translation_key() {
+                names.push((false, Box::from(key)));
+            }
+        }
+        names.extend(file_slug.map(|slug| (true, slug)));
+        names
+    }
+
+    /// Files a slot under its slugs and key (see [`Self::names_of`]).
+    fn link_names(&mut self, id: Id) {
+        let names = self.names_of(id);
+        let name = Arc::clone(&self.slot(id).name);
+        let slots = &self.slots;
+        let name_of = |other: Id| &*slots[other as usize].as_ref().expect("id").name;
+        for (slug, found) in names {
+            let map = if slug { &mut self.by_slug } else { &mut self.by_key };
+            match map.get_mut(&found) {
+                Some(files) => files.insert(id, &name, name_of),
+                None => {
+                    map.insert(found, SlugFiles::One(id));
+                }
+            }
+        }
+    }
+
+    /// Takes a slot out of the maps [`Self::link_names`] filed it in.
+    fn unlink_names(&mut self, id: Id) {
+        for (slug, found) in self.names_of(id) {
+            let map = if slug { &mut self.by_slug } else { &mut self.by_key };
+            if let Some(files) = map.get_mut(&found)
+                && !files.remove(id)
+            {
+                map.remove(&found);
+            }
+        }
     }
 
     fn slot(&self, id: Id) -> &Slot {
@@ -454,14 +535,7 @@ impl CollectionIndex {
             self.unusable.insert(Arc::clone(&slot.name), id);
         }
         self.by_name.insert(slot.name, id);
-        let slots = &self.slots;
-        let name_of = |other: Id| &*slots[other as usize].as_ref().expect("id").name;
-        match self.by_slug.get_mut(name.slug()) {
-            Some(files) => files.insert(id, name.as_str(), name_of),
-            None => {
-                self.by_slug.insert(Box::from(name.slug()), SlugFiles::One(id));
-            }
-        }
+        self.link_names(id);
         if usable {
             self.usable += 1;
             let item = Arc::clone(self.usable_item(id));

@@ -28,8 +28,11 @@ fn file(name: &str, token: u64, fm: &str) -> (ItemFilename, FileStamp, Parsed) {
         modified: token as i64,
         change_token: token,
     };
-    let item =
-        IndexedItem::from_file(&name, &StoredFile { bytes, stamp: stamp.clone() }, &SiteZone::utc(), None);
+    let item = IndexedItem::from_file(
+        &name,
+        &StoredFile { bytes, stamp: stamp.clone() },
+        Reading::plain(&SiteZone::utc()),
+    );
     (name, stamp, item)
 }
 
@@ -42,8 +45,10 @@ fn an_item_from_its_document_is_the_item_from_its_bytes() {
     let file = StoredFile { bytes: text.as_bytes().to_vec(), stamp };
     let zone = SiteZone::utc();
     let doc = ItemDocument::parse(text).unwrap();
-    let (from_doc, doc_text) = IndexedItem::from_document_with_text(&name, &doc, &file, &zone, None);
-    let (from_bytes, bytes_text) = IndexedItem::from_file_with_text(&name, &file, &zone, None).unwrap();
+    let (from_doc, doc_text) =
+        IndexedItem::from_document_with_text(&name, &doc, &file, Reading::plain(&zone));
+    let (from_bytes, bytes_text) =
+        IndexedItem::from_file_with_text(&name, &file, Reading::plain(&zone)).unwrap();
     assert_eq!(from_doc, from_bytes);
     assert_eq!(doc_text, bytes_text);
 }
@@ -58,7 +63,7 @@ fn a_new_version_with_the_same_body_is_the_item_made_from_scratch() {
             FileStamp { name: name.as_str().into(), size: text.len() as u64, modified: 7, change_token: 7 };
         let file = StoredFile { bytes: text.into_bytes(), stamp };
         let doc = ItemDocument::parse(std::str::from_utf8(&file.bytes).unwrap()).unwrap();
-        let (item, _) = IndexedItem::from_document_with_text(&name, &doc, &file, &zone, None);
+        let (item, _) = IndexedItem::from_document_with_text(&name, &doc, &file, Reading::plain(&zone));
         (doc, file, item)
     };
     let plain = "title: Hello\nstatus: draft";
@@ -75,7 +80,7 @@ fn a_new_version_with_the_same_body_is_the_item_made_from_scratch() {
         let (before_doc, _, previous) = version(before);
         let (doc, file, expected) = version(after);
         let wrote = IndexedItem::writes_excerpt(&before_doc);
-        let kept = IndexedItem::with_body_of(&name, &doc, &file, &zone, None, &previous, wrote);
+        let kept = IndexedItem::with_body_of(&name, &doc, &file, Reading::plain(&zone), &previous, wrote);
         match kept {
             Some(item) => assert!(!renders && item == expected, "{before:?} -> {after:?}"),
             None => assert!(renders, "{before:?} -> {after:?} should not need the body"),

@@ -24,7 +24,8 @@ fn rewrite_cost_at_10000_items() {
             modified: token as i64,
             change_token: token,
         };
-        let item = IndexedItem::from_file(&name, &StoredFile { bytes, stamp: stamp.clone() }, &zone, None);
+        let item =
+            IndexedItem::from_file(&name, &StoredFile { bytes, stamp: stamp.clone() }, Reading::plain(&zone));
         (name, stamp, item)
     };
     let n = 10_000;

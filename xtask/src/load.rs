@@ -6,6 +6,7 @@ mod cases;
 mod client;
 mod git;
 pub mod images;
+mod languages;
 mod paired;
 mod process;
 mod report;
@@ -54,7 +55,10 @@ adapter, the 100 MB upload memory check), which fail on their own targets.
   --load-only       skip the in-process benchmarks
   --only SECTION    at 10,000 items, only this section, without the read cases: writes,
                     streams, metrics, logs or git (a site kept in git: 64 writers against
-                    the same without git, and a pull of 1,000 files)";
+                    the same without git, and a pull of 1,000 files); or, at each size,
+                    languages (the site in three languages, measured at 100,000 items in
+                    a full run: its restart, RSS, and French list and single item against
+                    the one-language site's)";
 
 /// How long a server may take from spawn to its first good answer. Past this the size's
 /// cases are skipped (and its targets missed) rather than waited for.
@@ -81,6 +85,7 @@ pub enum Section {
     Metrics,
     Logs,
     Git,
+    Languages,
 }
 
 impl Section {
@@ -91,7 +96,8 @@ impl Section {
             "metrics" => Self::Metrics,
             "logs" => Self::Logs,
             "git" => Self::Git,
-            other => bail!("--only takes writes, streams, metrics, logs or git, got {other:?}"),
+            "languages" => Self::Languages,
+            other => bail!("--only takes writes, streams, metrics, logs, git or languages, got {other:?}"),
         })
     }
 }
@@ -349,6 +355,13 @@ fn measure_site(
             eprintln!("{} items: a site kept in git", site.items);
             figures.git = Some(git::measure(cms, site, &server, logs).map_err(|error| format!("{error:#}")));
         }
+        if wanted(Section::Languages)
+            && (site.items == languages::LANGUAGE_SIZE || only == Some(Section::Languages))
+        {
+            eprintln!("{} items: the site in three languages", site.items);
+            figures.languages =
+                Some(languages::measure(cms, site, &server, wrk, logs).map_err(|error| format!("{error:#}")));
+        }
     }
     figures.peak_rss_kib = server.peak_rss_kib();
     figures.access_lines = Some((
@@ -375,7 +388,7 @@ pub(crate) fn settle(server: &Server) {
 }
 
 /// Waits (up to the start-up deadline) until the server has saved an index snapshot.
-fn wait_for_snapshot(server: &Server, snapshots: &Path) {
+pub(crate) fn wait_for_snapshot(server: &Server, snapshots: &Path) {
     while server.started.elapsed() < STARTUP_DEADLINE {
         let saved = std::fs::read_dir(snapshots).is_ok_and(|entries| {
             entries.flatten().any(|e| e.file_name().to_string_lossy().ends_with(".snapshot"))

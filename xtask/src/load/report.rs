@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::cases::Case;
 use super::git::{GitFigures, PULLED_FILES};
+use super::languages::LanguageFigures;
 use super::paired::PairedFigures;
 use super::sitegen::{CONCURRENT_WRITERS, SMALL_ITEMS};
 use super::streams::{STREAMS, StreamFigures};
@@ -48,6 +49,8 @@ pub struct SiteFigures {
     pub access_lines: Option<(u64, u64)>,
     /// A copy of the site kept in git (issue 48).
     pub git: Option<Result<GitFigures, String>>,
+    /// The site in three languages (issue 46).
+    pub languages: Option<Result<LanguageFigures, String>>,
     /// The read cases were left out on purpose (`--only`).
     pub reads_skipped: bool,
 }
@@ -69,6 +72,7 @@ impl SiteFigures {
             logs: None,
             access_lines: None,
             git: None,
+            languages: None,
             reads_skipped: false,
         }
     }
@@ -215,6 +219,10 @@ impl Report {
         if let Some(site) = self.sites.iter().find(|site| site.git.is_some()) {
             out += &format!("\n## A site kept in git at {} items\n\n", thousands(site.items));
             out += &git_section(site.git.as_ref().expect("found by its git figures"));
+        }
+        for site in self.sites.iter().filter(|site| site.languages.is_some()) {
+            out += &format!("\n## Three languages at {} items per language\n\n", thousands(site.items));
+            out += &languages_section(site.languages.as_ref().expect("found by its figures"));
         }
         let logged: Vec<String> = self
             .sites
@@ -479,6 +487,11 @@ impl Report {
                 verdicts.extend(git_verdicts(git));
             }
         }
+        for site in &self.sites {
+            if let Some(languages) = &site.languages {
+                verdicts.extend(language_verdicts(site.items, languages));
+            }
+        }
         verdicts
     }
 
@@ -705,6 +718,90 @@ fn streams_section(site: &SiteFigures) -> String {
         streams.write_to_event_percentile(99).map_or_else(String::new, latency),
     );
     out
+}
+
+fn languages_section(figures: &Result<LanguageFigures, String>) -> String {
+    let languages = match figures {
+        Ok(languages) => languages,
+        Err(error) => return format!("Not measured: {error}\n"),
+    };
+    let time = |time: &Result<Duration, String>| match time {
+        Ok(time) => latency(*time),
+        Err(error) => error.clone(),
+    };
+    let rss = |peak: Option<u64>| peak.map_or_else(|| "unknown".into(), |kib| format!("{:.1} MB", mb(kib)));
+    let mut out = format!(
+        "A copy of the site in English, French and German (Hugo's file-name layout: every item has two \
+         translations beside it, {} files): first start (no snapshot) {}, restart {} (spawn until every \
+         language's list answers). Peak RSS after the rounds below: {} (the one-language server's: {}).\n\n",
+        thousands(languages.items * 3),
+        time(&languages.first_start),
+        time(&languages.restart),
+        rss(languages.peak_rss_kib),
+        rss(languages.one_language_peak_rss_kib),
+    );
+    let rows = languages
+        .ratios
+        .ratios
+        .iter()
+        .map(|(case, ratios)| {
+            let rounds: Vec<String> = ratios.iter().map(|ratio| format!("{ratio:.3}")).collect();
+            let median =
+                PairedFigures::median(ratios).map_or_else(|| "not measured".into(), |m| format!("{m:.3}"));
+            vec![format!("{}, lang=fr", case.label()), rounds.join(", "), median]
+        })
+        .collect();
+    out += "Requests per second in French on the three-language site over the same case on the one-language \
+            site, the two runs of a round one after the other:\n\n";
+    out += &table(&["case", "three/one language, round by round", "median"], &[false, false, true], rows);
+    out
+}
+
+/// Issue 46's targets for a site in three languages.
+fn language_verdicts(items: usize, figures: &Result<LanguageFigures, String>) -> Vec<Verdict> {
+    let at = thousands(items);
+    let restart_target = format!("restart of a three-language site of {at} items per language < 2 s");
+    let rss_target = format!("peak RSS of the three-language site at {at} < 2.5 × the one-language site's");
+    let Ok(languages) = figures else {
+        return [restart_target, rss_target]
+            .into_iter()
+            .chain(
+                super::languages::CASES
+                    .iter()
+                    .map(|case| format!("{} in French at {at} ≥ 90% of one language", case.label())),
+            )
+            .map(|target| Verdict { target, measured: "not measured".into(), met: false })
+            .collect();
+    };
+    let mut verdicts = vec![Verdict {
+        target: restart_target,
+        measured: match &languages.restart {
+            Ok(time) => latency(*time),
+            Err(error) => error.clone(),
+        },
+        met: languages.restart.as_ref().is_ok_and(|time| *time < Duration::from_secs(2)),
+    }];
+    let factor = match (languages.peak_rss_kib, languages.one_language_peak_rss_kib) {
+        (Some(three), Some(one)) if one > 0 => Some(three as f64 / one as f64),
+        _ => None,
+    };
+    verdicts.push(Verdict {
+        target: rss_target,
+        measured: factor.map_or_else(|| "unknown".into(), |factor| format!("{factor:.2}×")),
+        met: factor.is_some_and(|factor| factor < 2.5),
+    });
+    for (case, ratios) in &languages.ratios.ratios {
+        let median = PairedFigures::median(ratios);
+        verdicts.push(Verdict {
+            target: format!(
+                "{} in French at {at} ≥ 90% of the one-language site's (median of paired rounds)",
+                case.label()
+            ),
+            measured: median.map_or_else(|| "not measured".into(), |m| percent(m * 100.0)),
+            met: median.is_some_and(|m| m >= 0.9),
+        });
+    }
+    verdicts
 }
 
 fn git_section(figures: &Result<GitFigures, String>) -> String {

@@ -46,8 +46,11 @@ const TAGS_WEIGHT: f32 = 4.0;
 /// A query word that only matches as a prefix counts this much of an exact match.
 const PREFIX_WEIGHT: f32 = 0.6;
 
-/// The lowercased words of a text with their byte ranges.
-fn words(text: &str) -> impl Iterator<Item = (usize, usize, String)> + '_ {
+/// The lowercased words of a text with their byte ranges; with `bigrams`, each run of
+/// Chinese or Japanese characters (written without spaces between words) is cut into its
+/// overlapping pairs of characters instead (`東京都` → `東京`, `京都`), as Lucene's CJK
+/// analyzer does: a query's pairs then find the same text without a dictionary.
+fn words(text: &str, bigrams: bool) -> impl Iterator<Item = (usize, usize, String)> + '_ {
     let mut chars = text.char_indices().peekable();
     std::iter::from_fn(move || {
         loop {
@@ -63,23 +66,106 @@ fn words(text: &str) -> impl Iterator<Item = (usize, usize, String)> + '_ {
                 end = i + c.len_utf8();
                 chars.next();
             }
-            let word = text[start..end].to_lowercase();
-            if word.chars().count() <= MAX_WORD_CHARS {
-                return Some((start, end, word));
-            }
+            return Some((start, end));
         }
     })
+    .flat_map(move |(start, end)| Pieces::of(text, start, end, bigrams))
+}
+
+/// The words of one run of letters and digits (see [`words`]).
+enum Pieces {
+    One(Option<(usize, usize, String)>),
+    Many(std::vec::IntoIter<(usize, usize, String)>),
+}
+
+impl Pieces {
+    fn of(text: &str, start: usize, end: usize, bigrams: bool) -> Self {
+        let run = &text[start..end];
+        if !(bigrams && run.chars().any(is_cjk)) {
+            let word = run.to_lowercase();
+            return Self::One((word.chars().count() <= MAX_WORD_CHARS).then_some((start, end, word)));
+        }
+        // Other letters as words; each stretch of CJK characters as its pairs (a lone
+        // character as itself).
+        let mut pieces = Vec::new();
+        let chars: Vec<(usize, char)> = run.char_indices().map(|(i, c)| (start + i, c)).collect();
+        let end_of = |at: usize| chars.get(at + 1).map_or(end, |(i, _)| *i);
+        let mut at = 0;
+        while at < chars.len() {
+            let cjk = is_cjk(chars[at].1);
+            let mut stop = at + 1;
+            while stop < chars.len() && is_cjk(chars[stop].1) == cjk {
+                stop += 1;
+            }
+            if !cjk {
+                let (from, to) = (chars[at].0, end_of(stop - 1));
+                let word = text[from..to].to_lowercase();
+                if word.chars().count() <= MAX_WORD_CHARS {
+                    pieces.push((from, to, word));
+                }
+            } else if stop - at == 1 {
+                let (from, to) = (chars[at].0, end_of(at));
+                pieces.push((from, to, text[from..to].to_owned()));
+            } else {
+                for (offset, (from, _)) in chars[at..stop - 1].iter().enumerate() {
+                    let (from, to) = (*from, end_of(at + offset + 1));
+                    pieces.push((from, to, text[from..to].to_owned()));
+                }
+            }
+            at = stop;
+        }
+        Self::Many(pieces.into_iter())
+    }
+}
+
+impl Iterator for Pieces {
+    type Item = (usize, usize, String);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Self::One(word) => word.take(),
+            Self::Many(pieces) => pieces.next(),
+        }
+    }
+}
+
+/// Whether a query word also matches the terms it begins: two letters or more, or one
+/// Chinese or Japanese character (a word of its own, found in the pairs it starts).
+fn expands(prefix: &str) -> bool {
+    let mut chars = prefix.chars();
+    match (chars.next(), chars.next()) {
+        (Some(_), Some(_)) => true,
+        (Some(only), None) => is_cjk(only),
+        _ => false,
+    }
+}
+
+/// Han ideographs, hiragana and katakana: scripts written without spaces between words.
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF // hiragana, katakana
+        | 0x31F0..=0x31FF // katakana phonetic extensions
+        | 0x3400..=0x4DBF // CJK extension A
+        | 0x4E00..=0x9FFF // CJK unified ideographs
+        | 0xF900..=0xFAFF // compatibility ideographs
+        | 0xFF66..=0xFF9F // halfwidth katakana
+        | 0x20000..=0x3134F // extensions B to G
+    )
 }
 
 /// How a collection's words are reduced to their stems: by its language's Snowball
 /// stemmer (English on a site without languages), or not at all for a language Snowball
-/// has none for (each word is then its own term, still found by prefix).
+/// has none for (each word is then its own term, still found by prefix). Chinese and
+/// Japanese text is cut into pairs of characters (see [`words`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stemming(Option<Algorithm>);
+pub struct Stemming {
+    algorithm: Option<Algorithm>,
+    bigrams: bool,
+}
 
 impl Default for Stemming {
     fn default() -> Self {
-        Self(Some(Algorithm::English))
+        Self { algorithm: Some(Algorithm::English), bigrams: false }
     }
 }
 
@@ -106,16 +192,22 @@ impl Stemming {
             "sv" => Algorithm::Swedish,
             "ta" => Algorithm::Tamil,
             "tr" => Algorithm::Turkish,
-            _ => return Self(None),
+            "zh" | "ja" | "yue" => return Self { algorithm: None, bigrams: true },
+            _ => return Self { algorithm: None, bigrams: false },
         };
-        Self(Some(algorithm))
+        Self { algorithm: Some(algorithm), bigrams: false }
     }
 
     fn stem(self, word: &str) -> String {
-        match self.0 {
+        match self.algorithm {
             Some(algorithm) => Stemmer::create(algorithm).stem(word).into_owned(),
             None => word.to_owned(),
         }
+    }
+
+    /// The words of `text` as this language cuts them (see [`words`]).
+    fn words(self, text: &str) -> impl Iterator<Item = (usize, usize, String)> + '_ {
+        words(text, self.bigrams)
     }
 }
 
@@ -320,7 +412,7 @@ impl SearchIndex {
     fn item_terms(&mut self, text: &SearchText<'_>) -> HashMap<u32, u8> {
         let mut terms: HashMap<u32, u8> = HashMap::new();
         let mut body_terms = 0;
-        for (_, _, word) in words(text.body) {
+        for (_, _, word) in self.stemming.words(text.body) {
             let term = self.term_of(word);
             match terms.get_mut(&term) {
                 Some(marks) => *marks = (*marks & !BODY_COUNT) | ((*marks & BODY_COUNT) + 1).min(BODY_COUNT),
@@ -331,11 +423,11 @@ impl SearchIndex {
                 None => {}
             }
         }
-        for (_, _, word) in words(text.title) {
+        for (_, _, word) in self.stemming.words(text.title) {
             *terms.entry(self.term_of(word)).or_default() |= IN_TITLE;
         }
         for tag in text.tags {
-            for (_, _, word) in words(tag) {
+            for (_, _, word) in self.stemming.words(tag) {
                 *terms.entry(self.term_of(word)).or_default() |= IN_TAGS;
             }
         }
@@ -429,7 +521,7 @@ impl SearchIndex {
         let known = |word: &str| {
             self.words.get(word).or_else(|| self.term_ids.get(self.stemming.stem(word).as_str())).copied()
         };
-        for (_, _, word) in words(text.body) {
+        for (_, _, word) in self.stemming.words(text.body) {
             if body_terms.len() >= MAX_BODY_TERMS {
                 break;
             }
@@ -438,7 +530,7 @@ impl SearchIndex {
             }
         }
         source.extend(body_terms);
-        source.extend(words(text.title).filter_map(|(_, _, word)| known(&word)));
+        source.extend(self.stemming.words(text.title).filter_map(|(_, _, word)| known(&word)));
         source.retain(|term| self.significant[*term as usize]);
         let mut shared = vec![0u32; self.docs.len()];
         for &term in &source {
@@ -565,7 +657,7 @@ impl SearchIndex {
         let mut found: Vec<(u32, f32)> = Vec::new();
         let exact = self.term_ids.get(word.stem.as_str()).copied();
         found.extend(exact.map(|id| (id, 1.0)));
-        if word.prefix.chars().count() >= 2 {
+        if expands(&word.prefix) {
             let range =
                 self.ordered.range::<str, _>((Bound::Included(word.prefix.as_str()), Bound::Unbounded));
             for (_, &id) in range.take_while(|(t, _)| t.starts_with(&word.prefix)).take(MAX_PREFIX_TERMS) {
@@ -617,7 +709,8 @@ impl Query {
     /// [`Self::parse`] for an index whose words stem as `stemming` says.
     pub fn parse_in(q: &str, stemming: Stemming) -> Self {
         let mut seen = HashSet::new();
-        let words = words(q)
+        let words = stemming
+            .words(q)
             .filter(|(_, _, w)| seen.insert(w.clone()))
             .take(MAX_QUERY_WORDS)
             .map(|(_, _, prefix)| QueryWord { stem: stemming.stem(&prefix), prefix })
@@ -632,17 +725,21 @@ impl Query {
     /// Whether a word of a text (lowercased) is one the query matches.
     fn matches(&self, word: &str) -> bool {
         let term = self.stemming.stem(word);
-        self.words
-            .iter()
-            .any(|q| term == q.stem || (q.prefix.chars().count() >= 2 && term.starts_with(&q.prefix)))
+        self.words.iter().any(|q| term == q.stem || (expands(&q.prefix) && term.starts_with(&q.prefix)))
     }
 
     /// A short passage of `text` around the first word the query matches (its start when
     /// none does), at most about `max_chars` characters, HTML-escaped, with each matching
     /// word in `<mark>`, and `…` where text was cut.
     pub fn snippet(&self, text: &str, max_chars: usize) -> String {
-        let found: Vec<(usize, usize)> =
-            words(text).filter(|(_, _, w)| self.matches(w)).map(|(s, e, _)| (s, e)).collect();
+        // Pairs of CJK characters overlap: overlapping matches are marked as one.
+        let mut found: Vec<(usize, usize)> = Vec::new();
+        for (s, e, _) in self.stemming.words(text).filter(|(_, _, w)| self.matches(w)) {
+            match found.last_mut() {
+                Some(last) if s < last.1 => last.1 = last.1.max(e),
+                _ => found.push((s, e)),
+            }
+        }
         // Start a few words before the first match, on a word boundary.
         let first = found.first().map_or(0, |(s, _)| *s);
         let lead = text[..first].char_indices().rev().nth(max_chars / 4).map_or(0, |(i, _)| i);

@@ -77,3 +77,24 @@ async fn a_site_without_languages_sends_no_lang_and_reads_dotted_names_as_before
     assert_eq!((file.lang.as_deref(), file.filename.as_str()), (None, "v1.fr.md"));
     assert!(!String::from_utf8(event.body()).unwrap().contains("lang"));
 }
+
+#[tokio::test]
+async fn a_translation_whose_code_is_written_in_capitals_is_linked_both_ways() {
+    let world = MemoryWorld::new();
+    world.content.put_raw("content/posts", "hello.md", b"---\ntitle: Hello\n---\nHi.\n");
+    world.content.put_raw("content/posts", "hello.FR.md", b"---\ntitle: Bonjour\n---\nSalut.\n");
+    let cms = world.cms_with(MULTILINGUAL);
+    let posts = cms.collection("posts").unwrap();
+    let french = cms.in_language(posts, 1);
+    let english = cms.language_of_file(posts, "hello.md", true);
+    // Not built yet: a read builds each language's index.
+    assert!(english.is_none_or(|l| l.translations.is_empty()));
+    let viewer = Viewer::Anonymous;
+    cms.read_item(french, &ItemRef::parse("hello").unwrap(), &viewer).await.unwrap();
+    cms.read_item(posts, &ItemRef::parse("hello").unwrap(), &viewer).await.unwrap();
+    let english = cms.language_of_file(posts, "hello.md", true).unwrap();
+    let found: Vec<(&str, &str)> = english.translations.iter().map(|t| (&*t.lang, &*t.filename)).collect();
+    assert_eq!(found, [("fr", "hello.FR.md")]);
+    let french = cms.language_of_file(french, "hello.FR.md", true).unwrap();
+    assert_eq!(french.translations.iter().map(|t| &*t.filename).collect::<Vec<_>>(), ["hello.md"]);
+}

@@ -138,6 +138,15 @@ impl Link {
     }
 }
 
+/// Which of the index's maps of other names a name is filed in (see
+/// [`CollectionIndex::names_of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NameMap {
+    Slug,
+    Key,
+    WrittenName,
+}
+
 /// What a change did to the index, so the caller can log or count it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Applied {
@@ -169,6 +178,10 @@ pub struct CollectionIndex {
     by_slug: HashMap<Box<str>, SlugFiles>,
     /// Every usable item with this `translationKey`, in filename order (empty on most sites).
     by_key: HashMap<Box<str>, SlugFiles>,
+    /// Files whose language suffix is not written as [`Naming::name_for_base`] writes it
+    /// (`hello.FR.md`), by the name it writes (`hello.fr.md`): how other languages find
+    /// them. Empty on most sites.
+    by_written_name: HashMap<Box<str>, SlugFiles>,
     /// Per order (see [`order_slot`]): usable items ascending, all and published.
     sorted_all: [Vec<Id>; 4],
     sorted_published: [Vec<Id>; 4],
@@ -351,7 +364,12 @@ impl CollectionIndex {
             Some(key) => Some(Ok(self.usable_item(*self.by_key.get(key)?.ids().first()?))),
             None => {
                 let name = self.naming.name_for_base(&link.base);
-                self.get(&name).filter(|found| !matches!(found, Ok(item) if item.translation_key().is_some()))
+                let found = match self.by_name.get(name.as_str()) {
+                    Some(id) => *id,
+                    None => *self.by_written_name.get(name.as_str())?.ids().first()?,
+                };
+                Some(self.slot(found).item.as_ref().map_err(|reason| &**reason))
+                    .filter(|found| !matches!(found, Ok(item) if item.translation_key().is_some()))
             }
         }
     }
@@ -457,31 +475,51 @@ impl CollectionIndex {
     }
 
     /// The names a slot is found by, besides its file name: in `by_slug`, its file's slug
-    /// and its own slug when that differs; in `by_key`, its `translationKey`.
-    fn names_of(&self, id: Id) -> Vec<(bool, Box<str>)> {
+    /// and its own slug when that differs; in `by_key`, its `translationKey`; in
+    /// `by_written_name`, its name as this language writes it when that differs.
+    fn names_of(&self, id: Id) -> Vec<(NameMap, Box<str>)> {
         let slot = self.slot(id);
         let mut names = Vec::with_capacity(1);
         let file_slug = self.naming.parse(&slot.name).map(|name| Box::<str>::from(name.slug()));
         if let Ok(item) = slot.item.as_ref() {
             if file_slug.as_deref() != Some(item.meta.slug.as_str()) {
-                names.push((true, Box::from(item.meta.slug.as_str())));
+                names.push((NameMap::Slug, Box::from(item.meta.slug.as_str())));
             }
             if let Some(key) = item.translation_key() {
-                names.push((false, Box::from(key)));
+                names.push((NameMap::Key, Box::from(key)));
             }
         }
-        names.extend(file_slug.map(|slug| (true, slug)));
+        if self.naming.suffix().is_some() {
+            let written = self.naming.name_for_base(&self.naming.base_name(&slot.name));
+            if *written != *slot.name {
+                names.push((NameMap::WrittenName, written.into_boxed_str()));
+            }
+        }
+        names.extend(file_slug.map(|slug| (NameMap::Slug, slug)));
         names
+    }
+
+    fn name_map(&mut self, map: NameMap) -> &mut HashMap<Box<str>, SlugFiles> {
+        match map {
+            NameMap::Slug => &mut self.by_slug,
+            NameMap::Key => &mut self.by_key,
+            NameMap::WrittenName => &mut self.by_written_name,
+        }
     }
 
     /// Files a slot under its slugs and key (see [`Self::names_of`]).
     fn link_names(&mut self, id: Id) {
         let names = self.names_of(id);
         let name = Arc::clone(&self.slot(id).name);
-        let slots = &self.slots;
-        let name_of = |other: Id| &*slots[other as usize].as_ref().expect("id").name;
-        for (slug, found) in names {
-            let map = if slug { &mut self.by_slug } else { &mut self.by_key };
+        for (map, found) in names {
+            // The maps by field, so that the slots' names can be read meanwhile.
+            let slots = &self.slots;
+            let name_of = |other: Id| &*slots[other as usize].as_ref().expect("id").name;
+            let map = match map {
+                NameMap::Slug => &mut self.by_slug,
+                NameMap::Key => &mut self.by_key,
+                NameMap::WrittenName => &mut self.by_written_name,
+            };
             match map.get_mut(&found) {
                 Some(files) => files.insert(id, &name, name_of),
                 None => {
@@ -493,8 +531,8 @@ impl CollectionIndex {
 
     /// Takes a slot out of the maps [`Self::link_names`] filed it in.
     fn unlink_names(&mut self, id: Id) {
-        for (slug, found) in self.names_of(id) {
-            let map = if slug { &mut self.by_slug } else { &mut self.by_key };
+        for (map, found) in self.names_of(id) {
+            let map = self.name_map(map);
             if let Some(files) = map.get_mut(&found)
                 && !files.remove(id)
             {

@@ -173,3 +173,26 @@ fn search_scale() {
         eprintln!("{q:?}: {count} hits in {:?}", started.elapsed());
     }
 }
+
+#[test]
+fn chinese_and_japanese_text_is_searched_by_pairs_of_characters() {
+    let japanese = Stemming::of_language("ja");
+    let mut index = SearchIndex::new(japanese);
+    add(&mut index, "tokyo.md", "東京都の天気", &[], "今日の東京は晴れです。Rust も好き。", true);
+    add(&mut index, "kyoto.md", "京都の天気", &[], "京都は雨です。", true);
+    let search = |q: &str| names(&hits_of(&index, &Query::parse_in(q, japanese), false)).join(",");
+    assert_eq!(search("東京"), "tokyo.md", "a word inside a run of characters");
+    assert_eq!(search("京都"), "kyoto.md,tokyo.md", "東京都 holds 京都 too");
+    assert_eq!(search("天気"), "kyoto.md,tokyo.md");
+    assert_eq!(search("晴れ"), "tokyo.md");
+    assert_eq!(search("rust"), "tokyo.md", "Latin words inside stay words");
+    assert_eq!(search("雨"), "kyoto.md", "one character finds the pairs it starts");
+    // Overlapping pairs are marked once.
+    let snippet = Query::parse_in("東京都", japanese).snippet("今日の東京都は晴れ", 40);
+    assert_eq!(snippet, "今日の<mark>東京都</mark>は晴れ");
+    // Chinese too; another language keeps a run of characters as one word, as before.
+    assert_eq!(Stemming::of_language("zh-Hans"), japanese);
+    let mut plain = SearchIndex::new(Stemming::of_language("ko"));
+    add(&mut plain, "a.md", "東京都", &[], "", true);
+    assert!(hits_of(&plain, &Query::parse_in("京都", Stemming::of_language("ko")), false).is_empty());
+}

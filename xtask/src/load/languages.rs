@@ -139,13 +139,14 @@ fn make_copy(site: &BenchSite, copy: &Path) -> anyhow::Result<()> {
     std::fs::write(&config, format!("{text}\nlanguages:\n{languages}translations: filename\n"))?;
     let started = std::time::Instant::now();
     let content = copy.join(CONTENT_DIR);
-    for entry in std::fs::read_dir(&content)? {
-        let path = entry?.path();
-        let Some(stem) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".md")) else {
-            continue;
-        };
+    // Listed whole first: a listing read while links are made would list them too.
+    let english: Vec<String> = std::fs::read_dir(&content)?
+        .map(|entry| Ok(entry?.file_name().to_string_lossy().into_owned()))
+        .collect::<std::io::Result<_>>()?;
+    for name in english {
+        let Some(stem) = name.strip_suffix(".md") else { continue };
         for code in &LANGUAGES[1..] {
-            std::fs::hard_link(&path, content.join(format!("{stem}.{code}.md")))?;
+            std::fs::hard_link(content.join(&name), content.join(format!("{stem}.{code}.md")))?;
         }
     }
     eprintln!(

@@ -166,6 +166,13 @@ impl Cms {
             // First, so that a server listening meanwhile answers with the right license.
             let license = self.reload_license().await;
             let mut first_error = license.err();
+            for lanes in self.lanes_sharing_folders() {
+                if let Err(error) = self.index_together(&lanes).await {
+                    tracing::error!(collection = lanes[0].slug.as_str(), %error, "cannot index the collection");
+                    first_error.get_or_insert(error);
+                }
+            }
+            // The rest, and any lane the shared build left (built already: nothing to do).
             for collection in &self.collections {
                 if let Err(error) = self.ensure_indexed(collection).await {
                     tracing::error!(collection = collection.slug.as_str(), %error, "cannot index the collection");
@@ -236,7 +243,73 @@ impl Cms {
         let (scan, snapshot) =
             futures_util::future::join(self.ports.content.scan(collection), self.load_snapshot(collection))
                 .await;
-        let (mut names, others) = classify(scan?, &collection.naming);
+        self.build_from(collection, scan?, snapshot).await
+    }
+
+    /// The collections (each language's, on a site translated by file name) that read the
+    /// same folder, in index order; none on a site without languages.
+    fn lanes_sharing_folders(&self) -> Vec<Vec<&Collection>> {
+        if self.languages.is_none() {
+            return Vec::new();
+        }
+        let mut groups: Vec<Vec<&Collection>> = Vec::new();
+        for collection in &self.collections {
+            match groups.iter_mut().find(|group| group[0].path == collection.path) {
+                Some(group) => group.push(collection),
+                None => groups.push(vec![collection]),
+            }
+        }
+        groups.retain(|group| group.len() > 1);
+        groups
+    }
+
+    /// Builds the indexes of collections that read the same folder (`lanes`, in index
+    /// order) at start-up: the folder is listed once and each file given to the language
+    /// that owns it, and their snapshots are decoded side by side, one thread each,
+    /// rather than each language listing the whole folder in turn.
+    async fn index_together(&self, lanes: &[&Collection]) -> CoreResult<()> {
+        // Every lane's build lock, in index order (as any builder of several takes them).
+        let mut building = Vec::with_capacity(lanes.len());
+        for lane in lanes {
+            building.push(self.indexes[lane.index].building.lock().await);
+        }
+        if lanes.iter().any(|lane| super::read(&self.indexes[lane.index].index).is_some()) {
+            return Ok(()); // a request built one meanwhile: each builds on its own
+        }
+        let loads = futures_util::future::join_all(lanes.iter().map(|lane| self.snapshot_bytes(lane)));
+        let (scan, stored) = futures_util::future::join(self.ports.content.scan(lanes[0]), loads).await;
+        let mut parts: Vec<Vec<FileStamp>> = lanes.iter().map(|_| Vec::new()).collect();
+        for stamp in scan? {
+            let at = lanes.iter().position(|lane| lane.naming.owns(&stamp.name)).unwrap_or(0);
+            parts[at].push(stamp);
+        }
+        let snapshots: Vec<Vec<(FileStamp, Held)>> = std::thread::scope(|scope| {
+            let decoders: Vec<_> = lanes
+                .iter()
+                .zip(stored)
+                .map(|(lane, bytes)| scope.spawn(move || self.decode_snapshot(lane, bytes)))
+                .collect();
+            decoders.into_iter().map(|decoder| decoder.join().unwrap_or_default()).collect()
+        });
+        for ((lane, part), snapshot) in lanes.iter().zip(parts).zip(snapshots) {
+            self.build_from(lane, part, snapshot).await?;
+        }
+        drop(building);
+        Ok(())
+    }
+
+    /// Builds `collection`'s index from the files its folder holds (`scan`, any that
+    /// another language owns are passed over) and its stored snapshot's entries: each
+    /// file whose stamp the snapshot has is taken from it, the others are read and parsed.
+    /// The caller holds the collection's build lock.
+    async fn build_from(
+        &self,
+        collection: &Collection,
+        scan: Vec<FileStamp>,
+        snapshot: Vec<(FileStamp, Held)>,
+    ) -> CoreResult<()> {
+        let cell = &self.indexes[collection.index];
+        let (mut names, others) = classify(scan, &collection.naming);
         self.progress.found.fetch_add(names.len(), Ordering::Relaxed);
         names.sort_unstable_by(|a, b| a.0.name.cmp(&b.0.name));
         let mut entries = Vec::with_capacity(names.len());
@@ -301,14 +374,24 @@ impl Cms {
     /// The entries of the collection's stored snapshot in filename order; empty when there
     /// is none or it cannot be used (logged: the start is then a full parse, nothing more).
     async fn load_snapshot(&self, collection: &Collection) -> Vec<(FileStamp, Held)> {
-        let bytes = match self.ports.snapshots.load(collection).await {
-            Ok(Some(bytes)) => bytes,
-            Ok(None) => return Vec::new(),
+        let bytes = self.snapshot_bytes(collection).await;
+        self.decode_snapshot(collection, bytes)
+    }
+
+    /// The collection's stored snapshot, if it has one that can be read (else logged).
+    async fn snapshot_bytes(&self, collection: &Collection) -> Option<Vec<u8>> {
+        match self.ports.snapshots.load(collection).await {
+            Ok(bytes) => bytes,
             Err(error) => {
                 tracing::warn!(collection = collection.slug.as_str(), %error, "cannot read the index snapshot");
-                return Vec::new();
+                None
             }
-        };
+        }
+    }
+
+    /// The entries of a stored snapshot (see [`Self::load_snapshot`]).
+    fn decode_snapshot(&self, collection: &Collection, bytes: Option<Vec<u8>>) -> Vec<(FileStamp, Held)> {
+        let Some(bytes) = bytes else { return Vec::new() };
         match snapshot::decode(&bytes, &self.snapshot_header(collection)) {
             Ok(entries) => entries,
             Err(reason) => {

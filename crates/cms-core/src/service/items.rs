@@ -345,14 +345,35 @@ impl Cms {
         viewer: &Viewer,
         requested: Option<usize>,
     ) -> CoreResult<ItemView> {
-        let mut view = self.read_item_plain(collection, item_ref, viewer).await?;
+        let view = self.read_item_plain(collection, item_ref, viewer).await?;
+        Ok(self.in_its_language(collection, view, requested, viewer))
+    }
+
+    /// A view of `collection`'s item as an answer in a language says it: its version and
+    /// ETag also name its translations, which it lists (see [`Self::languages_version`]).
+    /// As it is on a site without languages.
+    pub(super) fn in_its_language(
+        &self,
+        collection: &Collection,
+        mut view: ItemView,
+        requested: Option<usize>,
+        viewer: &Viewer,
+    ) -> ItemView {
         if collection.language.is_some() {
             let languages = self.languages_version(collection, &view.meta.filename, requested, viewer);
             let version = ItemVersion { etag: view.etag, version: view.version }.with_languages(languages);
             (view.etag, view.version) = (version.etag, version.version);
             view.language = self.translations_of_view(collection, &view, requested, viewer);
         }
-        Ok(view)
+        view
+    }
+
+    /// The version of the answer to an anonymous read of `item` of `collection` in its own
+    /// language (what [`Self::in_its_language`] gives it): how answers made ahead are kept.
+    pub(super) fn public_answer_version(&self, collection: &Collection, item: &IndexedItem) -> u64 {
+        let own = collection.language.as_ref().map(|l| l.at);
+        let languages = self.languages_version(collection, &item.meta.filename, own, &Viewer::Anonymous);
+        ItemVersion::of(collection.index, item.file_version, String::new()).with_languages(languages).version
     }
 
     async fn read_item_plain(

@@ -11,7 +11,7 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use super::{Cms, ItemVersion, ItemView};
+use super::{Cms, ItemView};
 use crate::collection::Collection;
 use crate::document::Frontmatter;
 use crate::engine::index::IndexedItem;
@@ -109,12 +109,15 @@ impl Cms {
     /// index holds, and stops once the sink is full. Answers how many items it rendered.
     #[tracing::instrument(level = "trace", skip_all)]
     pub async fn render_ahead(&self, sink: &dyn AheadSink) -> CoreResult<usize> {
-        // A site with languages keys its single answers by their translations too, which
-        // answers made ahead do not know: they would never be asked for.
-        if self.languages.is_some() {
-            return Ok(0);
-        }
+        // On a site with languages, each language's collection: its answers in its own
+        // language, as an anonymous read of `?lang=` (or of its negotiated language) asks.
         let mut rendered = 0;
+        if self.languages.is_some() {
+            // An answer names its translations: every language's index first.
+            for collection in &self.collections {
+                drop(self.index(collection).await?);
+            }
+        }
         for collection in &self.collections {
             rendered += self.render_collection_ahead(collection, sink).await?;
         }
@@ -133,9 +136,7 @@ impl Cms {
         // Asked without holding the index: writers do not wait on the sink.
         let wanted: Vec<ItemFilename> = live
             .iter()
-            .filter(|item| {
-                sink.wants(ItemVersion::of(collection.index, item.file_version, String::new()).version)
-            })
+            .filter(|item| sink.wants(self.public_answer_version(collection, item)))
             .filter_map(|item| collection.naming.parse(&item.meta.filename))
             .collect();
         drop(live);
@@ -179,7 +180,9 @@ impl Cms {
         }
         let Ok(doc) = parse_bytes(&name, &file.bytes) else { return Ok(None) };
         let rendered = Rendered { html: render::to_html(&doc.body), fm: doc.fm };
-        Ok(Some(self.view_of(collection, &indexed, rendered)))
+        let view = self.view_of(collection, &indexed, rendered);
+        let own = collection.language.as_ref().map(|l| l.at);
+        Ok(Some(self.in_its_language(collection, view, own, &super::Viewer::Anonymous)))
     }
 }
 

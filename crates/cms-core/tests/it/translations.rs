@@ -98,3 +98,48 @@ async fn a_translation_whose_code_is_written_in_capitals_is_linked_both_ways() {
     let french = cms.language_of_file(french, "hello.FR.md", true).unwrap();
     assert_eq!(french.translations.iter().map(|t| &*t.filename).collect::<Vec<_>>(), ["hello.md"]);
 }
+
+/// Keeps what `render_ahead` hands over.
+#[derive(Default)]
+struct Ahead(std::sync::Mutex<Vec<cms_core::service::ItemView>>);
+
+impl cms_core::service::AheadSink for Ahead {
+    fn wants(&self, version: u64) -> bool {
+        !self.0.lock().unwrap().iter().any(|view| view.version == version)
+    }
+    fn is_full(&self) -> bool {
+        false
+    }
+    fn keep(&self, view: cms_core::service::ItemView) {
+        self.0.lock().unwrap().push(view);
+    }
+}
+
+#[tokio::test]
+async fn answers_made_ahead_are_each_languages_as_its_reads_ask_for_them() {
+    let world = MemoryWorld::new();
+    world.content.put_raw("content/posts", "hello.md", b"---\ntitle: Hello\n---\nHi.\n");
+    world.content.put_raw(
+        "content/posts",
+        "hello.fr.md",
+        b"---\ntitle: Bonjour\nslug: bonjour\n---\nSalut.\n",
+    );
+    world.content.put_raw("content/posts", "alone.md", b"---\ntitle: Alone\n---\nOne.\n");
+    let cms = world.cms_with(MULTILINGUAL);
+    let posts = cms.collection("posts").unwrap();
+    let sink = Ahead::default();
+    assert_eq!(cms.render_ahead(&sink).await.unwrap(), 3, "every language's live items");
+    let views = sink.0.lock().unwrap().clone();
+    let anon = Viewer::Anonymous;
+    for (at, slug) in [(0, "hello"), (1, "bonjour"), (0, "alone")] {
+        let lane = cms.in_language(posts, at);
+        let item_ref = ItemRef::parse(slug).unwrap();
+        let read = cms.read_item_in(lane, &item_ref, &anon, Some(at)).await.unwrap();
+        let made = views.iter().find(|view| view.meta.slug == slug).unwrap();
+        assert_eq!((made.version, &made.etag, &made.html), (read.version, &read.etag, &read.html), "{slug}");
+        assert_eq!(made.language, read.language, "{slug}: the same translations");
+        let asked = cms.item_version_in(lane, &item_ref, &anon, Some(at)).await.unwrap().unwrap();
+        assert_eq!(asked.version, made.version, "{slug}: kept by the version a read asks for first");
+    }
+    assert_eq!(cms.render_ahead(&sink).await.unwrap(), 0, "all kept");
+}

@@ -46,6 +46,9 @@ pub struct LanguageFigures {
     /// server's (which served the same rounds).
     pub peak_rss_kib: Option<u64>,
     pub one_language_peak_rss_kib: Option<u64>,
+    /// Resident memory after the rounds (not the peak), both servers.
+    pub rss_kib: Option<u64>,
+    pub one_language_rss_kib: Option<u64>,
 }
 
 pub fn measure(
@@ -114,6 +117,8 @@ pub fn measure(
         ratios: PairedFigures { ratios },
         peak_rss_kib: server.peak_rss_kib(),
         one_language_peak_rss_kib: bench.peak_rss_kib(),
+        rss_kib: server.rss_kib(),
+        one_language_rss_kib: bench.rss_kib(),
     };
     drop(server);
     let _ = std::fs::remove_dir_all(&copy);

@@ -733,12 +733,15 @@ fn languages_section(figures: &Result<LanguageFigures, String>) -> String {
     let mut out = format!(
         "A copy of the site in English, French and German (Hugo's file-name layout: every item has two \
          translations beside it, {} files): first start (no snapshot) {}, restart {} (spawn until every \
-         language's list answers). Peak RSS after the rounds below: {} (the one-language server's: {}).\n\n",
+         language's list answers). Peak RSS after the rounds below: {} (the one-language server's: {}); \
+         resident then: {} ({}).\n\n",
         thousands(languages.items * 3),
         time(&languages.first_start),
         time(&languages.restart),
         rss(languages.peak_rss_kib),
         rss(languages.one_language_peak_rss_kib),
+        rss(languages.rss_kib),
+        rss(languages.one_language_rss_kib),
     );
     let rows = languages
         .ratios

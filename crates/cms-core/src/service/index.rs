@@ -291,8 +291,29 @@ impl Cms {
                 .collect();
             decoders.into_iter().map(|decoder| decoder.join().unwrap_or_default()).collect()
         });
-        for ((lane, part), snapshot) in lanes.iter().zip(parts).zip(snapshots) {
-            self.build_from(lane, part, snapshot).await?;
+        // The walks and the builds are pure work: each language's on a thread of its own.
+        let mut gathered: Vec<Gathered> = std::thread::scope(|scope| {
+            let walks: Vec<_> = lanes
+                .iter()
+                .zip(parts)
+                .zip(snapshots)
+                .map(|((lane, part), snapshot)| scope.spawn(move || self.gather(lane, part, snapshot)))
+                .collect();
+            walks.into_iter().map(|walk| walk.join().expect("an index walk panicked")).collect()
+        });
+        for (lane, gathered) in lanes.iter().zip(&mut gathered) {
+            self.read_unsnapshotted(lane, gathered).await;
+        }
+        let built: Vec<Built> = std::thread::scope(|scope| {
+            let builds: Vec<_> = lanes
+                .iter()
+                .zip(gathered)
+                .map(|(lane, gathered)| scope.spawn(move || self.assemble(lane, gathered)))
+                .collect();
+            builds.into_iter().map(|build| build.join().expect("an index build panicked")).collect()
+        });
+        for (lane, built) in lanes.iter().zip(built) {
+            self.install(lane, built);
         }
         drop(building);
         Ok(())
@@ -308,7 +329,21 @@ impl Cms {
         scan: Vec<FileStamp>,
         snapshot: Vec<(FileStamp, Held)>,
     ) -> CoreResult<()> {
-        let cell = &self.indexes[collection.index];
+        let mut gathered = self.gather(collection, scan, snapshot);
+        self.read_unsnapshotted(collection, &mut gathered).await;
+        let built = self.assemble(collection, gathered);
+        self.install(collection, built);
+        Ok(())
+    }
+
+    /// What of the files the snapshot holds (see [`Gathered`]): a merge walk of both, in
+    /// filename order.
+    fn gather(
+        &self,
+        collection: &Collection,
+        scan: Vec<FileStamp>,
+        snapshot: Vec<(FileStamp, Held)>,
+    ) -> Gathered {
         let (mut names, others) = classify(scan, &collection.naming);
         self.progress.found.fetch_add(names.len(), Ordering::Relaxed);
         names.sort_unstable_by(|a, b| a.0.name.cmp(&b.0.name));
@@ -316,7 +351,6 @@ impl Cms {
         let snapshot_size = snapshot.len();
         let mut kept = snapshot.into_iter().peekable();
         let mut names_to_read = Vec::new();
-        // Both in filename order: one merge walk.
         for (stamp, name) in names {
             while kept.next_if(|(k, _)| k.name < stamp.name).is_some() {}
             match kept.next_if(|(k, _)| k.name == stamp.name) {
@@ -332,7 +366,15 @@ impl Cms {
         drop(kept);
         let reused = entries.len();
         self.progress.indexed.fetch_add(reused, Ordering::Relaxed);
-        // In batches, so that only one batch of file contents is in memory at a time.
+        // The stored snapshot is exactly this index: nothing to save until it changes.
+        let exact = names_to_read.is_empty() && reused == snapshot_size;
+        Gathered { entries, names_to_read, others, reused, exact }
+    }
+
+    /// Reads and parses the files the snapshot did not hold, in batches, so that only one
+    /// batch of file contents is in memory at a time.
+    async fn read_unsnapshotted(&self, collection: &Collection, gathered: &mut Gathered) {
+        let names_to_read = std::mem::take(&mut gathered.names_to_read);
         for batch in names_to_read.chunks(BUILD_BATCH) {
             let batch_names: Vec<ItemFilename> = batch.iter().map(|(_, n)| n.clone()).collect();
             let files = self.ports.content.read_many(collection, &batch_names).await;
@@ -344,31 +386,40 @@ impl Cms {
                     Err(error) => {
                         let reason = error.to_string();
                         report_skipped(collection, name.as_str(), &reason);
-                        entries.push((stamp.clone(), Err(reason.into_boxed_str())));
+                        gathered.entries.push((stamp.clone(), Err(reason.into_boxed_str())));
                     }
                 }
             }
-            entries
-                .extend(index_files(readable, collection, &self.zone).into_iter().map(|(s, p)| (s, held(p))));
+            let parsed = index_files(readable, collection, &self.zone);
+            gathered.entries.extend(parsed.into_iter().map(|(s, p)| (s, held(p))));
             self.progress.indexed.fetch_add(batch.len(), Ordering::Relaxed);
         }
-        let mut built = CollectionIndex::build_named(entries, self.now_secs(), collection.naming.clone());
-        for (name, reason) in built.set_others(others) {
+    }
+
+    /// The index of what was gathered (pure work: the start builds several side by side).
+    fn assemble(&self, collection: &Collection, gathered: Gathered) -> Built {
+        let Gathered { entries, others, reused, exact, .. } = gathered;
+        let mut index = CollectionIndex::build_named(entries, self.now_secs(), collection.naming.clone());
+        for (name, reason) in index.set_others(others) {
             report_skipped(collection, &name, &reason);
         }
+        Built { index, reused, exact }
+    }
+
+    /// Makes a built index the collection's.
+    fn install(&self, collection: &Collection, built: Built) {
+        let Built { index, reused, exact } = built;
         tracing::info!(
             collection = collection.slug.as_str(),
-            files = built.file_count(),
-            items = built.usable_count(),
-            skipped = built.skipped().len(),
+            files = index.file_count(),
+            items = index.usable_count(),
+            skipped = index.skipped().len(),
             from_snapshot = reused,
             "indexed"
         );
-        // The stored snapshot is exactly this index: nothing to save until it changes.
-        let exact = names_to_read.is_empty() && reused == snapshot_size;
-        *super::lock(&cell.snapshotted) = exact.then(|| built.fingerprint());
-        *super::write(&cell.index) = Some(built);
-        Ok(())
+        let cell = &self.indexes[collection.index];
+        *super::lock(&cell.snapshotted) = exact.then(|| index.fingerprint());
+        *super::write(&cell.index) = Some(index);
     }
 
     /// The entries of the collection's stored snapshot in filename order; empty when there
@@ -780,6 +831,24 @@ fn classify(scan: Vec<FileStamp>, naming: &Naming) -> (Vec<(FileStamp, ItemFilen
         }
     }
     (items, others)
+}
+
+/// A collection's files as the start found them: the snapshot's entries for the files it
+/// holds as they are, the files to read, and the folder's other files.
+struct Gathered {
+    entries: Vec<(FileStamp, Held)>,
+    names_to_read: Vec<(FileStamp, ItemFilename)>,
+    others: Vec<OtherFile>,
+    /// Entries taken from the snapshot, and whether it held exactly the folder's files.
+    reused: usize,
+    exact: bool,
+}
+
+/// A built index before it is the collection's.
+struct Built {
+    index: CollectionIndex,
+    reused: usize,
+    exact: bool,
 }
 
 /// Says once, in the log, that a file of a collection is not listed and why.

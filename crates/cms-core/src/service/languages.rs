@@ -102,7 +102,24 @@ impl Cms {
         let mut tried = Vec::new();
         for at in languages.chain(choice) {
             let lane = self.in_language(collection, at);
-            drop(self.index(lane).await?);
+            // Named as this language names it (the usual read): one lookup.
+            let direct = {
+                let index = self.index(lane).await?;
+                match index.find(item_ref) {
+                    Some(Ok(item)) => Some(viewer.has_key() || index.is_live(item)),
+                    // Known but unusable: the read says why.
+                    Some(Err(_)) => Some(true),
+                    None => None,
+                }
+            };
+            match direct {
+                Some(true) => return Ok((lane, Cow::Borrowed(item_ref))),
+                Some(false) => {
+                    tried.push(&*languages.get(at).code);
+                    continue;
+                }
+                None => {}
+            }
             if let Some(named) = self.ref_in(lane, item_ref) {
                 let index = self.index(lane).await?;
                 let visible = match index.find(&named) {

@@ -209,7 +209,7 @@ pub const OWN_SLUG: &str = "slug";
 /// Where an item's slug comes from: its file's name (a site without languages), or its
 /// frontmatter's `slug` when that is a valid slug, else its file's name (a site with
 /// languages, as Hugo: see [`OWN_SLUG`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum SlugSource {
     FileName,
     Frontmatter,
@@ -218,7 +218,14 @@ pub enum SlugSource {
 /// The frontmatter's own slug (`slug:`), when it is a valid slug.
 pub fn own_slug(fm: &Frontmatter) -> Option<&str> {
     let slug = fm.get(OWN_SLUG)?.as_str()?;
-    crate::slug::Slug::parse(slug).is_ok().then_some(slug)
+    is_own_slug(slug).then_some(slug)
+}
+
+/// Whether `slug` can be an item's own slug: a slug that does not read as a file name
+/// (`page.md` would be asked for as the file `page.md`).
+pub fn is_own_slug(slug: &str) -> bool {
+    crate::slug::Slug::parse(slug).is_ok()
+        && !crate::slug::ITEM_EXTENSIONS.iter().any(|ext| slug.ends_with(ext))
 }
 
 impl ItemMeta {

@@ -230,9 +230,14 @@ impl Languages {
     /// `lang=` of a request: one of the site's languages (ignoring case), or a `400`
     /// that names them.
     pub fn parse(&self, code: &str) -> CoreResult<usize> {
+        self.parse_as("lang", code)
+    }
+
+    /// [`Self::parse`] of the parameter `name` (`missing=de` names `missing`).
+    pub fn parse_as(&self, name: &str, code: &str) -> CoreResult<usize> {
         self.find(code).ok_or_else(|| {
             CoreError::invalid(format!(
-                "lang={code:?} is not one of this site's languages: {}",
+                "{name}={code:?} is not one of this site's languages: {}",
                 codes_of(&self.list)
             ))
         })

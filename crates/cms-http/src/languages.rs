@@ -56,8 +56,8 @@ pub fn translation_filter(
     let Some(languages) = cms.languages() else { return Ok(None) };
     match (query.get("missing"), query.get("outdated")) {
         (None, None) => Ok(None),
-        (Some(code), None) => Ok(Some(TranslationFilter::Missing(languages.parse(code)?))),
-        (None, Some(code)) => Ok(Some(TranslationFilter::Outdated(languages.parse(code)?))),
+        (Some(code), None) => Ok(Some(TranslationFilter::Missing(languages.parse_as("missing", code)?))),
+        (None, Some(code)) => Ok(Some(TranslationFilter::Outdated(languages.parse_as("outdated", code)?))),
         (Some(_), Some(_)) => Err(cms_core::CoreError::invalid(
             "missing= and outdated= cannot be combined: ask for one, then the other",
         )),

@@ -129,13 +129,14 @@ impl Iterator for Pieces {
     }
 }
 
-/// Whether a query word also matches the terms it begins: two letters or more, or one
-/// Chinese or Japanese character (a word of its own, found in the pairs it starts).
-fn expands(prefix: &str) -> bool {
+/// Whether a query word also matches the terms it begins: two letters or more, or, where
+/// text is cut into pairs (`bigrams`), one Chinese or Japanese character (a word of its
+/// own, found in the pairs it starts).
+fn expands(prefix: &str, bigrams: bool) -> bool {
     let mut chars = prefix.chars();
     match (chars.next(), chars.next()) {
         (Some(_), Some(_)) => true,
-        (Some(only), None) => is_cjk(only),
+        (Some(only), None) => bigrams && is_cjk(only),
         _ => false,
     }
 }
@@ -657,7 +658,7 @@ impl SearchIndex {
         let mut found: Vec<(u32, f32)> = Vec::new();
         let exact = self.term_ids.get(word.stem.as_str()).copied();
         found.extend(exact.map(|id| (id, 1.0)));
-        if expands(&word.prefix) {
+        if expands(&word.prefix, self.stemming.bigrams) {
             let range =
                 self.ordered.range::<str, _>((Bound::Included(word.prefix.as_str()), Bound::Unbounded));
             for (_, &id) in range.take_while(|(t, _)| t.starts_with(&word.prefix)).take(MAX_PREFIX_TERMS) {
@@ -725,7 +726,9 @@ impl Query {
     /// Whether a word of a text (lowercased) is one the query matches.
     fn matches(&self, word: &str) -> bool {
         let term = self.stemming.stem(word);
-        self.words.iter().any(|q| term == q.stem || (expands(&q.prefix) && term.starts_with(&q.prefix)))
+        self.words.iter().any(|q| {
+            term == q.stem || (expands(&q.prefix, self.stemming.bigrams) && term.starts_with(&q.prefix))
+        })
     }
 
     /// A short passage of `text` around the first word the query matches (its start when

@@ -12,11 +12,12 @@
 use serde::{Deserialize, Serialize};
 
 use crate::engine::index::{Held, IndexedItem};
+use crate::item::SlugSource;
 use crate::model::Model;
 use crate::ports::FileStamp;
 
 /// Bumped whenever what a snapshot holds changes shape.
-const FORMAT: u32 = 9;
+const FORMAT: u32 = 10;
 
 /// Entries per chunk: chunks are encoded separately so that a restart decodes them on
 /// every core.
@@ -33,12 +34,14 @@ pub struct SnapshotHeader {
     /// The content model as [`Model::signature`] names it: the fields the index keeps, and
     /// whether an item breaks the model, depend on it.
     model: u64,
+    /// Where the items' slugs come from (their own `slug:` on a site with languages).
+    slugs: SlugSource,
 }
 
 impl SnapshotHeader {
-    pub fn new(folder: &str, zone: &str, model: Option<&Model>) -> Self {
+    pub fn new(folder: &str, zone: &str, model: Option<&Model>, slugs: SlugSource) -> Self {
         let model = model.map_or(0, Model::signature);
-        Self { format: FORMAT, folder: folder.to_owned(), zone: zone.to_owned(), model }
+        Self { format: FORMAT, folder: folder.to_owned(), zone: zone.to_owned(), model, slugs }
     }
 }
 
@@ -164,7 +167,7 @@ mod tests {
 
     #[test]
     fn round_trips_items_and_unusable_files() {
-        let header = SnapshotHeader::new("content/posts", "UTC", None);
+        let header = SnapshotHeader::new("content/posts", "UTC", None, SlugSource::FileName);
         let entries = vec![
             entry(
                 "2024-01-01-a.md",
@@ -178,7 +181,7 @@ mod tests {
 
     #[test]
     fn several_chunks_come_back_whole_and_in_filename_order() {
-        let header = SnapshotHeader::new("content/posts", "UTC", None);
+        let header = SnapshotHeader::new("content/posts", "UTC", None, SlugSource::FileName);
         let (stamp, item) = entry("a.md", "---\ntitle: A\n---\nBody.\n");
         let count = CHUNK_ENTRIES * 2 + 3;
         // Written in reverse filename order, as a changed index may hold them.
@@ -194,10 +197,23 @@ mod tests {
 
     #[test]
     fn another_folder_zone_or_garbage_is_refused() {
-        let header = SnapshotHeader::new("content/posts", "UTC", None);
+        let header = SnapshotHeader::new("content/posts", "UTC", None, SlugSource::FileName);
         let bytes = encode(&header, &[entry("a.md", "---\ntitle: A\n---\n")]);
-        assert!(decode(&bytes, &SnapshotHeader::new("content/pages", "UTC", None)).is_err());
-        assert!(decode(&bytes, &SnapshotHeader::new("content/posts", "Europe/Berlin", None)).is_err());
+        assert!(
+            decode(&bytes, &SnapshotHeader::new("content/pages", "UTC", None, SlugSource::FileName)).is_err()
+        );
+        assert!(
+            decode(
+                &bytes,
+                &SnapshotHeader::new("content/posts", "Europe/Berlin", None, SlugSource::FileName)
+            )
+            .is_err()
+        );
+        // Slugs read from the frontmatter (languages added to the site) are others.
+        assert!(
+            decode(&bytes, &SnapshotHeader::new("content/posts", "UTC", None, SlugSource::Frontmatter))
+                .is_err()
+        );
         assert!(decode(&bytes[..bytes.len() - 3], &header).is_err(), "a truncated snapshot");
         assert!(decode(b"\xff\xff\xff\xff\xff\xff", &header).is_err());
         assert!(decode(&[], &header).is_err());

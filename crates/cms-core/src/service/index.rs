@@ -276,21 +276,24 @@ impl Cms {
         if lanes.iter().any(|lane| super::read(&self.indexes[lane.index].index).is_some()) {
             return Ok(()); // a request built one meanwhile: each builds on its own
         }
-        let loads = futures_util::future::join_all(lanes.iter().map(|lane| self.snapshot_bytes(lane)));
-        let (scan, stored) = futures_util::future::join(self.ports.content.scan(lanes[0]), loads).await;
+        let stored = futures_util::future::join_all(lanes.iter().map(|lane| self.snapshot_bytes(lane))).await;
+        // Decoded on threads of their own while the folder is listed.
+        let decoders: Vec<_> = lanes
+            .iter()
+            .zip(stored)
+            .map(|(lane, bytes)| {
+                let (header, slug) = (self.snapshot_header(lane), lane.slug.clone());
+                std::thread::spawn(move || decode_entries(bytes, &header, &slug))
+            })
+            .collect();
+        let scan = self.ports.content.scan(lanes[0]).await;
+        let snapshots: Vec<Vec<(FileStamp, Held)>> =
+            decoders.into_iter().map(|decoder| decoder.join().unwrap_or_default()).collect();
         let mut parts: Vec<Vec<FileStamp>> = lanes.iter().map(|_| Vec::new()).collect();
         for stamp in scan? {
             let at = lanes.iter().position(|lane| lane.naming.owns(&stamp.name)).unwrap_or(0);
             parts[at].push(stamp);
         }
-        let snapshots: Vec<Vec<(FileStamp, Held)>> = std::thread::scope(|scope| {
-            let decoders: Vec<_> = lanes
-                .iter()
-                .zip(stored)
-                .map(|(lane, bytes)| scope.spawn(move || self.decode_snapshot(lane, bytes)))
-                .collect();
-            decoders.into_iter().map(|decoder| decoder.join().unwrap_or_default()).collect()
-        });
         // The walks and the builds are pure work: each language's on a thread of its own.
         let mut gathered: Vec<Gathered> = std::thread::scope(|scope| {
             let walks: Vec<_> = lanes
@@ -442,18 +445,16 @@ impl Cms {
 
     /// The entries of a stored snapshot (see [`Self::load_snapshot`]).
     fn decode_snapshot(&self, collection: &Collection, bytes: Option<Vec<u8>>) -> Vec<(FileStamp, Held)> {
-        let Some(bytes) = bytes else { return Vec::new() };
-        match snapshot::decode(&bytes, &self.snapshot_header(collection)) {
-            Ok(entries) => entries,
-            Err(reason) => {
-                tracing::info!(collection = collection.slug.as_str(), reason, "not using the index snapshot");
-                Vec::new()
-            }
-        }
+        decode_entries(bytes, &self.snapshot_header(collection), &collection.slug)
     }
 
     fn snapshot_header(&self, collection: &Collection) -> SnapshotHeader {
-        SnapshotHeader::new(&collection.path, self.zone.name(), collection.model.as_deref())
+        SnapshotHeader::new(
+            &collection.path,
+            self.zone.name(),
+            collection.model.as_deref(),
+            collection.slugs(),
+        )
     }
 
     /// Saves the snapshot of every built index that changed since its last one, so that
@@ -831,6 +832,19 @@ fn classify(scan: Vec<FileStamp>, naming: &Naming) -> (Vec<(FileStamp, ItemFilen
         }
     }
     (items, others)
+}
+
+/// The entries of a stored snapshot of the collection `slug`, if it matches `header`
+/// (else logged, and none).
+fn decode_entries(bytes: Option<Vec<u8>>, header: &SnapshotHeader, slug: &str) -> Vec<(FileStamp, Held)> {
+    let Some(bytes) = bytes else { return Vec::new() };
+    match snapshot::decode(&bytes, header) {
+        Ok(entries) => entries,
+        Err(reason) => {
+            tracing::info!(collection = slug, reason, "not using the index snapshot");
+            Vec::new()
+        }
+    }
 }
 
 /// A collection's files as the start found them: the snapshot's entries for the files it

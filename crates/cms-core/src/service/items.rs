@@ -590,6 +590,12 @@ impl Cms {
             )));
         };
         let slug = Slug::parse(text).map_err(|e| CoreError::invalid(format!("fm.slug: {e}")))?;
+        if !item::is_own_slug(text) {
+            return Err(CoreError::invalid(format!(
+                "fm.slug {text:?} ends like an item file's name, so a read of it would ask for that file; \
+                 drop the extension"
+            )));
+        }
         let taken = self.index(collection).await?.locate(&ItemRef::Slug(slug));
         match taken {
             Some(other) if current.is_none_or(|current| current.as_str() != other.as_str()) => {
@@ -635,7 +641,7 @@ impl Cms {
         };
         fm.retain(|_, v| !v.is_null());
         self.check_own_slug(collection, &fm, None).await?;
-        let key = fm.get(crate::item_file::TRANSLATION_KEY).and_then(|k| k.as_str()).map(str::to_owned);
+        let key = crate::engine::index::translation_key_of(&fm).map(str::to_owned);
         let new = TranslationOf::New { key: key.as_deref(), slug: slug.as_str() };
         let source = self.source_of_translation(collection, new, &fm).await?;
         if let Some(source) = &source {

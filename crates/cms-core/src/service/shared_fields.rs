@@ -67,8 +67,18 @@ impl Cms {
                     .and_then(Result::ok)
                     .and_then(|item| source.naming.parse(&item.meta.filename))
             }
+            // The file of that slug, if it has no key of its own (else nothing links the
+            // two): not an item whose own slug it is, which the new file is not named after.
             TranslationOf::New { key: None, slug } => match ItemRef::parse(slug) {
-                Ok(item_ref) => self.index(source).await?.locate(&item_ref),
+                Ok(item_ref) => {
+                    let index = self.index(source).await?;
+                    index.locate(&item_ref).filter(|name| {
+                        name.slug() == slug
+                            && index.get(name.as_str()).is_some_and(
+                                |found| !matches!(found, Ok(item) if item.translation_key().is_some()),
+                            )
+                    })
+                }
                 Err(_) => None,
             },
         };

@@ -60,7 +60,15 @@ impl Cms {
             )));
         }
         let source = self.in_language(collection, 0);
-        let item_ref = self.named_in(source, item_ref).await?;
+        // From a translation's page: its own link (name or key) says which source it has.
+        let linked = match collection.index == source.index {
+            true => None,
+            false => self.counterpart(collection, item_ref, source).await?.map(ItemRef::Filename),
+        };
+        let item_ref = match linked {
+            Some(linked) => linked,
+            None => self.named_in(source, item_ref).await?,
+        };
         let original = self.read_raw(source, &item_ref).await?;
         let lane = self.in_language(collection, at);
         let source_name = source
@@ -77,8 +85,9 @@ impl Cms {
             }
             None => {
                 let mut start = original.doc.fm;
-                for key in crate::model::SERVER_READ_KEYS {
-                    start.remove(key);
+                // The source's own slug is its language's URL, not the translation's.
+                for key in crate::model::SERVER_READ_KEYS.iter().chain([&crate::item_file::OWN_SLUG]) {
+                    start.remove(*key);
                 }
                 start.extend(fm);
                 // Named after the source's file, which links the two.

@@ -86,9 +86,6 @@ async fn a_translation_whose_code_is_written_in_capitals_is_linked_both_ways() {
     let cms = world.cms_with(MULTILINGUAL);
     let posts = cms.collection("posts").unwrap();
     let french = cms.in_language(posts, 1);
-    let english = cms.language_of_file(posts, "hello.md", true);
-    // Not built yet: a read builds each language's index.
-    assert!(english.is_none_or(|l| l.translations.is_empty()));
     let viewer = Viewer::Anonymous;
     cms.read_item(french, &ItemRef::parse("hello").unwrap(), &viewer).await.unwrap();
     cms.read_item(posts, &ItemRef::parse("hello").unwrap(), &viewer).await.unwrap();

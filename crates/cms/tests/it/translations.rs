@@ -993,8 +993,9 @@ fn a_list_can_ask_for_the_items_missing_or_outdated_in_a_language() {
     assert!(titles("/cms/collections/posts/items?outdated=fr").is_empty());
     let (status, _, body) = get(&server, "/cms/collections/posts/items?missing=fr&outdated=ar", &[]);
     assert_eq!(status, 400, "{body}");
-    let (status, _, _) = get(&server, "/cms/collections/posts/items?missing=de", &[]);
+    let (status, _, body) = get(&server, "/cms/collections/posts/items?missing=de", &[]);
     assert_eq!(status, 400);
+    assert!(body["error"].as_str().unwrap().starts_with("missing=\"de\" is not one of"), "{body}");
 
     let post = |path: &str, body: Value| {
         let request = ureq::http::Request::builder()
@@ -1168,6 +1169,42 @@ fn a_translation_has_its_own_slug_and_translation_keys_link_files_of_other_names
         &[("Authorization", &format!("Bearer {key}"))],
     );
     assert_eq!((body["source"].as_str(), body["diff"].as_str()), (Some("winter.md"), Some("")), "{body}");
+
+    // Another key unlinks the two; the index follows the change.
+    let (status, body) = write(
+        &server,
+        &key,
+        "PATCH",
+        "/cms/collections/posts/items/hiver?lang=fr",
+        json!({ "fm": { "translationKey": "another-winter" } }),
+    );
+    assert_eq!(status, 200, "{body}");
+    let (_, _, body) = get(&server, "/cms/collections/posts/items/winter", &[]);
+    assert_eq!(body["data"]["translations"], json!([]), "{body}");
+
+    // An own slug that reads as a file name is refused; a translation made from a source
+    // with an own slug does not take it (it is the source's language's URL).
+    let (status, body) = write(
+        &server,
+        &key,
+        "PATCH",
+        "/cms/collections/posts/items/hello?lang=fr",
+        json!({ "fm": { "slug": "bonjour.md" } }),
+    );
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = write(
+        &server,
+        &key,
+        "PATCH",
+        "/cms/collections/posts/items/only-english",
+        json!({ "fm": { "slug": "solo" } }),
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, body) =
+        write(&server, &key, "POST", "/cms/collections/posts/items/solo/translations/fr", json!({}));
+    assert_eq!((status, body["filename"].as_str()), (200, Some("only-english.fr.md")), "{body}");
+    let french = fs::read_to_string(site.path().join("content/posts/only-english.fr.md")).unwrap();
+    assert!(!french.contains("slug:"), "{french}");
 }
 
 #[test]

@@ -221,12 +221,21 @@ pub struct Linking {
 impl Linking {
     /// `None` when the frontmatter has neither key.
     fn of(fm: &crate::document::Frontmatter) -> Option<Self> {
-        let text = |key: &str| fm.get(key).and_then(|v| v.as_str());
-        let translated_from = text(crate::item_file::TRANSLATED_FROM).and_then(ContentTag::parse_hex);
-        let key = text(crate::item_file::TRANSLATION_KEY).map(str::trim).filter(|k| !k.is_empty());
+        let translated_from = fm
+            .get(crate::item_file::TRANSLATED_FROM)
+            .and_then(|v| v.as_str())
+            .and_then(ContentTag::parse_hex);
+        let key = translation_key_of(fm);
         (translated_from.is_some() || key.is_some())
             .then(|| Self { translated_from, key: key.map(Box::from) })
     }
+}
+
+/// A frontmatter's `translationKey`, trimmed; `None` when it has none or an empty one
+/// (then the file is linked by its name).
+pub fn translation_key_of(fm: &crate::document::Frontmatter) -> Option<&str> {
+    let key = fm.get(crate::item_file::TRANSLATION_KEY)?.as_str()?.trim();
+    (!key.is_empty()).then_some(key)
 }
 
 /// An item file as the index takes it: its item, or why it cannot be used.

@@ -28,7 +28,7 @@ use crate::ports::FileStamp;
 use crate::query::OrderBy;
 use crate::slug::{ItemFilename, ItemRef, Naming};
 
-pub use item::{Held, IndexedItem, Parsed, Reading, excerpt_of, held};
+pub use item::{Held, IndexedItem, Parsed, Reading, excerpt_of, held, translation_key_of};
 use orders::{ORDERS, order_slot};
 
 pub use orders::Selection;

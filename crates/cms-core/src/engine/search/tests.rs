@@ -195,4 +195,9 @@ fn chinese_and_japanese_text_is_searched_by_pairs_of_characters() {
     let mut plain = SearchIndex::new(Stemming::of_language("ko"));
     add(&mut plain, "a.md", "東京都", &[], "", true);
     assert!(hits_of(&plain, &Query::parse_in("京都", Stemming::of_language("ko")), false).is_empty());
+    // A site without languages: one character is not a prefix, as before.
+    let mut english = SearchIndex::default();
+    add(&mut english, "a.md", "東京都", &[], "", true);
+    assert!(hits_of(&english, &Query::parse("東"), false).is_empty());
+    assert_eq!(names(&hits_of(&english, &Query::parse("東京都"), false)), ["a.md"]);
 }

@@ -186,10 +186,14 @@ impl Metrics {
         self.streams.set(cms.stream_slots().open_streams() as i64);
         if cms.indexing().is_none() {
             for collection in cms.collections() {
-                let Ok(counts) = cms.status_counts(collection).await else { continue };
-                for (status, count) in
-                    [("live", counts.live), ("scheduled", counts.scheduled), ("draft", counts.drafts)]
-                {
+                // Every language's items on a site with languages.
+                let (mut live, mut scheduled, mut drafts) = (0, 0, 0);
+                for lane in cms.family_of(collection) {
+                    let Ok(counts) = cms.status_counts(lane).await else { continue };
+                    (live, scheduled, drafts) =
+                        (live + counts.live, scheduled + counts.scheduled, drafts + counts.drafts);
+                }
+                for (status, count) in [("live", live), ("scheduled", scheduled), ("draft", drafts)] {
                     let labels = CollectionLabels { collection: collection.slug.clone(), status };
                     self.items.get_or_create(&labels).set(count as i64);
                 }

@@ -222,7 +222,9 @@ impl CmsServer {
         Parameters(args): Parameters<DescribeCollectionArgs>,
     ) -> Result<Json<CollectionDescription>, Failure> {
         let collection = self.cms.collection(&args.collection)?;
-        let invalid_items = self.cms.items_breaking_model_count(collection);
+        // Every language's items on a site with languages.
+        let invalid_items =
+            self.cms.family_of(collection).map(|lane| self.cms.items_breaking_model_count(lane)).sum();
         let schema = self.cms.collection_schema(collection);
         Ok(Json(CollectionDescription::new(collection, invalid_items, schema)))
     }

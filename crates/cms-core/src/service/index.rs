@@ -276,19 +276,17 @@ impl Cms {
         if lanes.iter().any(|lane| super::read(&self.indexes[lane.index].index).is_some()) {
             return Ok(()); // a request built one meanwhile: each builds on its own
         }
-        let stored = futures_util::future::join_all(lanes.iter().map(|lane| self.snapshot_bytes(lane))).await;
-        // Decoded on threads of their own while the folder is listed.
-        let decoders: Vec<_> = lanes
-            .iter()
-            .zip(stored)
-            .map(|(lane, bytes)| {
-                let (header, slug) = (self.snapshot_header(lane), lane.slug.clone());
-                std::thread::spawn(move || decode_entries(bytes, &header, &slug))
-            })
-            .collect();
-        let scan = self.ports.content.scan(lanes[0]).await;
-        let snapshots: Vec<Vec<(FileStamp, Held)>> =
-            decoders.into_iter().map(|decoder| decoder.join().unwrap_or_default()).collect();
+        // The snapshots are decoded (each on every core) while the folder is listed, one
+        // after the other: a snapshot's bytes are let go before the next one's are read,
+        // so the start holds one at a time (each is as large as a third of its index).
+        let decoded = async {
+            let mut snapshots = Vec::with_capacity(lanes.len());
+            for lane in lanes {
+                snapshots.push(self.load_snapshot(lane).await);
+            }
+            snapshots
+        };
+        let (scan, snapshots) = futures_util::future::join(self.ports.content.scan(lanes[0]), decoded).await;
         let mut parts: Vec<Vec<FileStamp>> = lanes.iter().map(|_| Vec::new()).collect();
         for stamp in scan? {
             let at = lanes.iter().position(|lane| lane.naming.owns(&stamp.name)).unwrap_or(0);
@@ -445,7 +443,14 @@ impl Cms {
 
     /// The entries of a stored snapshot (see [`Self::load_snapshot`]).
     fn decode_snapshot(&self, collection: &Collection, bytes: Option<Vec<u8>>) -> Vec<(FileStamp, Held)> {
-        decode_entries(bytes, &self.snapshot_header(collection), &collection.slug)
+        let Some(bytes) = bytes else { return Vec::new() };
+        match snapshot::decode(&bytes, &self.snapshot_header(collection)) {
+            Ok(entries) => entries,
+            Err(reason) => {
+                tracing::info!(collection = collection.slug.as_str(), reason, "not using the index snapshot");
+                Vec::new()
+            }
+        }
     }
 
     fn snapshot_header(&self, collection: &Collection) -> SnapshotHeader {
@@ -832,19 +837,6 @@ fn classify(scan: Vec<FileStamp>, naming: &Naming) -> (Vec<(FileStamp, ItemFilen
         }
     }
     (items, others)
-}
-
-/// The entries of a stored snapshot of the collection `slug`, if it matches `header`
-/// (else logged, and none).
-fn decode_entries(bytes: Option<Vec<u8>>, header: &SnapshotHeader, slug: &str) -> Vec<(FileStamp, Held)> {
-    let Some(bytes) = bytes else { return Vec::new() };
-    match snapshot::decode(&bytes, header) {
-        Ok(entries) => entries,
-        Err(reason) => {
-            tracing::info!(collection = slug, reason, "not using the index snapshot");
-            Vec::new()
-        }
-    }
 }
 
 /// A collection's files as the start found them: the snapshot's entries for the files it

@@ -209,11 +209,9 @@ impl Cms {
         Ok(self.linked_name(other, &link))
     }
 
-    /// Every language's collection of `collection`'s configured collection.
-    pub(super) fn family_of<'a>(
-        &'a self,
-        collection: &Collection,
-    ) -> impl Iterator<Item = &'a Collection> + 'a {
+    /// Every language's collection of `collection`'s configured collection (itself alone
+    /// on a site without languages).
+    pub fn family_of<'a>(&'a self, collection: &Collection) -> impl Iterator<Item = &'a Collection> + 'a {
         let (family, step) = (collection.family(), self.families);
         self.collections.iter().skip(family).step_by(step.max(1))
     }

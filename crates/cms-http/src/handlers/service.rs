@@ -187,7 +187,12 @@ pub async fn collections(state: web::Data<AppState>, _caller: Reader) -> HttpRes
     let data: Vec<CollectionInfo> = all
         .iter()
         .map(|c| CollectionInfo {
-            invalid_items: state.cms.items_breaking_model_count(c),
+            // Every language's items on a site with languages.
+            invalid_items: state
+                .cms
+                .family_of(c)
+                .map(|lane| state.cms.items_breaking_model_count(lane))
+                .sum(),
             ..CollectionInfo::from(c)
         })
         .collect();

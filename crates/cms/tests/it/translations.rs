@@ -1227,3 +1227,15 @@ fn a_folder_per_language_links_files_of_other_names_by_translation_key() {
         [("fr".into(), "a-propos".into(), "/fr/posts/a-propos".into(), "published".into())]
     );
 }
+
+#[test]
+fn collection_counts_cover_every_language() {
+    let site = fixture_site("multilingual");
+    // A French translation that breaks the model (title is required).
+    fs::write(site.path().join("content/posts/summer.fr.md"), "---\ndate: 2024-06-01\n---\nSans titre.\n")
+        .unwrap();
+    let server = Server::start(site.path());
+    let (status, _, body) = get(&server, "/cms/collections", &[]);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"][0]["invalid_items"], 1, "{body}");
+}

@@ -555,6 +555,20 @@ impl Cms {
         Ok(self.index(collection).await?.file_with_slug(slug))
     }
 
+    /// The item a write of `item_ref` in `collection` names: on a site with languages, a
+    /// slug or file name of any of its languages, as a read finds it (`winter` in French is
+    /// `hiver.fr.md`); as given elsewhere.
+    async fn written_ref<'r>(
+        &self,
+        collection: &Collection,
+        item_ref: &'r ItemRef,
+    ) -> CoreResult<Cow<'r, ItemRef>> {
+        match collection.language {
+            Some(_) => Ok(Cow::Owned(self.named_in(collection, item_ref).await?)),
+            None => Ok(Cow::Borrowed(item_ref)),
+        }
+    }
+
     /// What an item's writes are serialized by: its file's slug. On a site with languages
     /// a translation's own slug (`slug:`) names the same file, so it is looked up; the
     /// slug as given when no file has it (a write then says not found).
@@ -714,6 +728,8 @@ impl Cms {
         let caller = caller.into();
         self.authorize(caller, Operation::UpdateItem).await?;
         item::validate_frontmatter(&update.fm)?;
+        let named = self.written_ref(collection, item_ref).await?;
+        let item_ref = named.as_ref();
         // The lock serializes this process's writes; another server sharing the store is
         // caught by the conditional replace, and the whole cycle runs again on what it wrote.
         let _guard = self.item_locks.lock(collection.index, &self.lock_key(collection, item_ref).await).await;
@@ -777,6 +793,8 @@ impl Cms {
     ) -> CoreResult<WriteOutcome> {
         let caller = caller.into();
         self.authorize(caller, Operation::DeleteItem).await?;
+        let named = self.written_ref(collection, item_ref).await?;
+        let item_ref = named.as_ref();
         let _guard = self.item_locks.lock(collection.index, &self.lock_key(collection, item_ref).await).await;
         let (name, file) = self.load(collection, item_ref).await?;
         check(if_match, &file.bytes)?;

@@ -1170,6 +1170,16 @@ fn a_translation_has_its_own_slug_and_translation_keys_link_files_of_other_names
     );
     assert_eq!((body["source"].as_str(), body["diff"].as_str()), (Some("winter.md"), Some("")), "{body}");
 
+    // A write, as a read, finds the translation by a slug of another language.
+    let (status, body) = write(
+        &server,
+        &key,
+        "PATCH",
+        "/cms/collections/posts/items/winter?lang=fr",
+        json!({ "fm": { "title": "Hiver" } }),
+    );
+    assert_eq!((status, body["filename"].as_str()), (200, Some("hiver.fr.md")), "{body}");
+
     // Another key unlinks the two; the index follows the change.
     let (status, body) = write(
         &server,

@@ -27,10 +27,15 @@ pub struct BucketSite {
 /// The demo site in a fresh bucket prefix, and `count` node folders for it; `None` (the
 /// test skips) without an S3 server outside CI.
 pub fn bucket_site(count: usize) -> Option<BucketSite> {
+    bucket_site_of(Path::new(DEMO), count)
+}
+
+/// [`bucket_site`] of another site folder.
+fn bucket_site_of(site: &Path, count: usize) -> Option<BucketSite> {
     let storage = cms_s3::testing::fresh_bucket()?;
     let bucket = S3Site::connect(&storage, Some(cms_s3::testing::credentials())).unwrap();
-    upload_tree(&bucket, Path::new(DEMO), "");
-    let config = fs::read_to_string(Path::new(DEMO).join("cms.yaml")).unwrap();
+    upload_tree(&bucket, site, "");
+    let config = fs::read_to_string(site.join("cms.yaml")).unwrap();
     let section = format!(
         "storage:\n  kind: s3\n  bucket: {}\n  endpoint: {}\n  prefix: {}\n  poll_ms: 100\n  state_max_age_ms: 200\n",
         storage.bucket,
@@ -369,4 +374,89 @@ fn a_stream_on_one_node_carries_changes_made_through_another_and_resumes_on_eith
         followed.iter().map(|&id| (id, "file.updated".to_owned())).collect::<Vec<_>>(),
         "resumed on the other node"
     );
+}
+
+/// Polls `path` on `server` until it answers 200, within [`VISIBLE_WITHIN`] of `since`.
+fn seen(server: &Server, path: &str, since: Instant) -> Value {
+    loop {
+        let (status, body) = server.get(path, None);
+        if status == 200 {
+            return body;
+        }
+        assert!(
+            since.elapsed() < VISIBLE_WITHIN,
+            "{path} not on {} after {:?}",
+            server.base,
+            since.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_translation_written_on_one_node_is_read_on_the_other_in_its_language() {
+    let Some(site) = bucket_site_of(&Path::new(DEMO).join("../multilingual"), 2) else { return };
+    let nodes: Vec<&Path> = site.nodes.iter().map(TempDir::path).collect();
+    cms(nodes[0], &["users", "add", "--email", "owner@example.com", "--role", "owner"]);
+    let key = stdout(&cms(nodes[1], &["keys", "create", "--user", "owner@example.com"]))
+        .lines()
+        .last()
+        .unwrap()
+        .to_owned();
+    let servers: Vec<Server> = nodes.iter().map(|node| serve(node)).collect();
+    let (status, body) = servers[1].get("/cms/collections/posts/items/automne?lang=fr", None);
+    assert_eq!((status, body["data"]["url"].as_str()), (200, Some("/fr/posts/automne")), "{body}");
+
+    // A French translation with its own slug, written on one node.
+    let (status, created) = send(
+        &servers[0],
+        "POST",
+        "/cms/collections/posts/items?lang=fr",
+        &key,
+        json!({"slug": "only-english", "fm": {"title": "Seulement", "status": "published", "slug": "seulement"}}),
+    );
+    assert_eq!((status, created["filename"].as_str()), (200, Some("only-english.fr.md")), "{created}");
+    let acknowledged = Instant::now();
+    let french =
+        seen(&servers[1], "/cms/collections/posts/items/seulement?lang=fr&fallback=none", acknowledged);
+    assert_eq!(
+        (french["data"]["title"].as_str(), french["data"]["lang"].as_str()),
+        (Some("Seulement"), Some("fr"))
+    );
+    // The other node's English item lists it, and its English list is unchanged.
+    let english = seen(&servers[1], "/cms/collections/posts/items/only-english", acknowledged);
+    let translations = english["data"]["translations"].as_array().cloned().unwrap_or_default();
+    assert!(
+        translations
+            .iter()
+            .any(|t| t["lang"] == "fr" && t["slug"] == "seulement" && t["url"] == "/fr/posts/seulement"),
+        "{english}"
+    );
+    assert_eq!(english["data"]["title"], "Only in English");
+
+    // A change of the English item on the second node reaches the first, in English only.
+    let (status, reply) = send(
+        &servers[1],
+        "PATCH",
+        "/cms/collections/posts/items/only-english",
+        &key,
+        json!({"fm": {"title": "Only English"}}),
+    );
+    assert_eq!(status, 200, "{reply}");
+    let acknowledged = Instant::now();
+    loop {
+        let (_, body) = servers[0].get("/cms/collections/posts/items/only-english", None);
+        if body["data"]["title"] == "Only English" {
+            assert_eq!(body["data"]["lang"], "en");
+            break;
+        }
+        assert!(
+            acknowledged.elapsed() < VISIBLE_WITHIN,
+            "not seen after {:?}: {body}",
+            acknowledged.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (_, french) = servers[0].get("/cms/collections/posts/items/seulement?lang=fr", None);
+    assert_eq!(french["data"]["title"], "Seulement", "the French translation is its own file");
 }

@@ -15,6 +15,13 @@ impl Slug {
     /// Accepts ASCII letters, digits, `-`, `_` and inner `.`; refuses `/`, `\`, `..`, NUL,
     /// a leading dot and anything over 200 characters.
     pub fn parse(raw: &str) -> CoreResult<Self> {
+        Self::check(raw)?;
+        Ok(Self(raw.to_owned()))
+    }
+
+    /// Whether [`Self::parse`] accepts `raw`, without keeping it (start-up checks every
+    /// file name).
+    fn check(raw: &str) -> CoreResult<()> {
         let bad = |why: &str| CoreError::invalid(format!("invalid slug {raw:?}: {why}"));
         if raw.is_empty() {
             return Err(bad("it is empty"));
@@ -30,7 +37,7 @@ impl Slug {
                 "character {c:?} is not allowed (use letters, digits, '-', '_' and '.')"
             )));
         }
-        Ok(Self(raw.to_owned()))
+        Ok(())
     }
 
     pub fn as_str(&self) -> &str {
@@ -110,12 +117,18 @@ impl ItemFilename {
         let Some(stem) = ITEM_EXTENSIONS.iter().find_map(|ext| filename.strip_suffix(ext)) else {
             return Err("not an item file: items end in .md, .markdown, .mdown or .mkd".to_owned());
         };
+        Self::of_stem(filename, stem)
+    }
+
+    /// The item file `filename`, whose name without its extension (and language suffix)
+    /// is `stem`.
+    fn of_stem(filename: &str, stem: &str) -> Result<Self, String> {
         let (date, slug) = match split_date_prefix(stem) {
-            Some((date, slug)) => (Some(date.to_owned()), slug),
+            Some((date, slug)) => (Some(date), slug),
             None => (None, stem),
         };
-        Slug::parse(slug).map_err(|e| e.to_string())?;
-        Ok(Self { filename: filename.to_owned(), date, slug: slug.to_owned() })
+        Slug::check(slug).map_err(|e| e.to_string())?;
+        Ok(Self { filename: filename.to_owned(), date: date.map(str::to_owned), slug: slug.to_owned() })
     }
 
     /// Builds the filename for a new item.
@@ -186,14 +199,41 @@ impl Naming {
             return Err("another language's file".to_owned());
         }
         let Some(own) = &self.own else { return ItemFilename::classify(filename) };
-        let (stem, ext) = ITEM_EXTENSIONS
+        let stem = ITEM_EXTENSIONS
             .iter()
-            .find_map(|ext| Some((filename.strip_suffix(ext)?, ext)))
+            .find_map(|ext| filename.strip_suffix(ext))
             .expect("an owned name has an item extension");
         let base = language_suffix(stem, own).expect("an owned name has the suffix");
-        let mut parsed = ItemFilename::classify(&format!("{base}{ext}"))?;
-        parsed.filename = filename.to_owned();
-        Ok(parsed)
+        ItemFilename::of_stem(filename, base)
+    }
+
+    /// Whether this language writes `filename`, one of its files, otherwise
+    /// ([`Self::name_for_base`] of its [`Self::base_name`] differs): its suffix in other
+    /// letters (`hello.FR.md`). Without a look at more than the suffix, since start-up asks
+    /// it of every file.
+    pub fn writes_otherwise(&self, filename: &str) -> bool {
+        let Some(own) = &self.own else { return false };
+        let Some(stem) = ITEM_EXTENSIONS.iter().find_map(|ext| filename.strip_suffix(ext)) else {
+            return false;
+        };
+        match language_suffix(stem, own) {
+            Some(base) => stem[base.len() + 1..] != **own,
+            None => true,
+        }
+    }
+
+    /// The slug of this language's file `filename` ([`ItemFilename::slug`] of
+    /// [`Self::parse`]), without making an `ItemFilename`.
+    pub fn file_slug<'a>(&self, filename: &'a str) -> Option<&'a str> {
+        if !self.owns(filename) || filename.starts_with('.') {
+            return None;
+        }
+        let mut stem = ITEM_EXTENSIONS.iter().find_map(|ext| filename.strip_suffix(ext))?;
+        if let Some(own) = &self.own {
+            stem = language_suffix(stem, own)?;
+        }
+        let slug = split_date_prefix(stem).map_or(stem, |(_, slug)| slug);
+        Slug::check(slug).is_ok().then_some(slug)
     }
 
     /// [`ItemFilename::parse`] for this language's files.
@@ -430,6 +470,52 @@ mod tests {
             (default.base_name("hello.md"), default.name_for_base("hello.md")),
             ("hello.md".into(), "hello.md".into())
         );
+    }
+
+    /// The start-up's checks that make no `ItemFilename` answer as the ones that do.
+    #[test]
+    fn the_cheap_checks_agree_with_parsing() {
+        let others: Vec<Arc<str>> = vec!["fr".into(), "pt-br".into()];
+        let namings = [
+            Naming::default(),
+            Naming::new(None, others),
+            Naming::new(Some("fr".into()), Vec::new()),
+            Naming::new(Some("pt-br".into()), Vec::new()),
+        ];
+        let names = [
+            "hello.md",
+            "2024-01-15-hello.markdown",
+            "hello.fr.md",
+            "hello.FR.md",
+            "hello.Fr.mkd",
+            "2024-01-15-hello.fr.md",
+            "hello.pt-BR.md",
+            "hello.pt-br.md",
+            "v1.0.md",
+            ".fr.md",
+            ".hidden.md",
+            "a b.md",
+            "a b.fr.md",
+            "notes.txt",
+            "fr.md",
+            "2024-01-15-.md",
+            "2024-13-45-x.md",
+            "..md",
+        ];
+        for naming in &namings {
+            for name in names {
+                let parsed = naming.parse(name);
+                assert_eq!(
+                    naming.file_slug(name),
+                    parsed.as_ref().map(ItemFilename::slug),
+                    "{name} {naming:?}"
+                );
+                if parsed.is_some() {
+                    let written = naming.name_for_base(&naming.base_name(name));
+                    assert_eq!(naming.writes_otherwise(name), written != name, "{name} {naming:?}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -40,17 +40,19 @@ impl ChangeSource for FsChangeSource {
         folders.push(site.join(STATE_DIR));
         // A crash during a write leaves a staging file beside its target. Swept: the
         // collections, the snapshot folder (a snapshot is as large as an index), `.cms/`
-        // itself (accounts, webhook log) and the editor's sessions: now, once the grace period has passed for what
-        // is found now, and every few minutes while the feed lives (see `sweep.rs`).
-        let swept: Vec<PathBuf> = folders[..collections.len()]
-            .iter()
-            .cloned()
-            .chain([
-                site.join(STATE_DIR),
-                site.join(STATE_DIR).join(crate::snapshots::SNAPSHOT_DIR),
-                site.join(STATE_DIR).join(crate::sessions::SESSIONS_DIR),
-            ])
-            .collect();
+        // itself (accounts, webhook log) and the editor's sessions: once the grace period has
+        // passed after start-up, and every few minutes while the feed lives (see `sweep.rs`).
+        // Each folder once: a site's languages share theirs.
+        let mut swept: Vec<PathBuf> = Vec::with_capacity(folders.len() + 2);
+        for folder in folders[..collections.len()].iter().cloned().chain([
+            site.join(STATE_DIR),
+            site.join(STATE_DIR).join(crate::snapshots::SNAPSHOT_DIR),
+            site.join(STATE_DIR).join(crate::sessions::SESSIONS_DIR),
+        ]) {
+            if !swept.contains(&folder) {
+                swept.push(folder);
+            }
+        }
         let sweeper = StagingSweep::new(swept).start();
         let (watcher, batches) = FolderWatcher::start(folders, QUIET, MAX_DELAY)
             .map_err(|e| CoreError::internal("watching the site folder for changes", e))?;

@@ -1,5 +1,5 @@
-//! Removal of the staging files a crash left behind: at start-up, again once the grace
-//! period has passed for everything found then, and every few minutes after.
+//! Removal of the staging files a crash left behind: once the start-up is over and the
+//! grace period has passed, and every few minutes after.
 //!
 //! A staging file (`.cms-tmp-*`, see [`crate::atomic`]) lives from the moment a write
 //! creates it until it is renamed into place, milliseconds usually. One that a crash cut
@@ -15,10 +15,12 @@
 //!   process; a write stalled in fsync for longer than the grace keeps it. (A writer of an
 //!   older build, which takes no lock, is still covered by the grace period.)
 //!
-//! A server restarted at once by its supervisor finds its crash's staging files younger
-//! than the grace period: the pass at [`AFTER_START`] removes them, within the first
-//! minute; later passes, every [`SWEEP_EVERY`], remove what other processes' crashes
-//! leave while it runs.
+//! The first pass, at [`AFTER_START`], removes what a crash left before the server started
+//! (even a crash just before: by then its files are past the grace period), within the
+//! first minute; later passes, every [`SWEEP_EVERY`], remove what other processes' crashes
+//! leave while it runs. No pass runs as the server starts: sweeping lists every folder,
+//! which at 300,000 files took 0.4 s on the start-up's path, and staging files are hidden
+//! from the index's own listing, so nothing waits for them to go.
 
 use std::fs::{self, File, TryLockError};
 use std::io;
@@ -33,8 +35,8 @@ use crate::atomic::STAGING_PREFIX;
 /// Staging files modified less than this long ago are left alone (see the module).
 pub const MIN_AGE: Duration = Duration::from_secs(10);
 
-/// The second pass, after the one at start-up: by then every staging file found at the
-/// start is past the grace period (with a second of margin for coarse file times).
+/// The first pass, after start-up: by then every staging file there at the start is
+/// past the grace period (with a second of margin for coarse file times).
 pub const AFTER_START: Duration = Duration::from_secs(MIN_AGE.as_secs() + 1);
 
 /// The passes after that.
@@ -143,8 +145,7 @@ impl StagingSweep {
         total
     }
 
-    /// The passes after the one at start-up: after [`AFTER_START`], then every
-    /// [`SWEEP_EVERY`]. `wait` waits the given time and answers whether to go on; `now`
+    /// The passes: after [`AFTER_START`], then every [`SWEEP_EVERY`]. `wait` waits the given time and answers whether to go on; `now`
     /// is the clock the ages are counted by.
     pub fn run(&self, mut wait: impl FnMut(Duration) -> bool, now: impl Fn() -> SystemTime) {
         let mut delay = AFTER_START;
@@ -154,17 +155,15 @@ impl StagingSweep {
         }
     }
 
-    /// A pass now, then [`StagingSweep::run`] on a thread of its own until the answer is
-    /// dropped.
+    /// [`StagingSweep::run`] on a thread of its own until the answer is dropped.
     pub fn start(self) -> StagingSweeper {
-        self.sweep_at(SystemTime::now());
         let (stop, stopped) = mpsc::channel::<()>();
         let spawned = thread::Builder::new().name("cms-sweep".into()).spawn(move || {
             let wait = |delay| matches!(stopped.recv_timeout(delay), Err(RecvTimeoutError::Timeout));
             self.run(wait, SystemTime::now);
         });
         if let Err(error) = spawned {
-            tracing::warn!(%error, "cannot start the staging sweep; leftovers wait for the next start");
+            tracing::warn!(%error, "cannot start the staging sweep; leftovers stay until a sweep runs");
         }
         StagingSweeper { _stop: stop }
     }

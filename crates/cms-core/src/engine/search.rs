@@ -13,10 +13,11 @@
 //! `runs`. Each query word also matches as a prefix of indexed words (`front` finds
 //! `frontmatter`), at a lower weight than an exact match. Every query word must match.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::{Arc, Mutex};
 
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use rust_stemmers::{Algorithm, Stemmer};
 
 use crate::related;

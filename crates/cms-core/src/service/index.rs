@@ -347,12 +347,12 @@ impl Cms {
     ) -> Gathered {
         let (mut names, others) = classify(scan, &collection.naming);
         self.progress.found.fetch_add(names.len(), Ordering::Relaxed);
-        names.sort_unstable_by(|a, b| a.0.name.cmp(&b.0.name));
+        names.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         let mut entries = Vec::with_capacity(names.len());
         let snapshot_size = snapshot.len();
         let mut kept = snapshot.into_iter().peekable();
         let mut names_to_read = Vec::new();
-        for (stamp, name) in names {
+        for stamp in names {
             while kept.next_if(|(k, _)| k.name < stamp.name).is_some() {}
             match kept.next_if(|(k, _)| k.name == stamp.name) {
                 Some((k, held)) if k == stamp => {
@@ -361,7 +361,10 @@ impl Cms {
                     }
                     entries.push((stamp, held));
                 }
-                _ => names_to_read.push((stamp, name)),
+                _ => {
+                    let name = collection.naming.parse(&stamp.name).expect("classified as an item");
+                    names_to_read.push((stamp, name));
+                }
             }
         }
         drop(kept);
@@ -827,12 +830,19 @@ type OtherFile = (String, String);
 /// Splits a scan into item files and the other files, each with why it is not an item
 /// (another language's files, in a folder that translations by file name share, are
 /// neither: that language's collection has them).
-fn classify(scan: Vec<FileStamp>, naming: &Naming) -> (Vec<(FileStamp, ItemFilename)>, Vec<OtherFile>) {
+/// The files of `scan` that `naming` owns: its items' (checked without making their
+/// `ItemFilename`s, which a start from a snapshot does not need) and the others, each
+/// with why it is not an item.
+fn classify(scan: Vec<FileStamp>, naming: &Naming) -> (Vec<FileStamp>, Vec<OtherFile>) {
     let mut items = Vec::with_capacity(scan.len());
     let mut others = Vec::new();
     for stamp in scan.into_iter().filter(|stamp| naming.owns(&stamp.name)) {
+        if naming.file_slug(&stamp.name).is_some() {
+            items.push(stamp);
+            continue;
+        }
         match naming.classify(&stamp.name) {
-            Ok(name) => items.push((stamp, name)),
+            Ok(_) => items.push(stamp),
             Err(reason) => others.push((stamp.name, reason)),
         }
     }

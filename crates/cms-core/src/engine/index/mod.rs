@@ -20,7 +20,7 @@ mod tests;
 #[cfg(test)]
 mod upsert_cost;
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::Arc;
 
 use crate::item::Status;
@@ -225,13 +225,22 @@ impl CollectionIndex {
         // In filename order, so that ids are too (see `sort_by_order`). Usually already
         // in order, or two ordered runs: a stable sort merges those in linear time.
         entries.sort_by(|a, b| a.0.name.cmp(&b.0.name));
-        let mut index = Self { now, naming, ..Self::default() };
+        let files = entries.len();
+        let mut index = Self {
+            now,
+            naming,
+            slots: Vec::with_capacity(files),
+            by_name: HashMap::with_capacity_and_hasher(files, Default::default()),
+            by_slug: HashMap::with_capacity_and_hasher(files, Default::default()),
+            ..Self::default()
+        };
         for (stamp, item) in entries {
-            let Some(name) = index.naming.parse(&stamp.name) else { continue };
-            if index.by_name.contains_key(name.as_str()) {
+            if index.naming.file_slug(&stamp.name).is_none()
+                || index.by_name.contains_key(stamp.name.as_str())
+            {
                 continue;
             }
-            index.insert_slot(&name, stamp, item, false);
+            index.insert_slot(&stamp.name, Stamp::of(&stamp), item, false);
         }
         index.sort_all();
         index
@@ -416,7 +425,12 @@ impl CollectionIndex {
             (Some(id), Ok(item)) if self.slot(id).item.is_ok() => self.replace_usable(id, stamp, item),
             (_, item) => {
                 self.remove(name.as_str());
-                self.insert_slot(name, stamp, item.map(Arc::new).map_err(Box::from), true);
+                self.insert_slot(
+                    name.as_str(),
+                    Stamp::of(&stamp),
+                    item.map(Arc::new).map_err(Box::from),
+                    true,
+                );
             }
         }
         Applied::Updated
@@ -480,22 +494,20 @@ impl CollectionIndex {
     fn names_of(&self, id: Id) -> Vec<(NameMap, Box<str>)> {
         let slot = self.slot(id);
         let mut names = Vec::with_capacity(1);
-        let file_slug = self.naming.parse(&slot.name).map(|name| Box::<str>::from(name.slug()));
+        let file_slug = self.naming.file_slug(&slot.name);
         if let Ok(item) = slot.item.as_ref() {
-            if file_slug.as_deref() != Some(item.meta.slug.as_str()) {
+            if file_slug != Some(item.meta.slug.as_str()) {
                 names.push((NameMap::Slug, Box::from(item.meta.slug.as_str())));
             }
             if let Some(key) = item.translation_key() {
                 names.push((NameMap::Key, Box::from(key)));
             }
         }
-        if self.naming.suffix().is_some() {
+        if self.naming.writes_otherwise(&slot.name) {
             let written = self.naming.name_for_base(&self.naming.base_name(&slot.name));
-            if *written != *slot.name {
-                names.push((NameMap::WrittenName, written.into_boxed_str()));
-            }
+            names.push((NameMap::WrittenName, written.into_boxed_str()));
         }
-        names.extend(file_slug.map(|slug| (NameMap::Slug, slug)));
+        names.extend(file_slug.map(|slug| (NameMap::Slug, Box::from(slug))));
         names
     }
 
@@ -549,14 +561,13 @@ impl CollectionIndex {
         self.slot(id).item.as_ref().expect("usable id")
     }
 
-    fn insert_slot(&mut self, name: &ItemFilename, stamp: FileStamp, item: Held, link: bool) {
+    fn insert_slot(&mut self, name: &str, stamp: Stamp, item: Held, link: bool) {
         let usable = item.is_ok();
-        let stamp = Stamp::of(&stamp);
-        self.fingerprint ^= stamp_hash(name.as_str(), stamp);
+        self.fingerprint ^= stamp_hash(name, stamp);
         // A usable item's filename is shared with it (and with the search index).
         let shared = match &item {
             Ok(item) => Arc::clone(&item.meta.filename),
-            Err(_) => Arc::from(name.as_str()),
+            Err(_) => Arc::from(name),
         };
         let slot = Slot { name: shared, stamp, item };
         let id = match self.free.pop() {
@@ -592,7 +603,11 @@ impl CollectionIndex {
                     }
                 }
                 for tag in distinct(&item) {
-                    let lists = self.by_tag.entry(tag.to_owned()).or_default();
+                    // A tag is usually known: its name is copied only the first time.
+                    let lists = match self.by_tag.get_mut(tag) {
+                        Some(lists) => lists,
+                        None => self.by_tag.entry(tag.to_owned()).or_default(),
+                    };
                     lists.all.push(id);
                     if live {
                         lists.published.push(id);

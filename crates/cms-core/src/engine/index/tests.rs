@@ -401,7 +401,7 @@ fn rewrites_in_place_keep_the_index_as_a_fresh_build_would_be() {
     // crosses some of them.
     let mut now = 1_717_977_600;
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let mut files: HashMap<String, (FileStamp, Held)> = HashMap::new();
+    let mut files: HashMap<String, (FileStamp, Held)> = HashMap::default();
     let mut modified = 1_000;
     let mut write = |rng: &mut Rng, name: &str, token: u64| {
         // Mostly later, sometimes the same second, now and then earlier (a restored file).

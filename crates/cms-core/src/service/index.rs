@@ -836,9 +836,13 @@ type OtherFile = (String, String);
 fn classify(scan: Vec<FileStamp>, naming: &Naming) -> (Vec<FileStamp>, Vec<OtherFile>) {
     let mut items = Vec::with_capacity(scan.len());
     let mut others = Vec::new();
-    for stamp in scan.into_iter().filter(|stamp| naming.owns(&stamp.name)) {
+    for stamp in scan {
+        // The usual case first: an item of this language (`file_slug` checks both).
         if naming.file_slug(&stamp.name).is_some() {
             items.push(stamp);
+            continue;
+        }
+        if !naming.owns(&stamp.name) {
             continue;
         }
         match naming.classify(&stamp.name) {

@@ -46,6 +46,10 @@ struct Slot {
 
 type Id = u32;
 
+/// A name's hash, under which the maps of other names file it (see
+/// [`CollectionIndex::names`]).
+type NameKey = u64;
+
 /// A [`FileStamp`] without its name, which the slot holds once (shared with the item): a
 /// second copy of every filename cost about 70 bytes an item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,15 +177,23 @@ pub struct CollectionIndex {
     slots: Vec<Option<Slot>>,
     free: Vec<Id>,
     by_name: HashMap<Arc<str>, Id>,
+    /// The maps of other names below are keyed by a hash of the name ([`Self::name_key`]),
+    /// not by a copy of it: the slot holds each name already (in its file's name or its
+    /// item), and a copy of every slug cost about 50 bytes an item. A lookup takes the
+    /// files filed under the hash that carry the very name asked for ([`Self::named`]).
+    names: foldhash::fast::RandomState,
+    /// Files every name under one key, so that tests see lookups pass over other names.
+    #[cfg(test)]
+    collide_names: bool,
     /// Every file with this slug (dated or not), in filename order: its file's slug, and
     /// on a site with languages its own `slug:` too when that differs.
-    by_slug: HashMap<Box<str>, SlugFiles>,
+    by_slug: HashMap<NameKey, SlugFiles>,
     /// Every usable item with this `translationKey`, in filename order (empty on most sites).
-    by_key: HashMap<Box<str>, SlugFiles>,
+    by_key: HashMap<NameKey, SlugFiles>,
     /// Files whose language suffix is not written as [`Naming::name_for_base`] writes it
     /// (`hello.FR.md`), by the name it writes (`hello.fr.md`): how other languages find
     /// them. Empty on most sites.
-    by_written_name: HashMap<Box<str>, SlugFiles>,
+    by_written_name: HashMap<NameKey, SlugFiles>,
     /// Per order (see [`order_slot`]): usable items ascending, all and published.
     sorted_all: [Vec<Id>; 4],
     sorted_published: [Vec<Id>; 4],
@@ -331,7 +343,7 @@ impl CollectionIndex {
     /// a slug), usable or not.
     pub fn locate(&self, item_ref: &ItemRef) -> Option<ItemFilename> {
         let id = match item_ref {
-            ItemRef::Slug(slug) => *self.by_slug.get(slug.as_str())?.ids().first()?,
+            ItemRef::Slug(slug) => self.named(NameMap::Slug, slug.as_str()).next()?,
             ItemRef::Filename(name) => *self.by_name.get(name.as_str())?,
         };
         self.naming.parse(&self.slot(id).name)
@@ -342,7 +354,7 @@ impl CollectionIndex {
     /// The hot path of single reads, which need no `ItemFilename`.
     pub fn find(&self, item_ref: &ItemRef) -> Option<Result<&Arc<IndexedItem>, &str>> {
         let id = match item_ref {
-            ItemRef::Slug(slug) => *self.by_slug.get(slug.as_str())?.ids().first()?,
+            ItemRef::Slug(slug) => self.named(NameMap::Slug, slug.as_str()).next()?,
             ItemRef::Filename(name) => *self.by_name.get(name.as_str())?,
         };
         Some(self.slot(id).item.as_ref().map_err(|reason| &**reason))
@@ -351,16 +363,16 @@ impl CollectionIndex {
     /// The published item a reference names: for a bare slug that several files carry,
     /// the first published one in filename order, so a draft never shadows it.
     pub fn locate_published(&self, item_ref: &ItemRef) -> Option<&Arc<IndexedItem>> {
-        let ids: &[Id] = match item_ref {
-            ItemRef::Slug(slug) => self.by_slug.get(slug.as_str())?.ids(),
-            ItemRef::Filename(name) => std::slice::from_ref(self.by_name.get(name.as_str())?),
-        };
-        ids.iter().filter_map(|id| self.slot(*id).item.as_ref().ok()).find(|item| self.is_live(item))
+        let usable_live = |id: Id| self.slot(id).item.as_ref().ok().filter(|item| self.is_live(item));
+        match item_ref {
+            ItemRef::Slug(slug) => self.named(NameMap::Slug, slug.as_str()).find_map(usable_live),
+            ItemRef::Filename(name) => usable_live(*self.by_name.get(name.as_str())?),
+        }
     }
 
     /// A file with this slug (dated or not).
     pub fn file_with_slug(&self, slug: &str) -> Option<ItemFilename> {
-        let id = *self.by_slug.get(slug)?.ids().first()?;
+        let id = self.named(NameMap::Slug, slug).next()?;
         self.naming.parse(&self.slot(id).name)
     }
 
@@ -370,12 +382,12 @@ impl CollectionIndex {
     /// links pages: by key when they have one, else by path).
     pub fn linked(&self, link: &Link) -> Option<Result<&Arc<IndexedItem>, &str>> {
         match link.key.as_deref() {
-            Some(key) => Some(Ok(self.usable_item(*self.by_key.get(key)?.ids().first()?))),
+            Some(key) => Some(Ok(self.usable_item(self.named(NameMap::Key, key).next()?))),
             None => {
                 let name = self.naming.name_for_base(&link.base);
                 let found = match self.by_name.get(name.as_str()) {
                     Some(id) => *id,
-                    None => *self.by_written_name.get(name.as_str())?.ids().first()?,
+                    None => self.named(NameMap::WrittenName, &name).next()?,
                 };
                 Some(self.slot(found).item.as_ref().map_err(|reason| &**reason))
                     .filter(|found| !matches!(found, Ok(item) if item.translation_key().is_some()))
@@ -491,27 +503,66 @@ impl CollectionIndex {
     /// The names a slot is found by, besides its file name: in `by_slug`, its file's slug
     /// and its own slug when that differs; in `by_key`, its `translationKey`; in
     /// `by_written_name`, its name as this language writes it when that differs.
-    fn names_of(&self, id: Id) -> Vec<(NameMap, Box<str>)> {
+    fn names_of(&self, id: Id) -> Vec<(NameMap, NameKey)> {
         let slot = self.slot(id);
         let mut names = Vec::with_capacity(1);
         let file_slug = self.naming.file_slug(&slot.name);
         if let Ok(item) = slot.item.as_ref() {
             if file_slug != Some(item.meta.slug.as_str()) {
-                names.push((NameMap::Slug, Box::from(item.meta.slug.as_str())));
+                names.push((NameMap::Slug, self.name_key(&item.meta.slug)));
             }
             if let Some(key) = item.translation_key() {
-                names.push((NameMap::Key, Box::from(key)));
+                names.push((NameMap::Key, self.name_key(key)));
             }
         }
         if self.naming.writes_otherwise(&slot.name) {
             let written = self.naming.name_for_base(&self.naming.base_name(&slot.name));
-            names.push((NameMap::WrittenName, written.into_boxed_str()));
+            names.push((NameMap::WrittenName, self.name_key(&written)));
         }
-        names.extend(file_slug.map(|slug| (NameMap::Slug, Box::from(slug))));
+        names.extend(file_slug.map(|slug| (NameMap::Slug, self.name_key(slug))));
         names
     }
 
-    fn name_map(&mut self, map: NameMap) -> &mut HashMap<Box<str>, SlugFiles> {
+    /// The key a name is filed under in the maps of other names.
+    fn name_key(&self, name: &str) -> NameKey {
+        use std::hash::BuildHasher;
+        #[cfg(test)]
+        if self.collide_names {
+            return 0;
+        }
+        self.names.hash_one(name)
+    }
+
+    /// The files filed under `name` in `map` (in filename order) that carry that very
+    /// name: another name with the same hash is passed over.
+    fn named<'a>(&'a self, map: NameMap, name: &'a str) -> impl Iterator<Item = Id> + 'a {
+        let files = match map {
+            NameMap::Slug => &self.by_slug,
+            NameMap::Key => &self.by_key,
+            NameMap::WrittenName => &self.by_written_name,
+        };
+        let ids = files.get(&self.name_key(name)).map_or(&[][..], SlugFiles::ids);
+        ids.iter().copied().filter(move |id| self.carries(map, *id, name))
+    }
+
+    /// Whether a slot carries `name` as `map` files it (see [`Self::names_of`]).
+    fn carries(&self, map: NameMap, id: Id, name: &str) -> bool {
+        let slot = self.slot(id);
+        let item = slot.item.as_ref().ok();
+        match map {
+            NameMap::Slug => {
+                self.naming.file_slug(&slot.name) == Some(name)
+                    || item.is_some_and(|item| item.meta.slug == name)
+            }
+            NameMap::Key => item.and_then(|item| item.translation_key()) == Some(name),
+            NameMap::WrittenName => {
+                self.naming.writes_otherwise(&slot.name)
+                    && self.naming.name_for_base(&self.naming.base_name(&slot.name)) == name
+            }
+        }
+    }
+
+    fn name_map(&mut self, map: NameMap) -> &mut HashMap<NameKey, SlugFiles> {
         match map {
             NameMap::Slug => &mut self.by_slug,
             NameMap::Key => &mut self.by_key,

@@ -184,6 +184,37 @@ fn a_slug_names_its_files_in_filename_order() {
     assert!(index.by_slug.is_empty());
 }
 
+/// The maps of other names are keyed by a hash: names that share one are told apart by
+/// the names the files carry (here every name has the same key).
+#[test]
+fn names_with_the_same_key_are_told_apart() {
+    let mut index = CollectionIndex { collide_names: true, ..CollectionIndex::default() };
+    let names = [("y.md", "title: Y"), ("2024-02-01-x.md", "title: X\nslug: ex"), ("x.md", "title: X"), ("z.md", "")];
+    for (token, (name, fm)) in names.into_iter().enumerate() {
+        let (name, stamp, item) = file(name, token as u64, fm);
+        index.upsert(&name, stamp, item);
+    }
+    let located = |index: &CollectionIndex, slug: &str| {
+        let slug_ref = ItemRef::parse(slug).unwrap();
+        let name = index.locate(&slug_ref).map(|name| name.as_str().to_owned());
+        let found = index.find(&slug_ref).map(|item| item.map(|item| item.meta.filename.to_string()));
+        assert_eq!(found, name.clone().map(Ok), "{slug}");
+        assert_eq!(index.file_with_slug(slug).map(|name| name.as_str().to_owned()), name, "{slug}");
+        name
+    };
+    for (slug, file) in [("x", "2024-02-01-x.md"), ("y", "y.md"), ("z", "z.md"), ("w", "")] {
+        assert_eq!(located(&index, slug).unwrap_or_default(), file, "{slug}");
+    }
+    assert_eq!(index.by_slug.len(), 1, "one key for every name");
+    index.remove("2024-02-01-x.md");
+    assert_eq!(located(&index, "x").as_deref(), Some("x.md"));
+    assert_eq!(located(&index, "ex"), None, "its own slug went with it");
+    for name in ["x.md", "y.md", "z.md"] {
+        index.remove(name);
+    }
+    assert!(index.by_slug.is_empty());
+}
+
 #[test]
 fn kept_orders_equal_a_full_sort_after_changes() {
     let mut entries = Vec::new();

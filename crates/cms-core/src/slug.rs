@@ -263,6 +263,37 @@ impl Naming {
         }
     }
 
+    /// The name in this language of `from`'s file `filename` ([`Self::name_for_base`] of
+    /// `from`'s [`Self::base_name`]), written into `out`: without allocating once `out` has
+    /// room, since a list answer asks it for each of its items in each other language.
+    pub fn write_name_from(&self, from: &Naming, filename: &str, out: &mut String) {
+        out.clear();
+        // The base name, as a stem and an extension (`None`: the name as it is).
+        let base = from.own.as_ref().and_then(|own| {
+            ITEM_EXTENSIONS
+                .iter()
+                .find_map(|ext| Some((language_suffix(filename.strip_suffix(ext)?, own)?, *ext)))
+        });
+        let parts = match (&self.own, base) {
+            (Some(_), None) => {
+                ITEM_EXTENSIONS.iter().find_map(|ext| Some((filename.strip_suffix(ext)?, *ext)))
+            }
+            (_, base) => base,
+        };
+        match (parts, &self.own) {
+            (Some((stem, ext)), Some(own)) => {
+                for part in [stem, ".", own, ext] {
+                    out.push_str(part);
+                }
+            }
+            (Some((stem, ext)), None) => {
+                out.push_str(stem);
+                out.push_str(ext);
+            }
+            (None, _) => out.push_str(filename),
+        }
+    }
+
     /// [`ItemFilename::new`] for this language: `hello.fr.md`.
     pub fn new_name(&self, slug: &Slug, date: Option<&str>) -> ItemFilename {
         let mut name = ItemFilename::new(slug, date);
@@ -513,6 +544,11 @@ mod tests {
                 if parsed.is_some() {
                     let written = naming.name_for_base(&naming.base_name(name));
                     assert_eq!(naming.writes_otherwise(name), written != name, "{name} {naming:?}");
+                }
+                let mut out = String::from("left over");
+                for to in &namings {
+                    to.write_name_from(naming, name, &mut out);
+                    assert_eq!(out, to.name_for_base(&naming.base_name(name)), "{name} {naming:?} {to:?}");
                 }
             }
         }

@@ -258,14 +258,13 @@ impl Cms {
         item: &IndexedItem,
         drafts: bool,
     ) -> Vec<Translation> {
-        let link = Link::of(item, &lane.naming);
         let source = self.source_content(lane, item);
         let mut found = Vec::new();
         for sibling in self.family_of(lane).filter(|c| c.index != lane.index) {
             let Some(language) = &sibling.language else { continue };
             let index = super::read(&self.indexes[sibling.index].index);
             let Some(index) = index.as_ref() else { continue };
-            let Some(Ok(translation)) = index.linked(&link) else { continue };
+            let Some(Ok(translation)) = index.linked_to(item, &lane.naming) else { continue };
             if !drafts && !index.is_live(translation) {
                 continue;
             }
@@ -333,8 +332,7 @@ impl Cms {
             (index_of(lane.index).ok_or_else(not_built)?, index_of(target.index).ok_or_else(not_built)?);
         let sources = index_of(source.index);
         let keep = |item: &IndexedItem| {
-            let link = Link::of(item, &lane.naming);
-            let translation = translations.linked(&link);
+            let translation = translations.linked_to(item, &lane.naming);
             match filter {
                 TranslationFilter::Missing(_) => translation.is_none(),
                 TranslationFilter::Outdated(_) => {
@@ -342,7 +340,7 @@ impl Cms {
                     let now = match lane.language.as_ref().map_or(0, |l| l.at) {
                         0 => Some(item.content),
                         _ => sources
-                            .and_then(|sources| sources.linked(&link))
+                            .and_then(|sources| sources.linked_to(item, &lane.naming))
                             .and_then(Result::ok)
                             .map(|source| source.content),
                     };
@@ -361,7 +359,7 @@ impl Cms {
         }
         let source = self.in_language(lane, 0);
         let index = super::read(&self.indexes[source.index].index);
-        index.as_ref()?.linked(&Link::of(item, &lane.naming))?.ok().map(|source| source.content)
+        index.as_ref()?.linked_to(item, &lane.naming)?.ok().map(|source| source.content)
     }
 
     /// A number that changes with what [`Self::language_of`] says of `filename`'s
@@ -379,14 +377,20 @@ impl Cms {
         }
         let mut hasher = std::hash::DefaultHasher::new();
         drafts.hash(&mut hasher);
+        // What is linked: the item (its link made by each lookup, without allocating),
+        // or, for a file not indexed (yet), its name.
+        enum Linked {
+            Item(Arc<IndexedItem>),
+            Name(Link),
+        }
         let link = match filename {
             None => None,
             Some(name) => {
                 let index = super::read(&self.indexes[lane.index].index);
                 let item = index.as_ref().and_then(|index| index.get(name)).and_then(Result::ok);
                 Some(match item {
-                    Some(item) => Link::of(item, &lane.naming),
-                    None => Link { key: None, base: lane.naming.base_name(name) },
+                    Some(item) => Linked::Item(Arc::clone(item)),
+                    None => Linked::Name(Link { key: None, base: lane.naming.base_name(name) }),
                 })
             }
         };
@@ -399,7 +403,11 @@ impl Cms {
             match &link {
                 None => (sibling.index, index.fingerprint()).hash(&mut hasher),
                 Some(link) => {
-                    let item = index.linked(link).and_then(Result::ok);
+                    let item = match link {
+                        Linked::Item(item) => index.linked_to(item, &lane.naming),
+                        Linked::Name(link) => index.linked(link),
+                    };
+                    let item = item.and_then(Result::ok);
                     let state = item.map(|item| (item.file_version, index.is_live(item)));
                     (sibling.index, state).hash(&mut hasher);
                 }

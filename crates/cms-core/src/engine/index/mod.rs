@@ -382,17 +382,40 @@ impl CollectionIndex {
     /// links pages: by key when they have one, else by path).
     pub fn linked(&self, link: &Link) -> Option<Result<&Arc<IndexedItem>, &str>> {
         match link.key.as_deref() {
-            Some(key) => Some(Ok(self.usable_item(self.named(NameMap::Key, key).next()?))),
-            None => {
-                let name = self.naming.name_for_base(&link.base);
-                let found = match self.by_name.get(name.as_str()) {
-                    Some(id) => *id,
-                    None => self.named(NameMap::WrittenName, &name).next()?,
-                };
-                Some(self.slot(found).item.as_ref().map_err(|reason| &**reason))
-                    .filter(|found| !matches!(found, Ok(item) if item.translation_key().is_some()))
-            }
+            Some(key) => self.with_key(key),
+            None => self.linked_by_name(&self.naming.name_for_base(&link.base)),
         }
+    }
+
+    /// [`Self::linked`] for the link of `item`, a file that `naming` names (`Link::of`),
+    /// without making the link: the hot path of answers, which name each item's
+    /// translations.
+    pub fn linked_to(&self, item: &IndexedItem, naming: &Naming) -> Option<Result<&Arc<IndexedItem>, &str>> {
+        thread_local! {
+            static NAME: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+        }
+        match item.translation_key() {
+            Some(key) => self.with_key(key),
+            None => NAME.with_borrow_mut(|name| {
+                self.naming.write_name_from(naming, &item.meta.filename, name);
+                self.linked_by_name(name)
+            }),
+        }
+    }
+
+    fn with_key(&self, key: &str) -> Option<Result<&Arc<IndexedItem>, &str>> {
+        Some(Ok(self.usable_item(self.named(NameMap::Key, key).next()?)))
+    }
+
+    /// The file named `name` in this language (or written otherwise: `hello.FR.md`),
+    /// unless it has a key of its own.
+    fn linked_by_name(&self, name: &str) -> Option<Result<&Arc<IndexedItem>, &str>> {
+        let found = match self.by_name.get(name) {
+            Some(id) => *id,
+            None => self.named(NameMap::WrittenName, name).next()?,
+        };
+        Some(self.slot(found).item.as_ref().map_err(|reason| &**reason))
+            .filter(|found| !matches!(found, Ok(item) if item.translation_key().is_some()))
     }
 
     /// The indexed item of a file; `Err` with the reason when the file is known but

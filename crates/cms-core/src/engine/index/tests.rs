@@ -189,7 +189,8 @@ fn a_slug_names_its_files_in_filename_order() {
 #[test]
 fn names_with_the_same_key_are_told_apart() {
     let mut index = CollectionIndex { collide_names: true, ..CollectionIndex::default() };
-    let names = [("y.md", "title: Y"), ("2024-02-01-x.md", "title: X\nslug: ex"), ("x.md", "title: X"), ("z.md", "")];
+    let names =
+        [("y.md", "title: Y"), ("2024-02-01-x.md", "title: X\nslug: ex"), ("x.md", "title: X"), ("z.md", "")];
     for (token, (name, fm)) in names.into_iter().enumerate() {
         let (name, stamp, item) = file(name, token as u64, fm);
         index.upsert(&name, stamp, item);

@@ -58,6 +58,8 @@ mod tests {
         "comrak",
         // A notification primitive (the event log wakes its streams), no runtime, no I/O.
         "event-listener",
+        // The index's and the search index's hash maps (seeded, faster than SipHash).
+        "foldhash",
         "futures-util",
         "gif",
         "hex",

@@ -827,12 +827,10 @@ const BUILD_BATCH: usize = 2048;
 /// A file whose name is not an item's, and why.
 type OtherFile = (String, String);
 
-/// Splits a scan into item files and the other files, each with why it is not an item
-/// (another language's files, in a folder that translations by file name share, are
+/// Splits a scan into item files (checked without making their `ItemFilename`s, which a
+/// start from a snapshot does not need) and the other files, each with why it is not an
+/// item (another language's files, in a folder that translations by file name share, are
 /// neither: that language's collection has them).
-/// The files of `scan` that `naming` owns: its items' (checked without making their
-/// `ItemFilename`s, which a start from a snapshot does not need) and the others, each
-/// with why it is not an item.
 fn classify(scan: Vec<FileStamp>, naming: &Naming) -> (Vec<FileStamp>, Vec<OtherFile>) {
     let mut items = Vec::with_capacity(scan.len());
     let mut others = Vec::new();

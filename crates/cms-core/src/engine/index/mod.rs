@@ -573,9 +573,10 @@ impl CollectionIndex {
         let slot = self.slot(id);
         let item = slot.item.as_ref().ok();
         match map {
+            // The item's slug first: on the usual read it is the name, and one comparison.
             NameMap::Slug => {
-                self.naming.file_slug(&slot.name) == Some(name)
-                    || item.is_some_and(|item| item.meta.slug == name)
+                item.is_some_and(|item| item.meta.slug == name)
+                    || self.naming.file_slug(&slot.name) == Some(name)
             }
             NameMap::Key => item.and_then(|item| item.translation_key()) == Some(name),
             NameMap::WrittenName => {

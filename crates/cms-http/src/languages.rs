@@ -14,27 +14,32 @@ use cms_core::language::Choice;
 /// What a read asks for (`None` on a site without languages, which reads as before).
 /// `query` is the request's query, when the handler parsed it.
 pub fn choice(cms: &Cms, req: &HttpRequest, query: &HashMap<String, String>) -> CoreResult<Option<Choice>> {
-    if cms.languages().is_none() {
-        return Ok(None);
-    }
-    let accept = req.headers().get(header::ACCEPT_LANGUAGE).and_then(|value| value.to_str().ok());
-    cms.choose_language(
-        query.get("lang").map(String::as_str),
-        accept,
-        query.get("fallback").map(String::as_str),
-    )
+    choose(cms, req, query.get("lang").map(String::as_str), query.get("fallback").map(String::as_str))
 }
 
-/// [`choice`] of a request whose query the handler does not otherwise read: parsed only on
-/// a site with languages (a single read's hot path parses no query).
+/// [`choice`] of a request whose query the handler does not otherwise read: the two names
+/// read from it without a map of every parameter (a single read's hot path), and only on a
+/// site with languages.
 pub fn choice_of(cms: &Cms, req: &HttpRequest) -> CoreResult<Option<Choice>> {
     if cms.languages().is_none() {
         return Ok(None);
     }
-    let query = actix_web::web::Query::<HashMap<String, String>>::from_query(req.query_string())
-        .map(actix_web::web::Query::into_inner)
-        .map_err(|e| cms_core::CoreError::invalid(format!("malformed query string: {e}")))?;
-    choice(cms, req, &query)
+    let query = req.query_string();
+    let (lang, fallback) = (crate::query::value(query, "lang"), crate::query::value(query, "fallback"));
+    choose(cms, req, lang.as_deref(), fallback.as_deref())
+}
+
+fn choose(
+    cms: &Cms,
+    req: &HttpRequest,
+    lang: Option<&str>,
+    fallback: Option<&str>,
+) -> CoreResult<Option<Choice>> {
+    if cms.languages().is_none() {
+        return Ok(None);
+    }
+    let accept = req.headers().get(header::ACCEPT_LANGUAGE).and_then(|value| value.to_str().ok());
+    cms.choose_language(lang, accept, fallback)
 }
 
 /// The choice of a route that names a folder (`collectionPath`): a folder of one language

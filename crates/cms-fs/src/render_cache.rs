@@ -45,15 +45,22 @@ struct Inner {
     reported: bool,
 }
 
+/// Where a record is: 8 bytes, since a site keeps one per item and language (an offset
+/// within a budget of at most [`MAX_BUDGET`]).
 #[derive(Debug, Clone, Copy)]
 struct Place {
-    offset: u64,
+    offset: u32,
     len: u32,
 }
 
+/// The largest budget: a record's offset is kept in 32 bits.
+pub const MAX_BUDGET: u64 = u32::MAX as u64;
+
 impl FsRenderCache {
-    /// A cache whose file lives in `dir` (made if missing).
+    /// A cache whose file lives in `dir` (made if missing), of at most `budget` bytes
+    /// (or [`MAX_BUDGET`], if less).
     pub fn create_in(dir: &Path, budget: u64) -> io::Result<Self> {
+        let budget = budget.min(MAX_BUDGET);
         std::fs::create_dir_all(dir)?;
         let file = Arc::new(tempfile::tempfile_in(dir)?);
         let inner = Inner { file, end: 0, places: HashMap::new(), reported: false };
@@ -136,7 +143,7 @@ impl RenderCache for FsRenderCache {
         let len = place.len as usize;
         let mut bytes = Vec::with_capacity(len + TRAILER as usize + ROOM);
         bytes.resize(len + TRAILER as usize, 0);
-        file.read_exact_at(&mut bytes, place.offset).ok()?;
+        file.read_exact_at(&mut bytes, u64::from(place.offset)).ok()?;
         if bytes[len..] != key.to_le_bytes() {
             return None;
         }
@@ -158,7 +165,9 @@ impl RenderCache for FsRenderCache {
         let mut inner = self.lock();
         match written {
             // Found only once it is whole, and only in the file it was written to.
+            // (The offset is within the budget, so within `MAX_BUDGET`.)
             Ok(()) if Arc::ptr_eq(&inner.file, &file) => {
+                let Ok(offset) = u32::try_from(offset) else { return };
                 inner.places.insert(key, Place { offset, len });
             }
             Ok(()) => {}

@@ -75,12 +75,14 @@ impl Stamp {
 }
 
 /// The files that carry one slug, in filename order: nearly always one, kept without a
-/// list of its own.
+/// list of its own. 16 bytes (a boxed slice, not a `Vec`): the maps hold one per item, and
+/// a slug that several files carry is rare enough to be copied when it changes.
 #[derive(Debug)]
 enum SlugFiles {
     One(Id),
-    Many(Vec<Id>),
+    Many(Box<[Id]>),
 }
+const _: () = assert!(std::mem::size_of::<SlugFiles>() == 16);
 
 impl SlugFiles {
     fn ids(&self) -> &[Id] {
@@ -92,29 +94,27 @@ impl SlugFiles {
 
     /// Adds a file in filename order (`name_of` names the ids already there).
     fn insert<'a>(&mut self, id: Id, name: &str, name_of: impl Fn(Id) -> &'a str) {
-        let mut ids = match std::mem::replace(self, Self::Many(Vec::new())) {
-            Self::One(first) => vec![first],
-            Self::Many(ids) => ids,
-        };
+        let ids = self.ids();
         let at = ids.partition_point(|other| name_of(*other) < name);
-        ids.insert(at, id);
-        *self = Self::Many(ids);
+        let mut more = Vec::with_capacity(ids.len() + 1);
+        more.extend_from_slice(&ids[..at]);
+        more.push(id);
+        more.extend_from_slice(&ids[at..]);
+        *self = Self::Many(more.into_boxed_slice());
     }
 
     /// Forgets a file; `false` when none is left.
     fn remove(&mut self, id: Id) -> bool {
-        match self {
-            Self::One(only) => *only != id,
-            Self::Many(ids) => {
-                ids.retain(|other| *other != id);
-                match ids[..] {
-                    [] => false,
-                    [only] => {
-                        *self = Self::One(only);
-                        true
-                    }
-                    _ => true,
-                }
+        let left: Vec<Id> = self.ids().iter().copied().filter(|other| *other != id).collect();
+        match left[..] {
+            [] => false,
+            [only] => {
+                *self = Self::One(only);
+                true
+            }
+            _ => {
+                *self = Self::Many(left.into_boxed_slice());
+                true
             }
         }
     }

@@ -198,6 +198,16 @@ pub trait IndexSnapshots: Send + Sync {
     /// Replaces the collection's snapshot (atomically: a crash leaves the old one or the
     /// new one).
     async fn save(&self, collection: &Collection, bytes: Vec<u8>) -> CoreResult<()>;
+    /// The last search index snapshot saved for the collection by this same program (see
+    /// `crate::engine::search`), kept as [`Self::load`] keeps the index's. A store without
+    /// them is valid: every start then reads every item file to build search.
+    async fn load_search(&self, _collection: &Collection) -> CoreResult<Option<Vec<u8>>> {
+        Ok(None)
+    }
+    /// Replaces the collection's search index snapshot (atomically).
+    async fn save_search(&self, _collection: &Collection, _bytes: Vec<u8>) -> CoreResult<()> {
+        Ok(())
+    }
 }
 
 /// Where changes made behind the facade's back are reported.

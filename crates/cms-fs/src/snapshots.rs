@@ -36,20 +36,26 @@ impl FsSnapshots {
     /// A collection folder's snapshot file: the folder path with `%` and `/` escaped, so
     /// that every folder has a name of its own; a translation by file name, which shares
     /// its folder, adds `%lang-` and its language (a bare `%` no escaped path holds).
-    fn path(&self, collection: &Collection) -> PathBuf {
+    /// The file of one kind of snapshot: `.snapshot` for the index, `.search` for the
+    /// search index.
+    fn path_of(&self, collection: &Collection, kind: Kind) -> PathBuf {
         let name = collection.path.replace('%', "%25").replace('/', "%2F");
+        let extension = match kind {
+            Kind::Index => "snapshot",
+            Kind::Search => "search",
+        };
         match collection.naming.suffix() {
-            Some(lang) => self.dir.join(format!("{name}%lang-{lang}.snapshot")),
-            None => self.dir.join(format!("{name}.snapshot")),
+            Some(lang) => self.dir.join(format!("{name}%lang-{lang}.{extension}")),
+            None => self.dir.join(format!("{name}.{extension}")),
         }
     }
 
     /// Reads the identity line first and the rest straight into the one buffer returned:
     /// a snapshot is tens of MB at 100,000 items, and a second copy of it would be the
     /// largest allocation of a restart.
-    fn load_blocking(&self, collection: &Collection) -> CoreResult<Option<Vec<u8>>> {
+    fn load_blocking(&self, collection: &Collection, kind: Kind) -> CoreResult<Option<Vec<u8>>> {
         let Some(program) = &self.program else { return Ok(None) };
-        let path = self.path(collection);
+        let path = self.path_of(collection, kind);
         let file = match fs::File::open(&path) {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -72,9 +78,9 @@ impl FsSnapshots {
         Ok(Some(bytes))
     }
 
-    fn save_blocking(&self, collection: &Collection, bytes: &[u8]) -> CoreResult<()> {
+    fn save_blocking(&self, collection: &Collection, kind: Kind, bytes: &[u8]) -> CoreResult<()> {
         let Some(program) = &self.program else { return Ok(()) };
-        let path = self.path(collection);
+        let path = self.path_of(collection, kind);
         let header = format!("{program}\n");
         atomic::write_private_parts(&path, &[header.as_bytes(), bytes]).map_err(io_error(&path))
     }
@@ -88,16 +94,33 @@ fn program_identity() -> Option<String> {
     Some(format!("cms-index {} {}-{mtime_ns}", env!("CARGO_PKG_VERSION"), meta.size()))
 }
 
+/// Which snapshot of a collection.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Index,
+    Search,
+}
+
 #[async_trait]
 impl IndexSnapshots for FsSnapshots {
     async fn load(&self, collection: &Collection) -> CoreResult<Option<Vec<u8>>> {
         let (store, collection) = (self.clone(), collection.clone());
-        blocking::run(move || store.load_blocking(&collection)).await
+        blocking::run(move || store.load_blocking(&collection, Kind::Index)).await
     }
 
     async fn save(&self, collection: &Collection, bytes: Vec<u8>) -> CoreResult<()> {
         let (store, collection) = (self.clone(), collection.clone());
-        blocking::run(move || store.save_blocking(&collection, &bytes)).await
+        blocking::run(move || store.save_blocking(&collection, Kind::Index, &bytes)).await
+    }
+
+    async fn load_search(&self, collection: &Collection) -> CoreResult<Option<Vec<u8>>> {
+        let (store, collection) = (self.clone(), collection.clone());
+        blocking::run(move || store.load_blocking(&collection, Kind::Search)).await
+    }
+
+    async fn save_search(&self, collection: &Collection, bytes: Vec<u8>) -> CoreResult<()> {
+        let (store, collection) = (self.clone(), collection.clone());
+        blocking::run(move || store.save_blocking(&collection, Kind::Search, &bytes)).await
     }
 }
 
@@ -130,5 +153,11 @@ mod tests {
 
         let other_program = FsSnapshots { program: Some("cms-index 0.0.0 1-2".into()), ..store.clone() };
         assert_eq!(other_program.load(&posts).await.unwrap(), None, "another build's snapshot is not read");
+
+        assert_eq!(store.load_search(&posts).await.unwrap(), None, "a search snapshot is a file of its own");
+        store.save_search(&posts, b"terms".to_vec()).await.unwrap();
+        assert_eq!(store.load_search(&posts).await.unwrap().as_deref(), Some(&b"terms"[..]));
+        assert_eq!(store.load(&posts).await.unwrap().as_deref(), Some(&b"one"[..]));
+        assert_eq!(other_program.load_search(&posts).await.unwrap(), None);
     }
 }

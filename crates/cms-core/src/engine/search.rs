@@ -13,6 +13,7 @@
 //! `runs`. Each query word also matches as a prefix of indexed words (`front` finds
 //! `frontmatter`), at a lower weight than an exact match. Every query word must match.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::{Arc, Mutex};
@@ -50,8 +51,10 @@ const PREFIX_WEIGHT: f32 = 0.6;
 /// The lowercased words of a text with their byte ranges; with `bigrams`, each run of
 /// Chinese or Japanese characters (written without spaces between words) is cut into its
 /// overlapping pairs of characters instead (`東京都` → `東京`, `京都`), as Lucene's CJK
-/// analyzer does: a query's pairs then find the same text without a dictionary.
-fn words(text: &str, bigrams: bool) -> impl Iterator<Item = (usize, usize, String)> + '_ {
+/// analyzer does: a query's pairs then find the same text without a dictionary. A word
+/// already in lowercase is borrowed from the text: a start-up's search build reads tens of
+/// millions of words, and allocating each was most of its allocations.
+fn words(text: &str, bigrams: bool) -> impl Iterator<Item = (usize, usize, Cow<'_, str>)> + '_ {
     let mut chars = text.char_indices().peekable();
     std::iter::from_fn(move || {
         loop {
@@ -73,18 +76,32 @@ fn words(text: &str, bigrams: bool) -> impl Iterator<Item = (usize, usize, Strin
     .flat_map(move |(start, end)| Pieces::of(text, start, end, bigrams))
 }
 
-/// The words of one run of letters and digits (see [`words`]).
-enum Pieces {
-    One(Option<(usize, usize, String)>),
-    Many(std::vec::IntoIter<(usize, usize, String)>),
+/// `word` in lowercase: itself when it is already (the usual case in a body).
+fn lowercase(word: &str) -> Cow<'_, str> {
+    if word.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
+        Cow::Borrowed(word)
+    } else {
+        Cow::Owned(word.to_lowercase())
+    }
 }
 
-impl Pieces {
-    fn of(text: &str, start: usize, end: usize, bigrams: bool) -> Self {
+/// Whether a word is short enough to index (see [`MAX_WORD_CHARS`]).
+fn indexable(word: &str) -> bool {
+    word.len() <= MAX_WORD_CHARS || word.chars().count() <= MAX_WORD_CHARS
+}
+
+/// The words of one run of letters and digits (see [`words`]).
+enum Pieces<'a> {
+    One(Option<(usize, usize, Cow<'a, str>)>),
+    Many(std::vec::IntoIter<(usize, usize, Cow<'a, str>)>),
+}
+
+impl<'a> Pieces<'a> {
+    fn of(text: &'a str, start: usize, end: usize, bigrams: bool) -> Self {
         let run = &text[start..end];
         if !(bigrams && run.chars().any(is_cjk)) {
-            let word = run.to_lowercase();
-            return Self::One((word.chars().count() <= MAX_WORD_CHARS).then_some((start, end, word)));
+            let word = lowercase(run);
+            return Self::One(indexable(&word).then_some((start, end, word)));
         }
         // Other letters as words; each stretch of CJK characters as its pairs (a lone
         // character as itself).
@@ -100,17 +117,17 @@ impl Pieces {
             }
             if !cjk {
                 let (from, to) = (chars[at].0, end_of(stop - 1));
-                let word = text[from..to].to_lowercase();
-                if word.chars().count() <= MAX_WORD_CHARS {
+                let word = lowercase(&text[from..to]);
+                if indexable(&word) {
                     pieces.push((from, to, word));
                 }
             } else if stop - at == 1 {
                 let (from, to) = (chars[at].0, end_of(at));
-                pieces.push((from, to, text[from..to].to_owned()));
+                pieces.push((from, to, Cow::Borrowed(&text[from..to])));
             } else {
                 for (offset, (from, _)) in chars[at..stop - 1].iter().enumerate() {
                     let (from, to) = (*from, end_of(at + offset + 1));
-                    pieces.push((from, to, text[from..to].to_owned()));
+                    pieces.push((from, to, Cow::Borrowed(&text[from..to])));
                 }
             }
             at = stop;
@@ -119,8 +136,8 @@ impl Pieces {
     }
 }
 
-impl Iterator for Pieces {
-    type Item = (usize, usize, String);
+impl<'a> Iterator for Pieces<'a> {
+    type Item = (usize, usize, Cow<'a, str>);
 
     fn next(&mut self) -> Option<Self::Item> {
         match self {
@@ -208,7 +225,7 @@ impl Stemming {
     }
 
     /// The words of `text` as this language cuts them (see [`words`]).
-    fn words(self, text: &str) -> impl Iterator<Item = (usize, usize, String)> + '_ {
+    fn words(self, text: &str) -> impl Iterator<Item = (usize, usize, Cow<'_, str>)> + '_ {
         words(text, self.bigrams)
     }
 }
@@ -219,6 +236,9 @@ pub struct SearchText<'a> {
     pub tags: &'a [Arc<str>],
     /// The body as plain text (no Markdown, no HTML).
     pub body: &'a str,
+    /// The version of the item file these were read from (`IndexedItem::file_version`):
+    /// a saved index keeps an item's terms only while its file is still that version.
+    pub version: u64,
 }
 
 /// One term's items in the order they were added, packed: per item the difference
@@ -295,6 +315,8 @@ struct Doc {
     published: bool,
     /// How many of its distinct terms are content terms (see [`SearchIndex::content_overlap`]).
     content_terms: u32,
+    /// See [`SearchText::version`].
+    version: u64,
 }
 
 /// Distinct words remembered with their term (so that a word is stemmed once, not once
@@ -325,6 +347,8 @@ pub struct SearchIndex {
     significant: Vec<bool>,
     /// Lowercased word → its term's id.
     words: HashMap<Box<str>, u32>,
+    /// The map [`Self::upsert`] gathers an item's terms in, kept for the next item.
+    item_scratch: HashMap<u32, u8>,
     /// Retired ids still named in postings.
     retired: usize,
     /// What searches work in, kept for the next one (up to [`KEPT_SCRATCH`]) rather than
@@ -386,11 +410,11 @@ impl SearchIndex {
     }
 
     /// The id of a word's term, made when new.
-    fn term_of(&mut self, word: String) -> u32 {
-        if let Some(id) = self.words.get(word.as_str()) {
+    fn term_of(&mut self, word: &str) -> u32 {
+        if let Some(id) = self.words.get(word) {
             return *id;
         }
-        let term = self.stemming.stem(&word);
+        let term = self.stemming.stem(word);
         let id = match self.term_ids.get(term.as_str()) {
             Some(id) => *id,
             None => {
@@ -406,16 +430,17 @@ impl SearchIndex {
         if self.words.len() >= WORD_CACHE {
             self.words.clear();
         }
-        self.words.insert(word.into_boxed_str(), id);
+        self.words.insert(Box::from(word), id);
         id
     }
 
-    /// The distinct terms of an item with their marks.
-    fn item_terms(&mut self, text: &SearchText<'_>) -> HashMap<u32, u8> {
-        let mut terms: HashMap<u32, u8> = HashMap::new();
+    /// The distinct terms of an item with their marks, in `terms` (emptied first: one map
+    /// serves every item of a build).
+    fn item_terms(&mut self, text: &SearchText<'_>, terms: &mut HashMap<u32, u8>) {
+        terms.clear();
         let mut body_terms = 0;
         for (_, _, word) in self.stemming.words(text.body) {
-            let term = self.term_of(word);
+            let term = self.term_of(&word);
             match terms.get_mut(&term) {
                 Some(marks) => *marks = (*marks & !BODY_COUNT) | ((*marks & BODY_COUNT) + 1).min(BODY_COUNT),
                 None if body_terms < MAX_BODY_TERMS => {
@@ -426,14 +451,13 @@ impl SearchIndex {
             }
         }
         for (_, _, word) in self.stemming.words(text.title) {
-            *terms.entry(self.term_of(word)).or_default() |= IN_TITLE;
+            *terms.entry(self.term_of(&word)).or_default() |= IN_TITLE;
         }
         for tag in text.tags {
             for (_, _, word) in self.stemming.words(tag) {
-                *terms.entry(self.term_of(word)).or_default() |= IN_TAGS;
+                *terms.entry(self.term_of(&word)).or_default() |= IN_TAGS;
             }
         }
-        terms
     }
 
     /// Adds an item, or replaces what is indexed under its filename (an `Arc` is kept
@@ -441,10 +465,11 @@ impl SearchIndex {
     pub fn upsert(&mut self, name: impl Into<Arc<str>>, published: bool, text: &SearchText<'_>) {
         let name: Arc<str> = name.into();
         self.remove(&name);
-        let terms = self.item_terms(text);
+        let mut terms = std::mem::take(&mut self.item_scratch);
+        self.item_terms(text, &mut terms);
         let content_terms =
             terms.iter().filter(|(term, marks)| self.is_content(**term, **marks)).count() as u32;
-        let doc = Doc { name: Arc::clone(&name), published, content_terms };
+        let doc = Doc { name: Arc::clone(&name), published, content_terms, version: text.version };
         let id = match self.free.pop() {
             Some(id) => {
                 self.docs[id as usize] = Some(doc);
@@ -456,9 +481,10 @@ impl SearchIndex {
             }
         };
         self.by_name.insert(name, id);
-        for (term, marks) in terms {
+        for (&term, &marks) in &terms {
             self.postings[term as usize].push(id, marks);
         }
+        self.item_scratch = terms;
     }
 
     /// Shows an indexed item to public searches or hides it (a scheduled item's window
@@ -467,6 +493,19 @@ impl SearchIndex {
         match self.by_name.get(name).and_then(|id| self.docs[*id as usize].as_mut()) {
             Some(doc) => {
                 doc.published = published;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// [`Self::set_published`] for a new version of an item file whose searched text is
+    /// the same (its title, tags and body unchanged): its terms stand for `version` too.
+    pub fn set_published_at(&mut self, name: &str, published: bool, version: u64) -> bool {
+        match self.by_name.get(name).and_then(|id| self.docs[*id as usize].as_mut()) {
+            Some(doc) => {
+                doc.published = published;
+                doc.version = version;
                 true
             }
             None => false,
@@ -715,7 +754,7 @@ impl Query {
             .words(q)
             .filter(|(_, _, w)| seen.insert(w.clone()))
             .take(MAX_QUERY_WORDS)
-            .map(|(_, _, prefix)| QueryWord { stem: stemming.stem(&prefix), prefix })
+            .map(|(_, _, prefix)| QueryWord { stem: stemming.stem(&prefix), prefix: prefix.into_owned() })
             .collect();
         Self { words, stemming }
     }
@@ -793,5 +832,6 @@ fn escape_into(out: &mut String, text: &str) {
     }
 }
 
+mod saved;
 #[cfg(test)]
 mod tests;

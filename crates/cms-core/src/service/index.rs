@@ -484,7 +484,7 @@ impl Cms {
             *super::lock(&cell.snapshotted) = Some(fingerprint);
             saved += 1;
         }
-        Ok(saved)
+        Ok(saved + self.save_search_snapshots().await?)
     }
 
     /// Records a file the facade wrote or a change report found, so the next request sees

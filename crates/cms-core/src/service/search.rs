@@ -176,6 +176,7 @@ impl ChangeSubscriber for SearchIndexes {
         if read(&cell.index).is_none() {
             return;
         }
+        cell.changes.fetch_add(1, Ordering::AcqRel);
         {
             let mut search = write(&cell.index);
             let Some(search) = search.as_mut() else { return };
@@ -185,7 +186,7 @@ impl ChangeSubscriber for SearchIndexes {
                     search.upsert(Arc::clone(&item.meta.filename), live, &search_text(item, body))
                 }
                 (SearchTerms::Unchanged(markdown), Some((item, live))) => {
-                    if !search.set_published(&item.meta.filename, live) {
+                    if !search.set_published_at(&item.meta.filename, live, item.file_version) {
                         let body = render::to_plain_text(markdown);
                         search.upsert(Arc::clone(&item.meta.filename), live, &search_text(item, &body));
                     }
@@ -207,6 +208,10 @@ pub(super) struct SearchCell {
     pub(super) index: RwLock<Option<SearchIndex>>,
     building: AsyncMutex<()>,
     complete: AtomicBool,
+    /// Changes applied to it, and how many of those its last saved snapshot holds (see
+    /// [`Cms::save_search_snapshots`]).
+    changes: AtomicU64,
+    saved: AtomicU64,
 }
 
 impl Cms {
@@ -338,11 +343,33 @@ impl Cms {
         if cell.complete.load(Ordering::Acquire) {
             return Ok(());
         }
+        let saved = self.load_search_snapshot(collection).await;
         let items: Vec<Arc<IndexedItem>> = {
             let index = self.index(collection).await?;
-            write(&cell.index).get_or_insert_with(|| SearchIndex::new(stemming_of(collection)));
-            index.items()
+            let mut search = write(&cell.index);
+            match saved {
+                // What the snapshot holds of the items as they are now; the others are
+                // read below.
+                Some(mut saved) if search.is_none() => {
+                    saved.keep_current(|name| {
+                        let item = index.get(name)?.ok()?;
+                        Some((&item.meta.filename, item.file_version, index.is_live(item)))
+                    });
+                    let unsaved: Vec<Arc<IndexedItem>> = index
+                        .items()
+                        .into_iter()
+                        .filter(|item| !saved.contains(&item.meta.filename))
+                        .collect();
+                    *search = Some(saved);
+                    unsaved
+                }
+                _ => {
+                    search.get_or_insert_with(|| SearchIndex::new(stemming_of(collection)));
+                    index.items()
+                }
+            }
         };
+        let read_again = items.len();
         for items in items.chunks(BUILD_BATCH) {
             // Named a batch at a time: a name per item for the whole build was 9 MB at
             // 100,000 items, held at the build's peak.
@@ -373,17 +400,74 @@ impl Cms {
         }
         // Postings grew by doubling while built: give back the spare room (a third of
         // them at 100,000 items).
-        if let Some(search) = write(&cell.index).as_mut() {
+        if read_again > 0
+            && let Some(search) = write(&cell.index).as_mut()
+        {
             search.compact();
+            cell.changes.fetch_add(1, Ordering::AcqRel);
         }
         cell.complete.store(true, Ordering::Release);
         self.search.changed();
         tracing::info!(
             collection = collection.slug.as_str(),
             items = read(&cell.index).as_ref().map_or(0, SearchIndex::len),
+            read_again,
             "built the search index"
         );
+        // Saved at once: the next start reads it rather than every file.
+        if let Err(error) = self.save_search_snapshot(collection).await {
+            tracing::warn!(collection = collection.slug.as_str(), %error, "cannot save the search index");
+        }
         Ok(())
+    }
+
+    /// The collection's saved search index, if it has one that can be used (else logged:
+    /// the build then reads every item file, nothing more).
+    async fn load_search_snapshot(&self, collection: &Collection) -> Option<SearchIndex> {
+        let bytes = match self.ports.snapshots.load_search(collection).await {
+            Ok(bytes) => bytes?,
+            Err(error) => {
+                tracing::warn!(collection = collection.slug.as_str(), %error, "cannot read the search index snapshot");
+                return None;
+            }
+        };
+        match SearchIndex::decode(&bytes, stemming_of(collection)) {
+            Ok(search) => Some(search),
+            Err(reason) => {
+                tracing::info!(
+                    collection = collection.slug.as_str(),
+                    reason,
+                    "not using the search index snapshot"
+                );
+                None
+            }
+        }
+    }
+
+    /// Saves the collection's search index when it is built and changed since its last
+    /// snapshot; whether it saved one.
+    async fn save_search_snapshot(&self, collection: &Collection) -> CoreResult<bool> {
+        let cell = &self.search[collection.index];
+        if !cell.complete.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        let changes = cell.changes.load(Ordering::Acquire);
+        if cell.saved.load(Ordering::Acquire) == changes {
+            return Ok(false);
+        }
+        let Some(bytes) = read(&cell.index).as_ref().map(SearchIndex::encode) else { return Ok(false) };
+        self.ports.snapshots.save_search(collection, bytes).await?;
+        cell.saved.store(changes, Ordering::Release);
+        Ok(true)
+    }
+
+    /// [`Self::save_search_snapshot`] for every collection; how many were saved.
+    pub(super) async fn save_search_snapshots(&self) -> CoreResult<usize> {
+        let mut saved = 0;
+        for collection in &self.collections {
+            saved += usize::from(self.save_search_snapshot(collection).await?);
+        }
+        Ok(saved)
     }
 
     /// A number that changes whenever a search index does: the search indexes are updated
@@ -395,7 +479,7 @@ impl Cms {
 }
 
 fn search_text<'a>(item: &'a IndexedItem, body: &'a str) -> SearchText<'a> {
-    SearchText { title: &item.meta.title, tags: &item.meta.tags, body }
+    SearchText { title: &item.meta.title, tags: &item.meta.tags, body, version: item.file_version }
 }
 
 fn parse(file: &StoredFile) -> Option<ItemDocument> {

@@ -469,6 +469,15 @@ pub async fn index_snapshots(store: &dyn IndexSnapshots) {
     assert_eq!(store.load(&posts).await.unwrap().as_deref(), Some(&b"newer"[..]), "a save replaces");
     store.save(&pages, b"pages".to_vec()).await.unwrap();
     assert_eq!(store.load(&posts).await.unwrap().as_deref(), Some(&b"newer"[..]));
+
+    // The search index's snapshot is kept apart from the index's.
+    assert_eq!(store.load_search(&posts).await.unwrap(), None, "no search snapshot yet");
+    store.save_search(&posts, b"terms".to_vec()).await.unwrap();
+    assert_eq!(store.load_search(&posts).await.unwrap().as_deref(), Some(&b"terms"[..]));
+    assert_eq!(store.load(&posts).await.unwrap().as_deref(), Some(&b"newer"[..]), "apart");
+    assert_eq!(store.load_search(&pages).await.unwrap(), None, "per collection");
+    store.save_search(&posts, b"more terms".to_vec()).await.unwrap();
+    assert_eq!(store.load_search(&posts).await.unwrap().as_deref(), Some(&b"more terms"[..]));
 }
 
 /// Runs every `StateDocuments` case (call it from a plain thread: the port blocks): none

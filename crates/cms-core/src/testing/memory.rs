@@ -471,6 +471,7 @@ impl WebhookDirectory for MemoryWebhooks {
 pub struct MemorySnapshots {
     by_folder: Mutex<BTreeMap<String, Vec<u8>>>,
     pub saves: AtomicU64,
+    pub search_saves: AtomicU64,
 }
 
 impl MemorySnapshots {
@@ -491,6 +492,21 @@ impl IndexSnapshots for MemorySnapshots {
         self.by_folder.lock().unwrap().insert(snapshot_key(collection), bytes);
         Ok(())
     }
+
+    async fn load_search(&self, collection: &Collection) -> CoreResult<Option<Vec<u8>>> {
+        Ok(self.by_folder.lock().unwrap().get(&search_key(collection)).cloned())
+    }
+
+    async fn save_search(&self, collection: &Collection, bytes: Vec<u8>) -> CoreResult<()> {
+        self.search_saves.fetch_add(1, Ordering::Relaxed);
+        self.by_folder.lock().unwrap().insert(search_key(collection), bytes);
+        Ok(())
+    }
+}
+
+/// Where a collection's search index snapshot is kept, beside its index's.
+fn search_key(collection: &Collection) -> String {
+    format!("search:{}", snapshot_key(collection))
 }
 
 /// A preview key in memory; [`crate::ports::PreviewKeys::rotate`] counts up.

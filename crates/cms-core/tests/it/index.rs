@@ -842,3 +842,57 @@ async fn start_reports_its_progress_until_done() {
     assert_eq!(cms.indexing(), None, "done");
     assert_eq!(cms.indexed_items(cms.collection("posts").unwrap()).await.unwrap().len(), 2100);
 }
+
+/// The slugs a public search for `words` finds.
+async fn searched(cms: &Cms, words: &str) -> Vec<String> {
+    let params = cms_core::service::SearchParams { q: Some(words.into()), ..Default::default() };
+    let query = cms_core::service::SearchQuery::parse(&params).unwrap();
+    let page = cms.search(&query, &Viewer::Anonymous).await.unwrap();
+    let mut slugs: Vec<String> = page.items.iter().map(|hit| hit.item.meta.slug.to_string()).collect();
+    slugs.sort();
+    slugs
+}
+
+/// A restart reads the saved search index instead of every item file: only the files
+/// changed since it was saved are read, and a search finds what a fresh build would.
+#[tokio::test]
+async fn a_restart_reads_the_saved_search_index_and_only_the_files_changed_since() {
+    let world = MemoryWorld::new();
+    for i in 0..10 {
+        let text = format!("---\ntitle: Post {i}\nstatus: published\n---\nA walrus, number {i}.\n");
+        world.content.put_raw(POSTS, &format!("p{i}.md"), text.as_bytes());
+    }
+    world.content.take_changes();
+    let first = world.cms();
+    first.upkeep().start().await.unwrap();
+    first.prepare_search().await.unwrap();
+    assert_eq!(world.snapshots.search_saves.load(Ordering::Relaxed), 1, "posts, once built");
+    assert_eq!(first.upkeep().save_snapshots().await.unwrap(), 1, "the index; search is saved already");
+
+    world.content.put_raw(POSTS, "p3.md", b"---\ntitle: Edited\nstatus: published\n---\nA narwhal.\n");
+    world.content.put_raw(POSTS, "new.md", b"---\ntitle: New\nstatus: published\n---\nA walrus too.\n");
+    world.content.remove_raw(POSTS, "p7.md");
+    world.content.take_changes();
+    let second = world.cms();
+    second.upkeep().start().await.unwrap();
+    let reads_before = world.content.reads.load(Ordering::Relaxed);
+    second.prepare_search().await.unwrap();
+    assert_eq!(
+        world.content.reads.load(Ordering::Relaxed) - reads_before,
+        2,
+        "only p3.md and new.md are read"
+    );
+    let walruses = ["new", "p0", "p1", "p2", "p4", "p5", "p6", "p8", "p9"];
+    assert_eq!(searched(&second, "walrus").await, walruses);
+    assert_eq!(searched(&second, "narwhal").await, ["p3"]);
+    assert_eq!(world.snapshots.search_saves.load(Ordering::Relaxed), 2, "what it read again is saved");
+
+    // A third start reads no file at all, and finds the same.
+    let third = world.cms();
+    third.upkeep().start().await.unwrap();
+    let reads_before = world.content.reads.load(Ordering::Relaxed);
+    third.prepare_search().await.unwrap();
+    assert_eq!(world.content.reads.load(Ordering::Relaxed), reads_before);
+    assert_eq!(searched(&third, "walrus").await, walruses);
+    assert_eq!(world.snapshots.search_saves.load(Ordering::Relaxed), 2, "nothing new to save");
+}

@@ -2,7 +2,7 @@ use super::*;
 
 fn add(index: &mut SearchIndex, name: &str, title: &str, tags: &[&str], body: &str, published: bool) {
     let tags: Vec<Arc<str>> = tags.iter().map(|t| Arc::from(*t)).collect();
-    index.upsert(name, published, &SearchText { title, tags: &tags, body });
+    index.upsert(name, published, &SearchText { title, tags: &tags, body, version: 0 });
 }
 
 fn hits_of(index: &SearchIndex, query: &Query, drafts: bool) -> Vec<Hit> {
@@ -200,4 +200,49 @@ fn chinese_and_japanese_text_is_searched_by_pairs_of_characters() {
     add(&mut english, "a.md", "東京都", &[], "", true);
     assert!(hits_of(&english, &Query::parse("東"), false).is_empty());
     assert_eq!(names(&hits_of(&english, &Query::parse("東京都"), false)), ["a.md"]);
+}
+
+/// `add` with the file version the terms were read from.
+fn add_at(index: &mut SearchIndex, name: &str, title: &str, body: &str, version: u64) {
+    index.upsert(name, true, &SearchText { title, tags: &[], body, version });
+}
+
+#[test]
+fn a_saved_index_keeps_the_items_whose_file_is_still_the_version_it_read() {
+    let mut index = SearchIndex::new(Stemming::of_language("en"));
+    add_at(&mut index, "same.md", "Gardening basics", "Tomatoes and beans.", 1);
+    add_at(&mut index, "changed.md", "Gardening again", "Old words about roses.", 2);
+    add_at(&mut index, "gone.md", "Gardening gone", "Nothing.", 3);
+    add_at(&mut index, "retired.md", "Retired", "Removed before the save.", 4);
+    index.remove("retired.md");
+    let bytes = index.encode();
+
+    assert!(SearchIndex::decode(&bytes, Stemming::of_language("fr")).is_err(), "another language's stems");
+    assert!(SearchIndex::decode(&bytes[..bytes.len() / 2], Stemming::of_language("en")).is_err());
+    assert!(SearchIndex::decode(b"\xff\xff\xff", Stemming::of_language("en")).is_err());
+
+    let mut loaded = SearchIndex::decode(&bytes, Stemming::of_language("en")).unwrap();
+    // As the kept index holds the files now: `same.md` unchanged (and now a draft),
+    // `changed.md` at another version, `gone.md` deleted.
+    let kept: Vec<Arc<str>> = ["same.md", "changed.md"].map(Arc::from).to_vec();
+    loaded.keep_current(|name| match name {
+        "same.md" => Some((&kept[0], 1, false)),
+        "changed.md" => Some((&kept[1], 9, true)),
+        _ => None,
+    });
+    assert!(loaded.contains("same.md"));
+    assert!(!loaded.contains("changed.md") && !loaded.contains("gone.md") && !loaded.contains("retired.md"));
+    assert_eq!(loaded.len(), 1);
+    let garden = Query::parse("gardening");
+    assert!(hits_of(&loaded, &garden, false).is_empty(), "published as the kept index says now");
+    let hits = hits_of(&loaded, &garden, true);
+    assert_eq!(names(&hits), ["same.md"]);
+    assert!(Arc::ptr_eq(&hits[0].name, &kept[0]), "the name is the kept index's");
+    assert_eq!(hits[0].score, hits_of(&index, &garden, true)[0].score, "scored as before the save");
+
+    // What was read again goes in as a build would put it.
+    add_at(&mut loaded, "changed.md", "Gardening again", "New words about tulips.", 9);
+    assert_eq!(names(&hits_of(&loaded, &Query::parse("tulips"), true)), ["changed.md"]);
+    assert!(hits_of(&loaded, &Query::parse("roses"), true).is_empty(), "the old version's words are gone");
+    assert_eq!(names(&hits_of(&loaded, &Query::parse("tomato"), true)), ["same.md"]);
 }

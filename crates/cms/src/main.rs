@@ -131,6 +131,9 @@ enum ConfigCommand {
 
 const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
+#[global_allocator]
+static ALLOCATOR: allocator::Allocator = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = parse();
     let serving = matches!(cli.command, None | Some(Command::Serve(_)));

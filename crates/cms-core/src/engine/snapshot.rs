@@ -13,9 +13,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::index::{Held, IndexedItem, SavedOrders};
 #[cfg(doc)]
 use crate::engine::index::CollectionIndex;
+use crate::engine::index::{Held, IndexedItem, SavedOrders};
 use crate::item::SlugSource;
 use crate::model::Model;
 use crate::ports::FileStamp;
@@ -74,7 +74,11 @@ pub struct Decoded {
 /// Encodes the header, then the entries in chunks of [`CHUNK_ENTRIES`], each a byte
 /// string of its own, then the orders (positions in `entries`, see
 /// [`CollectionIndex::snapshot_rows`]).
-pub fn encode(header: &SnapshotHeader, entries: &[(FileStamp, Held)], orders: Option<&SavedOrders>) -> Vec<u8> {
+pub fn encode(
+    header: &SnapshotHeader,
+    entries: &[(FileStamp, Held)],
+    orders: Option<&SavedOrders>,
+) -> Vec<u8> {
     let chunks: Vec<Vec<u8>> = entries
         .chunks(CHUNK_ENTRIES)
         .map(|chunk| {
@@ -104,8 +108,8 @@ pub fn decode(bytes: &[u8], expected: &SnapshotHeader) -> Result<Decoded, String
     }
     let (chunks, rest) = postcard::take_from_bytes::<Vec<Chunk<'_>>>(rest)
         .map_err(|error| format!("the snapshot does not decode: {error}"))?;
-    let mut orders: Option<SavedOrders> =
-        postcard::from_bytes(rest).map_err(|error| format!("the snapshot's orders do not decode: {error}"))?;
+    let mut orders: Option<SavedOrders> = postcard::from_bytes(rest)
+        .map_err(|error| format!("the snapshot's orders do not decode: {error}"))?;
     let decode_chunk = |chunk: &[u8]| -> Result<Vec<Entry>, String> {
         postcard::from_bytes(chunk).map_err(|error| format!("the snapshot does not decode: {error}"))
     };

@@ -339,12 +339,7 @@ impl Cms {
 
     /// What of the files the snapshot holds (see [`Gathered`]): a merge walk of both, in
     /// filename order.
-    fn gather(
-        &self,
-        collection: &Collection,
-        scan: Vec<FileStamp>,
-        snapshot: Decoded,
-    ) -> Gathered {
+    fn gather(&self, collection: &Collection, scan: Vec<FileStamp>, snapshot: Decoded) -> Gathered {
         let (mut names, others) = classify(scan, &collection.naming);
         self.progress.found.fetch_add(names.len(), Ordering::Relaxed);
         names.sort_unstable_by(|a, b| a.name.cmp(&b.name));

@@ -389,7 +389,10 @@ fn assert_same_as_fresh(index: &CollectionIndex, files: &HashMap<String, (FileSt
     let restarted = CollectionIndex::build_ordered(entries, index.now(), Naming::default(), Some(&orders));
     for k in 0..ORDERS.len() {
         assert_eq!(named(&restarted, &restarted.sorted_all[k]), named(&fresh, &fresh.sorted_all[k]));
-        assert_eq!(named(&restarted, &restarted.sorted_published[k]), named(&fresh, &fresh.sorted_published[k]));
+        assert_eq!(
+            named(&restarted, &restarted.sorted_published[k]),
+            named(&fresh, &fresh.sorted_published[k])
+        );
     }
     for (tag, lists) in &fresh.by_tag {
         let kept = &index.by_tag[tag];
@@ -508,7 +511,8 @@ fn saved_orders_are_taken_only_when_they_prove_right() {
         file("c.md", 3, "title: [broken"),
         file("d.md", 4, "title: Beta\ndate: 2024-01-02\nstatus: draft"),
     ];
-    let entries: Vec<(FileStamp, Held)> = files.iter().map(|(_, s, p)| (s.clone(), held(p.clone()))).collect();
+    let entries: Vec<(FileStamp, Held)> =
+        files.iter().map(|(_, s, p)| (s.clone(), held(p.clone()))).collect();
     let build = || CollectionIndex::build(entries.clone(), 0);
     let index = build();
     let (rows, orders) = index.snapshot_rows();

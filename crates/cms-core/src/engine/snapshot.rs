@@ -7,21 +7,17 @@
 //!   wrote it, since parsing rules change with the program);
 //! - each entry is used only when its file's stamp (size, times, inode) is exactly the one
 //!   a fresh scan reports; every other file is read and parsed as without a snapshot;
-//! - the index's orders it keeps are used only when they prove right for the items the
-//!   index holds (see [`CollectionIndex::build_ordered`]); else the index sorts;
 //! - bytes that do not decode are ignored.
 
 use serde::{Deserialize, Serialize};
 
-#[cfg(doc)]
-use crate::engine::index::CollectionIndex;
-use crate::engine::index::{Held, IndexedItem, SavedOrders};
+use crate::engine::index::{Held, IndexedItem};
 use crate::item::SlugSource;
 use crate::model::Model;
 use crate::ports::FileStamp;
 
 /// Bumped whenever what a snapshot holds changes shape.
-const FORMAT: u32 = 11;
+const FORMAT: u32 = 10;
 
 /// Entries per chunk: chunks are encoded separately so that a restart decodes them on
 /// every core.
@@ -63,22 +59,9 @@ struct Entry {
     item: Held,
 }
 
-/// What a snapshot holds: the entries in filename order, and the index's orders when they
-/// were kept as positions in them.
-#[derive(Debug, Default, PartialEq)]
-pub struct Decoded {
-    pub entries: Vec<(FileStamp, Held)>,
-    pub orders: Option<SavedOrders>,
-}
-
 /// Encodes the header, then the entries in chunks of [`CHUNK_ENTRIES`], each a byte
-/// string of its own, then the orders (positions in `entries`, see
-/// [`CollectionIndex::snapshot_rows`]).
-pub fn encode(
-    header: &SnapshotHeader,
-    entries: &[(FileStamp, Held)],
-    orders: Option<&SavedOrders>,
-) -> Vec<u8> {
+/// string of its own.
+pub fn encode(header: &SnapshotHeader, entries: &[(FileStamp, Held)]) -> Vec<u8> {
     let chunks: Vec<Vec<u8>> = entries
         .chunks(CHUNK_ENTRIES)
         .map(|chunk| {
@@ -94,22 +77,19 @@ pub fn encode(
     let size = chunks.iter().map(|c| c.len() + 5).sum::<usize>();
     let bytes = postcard::to_extend(header, Vec::with_capacity(64 + size)).expect("a header encodes");
     let chunks: Vec<Chunk<'_>> = chunks.iter().map(|c| Chunk(c)).collect();
-    let bytes = postcard::to_extend(&chunks, bytes).expect("index chunks encode");
-    postcard::to_extend(&orders, bytes).expect("index orders encode")
+    postcard::to_extend(&chunks, bytes).expect("index chunks encode")
 }
 
-/// What a snapshot holds, when its header is `expected`; `Err` says why it cannot be used.
-/// Chunks are decoded in parallel.
-pub fn decode(bytes: &[u8], expected: &SnapshotHeader) -> Result<Decoded, String> {
+/// The entries of a snapshot in filename order, when its header is `expected`; `Err` says
+/// why it cannot be used. Chunks are decoded in parallel.
+pub fn decode(bytes: &[u8], expected: &SnapshotHeader) -> Result<Vec<(FileStamp, Held)>, String> {
     let (header, rest) = postcard::take_from_bytes::<SnapshotHeader>(bytes)
         .map_err(|error| format!("the snapshot's header does not decode: {error}"))?;
     if header != *expected {
         return Err(format!("the snapshot was made for {header:?}, not {expected:?}"));
     }
-    let (chunks, rest) = postcard::take_from_bytes::<Vec<Chunk<'_>>>(rest)
-        .map_err(|error| format!("the snapshot does not decode: {error}"))?;
-    let mut orders: Option<SavedOrders> = postcard::from_bytes(rest)
-        .map_err(|error| format!("the snapshot's orders do not decode: {error}"))?;
+    let chunks: Vec<Chunk<'_>> =
+        postcard::from_bytes(rest).map_err(|error| format!("the snapshot does not decode: {error}"))?;
     let decode_chunk = |chunk: &[u8]| -> Result<Vec<Entry>, String> {
         postcard::from_bytes(chunk).map_err(|error| format!("the snapshot does not decode: {error}"))
     };
@@ -134,12 +114,8 @@ pub fn decode(bytes: &[u8], expected: &SnapshotHeader) -> Result<Decoded, String
     for part in decoded {
         entries.extend(part?.into_iter().map(|e| (e.stamp, e.item)));
     }
-    // Written in filename order; if not, the orders' positions name other entries.
-    if !entries.is_sorted_by(|a, b| a.0.name < b.0.name) {
-        entries.sort_unstable_by(|a: &(FileStamp, Held), b| a.0.name.cmp(&b.0.name));
-        orders = None;
-    }
-    Ok(Decoded { entries, orders })
+    entries.sort_unstable_by(|a: &(FileStamp, Held), b| a.0.name.cmp(&b.0.name));
+    Ok(entries)
 }
 
 /// A chunk of encoded entries, kept as a byte string (a length and the bytes, borrowed
@@ -199,11 +175,8 @@ mod tests {
             ),
             entry("b.md", "---\ntitle: [\n---\n"),
         ];
-        let orders = SavedOrders::default();
-        let decoded = decode(&encode(&header, &entries, Some(&orders)), &header).unwrap();
-        assert_eq!(decoded.entries, entries, "in filename order, items and reasons as they were");
-        assert_eq!(decoded.orders, Some(orders));
-        assert_eq!(decode(&encode(&header, &entries, None), &header).unwrap().orders, None);
+        let decoded = decode(&encode(&header, &entries), &header).unwrap();
+        assert_eq!(decoded, entries, "in filename order, items and reasons as they were");
     }
 
     #[test]
@@ -216,17 +189,16 @@ mod tests {
             .rev()
             .map(|i| (FileStamp { name: format!("{i:06}.md"), ..stamp.clone() }, item.clone()))
             .collect();
-        let decoded = decode(&encode(&header, &entries, Some(&SavedOrders::default())), &header).unwrap();
-        assert_eq!(decoded.entries.len(), count);
-        assert!(decoded.entries.windows(2).all(|w| w[0].0.name < w[1].0.name));
-        assert_eq!(decoded.entries[0], (FileStamp { name: "000000.md".into(), ..stamp }, item));
-        assert_eq!(decoded.orders, None, "positions in another order than the filenames' are not kept");
+        let decoded = decode(&encode(&header, &entries), &header).unwrap();
+        assert_eq!(decoded.len(), count);
+        assert!(decoded.windows(2).all(|w| w[0].0.name < w[1].0.name));
+        assert_eq!(decoded[0], (FileStamp { name: "000000.md".into(), ..stamp }, item));
     }
 
     #[test]
     fn another_folder_zone_or_garbage_is_refused() {
         let header = SnapshotHeader::new("content/posts", "UTC", None, SlugSource::FileName);
-        let bytes = encode(&header, &[entry("a.md", "---\ntitle: A\n---\n")], None);
+        let bytes = encode(&header, &[entry("a.md", "---\ntitle: A\n---\n")]);
         assert!(
             decode(&bytes, &SnapshotHeader::new("content/pages", "UTC", None, SlugSource::FileName)).is_err()
         );

@@ -45,8 +45,8 @@ use crate::changes::{Cause, Change, ChangeKind, Known, SearchTerms};
 use crate::collection::Collection;
 use crate::dates::SiteZone;
 use crate::document::ItemDocument;
-use crate::engine::index::{Applied, CollectionIndex, Held, IndexedItem, Parsed, Reading, SavedOrders, held};
-use crate::engine::snapshot::{self, Decoded, SnapshotHeader};
+use crate::engine::index::{Applied, CollectionIndex, Held, IndexedItem, Parsed, Reading, held};
+use crate::engine::snapshot::{self, SnapshotHeader};
 use crate::error::CoreResult;
 use crate::item_file::ContentTag;
 use crate::policy::Caller;
@@ -328,7 +328,7 @@ impl Cms {
         &self,
         collection: &Collection,
         scan: Vec<FileStamp>,
-        snapshot: Decoded,
+        snapshot: Vec<(FileStamp, Held)>,
     ) -> CoreResult<()> {
         let mut gathered = self.gather(collection, scan, snapshot);
         self.read_unsnapshotted(collection, &mut gathered).await;
@@ -339,12 +339,16 @@ impl Cms {
 
     /// What of the files the snapshot holds (see [`Gathered`]): a merge walk of both, in
     /// filename order.
-    fn gather(&self, collection: &Collection, scan: Vec<FileStamp>, snapshot: Decoded) -> Gathered {
+    fn gather(
+        &self,
+        collection: &Collection,
+        scan: Vec<FileStamp>,
+        snapshot: Vec<(FileStamp, Held)>,
+    ) -> Gathered {
         let (mut names, others) = classify(scan, &collection.naming);
         self.progress.found.fetch_add(names.len(), Ordering::Relaxed);
         names.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         let mut entries = Vec::with_capacity(names.len());
-        let Decoded { entries: snapshot, orders } = snapshot;
         let snapshot_size = snapshot.len();
         let mut kept = snapshot.into_iter().peekable();
         let mut names_to_read = Vec::new();
@@ -368,7 +372,7 @@ impl Cms {
         self.progress.indexed.fetch_add(reused, Ordering::Relaxed);
         // The stored snapshot is exactly this index: nothing to save until it changes.
         let exact = names_to_read.is_empty() && reused == snapshot_size;
-        Gathered { entries, names_to_read, others, reused, exact, orders }
+        Gathered { entries, names_to_read, others, reused, exact }
     }
 
     /// Reads and parses the files the snapshot did not hold, in batches, so that only one
@@ -398,9 +402,8 @@ impl Cms {
 
     /// The index of what was gathered (pure work: the start builds several side by side).
     fn assemble(&self, collection: &Collection, gathered: Gathered) -> Built {
-        let Gathered { entries, others, reused, exact, orders, .. } = gathered;
-        let naming = collection.naming.clone();
-        let mut index = CollectionIndex::build_ordered(entries, self.now_secs(), naming, orders.as_ref());
+        let Gathered { entries, others, reused, exact, .. } = gathered;
+        let mut index = CollectionIndex::build_named(entries, self.now_secs(), collection.naming.clone());
         for (name, reason) in index.set_others(others) {
             report_skipped(collection, &name, &reason);
         }
@@ -423,9 +426,9 @@ impl Cms {
         *super::write(&cell.index) = Some(index);
     }
 
-    /// What the collection's stored snapshot holds; nothing when there is none or it cannot
-    /// be used (logged: the start is then a full parse, nothing more).
-    async fn load_snapshot(&self, collection: &Collection) -> Decoded {
+    /// The entries of the collection's stored snapshot in filename order; empty when there
+    /// is none or it cannot be used (logged: the start is then a full parse, nothing more).
+    async fn load_snapshot(&self, collection: &Collection) -> Vec<(FileStamp, Held)> {
         let bytes = self.snapshot_bytes(collection).await;
         self.decode_snapshot(collection, bytes)
     }
@@ -442,13 +445,13 @@ impl Cms {
     }
 
     /// The entries of a stored snapshot (see [`Self::load_snapshot`]).
-    fn decode_snapshot(&self, collection: &Collection, bytes: Option<Vec<u8>>) -> Decoded {
-        let Some(bytes) = bytes else { return Decoded::default() };
+    fn decode_snapshot(&self, collection: &Collection, bytes: Option<Vec<u8>>) -> Vec<(FileStamp, Held)> {
+        let Some(bytes) = bytes else { return Vec::new() };
         match snapshot::decode(&bytes, &self.snapshot_header(collection)) {
-            Ok(decoded) => decoded,
+            Ok(entries) => entries,
             Err(reason) => {
                 tracing::info!(collection = collection.slug.as_str(), reason, "not using the index snapshot");
-                Decoded::default()
+                Vec::new()
             }
         }
     }
@@ -469,13 +472,13 @@ impl Cms {
         let mut saved = 0;
         for collection in &self.collections {
             let cell = &self.indexes[collection.index];
-            let (fingerprint, (entries, orders)) = match super::read(&cell.index).as_ref() {
+            let (fingerprint, entries) = match super::read(&cell.index).as_ref() {
                 Some(index) if *super::lock(&cell.snapshotted) != Some(index.fingerprint()) => {
-                    (index.fingerprint(), index.snapshot_rows())
+                    (index.fingerprint(), index.entries())
                 }
                 _ => continue,
             };
-            let bytes = snapshot::encode(&self.snapshot_header(collection), &entries, Some(&orders));
+            let bytes = snapshot::encode(&self.snapshot_header(collection), &entries);
             drop(entries);
             self.ports.snapshots.save(collection, bytes).await?;
             *super::lock(&cell.snapshotted) = Some(fingerprint);
@@ -857,8 +860,6 @@ struct Gathered {
     /// Entries taken from the snapshot, and whether it held exactly the folder's files.
     reused: usize,
     exact: bool,
-    /// The snapshot's orders (see [`CollectionIndex::build_ordered`]).
-    orders: Option<SavedOrders>,
 }
 
 /// A built index before it is the collection's.

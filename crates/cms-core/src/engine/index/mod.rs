@@ -31,7 +31,7 @@ use crate::slug::{ItemFilename, ItemRef, Naming};
 pub use item::{Held, IndexedItem, Parsed, Reading, excerpt_of, held, translation_key_of};
 use orders::{ORDERS, order_slot};
 
-pub use orders::{SavedOrders, Selection};
+pub use orders::Selection;
 pub use schedule::Transition;
 
 /// What the index holds for one item file.
@@ -228,19 +228,12 @@ impl CollectionIndex {
     /// languages.
     #[cfg(test)]
     pub fn build(entries: Vec<(FileStamp, Held)>, now: i64) -> Self {
-        Self::build_ordered(entries, now, Naming::default(), None)
+        Self::build_named(entries, now, Naming::default())
     }
 
-    /// An index of these files at `now` (Unix seconds); `naming` says which names are this
-    /// collection's items (see [`Naming`]). Its orders are taken from `saved` (a
-    /// snapshot's, see [`Self::snapshot_rows`]) when they prove to be these items' orders,
-    /// else sorted once.
-    pub fn build_ordered(
-        mut entries: Vec<(FileStamp, Held)>,
-        now: i64,
-        naming: Naming,
-        saved: Option<&SavedOrders>,
-    ) -> Self {
+    /// An index of these files at `now` (Unix seconds), sorted once; `naming` says which
+    /// names are this collection's items (see [`Naming`]).
+    pub fn build_named(mut entries: Vec<(FileStamp, Held)>, now: i64, naming: Naming) -> Self {
         // In filename order, so that ids are too (see `sort_by_order`). Usually already
         // in order, or two ordered runs: a stable sort merges those in linear time.
         entries.sort_by(|a, b| a.0.name.cmp(&b.0.name));
@@ -253,42 +246,16 @@ impl CollectionIndex {
             by_slug: HashMap::with_capacity_and_hasher(files, Default::default()),
             ..Self::default()
         };
-        // Each entry's id, for the saved orders' positions.
-        let mut ids = Vec::with_capacity(if saved.is_some() { files } else { 0 });
         for (stamp, item) in entries {
-            let id = if index.naming.file_slug(&stamp.name).is_none()
+            if index.naming.file_slug(&stamp.name).is_none()
                 || index.by_name.contains_key(stamp.name.as_str())
             {
-                None
-            } else {
-                Some(index.insert_slot(&stamp.name, Stamp::of(&stamp), item, false))
-            };
-            if saved.is_some() {
-                ids.push(id);
+                continue;
             }
+            index.insert_slot(&stamp.name, Stamp::of(&stamp), item, false);
         }
-        if !saved.is_some_and(|saved| index.adopt_orders(saved, &ids)) {
-            index.sort_orders();
-        }
-        index.derive_from_orders();
+        index.sort_all();
         index
-    }
-
-    /// Every known item file with what the index holds for it, in filename order, and the
-    /// kept orders as positions in them: what a snapshot keeps.
-    pub fn snapshot_rows(&self) -> (Vec<(FileStamp, Held)>, SavedOrders) {
-        let mut rows: Vec<(Id, &Slot)> = (self.slots.iter().enumerate())
-            .filter_map(|(id, slot)| Some((id as Id, slot.as_ref()?)))
-            .collect();
-        // Ids mostly ascend with names already (only files added since the build do not).
-        rows.sort_unstable_by(|a, b| a.1.name.cmp(&b.1.name));
-        let mut position = vec![0u32; self.slots.len()];
-        for (at, (id, _)) in rows.iter().enumerate() {
-            position[*id as usize] = u32::try_from(at).expect("fewer than 4 billion items");
-        }
-        let orders = SavedOrders::of(&self.sorted_all, &position);
-        let entries = rows.into_iter().map(|(_, s)| (s.stamp.named(&s.name), s.item.clone())).collect();
-        (entries, orders)
     }
 
     /// Whether a public client sees this item now (see [`ItemMeta::live_at`]), by the
@@ -301,6 +268,11 @@ impl CollectionIndex {
     /// list of this collection can show.
     pub fn fingerprint(&self) -> u64 {
         self.fingerprint
+    }
+
+    /// Every known item file with what the index holds for it (for a snapshot).
+    pub fn entries(&self) -> Vec<(FileStamp, Held)> {
+        self.slots.iter().flatten().map(|s| (s.stamp.named(&s.name), s.item.clone())).collect()
     }
 
     /// How many item files are known, usable or not.
@@ -664,7 +636,7 @@ impl CollectionIndex {
         self.slot(id).item.as_ref().expect("usable id")
     }
 
-    fn insert_slot(&mut self, name: &str, stamp: Stamp, item: Held, link: bool) -> Id {
+    fn insert_slot(&mut self, name: &str, stamp: Stamp, item: Held, link: bool) {
         let usable = item.is_ok();
         self.fingerprint ^= stamp_hash(name, stamp);
         // A usable item's filename is shared with it (and with the search index).
@@ -718,7 +690,6 @@ impl CollectionIndex {
                 }
             }
         }
-        id
     }
 }
 

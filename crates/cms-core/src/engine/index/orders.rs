@@ -59,24 +59,12 @@ pub struct Selection {
     pub total: usize,
 }
 
-/// An index's kept orders as positions in its entries in filename order: what a snapshot
-/// keeps so that a restart need not sort (see [`CollectionIndex::snapshot_rows`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct SavedOrders(pub(super) Vec<Vec<u32>>);
-
-impl SavedOrders {
-    /// `sorted` (the kept orders of ids), each id replaced by its `position`.
-    pub(super) fn of(sorted: &[Vec<Id>], position: &[u32]) -> Self {
-        Self(sorted.iter().map(|ids| ids.iter().map(|id| position[*id as usize]).collect()).collect())
-    }
-}
-
 impl CollectionIndex {
     /// Sorts the bulk-built lists: each order once, on a thread of its own, by a key
     /// computed once per item (a title's lowercase form, a date's instant) rather than in
-    /// every comparison. At 100,000 items this was most of a restart (a restart now takes
-    /// them from the snapshot: [`Self::adopt_orders`]).
-    pub(super) fn sort_orders(&mut self) {
+    /// every comparison; the published lists and the tag lists then take their order
+    /// from the sorted ones in one pass each. At 100,000 items this was most of a restart.
+    pub(super) fn sort_all(&mut self) {
         let slots = &self.slots;
         let item =
             |id: Id| slots[id as usize].as_ref().and_then(|s| s.item.as_deref().ok()).expect("usable id");
@@ -85,53 +73,6 @@ impl CollectionIndex {
                 scope.spawn(move || sort_by_order(ORDERS[k], ids, item));
             }
         });
-    }
-
-    /// Takes the bulk-built lists' orders from a snapshot's (`ids` gives each of its
-    /// positions' id, `None` for a file that is not in the index), when they prove to be
-    /// right: each a permutation of the usable items, strictly ascending by [`compare`]
-    /// (one comparison per item, where a sort makes about seventeen at 100,000 items).
-    /// Returns whether it took them; if not, the lists are as they were.
-    pub(super) fn adopt_orders(&mut self, saved: &SavedOrders, ids: &[Option<Id>]) -> bool {
-        if saved.0.len() != ORDERS.len() {
-            return false;
-        }
-        let mut seen = vec![false; self.slots.len()];
-        let mut adopted = Vec::with_capacity(ORDERS.len());
-        for (k, positions) in saved.0.iter().enumerate() {
-            if positions.len() != self.sorted_all[k].len() {
-                return false;
-            }
-            seen.fill(false);
-            let mut order = Vec::with_capacity(positions.len());
-            let mut previous: Option<&IndexedItem> = None;
-            for &position in positions {
-                let Some(&Some(id)) = ids.get(position as usize) else { return false };
-                let Some(item) = self.slots[id as usize].as_ref().and_then(|s| s.item.as_deref().ok()) else {
-                    return false;
-                };
-                if std::mem::replace(&mut seen[id as usize], true)
-                    || previous.is_some_and(|previous| compare(ORDERS[k], previous, item) != Ordering::Less)
-                {
-                    return false;
-                }
-                previous = Some(item);
-                order.push(id);
-            }
-            adopted.push(order);
-        }
-        for (kept, order) in self.sorted_all.iter_mut().zip(adopted) {
-            *kept = order;
-        }
-        true
-    }
-
-    /// Fills the published lists and orders the tag lists from the sorted lists, in one
-    /// pass each.
-    pub(super) fn derive_from_orders(&mut self) {
-        let slots = &self.slots;
-        let item =
-            |id: Id| slots[id as usize].as_ref().and_then(|s| s.item.as_deref().ok()).expect("usable id");
         let mut rank = vec![0u32; self.slots.len()];
         for (position, id) in self.sorted_all[order_slot(OrderBy::DatePublished)].iter().enumerate() {
             rank[*id as usize] = position as u32;

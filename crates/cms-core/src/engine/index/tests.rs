@@ -350,7 +350,7 @@ fn random_frontmatter(rng: &mut Rng) -> String {
 /// Everything a list, a lookup or the fingerprint can tell, of an index changed in
 /// place and of one built fresh from the same files, must agree.
 fn assert_same_as_fresh(index: &CollectionIndex, files: &HashMap<String, (FileStamp, Held)>, step: usize) {
-    let mut fresh = CollectionIndex::build(files.values().cloned().collect(), index.now());
+    let fresh = CollectionIndex::build(files.values().cloned().collect(), index.now());
     assert_eq!(index.fingerprint(), fresh.fingerprint(), "step {step}: fingerprint");
     assert_eq!(index.usable_count(), fresh.usable_count(), "step {step}");
     assert_eq!(index.file_count(), fresh.file_count(), "step {step}");
@@ -379,19 +379,6 @@ fn assert_same_as_fresh(index: &CollectionIndex, files: &HashMap<String, (FileSt
             named(index, &index.sorted_published[k]),
             named(&fresh, &fresh.sorted_published[k]),
             "step {step}"
-        );
-    }
-    // A restart from this index's snapshot takes its orders rather than sorting: they are
-    // the fresh build's (whose ids are the positions of the files in filename order).
-    let (entries, orders) = index.snapshot_rows();
-    let ids: Vec<Option<Id>> = (0..entries.len()).map(|at| Some(at as Id)).collect();
-    assert!(fresh.adopt_orders(&orders, &ids), "step {step}: the saved orders are taken");
-    let restarted = CollectionIndex::build_ordered(entries, index.now(), Naming::default(), Some(&orders));
-    for k in 0..ORDERS.len() {
-        assert_eq!(named(&restarted, &restarted.sorted_all[k]), named(&fresh, &fresh.sorted_all[k]));
-        assert_eq!(
-            named(&restarted, &restarted.sorted_published[k]),
-            named(&fresh, &fresh.sorted_published[k])
         );
     }
     for (tag, lists) in &fresh.by_tag {
@@ -501,47 +488,4 @@ fn rewrites_in_place_keep_the_index_as_a_fresh_build_would_be() {
         assert_same_as_fresh(&index, &files, step);
     }
     assert!(in_place > 150, "the in-place path ran {in_place} times");
-}
-
-#[test]
-fn saved_orders_are_taken_only_when_they_prove_right() {
-    let files = [
-        file("a.md", 1, "title: Zed\ndate: 2024-01-03"),
-        file("b.md", 2, "title: alpha\ndate: 2024-01-01"),
-        file("c.md", 3, "title: [broken"),
-        file("d.md", 4, "title: Beta\ndate: 2024-01-02\nstatus: draft"),
-    ];
-    let entries: Vec<(FileStamp, Held)> =
-        files.iter().map(|(_, s, p)| (s.clone(), held(p.clone()))).collect();
-    let build = || CollectionIndex::build(entries.clone(), 0);
-    let index = build();
-    let (rows, orders) = index.snapshot_rows();
-    let names: Vec<&str> = rows.iter().map(|(s, _)| s.name.as_str()).collect();
-    assert_eq!(names, ["a.md", "b.md", "c.md", "d.md"], "in filename order, the unusable file too");
-    let ids: Vec<Option<Id>> = (0..4).map(Some).collect();
-    assert!(build().adopt_orders(&orders, &ids));
-
-    // Each tampering is refused, and a build with it sorts instead.
-    let date = order_slot(OrderBy::DatePublished);
-    let mut swapped = orders.clone();
-    swapped.0[date].swap(0, 1);
-    let mut repeated = orders.clone();
-    repeated.0[date][1] = repeated.0[date][0];
-    let mut unusable = orders.clone();
-    unusable.0[date][0] = 2; // c.md does not parse
-    let mut outside = orders.clone();
-    outside.0[date][0] = 9;
-    let mut short = orders.clone();
-    short.0[date].pop();
-    let mut fewer = orders.clone();
-    fewer.0.pop();
-    for (case, tampered) in [swapped, repeated, unusable, outside, short, fewer].iter().enumerate() {
-        assert!(!build().adopt_orders(tampered, &ids), "case {case}");
-        let built = CollectionIndex::build_ordered(rows.clone(), 0, Naming::default(), Some(tampered));
-        assert_eq!(built.sorted_all, index.sorted_all, "case {case}");
-        assert_eq!(built.sorted_published, index.sorted_published, "case {case}");
-    }
-    // A position of a file the index passed over.
-    let passed_over: Vec<Option<Id>> = vec![Some(0), None, Some(2), Some(3)];
-    assert!(!build().adopt_orders(&orders, &passed_over));
 }

@@ -71,8 +71,8 @@ where
     let plain = match state.documents.get(version) {
         Some(record) => record,
         None => {
-            // Boxed, as below: a kept answer's request then holds a small future (an
-            // allocation past glibc's per-thread cache, about 1 KB, takes its slow path).
+            // Boxed, as below: a kept answer's request then holds a small future (each
+            // request allocates its future at its full size).
             let body = Box::pin(make()).await?;
             let made_at = time::OffsetDateTime::now_utc().unix_timestamp();
             let record = Bytes::from([&made_at.to_le_bytes()[..], &body].concat());

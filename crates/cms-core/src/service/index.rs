@@ -220,7 +220,7 @@ impl Cms {
         let cell = &self.indexes[collection.index];
         if super::read(&cell.index).is_none() {
             // Boxed: the build's future is large, and every read would otherwise carry it
-            // in its own (a request's future past about 1 KB takes glibc's slow path).
+            // in its own (a request's future is allocated, at its full size, per request).
             Box::pin(self.ensure_indexed(collection)).await?;
         }
         Ok(IndexRead(super::read(&cell.index)))

@@ -282,9 +282,9 @@ mod tests {
     use super::*;
     use crate::handlers::{discovery, service};
 
-    /// glibc serves allocations up to about 1 KB from a per-thread cache; a larger one
-    /// takes its slow path (and may merge free chunks first). Every request boxes its
-    /// handler's future, so the busiest routes keep theirs under that size: their rare
+    /// Every request boxes its handler's future, an allocation of its full size, so the
+    /// busiest routes keep theirs under about 1 KB (the size glibc served from a
+    /// per-thread cache when this was measured; the server now uses mimalloc): their rare
     /// paths (a page, a rendering or a document not kept, an index not built) are boxed
     /// on their own. Before, a feed's future was 3,976 bytes and a list's 2,976.
     #[actix_web::test]

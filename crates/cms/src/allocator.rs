@@ -3,9 +3,10 @@
 //! reads them only as the process starts, and setting them from inside
 //! (`mi_option_set`) needs FFI, which the workspace forbids.
 //!
-//! Why mimalloc: on 2 cores at 100,000 items, the same build with glibc's allocator (tuned
-//! to one arena per core) answered single items, lists and `/status` 15-40% slower and
-//! restarted a three-language site in 3.3-3.5 s against 2.2-2.8 s (docs/performance.md).
+//! Why mimalloc: on 2 cores, the same build with glibc's allocator (tuned to one arena per
+//! core) answered single items, lists and `/status` 15-40% slower at 100,000 items (the
+//! same at 10,000, and writes the same) and restarted a three-language site in 3.3-3.5 s
+//! against 2.2-2.8 s (docs/performance.md).
 //!
 //! Why these settings: by default mimalloc commits its arenas eagerly and gives freed pages
 //! back to the system a second later, so a restart, which decodes the index snapshots on

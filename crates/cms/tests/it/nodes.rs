@@ -329,21 +329,21 @@ fn a_stream_on_one_node_carries_changes_made_through_another_and_resumes_on_eith
     assert_eq!(on_a.status, 200);
     let start = on_a.next().unwrap().id();
 
-    let made = Instant::now();
     let body = json!({"slug": "across", "date_prefix": false, "fm": {"title": "Across", "status": "draft"}});
     let (status, created) = send(&servers[1], "POST", "/cms/collections/posts/items", &key, body);
     assert_eq!(status, 200, "{created}");
+    // Timed from the acknowledgement, as the other checks here are: the write's own time
+    // on a loaded machine is not the stream's.
+    let acknowledged = Instant::now();
     let first = on_a.next().unwrap();
-    let took = made.elapsed();
+    let took = acknowledged.elapsed();
     assert_eq!(
         (first.event.as_deref(), first.json()["data"]["slug"].as_str()),
         (Some("file.created"), Some("across"))
     );
-    // storage.poll_ms is 100 in these nodes' cms.yaml.
-    assert!(
-        took <= Duration::from_millis(100) + Duration::from_secs(1),
-        "node B's change reached node A in {took:?}"
-    );
+    // storage.poll_ms is 100 in these nodes' cms.yaml; the bound leaves room for a CI
+    // machine running other servers at the same time.
+    assert!(took < VISIBLE_WITHIN, "node B's change reached node A {took:?} after it was acknowledged");
 
     // Writes through either node: one sequence, seen in order on A.
     for (round, server) in [&servers[0], &servers[1], &servers[0]].into_iter().enumerate() {

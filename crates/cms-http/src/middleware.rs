@@ -63,20 +63,19 @@ pub async fn cors_and_license(
     let mut response = match cors_origin(&req) {
         Err(preflight) => req.into_response(*preflight),
         Ok(allowed) => {
-            // At `info`, the default: a span costs every request about a microsecond (its
-            // fields formatted and kept), which a server that logs warnings only (the
-            // bench's `RUST_LOG=warn`) does not pay; its warnings then go without the id.
-            // An exporter's span is kept to record the answer on (a clone costs a
-            // reference count, paid only with traces on).
-            let (span, traced) = match &traces {
-                Some(traces) => {
-                    let span = traces.request_span(req.request(), &id);
-                    (span.clone(), Some((traces, span)))
-                }
-                None => (tracing::info_span!("request", request_id = %id), None),
-            };
+            // The lines logged on the way carry the request's id: with traces exported,
+            // in the request's span (kept to record the answer on); otherwise the id is
+            // the task's (see `request_id::scope`), much cheaper than a span.
+            let traced = traces.as_ref().map(|traces| (traces, traces.request_span(req.request(), &id)));
             let mut response = match require_license(&req).await {
-                Ok(()) => next.call(req).instrument(span).await?.map_into_boxed_body(),
+                Ok(()) => {
+                    let handled = next.call(req);
+                    match &traced {
+                        Some((_, span)) => handled.instrument(span.clone()).await,
+                        None => request_id::scope(id.clone(), handled).await,
+                    }?
+                    .map_into_boxed_body()
+                }
                 Err(refused) => req.into_response(refused),
             };
             if let Some((traces, span)) = traced {

@@ -2,6 +2,12 @@
 //! causes. A client's or proxy's id is kept when it is well formed (so that one request
 //! is followed through every hop); otherwise the server makes one: a random prefix per
 //! process (the servers of a site differ) and a counter, cheap enough for every request.
+//!
+//! While a request is handled its id is the task's ([`scope`]), so that a line logged on
+//! the way names it ([`current`], read by the log's formatter). A task-local costs a
+//! request a thread-local swap per poll; a `tracing` span did the same job for about
+//! 2,700 instructions a request (the registry, the filter's bookkeeping, its field
+//! formatted when it opened), on every request, whether or not a line was logged.
 
 use std::hash::{BuildHasher, RandomState};
 use std::sync::LazyLock;
@@ -14,6 +20,21 @@ const MAX_LEN: usize = 128;
 
 static PREFIX: LazyLock<u32> = LazyLock::new(|| RandomState::new().hash_one("cms request ids") as u32);
 static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+tokio::task_local! {
+    static CURRENT: String;
+}
+
+/// Runs `handling` with `id` as the current request's id (see [`current`]).
+pub async fn scope<F: std::future::Future>(id: String, handling: F) -> F::Output {
+    CURRENT.scope(id, handling).await
+}
+
+/// `with` the id of the request this task is handling, if any (`None` outside a
+/// request, and on threads the request's work was handed to).
+pub fn current<R>(with: impl FnOnce(&str) -> R) -> Option<R> {
+    CURRENT.try_with(|id| with(id)).ok()
+}
 
 /// The id of a request that came with `sent` (its `X-Request-Id`, if any).
 pub fn of(sent: Option<&HeaderValue>) -> String {
@@ -54,5 +75,14 @@ mod tests {
         let (first, second) = (of(None), of(None));
         assert_ne!(first, second);
         assert_eq!(first[..8], second[..8], "one prefix per process");
+    }
+
+    #[test]
+    fn the_id_is_current_while_its_request_is_handled_and_only_then() {
+        assert_eq!(current(str::to_owned), None);
+        let handled = scope("probe-1".into(), async { current(str::to_owned) });
+        let seen = futures_util::FutureExt::now_or_never(handled).expect("ready at once");
+        assert_eq!(seen.as_deref(), Some("probe-1"));
+        assert_eq!(current(str::to_owned), None, "gone once the request is answered");
     }
 }

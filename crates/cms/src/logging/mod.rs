@@ -2,6 +2,8 @@
 //! `CMS_LOG_FORMAT`: text or one JSON object per line), and, for the server, a writer
 //! thread of its own, so that no request waits on standard error.
 
+mod request_lines;
+
 use tracing_appender::non_blocking::{NonBlocking, NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::EnvFilter;
 
@@ -109,10 +111,12 @@ fn init<W>(
     use tracing_subscriber::prelude::*;
     let lines = tracing_subscriber::fmt::layer().with_writer(writer);
     let lines = match format {
-        LogFormat::Text => lines.with_ansi(ansi).boxed(),
-        LogFormat::Json => {
-            lines.json().flatten_event(true).with_current_span(true).with_span_list(false).boxed()
-        }
+        LogFormat::Text => lines.with_ansi(ansi).event_format(request_lines::Text::new()).boxed(),
+        LogFormat::Json => lines
+            .with_ansi(false)
+            .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
+            .event_format(request_lines::JsonLines::new())
+            .boxed(),
     };
     // Each layer filters for itself: the log keeps what RUST_LOG says, the traces our
     // spans (at any level), so a log at `info` does not lose them, nor they widen it.

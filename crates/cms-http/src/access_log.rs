@@ -261,8 +261,14 @@ fn text_line(out: &mut String, now: std::time::Duration, ansi: bool, line: &Line
         out.push_str(part);
     }
     let field = |out: &mut String, name: &str| {
-        for part in [" ", italic, name, reset, dim, "=", reset] {
-            out.push_str(part);
+        if ansi {
+            for part in [" ", italic, name, reset, dim, "=", reset] {
+                out.push_str(part);
+            }
+        } else {
+            out.push(' ');
+            out.push_str(name);
+            out.push('=');
         }
     };
     field(out, "method");
@@ -295,13 +301,20 @@ fn text_line(out: &mut String, now: std::time::Duration, ansi: bool, line: &Line
 /// `text` as `{:?}` writes it, without the formatting machinery when nothing in it needs
 /// escaping (printable ASCII other than `"` and `\\`: every route, most paths).
 fn push_quoted(out: &mut String, text: &str) {
-    if text.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\') {
+    if is_plain(text) {
         out.push('"');
         out.push_str(text);
         out.push('"');
     } else {
         let _ = write!(out, "{text:?}");
     }
+}
+
+/// Printable ASCII other than `"` and `\\`: written as it is, in text and in JSON. Every
+/// byte is looked at (no early exit), which the compiler turns into a few vector
+/// instructions: a third of the access log's cost was this check, byte by byte.
+fn is_plain(text: &str) -> bool {
+    !text.bytes().fold(false, |escaped, b| escaped | (b < 0x20) | (b >= 0x7f) | (b == b'"') | (b == b'\\'))
 }
 
 /// A number in decimal, without the formatting machinery.
@@ -353,7 +366,7 @@ fn json_line(out: &mut String, now: std::time::Duration, line: &Line<'_>) {
 
 fn push_json_string(out: &mut String, text: &str) {
     // Nothing to escape in printable ASCII but `"` and `\\`; else serde_json's escaping.
-    if text.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\') {
+    if is_plain(text) {
         out.push('"');
         out.push_str(text);
         out.push('"');
@@ -483,8 +496,21 @@ mod tests {
 
     #[test]
     fn quoting_and_numbers_write_what_debug_and_display_write() {
-        for text in ["/status", "", "/a b/\"q\"", "back\\slash", "tab\tand\u{7f}", "é/日本", "\u{1b}[31m"]
-        {
+        let long = "/cms/collections/blog-posts/items/a-long-slug-of-sixty-four-bytes-or-so";
+        let late_quote = format!("{long}/\"");
+        let late_control = format!("{long}{long}\n");
+        for text in [
+            "/status",
+            "",
+            "/a b/\"q\"",
+            "back\\slash",
+            "tab\tand\u{7f}",
+            "é/日本",
+            "\u{1b}[31m",
+            long,
+            &late_quote,
+            &late_control,
+        ] {
             let mut out = String::new();
             push_quoted(&mut out, text);
             assert_eq!(out, format!("{text:?}"));

@@ -34,6 +34,7 @@
 //!   previous state, never a torn one. A single read whose rendering is not cached reads
 //!   the file; if it changed since it was indexed, the answer is built from the file read.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -337,37 +338,47 @@ impl Cms {
         Ok(())
     }
 
-    /// What of the files the snapshot holds (see [`Gathered`]): a merge walk of both, in
-    /// filename order.
+    /// What of the files the snapshot holds (see [`Gathered`]): each snapshot entry looked
+    /// up among the listed files by name. The listing comes in the folder's own order; a
+    /// lookup costs less than sorting it (4% of a restart at 3 × 100,000 items, the names
+    /// sharing their long date prefixes), and the entries keep the snapshot's order, which
+    /// the index's build sorts in linear time.
     fn gather(
         &self,
         collection: &Collection,
         scan: Vec<FileStamp>,
         snapshot: Vec<(FileStamp, Held)>,
     ) -> Gathered {
-        let (mut names, others) = classify(scan, &collection.naming);
+        let (names, others) = classify(scan, &collection.naming);
         self.progress.found.fetch_add(names.len(), Ordering::Relaxed);
-        names.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         let mut entries = Vec::with_capacity(names.len());
         let snapshot_size = snapshot.len();
-        let mut kept = snapshot.into_iter().peekable();
-        let mut names_to_read = Vec::new();
-        for stamp in names {
-            while kept.next_if(|(k, _)| k.name < stamp.name).is_some() {}
-            match kept.next_if(|(k, _)| k.name == stamp.name) {
-                Some((k, held)) if k == stamp => {
-                    if let Err(reason) = &held {
-                        report_skipped(collection, &stamp.name, reason);
-                    }
-                    entries.push((stamp, held));
+        // Whether each listed file was found in the snapshot with its stamp.
+        let mut reused_at = vec![false; names.len()];
+        {
+            let listed: HashMap<&str, usize, foldhash::fast::RandomState> =
+                names.iter().enumerate().map(|(at, stamp)| (stamp.name.as_str(), at)).collect();
+            for (kept, held) in snapshot {
+                let Some(&at) = listed.get(kept.name.as_str()) else { continue };
+                if reused_at[at] || names[at] != kept {
+                    continue;
                 }
-                _ => {
-                    let name = collection.naming.parse(&stamp.name).expect("classified as an item");
-                    names_to_read.push((stamp, name));
+                reused_at[at] = true;
+                if let Err(reason) = &held {
+                    report_skipped(collection, &kept.name, reason);
                 }
+                entries.push((kept, held));
             }
         }
-        drop(kept);
+        let names_to_read: Vec<(FileStamp, ItemFilename)> = names
+            .into_iter()
+            .zip(reused_at)
+            .filter(|(_, reused)| !reused)
+            .map(|(stamp, _)| {
+                let name = collection.naming.parse(&stamp.name).expect("classified as an item");
+                (stamp, name)
+            })
+            .collect();
         let reused = entries.len();
         self.progress.indexed.fetch_add(reused, Ordering::Relaxed);
         // The stored snapshot is exactly this index: nothing to save until it changes.

@@ -129,7 +129,7 @@ fn timestamped_owned(mut body: Vec<u8>, etag: &str) -> HttpResponse {
     if body.last() == Some(&b'}') {
         body.pop();
     }
-    body.extend_from_slice(&timestamp_trailer());
+    push_timestamp_trailer(&mut body);
     HttpResponse::Ok()
         .content_type("application/json")
         .insert_header((header::ETAG, etag))
@@ -257,12 +257,17 @@ fn kept_bytes(body: Vec<u8>) -> Bytes {
 
 /// `,"timestamp":"<now>"}`: what ends every kept answer.
 pub(crate) fn timestamp_trailer() -> Vec<u8> {
-    let stamp = timestamp_now(); // RFC 3339: nothing to escape
-    let mut trailer = Vec::with_capacity(stamp.len() + 16);
-    trailer.extend_from_slice(b",\"timestamp\":\"");
-    trailer.extend_from_slice(stamp.as_bytes());
-    trailer.extend_from_slice(b"\"}");
+    let mut trailer = Vec::with_capacity(48);
+    push_timestamp_trailer(&mut trailer);
     trailer
+}
+
+/// [`timestamp_trailer`], added to `out`.
+pub(crate) fn push_timestamp_trailer(out: &mut Vec<u8>) {
+    let stamp = timestamp_now(); // RFC 3339: nothing to escape
+    out.extend_from_slice(b",\"timestamp\":\"");
+    out.extend_from_slice(stamp.as_bytes());
+    out.extend_from_slice(b"\"}");
 }
 
 /// A body sent as its parts, one after the other, with their sum as its length.

@@ -42,38 +42,58 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     answer.json(body)
 }
 
+#[derive(Serialize)]
+struct StatusData<'a> {
+    status: &'static str,
+    version: &'static str,
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    indexing: Option<Indexing>,
+}
+
+#[derive(Serialize)]
+struct Indexing {
+    /// Item files indexed so far.
+    indexed: usize,
+    /// Item files found so far (each collection's are added as it is scanned).
+    found: usize,
+}
+
+#[derive(Serialize)]
+struct Status<'a> {
+    success: bool,
+    data: StatusData<'a>,
+    message: &'static str,
+    version: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timestamp: Option<String>,
+}
+
+/// The answer of `/status` once the site is indexed, without its `timestamp` and closing
+/// brace: the same for the life of the process, so made once (see [`AppState::new`]).
+pub(crate) fn running_status_without_timestamp(site_name: &str) -> Vec<u8> {
+    let status = Status {
+        success: true,
+        data: StatusData { status: "ok", version: VERSION, name: site_name, indexing: None },
+        message: "CMS API running",
+        version: VERSION,
+        timestamp: None,
+    };
+    let mut body = serde_json::to_vec(&status).expect("strings and a bool serialize");
+    body.pop(); // the closing brace: the timestamp's trailer brings its own
+    body
+}
+
 /// `GET /` and `GET /status`, with validators: its answer (but the timestamp) is the same
-/// while the process runs, once it has indexed the site. While the first indexing runs
-/// (the other routes answer `503`, see [`crate::warmup`]) it says `indexing`, with the
-/// count so far, and is not to be kept.
+/// while the process runs, once it has indexed the site, and is made once
+/// ([`running_status_without_timestamp`]). While the first indexing runs (the other routes
+/// answer `503`, see [`crate::warmup`]) it says `indexing`, with the count so far, and is
+/// not to be kept.
 pub async fn status(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
-    #[derive(Serialize)]
-    struct Data<'a> {
-        status: &'static str,
-        version: &'static str,
-        name: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        indexing: Option<Indexing>,
-    }
-    #[derive(Serialize)]
-    struct Indexing {
-        /// Item files indexed so far.
-        indexed: usize,
-        /// Item files found so far (each collection's are added as it is scanned).
-        found: usize,
-    }
-    #[derive(Serialize)]
-    struct Status<'a> {
-        success: bool,
-        data: Data<'a>,
-        message: &'static str,
-        version: &'static str,
-        timestamp: String,
-    }
     if let Some(progress) = state.cms.indexing() {
         let mut response = json_response(&Status {
             success: true,
-            data: Data {
+            data: StatusData {
                 status: "indexing",
                 version: VERSION,
                 name: &state.cms.site().name,
@@ -81,7 +101,7 @@ pub async fn status(state: web::Data<AppState>, req: HttpRequest) -> HttpRespons
             },
             message: "CMS API starting: indexing the site",
             version: VERSION,
-            timestamp: timestamp_now(),
+            timestamp: Some(timestamp_now()),
         });
         response.headers_mut().insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
         return response;
@@ -97,13 +117,10 @@ pub async fn status(state: web::Data<AppState>, req: HttpRequest) -> HttpRespons
     let mut response = if unchanged {
         HttpResponse::NotModified().finish()
     } else {
-        json_response(&Status {
-            success: true,
-            data: Data { status: "ok", version: VERSION, name: &state.cms.site().name, indexing: None },
-            message: "CMS API running",
-            version: VERSION,
-            timestamp: timestamp_now(),
-        })
+        let mut body = Vec::with_capacity(state.running_status.len() + 48);
+        body.extend_from_slice(&state.running_status);
+        crate::reply::push_timestamp_trailer(&mut body);
+        HttpResponse::Ok().content_type("application/json").body(body)
     };
     let headers = response.headers_mut();
     headers.insert(header::ETAG, state.status_etag.clone());

@@ -11,6 +11,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -129,7 +130,7 @@ impl AccessLog {
     /// Formats the line into this thread's batch.
     pub fn write(&self, line: &Line<'_>) {
         thread_local! {
-            static LINE: RefCell<String> = RefCell::new(String::with_capacity(256));
+            static LINE: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(256));
         }
         LINE.with(|text| {
             let mut text = text.borrow_mut();
@@ -139,7 +140,7 @@ impl AccessLog {
                 Format::Text { ansi } => text_line(&mut text, now, ansi, line),
                 Format::Json => json_line(&mut text, now, line),
             }
-            self.batches.append(text.as_bytes());
+            self.batches.append(&text);
         });
     }
 
@@ -216,7 +217,7 @@ impl Batches {
 }
 
 /// `2026-11-29T12:00:00.123456Z`: the second's part made once per second per thread.
-fn push_timestamp(out: &mut String, now: std::time::Duration) {
+fn push_timestamp(out: &mut Vec<u8>, now: std::time::Duration) {
     thread_local! {
         static SECOND: RefCell<(u64, String)> = const { RefCell::new((u64::MAX, String::new())) };
     }
@@ -239,72 +240,72 @@ fn push_timestamp(out: &mut String, now: std::time::Duration) {
             );
             second.0 = secs;
         }
-        out.push_str(&second.1);
+        out.extend_from_slice(second.1.as_bytes());
     });
     // Six digits, zero-padded.
     let micros = u64::from(now.subsec_micros()) + 1_000_000;
-    out.push('.');
+    out.push(b'.');
     let start = out.len();
     push_number(out, micros);
     out.remove(start);
-    out.push('Z');
+    out.push(b'Z');
 }
 
-fn text_line(out: &mut String, now: std::time::Duration, ansi: bool, line: &Line<'_>) {
+fn text_line(out: &mut Vec<u8>, now: std::time::Duration, ansi: bool, line: &Line<'_>) {
     // tracing-subscriber's colours: the time dimmed, INFO green, the target dimmed, field
     // names italic.
     let (dim, green, italic, reset) =
         if ansi { ("\x1b[2m", "\x1b[32m", "\x1b[3m", "\x1b[0m") } else { ("", "", "", "") };
-    out.push_str(dim);
+    out.extend_from_slice(dim.as_bytes());
     push_timestamp(out, now);
     for part in [reset, " ", green, " INFO", reset, " ", dim, TARGET, reset, ": request"] {
-        out.push_str(part);
+        out.extend_from_slice(part.as_bytes());
     }
-    let field = |out: &mut String, name: &str| {
+    // ` name=`, each field's start, in one copy without a terminal.
+    let field = |out: &mut Vec<u8>, plain: &str| {
         if ansi {
+            let name = &plain[1..plain.len() - 1];
             for part in [" ", italic, name, reset, dim, "=", reset] {
-                out.push_str(part);
+                out.extend_from_slice(part.as_bytes());
             }
         } else {
-            out.push(' ');
-            out.push_str(name);
-            out.push('=');
+            out.extend_from_slice(plain.as_bytes());
         }
     };
-    field(out, "method");
-    out.push_str(line.method);
+    field(out, " method=");
+    out.extend_from_slice(line.method.as_bytes());
     // Strings quoted as `Debug` quotes them, a control character escaped, so that a path
     // cannot forge a line of its own.
-    field(out, "path");
+    field(out, " path=");
     push_quoted(out, line.path);
     if let Some(route) = line.route {
-        field(out, "route");
+        field(out, " route=");
         push_quoted(out, route);
     }
-    field(out, "status");
+    field(out, " status=");
     push_number(out, u64::from(line.status));
-    field(out, "ms");
+    field(out, " ms=");
     push_number(out, line.ms);
-    field(out, "request_id");
+    field(out, " request_id=");
     push_quoted(out, line.request_id);
     if let Some(key_id) = line.key_id {
-        field(out, "key_id");
+        field(out, " key_id=");
         push_quoted(out, key_id);
     }
     if let Some(user) = line.user {
-        field(out, "user");
+        field(out, " user=");
         push_quoted(out, user);
     }
-    out.push('\n');
+    out.push(b'\n');
 }
 
 /// `text` as `{:?}` writes it, without the formatting machinery when nothing in it needs
 /// escaping (printable ASCII other than `"` and `\\`: every route, most paths).
-fn push_quoted(out: &mut String, text: &str) {
+fn push_quoted(out: &mut Vec<u8>, text: &str) {
     if is_plain(text) {
-        out.push('"');
-        out.push_str(text);
-        out.push('"');
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
     } else {
         let _ = write!(out, "{text:?}");
     }
@@ -318,7 +319,7 @@ fn is_plain(text: &str) -> bool {
 }
 
 /// A number in decimal, without the formatting machinery.
-fn push_number(out: &mut String, mut n: u64) {
+fn push_number(out: &mut Vec<u8>, mut n: u64) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {
@@ -329,50 +330,48 @@ fn push_number(out: &mut String, mut n: u64) {
             break;
         }
     }
-    for &digit in &digits[at..] {
-        out.push(char::from(digit));
-    }
+    out.extend_from_slice(&digits[at..]);
 }
 
-fn json_line(out: &mut String, now: std::time::Duration, line: &Line<'_>) {
-    out.push_str("{\"timestamp\":\"");
+fn json_line(out: &mut Vec<u8>, now: std::time::Duration, line: &Line<'_>) {
+    out.extend_from_slice("{\"timestamp\":\"".as_bytes());
     push_timestamp(out, now);
-    out.push_str("\",\"level\":\"INFO\",\"message\":\"request\",\"method\":");
+    out.extend_from_slice("\",\"level\":\"INFO\",\"message\":\"request\",\"method\":".as_bytes());
     push_json_string(out, line.method);
-    out.push_str(",\"path\":");
+    out.extend_from_slice(",\"path\":".as_bytes());
     push_json_string(out, line.path);
     if let Some(route) = line.route {
-        out.push_str(",\"route\":");
+        out.extend_from_slice(",\"route\":".as_bytes());
         push_json_string(out, route);
     }
-    out.push_str(",\"status\":");
+    out.extend_from_slice(",\"status\":".as_bytes());
     push_number(out, u64::from(line.status));
-    out.push_str(",\"ms\":");
+    out.extend_from_slice(",\"ms\":".as_bytes());
     push_number(out, line.ms);
-    out.push_str(",\"request_id\":");
+    out.extend_from_slice(",\"request_id\":".as_bytes());
     push_json_string(out, line.request_id);
     if let Some(key_id) = line.key_id {
-        out.push_str(",\"key_id\":");
+        out.extend_from_slice(",\"key_id\":".as_bytes());
         push_json_string(out, key_id);
     }
     if let Some(user) = line.user {
-        out.push_str(",\"user\":");
+        out.extend_from_slice(",\"user\":".as_bytes());
         push_json_string(out, user);
     }
-    out.push_str(",\"target\":\"");
-    out.push_str(TARGET);
-    out.push_str("\"}\n");
+    out.extend_from_slice(",\"target\":\"".as_bytes());
+    out.extend_from_slice(TARGET.as_bytes());
+    out.extend_from_slice("\"}\n".as_bytes());
 }
 
-fn push_json_string(out: &mut String, text: &str) {
+fn push_json_string(out: &mut Vec<u8>, text: &str) {
     // Nothing to escape in printable ASCII but `"` and `\\`; else serde_json's escaping.
     if is_plain(text) {
-        out.push('"');
-        out.push_str(text);
-        out.push('"');
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
     } else {
         let escaped = serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned());
-        out.push_str(&escaped);
+        out.extend_from_slice(escaped.as_bytes());
     }
 }
 
@@ -454,6 +453,22 @@ mod tests {
     }
 
     #[test]
+    fn on_a_terminal_the_fields_are_coloured_as_tracing_colours_them() {
+        let (log, lines) = captured(Format::Text { ansi: true }, 1.0);
+        log.write(&line("/status", 200));
+        log.finish();
+        let lines = lines.lock().unwrap();
+        let field = |name: &str| format!(" \x1b[3m{name}\x1b[0m\x1b[2m=\x1b[0m");
+        let expected = format!(
+            "\x1b[0m \x1b[32m INFO\x1b[0m \x1b[2mcms::access\x1b[0m: request{}GET{}\"/status\"",
+            field("method"),
+            field("path")
+        );
+        assert!(lines[0].starts_with("\x1b[2m") && lines[0].contains(&expected), "{:?}", lines[0]);
+        assert!(lines[0].ends_with(&format!("{}\"key_ab12\"\n", field("key_id"))), "{:?}", lines[0]);
+    }
+
+    #[test]
     fn lines_from_many_threads_are_all_written_whole_and_a_full_batch_drops_rather_than_waits() {
         let (log, lines) = captured(Format::Json, 1.0);
         let log = Arc::new(log);
@@ -511,21 +526,21 @@ mod tests {
             &late_quote,
             &late_control,
         ] {
-            let mut out = String::new();
+            let mut out = Vec::new();
             push_quoted(&mut out, text);
-            assert_eq!(out, format!("{text:?}"));
-            let mut json = String::new();
+            assert_eq!(String::from_utf8(out).unwrap(), format!("{text:?}"));
+            let mut json = Vec::new();
             push_json_string(&mut json, text);
-            assert_eq!(json, serde_json::to_string(text).unwrap());
+            assert_eq!(String::from_utf8(json).unwrap(), serde_json::to_string(text).unwrap());
         }
         for n in [0, 7, 10, 404, 1_000_000, u64::MAX] {
-            let mut out = String::new();
+            let mut out = Vec::new();
             push_number(&mut out, n);
-            assert_eq!(out, n.to_string());
+            assert_eq!(String::from_utf8(out).unwrap(), n.to_string());
         }
-        let mut stamp = String::new();
+        let mut stamp = Vec::new();
         push_timestamp(&mut stamp, std::time::Duration::new(1_764_417_600, 42_000));
-        assert_eq!(stamp, "2025-11-29T12:00:00.000042Z");
+        assert_eq!(String::from_utf8(stamp).unwrap(), "2025-11-29T12:00:00.000042Z");
     }
 
     #[test]

@@ -57,8 +57,9 @@ pub struct AppState {
     /// The validators of `/status`, whose answer does not change while the process runs:
     /// an ETag of this process, and when it started.
     pub status_etag: HeaderValue,
-    /// `/status`'s answer once the site is indexed, but its timestamp.
-    pub running_status: Vec<u8>,
+    /// `/status`'s answer once the site is indexed, but its timestamp: made by its
+    /// handler on the first such answer.
+    pub running_status: std::sync::OnceLock<Vec<u8>>,
     pub started: std::time::SystemTime,
     pub started_header: HeaderValue,
     /// Prometheus metrics, counted by the request layer (`crate::metrics`).
@@ -93,7 +94,6 @@ pub type Report = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
 impl AppState {
     pub fn new(cms: Arc<Cms>, allowed_origins: Vec<String>, json_limit: usize, upload_limit: u64) -> Self {
         let site_origin = origin_of(&cms.site().url);
-        let running_status = crate::handlers::service::running_status_without_timestamp(&cms.site().name);
         let etag_seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
@@ -110,7 +110,7 @@ impl AppState {
             upload_limit,
             etag_seed,
             status_etag: HeaderValue::from_str(&format!("\"{etag_seed:016x}-status\"")).expect("hex digits"),
-            running_status,
+            running_status: std::sync::OnceLock::new(),
             started,
             started_header: HeaderValue::from_str(&header::HttpDate::from(started).to_string())
                 .expect("an HTTP date"),

@@ -70,8 +70,9 @@ struct Status<'a> {
 }
 
 /// The answer of `/status` once the site is indexed, without its `timestamp` and closing
-/// brace: the same for the life of the process, so made once (see [`AppState::new`]).
-pub(crate) fn running_status_without_timestamp(site_name: &str) -> Vec<u8> {
+/// brace: the same for the life of the process, so made once (kept in
+/// [`AppState::running_status`]).
+fn running_status_without_timestamp(site_name: &str) -> Vec<u8> {
     let status = Status {
         success: true,
         data: StatusData { status: "ok", version: VERSION, name: site_name, indexing: None },
@@ -117,8 +118,10 @@ pub async fn status(state: web::Data<AppState>, req: HttpRequest) -> HttpRespons
     let mut response = if unchanged {
         HttpResponse::NotModified().finish()
     } else {
-        let mut body = Vec::with_capacity(state.running_status.len() + 48);
-        body.extend_from_slice(&state.running_status);
+        let running =
+            state.running_status.get_or_init(|| running_status_without_timestamp(&state.cms.site().name));
+        let mut body = Vec::with_capacity(running.len() + 48);
+        body.extend_from_slice(running);
         crate::reply::push_timestamp_trailer(&mut body);
         HttpResponse::Ok().content_type("application/json").body(body)
     };

@@ -10,6 +10,8 @@ use serde_json::{Map, Value};
 
 use crate::error::{CoreError, CoreResult};
 
+mod flat_mapping;
+
 /// Bounds on frontmatter and state files. Alias replay is capped low enough that the
 /// quadratic pattern (N = M = 8000) fails fast instead of expanding 64 M nodes.
 #[derive(Debug, Clone, Copy)]
@@ -458,6 +460,11 @@ fn first_line(error: &impl std::fmt::Display) -> String {
 pub fn mapping_from_yaml(text: &str, limits: YamlLimits) -> Result<Map<String, Value>, YamlError> {
     if text.trim().is_empty() {
         return Ok(Map::new());
+    }
+    if text.len() <= limits.max_bytes
+        && let Some(map) = flat_mapping::parse(text)
+    {
+        return Ok(map);
     }
     match from_yaml::<Value>(text, limits)? {
         Value::Object(map) => Ok(map),

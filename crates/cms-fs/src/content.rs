@@ -1,5 +1,6 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -9,6 +10,8 @@ use cms_core::item::MAX_ITEM_BYTES;
 use cms_core::ports::{ContentStore, FileStamp, StoredFile};
 use cms_core::slug::ItemFilename;
 use cms_core::{CoreError, CoreResult};
+use rustix::fs::{self as rfs, Mode, OFlags};
+use rustix::io::Errno;
 
 use crate::atomic::{self, Existing};
 use crate::blocking;
@@ -93,7 +96,18 @@ impl FsContentStore {
         names: &[ItemFilename],
     ) -> Vec<CoreResult<Option<StoredFile>>> {
         match self.folder(collection) {
-            Ok(folder) => names.iter().map(|name| read_in(&folder, name)).collect(),
+            // Each file opened in the folder held open, not by its whole path: a start-up
+            // reads every file, and walking the path was most of an open's cost.
+            Ok(folder) => {
+                match rfs::open(&folder, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+                {
+                    Ok(open_folder) => {
+                        names.iter().map(|name| read_at(&open_folder, &folder, name)).collect()
+                    }
+                    // The folder cannot be opened: each file gets its own answer by path.
+                    Err(_) => names.iter().map(|name| read_in(&folder, name)).collect(),
+                }
+            }
             // Refused folder: every file gets the error.
             Err(_) => names.iter().map(|name| self.read_blocking(collection, name)).collect(),
         }
@@ -263,12 +277,29 @@ impl ContentStore for FsContentStore {
 /// Reads an item file in `folder` (already checked) without following a symlink.
 fn read_in(folder: &Path, name: &ItemFilename) -> CoreResult<Option<StoredFile>> {
     let path = folder.join(name.as_str());
-    let file = match open_no_follow(&path) {
-        Ok(file) => file,
-        Err(e) if is_missing_or_link(&e) => return Ok(None),
-        Err(e) => return Err(io_error(&path)(e)),
-    };
-    let meta = file.metadata().map_err(io_error(&path))?;
+    match open_no_follow(&path) {
+        Ok(file) => read_opened(file, folder, name),
+        Err(e) if is_missing_or_link(&e) => Ok(None),
+        Err(e) => Err(io_error(&path)(e)),
+    }
+}
+
+/// [`read_in`] with the folder held open (`folder` names it in messages). Opened
+/// non-blocking, so that a FIFO planted there cannot hold the thread; it is then no
+/// regular file, and no item.
+fn read_at(open_folder: &OwnedFd, folder: &Path, name: &ItemFilename) -> CoreResult<Option<StoredFile>> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
+    match rfs::openat(open_folder, name.as_str(), flags, Mode::empty()) {
+        Ok(fd) => read_opened(File::from(fd), folder, name),
+        Err(Errno::NOENT | Errno::LOOP) => Ok(None),
+        Err(errno) => Err(io_error(&folder.join(name.as_str()))(errno.into())),
+    }
+}
+
+/// The item file `name` of `folder`, opened: `None` if it is not a regular file.
+fn read_opened(file: File, folder: &Path, name: &ItemFilename) -> CoreResult<Option<StoredFile>> {
+    let failed = |e| io_error(&folder.join(name.as_str()))(e);
+    let meta = file.metadata().map_err(failed)?;
     if !meta.is_file() {
         return Ok(None);
     }
@@ -280,7 +311,7 @@ fn read_in(folder: &Path, name: &ItemFilename) -> CoreResult<Option<StoredFile>>
         )));
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_ITEM_BYTES + 1).read_to_end(&mut bytes).map_err(io_error(&path))?;
+    file.take(MAX_ITEM_BYTES + 1).read_to_end(&mut bytes).map_err(failed)?;
     Ok(Some(StoredFile { bytes, stamp: stamp::from_metadata(name.as_str(), &meta) }))
 }
 
@@ -289,9 +320,11 @@ fn stamp_of(path: &Path, name: &ItemFilename) -> CoreResult<FileStamp> {
     Ok(stamp::from_metadata(name.as_str(), &meta))
 }
 
-/// Opens a file for reading without following a final symlink.
+/// Opens a file for reading without following a final symlink. Non-blocking, so that a
+/// FIFO under an item's name cannot hold the thread (a regular file's reads are not
+/// affected).
 pub(crate) fn open_no_follow(path: &Path) -> io::Result<File> {
-    OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path)
+    OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)
 }
 
 pub(crate) fn is_missing_or_link(error: &io::Error) -> bool {

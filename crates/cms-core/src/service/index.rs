@@ -7,8 +7,8 @@
 //!
 //! - **Built** at `cms serve` start ([`Cms::start`]; lazily on first use elsewhere) from one
 //!   scan, then the files read in batches of `BUILD_BATCH` (`ContentStore::read_many`,
-//!   which the file adapter reads in parallel) and parsed on every core; only one batch of
-//!   file contents is in memory at a time.
+//!   which the file adapter reads in parallel) and parsed on every core, the next batch read
+//!   while one is parsed; at most two batches of file contents are in memory at a time.
 //! - **From a snapshot on restarts** ([`crate::engine::snapshot`], the `IndexSnapshots` port):
 //!   before reading any file, the build loads the collection's last snapshot and takes
 //!   each entry whose stamp equals the scanned one; only the other files are read and
@@ -36,9 +36,12 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::task::Poll;
 
+use futures_util::future::{MaybeDone, maybe_done};
 use futures_util::lock::Mutex as AsyncMutex;
 
 use super::Cms;
@@ -386,13 +389,25 @@ impl Cms {
         Gathered { entries, names_to_read, others, reused, exact }
     }
 
-    /// Reads and parses the files the snapshot did not hold, in batches, so that only one
-    /// batch of file contents is in memory at a time.
+    /// Reads and parses the files the snapshot did not hold, in batches, so that at most two
+    /// batches of file contents are in memory at a time: the next batch is being read (on
+    /// the store's threads, or its connections) while this one is parsed, so that a cold
+    /// disk's waits overlap the parsing.
     async fn read_unsnapshotted(&self, collection: &Collection, gathered: &mut Gathered) {
         let names_to_read = std::mem::take(&mut gathered.names_to_read);
-        for batch in names_to_read.chunks(BUILD_BATCH) {
-            let batch_names: Vec<ItemFilename> = batch.iter().map(|(_, n)| n.clone()).collect();
-            let files = self.ports.content.read_many(collection, &batch_names).await;
+        let read = |batch: &[(FileStamp, ItemFilename)]| {
+            let names: Vec<ItemFilename> = batch.iter().map(|(_, n)| n.clone()).collect();
+            Box::pin(maybe_done(async move { self.ports.content.read_many(collection, &names).await }))
+        };
+        let mut batches = names_to_read.chunks(BUILD_BATCH);
+        let mut next = batches.next().map(|batch| (batch, read(batch)));
+        while let Some((batch, mut reading)) = next.take() {
+            reading.as_mut().await;
+            let files = reading.as_mut().take_output().expect("a read that has finished");
+            next = batches.next().map(|batch| (batch, read(batch)));
+            if let Some((_, upcoming)) = next.as_mut() {
+                begin(upcoming.as_mut()).await;
+            }
             let mut readable = Vec::with_capacity(files.len());
             for ((stamp, name), file) in batch.iter().zip(files) {
                 match file {
@@ -894,6 +909,17 @@ pub(super) fn reading<'a>(zone: &'a SiteZone, collection: &'a Collection) -> Rea
 fn index_one(collection: &Collection, name: &ItemFilename, file: &StoredFile, zone: &SiteZone) -> Parsed {
     IndexedItem::from_file(name, file, reading(zone, collection))
         .inspect_err(|reason| report_skipped(collection, name.as_str(), reason))
+}
+
+/// Polls `future` once, so that the work it hands to other threads or connections (a
+/// store's reads) begins before the caller blocks this thread on other work. Its output,
+/// if it is already done, stays in the [`MaybeDone`].
+async fn begin<F: Future>(mut future: Pin<&mut MaybeDone<F>>) {
+    std::future::poll_fn(|cx| {
+        let _ = future.as_mut().poll(cx);
+        Poll::Ready(())
+    })
+    .await;
 }
 
 /// Parses a collection's files on every core: parsing YAML and Markdown is the cost of a

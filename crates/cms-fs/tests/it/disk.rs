@@ -242,7 +242,8 @@ fn staging_leftovers(folder: &std::path::Path) -> usize {
 }
 
 /// `read_many` answers in the order asked (across its parallel readers), and one file's
-/// failure (here: over the size limit) or absence does not fail the others.
+/// failure (here: over the size limit) or absence does not fail the others. A symlink, a
+/// folder or a FIFO under an item's name is no item, and the FIFO does not hold the read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_many_keeps_the_order_and_isolates_failures() {
     let site = tempfile::tempdir().unwrap();
@@ -256,13 +257,22 @@ async fn read_many_keeps_the_order_and_isolates_failures() {
     fs::File::create(folder.join("huge.md")).unwrap().set_len(17 * 1024 * 1024).unwrap();
     names.insert(150, name("huge.md"));
     names.insert(10, name("missing.md"));
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(outside.path().join("secret.md"), "secret").unwrap();
+    symlink(outside.path().join("secret.md"), folder.join("leak.md")).unwrap();
+    fs::create_dir(folder.join("dir.md")).unwrap();
+    let fifo = folder.join("pipe.md");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    for (at, odd) in [(20, "leak.md"), (200, "dir.md"), (250, "pipe.md")] {
+        names.insert(at, name(odd));
+    }
     let store = FsContentStore::new(site.path());
 
     let files = store.read_many(&posts(), &names).await;
     assert_eq!(files.len(), names.len());
     for (name, file) in names.iter().zip(&files) {
         match name.as_str() {
-            "missing.md" => assert!(matches!(file, Ok(None))),
+            "missing.md" | "leak.md" | "dir.md" | "pipe.md" => assert!(matches!(file, Ok(None)), "{name:?}"),
             "huge.md" => assert!(file.is_err()),
             other => {
                 let file = file.as_ref().unwrap().as_ref().unwrap();

@@ -69,7 +69,16 @@ impl<'a> Reading<'a> {
 impl IndexedItem {
     /// Parses an item file; `Err` with the reason when it cannot be used.
     pub fn from_file(name: &ItemFilename, file: &StoredFile, reading: Reading<'_>) -> Result<Self, String> {
-        Self::from_file_with_text(name, file, reading).map(|(item, _)| item)
+        let doc = document_of(file)?;
+        // Only the excerpt needs the body's text here, and only its start (a start-up
+        // reads every item this way; the search index takes the whole text later).
+        let body_start = match written_excerpt(&doc) {
+            Some(_) => String::new(),
+            None => render::plain_text_start(&doc.body, EXCERPT_CHARS),
+        };
+        let plain_excerpt = plain_excerpt_with(&doc, &body_start);
+        let excerpt = excerpt_with(&doc, &body_start);
+        Ok(Self::assemble(name, &doc, file, reading, plain_excerpt, excerpt))
     }
 
     /// [`Self::from_file`], and the body as plain text (what the search index takes), so
@@ -79,8 +88,7 @@ impl IndexedItem {
         file: &StoredFile,
         reading: Reading<'_>,
     ) -> Result<(Self, String), String> {
-        let text = std::str::from_utf8(&file.bytes).map_err(|_| "the file is not UTF-8".to_owned())?;
-        let doc = ItemDocument::parse(text).map_err(|e| format!("the frontmatter cannot be read: {e}"))?;
+        let doc = document_of(file)?;
         Ok(Self::from_document_with_text(name, &doc, file, reading))
     }
 
@@ -255,7 +263,13 @@ pub const EXCERPT_CHARS: usize = 160;
 /// An item's excerpt: `fm.excerpt`, else `fm.description`, else the body as plain text
 /// cut on a word boundary. Lists and single reads use this one rule.
 pub fn excerpt_of(doc: &ItemDocument) -> String {
-    excerpt_with(doc, &render::to_plain_text(&doc.body))
+    excerpt_with(doc, &render::plain_text_start(&doc.body, EXCERPT_CHARS))
+}
+
+/// A file's document; `Err` with the reason when it cannot be used.
+fn document_of(file: &StoredFile) -> Result<ItemDocument, String> {
+    let text = std::str::from_utf8(&file.bytes).map_err(|_| "the file is not UTF-8".to_owned())?;
+    ItemDocument::parse(text).map_err(|e| format!("the frontmatter cannot be read: {e}"))
 }
 
 pub(super) fn excerpt_with(doc: &ItemDocument, body_text: &str) -> String {

@@ -247,9 +247,17 @@ const BUSY_BESIDE_TICKS: u64 = 5;
 /// About the size of a list page of 20 items or of one rendered item of the bench sites.
 pub const REFERENCE_BODY_BYTES: usize = 8192;
 
-/// A first start (no index snapshot: every item is parsed), a restart (from the snapshot
-/// the first start saved), then every read case, the writes at 10,000 items and the peak
-/// RSS on the restarted server. A server that does not start or answer is a finding for
+/// Drops the kernel's page cache (`sync`, then `1` into `/proc/sys/vm/drop_caches`), so
+/// that a first start reads its files from the disk; `false` when that is not allowed
+/// (it takes root) and the cache stays warm.
+fn drop_page_cache() -> bool {
+    let synced = std::process::Command::new("sync").status().is_ok_and(|status| status.success());
+    synced && std::fs::write("/proc/sys/vm/drop_caches", "1").is_ok()
+}
+
+/// A first start (no index snapshot: every item is parsed; from the disk, the page cache
+/// dropped, when allowed), a restart (from the snapshot the first start saved), then every
+/// read case, the writes at 10,000 items and the peak RSS on the restarted server. A server that does not start or answer is a finding for
 /// this size, not the end of the run.
 fn measure_site(
     cms: &Path,
@@ -264,12 +272,18 @@ fn measure_site(
     let mut figures = SiteFigures::new(site.items);
     let snapshots = site.root.join(".cms/index");
     let _ = std::fs::remove_dir_all(&snapshots);
+    figures.cold_page_cache = drop_page_cache();
     match start_cms(cms, site, logs) {
         Ok(server) => {
             figures.cold_startup = wait_for_first_list(&server);
             figures.cold_peak_rss_kib = server.peak_rss_kib();
             if let Ok(time) = &figures.cold_startup {
-                eprintln!("{} items: first start (no snapshot) {:.2} s", site.items, time.as_secs_f64());
+                let cache = if figures.cold_page_cache { "dropped" } else { "warm" };
+                eprintln!(
+                    "{} items: first start (no snapshot, page cache {cache}) {:.2} s",
+                    site.items,
+                    time.as_secs_f64()
+                );
             }
             wait_for_snapshot(&server, &snapshots);
         }

@@ -130,13 +130,13 @@ impl Collapsed {
 
 /// Cuts `text` to at most `max_chars` characters on a word boundary, adding `…` when cut.
 pub fn excerpt(text: &str, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
+    let Some((end, _)) = text.char_indices().nth(max_chars) else {
         return text.to_owned();
-    }
-    let cut: String = text.chars().take(max_chars).collect();
+    };
+    let cut = &text[..end];
     let at_word = match cut.rfind(char::is_whitespace) {
         Some(space) if space > 0 => &cut[..space],
-        _ => &cut,
+        _ => cut,
     };
     format!("{}…", at_word.trim_end_matches(|c: char| c.is_ascii_punctuation() || c.is_whitespace()))
 }

@@ -25,8 +25,10 @@ const PARALLEL_STAT_FROM: usize = 4096;
 /// At most this many threads look at one listing's entries.
 const MAX_STAT_THREADS: usize = 4;
 
-/// At most this many blocking tasks read one `read_many` batch...
-const MAX_READERS: usize = 4;
+/// At most this many blocking tasks read one `read_many` batch (a start-up's batches are
+/// 2,048 files: 128 each). On a cold disk each file is a wait, and more of them in flight
+/// keep the disk busier; with the files cached, 16 readers start as fast as 4 did...
+const MAX_READERS: usize = 16;
 /// ...each with at least this many files (a small batch is one task).
 const MIN_FILES_PER_READER: usize = 64;
 

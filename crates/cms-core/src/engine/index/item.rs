@@ -72,12 +72,14 @@ impl IndexedItem {
         let doc = document_of(file)?;
         // Only the excerpt needs the body's text here, and only its start (a start-up
         // reads every item this way; the search index takes the whole text later).
-        let body_start = match written_excerpt(&doc) {
-            Some(_) => String::new(),
-            None => render::plain_text_start(&doc.body, EXCERPT_CHARS),
+        let (plain_excerpt, excerpt) = match written_excerpt(&doc) {
+            Some(written) => (plain_written_excerpt(written), written.to_owned()),
+            None => {
+                let excerpt =
+                    render::excerpt(&render::plain_text_start(&doc.body, EXCERPT_CHARS), EXCERPT_CHARS);
+                (excerpt.clone(), excerpt)
+            }
         };
-        let plain_excerpt = plain_excerpt_with(&doc, &body_start);
-        let excerpt = excerpt_with(&doc, &body_start);
         Ok(Self::assemble(name, &doc, file, reading, plain_excerpt, excerpt))
     }
 

@@ -456,8 +456,7 @@ pub(crate) fn run_case(
 
 fn write_random_item_script(site: &BenchSite) -> anyhow::Result<std::path::PathBuf> {
     let script = site.bench_file("random-item.lua");
-    let prefix = cases::item_path("");
-    std::fs::write(&script, wrk::random_path_script(&site.slugs_file, &prefix)?)?;
+    wrk::write_random_path_script(&site.slugs_file, &cases::item_path(""), &script)?;
     Ok(script)
 }
 

@@ -206,7 +206,7 @@ fn run_in_french(
     let (path, script) = match case {
         Case::SingleItem => {
             let script = french_slugs.with_extension("lua");
-            std::fs::write(&script, wrk::random_path_script(french_slugs, &cases::item_path(""))?)?;
+            wrk::write_random_path_script(french_slugs, &cases::item_path(""), &script)?;
             (format!("{}?lang={READ_IN}", cases::item_path(&site.published_slugs[0])), Some(script))
         }
         _ => (format!("{}&lang={READ_IN}", case.path("")), None),

@@ -177,24 +177,53 @@ fn on_path(program: &str) -> bool {
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
-/// A wrk script that asks, on every request, for `prefix` followed by a line of
-/// `lines_file` chosen at random. Each wrk thread reads the file and formats every
-/// request once, in `init`, so that `request()` is a table lookup: wrk shares the cores
-/// with the server, and formatting a request in Lua on every call (as the first version
-/// of this script did) took CPU from it: by hand, the same server answered 35-50k random
-/// items/s under that script and 53-56k under this one. wrk's README advises the same
-/// ("pre-generate all requests in init() and do a quick lookup in request()").
-pub fn random_path_script(lines_file: &Path, prefix: &str) -> anyhow::Result<String> {
-    let file = lines_file.to_str().context("the slug file's path is not UTF-8")?;
+/// Writes a wrk script at `script` that asks for `prefix` followed by a random line of
+/// `lines_file` on every request, and beside it the lines as records of one width
+/// (`script` with the extension `records`).
+///
+/// A thread reads the records in one piece and cuts a request's line out of them. A
+/// table of every request, made in each thread's `init`, took wrk 10 s per thread at
+/// 900,000 lines, and wrk makes its threads' states one after the other, each thread
+/// loading the server as soon as it is made, while its clock starts once all are made
+/// (`main` in wrk.c): the first thread's requests of those seconds were counted in a
+/// run of 3 (a single item at 1,000,000 items read 62k requests/s, above the ceiling).
+pub fn write_random_path_script(lines_file: &Path, prefix: &str, script: &Path) -> anyhow::Result<()> {
+    let records = script.with_extension("records");
+    let file = records.to_str().context("the records file's path is not UTF-8")?;
     if file.contains("]]") || prefix.contains("]]") {
         bail!("cannot quote {file:?} or {prefix:?} in Lua");
     }
-    Ok(format!(
-        r#"-- Written by `cargo xtask bench`: one random item per request.
-local lines = {{}}
-for line in io.lines([[{file}]]) do
-  lines[#lines + 1] = line
-end
+    let text = std::fs::read_to_string(lines_file)
+        .with_context(|| format!("cannot read {}", lines_file.display()))?;
+    let lines: Vec<&str> = text.lines().filter(|line| !line.is_empty()).collect();
+    let (bytes, width) = fixed_width_records(&lines)?;
+    std::fs::write(&records, bytes)?;
+    std::fs::write(script, random_path_lua(file, width, prefix))?;
+    Ok(())
+}
+
+/// Each line as a record of one width: a byte of its length, the line, spaces to the
+/// width. A record is cut out with one `sub` and no pattern. The records and their width.
+fn fixed_width_records(lines: &[&str]) -> anyhow::Result<(Vec<u8>, usize)> {
+    let longest = lines.iter().map(|line| line.len()).max().context("no line to ask for")?;
+    let Ok(longest_byte) = u8::try_from(longest) else {
+        bail!("a line of {longest} bytes is too long for a record (255 at most)")
+    };
+    let width = usize::from(longest_byte) + 1;
+    let mut records = Vec::with_capacity(width * lines.len());
+    for line in lines {
+        records.push(line.len() as u8);
+        records.extend_from_slice(line.as_bytes());
+        records.resize(records.len() + longest - line.len(), b' ');
+    }
+    Ok((records, width))
+}
+
+fn random_path_lua(records: &str, width: usize, prefix: &str) -> String {
+    format!(
+        r#"-- Written by `cargo xtask bench`: one random item per request. The lines to ask for are
+-- records of {width} bytes in one file (a byte of the line's length, the line, spaces),
+-- read by each thread at once.
 
 -- A different random sequence in each thread.
 local threads = 0
@@ -203,19 +232,24 @@ function setup(thread)
   thread:set("seed", threads)
 end
 
-local requests = {{}}
+local records, count, head, tail
 function init(args)
   math.randomseed(seed)
-  for i, line in ipairs(lines) do
-    requests[i] = wrk.format("GET", [[{prefix}]] .. line)
-  end
+  local file = assert(io.open([[{records}]], "rb"))
+  records = file:read("*a")
+  file:close()
+  count = #records / {width}
+  local sample = wrk.format("GET", [[{prefix}]] .. "@LINE@")
+  local cut = sample:find("@LINE@", 1, true)
+  head, tail = sample:sub(1, cut - 1), sample:sub(cut + 6)
 end
 
 function request()
-  return requests[math.random(#requests)]
+  local at = (math.random(count) - 1) * {width}
+  return head .. records:sub(at + 2, at + 1 + records:byte(at + 1)) .. tail
 end
 "#
-    ))
+    )
 }
 
 /// Parses wrk's report (run with `--latency`).
@@ -293,6 +327,20 @@ fn parse_latency(text: &str) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_give_back_each_line_as_the_script_cuts_them() {
+        let lines = ["a", "three-word-slug", "zz"];
+        let (records, width) = fixed_width_records(&lines).unwrap();
+        assert_eq!(width, 16);
+        assert_eq!(records.len(), width * lines.len());
+        // As `request()` does: the length byte at the record's start, then the line.
+        let cut: Vec<&[u8]> =
+            records.chunks(width).map(|record| &record[1..=usize::from(record[0])]).collect();
+        assert_eq!(cut, lines.map(str::as_bytes));
+        assert!(fixed_width_records(&[]).is_err());
+        assert!(fixed_width_records(&[&"x".repeat(256)]).is_err());
+    }
 
     /// Captured from `wrk -t2 -c32 -d5s --latency --timeout 5s` against `xtask hello`.
     const HEALTHY: &str = "Running 5s test @ http://127.0.0.1:41235/

@@ -10,10 +10,13 @@
 //!   which the file adapter reads in parallel) and parsed on every core, the next batch read
 //!   while one is parsed; at most two batches of file contents are in memory at a time.
 //! - **From a snapshot on restarts** ([`crate::engine::snapshot`], the `IndexSnapshots` port):
-//!   before reading any file, the build loads the collection's last snapshot and takes
-//!   each entry whose stamp equals the scanned one; only the other files are read and
-//!   parsed. A snapshot can make a start faster, never different. The server saves one
-//!   after start-up, every minute when the index's fingerprint moved, and when it stops.
+//!   while the folder is listed, the collection's last snapshot is decoded and built into
+//!   an index; the listing then keeps each entry whose stamp equals the listed one, and
+//!   only the other files are read and parsed. A few changes since the snapshot are made
+//!   to its index one by one; more, and the index is built again from the entries still
+//!   held and the files read. A snapshot can make a start faster, never different. The
+//!   server saves one after start-up, every minute when the index's fingerprint moved,
+//!   and when it stops.
 //! - **The facade's own writes** (create, update, delete, restore) update it before the
 //!   request answers, under the item's lock, so the next request on the same server sees
 //!   them. An update that keeps the body of the file it read takes the body's excerpt from
@@ -34,7 +37,6 @@
 //!   previous state, never a torn one. A single read whose rendering is not cached reads
 //!   the file; if it changed since it was indexed, the answer is built from the file read.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
@@ -243,11 +245,16 @@ impl Cms {
         if super::read(&cell.index).is_some() {
             return Ok(());
         }
-        // The scan waits on the store while the snapshot decodes: both at once.
-        let (scan, snapshot) =
-            futures_util::future::join(self.ports.content.scan(collection), self.load_snapshot(collection))
+        // The folder is listed (on the store's threads or connections) while the snapshot
+        // is decoded and built into an index here: both at once.
+        let (scan, prebuilt) =
+            futures_util::future::join(self.ports.content.scan(collection), self.build_snapshot(collection))
                 .await;
-        self.build_from(collection, scan?, snapshot).await
+        let mut plan = self.plan(collection, scan?, prebuilt);
+        self.read_planned(collection, &mut plan).await;
+        let built = self.complete(collection, plan);
+        self.install(collection, built);
+        Ok(())
     }
 
     /// The collections (each language's, on a site translated by file name) that read the
@@ -280,40 +287,42 @@ impl Cms {
         if lanes.iter().any(|lane| super::read(&self.indexes[lane.index].index).is_some()) {
             return Ok(()); // a request built one meanwhile: each builds on its own
         }
-        // The snapshots are decoded (each on every core) while the folder is listed, one
-        // after the other: a snapshot's bytes are let go before the next one's are read,
-        // so the start holds one at a time (each is as large as a third of its index).
-        let decoded = async {
-            let mut snapshots = Vec::with_capacity(lanes.len());
+        // The snapshots are decoded (each on every core) and built into indexes while the
+        // folder is listed, one after the other: a snapshot's bytes are let go before the
+        // next one's are read, so the start holds one at a time (each is as large as a
+        // third of its index).
+        let prebuilt = async {
+            let mut indexes = Vec::with_capacity(lanes.len());
             for lane in lanes {
-                snapshots.push(self.load_snapshot(lane).await);
+                indexes.push(self.build_snapshot(lane).await);
             }
-            snapshots
+            indexes
         };
-        let (scan, snapshots) = futures_util::future::join(self.ports.content.scan(lanes[0]), decoded).await;
+        let (scan, prebuilt) = futures_util::future::join(self.ports.content.scan(lanes[0]), prebuilt).await;
         let mut parts: Vec<Vec<FileStamp>> = lanes.iter().map(|_| Vec::new()).collect();
         for stamp in scan? {
             let at = lanes.iter().position(|lane| lane.naming.owns(&stamp.name)).unwrap_or(0);
             parts[at].push(stamp);
         }
-        // The walks and the builds are pure work: each language's on a thread of its own.
-        let mut gathered: Vec<Gathered> = std::thread::scope(|scope| {
-            let walks: Vec<_> = lanes
+        // The comparisons and the builds are pure work: each language's on a thread of its
+        // own.
+        let mut plans: Vec<Plan> = std::thread::scope(|scope| {
+            let plans: Vec<_> = lanes
                 .iter()
                 .zip(parts)
-                .zip(snapshots)
-                .map(|((lane, part), snapshot)| scope.spawn(move || self.gather(lane, part, snapshot)))
+                .zip(prebuilt)
+                .map(|((lane, part), index)| scope.spawn(move || self.plan(lane, part, index)))
                 .collect();
-            walks.into_iter().map(|walk| walk.join().expect("an index walk panicked")).collect()
+            plans.into_iter().map(|plan| plan.join().expect("an index comparison panicked")).collect()
         });
-        for (lane, gathered) in lanes.iter().zip(&mut gathered) {
-            self.read_unsnapshotted(lane, gathered).await;
+        for (lane, plan) in lanes.iter().zip(&mut plans) {
+            self.read_planned(lane, plan).await;
         }
         let built: Vec<Built> = std::thread::scope(|scope| {
             let builds: Vec<_> = lanes
                 .iter()
-                .zip(gathered)
-                .map(|(lane, gathered)| scope.spawn(move || self.assemble(lane, gathered)))
+                .zip(plans)
+                .map(|(lane, plan)| scope.spawn(move || self.complete(lane, plan)))
                 .collect();
             builds.into_iter().map(|build| build.join().expect("an index build panicked")).collect()
         });
@@ -324,69 +333,79 @@ impl Cms {
         Ok(())
     }
 
-    /// Builds `collection`'s index from the files its folder holds (`scan`, any that
-    /// another language owns are passed over) and its stored snapshot's entries: each
-    /// file whose stamp the snapshot has is taken from it, the others are read and parsed.
-    /// The caller holds the collection's build lock.
-    async fn build_from(
-        &self,
-        collection: &Collection,
-        scan: Vec<FileStamp>,
-        snapshot: Vec<(FileStamp, Held)>,
-    ) -> CoreResult<()> {
-        let mut gathered = self.gather(collection, scan, snapshot);
-        self.read_unsnapshotted(collection, &mut gathered).await;
-        let built = self.assemble(collection, gathered);
-        self.install(collection, built);
-        Ok(())
+    /// The index of the collection's stored snapshot alone, built while the folder is
+    /// listed; `None` when it has no snapshot that can be used.
+    async fn build_snapshot(&self, collection: &Collection) -> Option<CollectionIndex> {
+        let entries = self.load_snapshot(collection).await;
+        if entries.is_empty() {
+            return None;
+        }
+        Some(CollectionIndex::build_named(entries, self.now_secs(), collection.naming.clone()))
     }
 
-    /// What of the files the snapshot holds (see [`Gathered`]): each snapshot entry looked
-    /// up among the listed files by name. The listing comes in the folder's own order; a
-    /// lookup costs less than sorting it (4% of a restart at 3 × 100,000 items, the names
-    /// sharing their long date prefixes), and the entries keep the snapshot's order, which
-    /// the index's build sorts in linear time.
-    fn gather(
-        &self,
-        collection: &Collection,
-        scan: Vec<FileStamp>,
-        snapshot: Vec<(FileStamp, Held)>,
-    ) -> Gathered {
+    /// What the start does with the collection's listing (`scan`; files that another
+    /// language owns are passed over) and the index of its snapshot. The files the snapshot
+    /// holds as listed are kept. A few changes since (see [`few_changes`]) are made to the
+    /// snapshot's index: the files changed or removed forgotten, the new and changed ones
+    /// read into it. More, and a new index is built from what it held and what is read, as
+    /// the start without a snapshot does. The caller holds the collection's build lock.
+    fn plan(&self, collection: &Collection, scan: Vec<FileStamp>, prebuilt: Option<CollectionIndex>) -> Plan {
         let (names, others) = classify(scan, &collection.naming);
         self.progress.found.fetch_add(names.len(), Ordering::Relaxed);
-        let mut entries = Vec::with_capacity(names.len());
-        let snapshot_size = snapshot.len();
-        // Whether each listed file was found in the snapshot with its stamp.
-        let mut reused_at = vec![false; names.len()];
-        {
-            let listed: HashMap<&str, usize, foldhash::fast::RandomState> =
-                names.iter().enumerate().map(|(at, stamp)| (stamp.name.as_str(), at)).collect();
-            for (kept, held) in snapshot {
-                let Some(&at) = listed.get(kept.name.as_str()) else { continue };
-                if reused_at[at] || names[at] != kept {
-                    continue;
-                }
-                reused_at[at] = true;
-                if let Err(reason) = &held {
-                    report_skipped(collection, &kept.name, reason);
-                }
-                entries.push((kept, held));
-            }
-        }
-        let names_to_read: Vec<(FileStamp, ItemFilename)> = names
-            .into_iter()
-            .zip(reused_at)
-            .filter(|(_, reused)| !reused)
-            .map(|(stamp, _)| {
-                let name = collection.naming.parse(&stamp.name).expect("classified as an item");
-                (stamp, name)
-            })
-            .collect();
-        let reused = entries.len();
+        let Some(mut index) = prebuilt else {
+            // An empty folder without a snapshot has none to save either.
+            let exact = names.is_empty();
+            let names_to_read = to_read(collection, names);
+            return Plan::Build(Gathered { entries: Vec::new(), names_to_read, others, reused: 0, exact });
+        };
+        let diff = index.compare_listing(names);
+        let reused = diff.held_count();
         self.progress.indexed.fetch_add(reused, Ordering::Relaxed);
         // The stored snapshot is exactly this index: nothing to save until it changes.
-        let exact = names_to_read.is_empty() && reused == snapshot_size;
-        Gathered { entries, names_to_read, others, reused, exact }
+        let exact = diff.changes() == 0;
+        if diff.changes() <= few_changes(index.file_count()) {
+            index.forget_unheld(&diff);
+            for (name, reason) in index.skipped() {
+                report_skipped(collection, name, reason);
+            }
+            let names_to_read = to_read(collection, diff.to_read);
+            let read = Gathered { entries: Vec::new(), names_to_read, others, reused, exact };
+            return Plan::Amend { index: Box::new(index), read };
+        }
+        let entries = index.into_held_entries(&diff);
+        for (stamp, held) in &entries {
+            if let Err(reason) = held {
+                report_skipped(collection, &stamp.name, reason);
+            }
+        }
+        let names_to_read = to_read(collection, diff.to_read);
+        Plan::Build(Gathered { entries, names_to_read, others, reused, exact })
+    }
+
+    /// Reads and parses the files a plan has to read.
+    async fn read_planned(&self, collection: &Collection, plan: &mut Plan) {
+        let gathered = match plan {
+            Plan::Amend { read, .. } => read,
+            Plan::Build(gathered) => gathered,
+        };
+        self.read_unsnapshotted(collection, gathered).await;
+    }
+
+    /// The index a plan makes once its files are read (pure work: the start completes
+    /// several side by side).
+    fn complete(&self, collection: &Collection, plan: Plan) -> Built {
+        match plan {
+            Plan::Amend { mut index, read } => {
+                for (stamp, item) in read.entries {
+                    index.insert_read(&stamp, item);
+                }
+                for (name, reason) in index.set_others(read.others) {
+                    report_skipped(collection, &name, &reason);
+                }
+                Built { index: *index, reused: read.reused, exact: read.exact }
+            }
+            Plan::Build(gathered) => self.assemble(collection, gathered),
+        }
     }
 
     /// Reads and parses the files the snapshot did not hold, in batches, so that at most two
@@ -875,6 +894,32 @@ fn classify(scan: Vec<FileStamp>, naming: &Naming) -> (Vec<FileStamp>, Vec<Other
         }
     }
     (items, others)
+}
+
+/// The names of listed item files, to be read.
+fn to_read(collection: &Collection, listed: Vec<FileStamp>) -> Vec<(FileStamp, ItemFilename)> {
+    listed
+        .into_iter()
+        .map(|stamp| {
+            let name = collection.naming.parse(&stamp.name).expect("classified as an item");
+            (stamp, name)
+        })
+        .collect()
+}
+
+/// How many changes since its snapshot a start makes to the snapshot's index, one by one,
+/// rather than building the index again: each costs a shift of every order's ids (a few
+/// MB at 1,000,000 items), a build about 3 µs per item.
+fn few_changes(files: usize) -> usize {
+    (files / 1000).max(64)
+}
+
+/// What the start does with a collection (see [`Cms::plan`]).
+enum Plan {
+    /// The snapshot's index, with the files to read into it (`read.entries` once read).
+    Amend { index: Box<CollectionIndex>, read: Gathered },
+    /// A build of what was gathered: the snapshot's entries still held, and the files read.
+    Build(Gathered),
 }
 
 /// A collection's files as the start found them: the snapshot's entries for the files it

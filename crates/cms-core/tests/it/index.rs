@@ -719,6 +719,95 @@ async fn a_restart_reuses_the_snapshot_and_reparses_only_changed_files() {
     assert_eq!(indexed(&third).await, indexed(&fresh).await);
 }
 
+/// The lists a restart must answer as a fresh build does: orders, a tag, with drafts (for
+/// a key of `email`, made here) and without.
+async fn every_list(cms: &Cms, email: &str) -> Vec<Listed> {
+    cms.add_user(Caller::Operator, email, Role::Editor).await.unwrap();
+    let key = cms.create_key(Caller::Operator, email, "t", [7; 32]).await.unwrap();
+    let editor = Viewer::Key(cms.authenticate(&key.plaintext).await.unwrap());
+    let mut lists = Vec::new();
+    for pairs in [
+        &[("per_page", "100")][..],
+        &[("per_page", "100"), ("orderBy", "title")],
+        &[("per_page", "100"), ("orderBy", "title"), ("direction", "desc")],
+        &[("per_page", "100"), ("tags", "t1")],
+    ] {
+        lists.push(list(cms, pairs, &Viewer::Anonymous).await);
+        lists.push(list(cms, pairs, &editor).await);
+    }
+    lists
+}
+
+/// A restart builds the index of its snapshot while the folder is listed, then makes the
+/// changes since: a few one by one into that index, more by building it again from what
+/// it still holds and what it reads. Either way the index and every list equal a fresh
+/// build's, and only the changed files are read.
+#[tokio::test]
+async fn a_restart_after_few_or_many_changes_equals_a_fresh_build() {
+    let post = |i: usize, title: &str, day: usize| {
+        format!(
+            "---\ntitle: {title}\ntags: [t{}]\ndate: 2024-02-{day:02} 10:00 +0100\ndraft: {}\n---\nBody {i}.\n",
+            i % 3,
+            i.is_multiple_of(7)
+        )
+    };
+    let world = MemoryWorld::new();
+    // What the folder holds, for a fresh build beside each restart.
+    let files: std::cell::RefCell<std::collections::BTreeMap<String, Vec<u8>>> = Default::default();
+    let put = |name: String, bytes: Vec<u8>| {
+        world.content.put_raw(POSTS, &name, &bytes);
+        files.borrow_mut().insert(name, bytes);
+    };
+    for i in 0..100 {
+        put(format!("p{i:03}.md"), post(i, &format!("Post {i}"), 1 + i % 28).into_bytes());
+    }
+    world.content.take_changes();
+    let first = world.cms();
+    first.upkeep().start().await.unwrap();
+    first.upkeep().save_snapshots().await.unwrap();
+
+    // 10 edited (new titles, dates, tags and drafts: they move in every order), one broken,
+    // 5 removed and 5 added are 26 changes, made one by one into the snapshot's index;
+    // then 70 edited are more than 64, and the index is built again.
+    for (round, edited, reads) in [(1, 10, 16), (2, 70, 70)] {
+        for i in 0..edited {
+            let title = format!("Edited {round} {i}");
+            put(format!("p{i:03}.md"), post(i + 1, &title, 28 - i % 28).into_bytes());
+        }
+        if round == 1 {
+            put("p050.md".to_owned(), b"---\ntitle: [\n---\n".to_vec());
+            for i in 90..95 {
+                world.content.remove_raw(POSTS, &format!("p{i:03}.md"));
+                files.borrow_mut().remove(&format!("p{i:03}.md"));
+            }
+            for i in 100..105 {
+                put(format!("p{i:03}.md"), post(i, "Added", 3).into_bytes());
+            }
+        }
+        world.content.take_changes();
+        let reads_before = world.content.reads.load(Ordering::Relaxed);
+        let restarted = world.cms();
+        restarted.upkeep().start().await.unwrap();
+        assert_eq!(world.content.reads.load(Ordering::Relaxed) - reads_before, reads, "round {round}");
+        let fresh = MemoryWorld::new();
+        for (name, bytes) in files.borrow().iter() {
+            fresh.content.put_raw(POSTS, name, bytes);
+        }
+        fresh.content.take_changes();
+        let fresh = fresh.cms();
+        fresh.upkeep().start().await.unwrap();
+        assert_eq!(indexed(&restarted).await, indexed(&fresh).await, "round {round}");
+        let email = format!("ed{round}@example.com");
+        assert_eq!(every_list(&restarted, &email).await, every_list(&fresh, &email).await, "round {round}");
+        assert_eq!(restarted.skipped_files().await, fresh.skipped_files().await, "round {round}");
+        assert_eq!(
+            restarted.upkeep().save_snapshots().await.unwrap(),
+            1,
+            "round {round}: the changes are saved"
+        );
+    }
+}
+
 /// Dates without an offset depend on `site.timezone`: a snapshot made under another zone
 /// is not used.
 #[tokio::test]

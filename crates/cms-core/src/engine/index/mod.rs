@@ -13,6 +13,7 @@
 //! `service::index` for when).
 
 mod item;
+mod listing;
 mod orders;
 mod schedule;
 #[cfg(test)]

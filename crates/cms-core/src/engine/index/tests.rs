@@ -489,3 +489,28 @@ fn rewrites_in_place_keep_the_index_as_a_fresh_build_would_be() {
     }
     assert!(in_place > 150, "the in-place path ran {in_place} times");
 }
+
+/// A listing looked up on several threads (more than 8,192 files) finds what one thread
+/// finds: the files held as listed, and the new and changed ones to read.
+#[test]
+fn a_large_listing_compares_as_a_small_one_does() {
+    let files: Vec<(ItemFilename, FileStamp, Parsed)> =
+        (0..9000).map(|i| file(&format!("p{i:05}.md"), 1, &format!("title: P{i}"))).collect();
+    let index =
+        CollectionIndex::build(files.iter().map(|(_, s, p)| (s.clone(), held(p.clone()))).collect(), 0);
+    let mut listed: Vec<FileStamp> = files.iter().map(|(_, stamp, _)| stamp.clone()).collect();
+    listed[10].change_token = 2; // changed
+    listed[8999].size += 1; // changed
+    listed.remove(4500); // removed
+    listed.push(file("new.md", 1, "title: New").1); // added
+    let diff = index.compare_listing(listed);
+    let to_read: Vec<&str> = diff.to_read.iter().map(|stamp| stamp.name.as_str()).collect();
+    assert_eq!(to_read, ["p00010.md", "p08999.md", "new.md"]);
+    assert_eq!(diff.held_count(), 8997);
+    assert_eq!(diff.changes(), 3 + 3, "three to read, three held no more");
+    let kept = index.into_held_entries(&diff);
+    assert_eq!(kept.len(), 8997);
+    assert!(
+        !kept.iter().any(|(stamp, _)| ["p00010.md", "p04500.md", "p08999.md"].contains(&stamp.name.as_str()))
+    );
+}

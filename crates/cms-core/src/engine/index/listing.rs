@@ -88,7 +88,7 @@ impl CollectionIndex {
         if self.naming.file_slug(&stamp.name).is_none() || self.by_name.contains_key(stamp.name.as_str()) {
             return;
         }
-        self.insert_slot(&stamp.name, Stamp::of(stamp), item, true);
+        self.insert_slot(&stamp.name, Stamp::of(stamp), item);
     }
 
     /// The entries the listing showed as held, for a build of its own.

@@ -12,6 +12,7 @@
 //! The index itself does no I/O: the facade feeds it what the ports read (see
 //! `service::index` for when).
 
+mod bulk;
 mod item;
 mod listing;
 mod orders;
@@ -30,7 +31,7 @@ use crate::query::OrderBy;
 use crate::slug::{ItemFilename, ItemRef, Naming};
 
 pub use item::{Held, IndexedItem, Parsed, Reading, excerpt_of, held, translation_key_of};
-use orders::{ORDERS, order_slot};
+use orders::order_slot;
 
 pub use orders::Selection;
 pub use schedule::Transition;
@@ -238,23 +239,8 @@ impl CollectionIndex {
         // In filename order, so that ids are too (see `sort_by_order`). Usually already
         // in order, or two ordered runs: a stable sort merges those in linear time.
         entries.sort_by(|a, b| a.0.name.cmp(&b.0.name));
-        let files = entries.len();
-        let mut index = Self {
-            now,
-            naming,
-            slots: Vec::with_capacity(files),
-            by_name: HashMap::with_capacity_and_hasher(files, Default::default()),
-            by_slug: HashMap::with_capacity_and_hasher(files, Default::default()),
-            ..Self::default()
-        };
-        for (stamp, item) in entries {
-            if index.naming.file_slug(&stamp.name).is_none()
-                || index.by_name.contains_key(stamp.name.as_str())
-            {
-                continue;
-            }
-            index.insert_slot(&stamp.name, Stamp::of(&stamp), item, false);
-        }
+        let mut index = Self { now, naming, slots: Vec::with_capacity(entries.len()), ..Self::default() };
+        index.fill(entries);
         index.sort_all();
         index
     }
@@ -461,12 +447,7 @@ impl CollectionIndex {
             (Some(id), Ok(item)) if self.slot(id).item.is_ok() => self.replace_usable(id, stamp, item),
             (_, item) => {
                 self.remove(name.as_str());
-                self.insert_slot(
-                    name.as_str(),
-                    Stamp::of(&stamp),
-                    item.map(Arc::new).map_err(Box::from),
-                    true,
-                );
+                self.insert_slot(name.as_str(), Stamp::of(&stamp), item.map(Arc::new).map_err(Box::from));
             }
         }
         Applied::Updated
@@ -637,7 +618,7 @@ impl CollectionIndex {
         self.slot(id).item.as_ref().expect("usable id")
     }
 
-    fn insert_slot(&mut self, name: &str, stamp: Stamp, item: Held, link: bool) {
+    fn insert_slot(&mut self, name: &str, stamp: Stamp, item: Held) {
         let usable = item.is_ok();
         self.fingerprint ^= stamp_hash(name, stamp);
         // A usable item's filename is shared with it (and with the search index).
@@ -667,29 +648,7 @@ impl CollectionIndex {
             self.breaking_model += usize::from(item.breaks_model);
             self.drafts += usize::from(is_draft(&item));
             self.note_schedule(id, &item);
-            if link {
-                self.link_sorted(id);
-            } else {
-                // Bulk build: append now, sort once at the end.
-                let live = self.is_live(&item);
-                for order in ORDERS {
-                    self.sorted_all[order_slot(order)].push(id);
-                    if live {
-                        self.sorted_published[order_slot(order)].push(id);
-                    }
-                }
-                for tag in distinct(&item) {
-                    // A tag is usually known: its name is copied only the first time.
-                    let lists = match self.by_tag.get_mut(tag) {
-                        Some(lists) => lists,
-                        None => self.by_tag.entry(tag.to_owned()).or_default(),
-                    };
-                    lists.all.push(id);
-                    if live {
-                        lists.published.push(id);
-                    }
-                }
-            }
+            self.link_sorted(id);
         }
     }
 }

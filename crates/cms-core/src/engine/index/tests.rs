@@ -1,5 +1,5 @@
 use super::item::plain_excerpt_of;
-use super::orders::{NEWEST_RUN_LIMIT, Selection, compare};
+use super::orders::{NEWEST_RUN_LIMIT, ORDERS, Selection, compare};
 use super::*;
 use crate::dates::SiteZone;
 use crate::document::ItemDocument;
@@ -513,4 +513,21 @@ fn a_large_listing_compares_as_a_small_one_does() {
     assert!(
         !kept.iter().any(|(stamp, _)| ["p00010.md", "p04500.md", "p08999.md"].contains(&stamp.name.as_str()))
     );
+}
+
+/// An index built at once from enough files to be added up on two threads (64 in tests)
+/// equals one made file by file (the same lists, tags, schedule, fingerprint and lookups).
+#[test]
+fn a_large_build_side_by_side_equals_one_made_file_by_file() {
+    let now = 1_717_977_600;
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut index = CollectionIndex::build(Vec::new(), now);
+    let mut files: HashMap<String, (FileStamp, Held)> = HashMap::default();
+    for i in 0..500 {
+        let name = if i % 5 == 0 { format!("2024-01-{:02}-p{i}.md", 1 + i % 28) } else { format!("p{i}.md") };
+        let (name, stamp, item) = file(&name, i as u64, &random_frontmatter(&mut rng));
+        index.upsert(&name, stamp.clone(), item.clone());
+        files.insert(name.as_str().to_owned(), (stamp, held(item)));
+    }
+    assert_same_as_fresh(&index, &files, 0);
 }

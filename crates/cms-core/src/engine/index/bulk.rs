@@ -1,0 +1,159 @@
+//! A whole index built at once (a start): the slots laid out first, then the maps of names
+//! on one thread while the counts, orders and tags are made on another. One item at a
+//! time, the build was the single-threaded part of a restart (4 s at 1,000,000 items, the
+//! maps' inserts each a few cache misses).
+
+use std::collections::BTreeMap;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use foldhash::HashMap;
+
+use super::orders::{ORDERS, order_slot};
+use super::{CollectionIndex, Held, Id, NameKey, NameMap, Slot, SlugFiles, Stamp, TagLists};
+use super::{distinct, hidden_hash, is_draft, stamp_hash};
+use crate::item::Status;
+use crate::ports::FileStamp;
+
+/// Fewer slots than this are added up on one thread (a thread costs more than they do);
+/// in tests, fewer, so that small indexes take both ways.
+const SIDE_BY_SIDE: usize = if cfg!(test) { 64 } else { 4096 };
+
+/// The maps that find a slot by a name.
+struct NameMaps {
+    by_name: HashMap<Arc<str>, Id>,
+    by_slug: HashMap<NameKey, SlugFiles>,
+    by_key: HashMap<NameKey, SlugFiles>,
+    by_written_name: HashMap<NameKey, SlugFiles>,
+}
+
+/// What the slots add up to, besides the maps of names.
+#[derive(Default)]
+struct Tally {
+    fingerprint: u64,
+    unusable: BTreeMap<Arc<str>, Id>,
+    usable: usize,
+    breaking_model: usize,
+    drafts: usize,
+    pending: BTreeSet<(i64, Id)>,
+    /// The usable ids, in id order: every order's list before it is sorted.
+    usable_ids: Vec<Id>,
+    by_tag: HashMap<String, TagLists>,
+}
+
+impl CollectionIndex {
+    /// Lays out `entries` (in filename order) as slots, passing over a name that is not an
+    /// item's or that came before, then makes the rest from the slots.
+    pub(super) fn fill(&mut self, entries: Vec<(FileStamp, Held)>) {
+        let mut previous = String::new();
+        for (stamp, item) in entries {
+            if self.naming.file_slug(&stamp.name).is_none() || stamp.name == previous {
+                continue;
+            }
+            // A usable item's filename is shared with it (and with the search index).
+            let name = match &item {
+                Ok(item) => Arc::clone(&item.meta.filename),
+                Err(_) => Arc::from(stamp.name.as_str()),
+            };
+            self.slots.push(Some(Slot { name, stamp: Stamp::of(&stamp), item }));
+            previous = stamp.name;
+        }
+        let (maps, tally) = if self.slots.len() < SIDE_BY_SIDE {
+            (self.name_maps(), self.tally())
+        } else {
+            std::thread::scope(|scope| {
+                let maps = scope.spawn(|| self.name_maps());
+                let tally = self.tally();
+                (maps.join().expect("the maps of names panicked"), tally)
+            })
+        };
+        let NameMaps { by_name, by_slug, by_key, by_written_name } = maps;
+        (self.by_name, self.by_slug, self.by_key, self.by_written_name) =
+            (by_name, by_slug, by_key, by_written_name);
+        let Tally { fingerprint, unusable, usable, breaking_model, drafts, pending, usable_ids, by_tag } =
+            tally;
+        self.fingerprint = fingerprint;
+        self.unusable = unusable;
+        (self.usable, self.breaking_model, self.drafts) = (usable, breaking_model, drafts);
+        self.pending = pending;
+        for order in ORDERS {
+            self.sorted_all[order_slot(order)] = usable_ids.clone();
+        }
+        self.by_tag = by_tag;
+    }
+
+    /// The maps of names of every slot (see [`Self::link_names`], which files one).
+    fn name_maps(&self) -> NameMaps {
+        let slots = self.slots.len();
+        let mut maps = NameMaps {
+            by_name: HashMap::with_capacity_and_hasher(slots, Default::default()),
+            by_slug: HashMap::with_capacity_and_hasher(slots, Default::default()),
+            by_key: HashMap::default(),
+            by_written_name: HashMap::default(),
+        };
+        let name_of = |other: Id| &*self.slot(other).name;
+        for (id, slot) in self.slots.iter().enumerate() {
+            let Some(slot) = slot else { continue };
+            let id = id as Id;
+            maps.by_name.insert(Arc::clone(&slot.name), id);
+            for (map, found) in self.names_of(id) {
+                let map = match map {
+                    NameMap::Slug => &mut maps.by_slug,
+                    NameMap::Key => &mut maps.by_key,
+                    NameMap::WrittenName => &mut maps.by_written_name,
+                };
+                match map.get_mut(&found) {
+                    Some(files) => files.insert(id, &slot.name, name_of),
+                    None => {
+                        map.insert(found, SlugFiles::One(id));
+                    }
+                }
+            }
+        }
+        maps
+    }
+
+    /// The counts, the fingerprint, the schedule and the tags of every slot, as
+    /// [`Self::insert_slot`] adds one's.
+    fn tally(&self) -> Tally {
+        let mut tally = Tally { usable_ids: Vec::with_capacity(self.slots.len()), ..Tally::default() };
+        for (id, slot) in self.slots.iter().enumerate() {
+            let Some(slot) = slot else { continue };
+            let id = id as Id;
+            tally.fingerprint ^= stamp_hash(&slot.name, slot.stamp);
+            let item = match &slot.item {
+                Ok(item) => item,
+                Err(_) => {
+                    tally.unusable.insert(Arc::clone(&slot.name), id);
+                    continue;
+                }
+            };
+            tally.usable += 1;
+            tally.breaking_model += usize::from(item.breaks_model);
+            tally.drafts += usize::from(is_draft(item));
+            let live = self.is_live(item);
+            // As `note_schedule` does.
+            if let Some(schedule) = item.meta.schedule.as_deref()
+                && item.meta.status == Status::Published
+            {
+                tally.pending.extend(schedule.instants().filter(|at| *at > self.now).map(|at| (at, id)));
+                if !live {
+                    tally.fingerprint ^= hidden_hash(&slot.name);
+                }
+            }
+            tally.usable_ids.push(id);
+            for tag in distinct(item) {
+                // A tag is usually known: its name is copied only the first time.
+                let lists = match tally.by_tag.get_mut(tag) {
+                    Some(lists) => lists,
+                    None => tally.by_tag.entry(tag.to_owned()).or_default(),
+                };
+                lists.all.push(id);
+                if live {
+                    lists.published.push(id);
+                }
+            }
+        }
+        tally
+    }
+}

@@ -344,6 +344,14 @@ fn a_stream_on_one_node_carries_changes_made_through_another_and_resumes_on_eith
     // storage.poll_ms is 100 in these nodes' cms.yaml; the bound leaves room for a CI
     // machine running other servers at the same time.
     assert!(took < VISIBLE_WITHIN, "node B's change reached node A {took:?} after it was acknowledged");
+    // A's stream reads the bucket's change log; A's index learns of the item from the
+    // bucket's journal, polled on its own: on a loaded machine the stream can be first
+    // (a PATCH through A answered 404 here once in CI). Node A's reads see it within the
+    // same bound.
+    while servers[0].get("/cms/collections/posts/items/across", Some(&key)).0 != 200 {
+        assert!(acknowledged.elapsed() < VISIBLE_WITHIN, "node A's reads never saw node B's item");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 
     // Writes through either node: one sequence, seen in order on A.
     for (round, server) in [&servers[0], &servers[1], &servers[0]].into_iter().enumerate() {

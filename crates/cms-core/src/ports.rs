@@ -96,6 +96,14 @@ pub trait ContentStore: Send + Sync {
     /// folder; symlinks are never followed), items or not: the facade tells item files
     /// from the rest and reports the rest as skipped.
     async fn scan(&self, collection: &Collection) -> CoreResult<Vec<FileStamp>>;
+    /// A value that changes whenever a file is added to, removed from or renamed in the
+    /// collection's folder (an edit in place need not change it), read without listing
+    /// the folder; `None` where the store cannot tell so cheaply (the default). A server's
+    /// start answers from the index snapshot alone while the folder's stamp is the one the
+    /// snapshot recorded, and compares every file's stamp behind its first answers.
+    async fn folder_stamp(&self, _collection: &Collection) -> CoreResult<Option<u64>> {
+        Ok(None)
+    }
     /// The stamp of one item file, or `None` if there is no such regular file.
     async fn stat(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Option<FileStamp>>;
     /// [`Self::stat`] of several files, in the order of `names`: what a batch of the change

@@ -180,6 +180,24 @@ impl ContentStore for FsContentStore {
         blocking::run(move || store.scan_blocking(&collection)).await
     }
 
+    /// The folder's own times, inode and device: adding, removing or renaming a file in
+    /// it sets its modification and change times (to the kernel's clock tick, a few
+    /// milliseconds, so two changes within one tick look like one; the start's check of
+    /// every file's stamp behind the first answers covers that too).
+    async fn folder_stamp(&self, collection: &Collection) -> CoreResult<Option<u64>> {
+        let (store, collection) = (self.clone(), collection.clone());
+        blocking::run(move || {
+            let folder = store.folder(&collection)?;
+            match fs::metadata(&folder) {
+                Ok(meta) if meta.is_dir() => Ok(Some(stamp::of_folder(&meta))),
+                Ok(_) => Ok(None),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(io_error(&folder)(e)),
+            }
+        })
+        .await
+    }
+
     async fn stat(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Option<FileStamp>> {
         let (store, collection, name) = (self.clone(), collection.clone(), name.clone());
         blocking::run(move || store.stat_blocking(&collection, &name)).await

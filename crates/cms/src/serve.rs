@@ -262,6 +262,7 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, serving: Serving) -> anyhow
             served = &mut running => return served_result(served),
         }
         follow(cms.clone(), feed);
+        check_snapshot_starts(cms.clone());
         crate::schedule::keep_schedule(cms.clone(), open.schedule_mark.clone());
         keep_event_log(cms.clone(), open.poll_interval);
         keep_snapshots(cms.clone(), snapshot_age.clone());
@@ -565,6 +566,16 @@ async fn hold_indexing_for_tests() {
     if !matches!(held, Ok(Ok(_))) {
         tracing::warn!("CMS_TEST_HOLD_INDEXING: cannot read the file; indexing now");
     }
+}
+
+/// Compares each index that the start made from its snapshot alone with its folder, once
+/// the server answers (edits made in place while it was stopped are found here), on this
+/// runtime.
+fn check_snapshot_starts(cms: Arc<Cms>) {
+    actix_web::rt::spawn(async move {
+        // Each failure is logged where it happens; the change feed and rescans go on.
+        let _ = cms.upkeep().check_snapshot_starts().await;
+    });
 }
 
 /// The store's change feed, or `None` (then the site is rescanned every second). A feed

@@ -8,6 +8,11 @@
 //! - each entry is used only when its file's stamp (size, times, inode) is exactly the one
 //!   a fresh scan reports; every other file is read and parsed as without a snapshot;
 //! - bytes that do not decode are ignored.
+//!
+//! Beside the entries it records the folder as the index last listed it ([`FolderState`]):
+//! the store's folder stamp and the files that are not items. A server's start answers
+//! from the snapshot alone when the folder's stamp is still that one (no file added,
+//! removed or renamed since), and checks each file's stamp behind its first answers.
 
 use serde::{Deserialize, Serialize};
 
@@ -17,7 +22,7 @@ use crate::model::Model;
 use crate::ports::FileStamp;
 
 /// Bumped whenever what a snapshot holds changes shape.
-const FORMAT: u32 = 10;
+const FORMAT: u32 = 11;
 
 /// Entries per chunk: chunks are encoded separately so that a restart decodes them on
 /// every core.
@@ -45,6 +50,17 @@ impl SnapshotHeader {
     }
 }
 
+/// The collection's folder as the index last listed it, recorded beside its entries.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FolderState {
+    /// The store's stamp of the folder when the snapshot was taken
+    /// (`ContentStore::folder_stamp`); `None` where the store has none.
+    pub stamp: Option<u64>,
+    /// The folder's files whose names are not items', with why (see
+    /// `CollectionIndex::set_others`).
+    pub others: Vec<(String, String)>,
+}
+
 #[derive(Serialize)]
 struct EntryRef<'a> {
     stamp: &'a FileStamp,
@@ -59,9 +75,9 @@ struct Entry {
     item: Held,
 }
 
-/// Encodes the header, then the entries in chunks of [`CHUNK_ENTRIES`], each a byte
-/// string of its own.
-pub fn encode(header: &SnapshotHeader, entries: &[(FileStamp, Held)]) -> Vec<u8> {
+/// Encodes the header, the folder's state, then the entries in chunks of
+/// [`CHUNK_ENTRIES`], each a byte string of its own.
+pub fn encode(header: &SnapshotHeader, folder: &FolderState, entries: &[(FileStamp, Held)]) -> Vec<u8> {
     let chunks: Vec<Vec<u8>> = entries
         .chunks(CHUNK_ENTRIES)
         .map(|chunk| {
@@ -76,18 +92,38 @@ pub fn encode(header: &SnapshotHeader, entries: &[(FileStamp, Held)]) -> Vec<u8>
         .collect();
     let size = chunks.iter().map(|c| c.len() + 5).sum::<usize>();
     let bytes = postcard::to_extend(header, Vec::with_capacity(64 + size)).expect("a header encodes");
+    let bytes = postcard::to_extend(folder, bytes).expect("a folder's state encodes");
     let chunks: Vec<Chunk<'_>> = chunks.iter().map(|c| Chunk(c)).collect();
     postcard::to_extend(&chunks, bytes).expect("index chunks encode")
 }
 
-/// The entries of a snapshot in the order they were encoded, when its header is
-/// `expected`; `Err` says why it cannot be used. Chunks are decoded in parallel.
-pub fn decode(bytes: &[u8], expected: &SnapshotHeader) -> Result<Vec<(FileStamp, Held)>, String> {
+/// The folder's state a snapshot recorded, when its header is `expected` (without
+/// decoding its entries); `Err` says why it cannot be used.
+pub fn folder_state(bytes: &[u8], expected: &SnapshotHeader) -> Result<FolderState, String> {
+    take_folder_state(bytes, expected).map(|(folder, _)| folder)
+}
+
+fn take_folder_state<'a>(
+    bytes: &'a [u8],
+    expected: &SnapshotHeader,
+) -> Result<(FolderState, &'a [u8]), String> {
     let (header, rest) = postcard::take_from_bytes::<SnapshotHeader>(bytes)
         .map_err(|error| format!("the snapshot's header does not decode: {error}"))?;
     if header != *expected {
         return Err(format!("the snapshot was made for {header:?}, not {expected:?}"));
     }
+    postcard::take_from_bytes::<FolderState>(rest)
+        .map_err(|error| format!("the snapshot's folder state does not decode: {error}"))
+}
+
+/// The folder's state and the entries of a snapshot, in the order they were encoded, when
+/// its header is `expected`; `Err` says why it cannot be used. Chunks are decoded in
+/// parallel.
+pub fn decode(
+    bytes: &[u8],
+    expected: &SnapshotHeader,
+) -> Result<(FolderState, Vec<(FileStamp, Held)>), String> {
+    let (folder, rest) = take_folder_state(bytes, expected)?;
     let chunks: Vec<Chunk<'_>> =
         postcard::from_bytes(rest).map_err(|error| format!("the snapshot does not decode: {error}"))?;
     let decode_chunk = |chunk: &[u8]| -> Result<Vec<Entry>, String> {
@@ -114,7 +150,7 @@ pub fn decode(bytes: &[u8], expected: &SnapshotHeader) -> Result<Vec<(FileStamp,
     for part in decoded {
         entries.extend(part?.into_iter().map(|e| (e.stamp, e.item)));
     }
-    Ok(entries)
+    Ok((folder, entries))
 }
 
 /// A chunk of encoded entries, kept as a byte string (a length and the bytes, borrowed
@@ -174,8 +210,15 @@ mod tests {
             ),
             entry("b.md", "---\ntitle: [\n---\n"),
         ];
-        let decoded = decode(&encode(&header, &entries), &header).unwrap();
-        assert_eq!(decoded, entries, "items and reasons as they were");
+        let folder =
+            FolderState { stamp: Some(42), others: vec![("notes.txt".into(), "not a Markdown file".into())] };
+        let bytes = encode(&header, &folder, &entries);
+        assert_eq!(
+            decode(&bytes, &header).unwrap(),
+            (folder.clone(), entries),
+            "items and reasons as they were"
+        );
+        assert_eq!(folder_state(&bytes, &header).unwrap(), folder, "read without the entries");
     }
 
     #[test]
@@ -188,14 +231,14 @@ mod tests {
             .rev()
             .map(|i| (FileStamp { name: format!("{i:06}.md"), ..stamp.clone() }, item.clone()))
             .collect();
-        let decoded = decode(&encode(&header, &entries), &header).unwrap();
+        let (_, decoded) = decode(&encode(&header, &FolderState::default(), &entries), &header).unwrap();
         assert_eq!(decoded, entries, "every chunk, in the order written");
     }
 
     #[test]
     fn another_folder_zone_or_garbage_is_refused() {
         let header = SnapshotHeader::new("content/posts", "UTC", None, SlugSource::FileName);
-        let bytes = encode(&header, &[entry("a.md", "---\ntitle: A\n---\n")]);
+        let bytes = encode(&header, &FolderState::default(), &[entry("a.md", "---\ntitle: A\n---\n")]);
         assert!(
             decode(&bytes, &SnapshotHeader::new("content/pages", "UTC", None, SlugSource::FileName)).is_err()
         );
@@ -214,5 +257,9 @@ mod tests {
         assert!(decode(&bytes[..bytes.len() - 3], &header).is_err(), "a truncated snapshot");
         assert!(decode(b"\xff\xff\xff\xff\xff\xff", &header).is_err());
         assert!(decode(&[], &header).is_err());
+        assert!(
+            folder_state(&bytes, &SnapshotHeader::new("content/pages", "UTC", None, SlugSource::FileName))
+                .is_err()
+        );
     }
 }

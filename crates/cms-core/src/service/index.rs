@@ -15,8 +15,16 @@
 //!   only the other files are read and parsed. A few changes since the snapshot are made
 //!   to its index one by one; more, and the index is built again from the entries still
 //!   held and the files read. A snapshot can make a start faster, never different. The
-//!   server saves one after start-up, every minute when the index's fingerprint moved,
-//!   and when it stops.
+//!   server saves one after start-up, every minute when the index's fingerprint (or the
+//!   folder's stamp) moved, and when it stops.
+//! - **From the snapshot alone** when the store says that no file was added to, removed
+//!   from or renamed in the folder since it was saved (`ContentStore::folder_stamp` is the
+//!   one it recorded): the server answers from it without listing the folder (a stat of
+//!   every file, most of a restart at 1,000,000 items), then compares every file's stamp
+//!   behind its first answers ([`Cms::check_snapshot_starts`]). An edit made in place
+//!   while the server was stopped is found there and applied as any outside edit; until
+//!   then lists answer the state the server stopped in, as they answer the previous state
+//!   of an edit the change feed has not reported yet.
 //! - **The facade's own writes** (create, update, delete, restore) update it before the
 //!   request answers, under the item's lock, so the next request on the same server sees
 //!   them. An update that keeps the body of the file it read takes the body's excerpt from
@@ -39,7 +47,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::task::Poll;
 
@@ -52,7 +60,7 @@ use crate::collection::Collection;
 use crate::dates::SiteZone;
 use crate::document::ItemDocument;
 use crate::engine::index::{Applied, CollectionIndex, Held, IndexedItem, Parsed, Reading, held};
-use crate::engine::snapshot::{self, SnapshotHeader};
+use crate::engine::snapshot::{self, FolderState, SnapshotHeader};
 use crate::error::CoreResult;
 use crate::item_file::ContentTag;
 use crate::policy::Caller;
@@ -138,9 +146,21 @@ pub struct Indexing {
 pub(super) struct IndexCell {
     pub(super) index: RwLock<Option<CollectionIndex>>,
     building: AsyncMutex<()>,
-    /// The fingerprint of the index as last snapshotted (or as loaded from a snapshot that
-    /// held exactly it); `None` when the stored snapshot is behind or missing.
-    snapshotted: std::sync::Mutex<Option<u64>>,
+    /// What the stored snapshot holds (as last saved, or as loaded when it held exactly
+    /// the folder's files); `None` when it is behind or missing.
+    snapshotted: std::sync::Mutex<Option<Snapshotted>>,
+    /// Installed from its snapshot alone, without listing the folder (see
+    /// [`Cms::start_from_snapshot`]), and not compared with a listing since.
+    unchecked: AtomicBool,
+}
+
+/// What a stored snapshot holds: the index's fingerprint and the folder's stamp when it
+/// was taken. A snapshot whose folder stamp is behind is saved again even when the index
+/// did not change, so that the next start can use it without listing the folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Snapshotted {
+    fingerprint: u64,
+    folder: Option<u64>,
 }
 
 /// What the index knows about a collection, read under its lock.
@@ -172,6 +192,9 @@ impl Cms {
             // First, so that a server listening meanwhile answers with the right license.
             let license = self.reload_license().await;
             let mut first_error = license.err();
+            for collection in &self.collections {
+                self.start_from_snapshot(collection).await;
+            }
             for lanes in self.lanes_sharing_folders() {
                 if let Err(error) = self.index_together(&lanes).await {
                     tracing::error!(collection = lanes[0].slug.as_str(), %error, "cannot index the collection");
@@ -333,14 +356,78 @@ impl Cms {
         Ok(())
     }
 
+    /// At a server's start, makes the collection's stored snapshot its index without
+    /// listing the folder, when the store says that no file was added to, removed from or
+    /// renamed in the folder since the snapshot was saved (its folder stamp is the one the
+    /// snapshot recorded). At 1,000,000 items the listing is most of a restart: a stat of
+    /// every file. An edit made in place while the server was stopped is found by
+    /// [`Cms::check_snapshot_starts`], which compares every file's stamp behind the first
+    /// answers. Whether it did; else the start builds the index as usual.
+    async fn start_from_snapshot(&self, collection: &Collection) -> bool {
+        let cell = &self.indexes[collection.index];
+        let _building = cell.building.lock().await;
+        if super::read(&cell.index).is_some() {
+            return false;
+        }
+        let Ok(Some(folder)) = self.ports.content.folder_stamp(collection).await else { return false };
+        let Some(bytes) = self.snapshot_bytes(collection).await else { return false };
+        // A snapshot that cannot be used says why in the usual start, which decodes it.
+        match snapshot::folder_state(&bytes, &self.snapshot_header(collection)) {
+            Ok(state) if state.stamp == Some(folder) => {}
+            _ => return false,
+        }
+        let (state, entries) = self.decode_snapshot(collection, Some(bytes));
+        if entries.is_empty() {
+            return false;
+        }
+        let mut index = CollectionIndex::build_named(entries, self.now_secs(), collection.naming.clone());
+        index.set_others(state.others);
+        for (name, reason) in index.skipped() {
+            report_skipped(collection, name, reason);
+        }
+        let files = index.file_count();
+        self.progress.found.fetch_add(files, Ordering::Relaxed);
+        self.progress.indexed.fetch_add(files, Ordering::Relaxed);
+        cell.unchecked.store(true, Ordering::Release);
+        self.install(collection, Built { index, reused: files, exact: true, recorded_folder: state.stamp });
+        true
+    }
+
+    /// Compares every index made from its snapshot alone ([`Self::start_from_snapshot`])
+    /// with a listing of its folder, and re-reads the files that differ: edits made in
+    /// place while the server was stopped, announced as outside edits. The composition
+    /// root calls it once the server answers. Each collection is tried; the first error
+    /// is returned.
+    pub(super) async fn check_snapshot_starts(&self) -> CoreResult<()> {
+        let mut first_error = None;
+        for collection in &self.collections {
+            if !self.indexes[collection.index].unchecked.swap(false, Ordering::AcqRel) {
+                continue;
+            }
+            match self.rescan(collection).await {
+                Ok(changed) => tracing::info!(
+                    collection = collection.slug.as_str(),
+                    changed,
+                    "compared the index snapshot with the folder"
+                ),
+                Err(error) => {
+                    tracing::warn!(collection = collection.slug.as_str(), %error, "cannot compare the index snapshot with the folder");
+                    first_error.get_or_insert(error);
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
     /// The index of the collection's stored snapshot alone, built while the folder is
     /// listed; `None` when it has no snapshot that can be used.
-    async fn build_snapshot(&self, collection: &Collection) -> Option<CollectionIndex> {
-        let entries = self.load_snapshot(collection).await;
+    async fn build_snapshot(&self, collection: &Collection) -> Option<Prebuilt> {
+        let (state, entries) = self.load_snapshot(collection).await;
         if entries.is_empty() {
             return None;
         }
-        Some(CollectionIndex::build_named(entries, self.now_secs(), collection.naming.clone()))
+        let index = CollectionIndex::build_named(entries, self.now_secs(), collection.naming.clone());
+        Some(Prebuilt { index, folder: state.stamp })
     }
 
     /// What the start does with the collection's listing (`scan`; files that another
@@ -349,14 +436,22 @@ impl Cms {
     /// snapshot's index: the files changed or removed forgotten, the new and changed ones
     /// read into it. More, and a new index is built from what it held and what is read, as
     /// the start without a snapshot does. The caller holds the collection's build lock.
-    fn plan(&self, collection: &Collection, scan: Vec<FileStamp>, prebuilt: Option<CollectionIndex>) -> Plan {
+    fn plan(&self, collection: &Collection, scan: Vec<FileStamp>, prebuilt: Option<Prebuilt>) -> Plan {
         let (names, others) = classify(scan, &collection.naming);
         self.progress.found.fetch_add(names.len(), Ordering::Relaxed);
-        let Some(mut index) = prebuilt else {
+        let Some(Prebuilt { mut index, folder: recorded_folder }) = prebuilt else {
             // An empty folder without a snapshot has none to save either.
             let exact = names.is_empty();
             let names_to_read = to_read(collection, names);
-            return Plan::Build(Gathered { entries: Vec::new(), names_to_read, others, reused: 0, exact });
+            let recorded_folder = None;
+            return Plan::Build(Gathered {
+                entries: Vec::new(),
+                names_to_read,
+                others,
+                reused: 0,
+                exact,
+                recorded_folder,
+            });
         };
         let diff = index.compare_listing(names);
         let reused = diff.held_count();
@@ -369,7 +464,8 @@ impl Cms {
                 report_skipped(collection, name, reason);
             }
             let names_to_read = to_read(collection, diff.to_read);
-            let read = Gathered { entries: Vec::new(), names_to_read, others, reused, exact };
+            let read =
+                Gathered { entries: Vec::new(), names_to_read, others, reused, exact, recorded_folder };
             return Plan::Amend { index: Box::new(index), read };
         }
         let entries = index.into_held_entries(&diff);
@@ -379,7 +475,7 @@ impl Cms {
             }
         }
         let names_to_read = to_read(collection, diff.to_read);
-        Plan::Build(Gathered { entries, names_to_read, others, reused, exact })
+        Plan::Build(Gathered { entries, names_to_read, others, reused, exact, recorded_folder })
     }
 
     /// Reads and parses the files a plan has to read.
@@ -402,7 +498,12 @@ impl Cms {
                 for (name, reason) in index.set_others(read.others) {
                     report_skipped(collection, &name, &reason);
                 }
-                Built { index: *index, reused: read.reused, exact: read.exact }
+                Built {
+                    index: *index,
+                    reused: read.reused,
+                    exact: read.exact,
+                    recorded_folder: read.recorded_folder,
+                }
             }
             Plan::Build(gathered) => self.assemble(collection, gathered),
         }
@@ -447,17 +548,17 @@ impl Cms {
 
     /// The index of what was gathered (pure work: the start builds several side by side).
     fn assemble(&self, collection: &Collection, gathered: Gathered) -> Built {
-        let Gathered { entries, others, reused, exact, .. } = gathered;
+        let Gathered { entries, others, reused, exact, recorded_folder, .. } = gathered;
         let mut index = CollectionIndex::build_named(entries, self.now_secs(), collection.naming.clone());
         for (name, reason) in index.set_others(others) {
             report_skipped(collection, &name, &reason);
         }
-        Built { index, reused, exact }
+        Built { index, reused, exact, recorded_folder }
     }
 
     /// Makes a built index the collection's.
     fn install(&self, collection: &Collection, built: Built) {
-        let Built { index, reused, exact } = built;
+        let Built { index, reused, exact, recorded_folder } = built;
         tracing::info!(
             collection = collection.slug.as_str(),
             files = index.file_count(),
@@ -467,13 +568,15 @@ impl Cms {
             "indexed"
         );
         let cell = &self.indexes[collection.index];
-        *super::lock(&cell.snapshotted) = exact.then(|| index.fingerprint());
+        *super::lock(&cell.snapshotted) =
+            exact.then(|| Snapshotted { fingerprint: index.fingerprint(), folder: recorded_folder });
         *super::write(&cell.index) = Some(index);
     }
 
-    /// The entries of the collection's stored snapshot in filename order; empty when there
-    /// is none or it cannot be used (logged: the start is then a full parse, nothing more).
-    async fn load_snapshot(&self, collection: &Collection) -> Vec<(FileStamp, Held)> {
+    /// The folder's state and the entries of the collection's stored snapshot in filename
+    /// order; empty when there is none or it cannot be used (logged: the start is then a
+    /// full parse, nothing more).
+    async fn load_snapshot(&self, collection: &Collection) -> (FolderState, Vec<(FileStamp, Held)>) {
         let bytes = self.snapshot_bytes(collection).await;
         self.decode_snapshot(collection, bytes)
     }
@@ -489,14 +592,18 @@ impl Cms {
         }
     }
 
-    /// The entries of a stored snapshot (see [`Self::load_snapshot`]).
-    fn decode_snapshot(&self, collection: &Collection, bytes: Option<Vec<u8>>) -> Vec<(FileStamp, Held)> {
-        let Some(bytes) = bytes else { return Vec::new() };
+    /// What a stored snapshot holds (see [`Self::load_snapshot`]).
+    fn decode_snapshot(
+        &self,
+        collection: &Collection,
+        bytes: Option<Vec<u8>>,
+    ) -> (FolderState, Vec<(FileStamp, Held)>) {
+        let Some(bytes) = bytes else { return Default::default() };
         match snapshot::decode(&bytes, &self.snapshot_header(collection)) {
-            Ok(entries) => entries,
+            Ok(decoded) => decoded,
             Err(reason) => {
                 tracing::info!(collection = collection.slug.as_str(), reason, "not using the index snapshot");
-                Vec::new()
+                Default::default()
             }
         }
     }
@@ -517,16 +624,35 @@ impl Cms {
         let mut saved = 0;
         for collection in &self.collections {
             let cell = &self.indexes[collection.index];
-            let (fingerprint, entries) = match super::read(&cell.index).as_ref() {
-                Some(index) if *super::lock(&cell.snapshotted) != Some(index.fingerprint()) => {
-                    (index.fingerprint(), index.entries())
+            // Taken before the entries: a file added after this moves the folder's stamp
+            // again, and the next start lists the folder rather than trust this snapshot.
+            let folder = match self.ports.content.folder_stamp(collection).await {
+                Ok(stamp) => stamp,
+                Err(error) => {
+                    tracing::debug!(collection = collection.slug.as_str(), %error, "no folder stamp");
+                    None
                 }
-                _ => continue,
             };
-            let bytes = snapshot::encode(&self.snapshot_header(collection), &entries);
+            let (now, state, entries) = match super::read(&cell.index).as_ref() {
+                Some(index) => {
+                    let now = Snapshotted { fingerprint: index.fingerprint(), folder };
+                    let stored = *super::lock(&cell.snapshotted);
+                    // An empty index's folder stamp is of no use: a start lists an empty
+                    // folder rather than read a snapshot of nothing.
+                    let folder_matters = index.file_count() > 0;
+                    if stored == Some(now)
+                        || (!folder_matters && stored.map(|s| s.fingerprint) == Some(now.fingerprint))
+                    {
+                        continue;
+                    }
+                    (now, FolderState { stamp: folder, others: index.others() }, index.entries())
+                }
+                None => continue,
+            };
+            let bytes = snapshot::encode(&self.snapshot_header(collection), &state, &entries);
             drop(entries);
             self.ports.snapshots.save(collection, bytes).await?;
-            *super::lock(&cell.snapshotted) = Some(fingerprint);
+            *super::lock(&cell.snapshotted) = Some(now);
             saved += 1;
         }
         Ok(saved + self.save_search_snapshots().await?)
@@ -745,8 +871,9 @@ impl Cms {
             .collect())
     }
 
-    /// Compares a collection with a fresh scan and re-reads what differs.
-    pub(super) async fn rescan(&self, collection: &Collection) -> CoreResult<()> {
+    /// Compares a collection with a fresh scan and re-reads what differs; how many files
+    /// differed.
+    pub(super) async fn rescan(&self, collection: &Collection) -> CoreResult<usize> {
         self.ensure_indexed(collection).await?;
         let scan = self.ports.content.scan(collection).await?;
         let others = scan
@@ -772,7 +899,7 @@ impl Cms {
             // which a store shared by several servers does not announce.
             self.refresh_file(collection, &name, ChangeOrigin::Outside).await?;
         }
-        Ok(())
+        Ok(stale.len())
     }
 
     /// Rescans every collection and reloads the license: what a store without a change
@@ -931,6 +1058,8 @@ struct Gathered {
     /// Entries taken from the snapshot, and whether it held exactly the folder's files.
     reused: usize,
     exact: bool,
+    /// The folder stamp the snapshot recorded (`None` without one).
+    recorded_folder: Option<u64>,
 }
 
 /// A built index before it is the collection's.
@@ -938,6 +1067,15 @@ struct Built {
     index: CollectionIndex,
     reused: usize,
     exact: bool,
+    /// The folder stamp the snapshot it was made from recorded.
+    recorded_folder: Option<u64>,
+}
+
+/// A snapshot's index, built while the folder is listed, and the folder stamp the
+/// snapshot recorded.
+struct Prebuilt {
+    index: CollectionIndex,
+    folder: Option<u64>,
 }
 
 /// Says once, in the log, that a file of a collection is not listed and why.

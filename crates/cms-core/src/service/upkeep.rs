@@ -67,7 +67,17 @@ impl<'a> Upkeep<'a> {
     pub async fn rescan(self, collection: &Collection) -> CoreResult<()> {
         let rescanned = self.0.rescan(collection).await;
         self.0.event_log.publish_pending().await;
-        rescanned
+        rescanned.map(drop)
+    }
+
+    /// Compares every index that the start made from its snapshot alone with a listing of
+    /// its folder, and re-reads what differs (edits made in place while the server was
+    /// stopped). Call it once the server answers.
+    #[tracing::instrument(level = "trace", skip_all)]
+    pub async fn check_snapshot_starts(self) -> CoreResult<()> {
+        let checked = self.0.check_snapshot_starts().await;
+        self.0.event_log.publish_pending().await;
+        checked
     }
 
     /// Rescans every collection and reloads the license.

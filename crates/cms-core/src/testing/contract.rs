@@ -60,6 +60,19 @@ pub async fn content_store(store: &dyn ContentStore) {
     );
     assert!(store.read(&c, &hello).await.unwrap().is_none(), "a replace never creates");
 
+    // A folder's stamp, where the store has one, stays while nothing is added or removed,
+    // and moves when a file is (a start trusts its snapshot while it is the same). On a
+    // disk, times move by the kernel's tick unless the folder was looked at since its last
+    // change (Linux 6.13 and later): looked at here before each change.
+    if let Some(empty) = store.folder_stamp(&c).await.unwrap() {
+        assert_eq!(store.folder_stamp(&c).await.unwrap(), Some(empty), "nothing changed");
+        store.create(&c, &hello, b"five").await.unwrap();
+        let with_file = store.folder_stamp(&c).await.unwrap().expect("a stamp still");
+        assert_ne!(with_file, empty, "a file added");
+        store.delete(&c, &hello).await.unwrap();
+        assert_ne!(store.folder_stamp(&c).await.unwrap(), Some(with_file), "a file removed");
+    }
+
     let other = Collection { index: 1, path: "content/pages".into(), ..posts() };
     let about = name("about.md");
     let about_stamp = store.create(&other, &about, b"x").await.unwrap();

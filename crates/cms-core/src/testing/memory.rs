@@ -32,6 +32,9 @@ pub struct MemoryContentStore {
     pending: Mutex<Vec<StorageChange>>,
     /// Collection paths by number, learned from `subscribe`.
     collection_paths: Mutex<Vec<String>>,
+    /// Each folder's stamp (see [`ContentStore::folder_stamp`]): how many times a file was
+    /// added to or removed from it.
+    folder_stamps: Mutex<HashMap<String, u64>>,
 }
 
 impl MemoryContentStore {
@@ -49,7 +52,10 @@ impl MemoryContentStore {
     fn put_by(&self, collection_path: &str, filename: &str, bytes: &[u8], origin: ChangeOrigin) {
         let stamp = self.stamp(filename, bytes.len());
         let file = StoredFile { bytes: bytes.to_vec(), stamp };
-        self.files.lock().unwrap().insert((collection_path.into(), filename.into()), file);
+        let replaced = self.files.lock().unwrap().insert((collection_path.into(), filename.into()), file);
+        if replaced.is_none() {
+            self.folder_changed(collection_path);
+        }
         self.changed(collection_path, filename, origin);
     }
 
@@ -63,8 +69,15 @@ impl MemoryContentStore {
 
     /// Removes a file as another program would.
     pub fn remove_raw(&self, collection_path: &str, filename: &str) {
-        self.files.lock().unwrap().remove(&(collection_path.into(), filename.into()));
+        if self.files.lock().unwrap().remove(&(collection_path.into(), filename.into())).is_some() {
+            self.folder_changed(collection_path);
+        }
         self.changed(collection_path, filename, ChangeOrigin::Outside);
+    }
+
+    /// A file was added to the folder or removed from it.
+    fn folder_changed(&self, collection_path: &str) {
+        *self.folder_stamps.lock().unwrap().entry(collection_path.to_owned()).or_default() += 1;
     }
 
     fn changed(&self, collection_path: &str, filename: &str, origin: ChangeOrigin) {
@@ -118,6 +131,10 @@ impl ContentStore for MemoryContentStore {
             .collect())
     }
 
+    async fn folder_stamp(&self, collection: &Collection) -> CoreResult<Option<u64>> {
+        Ok(Some(self.folder_stamps.lock().unwrap().get(&collection.path).copied().unwrap_or(0)))
+    }
+
     async fn stat(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<Option<FileStamp>> {
         Ok(self.files.lock().unwrap().get(&Self::key(collection, name)).map(|f| f.stamp.clone()))
     }
@@ -140,6 +157,8 @@ impl ContentStore for MemoryContentStore {
         }
         let stamp = self.stamp(name.as_str(), bytes.len());
         files.insert(key, StoredFile { bytes: bytes.to_vec(), stamp: stamp.clone() });
+        drop(files);
+        self.folder_changed(&collection.path);
         Ok(stamp)
     }
 
@@ -162,8 +181,12 @@ impl ContentStore for MemoryContentStore {
     }
 
     async fn delete(&self, collection: &Collection, name: &ItemFilename) -> CoreResult<()> {
-        match self.files.lock().unwrap().remove(&Self::key(collection, name)) {
-            Some(_) => Ok(()),
+        let removed = self.files.lock().unwrap().remove(&Self::key(collection, name));
+        match removed {
+            Some(_) => {
+                self.folder_changed(&collection.path);
+                Ok(())
+            }
             None => Err(CoreError::not_found(format!("{} does not exist", name.as_str()))),
         }
     }

@@ -768,8 +768,8 @@ async fn a_restart_after_few_or_many_changes_equals_a_fresh_build() {
 
     // 10 edited (new titles, dates, tags and drafts: they move in every order), one broken,
     // 5 removed and 5 added are 26 changes, made one by one into the snapshot's index;
-    // then 70 edited are more than 64, and the index is built again.
-    for (round, edited, reads) in [(1, 10, 16), (2, 70, 70)] {
+    // then 70 edited and one added are more than 64, and the index is built again.
+    for (round, edited, reads) in [(1, 10, 16), (2, 70, 71)] {
         for i in 0..edited {
             let title = format!("Edited {round} {i}");
             put(format!("p{i:03}.md"), post(i + 1, &title, 28 - i % 28).into_bytes());
@@ -783,6 +783,9 @@ async fn a_restart_after_few_or_many_changes_equals_a_fresh_build() {
             for i in 100..105 {
                 put(format!("p{i:03}.md"), post(i, "Added", 3).into_bytes());
             }
+        } else {
+            // A file added moves the folder's stamp: the start lists the folder.
+            put("p200.md".to_owned(), post(200, "Added", 4).into_bytes());
         }
         world.content.take_changes();
         let reads_before = world.content.reads.load(Ordering::Relaxed);
@@ -806,6 +809,71 @@ async fn a_restart_after_few_or_many_changes_equals_a_fresh_build() {
             "round {round}: the changes are saved"
         );
     }
+}
+
+/// When no file was added, removed or renamed since the snapshot (the folder's stamp is the
+/// one it recorded), a start answers from the snapshot alone, without listing the folder:
+/// what it answers is the state the snapshot was taken in, with the folder's other files
+/// still reported. Checking the snapshot then finds the edits made in place meanwhile,
+/// reads only those, and announces them as outside edits; the index then equals a fresh
+/// build's.
+#[tokio::test]
+async fn a_start_answers_from_the_snapshot_then_finds_edits_made_in_place() {
+    let world = MemoryWorld::new();
+    let post = |title: &str| format!("---\ntitle: {title}\nstatus: published\n---\nBody.\n");
+    for i in 0..10 {
+        world.content.put_raw(POSTS, &format!("p{i}.md"), post(&format!("Post {i}")).as_bytes());
+    }
+    world.content.put_raw(POSTS, "broken.md", b"---\ntitle: [\n---\n");
+    world.content.put_raw(POSTS, "notes.txt", b"not an item");
+    world.content.take_changes();
+    let first = world.cms();
+    first.upkeep().start().await.unwrap();
+    first.upkeep().save_snapshots().await.unwrap();
+    let skipped = first.skipped_files().await;
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+
+    world.content.put_raw(POSTS, "p3.md", post("Edited in place").as_bytes());
+    world.content.take_changes();
+    let reads_before = world.content.reads.load(Ordering::Relaxed);
+    let second = world.cms();
+    second.upkeep().start().await.unwrap();
+    assert_eq!(world.content.reads.load(Ordering::Relaxed), reads_before, "no file is read");
+    assert_eq!(indexed(&second).await, indexed(&first).await, "the snapshot's state");
+    assert_eq!(second.skipped_files().await, skipped, "the other files as the snapshot recorded them");
+    world.events.take();
+
+    second.upkeep().check_snapshot_starts().await.unwrap();
+    assert_eq!(world.content.reads.load(Ordering::Relaxed) - reads_before, 1, "only p3.md is read");
+    let titles: Vec<String> = list(&second, &[("per_page", "20")], &Viewer::Anonymous)
+        .await
+        .0
+        .into_iter()
+        .map(|row| row.1)
+        .collect();
+    assert!(titles.contains(&"Edited in place".to_owned()), "{titles:?}");
+    let announced: Vec<_> = world.events.take().into_iter().map(|e| e.kind).collect();
+    assert_eq!(announced, [cms_core::events::EventKind::FileUpdated], "the edit is an outside edit");
+    let fresh = MemoryWorld::new();
+    for i in 0..10 {
+        let title = if i == 3 { "Edited in place".to_owned() } else { format!("Post {i}") };
+        fresh.content.put_raw(POSTS, &format!("p{i}.md"), post(&title).as_bytes());
+    }
+    fresh.content.put_raw(POSTS, "broken.md", b"---\ntitle: [\n---\n");
+    let fresh = fresh.cms();
+    assert_eq!(indexed(&second).await, indexed(&fresh).await);
+    second.upkeep().check_snapshot_starts().await.unwrap();
+    assert_eq!(world.content.reads.load(Ordering::Relaxed) - reads_before, 1, "checked once");
+
+    // A file added moves the folder's stamp: the next start lists the folder first.
+    assert_eq!(second.upkeep().save_snapshots().await.unwrap(), 1);
+    world.content.put_raw(POSTS, "p10.md", post("Added").as_bytes());
+    world.content.take_changes();
+    let reads_before = world.content.reads.load(Ordering::Relaxed);
+    let third = world.cms();
+    third.upkeep().start().await.unwrap();
+    assert_eq!(world.content.reads.load(Ordering::Relaxed) - reads_before, 1, "p10.md is read at once");
+    assert_eq!(indexed(&third).await.len(), 11, "ten and the added one");
 }
 
 /// Dates without an offset depend on `site.timezone`: a snapshot made under another zone

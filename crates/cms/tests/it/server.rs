@@ -290,12 +290,29 @@ fn a_restart_uses_the_index_snapshot_and_sees_edits_made_while_stopped() {
     fs::write(&post, text.replace(&title_line, "title: Edited while stopped")).unwrap();
     fs::write(site.path().join("content/posts/added-while-stopped.md"), "---\ntitle: Added\n---\n").unwrap();
 
+    let saved_before = fs::metadata(&snapshot).unwrap().modified().unwrap();
     let server = Server::start(site.path());
     let (status, item) = server.get("/cms/collections/posts/items/hello-world", None);
     assert_eq!((status, item["data"]["title"].as_str()), (200, Some("Edited while stopped")));
     assert_eq!(server.get("/cms/collections/posts/items/added-while-stopped", None).0, 200);
     let (_, list) = server.get("/cms/collections/posts/items?per_page=50", None);
     assert_eq!(list["meta"]["totalItems"], 4, "{list}");
+    let saved = poll(|| fs::metadata(&snapshot).unwrap().modified().unwrap(), |at| *at != saved_before);
+    assert_ne!(saved, saved_before, "what the start read is saved");
+    drop(server);
+
+    // Edited in place alone, the folder's own stamp does not move: the next start answers
+    // from the snapshot at once, and its check of every file's stamp finds the edit.
+    let text = fs::read_to_string(&post).unwrap();
+    fs::write(&post, text.replace("title: Edited while stopped", "title: Edited in place")).unwrap();
+    let server = Server::start(site.path());
+    let titles = || {
+        let (_, list) = server.get("/cms/collections/posts/items?per_page=50", None);
+        list["data"].as_array().unwrap().iter().map(|item| item["title"].to_string()).collect::<Vec<_>>()
+    };
+    let titles = poll(titles, |titles| titles.iter().any(|t| t == "\"Edited in place\""));
+    assert!(titles.iter().any(|t| t == "\"Edited in place\""), "{titles:?}");
+    assert_eq!(titles.len(), 4, "{titles:?}");
 }
 
 /// DNS rebinding: a hostile page whose name has come to resolve to this server sends its

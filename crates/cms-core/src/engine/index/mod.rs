@@ -425,6 +425,12 @@ impl CollectionIndex {
         all
     }
 
+    /// The files of the last full scan whose names are not items', with the reason, in
+    /// filename order (for a snapshot).
+    pub fn others(&self) -> Vec<(String, String)> {
+        self.others.iter().map(|(name, reason)| (name.to_string(), reason.to_string())).collect()
+    }
+
     /// Records the files of the last full scan whose names are not items', with the
     /// reason; returns those that were not known before (to report each once).
     pub fn set_others(&mut self, others: Vec<(String, String)>) -> Vec<(String, String)> {

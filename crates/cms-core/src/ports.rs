@@ -203,6 +203,13 @@ pub trait ChangeFeed: Send {
 pub trait IndexSnapshots: Send + Sync {
     /// The last snapshot saved for the collection by this same program, if any.
     async fn load(&self, collection: &Collection) -> CoreResult<Option<Vec<u8>>>;
+    /// [`Self::load`] as a reader, so that a start decodes the snapshot while it is read
+    /// rather than holding it whole (it is about 480 bytes an item). Its reads block: the
+    /// start decodes on threads of its own. The default reads it whole first.
+    async fn open(&self, collection: &Collection) -> CoreResult<Option<Box<dyn std::io::Read + Send>>> {
+        let bytes = self.load(collection).await?;
+        Ok(bytes.map(|bytes| Box::new(std::io::Cursor::new(bytes)) as Box<dyn std::io::Read + Send>))
+    }
     /// Replaces the collection's snapshot (atomically: a crash leaves the old one or the
     /// new one).
     async fn save(&self, collection: &Collection, bytes: Vec<u8>) -> CoreResult<()>;

@@ -50,6 +50,28 @@ impl FsSnapshots {
         }
     }
 
+    /// The snapshot after its identity line, to be read: a start decodes it as it reads.
+    fn open_blocking(&self, collection: &Collection) -> CoreResult<Option<Box<dyn Read + Send>>> {
+        let Some(program) = &self.program else { return Ok(None) };
+        let path = self.path_of(collection, Kind::Index);
+        let file = match fs::File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_error(&path)(e)),
+        };
+        let header = format!("{program}\n");
+        let mut reader = io::BufReader::new(file);
+        let mut first_line = Vec::with_capacity(header.len());
+        (&mut reader)
+            .take(header.len() as u64)
+            .read_until(b'\n', &mut first_line)
+            .map_err(io_error(&path))?;
+        if first_line != header.as_bytes() {
+            return Ok(None);
+        }
+        Ok(Some(Box::new(reader)))
+    }
+
     /// Reads the identity line first and the rest straight into the one buffer returned:
     /// a snapshot is tens of MB at 100,000 items, and a second copy of it would be the
     /// largest allocation of a restart.
@@ -106,6 +128,11 @@ impl IndexSnapshots for FsSnapshots {
     async fn load(&self, collection: &Collection) -> CoreResult<Option<Vec<u8>>> {
         let (store, collection) = (self.clone(), collection.clone());
         blocking::run(move || store.load_blocking(&collection, Kind::Index)).await
+    }
+
+    async fn open(&self, collection: &Collection) -> CoreResult<Option<Box<dyn Read + Send>>> {
+        let (store, collection) = (self.clone(), collection.clone());
+        blocking::run(move || store.open_blocking(&collection)).await
     }
 
     async fn save(&self, collection: &Collection, bytes: Vec<u8>) -> CoreResult<()> {

@@ -14,6 +14,8 @@
 //! from the snapshot alone when the folder's stamp is still that one (no file added,
 //! removed or renamed since), and checks each file's stamp behind its first answers.
 
+use std::io::Read;
+
 use serde::{Deserialize, Serialize};
 
 use crate::engine::index::{Held, IndexedItem};
@@ -22,7 +24,7 @@ use crate::model::Model;
 use crate::ports::FileStamp;
 
 /// Bumped whenever what a snapshot holds changes shape.
-const FORMAT: u32 = 11;
+const FORMAT: u32 = 12;
 
 /// Entries per chunk: chunks are encoded separately so that a restart decodes them on
 /// every core.
@@ -75,8 +77,10 @@ struct Entry {
     item: Held,
 }
 
-/// Encodes the header, the folder's state, then the entries in chunks of
-/// [`CHUNK_ENTRIES`], each a byte string of its own.
+/// Encodes the header and the folder's state as one part, then the entries in chunks of
+/// [`CHUNK_ENTRIES`], each a part of its own, then an empty part. Each part is its length
+/// (four bytes, little-endian) and its bytes, so that a start reads and decodes a part at
+/// a time ([`open`], [`decode_entries`]) and never holds the whole snapshot.
 pub fn encode(header: &SnapshotHeader, folder: &FolderState, entries: &[(FileStamp, Held)]) -> Vec<u8> {
     let chunks: Vec<Vec<u8>> = entries
         .chunks(CHUNK_ENTRIES)
@@ -90,93 +94,112 @@ pub fn encode(header: &SnapshotHeader, folder: &FolderState, entries: &[(FileSta
             postcard::to_extend(&rows, Vec::with_capacity(chunk.len() * 800)).expect("index entries encode")
         })
         .collect();
-    let size = chunks.iter().map(|c| c.len() + 5).sum::<usize>();
-    let bytes = postcard::to_extend(header, Vec::with_capacity(64 + size)).expect("a header encodes");
-    let bytes = postcard::to_extend(folder, bytes).expect("a folder's state encodes");
-    let chunks: Vec<Chunk<'_>> = chunks.iter().map(|c| Chunk(c)).collect();
-    postcard::to_extend(&chunks, bytes).expect("index chunks encode")
+    let opening = postcard::to_allocvec(&(header, folder)).expect("a header encodes");
+    let size = chunks.iter().map(|c| c.len() + 4).sum::<usize>() + opening.len() + 8;
+    let mut bytes = Vec::with_capacity(size);
+    for part in std::iter::once(&opening).chain(&chunks) {
+        let length = u32::try_from(part.len()).expect("a part of a snapshot is under 4 GB");
+        bytes.extend_from_slice(&length.to_le_bytes());
+        bytes.extend_from_slice(part);
+    }
+    bytes.extend_from_slice(&0u32.to_le_bytes());
+    bytes
 }
 
-/// The folder's state a snapshot recorded, when its header is `expected` (without
-/// decoding its entries); `Err` says why it cannot be used.
-pub fn folder_state(bytes: &[u8], expected: &SnapshotHeader) -> Result<FolderState, String> {
-    take_folder_state(bytes, expected).map(|(folder, _)| folder)
+/// The largest part a snapshot is read with: a chunk of [`CHUNK_ENTRIES`] entries is a few
+/// MB; a length beyond this is a damaged file, not an allocation to make.
+const MAX_PART_BYTES: u32 = 1 << 28;
+
+/// Reads one part (see [`encode`]); `None` at the empty part that ends a snapshot.
+fn read_part(reader: &mut impl Read) -> Result<Option<Vec<u8>>, String> {
+    let mut length = [0u8; 4];
+    reader.read_exact(&mut length).map_err(|error| format!("the snapshot is cut short: {error}"))?;
+    let length = u32::from_le_bytes(length);
+    if length == 0 {
+        return Ok(None);
+    }
+    if length > MAX_PART_BYTES {
+        return Err(format!("the snapshot holds a part of {length} bytes: it is damaged"));
+    }
+    let mut part = vec![0; length as usize];
+    reader.read_exact(&mut part).map_err(|error| format!("the snapshot is cut short: {error}"))?;
+    Ok(Some(part))
 }
 
-fn take_folder_state<'a>(
-    bytes: &'a [u8],
-    expected: &SnapshotHeader,
-) -> Result<(FolderState, &'a [u8]), String> {
-    let (header, rest) = postcard::take_from_bytes::<SnapshotHeader>(bytes)
+/// A snapshot being read: its folder's state is known, its entries are still to decode
+/// ([`decode_entries`]).
+pub struct Opened<R> {
+    pub folder: FolderState,
+    rest: R,
+}
+
+/// Reads a snapshot's header and folder's state, when its header is `expected`; its
+/// entries are still to read. `Err` says why it cannot be used.
+pub fn open<R: Read>(mut reader: R, expected: &SnapshotHeader) -> Result<Opened<R>, String> {
+    let opening = read_part(&mut reader)?.ok_or("the snapshot is empty")?;
+    let (header, folder): (SnapshotHeader, FolderState) = postcard::from_bytes(&opening)
         .map_err(|error| format!("the snapshot's header does not decode: {error}"))?;
     if header != *expected {
         return Err(format!("the snapshot was made for {header:?}, not {expected:?}"));
     }
-    postcard::take_from_bytes::<FolderState>(rest)
-        .map_err(|error| format!("the snapshot's folder state does not decode: {error}"))
+    Ok(Opened { folder, rest: reader })
 }
 
-/// The folder's state and the entries of a snapshot, in the order they were encoded, when
-/// its header is `expected`; `Err` says why it cannot be used. Chunks are decoded in
-/// parallel.
-pub fn decode(
-    bytes: &[u8],
-    expected: &SnapshotHeader,
-) -> Result<(FolderState, Vec<(FileStamp, Held)>), String> {
-    let (folder, rest) = take_folder_state(bytes, expected)?;
-    let chunks: Vec<Chunk<'_>> =
-        postcard::from_bytes(rest).map_err(|error| format!("the snapshot does not decode: {error}"))?;
+/// The entries of an opened snapshot in the order they were encoded: its chunks are read
+/// here, one at a time, and decoded on every core meanwhile, so that a start holds a few
+/// chunks of bytes (not the whole snapshot) beside the entries. `Err` says why the
+/// snapshot cannot be used.
+pub fn decode_entries<R: Read>(opened: Opened<R>) -> Result<Vec<(FileStamp, Held)>, String> {
+    let Opened { mut rest, .. } = opened;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 16);
     let decode_chunk = |chunk: &[u8]| -> Result<Vec<Entry>, String> {
         postcard::from_bytes(chunk).map_err(|error| format!("the snapshot does not decode: {error}"))
     };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 16);
-    let per_thread = chunks.len().div_ceil(threads).max(1);
-    let decoded: Vec<Result<Vec<Entry>, String>> = std::thread::scope(|scope| {
-        let workers: Vec<_> = chunks
-            .chunks(per_thread)
-            .map(|part| {
+    // A few chunks wait at most: the reader stops while every decoder is busy.
+    let (send, receive) = std::sync::mpsc::sync_channel::<(usize, Vec<u8>)>(threads * 2);
+    let receive = std::sync::Mutex::new(receive);
+    let (decoded, read) = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                let receive = &receive;
                 scope.spawn(move || {
-                    let mut entries = Vec::new();
-                    for chunk in part {
-                        entries.extend(decode_chunk(chunk.0)?);
+                    let mut decoded = Vec::new();
+                    loop {
+                        let next = receive.lock().map(|r| r.recv());
+                        let Ok(Ok((at, chunk))) = next else { break };
+                        decoded.push((at, decode_chunk(&chunk)));
                     }
-                    Ok(entries)
+                    decoded
                 })
             })
             .collect();
-        workers.into_iter().map(|w| w.join().expect("a snapshot worker panicked")).collect()
-    });
-    let mut entries = Vec::new();
-    for part in decoded {
-        entries.extend(part?.into_iter().map(|e| (e.stamp, e.item)));
-    }
-    Ok((folder, entries))
-}
-
-/// A chunk of encoded entries, kept as a byte string (a length and the bytes, borrowed
-/// when decoded), not as a sequence of numbers.
-struct Chunk<'a>(&'a [u8]);
-
-impl Serialize for Chunk<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_bytes(self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for Chunk<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl<'de> serde::de::Visitor<'de> for Visitor {
-            type Value = Chunk<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a chunk of snapshot entries")
-            }
-            fn visit_borrowed_bytes<E: serde::de::Error>(self, bytes: &'de [u8]) -> Result<Chunk<'de>, E> {
-                Ok(Chunk(bytes))
+        let mut read = Ok(());
+        for at in 0.. {
+            match read_part(&mut rest) {
+                Ok(Some(chunk)) => {
+                    if send.send((at, chunk)).is_err() {
+                        break;
+                    }
+                }
+                Ok(None) => break,
+                Err(error) => {
+                    read = Err(error);
+                    break;
+                }
             }
         }
-        deserializer.deserialize_bytes(Visitor)
+        drop(send);
+        let mut decoded: Vec<(usize, Result<Vec<Entry>, String>)> =
+            workers.into_iter().flat_map(|w| w.join().expect("a snapshot worker panicked")).collect();
+        decoded.sort_unstable_by_key(|(at, _)| *at);
+        (decoded, read)
+    });
+    read?;
+    let mut entries = Vec::with_capacity(decoded.iter().map(|(_, d)| d.as_ref().map_or(0, Vec::len)).sum());
+    for (_, part) in decoded {
+        entries.extend(part?.into_iter().map(|e| (e.stamp, e.item)));
     }
+    Ok(entries)
 }
 
 #[cfg(test)]
@@ -188,6 +211,23 @@ mod tests {
     use crate::dates::SiteZone;
     use crate::ports::StoredFile;
     use crate::slug::ItemFilename;
+
+    /// The folder's state and the entries of a snapshot held whole (see [`open`] and
+    /// [`decode_entries`]).
+    fn decode(
+        bytes: &[u8],
+        expected: &SnapshotHeader,
+    ) -> Result<(FolderState, Vec<(FileStamp, Held)>), String> {
+        let opened = open(bytes, expected)?;
+        let folder = opened.folder.clone();
+        Ok((folder, decode_entries(opened)?))
+    }
+
+    /// The folder's state a snapshot recorded, when its header is `expected` (without
+    /// decoding its entries); `Err` says why it cannot be used.
+    fn folder_state(bytes: &[u8], expected: &SnapshotHeader) -> Result<FolderState, String> {
+        open(bytes, expected).map(|opened| opened.folder)
+    }
 
     fn entry(name: &str, text: &str) -> (FileStamp, Held) {
         let stamp = FileStamp { name: name.into(), size: text.len() as u64, modified: 7, change_token: 9 };

@@ -370,18 +370,19 @@ impl Cms {
             return false;
         }
         let Ok(Some(folder)) = self.ports.content.folder_stamp(collection).await else { return false };
-        let Some(bytes) = self.snapshot_bytes(collection).await else { return false };
-        // A snapshot that cannot be used says why in the usual start, which decodes it.
-        match snapshot::folder_state(&bytes, &self.snapshot_header(collection)) {
-            Ok(state) if state.stamp == Some(folder) => {}
+        let Some(reader) = self.open_snapshot(collection).await else { return false };
+        // A snapshot that cannot be used says why in the usual start, which reads it again.
+        let opened = match snapshot::open(reader, &self.snapshot_header(collection)) {
+            Ok(opened) if opened.folder.stamp == Some(folder) => opened,
             _ => return false,
-        }
-        let (state, entries) = self.decode_snapshot(collection, Some(bytes));
+        };
+        let others = opened.folder.others.clone();
+        let entries = self.decoded(collection, snapshot::decode_entries(opened));
         if entries.is_empty() {
             return false;
         }
         let mut index = CollectionIndex::build_named(entries, self.now_secs(), collection.naming.clone());
-        index.set_others(state.others);
+        index.set_others(others);
         for (name, reason) in index.skipped() {
             report_skipped(collection, name, reason);
         }
@@ -389,7 +390,7 @@ impl Cms {
         self.progress.found.fetch_add(files, Ordering::Relaxed);
         self.progress.indexed.fetch_add(files, Ordering::Relaxed);
         cell.unchecked.store(true, Ordering::Release);
-        self.install(collection, Built { index, reused: files, exact: true, recorded_folder: state.stamp });
+        self.install(collection, Built { index, reused: files, exact: true, recorded_folder: Some(folder) });
         true
     }
 
@@ -577,14 +578,24 @@ impl Cms {
     /// order; empty when there is none or it cannot be used (logged: the start is then a
     /// full parse, nothing more).
     async fn load_snapshot(&self, collection: &Collection) -> (FolderState, Vec<(FileStamp, Held)>) {
-        let bytes = self.snapshot_bytes(collection).await;
-        self.decode_snapshot(collection, bytes)
+        let Some(reader) = self.open_snapshot(collection).await else { return Default::default() };
+        match snapshot::open(reader, &self.snapshot_header(collection)) {
+            Ok(opened) => {
+                let folder = opened.folder.clone();
+                let entries = self.decoded(collection, snapshot::decode_entries(opened));
+                if entries.is_empty() { Default::default() } else { (folder, entries) }
+            }
+            Err(reason) => {
+                tracing::info!(collection = collection.slug.as_str(), reason, "not using the index snapshot");
+                Default::default()
+            }
+        }
     }
 
     /// The collection's stored snapshot, if it has one that can be read (else logged).
-    async fn snapshot_bytes(&self, collection: &Collection) -> Option<Vec<u8>> {
-        match self.ports.snapshots.load(collection).await {
-            Ok(bytes) => bytes,
+    async fn open_snapshot(&self, collection: &Collection) -> Option<Box<dyn std::io::Read + Send>> {
+        match self.ports.snapshots.open(collection).await {
+            Ok(reader) => reader,
             Err(error) => {
                 tracing::warn!(collection = collection.slug.as_str(), %error, "cannot read the index snapshot");
                 None
@@ -592,20 +603,17 @@ impl Cms {
         }
     }
 
-    /// What a stored snapshot holds (see [`Self::load_snapshot`]).
-    fn decode_snapshot(
+    /// A snapshot's decoded entries; none when they do not decode (logged: the start is
+    /// then a full parse, nothing more).
+    fn decoded(
         &self,
         collection: &Collection,
-        bytes: Option<Vec<u8>>,
-    ) -> (FolderState, Vec<(FileStamp, Held)>) {
-        let Some(bytes) = bytes else { return Default::default() };
-        match snapshot::decode(&bytes, &self.snapshot_header(collection)) {
-            Ok(decoded) => decoded,
-            Err(reason) => {
-                tracing::info!(collection = collection.slug.as_str(), reason, "not using the index snapshot");
-                Default::default()
-            }
-        }
+        entries: Result<Vec<(FileStamp, Held)>, String>,
+    ) -> Vec<(FileStamp, Held)> {
+        entries.unwrap_or_else(|reason| {
+            tracing::info!(collection = collection.slug.as_str(), reason, "not using the index snapshot");
+            Vec::new()
+        })
     }
 
     fn snapshot_header(&self, collection: &Collection) -> SnapshotHeader {

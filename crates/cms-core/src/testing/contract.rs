@@ -2,6 +2,7 @@
 //! tests with a factory for a fresh, empty adapter.
 
 use futures_util::TryStreamExt;
+use std::io::Read as _;
 
 use crate::account::{KeyRecord, Role, User};
 use crate::collection::Collection;
@@ -475,8 +476,12 @@ pub async fn index_snapshots(store: &dyn IndexSnapshots) {
     let (posts, pages) = (posts(), pages());
     assert_eq!(store.load(&posts).await.unwrap(), None, "a new store keeps nothing");
     let bytes: Vec<u8> = (0..=255).cycle().take(10_000).collect();
+    assert!(store.open(&posts).await.unwrap().is_none(), "nothing to read either");
     store.save(&posts, bytes.clone()).await.unwrap();
-    assert_eq!(store.load(&posts).await.unwrap(), Some(bytes));
+    assert_eq!(store.load(&posts).await.unwrap(), Some(bytes.clone()));
+    let mut read = Vec::new();
+    store.open(&posts).await.unwrap().expect("a reader").read_to_end(&mut read).unwrap();
+    assert_eq!(read, bytes, "a reader gives the bytes a load gives");
     assert_eq!(store.load(&pages).await.unwrap(), None, "per collection");
     store.save(&posts, b"newer".to_vec()).await.unwrap();
     assert_eq!(store.load(&posts).await.unwrap().as_deref(), Some(&b"newer"[..]), "a save replaces");

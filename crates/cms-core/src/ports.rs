@@ -213,6 +213,20 @@ pub trait IndexSnapshots: Send + Sync {
     /// Replaces the collection's snapshot (atomically: a crash leaves the old one or the
     /// new one).
     async fn save(&self, collection: &Collection, bytes: Vec<u8>) -> CoreResult<()>;
+    /// [`Self::save`] of a snapshot given in parts, each made (encoded) as it is asked
+    /// for, so that a store that writes them one after the other never holds the whole
+    /// snapshot. The default joins them first.
+    async fn save_parts(
+        &self,
+        collection: &Collection,
+        parts: Box<dyn Iterator<Item = Vec<u8>> + Send>,
+    ) -> CoreResult<()> {
+        let mut bytes = Vec::new();
+        for part in parts {
+            bytes.extend_from_slice(&part);
+        }
+        self.save(collection, bytes).await
+    }
     /// The last search index snapshot saved for the collection by this same program (see
     /// `crate::engine::search`), kept as [`Self::load`] keeps the index's. A store without
     /// them is valid: every start then reads every item file to build search.

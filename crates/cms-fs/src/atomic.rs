@@ -49,7 +49,7 @@ pub fn replace_checked(
         Ok(meta) => Mode::Exactly(meta.permissions()),
         Err(_) => Mode::Create(PUBLIC_MODE),
     };
-    let (dir, temp) = stage(path, &[bytes], mode)?;
+    let (dir, temp) = stage(path, [bytes], mode)?;
     if !check()? {
         return Ok(false);
     }
@@ -63,9 +63,13 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_with_mode(path, bytes, Existing::Replace, Mode::Exactly(fs::Permissions::from_mode(0o600)))
 }
 
-/// Like [`write_private`], with the content given in parts (written one after the other,
-/// so that a large file is never copied only to put a header before it).
-pub fn write_private_parts(path: &Path, parts: &[&[u8]]) -> io::Result<()> {
+/// Like [`write_private`], with the content given in parts, written one after the other as
+/// they come: a large file is never copied only to put a header before it, nor held whole
+/// when its parts are made as it is written.
+pub fn write_private_parts<P: AsRef<[u8]>>(
+    path: &Path,
+    parts: impl IntoIterator<Item = P>,
+) -> io::Result<()> {
     write_parts_with_mode(path, parts, Existing::Replace, Mode::Exactly(fs::Permissions::from_mode(0o600)))
 }
 
@@ -82,17 +86,26 @@ enum Mode {
 }
 
 fn write_with_mode(path: &Path, bytes: &[u8], existing: Existing, mode: Mode) -> io::Result<()> {
-    write_parts_with_mode(path, &[bytes], existing, mode)
+    write_parts_with_mode(path, [bytes], existing, mode)
 }
 
-fn write_parts_with_mode(path: &Path, parts: &[&[u8]], existing: Existing, mode: Mode) -> io::Result<()> {
+fn write_parts_with_mode<P: AsRef<[u8]>>(
+    path: &Path,
+    parts: impl IntoIterator<Item = P>,
+    existing: Existing,
+    mode: Mode,
+) -> io::Result<()> {
     let (dir, temp) = stage(path, parts, mode)?;
     persist(temp, path, existing)?;
     sync_dir(dir)
 }
 
 /// The new content in a synced temporary file beside `path` (and that folder).
-fn stage<'p>(path: &'p Path, parts: &[&[u8]], mode: Mode) -> io::Result<(&'p Path, NamedTempFile)> {
+fn stage<P: AsRef<[u8]>>(
+    path: &Path,
+    parts: impl IntoIterator<Item = P>,
+    mode: Mode,
+) -> io::Result<(&Path, NamedTempFile)> {
     let dir = path.parent().ok_or_else(|| io::Error::other("a file path needs a parent folder"))?;
     create_dirs_durably(dir)?;
     let mut builder = tempfile::Builder::new();
@@ -109,7 +122,7 @@ fn stage<'p>(path: &'p Path, parts: &[&[u8]], mode: Mode) -> io::Result<(&'p Pat
         temp.as_file().set_permissions(permissions)?;
     }
     for part in parts {
-        temp.write_all(part)?;
+        temp.write_all(part.as_ref())?;
     }
     temp.as_file().sync_all()?;
     Ok((dir, temp))

@@ -104,7 +104,19 @@ impl FsSnapshots {
         let Some(program) = &self.program else { return Ok(()) };
         let path = self.path_of(collection, kind);
         let header = format!("{program}\n");
-        atomic::write_private_parts(&path, &[header.as_bytes(), bytes]).map_err(io_error(&path))
+        atomic::write_private_parts(&path, [header.as_bytes(), bytes]).map_err(io_error(&path))
+    }
+
+    /// [`Self::save_blocking`] of an index snapshot made part by part as it is written.
+    fn save_parts_blocking(
+        &self,
+        collection: &Collection,
+        parts: Box<dyn Iterator<Item = Vec<u8>> + Send>,
+    ) -> CoreResult<()> {
+        let Some(program) = &self.program else { return Ok(()) };
+        let path = self.path_of(collection, Kind::Index);
+        let header = format!("{program}\n").into_bytes();
+        atomic::write_private_parts(&path, std::iter::once(header).chain(parts)).map_err(io_error(&path))
     }
 }
 
@@ -138,6 +150,15 @@ impl IndexSnapshots for FsSnapshots {
     async fn save(&self, collection: &Collection, bytes: Vec<u8>) -> CoreResult<()> {
         let (store, collection) = (self.clone(), collection.clone());
         blocking::run(move || store.save_blocking(&collection, Kind::Index, &bytes)).await
+    }
+
+    async fn save_parts(
+        &self,
+        collection: &Collection,
+        parts: Box<dyn Iterator<Item = Vec<u8>> + Send>,
+    ) -> CoreResult<()> {
+        let (store, collection) = (self.clone(), collection.clone());
+        blocking::run(move || store.save_parts_blocking(&collection, parts)).await
     }
 
     async fn load_search(&self, collection: &Collection) -> CoreResult<Option<Vec<u8>>> {

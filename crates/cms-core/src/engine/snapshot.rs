@@ -80,30 +80,68 @@ struct Entry {
 /// Encodes the header and the folder's state as one part, then the entries in chunks of
 /// [`CHUNK_ENTRIES`], each a part of its own, then an empty part. Each part is its length
 /// (four bytes, little-endian) and its bytes, so that a start reads and decodes a part at
-/// a time ([`open`], [`decode_entries`]) and never holds the whole snapshot.
-pub fn encode(header: &SnapshotHeader, folder: &FolderState, entries: &[(FileStamp, Held)]) -> Vec<u8> {
-    let chunks: Vec<Vec<u8>> = entries
-        .chunks(CHUNK_ENTRIES)
-        .map(|chunk| {
+/// a time ([`open`], [`decode_entries`]) and never holds the whole snapshot; and a part is
+/// encoded when it is asked for, so that a save never holds it whole either.
+pub fn encode_parts(header: &SnapshotHeader, folder: &FolderState, entries: Vec<(FileStamp, Held)>) -> Parts {
+    let opening = postcard::to_allocvec(&(header, folder)).expect("a header encodes");
+    Parts { opening: Some(opening), entries, next: 0, ended: false }
+}
+
+/// The parts of a snapshot, each encoded when it is asked for (see [`encode_parts`]).
+pub struct Parts {
+    opening: Option<Vec<u8>>,
+    entries: Vec<(FileStamp, Held)>,
+    /// The first entry of the next chunk.
+    next: usize,
+    ended: bool,
+}
+
+impl Iterator for Parts {
+    type Item = Vec<u8>;
+
+    fn next(&mut self) -> Option<Vec<u8>> {
+        if let Some(opening) = self.opening.take() {
+            return Some(with_length(opening));
+        }
+        if self.next < self.entries.len() {
+            let chunk = &self.entries[self.next..(self.next + CHUNK_ENTRIES).min(self.entries.len())];
+            self.next += chunk.len();
             let rows: Vec<EntryRef<'_>> = chunk
                 .iter()
                 .map(|(stamp, item)| EntryRef { stamp, item: item.as_deref().map_err(|reason| &**reason) })
                 .collect();
-            // About 800 bytes an item: one allocation of about the right size rather than
-            // a series of doublings.
-            postcard::to_extend(&rows, Vec::with_capacity(chunk.len() * 800)).expect("index entries encode")
-        })
-        .collect();
-    let opening = postcard::to_allocvec(&(header, folder)).expect("a header encodes");
-    let size = chunks.iter().map(|c| c.len() + 4).sum::<usize>() + opening.len() + 8;
-    let mut bytes = Vec::with_capacity(size);
-    for part in std::iter::once(&opening).chain(&chunks) {
-        let length = u32::try_from(part.len()).expect("a part of a snapshot is under 4 GB");
-        bytes.extend_from_slice(&length.to_le_bytes());
-        bytes.extend_from_slice(part);
+            // About 800 bytes an item, after room for the length: one allocation of about
+            // the right size rather than a series of doublings.
+            let bytes =
+                postcard::to_extend(&rows, placeholder(chunk.len() * 800)).expect("index entries encode");
+            return Some(set_length(bytes));
+        }
+        if self.ended {
+            return None;
+        }
+        self.ended = true;
+        Some(0u32.to_le_bytes().to_vec())
     }
-    bytes.extend_from_slice(&0u32.to_le_bytes());
+}
+
+/// A part's buffer with room for its length first.
+fn placeholder(capacity: usize) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(4 + capacity);
+    bytes.extend_from_slice(&[0; 4]);
     bytes
+}
+
+/// Writes the length of a part made after a [`placeholder`].
+fn set_length(mut bytes: Vec<u8>) -> Vec<u8> {
+    let length = u32::try_from(bytes.len() - 4).expect("a part of a snapshot is under 4 GB");
+    bytes[..4].copy_from_slice(&length.to_le_bytes());
+    bytes
+}
+
+fn with_length(part: Vec<u8>) -> Vec<u8> {
+    let mut bytes = placeholder(part.len());
+    bytes.extend_from_slice(&part);
+    set_length(bytes)
 }
 
 /// The largest part a snapshot is read with: a chunk of [`CHUNK_ENTRIES`] entries is a few
@@ -211,6 +249,10 @@ mod tests {
     use crate::dates::SiteZone;
     use crate::ports::StoredFile;
     use crate::slug::ItemFilename;
+
+    fn encode(header: &SnapshotHeader, folder: &FolderState, entries: &[(FileStamp, Held)]) -> Vec<u8> {
+        encode_parts(header, folder, entries.to_vec()).flatten().collect()
+    }
 
     /// The folder's state and the entries of a snapshot held whole (see [`open`] and
     /// [`decode_entries`]).

@@ -657,9 +657,8 @@ impl Cms {
                 }
                 None => continue,
             };
-            let bytes = snapshot::encode(&self.snapshot_header(collection), &state, &entries);
-            drop(entries);
-            self.ports.snapshots.save(collection, bytes).await?;
+            let parts = snapshot::encode_parts(&self.snapshot_header(collection), &state, entries);
+            self.ports.snapshots.save_parts(collection, Box::new(parts)).await?;
             *super::lock(&cell.snapshotted) = Some(now);
             saved += 1;
         }

@@ -485,6 +485,10 @@ pub async fn index_snapshots(store: &dyn IndexSnapshots) {
     assert_eq!(store.load(&pages).await.unwrap(), None, "per collection");
     store.save(&posts, b"newer".to_vec()).await.unwrap();
     assert_eq!(store.load(&posts).await.unwrap().as_deref(), Some(&b"newer"[..]), "a save replaces");
+    let parts = vec![b"made ".to_vec(), b"in ".to_vec(), b"parts".to_vec()];
+    store.save_parts(&posts, Box::new(parts.into_iter())).await.unwrap();
+    assert_eq!(store.load(&posts).await.unwrap().as_deref(), Some(&b"made in parts"[..]), "parts in order");
+    store.save(&posts, b"newer".to_vec()).await.unwrap();
     store.save(&pages, b"pages".to_vec()).await.unwrap();
     assert_eq!(store.load(&posts).await.unwrap().as_deref(), Some(&b"newer"[..]));
 

@@ -1,7 +1,9 @@
-//! A whole index built at once (a start): the slots laid out first, then the maps of names
-//! on one thread while the counts, orders and tags are made on another. One item at a
-//! time, the build was the single-threaded part of a restart (4 s at 1,000,000 items, the
-//! maps' inserts each a few cache misses).
+//! A whole index built at once (a start): the slots laid out first, then the maps of other
+//! names (slugs, keys) on one thread while the map of filenames, the counts, orders and
+//! tags are made on another (about the same work: at 1,000,000 items the maps of names
+//! alone were a second of one core while the other waited). One item at a time, the build
+//! was the single-threaded part of a restart (4 s at 1,000,000 items, the maps' inserts
+//! each a few cache misses).
 
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
@@ -19,9 +21,8 @@ use crate::ports::FileStamp;
 /// in tests, fewer, so that small indexes take both ways.
 const SIDE_BY_SIDE: usize = if cfg!(test) { 64 } else { 4096 };
 
-/// The maps that find a slot by a name.
+/// The maps that find a slot by a name other than its filename.
 struct NameMaps {
-    by_name: HashMap<Arc<str>, Id>,
     by_slug: HashMap<NameKey, SlugFiles>,
     by_key: HashMap<NameKey, SlugFiles>,
     by_written_name: HashMap<NameKey, SlugFiles>,
@@ -58,16 +59,16 @@ impl CollectionIndex {
             self.slots.push(Some(Slot { name, stamp: Stamp::of(&stamp), item }));
             previous = stamp.name;
         }
-        let (maps, tally) = if self.slots.len() < SIDE_BY_SIDE {
-            (self.name_maps(), self.tally())
+        let (maps, by_name, tally) = if self.slots.len() < SIDE_BY_SIDE {
+            (self.name_maps(), self.filename_map(), self.tally())
         } else {
             std::thread::scope(|scope| {
                 let maps = scope.spawn(|| self.name_maps());
-                let tally = self.tally();
-                (maps.join().expect("the maps of names panicked"), tally)
+                let (by_name, tally) = (self.filename_map(), self.tally());
+                (maps.join().expect("the maps of names panicked"), by_name, tally)
             })
         };
-        let NameMaps { by_name, by_slug, by_key, by_written_name } = maps;
+        let NameMaps { by_slug, by_key, by_written_name } = maps;
         (self.by_name, self.by_slug, self.by_key, self.by_written_name) =
             (by_name, by_slug, by_key, by_written_name);
         let Tally { fingerprint, unusable, usable, breaking_model, drafts, pending, usable_ids, by_tag } =
@@ -82,11 +83,21 @@ impl CollectionIndex {
         self.by_tag = by_tag;
     }
 
-    /// The maps of names of every slot (see [`Self::link_names`], which files one).
+    /// Every slot's id by its filename.
+    fn filename_map(&self) -> HashMap<Arc<str>, Id> {
+        let mut by_name = HashMap::with_capacity_and_hasher(self.slots.len(), Default::default());
+        for (id, slot) in self.slots.iter().enumerate() {
+            if let Some(slot) = slot {
+                by_name.insert(Arc::clone(&slot.name), id as Id);
+            }
+        }
+        by_name
+    }
+
+    /// The maps of other names of every slot (see [`Self::link_names`], which files one).
     fn name_maps(&self) -> NameMaps {
         let slots = self.slots.len();
         let mut maps = NameMaps {
-            by_name: HashMap::with_capacity_and_hasher(slots, Default::default()),
             by_slug: HashMap::with_capacity_and_hasher(slots, Default::default()),
             by_key: HashMap::default(),
             by_written_name: HashMap::default(),
@@ -95,7 +106,6 @@ impl CollectionIndex {
         for (id, slot) in self.slots.iter().enumerate() {
             let Some(slot) = slot else { continue };
             let id = id as Id;
-            maps.by_name.insert(Arc::clone(&slot.name), id);
             for (map, found) in self.names_of(id) {
                 let map = match map {
                     NameMap::Slug => &mut maps.by_slug,

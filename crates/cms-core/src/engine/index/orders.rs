@@ -73,20 +73,28 @@ impl CollectionIndex {
                 scope.spawn(move || sort_by_order(ORDERS[k], ids, item));
             }
         });
-        let mut rank = vec![0u32; self.slots.len()];
-        for (position, id) in self.sorted_all[order_slot(OrderBy::DatePublished)].iter().enumerate() {
-            rank[*id as usize] = position as u32;
-        }
+        // The published lists on one thread, the tags' lists on another: each a pass over
+        // every item (at 1,000,000 items, most of a second each).
         let now = self.now;
-        for (all, published) in self.sorted_all.iter().zip(self.sorted_published.iter_mut()) {
-            published.clear();
-            published.extend(all.iter().filter(|id| item(**id).meta.live_at(now)));
-        }
-        for lists in self.by_tag.values_mut() {
-            for ids in [&mut lists.all, &mut lists.published] {
-                ids.sort_unstable_by_key(|id| rank[*id as usize]);
+        let (sorted_all, sorted_published, by_tag) =
+            (&self.sorted_all, &mut self.sorted_published, &mut self.by_tag);
+        std::thread::scope(|scope| {
+            scope.spawn(move || {
+                for (all, published) in sorted_all.iter().zip(sorted_published.iter_mut()) {
+                    published.clear();
+                    published.extend(all.iter().filter(|id| item(**id).meta.live_at(now)));
+                }
+            });
+            let mut rank = vec![0u32; slots.len()];
+            for (position, id) in sorted_all[order_slot(OrderBy::DatePublished)].iter().enumerate() {
+                rank[*id as usize] = position as u32;
             }
-        }
+            for lists in by_tag.values_mut() {
+                for ids in [&mut lists.all, &mut lists.published] {
+                    ids.sort_unstable_by_key(|id| rank[*id as usize]);
+                }
+            }
+        });
     }
 
     /// One page of a list query: a slice of a kept order when only `status` filters (or

@@ -24,7 +24,7 @@ use crate::model::Model;
 use crate::ports::FileStamp;
 
 /// Bumped whenever what a snapshot holds changes shape.
-const FORMAT: u32 = 12;
+const FORMAT: u32 = 13;
 
 /// Entries per chunk: chunks are encoded separately so that a restart decodes them on
 /// every core.
@@ -77,14 +77,22 @@ struct Entry {
     item: Held,
 }
 
-/// Encodes the header and the folder's state as one part, then the entries in chunks of
-/// [`CHUNK_ENTRIES`], each a part of its own, then an empty part. Each part is its length
+/// Encodes the header, the folder's state and the number of chunks as one part, then the
+/// entries in chunks of [`CHUNK_ENTRIES`], each a part of its own, then the kept orders
+/// (each a list of places in the entries, see `CollectionIndex::entries_and_orders`) as
+/// one part, then an empty part. Each part is its length
 /// (four bytes, little-endian) and its bytes, so that a start reads and decodes a part at
 /// a time ([`open`], [`decode_entries`]) and never holds the whole snapshot; and a part is
 /// encoded when it is asked for, so that a save never holds it whole either.
-pub fn encode_parts(header: &SnapshotHeader, folder: &FolderState, entries: Vec<(FileStamp, Held)>) -> Parts {
-    let opening = postcard::to_allocvec(&(header, folder)).expect("a header encodes");
-    Parts { opening: Some(opening), entries, next: 0, ended: false }
+pub fn encode_parts(
+    header: &SnapshotHeader,
+    folder: &FolderState,
+    entries: Vec<(FileStamp, Held)>,
+    orders: Vec<Vec<u32>>,
+) -> Parts {
+    let chunks = u32::try_from(entries.len().div_ceil(CHUNK_ENTRIES)).expect("fewer than 2^32 chunks");
+    let opening = postcard::to_allocvec(&(header, folder, chunks)).expect("a header encodes");
+    Parts { opening: Some(opening), entries, next: 0, orders: Some(orders), ended: false }
 }
 
 /// The parts of a snapshot, each encoded when it is asked for (see [`encode_parts`]).
@@ -93,6 +101,7 @@ pub struct Parts {
     entries: Vec<(FileStamp, Held)>,
     /// The first entry of the next chunk.
     next: usize,
+    orders: Option<Vec<Vec<u32>>>,
     ended: bool,
 }
 
@@ -114,6 +123,11 @@ impl Iterator for Parts {
             // the right size rather than a series of doublings.
             let bytes =
                 postcard::to_extend(&rows, placeholder(chunk.len() * 800)).expect("index entries encode");
+            return Some(set_length(bytes));
+        }
+        if let Some(orders) = self.orders.take() {
+            let bytes = postcard::to_extend(&orders, placeholder(orders.len() * self.entries.len() * 3))
+                .expect("orders encode");
             return Some(set_length(bytes));
         }
         if self.ended {
@@ -168,27 +182,37 @@ fn read_part(reader: &mut impl Read) -> Result<Option<Vec<u8>>, String> {
 /// ([`decode_entries`]).
 pub struct Opened<R> {
     pub folder: FolderState,
+    /// How many chunks of entries follow.
+    chunks: u32,
     rest: R,
+}
+
+/// A snapshot's entries in the order they were encoded, and the orders it kept (see
+/// [`encode_parts`]).
+#[derive(Debug, Default)]
+pub struct Decoded {
+    pub entries: Vec<(FileStamp, Held)>,
+    pub orders: Option<Vec<Vec<u32>>>,
 }
 
 /// Reads a snapshot's header and folder's state, when its header is `expected`; its
 /// entries are still to read. `Err` says why it cannot be used.
 pub fn open<R: Read>(mut reader: R, expected: &SnapshotHeader) -> Result<Opened<R>, String> {
     let opening = read_part(&mut reader)?.ok_or("the snapshot is empty")?;
-    let (header, folder): (SnapshotHeader, FolderState) = postcard::from_bytes(&opening)
+    let (header, folder, chunks): (SnapshotHeader, FolderState, u32) = postcard::from_bytes(&opening)
         .map_err(|error| format!("the snapshot's header does not decode: {error}"))?;
     if header != *expected {
         return Err(format!("the snapshot was made for {header:?}, not {expected:?}"));
     }
-    Ok(Opened { folder, rest: reader })
+    Ok(Opened { folder, chunks, rest: reader })
 }
 
-/// The entries of an opened snapshot in the order they were encoded: its chunks are read
-/// here, one at a time, and decoded on every core meanwhile, so that a start holds a few
-/// chunks of bytes (not the whole snapshot) beside the entries. `Err` says why the
-/// snapshot cannot be used.
-pub fn decode_entries<R: Read>(opened: Opened<R>) -> Result<Vec<(FileStamp, Held)>, String> {
-    let Opened { mut rest, .. } = opened;
+/// The entries of an opened snapshot in the order they were encoded, and its orders: its
+/// chunks are read here, one at a time, and decoded on every core meanwhile, so that a
+/// start holds a few chunks of bytes (not the whole snapshot) beside the entries. `Err`
+/// says why the snapshot cannot be used.
+pub fn decode_entries<R: Read>(opened: Opened<R>) -> Result<Decoded, String> {
+    let Opened { mut rest, chunks, .. } = opened;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 16);
     let decode_chunk = |chunk: &[u8]| -> Result<Vec<Entry>, String> {
         postcard::from_bytes(chunk).map_err(|error| format!("the snapshot does not decode: {error}"))
@@ -212,14 +236,17 @@ pub fn decode_entries<R: Read>(opened: Opened<R>) -> Result<Vec<(FileStamp, Held
             })
             .collect();
         let mut read = Ok(());
-        for at in 0.. {
+        for at in 0..chunks as usize {
             match read_part(&mut rest) {
                 Ok(Some(chunk)) => {
                     if send.send((at, chunk)).is_err() {
                         break;
                     }
                 }
-                Ok(None) => break,
+                Ok(None) => {
+                    read = Err(format!("the snapshot ends after {at} of its {chunks} chunks"));
+                    break;
+                }
                 Err(error) => {
                     read = Err(error);
                     break;
@@ -237,7 +264,18 @@ pub fn decode_entries<R: Read>(opened: Opened<R>) -> Result<Vec<(FileStamp, Held
     for (_, part) in decoded {
         entries.extend(part?.into_iter().map(|e| (e.stamp, e.item)));
     }
-    Ok(entries)
+    let orders = match read_part(&mut rest)? {
+        None => None,
+        Some(part) => {
+            let orders = postcard::from_bytes(&part)
+                .map_err(|error| format!("the snapshot's orders do not decode: {error}"))?;
+            if read_part(&mut rest)?.is_some() {
+                return Err("the snapshot goes on after its orders".to_owned());
+            }
+            Some(orders)
+        }
+    };
+    Ok(Decoded { entries, orders })
 }
 
 #[cfg(test)]
@@ -251,7 +289,7 @@ mod tests {
     use crate::slug::ItemFilename;
 
     fn encode(header: &SnapshotHeader, folder: &FolderState, entries: &[(FileStamp, Held)]) -> Vec<u8> {
-        encode_parts(header, folder, entries.to_vec()).flatten().collect()
+        encode_parts(header, folder, entries.to_vec(), Vec::new()).flatten().collect()
     }
 
     /// The folder's state and the entries of a snapshot held whole (see [`open`] and
@@ -262,7 +300,7 @@ mod tests {
     ) -> Result<(FolderState, Vec<(FileStamp, Held)>), String> {
         let opened = open(bytes, expected)?;
         let folder = opened.folder.clone();
-        Ok((folder, decode_entries(opened)?))
+        Ok((folder, decode_entries(opened)?.entries))
     }
 
     /// The folder's state a snapshot recorded, when its header is `expected` (without
@@ -301,6 +339,20 @@ mod tests {
             "items and reasons as they were"
         );
         assert_eq!(folder_state(&bytes, &header).unwrap(), folder, "read without the entries");
+    }
+
+    #[test]
+    fn the_orders_come_back_after_the_entries() {
+        let header = SnapshotHeader::new("content/posts", "UTC", None, SlugSource::FileName);
+        let entries = vec![entry("a.md", "---\ntitle: A\n---\n"), entry("b.md", "---\ntitle: B\n---\n")];
+        let orders = vec![vec![1, 0], vec![0, 1]];
+        let bytes: Vec<u8> = encode_parts(&header, &FolderState::default(), entries.clone(), orders.clone())
+            .flatten()
+            .collect();
+        let decoded = decode_entries(open(&bytes[..], &header).unwrap()).unwrap();
+        assert_eq!((decoded.entries, decoded.orders), (entries, Some(orders)));
+        // Cut before its end: refused, not taken as a snapshot without orders.
+        assert!(decode_entries(open(&bytes[..bytes.len() - 4], &header).unwrap()).is_err());
     }
 
     #[test]

@@ -377,11 +377,11 @@ impl Cms {
             _ => return false,
         };
         let others = opened.folder.others.clone();
-        let entries = self.decoded(collection, snapshot::decode_entries(opened));
-        if entries.is_empty() {
+        let decoded = self.decoded(collection, snapshot::decode_entries(opened));
+        if decoded.entries.is_empty() {
             return false;
         }
-        let mut index = CollectionIndex::build_named(entries, self.now_secs(), collection.naming.clone());
+        let mut index = self.build_decoded(collection, decoded);
         index.set_others(others);
         for (name, reason) in index.skipped() {
             report_skipped(collection, name, reason);
@@ -423,12 +423,24 @@ impl Cms {
     /// The index of the collection's stored snapshot alone, built while the folder is
     /// listed; `None` when it has no snapshot that can be used.
     async fn build_snapshot(&self, collection: &Collection) -> Option<Prebuilt> {
-        let (state, entries) = self.load_snapshot(collection).await;
-        if entries.is_empty() {
+        let (state, decoded) = self.load_snapshot(collection).await;
+        if decoded.entries.is_empty() {
             return None;
         }
-        let index = CollectionIndex::build_named(entries, self.now_secs(), collection.naming.clone());
+        let index = self.build_decoded(collection, decoded);
         Some(Prebuilt { index, folder: state.stamp })
+    }
+
+    /// The index of a snapshot's entries, in the orders it kept when they still hold.
+    fn build_decoded(&self, collection: &Collection, decoded: snapshot::Decoded) -> CollectionIndex {
+        let (index, took_orders) = CollectionIndex::build_with_orders(
+            decoded.entries,
+            self.now_secs(),
+            collection.naming.clone(),
+            decoded.orders,
+        );
+        tracing::debug!(collection = collection.slug.as_str(), took_orders, "built the snapshot's index");
+        index
     }
 
     /// What the start does with the collection's listing (`scan`; files that another
@@ -577,13 +589,13 @@ impl Cms {
     /// The folder's state and the entries of the collection's stored snapshot in filename
     /// order; empty when there is none or it cannot be used (logged: the start is then a
     /// full parse, nothing more).
-    async fn load_snapshot(&self, collection: &Collection) -> (FolderState, Vec<(FileStamp, Held)>) {
+    async fn load_snapshot(&self, collection: &Collection) -> (FolderState, snapshot::Decoded) {
         let Some(reader) = self.open_snapshot(collection).await else { return Default::default() };
         match snapshot::open(reader, &self.snapshot_header(collection)) {
             Ok(opened) => {
                 let folder = opened.folder.clone();
-                let entries = self.decoded(collection, snapshot::decode_entries(opened));
-                if entries.is_empty() { Default::default() } else { (folder, entries) }
+                let decoded = self.decoded(collection, snapshot::decode_entries(opened));
+                if decoded.entries.is_empty() { Default::default() } else { (folder, decoded) }
             }
             Err(reason) => {
                 tracing::info!(collection = collection.slug.as_str(), reason, "not using the index snapshot");
@@ -603,16 +615,16 @@ impl Cms {
         }
     }
 
-    /// A snapshot's decoded entries; none when they do not decode (logged: the start is
-    /// then a full parse, nothing more).
+    /// A snapshot's decoded entries and orders; none when they do not decode (logged: the
+    /// start is then a full parse, nothing more).
     fn decoded(
         &self,
         collection: &Collection,
-        entries: Result<Vec<(FileStamp, Held)>, String>,
-    ) -> Vec<(FileStamp, Held)> {
-        entries.unwrap_or_else(|reason| {
+        decoded: Result<snapshot::Decoded, String>,
+    ) -> snapshot::Decoded {
+        decoded.unwrap_or_else(|reason| {
             tracing::info!(collection = collection.slug.as_str(), reason, "not using the index snapshot");
-            Vec::new()
+            snapshot::Decoded::default()
         })
     }
 
@@ -641,7 +653,7 @@ impl Cms {
                     None
                 }
             };
-            let (now, state, entries) = match super::read(&cell.index).as_ref() {
+            let (now, state, (entries, orders)) = match super::read(&cell.index).as_ref() {
                 Some(index) => {
                     let now = Snapshotted { fingerprint: index.fingerprint(), folder };
                     let stored = *super::lock(&cell.snapshotted);
@@ -653,11 +665,11 @@ impl Cms {
                     {
                         continue;
                     }
-                    (now, FolderState { stamp: folder, others: index.others() }, index.entries())
+                    (now, FolderState { stamp: folder, others: index.others() }, index.entries_and_orders())
                 }
                 None => continue,
             };
-            let parts = snapshot::encode_parts(&self.snapshot_header(collection), &state, entries);
+            let parts = snapshot::encode_parts(&self.snapshot_header(collection), &state, entries, orders);
             self.ports.snapshots.save_parts(collection, Box::new(parts)).await?;
             *super::lock(&cell.snapshotted) = Some(now);
             saved += 1;

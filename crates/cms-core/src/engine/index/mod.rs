@@ -235,14 +235,34 @@ impl CollectionIndex {
 
     /// An index of these files at `now` (Unix seconds), sorted once; `naming` says which
     /// names are this collection's items (see [`Naming`]).
-    pub fn build_named(mut entries: Vec<(FileStamp, Held)>, now: i64, naming: Naming) -> Self {
+    pub fn build_named(entries: Vec<(FileStamp, Held)>, now: i64, naming: Naming) -> Self {
+        Self::build_with_orders(entries, now, naming, None).0
+    }
+
+    /// [`Self::build_named`] of a snapshot's entries (in filename order) with the orders
+    /// it kept (see [`Self::entries_and_orders`]): taken instead of sorting when each is
+    /// every usable item, ascending as the order compares them; sorted otherwise. At
+    /// 1,000,000 items the sorts were a fifth of a restart. Whether the orders were taken.
+    pub fn build_with_orders(
+        mut entries: Vec<(FileStamp, Held)>,
+        now: i64,
+        naming: Naming,
+        orders: Option<Vec<Vec<Id>>>,
+    ) -> (Self, bool) {
         // In filename order, so that ids are too (see `sort_by_order`). Usually already
         // in order, or two ordered runs: a stable sort merges those in linear time.
         entries.sort_by(|a, b| a.0.name.cmp(&b.0.name));
-        let mut index = Self { now, naming, slots: Vec::with_capacity(entries.len()), ..Self::default() };
+        let count = entries.len();
+        let mut index = Self { now, naming, slots: Vec::with_capacity(count), ..Self::default() };
         index.fill(entries);
-        index.sort_all();
-        index
+        // Each entry a slot (none passed over): the orders' places are the slots' ids.
+        let taken =
+            orders.filter(|_| index.slots.len() == count).is_some_and(|orders| index.take_orders(orders));
+        if !taken {
+            index.sort_orders();
+        }
+        index.derive_lists();
+        (index, taken)
     }
 
     /// Whether a public client sees this item now (see [`ItemMeta::live_at`]), by the
@@ -257,10 +277,35 @@ impl CollectionIndex {
         self.fingerprint
     }
 
-    /// Every known item file with what the index holds for it (for a snapshot).
-    pub fn entries(&self) -> Vec<(FileStamp, Held)> {
-        self.slots.iter().flatten().map(|s| (s.stamp.named(&s.name), s.item.clone())).collect()
+    /// Every known item file with what the index holds for it, in filename order, and each
+    /// kept order as places in that list (for a snapshot: a start that builds an index of
+    /// the same entries takes these orders rather than sorting, see
+    /// [`Self::build_with_orders`]).
+    pub fn entries_and_orders(&self) -> (Vec<(FileStamp, Held)>, Vec<Vec<Id>>) {
+        let mut ids: Vec<Id> =
+            (0..self.slots.len() as Id).filter(|id| self.slots[*id as usize].is_some()).collect();
+        // Already in order unless files were added since the build (a sorted run is one
+        // pass).
+        ids.sort_unstable_by(|a, b| self.slot(*a).name.cmp(&self.slot(*b).name));
+        let mut place = vec![Id::MAX; self.slots.len()];
+        for (at, id) in ids.iter().enumerate() {
+            place[*id as usize] = at as Id;
+        }
+        let entries = ids
+            .iter()
+            .map(|id| {
+                let slot = self.slot(*id);
+                (slot.stamp.named(&slot.name), slot.item.clone())
+            })
+            .collect();
+        let orders = self
+            .sorted_all
+            .iter()
+            .map(|order| order.iter().map(|id| place[*id as usize]).collect())
+            .collect();
+        (entries, orders)
     }
+
 
     /// How many item files are known, usable or not.
     pub fn file_count(&self) -> usize {

@@ -60,11 +60,10 @@ pub struct Selection {
 }
 
 impl CollectionIndex {
-    /// Sorts the bulk-built lists: each order once, on a thread of its own, by a key
-    /// computed once per item (a title's lowercase form, a date's instant) rather than in
-    /// every comparison; the published lists and the tag lists then take their order
-    /// from the sorted ones in one pass each. At 100,000 items this was most of a restart.
-    pub(super) fn sort_all(&mut self) {
+    /// Sorts the bulk-built orders: each once, on a thread of its own, by a key computed
+    /// once per item (a title's lowercase form, a date's instant) rather than in every
+    /// comparison. At 100,000 items this was most of a restart.
+    pub(super) fn sort_orders(&mut self) {
         let slots = &self.slots;
         let item =
             |id: Id| slots[id as usize].as_ref().and_then(|s| s.item.as_deref().ok()).expect("usable id");
@@ -73,6 +72,50 @@ impl CollectionIndex {
                 scope.spawn(move || sort_by_order(ORDERS[k], ids, item));
             }
         });
+    }
+
+    /// Takes `orders` (one list of ids per kept order, as a snapshot kept them) as the
+    /// index's when each holds every usable item once, ascending as [`compare`] orders
+    /// them (checked on a thread per order: a comparison per item, not a sort); else
+    /// leaves the orders as they are and answers `false`.
+    pub(super) fn take_orders(&mut self, orders: Vec<Vec<Id>>) -> bool {
+        if orders.len() != ORDERS.len() || orders.iter().any(|order| order.len() != self.usable) {
+            return false;
+        }
+        let slots = &self.slots;
+        let usable = |id: Id| slots.get(id as usize)?.as_ref()?.item.as_deref().ok();
+        let ascending = |order: OrderBy, ids: &[Id]| {
+            let mut previous: Option<&IndexedItem> = None;
+            for id in ids {
+                let Some(item) = usable(*id) else { return false };
+                if previous.is_some_and(|before| compare(order, before, item) != Ordering::Less) {
+                    return false;
+                }
+                previous = Some(item);
+            }
+            true
+        };
+        let checked = std::thread::scope(|scope| {
+            let checks: Vec<_> = orders
+                .iter()
+                .enumerate()
+                .map(|(k, ids)| scope.spawn(move || ascending(ORDERS[k], ids)))
+                .collect();
+            checks.into_iter().all(|check| check.join().expect("an order's check panicked"))
+        });
+        if checked {
+            for (kept, taken) in self.sorted_all.iter_mut().zip(orders) {
+                *kept = taken;
+            }
+        }
+        checked
+    }
+
+    /// The published lists and the tags' lists, from the sorted orders, in one pass each.
+    pub(super) fn derive_lists(&mut self) {
+        let slots = &self.slots;
+        let item =
+            |id: Id| slots[id as usize].as_ref().and_then(|s| s.item.as_deref().ok()).expect("usable id");
         // The published lists on one thread, the tags' lists on another: each a pass over
         // every item (at 1,000,000 items, most of a second each).
         let now = self.now;

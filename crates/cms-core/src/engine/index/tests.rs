@@ -531,3 +531,50 @@ fn a_large_build_side_by_side_equals_one_made_file_by_file() {
     }
     assert_same_as_fresh(&index, &files, 0);
 }
+
+/// A snapshot keeps the index's orders as places in its entries (in filename order): an
+/// index built from them with those orders takes them without sorting, and equals a fresh
+/// build, also for an index whose ids no longer ascend with filenames (files added one by
+/// one, some removed). Orders that are not every usable item ascending are sorted again.
+#[test]
+fn kept_orders_are_taken_when_they_hold_and_sorted_again_when_not() {
+    let now = 1_717_977_600;
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut index = CollectionIndex::build(Vec::new(), now);
+    let mut files: HashMap<String, (FileStamp, Held)> = HashMap::default();
+    for i in (0..300).rev() {
+        let (name, stamp, item) = file(&format!("p{i:03}.md"), i as u64, &random_frontmatter(&mut rng));
+        index.upsert(&name, stamp.clone(), item.clone());
+        files.insert(name.as_str().to_owned(), (stamp, held(item)));
+    }
+    for i in (0..300).step_by(7) {
+        let name = format!("p{i:03}.md");
+        index.remove(&name);
+        files.remove(&name);
+    }
+    let (entries, orders) = index.entries_and_orders();
+    let names: Vec<&str> = entries.iter().map(|(stamp, _)| stamp.name.as_str()).collect();
+    assert!(names.is_sorted(), "entries in filename order");
+
+    let (rebuilt, took) =
+        CollectionIndex::build_with_orders(entries.clone(), now, Naming::default(), Some(orders.clone()));
+    assert!(took, "the kept orders hold");
+    assert_same_as_fresh(&rebuilt, &files, 0);
+
+    let mut swapped = orders.clone();
+    swapped[1].swap(3, 4);
+    let mut short = orders.clone();
+    short[0].pop();
+    let mut beyond = orders.clone();
+    beyond[2][0] = entries.len() as Id;
+    let mut twice = orders.clone();
+    twice[3][1] = twice[3][0];
+    for (case, bad) in
+        [("swapped", swapped), ("short", short), ("beyond", beyond), ("twice", twice), ("none", Vec::new())]
+    {
+        let (rebuilt, took) =
+            CollectionIndex::build_with_orders(entries.clone(), now, Naming::default(), Some(bad));
+        assert!(!took, "{case}");
+        assert_same_as_fresh(&rebuilt, &files, 1);
+    }
+}

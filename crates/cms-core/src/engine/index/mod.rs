@@ -306,7 +306,6 @@ impl CollectionIndex {
         (entries, orders)
     }
 
-
     /// How many item files are known, usable or not.
     pub fn file_count(&self) -> usize {
         self.by_name.len()

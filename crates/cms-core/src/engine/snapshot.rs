@@ -80,10 +80,10 @@ struct Entry {
 /// Encodes the header, the folder's state and the number of chunks as one part, then the
 /// entries in chunks of [`CHUNK_ENTRIES`], each a part of its own, then the kept orders
 /// (each a list of places in the entries, see `CollectionIndex::entries_and_orders`) as
-/// one part, then an empty part. Each part is its length
-/// (four bytes, little-endian) and its bytes, so that a start reads and decodes a part at
-/// a time ([`open`], [`decode_entries`]) and never holds the whole snapshot; and a part is
-/// encoded when it is asked for, so that a save never holds it whole either.
+/// one part, then an empty part. Each part is its length (four bytes, little-endian) and
+/// its bytes, so that a start reads and decodes a part at a time ([`open`],
+/// [`decode_entries`]) and never holds the whole snapshot; and a part is encoded when it
+/// is asked for, so that a save never holds it whole either.
 pub fn encode_parts(
     header: &SnapshotHeader,
     folder: &FolderState,
@@ -162,7 +162,7 @@ fn with_length(part: Vec<u8>) -> Vec<u8> {
 /// MB; a length beyond this is a damaged file, not an allocation to make.
 const MAX_PART_BYTES: u32 = 1 << 28;
 
-/// Reads one part (see [`encode`]); `None` at the empty part that ends a snapshot.
+/// Reads one part (see [`encode_parts`]); `None` at the empty part that ends a snapshot.
 fn read_part(reader: &mut impl Read) -> Result<Option<Vec<u8>>, String> {
     let mut length = [0u8; 4];
     reader.read_exact(&mut length).map_err(|error| format!("the snapshot is cut short: {error}"))?;

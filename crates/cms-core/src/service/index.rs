@@ -398,26 +398,30 @@ impl Cms {
     /// with a listing of its folder, and re-reads the files that differ: edits made in
     /// place while the server was stopped, announced as outside edits. The composition
     /// root calls it once the server answers. Each collection is tried; the first error
-    /// is returned.
-    pub(super) async fn check_snapshot_starts(&self) -> CoreResult<()> {
+    /// is returned, else how many files had changed.
+    pub(super) async fn check_snapshot_starts(&self) -> CoreResult<usize> {
         let mut first_error = None;
+        let mut changes = 0;
         for collection in &self.collections {
             if !self.indexes[collection.index].unchecked.swap(false, Ordering::AcqRel) {
                 continue;
             }
             match self.rescan(collection).await {
-                Ok(changed) => tracing::info!(
-                    collection = collection.slug.as_str(),
-                    changed,
-                    "compared the index snapshot with the folder"
-                ),
+                Ok(changed) => {
+                    changes += changed;
+                    tracing::info!(
+                        collection = collection.slug.as_str(),
+                        changed,
+                        "compared the index snapshot with the folder"
+                    );
+                }
                 Err(error) => {
                     tracing::warn!(collection = collection.slug.as_str(), %error, "cannot compare the index snapshot with the folder");
                     first_error.get_or_insert(error);
                 }
             }
         }
-        first_error.map_or(Ok(()), Err)
+        first_error.map_or(Ok(changes), Err)
     }
 
     /// The index of the collection's stored snapshot alone, built while the folder is
@@ -894,20 +898,18 @@ impl Cms {
     /// differed.
     pub(super) async fn rescan(&self, collection: &Collection) -> CoreResult<usize> {
         self.ensure_indexed(collection).await?;
-        let scan = self.ports.content.scan(collection).await?;
-        let others = scan
-            .iter()
-            .filter(|s| collection.naming.owns(&s.name))
-            .filter_map(|s| Some((s.name.clone(), collection.naming.classify(&s.name).err()?)));
-        let fresh = self.index_mut(collection).as_mut().map(|index| index.set_others(others.collect()));
+        // This language's item files, and the files that are not items; another language's
+        // files (translations by file name share the folder) are neither.
+        let (items, others) = classify(self.ports.content.scan(collection).await?, &collection.naming);
+        let fresh = self.index_mut(collection).as_mut().map(|index| index.set_others(others));
         for (name, reason) in fresh.unwrap_or_default() {
             report_skipped(collection, &name, &reason);
         }
         let mut stale: Vec<String> = {
             let index = self.index(collection).await?;
-            let scanned: std::collections::HashSet<&str> = scan.iter().map(|s| s.name.as_str()).collect();
+            let scanned: std::collections::HashSet<&str> = items.iter().map(|s| s.name.as_str()).collect();
             let gone = index.names().filter(|name| !scanned.contains(name)).map(str::to_owned);
-            let changed = scan.iter().filter(|s| !index.holds(s)).map(|s| s.name.clone());
+            let changed = items.iter().filter(|s| !index.holds(s)).map(|s| s.name.clone());
             gone.chain(changed).collect()
         };
         stale.sort();

@@ -72,9 +72,9 @@ impl<'a> Upkeep<'a> {
 
     /// Compares every index that the start made from its snapshot alone with a listing of
     /// its folder, and re-reads what differs (edits made in place while the server was
-    /// stopped). Call it once the server answers.
+    /// stopped). Call it once the server answers. How many files had changed.
     #[tracing::instrument(level = "trace", skip_all)]
-    pub async fn check_snapshot_starts(self) -> CoreResult<()> {
+    pub async fn check_snapshot_starts(self) -> CoreResult<usize> {
         let checked = self.0.check_snapshot_starts().await;
         self.0.event_log.publish_pending().await;
         checked

@@ -140,3 +140,34 @@ async fn answers_made_ahead_are_each_languages_as_its_reads_ask_for_them() {
     }
     assert_eq!(cms.render_ahead(&sink).await.unwrap(), 0, "all kept");
 }
+
+/// Translations by file name share a folder: a restart answers from each language's
+/// snapshot alone, and the check behind it compares each language's own files, so that
+/// another language's files are not counted (or looked at) as changed.
+#[tokio::test]
+async fn a_restart_checks_each_languages_own_files_against_its_snapshot() {
+    let world = MemoryWorld::new();
+    let first = world.cms_with(MULTILINGUAL);
+    let posts = first.collection("posts").unwrap();
+    let french = first.in_language(posts, 1);
+    for i in 0..3 {
+        first.create_item(Caller::Operator, posts, new_item(&format!("p{i}"), "Hello")).await.unwrap();
+        first.create_item(Caller::Operator, french, new_item(&format!("p{i}"), "Bonjour")).await.unwrap();
+    }
+    first.upkeep().save_snapshots().await.unwrap();
+    world.content.put_raw("content/posts", "p1.fr.md", b"---\ntitle: Salut\nstatus: published\n---\nText.\n");
+    world.content.take_changes();
+
+    let reads_before = world.content.reads.load(std::sync::atomic::Ordering::Relaxed);
+    let second = world.cms_with(MULTILINGUAL);
+    second.upkeep().start().await.unwrap();
+    assert_eq!(
+        world.content.reads.load(std::sync::atomic::Ordering::Relaxed),
+        reads_before,
+        "from the snapshots"
+    );
+    assert_eq!(second.upkeep().check_snapshot_starts().await.unwrap(), 1, "only p1.fr.md changed");
+    let french = second.in_language(second.collection("posts").unwrap(), 1);
+    let view = second.read_item(french, &ItemRef::parse("p1").unwrap(), &Viewer::Anonymous).await.unwrap();
+    assert_eq!(view.meta.title, "Salut");
+}

@@ -50,32 +50,13 @@ impl FsSnapshots {
         }
     }
 
-    /// The snapshot after its identity line, to be read: a start decodes it as it reads.
-    fn open_blocking(&self, collection: &Collection) -> CoreResult<Option<Box<dyn Read + Send>>> {
-        let Some(program) = &self.program else { return Ok(None) };
-        let path = self.path_of(collection, Kind::Index);
-        let file = match fs::File::open(&path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io_error(&path)(e)),
-        };
-        let header = format!("{program}\n");
-        let mut reader = io::BufReader::new(file);
-        let mut first_line = Vec::with_capacity(header.len());
-        (&mut reader)
-            .take(header.len() as u64)
-            .read_until(b'\n', &mut first_line)
-            .map_err(io_error(&path))?;
-        if first_line != header.as_bytes() {
-            return Ok(None);
-        }
-        Ok(Some(Box::new(reader)))
-    }
-
-    /// Reads the identity line first and the rest straight into the one buffer returned:
-    /// a snapshot is tens of MB at 100,000 items, and a second copy of it would be the
-    /// largest allocation of a restart.
-    fn load_blocking(&self, collection: &Collection, kind: Kind) -> CoreResult<Option<Vec<u8>>> {
+    /// The snapshot of one kind after its identity line, to be read, with the size of what
+    /// follows that line; `None` when there is none, or another program wrote it.
+    fn open_checked(
+        &self,
+        collection: &Collection,
+        kind: Kind,
+    ) -> CoreResult<Option<(io::BufReader<fs::File>, usize)>> {
         let Some(program) = &self.program else { return Ok(None) };
         let path = self.path_of(collection, kind);
         let file = match fs::File::open(&path) {
@@ -95,8 +76,23 @@ impl FsSnapshots {
             return Ok(None);
         }
         let rest = usize::try_from(size).unwrap_or(0).saturating_sub(header.len());
+        Ok(Some((reader, rest)))
+    }
+
+    /// The index snapshot after its identity line, to be read: a start decodes it as it
+    /// reads.
+    fn open_blocking(&self, collection: &Collection) -> CoreResult<Option<Box<dyn Read + Send>>> {
+        let opened = self.open_checked(collection, Kind::Index)?;
+        Ok(opened.map(|(reader, _)| Box::new(reader) as Box<dyn Read + Send>))
+    }
+
+    /// Reads the identity line first and the rest straight into the one buffer returned:
+    /// a snapshot is tens of MB at 100,000 items, and a second copy of it would be the
+    /// largest allocation of a restart.
+    fn load_blocking(&self, collection: &Collection, kind: Kind) -> CoreResult<Option<Vec<u8>>> {
+        let Some((mut reader, rest)) = self.open_checked(collection, kind)? else { return Ok(None) };
         let mut bytes = Vec::with_capacity(rest);
-        reader.read_to_end(&mut bytes).map_err(io_error(&path))?;
+        reader.read_to_end(&mut bytes).map_err(io_error(&self.path_of(collection, kind)))?;
         Ok(Some(bytes))
     }
 

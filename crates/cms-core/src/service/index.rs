@@ -587,7 +587,10 @@ impl Cms {
         let cell = &self.indexes[collection.index];
         *super::lock(&cell.snapshotted) =
             exact.then(|| Snapshotted { fingerprint: index.fingerprint(), folder: recorded_folder });
-        *super::write(&cell.index) = Some(index);
+        let mut family = self.family_locks(collection);
+        let own = collection.language.as_ref().map_or(0, |language| language.at);
+        *family[own] = Some(index);
+        self.mark_family(collection, &mut family);
     }
 
     /// The folder's state and the entries of the collection's stored snapshot in filename
@@ -796,8 +799,11 @@ impl Cms {
     ) {
         let at = self.now();
         let sooner = self.change_log.record(|| {
-            let mut guard = self.index_mut(collection);
-            let (before, after, sooner) = match guard.as_mut() {
+            // The whole family's locks on a site with languages: the marks of the items
+            // linked to this one change with it (see `translation_marks`).
+            let mut family = self.family_locks(collection);
+            let own = collection.language.as_ref().map_or(0, |language| language.at);
+            let (before, after, sooner) = match family[own].as_mut() {
                 Some(index) => {
                     let before = known(index, name.as_str());
                     let previous_instant = index.next_instant();
@@ -811,12 +817,16 @@ impl Cms {
                     let sooner = index
                         .next_instant()
                         .is_some_and(|at| previous_instant.is_none_or(|before| at < before));
-                    (before, known(index, name.as_str()), sooner)
+                    let after = known(index, name.as_str());
+                    let versions =
+                        [&before, &after].map(|known| known.as_ref().and_then(Known::item).map(|i| &**i));
+                    self.remark_linked(collection, &mut family, name.as_str(), versions);
+                    (before, after, sooner)
                 }
                 // Not built yet: its build reads the file as it is now.
                 None => (None, None, false),
             };
-            drop(guard);
+            drop(family);
             if why.kind.is_none() && shows_the_same(before.as_ref(), after.as_ref()) {
                 // Found again as it was (a sync tool that rewrote a file with the same
                 // bytes and time): the index took the new stamp; nothing to say.

@@ -17,7 +17,7 @@ use crate::slug::{ItemFilename, ItemRef};
 /// Whether a translation was made from another content of its source than the source's
 /// content now. A translation that does not say (made by hand, or before this was kept) is
 /// not known to be outdated; nor is one whose source is gone.
-fn is_outdated(translation: &IndexedItem, source: Option<ContentTag>) -> bool {
+pub(super) fn is_outdated(translation: &IndexedItem, source: Option<ContentTag>) -> bool {
     matches!((translation.translated_from(), source), (Some(made_from), Some(now)) if made_from != now)
 }
 
@@ -281,7 +281,8 @@ impl Cms {
     }
 
     /// The items of `collection`'s translation into language `at` whose source changed
-    /// since they were made, in the collection's default order, as `viewer` may see them.
+    /// since they were made, in the collection's default order, as `viewer` may see them:
+    /// the index's kept set of them (see `translation_marks`), not a walk.
     pub async fn outdated_items(
         &self,
         collection: &Collection,
@@ -289,25 +290,22 @@ impl Cms {
         viewer: &Viewer,
     ) -> CoreResult<Vec<super::ItemSummary>> {
         let lane = self.in_language(collection, at);
-        let items = self.indexed_items(lane).await?;
-        let mut outdated: Vec<Arc<IndexedItem>> =
-            items.into_iter().filter(|item| is_outdated(item, self.source_content(lane, item))).collect();
-        let order = crate::query::ListQuery::default();
-        outdated.sort_by(|a, b| order.compare(&a.meta, &b.meta));
-        let live = |item: &IndexedItem| {
-            let index = super::read(&self.indexes[lane.index].index);
-            index.as_ref().is_some_and(|index| index.is_live(item))
+        let query = crate::query::ListQuery {
+            status: if viewer.has_key() {
+                crate::query::StatusFilter::All
+            } else {
+                crate::query::StatusFilter::Published
+            },
+            ..Default::default()
         };
-        Ok(outdated
-            .into_iter()
-            .filter(|item| viewer.has_key() || live(item))
-            .map(|item| self.summary_for(lane, item, None, viewer))
-            .collect())
+        let (selection, _) =
+            self.select_translated(lane, &query, usize::MAX, TranslationFilter::Outdated(at)).await?;
+        Ok(selection.items.into_iter().map(|item| self.summary_for(lane, item, None, viewer)).collect())
     }
 
-    /// A page of `lane`'s items that `filter` admits, and the index's fingerprint. The kept
-    /// indexes of `lane`, of the language filtered on and of the default language are read
-    /// together, their locks taken in index order (as every reader of several does).
+    /// A page of `lane`'s items that `filter` admits, and the index's fingerprint: from the
+    /// sets the index keeps of them (see `translation_marks`), which hold once every
+    /// language's index of the collection is built.
     pub(super) async fn select_translated(
         &self,
         lane: &Collection,
@@ -315,40 +313,11 @@ impl Cms {
         per_page: usize,
         filter: TranslationFilter,
     ) -> CoreResult<(crate::engine::index::Selection, u64)> {
-        let (TranslationFilter::Missing(at) | TranslationFilter::Outdated(at)) = filter;
-        let (target, source) = (self.in_language(lane, at), self.in_language(lane, 0));
-        for collection in [lane, target, source] {
+        for collection in self.family_of(lane) {
             self.ensure_indexed(collection).await?;
         }
-        let mut wanted = vec![lane.index, target.index, source.index];
-        wanted.sort_unstable();
-        wanted.dedup();
-        let guards: Vec<(usize, _)> =
-            wanted.into_iter().map(|at| (at, super::read(&self.indexes[at].index))).collect();
-        let index_of =
-            |at: usize| guards.iter().find(|(i, _)| *i == at).and_then(|(_, guard)| guard.as_ref());
-        let not_built = || crate::error::CoreError::Busy("the index is being built; try again".into());
-        let (index, translations) =
-            (index_of(lane.index).ok_or_else(not_built)?, index_of(target.index).ok_or_else(not_built)?);
-        let sources = index_of(source.index);
-        let keep = |item: &IndexedItem| {
-            let translation = translations.linked_to(item, &lane.naming);
-            match filter {
-                TranslationFilter::Missing(_) => translation.is_none(),
-                TranslationFilter::Outdated(_) => {
-                    let Some(Ok(translation)) = translation else { return false };
-                    let now = match lane.language.as_ref().map_or(0, |l| l.at) {
-                        0 => Some(item.content),
-                        _ => sources
-                            .and_then(|sources| sources.linked_to(item, &lane.naming))
-                            .and_then(Result::ok)
-                            .map(|source| source.content),
-                    };
-                    is_outdated(translation, now)
-                }
-            }
-        };
-        Ok((index.select_where(query, query.page, per_page, Some(&keep)), index.fingerprint()))
+        let index = self.index(lane).await?;
+        Ok((index.select_where(query, query.page, per_page, Some(filter.mark())), index.fingerprint()))
     }
 
     /// What the default language's file of `item` (of `lane`) holds now, if it exists.

@@ -41,6 +41,7 @@ mod settings;
 mod shared_fields;
 mod stream_tokens;
 mod translating;
+mod translation_marks;
 mod upkeep;
 mod variants;
 mod versions;

@@ -171,3 +171,157 @@ async fn a_restart_checks_each_languages_own_files_against_its_snapshot() {
     let view = second.read_item(french, &ItemRef::parse("p1").unwrap(), &Viewer::Anonymous).await.unwrap();
     assert_eq!(view.meta.title, "Salut");
 }
+
+const THREE_LANGUAGES: &str = "\
+site:
+  name: Test Site
+  url: https://example.com
+languages:
+  - code: en
+  - code: fr
+  - code: de
+collections:
+  - label: Posts
+    path: content/posts
+";
+
+/// A small deterministic generator (xorshift64*), so that a failing run repeats.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n
+    }
+}
+
+/// Every language's `missing=` and `outdated=` list of every other language, as file
+/// names in list order (every status, as an editor sees them).
+async fn translation_lists(cms: &cms_core::Cms, viewer: &Viewer) -> Vec<Vec<String>> {
+    use cms_core::service::TranslationFilter;
+    let posts = cms.collection("posts").unwrap();
+    let query = cms_core::query::ListQuery {
+        status: cms_core::query::StatusFilter::All,
+        per_page: Some(100),
+        ..Default::default()
+    };
+    let mut lists = Vec::new();
+    for lane_at in 0..3 {
+        let lane = cms.in_language(posts, lane_at);
+        for target in (0..3).filter(|t| *t != lane_at) {
+            for filter in [TranslationFilter::Missing(target), TranslationFilter::Outdated(target)] {
+                let page = cms.list_items_where(lane, &query, viewer, Some(filter)).await.unwrap();
+                lists.push(page.items.iter().map(|s| s.item.meta.filename.to_string()).collect());
+            }
+        }
+    }
+    lists
+}
+
+/// The same lists made the long way, from what each item's answer says of its
+/// translations (and, for a missing one, from whether any file of it exists).
+async fn translation_lists_by_walk(cms: &cms_core::Cms, viewer: &Viewer) -> Vec<Vec<String>> {
+    let posts = cms.collection("posts").unwrap();
+    let query = cms_core::query::ListQuery {
+        status: cms_core::query::StatusFilter::All,
+        per_page: Some(100),
+        ..Default::default()
+    };
+    let codes = ["en", "fr", "de"];
+    let mut lists = Vec::new();
+    for lane_at in 0..3 {
+        let lane = cms.in_language(posts, lane_at);
+        let all: Vec<String> = cms
+            .list_items(lane, &query, viewer)
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .map(|s| s.item.meta.filename.to_string())
+            .collect();
+        for target in (0..3).filter(|t| *t != lane_at) {
+            let (mut missing, mut outdated) = (Vec::new(), Vec::new());
+            for name in &all {
+                let item_ref = ItemRef::parse(name).unwrap();
+                let other = cms.in_language(posts, target);
+                if cms.counterpart(lane, &item_ref, other).await.unwrap().is_none() {
+                    missing.push(name.clone());
+                }
+                let language = cms.language_of_file(lane, name, true).unwrap();
+                let translation = language.translations.iter().find(|t| &*t.lang == codes[target]);
+                if translation.is_some_and(|t| t.outdated) {
+                    outdated.push(name.clone());
+                }
+            }
+            lists.push(missing);
+            lists.push(outdated);
+        }
+    }
+    lists
+}
+
+/// `missing=` and `outdated=` read sets that the index keeps as files change (issue 46,
+/// part 8): after every change of a random run (files added, rewritten with and without
+/// a `translationKey`, made from the source as it is or as it was, broken, removed), each
+/// list equals the one made by asking every item, and a restart's index, which decides
+/// every set in one walk, has the same sets.
+#[tokio::test]
+async fn missing_and_outdated_lists_follow_every_change_as_a_walk_would_find_them() {
+    let world = MemoryWorld::new();
+    let cms = world.cms_with(THREE_LANGUAGES);
+    cms.upkeep().start().await.unwrap();
+    cms.add_user(Caller::Operator, "ed@example.com", cms_core::account::Role::Editor).await.unwrap();
+    let key = cms.create_key(Caller::Operator, "ed@example.com", "t", [7; 32]).await.unwrap();
+    let editor = Viewer::Key(cms.authenticate(&key.plaintext).await.unwrap());
+    let mut rng = Rng(0x5eed_1234_abcd_0042);
+    let suffixes = ["", ".fr", ".de"];
+    let mut changed = 0;
+    for step in 0..120 {
+        let (base, lang) = (format!("p{}", rng.below(5)), rng.below(3));
+        let name = format!("{base}{}.md", suffixes[lang]);
+        match rng.below(10) {
+            0 => world.content.remove_raw("content/posts", &name),
+            1 => world.content.put_raw("content/posts", &name, b"---\ntitle: [broken\n---\n"),
+            _ => {
+                let mut fm = format!("title: T{step}\ndate: 2024-01-{:02}\n", 1 + rng.below(28));
+                fm += ["status: published\n", "status: draft\n"][rng.below(2)];
+                match rng.below(4) {
+                    0 => fm += "translationKey: k1\n",
+                    1 => fm += "translationKey: k2\n",
+                    _ => {}
+                }
+                // Made from the source as it is now, from another version, or not said.
+                let source = world.content.get_raw("content/posts", &format!("{base}.md"));
+                match (rng.below(3), source) {
+                    (0, Some(bytes)) => {
+                        fm += &format!("translated_from: {}\n", cms_core::item_file::ContentTag::of(&bytes))
+                    }
+                    (1, _) => {
+                        fm += &format!("translated_from: {}\n", cms_core::item_file::ContentTag::of(b"old"))
+                    }
+                    _ => {}
+                }
+                world.content.put_raw(
+                    "content/posts",
+                    &name,
+                    format!("---\n{fm}---\nText {step}.\n").as_bytes(),
+                );
+            }
+        }
+        world.settle(&cms).await;
+        let kept = translation_lists(&cms, &editor).await;
+        assert_eq!(kept, translation_lists_by_walk(&cms, &editor).await, "step {step}: {name}");
+        changed += kept.iter().filter(|list| !list.is_empty()).count();
+    }
+    assert!(changed > 200, "the run made lists to compare: {changed}");
+
+    let restarted = world.cms_with(THREE_LANGUAGES);
+    restarted.upkeep().start().await.unwrap();
+    assert_eq!(
+        translation_lists(&restarted, &editor).await,
+        translation_lists(&cms, &editor).await,
+        "a fresh build decides the same sets"
+    );
+}

@@ -15,6 +15,7 @@
 mod bulk;
 mod item;
 mod listing;
+mod marks;
 mod orders;
 mod schedule;
 #[cfg(test)]
@@ -33,6 +34,7 @@ use crate::slug::{ItemFilename, ItemRef, Naming};
 pub use item::{Held, IndexedItem, Parsed, Reading, excerpt_of, held, translation_key_of};
 use orders::order_slot;
 
+pub use marks::{Mark, MarkedItems};
 pub use orders::Selection;
 pub use schedule::Transition;
 
@@ -201,6 +203,9 @@ pub struct CollectionIndex {
     sorted_published: [Vec<Id>; 4],
     /// Per tag slug: its items ascending by date, all and published.
     by_tag: HashMap<String, TagLists>,
+    /// Per mark (see [`Mark`]): its items ascending by date, all and published. Empty on
+    /// a site without languages.
+    by_mark: HashMap<Mark, TagLists>,
     usable: usize,
     /// Usable items that break the collection's model (see [`IndexedItem::breaks_model`]).
     breaking_model: usize,
@@ -434,6 +439,29 @@ impl CollectionIndex {
         }
     }
 
+    /// Every usable item of this collection whose own link is `link`, so that another
+    /// language's lookup by `link` finds (or found) its translation there: each item with
+    /// the link's key, or, for a link by name, the file of that name without a key.
+    pub fn all_linked(&self, link: &Link) -> Vec<&Arc<IndexedItem>> {
+        match link.key.as_deref() {
+            Some(key) => self.named(NameMap::Key, key).map(|id| self.usable_item(id)).collect(),
+            None => {
+                let name = self.naming.name_for_base(&link.base);
+                let ids: Vec<Id> = self
+                    .by_name
+                    .get(name.as_str())
+                    .copied()
+                    .into_iter()
+                    .chain(self.named(NameMap::WrittenName, &name))
+                    .collect();
+                ids.into_iter()
+                    .filter_map(|id| self.slot(id).item.as_ref().ok())
+                    .filter(|item| item.translation_key().is_none())
+                    .collect()
+            }
+        }
+    }
+
     fn with_key(&self, key: &str) -> Option<Result<&Arc<IndexedItem>, &str>> {
         Some(Ok(self.usable_item(self.named(NameMap::Key, key).next()?)))
     }
@@ -524,6 +552,7 @@ impl CollectionIndex {
         self.forget_schedule(id, &old);
         // While the slot still holds the old version, which places the id in its lists.
         self.relink_sorted(id, &old, &new);
+        self.remark(id, &old, &new);
         let renamed = old.meta.slug != new.meta.slug || old.translation_key() != new.translation_key();
         if renamed {
             self.unlink_names(id);
@@ -539,6 +568,7 @@ impl CollectionIndex {
     pub fn remove(&mut self, name: &str) -> Applied {
         let Some(id) = self.by_name.get(name).copied() else { return Applied::Unchanged };
         if let Ok(item) = self.slot(id).item.clone() {
+            self.unmark(id, &item);
             self.unlink_sorted(id);
             self.usable -= 1;
             self.breaking_model -= usize::from(item.breaks_model);

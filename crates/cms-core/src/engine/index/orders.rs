@@ -149,29 +149,28 @@ impl CollectionIndex {
         self.select_where(query, page, per_page, None)
     }
 
-    /// [`Self::select`] of the items `keep` also admits (what another collection's index
-    /// says of each, such as a translation's state): a look at each item, as a filter on
-    /// the model's fields takes.
+    /// [`Self::select`] of the items `mark` marks (see [`Mark`]): from the mark's own lists,
+    /// never a walk of the collection.
     pub fn select_where(
         &self,
         query: &ListQuery,
         page: usize,
         per_page: usize,
-        keep: Option<&dyn Fn(&IndexedItem) -> bool>,
+        mark: Option<Mark>,
     ) -> Selection {
         let start = query.offset.saturating_add((page - 1).saturating_mul(per_page));
-        if keep.is_none()
-            && let Some(selection) = self.newest_window(query, start, per_page)
-        {
+        if let Some(mark) = mark {
+            return self.select_marked(query, start, per_page, mark);
+        }
+        if let Some(selection) = self.newest_window(query, start, per_page) {
             return selection;
         }
-        let kept_too = |item: &IndexedItem| keep.is_none_or(|keep| keep(item));
         let k = order_slot(query.order_by);
         // Filters on the model's fields and on text need a look at each item; an order by
         // one of the model's fields, or newest first, is not kept sorted (below: only the
         // matches are, as far as the page needs).
         let unkept_order = query.order_field.is_some() || query.order_by == OrderBy::Newest;
-        let on_fields = !query.filters.is_empty() || query.text.is_some() || unkept_order || keep.is_some();
+        let on_fields = !query.filters.is_empty() || query.text.is_some() || unkept_order;
         let kept: Option<&[Id]> =
             match (query.tags.as_slice(), query.author.is_none() && !on_fields, query.status) {
                 (_, false, _) | (_, _, StatusFilter::Draft | StatusFilter::Scheduled) => None,
@@ -204,10 +203,7 @@ impl CollectionIndex {
             _ => None,
         };
         if let Some(ids) = walked {
-            let admitted = |id: &&Id| {
-                let item = self.usable_item(**id);
-                item.admitted_by(query, self.now) && kept_too(item)
-            };
+            let admitted = |id: &&Id| self.usable_item(**id).admitted_by(query, self.now);
             return match query.direction {
                 Direction::Asc => self.walk(ids.iter().filter(admitted), query.offset, start, per_page),
                 Direction::Desc => {
@@ -224,13 +220,20 @@ impl CollectionIndex {
             candidates.sort_unstable();
             candidates.dedup();
         }
-        candidates.retain(|id| {
-            let item = self.usable_item(*id);
-            item.admitted_by(query, self.now) && kept_too(item)
-        });
-        // Several tags, one in another order, an order by a field of the model, or newest
-        // first: sort only the matches, and only as far as the page needs.
-        let mut ids = candidates;
+        candidates.retain(|id| self.usable_item(*id).admitted_by(query, self.now));
+        self.sorted_page(candidates, query, start, per_page)
+    }
+
+    /// Several tags, one in another order, an order by a field of the model, or newest
+    /// first: the page of `matches` (every match of the query), sorting only as far as the
+    /// page needs.
+    pub(super) fn sorted_page(
+        &self,
+        mut ids: Vec<Id>,
+        query: &ListQuery,
+        start: usize,
+        per_page: usize,
+    ) -> Selection {
         let total = ids.len().saturating_sub(query.offset);
         let wanted = start.saturating_add(per_page).min(ids.len());
         let order = |a: &Id, b: &Id| {

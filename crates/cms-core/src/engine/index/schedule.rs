@@ -53,6 +53,7 @@ impl CollectionIndex {
             }
             self.unlink_sorted(id);
             self.link_sorted(id);
+            self.remark_visibility(id, was_live, live);
             let name = Arc::clone(&self.slot(id).name);
             self.fingerprint ^= hidden_hash(&name);
             transitions.push(Transition { filename: name, live, at });

@@ -349,8 +349,24 @@ fn random_frontmatter(rng: &mut Rng) -> String {
 
 /// Everything a list, a lookup or the fingerprint can tell, of an index changed in
 /// place and of one built fresh from the same files, must agree.
-fn assert_same_as_fresh(index: &CollectionIndex, files: &HashMap<String, (FileStamp, Held)>, step: usize) {
-    let fresh = CollectionIndex::build(files.values().cloned().collect(), index.now());
+///
+/// `marked`: the files each of two marks ([`Mark`]) was given, as a marker outside the
+/// index decided them; the fresh index is given them in one walk ([`CollectionIndex::marked_by`]).
+fn assert_same_as_fresh(
+    index: &CollectionIndex,
+    files: &HashMap<String, (FileStamp, Held)>,
+    marked: &[std::collections::BTreeSet<String>; 2],
+    step: usize,
+) {
+    let mut fresh = CollectionIndex::build(files.values().cloned().collect(), index.now());
+    let made = fresh.marked_by(2, |item, answers| {
+        for (answer, names) in answers.iter_mut().zip(marked) {
+            *answer = names.contains(&*item.meta.filename);
+        }
+    });
+    for (mark, items) in made.into_iter().enumerate() {
+        fresh.set_marked(Mark(mark as u32), items);
+    }
     assert_eq!(index.fingerprint(), fresh.fingerprint(), "step {step}: fingerprint");
     assert_eq!(index.usable_count(), fresh.usable_count(), "step {step}");
     assert_eq!(index.file_count(), fresh.file_count(), "step {step}");
@@ -386,7 +402,21 @@ fn assert_same_as_fresh(index: &CollectionIndex, files: &HashMap<String, (FileSt
         assert_eq!(named(index, &kept.all), named(&fresh, &lists.all), "step {step}: {tag}");
         assert_eq!(named(index, &kept.published), named(&fresh, &lists.published), "step {step}: {tag}");
     }
+    let mut marks: Vec<_> = index.by_mark.keys().copied().collect();
+    marks.sort();
+    let mut fresh_marks: Vec<_> = fresh.by_mark.keys().copied().collect();
+    fresh_marks.sort();
+    assert_eq!(marks, fresh_marks, "step {step}: no empty mark is left");
+    for (mark, lists) in &fresh.by_mark {
+        let kept = &index.by_mark[mark];
+        assert_eq!(named(index, &kept.all), named(&fresh, &lists.all), "step {step}: {mark:?}");
+        assert_eq!(named(index, &kept.published), named(&fresh, &lists.published), "step {step}: {mark:?}");
+    }
     for (name, (stamp, held)) in files {
+        for (at, names) in marked.iter().enumerate() {
+            let marked = names.contains(name) && held.is_ok();
+            assert_eq!(index.is_marked(name, Mark(at as u32)), marked, "step {step}: {name}");
+        }
         assert_eq!(index.stamp(name).as_ref(), Some(stamp), "step {step}");
         assert!(index.holds(stamp), "step {step}");
         assert_eq!(index.get(name), held.as_ref().map_err(|r| &**r).into(), "step {step}: {name}");
@@ -419,6 +449,19 @@ fn assert_same_as_fresh(index: &CollectionIndex, files: &HashMap<String, (FileSt
                     let got = names(index.select(&q, 1, 50));
                     assert_eq!(got, names(fresh.select(&q, 1, 50)), "step {step}: {pairs:?}");
                     assert_eq!(got, reference(index, &q, 1, 50), "step {step}: {pairs:?}");
+                    // The marked items alone: from the marks' lists, as a filter of the full sort.
+                    for (at, names_marked) in marked.iter().enumerate() {
+                        let got = names(index.select_where(&q, 1, 50, Some(Mark(at as u32))));
+                        let (all, _) = reference(index, &q, 1, usize::MAX);
+                        let wanted: Vec<String> =
+                            all.into_iter().filter(|name| names_marked.contains(name)).collect();
+                        let total = wanted.len();
+                        assert_eq!(
+                            got,
+                            (wanted.into_iter().take(50).collect(), total),
+                            "step {step}: {pairs:?}"
+                        );
+                    }
                 }
             }
         }
@@ -454,19 +497,37 @@ fn rewrites_in_place_keep_the_index_as_a_fresh_build_would_be() {
     }
     let mut index = CollectionIndex::build(files.values().cloned().collect(), now);
     let mut in_place = 0;
+    // What two marks mark: a mark stays with an item through its new versions and the
+    // clock, and leaves with it (a marker decides a new file's marks itself).
+    let mut marked: [std::collections::BTreeSet<String>; 2] = Default::default();
     // 300 steps: every 15th (and the last) checks every list query too.
     for step in 0..300 {
         let name = rng.pick(&names);
         let token = 100 + step as u64;
-        match rng.below(20) {
+        match rng.below(24) {
             0 => {
                 index.remove(name);
                 files.remove(name);
+                marked.iter_mut().for_each(|names| {
+                    names.remove(name);
+                });
             }
             1 => {
                 let (name, stamp, _) = file(name, token, "");
                 index.upsert(&name, stamp.clone(), Err("broken".to_owned()));
                 files.insert(name.as_str().to_owned(), (stamp, Err(Box::from("broken"))));
+                marked.iter_mut().for_each(|names| {
+                    names.remove(name.as_str());
+                });
+            }
+            20..24 => {
+                let (at, on) = (rng.below(2), rng.below(3) > 0);
+                index.set_mark(name, Mark(at as u32), on);
+                if on && matches!(files.get(name), Some((_, Ok(_)))) {
+                    marked[at].insert(name.to_owned());
+                } else {
+                    marked[at].remove(name);
+                }
             }
             2 => {
                 now += [0, 3_600, 43_200, 86_400][rng.below(4)];
@@ -481,13 +542,18 @@ fn rewrites_in_place_keep_the_index_as_a_fresh_build_would_be() {
                 if was_usable && usable {
                     assert_eq!(index.by_name.get(name.as_str()).copied(), before, "the slot is kept");
                     in_place += 1;
+                } else {
+                    marked.iter_mut().for_each(|names| {
+                        names.remove(name.as_str());
+                    });
                 }
                 files.insert(name.as_str().to_owned(), (stamp, held(item)));
             }
         }
-        assert_same_as_fresh(&index, &files, step);
+        assert_same_as_fresh(&index, &files, &marked, step);
     }
-    assert!(in_place > 150, "the in-place path ran {in_place} times");
+    assert!(marked.iter().all(|names| !names.is_empty()), "some items stayed marked");
+    assert!(in_place > 120, "the in-place path ran {in_place} times");
 }
 
 /// A listing looked up on several threads (more than 8,192 files) finds what one thread
@@ -529,7 +595,7 @@ fn a_large_build_side_by_side_equals_one_made_file_by_file() {
         index.upsert(&name, stamp.clone(), item.clone());
         files.insert(name.as_str().to_owned(), (stamp, held(item)));
     }
-    assert_same_as_fresh(&index, &files, 0);
+    assert_same_as_fresh(&index, &files, &Default::default(), 0);
 }
 
 /// A snapshot keeps the index's orders as places in its entries (in filename order): an
@@ -559,7 +625,7 @@ fn kept_orders_are_taken_when_they_hold_and_sorted_again_when_not() {
     let (rebuilt, took) =
         CollectionIndex::build_with_orders(entries.clone(), now, Naming::default(), Some(orders.clone()));
     assert!(took, "the kept orders hold");
-    assert_same_as_fresh(&rebuilt, &files, 0);
+    assert_same_as_fresh(&rebuilt, &files, &Default::default(), 0);
 
     let mut swapped = orders.clone();
     swapped[1].swap(3, 4);
@@ -575,6 +641,45 @@ fn kept_orders_are_taken_when_they_hold_and_sorted_again_when_not() {
         let (rebuilt, took) =
             CollectionIndex::build_with_orders(entries.clone(), now, Naming::default(), Some(bad));
         assert!(!took, "{case}");
-        assert_same_as_fresh(&rebuilt, &files, 1);
+        assert_same_as_fresh(&rebuilt, &files, &Default::default(), 1);
     }
+}
+
+/// A marked item keeps its mark as it changes and as the clock moves, and a list of the
+/// marked items follows its date and its visibility.
+#[test]
+fn a_mark_follows_its_item_through_new_versions_and_the_clock() {
+    let now = 1_717_977_600; // 2024-06-10 UTC
+    let (_, a_stamp, a) = file("a.md", 1, "title: A\ndate: 2024-01-01\nstatus: published");
+    let (_, b_stamp, b) =
+        file("b.md", 2, "title: B\ndate: 2024-02-01\nstatus: published\npublish_date: '2024-06-11'");
+    let (_, c_stamp, c) = file("c.md", 3, "title: C\ndate: 2024-03-01\nstatus: published");
+    let mut index =
+        CollectionIndex::build(vec![(a_stamp, held(a)), (b_stamp, held(b)), (c_stamp, held(c))], now);
+    let mark = Mark(3);
+    for name in ["a.md", "b.md"] {
+        index.set_mark(name, mark, true);
+    }
+    let listed = |index: &CollectionIndex, status: &str| -> Vec<String> {
+        let q = query(&[("status", status), ("direction", "asc")]);
+        index.select_where(&q, 1, 10, Some(mark)).items.iter().map(|i| i.meta.filename.to_string()).collect()
+    };
+    assert_eq!(listed(&index, "all"), ["a.md", "b.md"]);
+    assert_eq!(listed(&index, "published"), ["a.md"], "b is scheduled");
+    index.advance(now + 2 * 86_400);
+    assert_eq!(listed(&index, "published"), ["a.md", "b.md"], "b went live, still marked");
+    // A new version dated later moves in the mark's list; one made a draft leaves its
+    // published list.
+    let (a_name, stamp, a) = file("a.md", 4, "title: A\ndate: 2024-05-01\nstatus: published");
+    index.upsert(&a_name, stamp, a);
+    assert_eq!(listed(&index, "all"), ["b.md", "a.md"]);
+    let (b_name, stamp, b) = file("b.md", 5, "title: B\ndate: 2024-02-01\nstatus: draft");
+    index.upsert(&b_name, stamp, b);
+    assert_eq!(listed(&index, "published"), ["a.md"]);
+    assert_eq!(listed(&index, "draft"), ["b.md"]);
+    assert_eq!(index.marked_count(mark), 2);
+    index.set_mark("b.md", mark, false);
+    index.remove("a.md");
+    assert_eq!(index.marked_count(mark), 0);
+    assert!(index.by_mark.is_empty(), "no empty mark is kept");
 }

@@ -26,6 +26,8 @@ pub struct MemoryContentStore {
     pub now: AtomicI64,
     /// Counts `read` calls, so tests can prove lists do not re-read unchanged files.
     pub reads: AtomicU64,
+    /// Counts `scan` calls (listings of a folder).
+    pub scans: AtomicU64,
     /// Changes made "by another program" ([`Self::put_raw`], [`Self::remove_raw`]) that
     /// the facade has not been told of yet; [`MemoryWorld::settle`](super::MemoryWorld)
     /// hands them over, as a change feed would.
@@ -123,6 +125,7 @@ impl MemoryContentStore {
 #[async_trait]
 impl ContentStore for MemoryContentStore {
     async fn scan(&self, collection: &Collection) -> CoreResult<Vec<FileStamp>> {
+        self.scans.fetch_add(1, Ordering::Relaxed);
         let files = self.files.lock().unwrap();
         Ok(files
             .iter()

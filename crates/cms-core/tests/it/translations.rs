@@ -166,7 +166,12 @@ async fn a_restart_checks_each_languages_own_files_against_its_snapshot() {
         reads_before,
         "from the snapshots"
     );
+    let scans = || world.content.scans.load(std::sync::atomic::Ordering::Relaxed);
+    let scans_before = scans();
     assert_eq!(second.upkeep().check_snapshot_starts().await.unwrap(), 1, "only p1.fr.md changed");
+    // The posts of both languages share a folder: one listing checks both (the pages,
+    // which have no items and so no snapshot, were listed at the start).
+    assert_eq!(scans() - scans_before, 1, "content/posts once for both languages");
     let french = second.in_language(second.collection("posts").unwrap(), 1);
     let view = second.read_item(french, &ItemRef::parse("p1").unwrap(), &Viewer::Anonymous).await.unwrap();
     assert_eq!(view.meta.title, "Salut");

@@ -290,21 +290,39 @@ impl Cms {
         viewer: &Viewer,
         requested: Option<usize>,
     ) -> CoreResult<Option<ItemVersion>> {
-        let (version, filename) = {
+        let (indexed, state) = {
             let index = self.index(collection).await?;
-            let found = index.find(item_ref).ok_or_else(|| item_not_found(collection, item_ref))?;
+            let (found, state) =
+                index.find_linked(item_ref).ok_or_else(|| item_not_found(collection, item_ref))?;
             let Ok(indexed) = found else { return Ok(None) };
             if !index.is_live(indexed) && !viewer.has_key() {
                 return Err(item_not_found(collection, item_ref));
             }
-            let version = ItemVersion::of(collection.index, indexed.file_version, indexed.etag());
-            (version, collection.language.is_some().then(|| Arc::clone(&indexed.meta.filename)))
+            if collection.language.is_none() {
+                return Ok(Some(ItemVersion::of(collection.index, indexed.file_version, indexed.etag())));
+            }
+            (Arc::clone(indexed), state)
         };
-        let Some(filename) = filename else { return Ok(Some(version)) };
-        Ok(Some(version.with_languages(self.languages_version(collection, &filename, requested, viewer))))
+        Ok(Some(self.version_of_indexed(collection, &indexed, state, viewer, requested)))
     }
 
-    /// What names the language part of a single answer (0 on a site without languages).
+    /// The [`ItemVersion`] of an answer of `indexed`, an item of `collection` the viewer
+    /// may see, whose index keeps `state` as its linked state (if it keeps one).
+    pub(super) fn version_of_indexed(
+        &self,
+        collection: &Collection,
+        indexed: &IndexedItem,
+        state: Option<u64>,
+        viewer: &Viewer,
+        requested: Option<usize>,
+    ) -> ItemVersion {
+        let translations = self.item_translations_version(collection, indexed, viewer.has_key(), state);
+        ItemVersion::of(collection.index, indexed.file_version, indexed.etag())
+            .with_languages(languages_version(collection, translations, requested))
+    }
+
+    /// What names the language part of a single answer of the file `filename` (0 on a
+    /// site without languages).
     fn languages_version(
         &self,
         collection: &Collection,
@@ -312,15 +330,11 @@ impl Cms {
         requested: Option<usize>,
         viewer: &Viewer,
     ) -> u64 {
-        let translations = self.translations_version(collection, Some(filename), viewer.has_key());
-        if translations == 0 {
-            return 0;
-        }
-        let asked = requested.filter(|&at| collection.language.as_ref().is_some_and(|l| l.at != at));
-        use std::hash::{Hash, Hasher};
-        let mut hasher = std::hash::DefaultHasher::new();
-        (translations, asked).hash(&mut hasher);
-        hasher.finish().max(1)
+        languages_version(
+            collection,
+            self.translations_version(collection, Some(filename), viewer.has_key()),
+            requested,
+        )
     }
 
     /// A single item, rendered. Drafts are invisible without a key. The metadata comes
@@ -372,7 +386,8 @@ impl Cms {
     /// language (what [`Self::in_its_language`] gives it): how answers made ahead are kept.
     pub(super) fn public_answer_version(&self, collection: &Collection, item: &IndexedItem) -> u64 {
         let own = collection.language.as_ref().map(|l| l.at);
-        let languages = self.languages_version(collection, &item.meta.filename, own, &Viewer::Anonymous);
+        let translations = self.item_translations_version(collection, item, false, None);
+        let languages = languages_version(collection, translations, own);
         ItemVersion::of(collection.index, item.file_version, String::new()).with_languages(languages).version
     }
 
@@ -851,6 +866,20 @@ fn list_version(collection: &Collection, query: &ListQuery, per_page: usize, fin
     let mut hasher = std::hash::DefaultHasher::new();
     (collection.index, query, per_page, fingerprint).hash(&mut hasher);
     hasher.finish()
+}
+
+/// The language part of a single answer's version: its translations' version (0 on a
+/// site without languages, which leaves the answer's version as it is) and the language
+/// asked for when it is not the answer's.
+fn languages_version(collection: &Collection, translations: u64, requested: Option<usize>) -> u64 {
+    if translations == 0 {
+        return 0;
+    }
+    let asked = requested.filter(|&at| collection.language.as_ref().is_some_and(|l| l.at != at));
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    (translations, asked).hash(&mut hasher);
+    hasher.finish().max(1)
 }
 
 /// What a list's `missing=` or `outdated=` adds to its version (0 without either); the

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::{Cms, Viewer};
 use crate::collection::Collection;
-use crate::engine::index::{IndexedItem, Link};
+use crate::engine::index::{CollectionIndex, IndexedItem, Link};
 use crate::error::{CoreError, CoreResult};
 use crate::item_file::ContentTag;
 use crate::language::Choice;
@@ -19,6 +19,12 @@ use crate::slug::{ItemFilename, ItemRef};
 /// not known to be outdated; nor is one whose source is gone.
 pub(super) fn is_outdated(translation: &IndexedItem, source: Option<ContentTag>) -> bool {
     matches!((translation.translated_from(), source), (Some(made_from), Some(now)) if made_from != now)
+}
+
+/// What an item's translations are looked up by (see `Cms::translations_version`).
+enum Linked<'a> {
+    Item(&'a IndexedItem),
+    Name(&'a Link),
 }
 
 /// A list's filter on its items' translations into another language (a position in
@@ -96,8 +102,39 @@ impl Cms {
         choice: Option<Choice>,
         viewer: &Viewer,
     ) -> CoreResult<(&'a Collection, Cow<'r, ItemRef>)> {
+        let (lane, named, _) = self.located_in(collection, item_ref, choice, viewer).await?;
+        Ok((lane, named))
+    }
+
+    /// [`Self::item_in`] and the [`Self::item_version_in`] of what it found, with one
+    /// lookup of the item (the hot path of a single read in a language).
+    pub async fn item_version_in_language<'a, 'r>(
+        &'a self,
+        collection: &'a Collection,
+        item_ref: &'r ItemRef,
+        choice: Option<Choice>,
+        viewer: &Viewer,
+    ) -> CoreResult<(&'a Collection, Cow<'r, ItemRef>, Option<super::ItemVersion>)> {
+        let (lane, named, found) = self.located_in(collection, item_ref, choice, viewer).await?;
+        let requested = choice.map(|choice| choice.requested);
+        let version = match found {
+            Some((item, state)) => Some(self.version_of_indexed(lane, &item, state, viewer, requested)),
+            // Not looked up (a site without languages), or a file that cannot be used.
+            None => self.item_version_in(lane, &named, viewer, requested).await?,
+        };
+        Ok((lane, named, version))
+    }
+
+    /// [`Self::item_in`], and the item found when it is usable (the viewer may see it).
+    async fn located_in<'a, 'r>(
+        &'a self,
+        collection: &'a Collection,
+        item_ref: &'r ItemRef,
+        choice: Option<Choice>,
+        viewer: &Viewer,
+    ) -> CoreResult<(&'a Collection, Cow<'r, ItemRef>, Option<(Arc<IndexedItem>, Option<u64>)>)> {
         let (Some(choice), Some(languages)) = (choice, self.languages.as_deref()) else {
-            return Ok((collection, Cow::Borrowed(item_ref)));
+            return Ok((collection, Cow::Borrowed(item_ref), None));
         };
         let mut tried = Vec::new();
         for at in languages.chain(choice) {
@@ -105,16 +142,18 @@ impl Cms {
             // Named as this language names it (the usual read): one lookup.
             let direct = {
                 let index = self.index(lane).await?;
-                match index.find(item_ref) {
-                    Some(Ok(item)) => Some(viewer.has_key() || index.is_live(item)),
+                match index.find_linked(item_ref) {
+                    Some((Ok(item), state)) => Some(
+                        (viewer.has_key() || index.is_live(item)).then(|| Some((Arc::clone(item), state))),
+                    ),
                     // Known but unusable: the read says why.
-                    Some(Err(_)) => Some(true),
+                    Some((Err(_), _)) => Some(Some(None)),
                     None => None,
                 }
             };
             match direct {
-                Some(true) => return Ok((lane, Cow::Borrowed(item_ref))),
-                Some(false) => {
+                Some(Some(found)) => return Ok((lane, Cow::Borrowed(item_ref), found)),
+                Some(None) => {
                     tried.push(&*languages.get(at).code);
                     continue;
                 }
@@ -122,14 +161,16 @@ impl Cms {
             }
             if let Some(named) = self.ref_in(lane, item_ref) {
                 let index = self.index(lane).await?;
-                let visible = match index.find(&named) {
-                    Some(Ok(item)) => viewer.has_key() || index.is_live(item),
+                let visible = match index.find_linked(&named) {
+                    Some((Ok(item), state)) => {
+                        (viewer.has_key() || index.is_live(item)).then(|| Some((Arc::clone(item), state)))
+                    }
                     // Known but unusable: the read says why.
-                    Some(Err(_)) => true,
-                    None => false,
+                    Some((Err(_), _)) => Some(None),
+                    None => None,
                 };
-                if visible {
-                    return Ok((lane, Cow::Owned(named)));
+                if let Some(found) = visible {
+                    return Ok((lane, Cow::Owned(named), found));
                 }
             }
             tried.push(&*languages.get(at).code);
@@ -344,44 +385,105 @@ impl Cms {
         if lane.language.is_none() {
             return 0;
         }
+        let Some(name) = filename else { return self.linked_version(lane, None, drafts) };
+        // The item (its link made by each lookup, without allocating), or, for a file not
+        // indexed (yet), its name.
+        let item = {
+            let index = super::read(&self.indexes[lane.index].index);
+            index.as_ref().and_then(|index| index.get(name)).and_then(Result::ok).map(Arc::clone)
+        };
+        match item {
+            Some(item) => self.linked_version(lane, Some(Linked::Item(&item)), drafts),
+            None => {
+                let link = Link { key: None, base: lane.naming.base_name(name) };
+                self.linked_version(lane, Some(Linked::Name(&link)), drafts)
+            }
+        }
+    }
+
+    /// [`Self::translations_version`] of an item of `lane` that the caller holds: no
+    /// lookup of it by name (a single read in a language found it already). `kept`: its
+    /// linked state as its index keeps it ([`CollectionIndex::find_linked`]), which saves
+    /// a lookup in each other language's index; made by those lookups when `None`.
+    ///
+    /// [`CollectionIndex::find_linked`]: crate::engine::index::CollectionIndex::find_linked
+    pub(super) fn item_translations_version(
+        &self,
+        lane: &Collection,
+        item: &IndexedItem,
+        drafts: bool,
+        kept: Option<u64>,
+    ) -> u64 {
+        if lane.language.is_none() {
+            return 0;
+        }
+        let state = kept.unwrap_or_else(|| self.linked_state_by_lookups(lane, item));
+        with_drafts(drafts, state)
+    }
+
+    /// The linked state of `item` (of `lane`): what it links to in the other languages,
+    /// each one's translation's version and whether it is live ([`hash_sibling`]), from
+    /// their indexes one at a time. The index keeps it per item on a site whose indexes
+    /// are all built (`translation_marks`), the same number.
+    pub(super) fn linked_state_by_lookups(&self, lane: &Collection, item: &IndexedItem) -> u64 {
+        let mut hasher = std::hash::DefaultHasher::new();
+        for sibling in self.family_of(lane).filter(|c| c.index != lane.index) {
+            let index = super::read(&self.indexes[sibling.index].index);
+            hash_sibling(&mut hasher, sibling.index, index.as_ref(), item, &lane.naming);
+        }
+        hasher.finish().max(1)
+    }
+
+    fn linked_version(&self, lane: &Collection, link: Option<Linked<'_>>, drafts: bool) -> u64 {
+        let link = match link {
+            Some(Linked::Item(item)) => return with_drafts(drafts, self.linked_state_by_lookups(lane, item)),
+            Some(Linked::Name(link)) => Some(link),
+            None => None,
+        };
         let mut hasher = std::hash::DefaultHasher::new();
         drafts.hash(&mut hasher);
-        // What is linked: the item (its link made by each lookup, without allocating),
-        // or, for a file not indexed (yet), its name.
-        enum Linked {
-            Item(Arc<IndexedItem>),
-            Name(Link),
-        }
-        let link = match filename {
-            None => None,
-            Some(name) => {
-                let index = super::read(&self.indexes[lane.index].index);
-                let item = index.as_ref().and_then(|index| index.get(name)).and_then(Result::ok);
-                Some(match item {
-                    Some(item) => Linked::Item(Arc::clone(item)),
-                    None => Linked::Name(Link { key: None, base: lane.naming.base_name(name) }),
-                })
-            }
-        };
         for sibling in self.family_of(lane).filter(|c| c.index != lane.index) {
             let index = super::read(&self.indexes[sibling.index].index);
             let Some(index) = index.as_ref() else {
                 (sibling.index, "unbuilt").hash(&mut hasher);
                 continue;
             };
-            match &link {
+            match link {
                 None => (sibling.index, index.fingerprint()).hash(&mut hasher),
                 Some(link) => {
-                    let item = match link {
-                        Linked::Item(item) => index.linked_to(item, &lane.naming),
-                        Linked::Name(link) => index.linked(link),
-                    };
-                    let item = item.and_then(Result::ok);
+                    let item = index.linked(link).and_then(Result::ok);
                     let state = item.map(|item| (item.file_version, index.is_live(item)));
                     (sibling.index, state).hash(&mut hasher);
                 }
             }
         }
         hasher.finish().max(1)
+    }
+}
+
+/// What a single answer's version names of an item's translations, as the viewer sees
+/// them (`drafts`): the item's linked state (see [`Cms::linked_state_by_lookups`]).
+fn with_drafts(drafts: bool, state: u64) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    (drafts, state).hash(&mut hasher);
+    hasher.finish().max(1)
+}
+
+/// One other language's part of an item's linked state: the version of the item's
+/// translation there and whether it is live (`sibling` names that language's collection;
+/// `None`: its index is not built yet).
+pub(super) fn hash_sibling(
+    hasher: &mut std::hash::DefaultHasher,
+    sibling: usize,
+    index: Option<&CollectionIndex>,
+    item: &IndexedItem,
+    naming: &crate::slug::Naming,
+) {
+    match index {
+        None => (sibling, "unbuilt").hash(hasher),
+        Some(index) => {
+            let linked = index.linked_to(item, naming).and_then(Result::ok);
+            (sibling, linked.map(|linked| (linked.file_version, index.is_live(linked)))).hash(hasher);
+        }
     }
 }

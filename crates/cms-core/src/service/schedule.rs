@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::{Cms, read, write};
+use super::{Cms, read};
 use crate::changes::{Cause, Change, ChangeKind, Known, SearchTerms};
 use crate::engine::index::{CollectionIndex, Transition};
 
@@ -118,14 +118,31 @@ impl Cms {
                 );
             }
             for folder in due {
-                let mut guard = write(&self.indexes[folder].index);
-                let Some(index) = guard.as_mut() else { continue };
-                let transitions = index.advance(now);
-                changes.extend(
+                // The whole family's locks on a site with languages: a translation that went
+                // live or came down changes what its siblings' answers say of it.
+                let collection = &self.collections[folder];
+                let mut family = self.family_locks(collection);
+                let own = collection.language.as_ref().map_or(0, |language| language.at);
+                let transitions = {
+                    let Some(index) = family[own].as_mut() else { continue };
+                    let transitions = index.advance(now);
+                    changes.extend(
+                        transitions
+                            .iter()
+                            .map(|t| self.transition(folder, Some(&*index), t, at, announced_until)),
+                    );
                     transitions
-                        .iter()
-                        .map(|t| self.transition(folder, Some(&*index), t, at, announced_until)),
-                );
+                };
+                for transition in &transitions {
+                    let item = family[own].as_ref().and_then(|index| index.get(&transition.filename));
+                    let item = item.and_then(Result::ok).map(Arc::clone);
+                    self.remark_linked(
+                        collection,
+                        &mut family,
+                        &transition.filename,
+                        [item.as_deref(), None],
+                    );
+                }
             }
             (changes, ())
         });

@@ -3,7 +3,9 @@
 //! (no file, not even a draft) and those whose translation is outdated (see
 //! `languages::is_outdated`), as index marks ([`Mark`]) kept in date order. A list filtered
 //! by either is then a slice or a walk of those items, never a walk of the collection
-//! with a lookup in two other indexes per item.
+//! with a lookup in two other indexes per item. Beside them each index keeps every
+//! item's linked state (`languages::hash_sibling`): what a single answer's version names
+//! of its translations, read with the item instead of a lookup in each other language.
 //!
 //! Whether an item is marked depends on the other languages' indexes, so every change is
 //! made under the write locks of the whole family (every language's index of one
@@ -17,7 +19,7 @@
 use std::sync::{Arc, RwLockWriteGuard};
 
 use super::Cms;
-use super::languages::{TranslationFilter, is_outdated};
+use super::languages::{TranslationFilter, hash_sibling, is_outdated};
 use crate::collection::Collection;
 use crate::engine::index::{CollectionIndex, IndexedItem, Link, Mark};
 use crate::slug::Naming;
@@ -67,6 +69,24 @@ fn decide(
     }
 }
 
+/// The linked state of `item`, an item of the language at `lane_at` (see
+/// `Cms::linked_state_by_lookups`, the same number), from the family's indexes.
+fn linked_state(
+    item: &IndexedItem,
+    naming: &Naming,
+    lane_at: usize,
+    lanes: &[&Collection],
+    family: &[&CollectionIndex],
+) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    for (at, (lane, index)) in lanes.iter().zip(family).enumerate() {
+        if at != lane_at {
+            hash_sibling(&mut hasher, lane.index, Some(index), item, naming);
+        }
+    }
+    std::hash::Hasher::finish(&hasher).max(1)
+}
+
 impl Cms {
     /// The write locks of `collection`'s family, in index order; the collection's own
     /// alone on a site without languages.
@@ -86,29 +106,36 @@ impl Cms {
         }
         let lanes: Vec<&Collection> = self.family_of(collection).collect();
         let marks = 2 * family.len();
-        let decided: Vec<Vec<crate::engine::index::MarkedItems>> = {
+        type Decided = (Vec<crate::engine::index::MarkedItems>, Vec<u64>);
+        let decided: Vec<Decided> = {
             let indexes: Vec<&CollectionIndex> = family.iter().filter_map(|index| index.as_ref()).collect();
-            let indexes = &indexes;
+            let (indexes, lanes) = (&indexes, &lanes);
             std::thread::scope(|scope| {
                 let walks: Vec<_> = lanes
                     .iter()
                     .enumerate()
                     .map(|(at, lane)| {
                         scope.spawn(move || {
-                            indexes[at].marked_by(marks, |item, answers| {
+                            let index = indexes[at];
+                            let marked = index.marked_by(marks, |item, answers| {
                                 decide(item, &lane.naming, at, indexes, answers)
-                            })
+                            });
+                            let states = index.linked_states_by(|item| {
+                                linked_state(item, &lane.naming, at, lanes, indexes)
+                            });
+                            (marked, states)
                         })
                     })
                     .collect();
                 walks.into_iter().map(|walk| walk.join().expect("a translation walk panicked")).collect()
             })
         };
-        for (index, made) in family.iter_mut().zip(decided) {
+        for (index, (marked, states)) in family.iter_mut().zip(decided) {
             let index = index.as_mut().expect("built");
-            for (mark, items) in made.into_iter().enumerate() {
+            for (mark, items) in marked.into_iter().enumerate() {
                 index.set_marked(Mark(mark as u32), items);
             }
+            index.set_linked_states(states);
         }
     }
 
@@ -134,7 +161,7 @@ impl Cms {
         }
         let lanes: Vec<&Collection> = self.family_of(collection).collect();
         let marks = 2 * family.len();
-        let mut changes: Vec<(usize, Arc<str>, Vec<bool>)> = Vec::new();
+        let mut changes: Vec<(usize, Arc<str>, Vec<bool>, u64)> = Vec::new();
         {
             let indexes: Vec<&CollectionIndex> = family.iter().filter_map(|index| index.as_ref()).collect();
             for (at, (lane, index)) in lanes.iter().zip(&indexes).enumerate() {
@@ -142,16 +169,48 @@ impl Cms {
                     for item in index.all_linked(link) {
                         let mut answers = vec![false; marks];
                         decide(item, &lane.naming, at, &indexes, &mut answers);
-                        changes.push((at, Arc::clone(&item.meta.filename), answers));
+                        let state = linked_state(item, &lane.naming, at, &lanes, &indexes);
+                        changes.push((at, Arc::clone(&item.meta.filename), answers, state));
                     }
                 }
             }
         }
-        for (at, filename, answers) in changes {
+        for (at, filename, answers, state) in changes {
             let index = family[at].as_mut().expect("built");
             for (mark, on) in answers.into_iter().enumerate() {
                 index.set_mark(&filename, Mark(mark as u32), on);
             }
+            index.set_linked_state(&filename, state);
         }
+    }
+
+    /// The items whose kept linked state is not the one their translations make now
+    /// (file names, by language); empty when the index kept every one as it should. For
+    /// tests: every change must keep them.
+    #[doc(hidden)]
+    pub fn stale_linked_states(&self) -> Vec<String> {
+        let mut stale = Vec::new();
+        for family in 0..self.families {
+            let Some(first) = self.collections.get(family).filter(|c| c.language.is_some()) else { continue };
+            let lanes: Vec<&Collection> = self.family_of(first).collect();
+            let guards: Vec<_> =
+                lanes.iter().map(|lane| super::read(&self.indexes[lane.index].index)).collect();
+            let Some(indexes) = guards.iter().map(|guard| guard.as_ref()).collect::<Option<Vec<_>>>() else {
+                continue;
+            };
+            for (at, (lane, index)) in lanes.iter().zip(&indexes).enumerate() {
+                for item in index.items() {
+                    let kept = index.find_linked(&crate::slug::ItemRef::Filename(
+                        lane.naming.parse(&item.meta.filename).expect("an item's name"),
+                    ));
+                    let kept = kept.and_then(|(_, state)| state);
+                    if kept != Some(linked_state(&item, &lane.naming, at, &lanes, &indexes)) {
+                        stale.push(format!("{}: {}", lane.slug, item.meta.filename));
+                    }
+                }
+            }
+        }
+        stale.sort();
+        stale
     }
 }

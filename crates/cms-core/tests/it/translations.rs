@@ -268,10 +268,12 @@ async fn translation_lists_by_walk(cms: &cms_core::Cms, viewer: &Viewer) -> Vec<
 }
 
 /// `missing=` and `outdated=` read sets that the index keeps as files change (issue 46,
-/// part 8): after every change of a random run (files added, rewritten with and without
-/// a `translationKey`, made from the source as it is or as it was, broken, removed), each
-/// list equals the one made by asking every item, and a restart's index, which decides
-/// every set in one walk, has the same sets.
+/// part 8), and single answers read each item's linked state from it: after every change
+/// of a random run (files added, rewritten with and without a `translationKey`, made from
+/// the source as it is or as it was, scheduled, broken, removed; the clock moving
+/// scheduled translations live), each list equals the one made by asking every item, every
+/// kept linked state is the one the other languages make now, and a restart's index,
+/// which decides both in one walk, has the same sets.
 #[tokio::test]
 async fn missing_and_outdated_lists_follow_every_change_as_a_walk_would_find_them() {
     let world = MemoryWorld::new();
@@ -286,12 +288,24 @@ async fn missing_and_outdated_lists_follow_every_change_as_a_walk_would_find_the
     for step in 0..120 {
         let (base, lang) = (format!("p{}", rng.below(5)), rng.below(3));
         let name = format!("{base}{}.md", suffixes[lang]);
-        match rng.below(10) {
+        match rng.below(12) {
             0 => world.content.remove_raw("content/posts", &name),
             1 => world.content.put_raw("content/posts", &name, b"---\ntitle: [broken\n---\n"),
+            // An hour passes: scheduled translations go live (their siblings' answers
+            // name them from then on).
+            2 | 3 => {
+                world.clock.advance(3600);
+                cms.upkeep().advance_schedule();
+            }
             _ => {
                 let mut fm = format!("title: T{step}\ndate: 2024-01-{:02}\n", 1 + rng.below(28));
                 fm += ["status: published\n", "status: draft\n"][rng.below(2)];
+                if rng.below(3) == 0 {
+                    // Within the next three hours of the memory world's clock (from
+                    // 2026-01-01T00:00:00Z).
+                    let hour = (world.clock.now_unix() - 1_767_225_600) / 3600 + 1 + rng.below(3) as i64;
+                    fm += &format!("publish_date: 2026-01-{:02}T{:02}:00:00Z\n", 1 + hour / 24, hour % 24);
+                }
                 match rng.below(4) {
                     0 => fm += "translationKey: k1\n",
                     1 => fm += "translationKey: k2\n",
@@ -316,6 +330,7 @@ async fn missing_and_outdated_lists_follow_every_change_as_a_walk_would_find_the
             }
         }
         world.settle(&cms).await;
+        assert_eq!(cms.stale_linked_states(), Vec::<String>::new(), "step {step}: {name}");
         let kept = translation_lists(&cms, &editor).await;
         assert_eq!(kept, translation_lists_by_walk(&cms, &editor).await, "step {step}: {name}");
         changed += kept.iter().filter(|list| !list.is_empty()).count();
@@ -329,4 +344,5 @@ async fn missing_and_outdated_lists_follow_every_change_as_a_walk_would_find_the
         translation_lists(&cms, &editor).await,
         "a fresh build decides the same sets"
     );
+    assert_eq!(restarted.stale_linked_states(), Vec::<String>::new());
 }

@@ -130,9 +130,9 @@ async fn read_in_language(
 ) -> Result<HttpResponse, ApiError> {
     let envelope = |e| ApiError::from_core(e, Shape::Envelope);
     let choice = languages::choice_of(cms, &req).map_err(envelope)?;
-    let (lane, item) = cms.item_in(collection, &item, choice, &caller.viewer).await.map_err(envelope)?;
+    let (lane, item, version) =
+        cms.item_version_in_language(collection, &item, choice, &caller.viewer).await.map_err(envelope)?;
     let requested = choice.map(|choice| choice.requested);
-    let version = cms.item_version_in(lane, &item, &caller.viewer, requested).await.map_err(envelope)?;
     let looked_up = version.is_some();
     if let Some(kept) = version.and_then(|version| kept_item(&req, &version)) {
         return Ok(languages::mark(kept, lane, choice));

@@ -1,8 +1,9 @@
-//! Marked items: sets of a collection's items that something outside the index decides
-//! (on a site with languages, the items whose translation into a language is missing or
-//! outdated, see `service::translation_marks`). Each is kept as a tag's items are: in date
-//! order, all and published, moved as the items change. A list filtered by a mark is a
-//! slice or a walk of the marked items, never of the collection.
+//! What the facade decides of each item from other indexes (on a site with languages,
+//! see `service::translation_marks`): marked items, sets such as the items whose
+//! translation into a language is missing or outdated, each kept as a tag's items are (in
+//! date order, all and published, moved as the items change), so that a list filtered by
+//! a mark is a slice or a walk of the marked items, never of the collection; and each
+//! item's linked state, a number read with the item.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -207,5 +208,31 @@ impl CollectionIndex {
         }
         let matches: Vec<Id> = all.iter().filter(admitted).copied().collect();
         self.sorted_page(matches, query, start, per_page)
+    }
+
+    /// Each usable item's linked state as `state_of` makes it (pure, like
+    /// [`Self::marked_by`]), for [`Self::set_linked_states`].
+    pub fn linked_states_by(&self, state_of: impl Fn(&IndexedItem) -> u64) -> Vec<u64> {
+        self.slots
+            .iter()
+            .map(|slot| slot.as_ref().and_then(|slot| slot.item.as_deref().ok()).map_or(0, &state_of))
+            .collect()
+    }
+
+    /// Makes `states` (of [`Self::linked_states_by`], on this index as it is now) the
+    /// items' linked states.
+    pub fn set_linked_states(&mut self, states: Vec<u64>) {
+        self.linked_states = states;
+    }
+
+    /// Keeps `state` as the linked state of the usable item of file `name` (see
+    /// [`Self::find_linked`]).
+    pub fn set_linked_state(&mut self, name: &str, state: u64) {
+        let Some(id) = self.by_name.get(name).copied() else { return };
+        let at = id as usize;
+        if self.linked_states.len() <= at {
+            self.linked_states.resize(self.slots.len().max(at + 1), 0);
+        }
+        self.linked_states[at] = state;
     }
 }

@@ -50,6 +50,10 @@ struct Slot {
 
 type Id = u32;
 
+/// What the index holds for a file it knows: the usable item, or why the file cannot be
+/// used.
+pub type Found<'a> = Result<&'a Arc<IndexedItem>, &'a str>;
+
 /// A name's hash, under which the maps of other names file it (see
 /// [`CollectionIndex::names`]).
 type NameKey = u64;
@@ -206,6 +210,10 @@ pub struct CollectionIndex {
     /// Per mark (see [`Mark`]): its items ascending by date, all and published. Empty on
     /// a site without languages.
     by_mark: HashMap<Mark, TagLists>,
+    /// By id: a number the facade keeps for each usable item, saying what it links to in
+    /// the other languages (see `service::translation_marks`); 0 where it kept none.
+    /// Empty on a site without languages.
+    linked_states: Vec<u64>,
     usable: usize,
     /// Usable items that break the collection's model (see [`IndexedItem::breaks_model`]).
     breaking_model: usize,
@@ -396,6 +404,17 @@ impl CollectionIndex {
         Some(self.slot(id).item.as_ref().map_err(|reason| &**reason))
     }
 
+    /// [`Self::find`], with the linked state kept for the item (see
+    /// [`Self::set_linked_state`]; `None` when none is kept).
+    pub fn find_linked(&self, item_ref: &ItemRef) -> Option<(Found<'_>, Option<u64>)> {
+        let id = match item_ref {
+            ItemRef::Slug(slug) => self.named(NameMap::Slug, slug.as_str()).next()?,
+            ItemRef::Filename(name) => *self.by_name.get(name.as_str())?,
+        };
+        let state = self.linked_states.get(id as usize).copied().filter(|state| *state != 0);
+        Some((self.slot(id).item.as_ref().map_err(|reason| &**reason), state))
+    }
+
     /// The published item a reference names: for a bare slug that several files carry,
     /// the first published one in filename order, so a draft never shadows it.
     pub fn locate_published(&self, item_ref: &ItemRef) -> Option<&Arc<IndexedItem>> {
@@ -578,6 +597,9 @@ impl CollectionIndex {
             self.unusable.remove(name);
         }
         self.unlink_names(id);
+        if let Some(state) = self.linked_states.get_mut(id as usize) {
+            *state = 0;
+        }
         let slot = self.slots[id as usize].take().expect("indexed id");
         self.fingerprint ^= stamp_hash(&slot.name, slot.stamp);
         self.by_name.remove(&slot.name);

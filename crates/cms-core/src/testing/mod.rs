@@ -9,6 +9,7 @@ mod memory;
 mod memory_events;
 mod memory_resources;
 mod memory_variants;
+mod rng;
 
 pub use memory::{
     FixedClock, MemoryAccounts, MemoryContentStore, MemoryLicense, MemoryPreviewKeys, MemorySessionStore,
@@ -17,6 +18,7 @@ pub use memory::{
 pub use memory_events::MemoryEventStore;
 pub use memory_resources::MemoryResources;
 pub use memory_variants::MemoryVariants;
+pub use rng::Rng;
 
 use std::sync::Arc;
 

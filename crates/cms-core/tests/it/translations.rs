@@ -5,7 +5,7 @@ use cms_core::events::{EventData, EventKind};
 use cms_core::policy::Caller;
 use cms_core::service::{NewItem, Viewer};
 use cms_core::slug::ItemRef;
-use cms_core::testing::MemoryWorld;
+use cms_core::testing::{MemoryWorld, Rng};
 
 const MULTILINGUAL: &str = "\
 site:
@@ -189,18 +189,6 @@ collections:
   - label: Posts
     path: content/posts
 ";
-
-/// A small deterministic generator (xorshift64*), so that a failing run repeats.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n
-    }
-}
 
 /// Every language's `missing=` and `outdated=` list of every other language, as file
 /// names in list order (every status, as an editor sees them).

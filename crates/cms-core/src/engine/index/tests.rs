@@ -311,21 +311,7 @@ fn kept_orders_equal_a_full_sort_after_changes() {
     assert_eq!(by_file.and_then(Result::ok).map(|item| &*item.meta.slug), Some("post-4"));
 }
 
-/// A small deterministic generator (xorshift64*), so that a failing run repeats.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n
-    }
-
-    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
-        from[self.below(from.len())]
-    }
-}
+use crate::testing::Rng;
 
 /// Frontmatter varying every key the index keeps an order, a list or a schedule by.
 fn random_frontmatter(rng: &mut Rng) -> String {

@@ -37,7 +37,8 @@ First the HTTP load benchmark: release `cms serve` on generated sites (target/be
 reused while current) under `wrk -t2 -c32 --latency --timeout 5s`, beside an actix-web
 hello-JSON server (the ceiling, measured before and after each run of a case; a run's
 share is of the mean of the two, and each case runs three times, reported by its median
-run). The site's collection has a content model. Cases: list (default order), list by
+run) and the same server sending an 8 KB body (a second yardstick, measured beside each
+run the same way and reported beside the ceiling's share). The site's collection has a content model. Cases: list (default order), list by
 title page 50, list tagged rust, a filter and an order on a field of the model, a random
 single item, /status, compressed lists, openapi.json and RSS, search; start-up time and peak RSS per size; writes, outside-edit
 visibility and the model's share of a write's server CPU (beside the same items in a
@@ -218,25 +219,59 @@ impl Ceiling {
     /// [`BUSY_BESIDE_TICKS`]) would hold the next case to a lowered line: it is measured
     /// again once `cms` has settled, twice at most.
     fn measure_beside(&self, cms: &Server, wrk: &wrk::Settings) -> Option<f64> {
+        self.idle_run(cms, "ceiling", || self.measure(wrk))
+    }
+
+    /// [`Self::measure_beside`], then the sized reference the same way: the two
+    /// yardsticks every read case is reported against.
+    fn yardsticks_beside(&self, cms: &Server, wrk: &wrk::Settings) -> Yardsticks {
+        let hello = self.measure_beside(cms, wrk);
+        let sized = self.idle_run(cms, "8 KB reference", || self.measure_sized(wrk));
+        Yardsticks { hello, sized }
+    }
+
+    /// One run of the hello server (`measure`) while `cms` is idle beside it (see
+    /// [`Self::measure_beside`]); its requests per second.
+    fn idle_run(
+        &self,
+        cms: &Server,
+        what: &str,
+        measure: impl Fn() -> anyhow::Result<wrk::Figures>,
+    ) -> Option<f64> {
         for _ in 0..3 {
             settle(cms);
             let before = cms.cpu_ticks();
-            let measured = self.measure(wrk);
+            let measured = measure();
             let busy = before.zip(cms.cpu_ticks()).map_or(0, |(before, after)| after.saturating_sub(before));
             match measured {
                 Ok(figures) if busy <= BUSY_BESIDE_TICKS => {
-                    eprintln!("  ceiling beside: {:.0} req/s", figures.requests_per_sec);
+                    eprintln!("  {what} beside: {:.0} req/s", figures.requests_per_sec);
                     return Some(figures.requests_per_sec);
                 }
-                Ok(_) => eprintln!("  cms used {busy} ticks of CPU during the ceiling run; measuring again"),
+                Ok(_) => eprintln!("  cms used {busy} ticks of CPU during the {what} run; measuring again"),
                 Err(error) => {
-                    eprintln!("warning: the ceiling beside the case was not measured (this side): {error:#}");
+                    eprintln!("warning: the {what} beside the case was not measured (this side): {error:#}");
                     return None;
                 }
             }
         }
-        eprintln!("warning: cms was never idle during a ceiling run; this side of the case has no ceiling");
+        eprintln!("warning: cms was never idle during a {what} run; this side of the case has none");
         None
+    }
+}
+
+/// The two yardsticks measured beside a read case (see [`Ceiling::yardsticks_beside`]).
+#[derive(Clone, Copy)]
+struct Yardsticks {
+    hello: Option<f64>,
+    sized: Option<f64>,
+}
+
+/// The mean of the runs on both sides of a case, or the one that was measured.
+fn mean_beside(before: Option<f64>, after: Option<f64>) -> Option<f64> {
+    match (before, after) {
+        (Some(before), Some(after)) => Some((before + after) / 2.0),
+        (one, other) => one.or(other),
     }
 }
 
@@ -309,7 +344,7 @@ fn measure_site(
         // close to its target, see `rounds_wanted`): each run is held to the mean of the
         // ceilings just before and just after it, and each case is reported by its median
         // round.
-        let mut before = ceiling.measure_beside(&server, wrk);
+        let mut before = ceiling.yardsticks_beside(&server, wrk);
         let cases: &[Case] = if only.is_some() { &[] } else { &Case::ALL };
         figures.reads_skipped = only.is_some();
         for &case in cases {
@@ -320,13 +355,11 @@ fn measure_site(
                 settle(&server);
                 eprintln!("{} items: {} (round {round} of {wanted})", site.items, case.label());
                 let result = run_case(case, &server, site, wrk);
-                let after = ceiling.measure_beside(&server, wrk);
-                let ceiling_beside = match (before, after) {
-                    (Some(before), Some(after)) => Some((before + after) / 2.0),
-                    (one, other) => one.or(other),
-                };
+                let after = ceiling.yardsticks_beside(&server, wrk);
+                let ceiling_beside = mean_beside(before.hello, after.hello);
+                let reference_beside = mean_beside(before.sized, after.sized);
                 let failed = result.is_err();
-                rounds.push(Round { result, ceiling_beside });
+                rounds.push(Round { result, ceiling_beside, reference_beside });
                 before = after;
                 if failed {
                     break;
@@ -342,7 +375,7 @@ fn measure_site(
                 eprintln!("{} items: writes", site.items);
                 figures.writes = Some(writes::measure(&server, site).map_err(|error| format!("{error:#}")));
                 // No target depends on it: it tells how fast the machine was around the writes.
-                figures.ceiling_before_writes = before;
+                figures.ceiling_before_writes = before.hello;
             }
             if wanted(Section::Streams) {
                 eprintln!("{} items: live streams", site.items);
@@ -502,13 +535,16 @@ fn setting(root: &Path, wrk: &wrk::Settings, load_before: Option<String>) -> Str
          the worker count of `cms serve`, measured at the start and before and after each run of a case; \
          a run's share is of the mean of the two beside it, and each case is its median of {ROUNDS} runs \
          (\"rounds\"; {CLOSE_CALL_ROUNDS} when the median of {ROUNDS} is within {CLOSE_CALL_POINTS:.0} points \
-         of the target). Same-server reads, no key; `cms serve` with its default log (a line per request on standard \
+         of the target). The second yardstick, the same server sending a prepared {} KB body (about a \
+         list page's or an item's answer), is measured beside each run the same way, and each case's \
+         share of it is given too (no target is held to it). Same-server reads, no key; `cms serve` with its default log (a line per request on standard \
          error, read to its end as a log collector reads it). \
          \"Stolen\": the share of the CPU the hypervisor gave to other guests during the run; a run \
          over {:.0}% is measured again (twice at most) and the least disturbed one kept.",
         wrk.describe(),
         machine(),
         load_before.map(|load| format!(", load average {load} before the run")).unwrap_or_default(),
+        REFERENCE_BODY_BYTES / 1024,
         wrk::STOLEN_LIMIT * 100.0
     )
 }

@@ -93,12 +93,18 @@ pub struct CaseFigures {
     pub ceiling_beside: Option<f64>,
     /// Every round's share (%) of the ceiling beside it, in the order measured.
     pub round_shares: Vec<f64>,
+    /// The sized reference's requests per second beside the round reported (the second
+    /// yardstick, see [`Round::reference_beside`]).
+    pub reference_beside: Option<f64>,
 }
 
-/// One wrk run of a case and the ceiling beside it.
+/// One wrk run of a case and the yardsticks beside it.
 pub struct Round {
     pub result: Result<Figures, String>,
     pub ceiling_beside: Option<f64>,
+    /// The hello server sending [`super::REFERENCE_BODY_BYTES`], the mean of the runs just
+    /// before and just after the case: the second yardstick, which no target is held to.
+    pub reference_beside: Option<f64>,
 }
 
 impl CaseFigures {
@@ -111,16 +117,22 @@ impl CaseFigures {
     pub fn of_rounds(case: Case, rounds: Vec<Round>, first_ceiling: f64) -> Self {
         let round_shares: Vec<f64> = rounds.iter().map(|round| round.share(first_ceiling)).collect();
         if rounds.is_empty() {
-            return Self { case, result: Err("not measured".into()), ceiling_beside: None, round_shares };
+            return Self {
+                case,
+                result: Err("not measured".into()),
+                ceiling_beside: None,
+                round_shares,
+                reference_beside: None,
+            };
         }
         let went_wrong = |figures: &Figures| {
             figures.non_2xx > 0 || figures.timeouts > 0 || figures.socket_errors > 0 || figures.requests == 0
         };
         let bad = rounds.iter().position(|round| round.result.as_ref().map_or(true, went_wrong));
         let chosen = bad.unwrap_or_else(|| median_position(&round_shares));
-        let Round { result, ceiling_beside } =
+        let Round { result, ceiling_beside, reference_beside } =
             rounds.into_iter().nth(chosen).expect("chosen among the rounds");
-        Self { case, result, ceiling_beside, round_shares }
+        Self { case, result, ceiling_beside, round_shares, reference_beside }
     }
 }
 
@@ -135,6 +147,11 @@ impl Round {
             Err(_) => 0.0,
         }
     }
+}
+
+/// `figures`' requests per second as a share (%) of `yardstick`'s.
+fn share(figures: &Figures, yardstick: f64) -> f64 {
+    100.0 * figures.requests_per_sec / yardstick.max(1e-9)
 }
 
 /// Where the median of `shares` is (the lower middle of an even count). `shares` is not
@@ -263,6 +280,7 @@ impl Report {
             String::new(),
             String::new(),
             String::new(),
+            String::new(),
             "100%".into(),
             latency(self.ceiling.p50),
             latency(self.ceiling.p99),
@@ -274,6 +292,7 @@ impl Report {
             format!("hello, {} KB body (reference)", super::REFERENCE_BODY_BYTES / 1024),
             String::new(),
             rate(self.sized_reference.requests_per_sec),
+            String::new(),
             String::new(),
             String::new(),
             String::new(),
@@ -298,6 +317,9 @@ impl Report {
                         rate(figures.requests_per_sec),
                         measured.ceiling_beside.map_or_else(String::new, rate),
                         percent(self.share_of_ceiling(measured, figures)),
+                        measured
+                            .reference_beside
+                            .map_or_else(String::new, |reference| percent(share(figures, reference))),
                         round_shares(measured),
                         percent(self.share_of_first_ceiling(figures)),
                         completed_latency(figures, figures.p50),
@@ -307,6 +329,7 @@ impl Report {
                     ]),
                     Err(error) => row.extend([
                         "failed".into(),
+                        "".into(),
                         "".into(),
                         "".into(),
                         round_shares(measured),
@@ -327,6 +350,7 @@ impl Report {
             "req/s",
             "ceiling beside",
             "% of it",
+            "% of 8 KB ref. beside",
             "rounds (%)",
             "% of first ceiling",
             "p50",
@@ -335,7 +359,11 @@ impl Report {
             "stolen",
             "target",
         ];
-        table(&headers, &[false, true, true, true, true, true, true, true, true, false, true, false], rows)
+        table(
+            &headers,
+            &[false, true, true, true, true, true, true, true, true, true, false, true, false],
+            rows,
+        )
     }
 
     fn startup_table(&self) -> String {
@@ -1120,11 +1148,16 @@ mod tests {
     #[test]
     fn holds_each_case_to_the_ceiling_beside_it() {
         let case = |requests_per_sec, ceiling_beside| {
-            let round = Round { result: Ok(served(requests_per_sec)), ceiling_beside };
+            let round = Round {
+                result: Ok(served(requests_per_sec)),
+                ceiling_beside,
+                reference_beside: ceiling_beside.map(|ceiling| ceiling * 0.75),
+            };
             CaseFigures::of_rounds(Case::SingleItem, vec![round], 100_000.0)
         };
         let mut site = SiteFigures::new(1_000);
-        // 45k of a ceiling that stood at 80k beside it: 56%, met, though 45% of the first.
+        // 45k of a ceiling that stood at 80k beside it: 56%, met, though 45% of the first;
+        // 75% of the 8 KB reference beside it (60k).
         site.cases.push(case(45_000.0, Some(80_000.0)));
         // Nothing measured beside it: held to the first ceiling, 45%, missed.
         site.cases.push(case(45_000.0, None));
@@ -1139,7 +1172,7 @@ mod tests {
         assert_eq!(measured, [("56.2%", true), ("45.0%", false)]);
         let text = report.render();
         assert!(
-            text.contains("45,000 |         80,000 |   56.2% |         56 |              45.0% |"),
+            text.contains("45,000 |         80,000 |   56.2% |                 75.0% |         56 |              45.0% |"),
             "{text}"
         );
         assert!(text.contains("1 of 2 targets met, 1 missed."), "{text}");
@@ -1150,11 +1183,13 @@ mod tests {
         let round = |requests_per_sec, ceiling| Round {
             result: Ok(served(requests_per_sec)),
             ceiling_beside: Some(ceiling),
+            reference_beside: Some(ceiling / 2.0),
         };
         let rounds = vec![round(40_000.0, 100_000.0), round(30_000.0, 50_000.0), round(45_000.0, 90_000.0)];
         let median = CaseFigures::of_rounds(Case::Status, rounds, 100_000.0);
         assert_eq!(median.round_shares, [40.0, 60.0, 50.0]);
         assert_eq!(median.ceiling_beside, Some(90_000.0), "the 50% round");
+        assert_eq!(median.reference_beside, Some(45_000.0), "the reference beside that same round");
         assert_eq!(median.result.unwrap().requests_per_sec, 45_000.0);
 
         let even = vec![round(40_000.0, 100_000.0), round(30_000.0, 50_000.0)];
@@ -1166,20 +1201,25 @@ mod tests {
 
         let mut erred = served(90_000.0);
         erred.non_2xx = 3;
-        let rounds =
-            vec![round(40_000.0, 100_000.0), Round { result: Ok(erred), ceiling_beside: Some(100_000.0) }];
+        let rounds = vec![
+            round(40_000.0, 100_000.0),
+            Round { result: Ok(erred), ceiling_beside: Some(100_000.0), reference_beside: None },
+        ];
         assert_eq!(CaseFigures::of_rounds(Case::Status, rounds, 1.0).result.unwrap().non_2xx, 3);
         let mut timed_out = served(90_000.0);
         timed_out.timeouts = 1;
-        let timed_out = Round { result: Ok(timed_out), ceiling_beside: Some(100_000.0) };
+        let timed_out =
+            Round { result: Ok(timed_out), ceiling_beside: Some(100_000.0), reference_beside: None };
         let rounds = vec![round(40_000.0, 100_000.0), timed_out, round(45_000.0, 90_000.0)];
         assert_eq!(CaseFigures::of_rounds(Case::Status, rounds, 1.0).result.unwrap().timeouts, 1);
         assert!(
             CaseFigures::of_rounds(Case::Status, Vec::new(), 1.0).result.is_err(),
             "no round: not measured"
         );
-        let rounds =
-            vec![round(40_000.0, 100_000.0), Round { result: Err("refused".into()), ceiling_beside: None }];
+        let rounds = vec![
+            round(40_000.0, 100_000.0),
+            Round { result: Err("refused".into()), ceiling_beside: None, reference_beside: None },
+        ];
         let failed = CaseFigures::of_rounds(Case::Status, rounds, 1.0);
         assert_eq!(failed.result.unwrap_err(), "refused");
         assert_eq!(failed.round_shares, [40.0, 0.0]);

@@ -264,21 +264,46 @@ async fn translation_lists_by_walk(cms: &cms_core::Cms, viewer: &Viewer) -> Vec<
 /// which decides both in one walk, has the same sets.
 #[tokio::test]
 async fn missing_and_outdated_lists_follow_every_change_as_a_walk_would_find_them() {
+    // Translations by file name: `p0.fr.md` beside `p0.md`.
+    let suffixes = ["", ".fr", ".de"];
+    let by_name =
+        |lang: usize, base: &str| ("content/posts".to_owned(), format!("{base}{}.md", suffixes[lang]));
+    run_translations_at_random(THREE_LANGUAGES, &by_name, 0x5eed_1234_abcd_0042).await;
+}
+
+/// The same with a content folder per language: `content/fr/posts/p0.md`.
+#[tokio::test]
+async fn missing_and_outdated_lists_follow_every_change_in_folders_per_language() {
+    let config = THREE_LANGUAGES
+        .replace("path: content/posts", "path: content/{lang}/posts")
+        .replace("collections:", "translations: folder\ncollections:");
+    let codes = ["en", "fr", "de"];
+    let by_folder =
+        |lang: usize, base: &str| (format!("content/{}/posts", codes[lang]), format!("{base}.md"));
+    run_translations_at_random(&config, &by_folder, 0x0bad_5eed_7777_0001).await;
+}
+
+/// A random run of the test above: `file_of` names the folder and file of a language's
+/// (0, 1, 2) translation of an item.
+async fn run_translations_at_random(
+    config: &str,
+    file_of: &dyn Fn(usize, &str) -> (String, String),
+    seed: u64,
+) {
     let world = MemoryWorld::new();
-    let cms = world.cms_with(THREE_LANGUAGES);
+    let cms = world.cms_with(config);
     cms.upkeep().start().await.unwrap();
     cms.add_user(Caller::Operator, "ed@example.com", cms_core::account::Role::Editor).await.unwrap();
     let key = cms.create_key(Caller::Operator, "ed@example.com", "t", [7; 32]).await.unwrap();
     let editor = Viewer::Key(cms.authenticate(&key.plaintext).await.unwrap());
-    let mut rng = Rng(0x5eed_1234_abcd_0042);
-    let suffixes = ["", ".fr", ".de"];
+    let mut rng = Rng(seed);
     let mut changed = 0;
     for step in 0..120 {
         let (base, lang) = (format!("p{}", rng.below(5)), rng.below(3));
-        let name = format!("{base}{}.md", suffixes[lang]);
+        let (folder, name) = file_of(lang, &base);
         match rng.below(12) {
-            0 => world.content.remove_raw("content/posts", &name),
-            1 => world.content.put_raw("content/posts", &name, b"---\ntitle: [broken\n---\n"),
+            0 => world.content.remove_raw(&folder, &name),
+            1 => world.content.put_raw(&folder, &name, b"---\ntitle: [broken\n---\n"),
             // An hour passes: scheduled translations go live (their siblings' answers
             // name them from then on).
             2 | 3 => {
@@ -300,7 +325,8 @@ async fn missing_and_outdated_lists_follow_every_change_as_a_walk_would_find_the
                     _ => {}
                 }
                 // Made from the source as it is now, from another version, or not said.
-                let source = world.content.get_raw("content/posts", &format!("{base}.md"));
+                let (source_folder, source_name) = file_of(0, &base);
+                let source = world.content.get_raw(&source_folder, &source_name);
                 match (rng.below(3), source) {
                     (0, Some(bytes)) => {
                         fm += &format!("translated_from: {}\n", cms_core::item_file::ContentTag::of(&bytes))
@@ -310,22 +336,18 @@ async fn missing_and_outdated_lists_follow_every_change_as_a_walk_would_find_the
                     }
                     _ => {}
                 }
-                world.content.put_raw(
-                    "content/posts",
-                    &name,
-                    format!("---\n{fm}---\nText {step}.\n").as_bytes(),
-                );
+                world.content.put_raw(&folder, &name, format!("---\n{fm}---\nText {step}.\n").as_bytes());
             }
         }
         world.settle(&cms).await;
-        assert_eq!(cms.stale_linked_states(), Vec::<String>::new(), "step {step}: {name}");
+        assert_eq!(cms.stale_linked_states(), Vec::<String>::new(), "step {step}: {folder}/{name}");
         let kept = translation_lists(&cms, &editor).await;
-        assert_eq!(kept, translation_lists_by_walk(&cms, &editor).await, "step {step}: {name}");
+        assert_eq!(kept, translation_lists_by_walk(&cms, &editor).await, "step {step}: {folder}/{name}");
         changed += kept.iter().filter(|list| !list.is_empty()).count();
     }
     assert!(changed > 200, "the run made lists to compare: {changed}");
 
-    let restarted = world.cms_with(THREE_LANGUAGES);
+    let restarted = world.cms_with(config);
     restarted.upkeep().start().await.unwrap();
     assert_eq!(
         translation_lists(&restarted, &editor).await,

@@ -11,9 +11,11 @@
 //! made under the write locks of the whole family (every language's index of one
 //! configured collection, taken in index order as every reader of several takes them):
 //! the change where the index changes (`index.rs`, `change_entry`) re-decides the marks
-//! of the items linked to the changed file, in every language, before any reader sees
-//! either; the install of the family's last index decides every mark, in one walk of
-//! each language's items. Until every language's index of a family is built, its indexes
+//! and states of the items linked to the changed file, in every language, before any
+//! reader sees either; so does the schedule for a translation that went live or came
+//! down as the clock moved (`schedule.rs`: a state names whether each translation is
+//! live); the install of the family's last index decides every mark and state, in one
+//! walk of each language's items. Until every language's index of a family is built, its indexes
 //! hold no marks, and the lists that read them build the family first.
 
 use std::sync::{Arc, RwLockWriteGuard};

@@ -439,15 +439,24 @@ impl FieldFilter {
     pub fn admits(&self, kept: Option<KeptField<'_>>) -> bool {
         let Some(field) = kept else { return false };
         match &self.op {
-            FilterOp::Exists(wanted) => field.set == *wanted,
             FilterOp::Contains(needle) => contains(field, needle),
-            FilterOp::Eq(values) => equals_any(field.value, values),
-            FilterOp::Ne(values) => !equals_any(field.value, values),
-            FilterOp::Gt(bound) => ordered(field.value, bound, |o| o == Ordering::Greater),
-            FilterOp::Gte(bound) => ordered(field.value, bound, |o| o != Ordering::Less),
-            FilterOp::Lt(bound) => ordered(field.value, bound, |o| o == Ordering::Less),
-            FilterOp::Lte(bound) => ordered(field.value, bound, |o| o != Ordering::Greater),
+            _ => self.admits_value(field.set, field.value).unwrap_or(false),
         }
+    }
+
+    /// Whether a field that is `set` (or not) with `value` meets the condition; `None`
+    /// when that takes how the field was written too (`contains`).
+    pub fn admits_value(&self, set: bool, value: KeptValue<'_>) -> Option<bool> {
+        Some(match &self.op {
+            FilterOp::Exists(wanted) => set == *wanted,
+            FilterOp::Contains(_) => return None,
+            FilterOp::Eq(values) => equals_any(value, values),
+            FilterOp::Ne(values) => !equals_any(value, values),
+            FilterOp::Gt(bound) => ordered(value, bound, |o| o == Ordering::Greater),
+            FilterOp::Gte(bound) => ordered(value, bound, |o| o != Ordering::Less),
+            FilterOp::Lt(bound) => ordered(value, bound, |o| o == Ordering::Less),
+            FilterOp::Lte(bound) => ordered(value, bound, |o| o != Ordering::Greater),
+        })
     }
 }
 

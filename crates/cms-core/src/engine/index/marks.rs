@@ -197,16 +197,19 @@ impl CollectionIndex {
             };
             return Selection { items, total };
         }
-        let admitted = |id: &&Id| self.usable_item(**id).admitted_by(query, self.now);
+        // The status's own list when it has one (then the status is known), else every item.
+        let walked = slice.unwrap_or(all);
+        let filters = self.column_filters(query, slice.is_some());
+        let admitted = |id: &&Id| filters.admits(self, **id, false);
         if by_date {
             return match query.direction {
-                Direction::Asc => self.walk(all.iter().filter(admitted), query.offset, start, per_page),
+                Direction::Asc => self.walk(walked.iter().filter(admitted), query.offset, start, per_page),
                 Direction::Desc => {
-                    self.walk(all.iter().rev().filter(admitted), query.offset, start, per_page)
+                    self.walk(walked.iter().rev().filter(admitted), query.offset, start, per_page)
                 }
             };
         }
-        let matches: Vec<Id> = all.iter().filter(admitted).copied().collect();
+        let matches: Vec<Id> = walked.iter().filter(admitted).copied().collect();
         self.sorted_page(matches, query, start, per_page)
     }
 

@@ -13,6 +13,7 @@
 //! `service::index` for when).
 
 mod bulk;
+mod columns;
 mod item;
 mod listing;
 mod marks;
@@ -236,6 +237,8 @@ pub struct CollectionIndex {
     pending: std::collections::BTreeSet<(i64, Id)>,
     /// Which file names are this collection's items, and their slugs.
     naming: Naming,
+    /// The model's fields that filters asked for, by id (see [`columns`]).
+    columns: columns::Columns,
 }
 
 impl CollectionIndex {
@@ -577,6 +580,7 @@ impl CollectionIndex {
             self.unlink_names(id);
         }
         self.slots[id as usize].as_mut().expect("indexed id").item = Ok(Arc::clone(&new));
+        self.columns.update(id, Some(&new));
         if renamed {
             self.link_names(id);
         }
@@ -600,6 +604,7 @@ impl CollectionIndex {
         if let Some(state) = self.linked_states.get_mut(id as usize) {
             *state = 0;
         }
+        self.columns.update(id, None);
         let slot = self.slots[id as usize].take().expect("indexed id");
         self.fingerprint ^= stamp_hash(&slot.name, slot.stamp);
         self.by_name.remove(&slot.name);
@@ -751,6 +756,7 @@ impl CollectionIndex {
             self.drafts += usize::from(is_draft(&item));
             self.note_schedule(id, &item);
             self.link_sorted(id);
+            self.columns.update(id, Some(&item));
         }
     }
 }

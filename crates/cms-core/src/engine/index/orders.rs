@@ -193,17 +193,23 @@ impl CollectionIndex {
             };
             return Selection { items, total };
         }
-        let walked: Option<&[Id]> = match query.tags.as_slice() {
+        // A public list walks the published items alone: their status is known.
+        let published = query.status == StatusFilter::Published;
+        let status_known = published || query.status == StatusFilter::All;
+        let walked: Option<(&[Id], bool)> = match query.tags.as_slice() {
             _ if unkept_order => None,
-            [] => Some(&self.sorted_all[k]),
+            [] if published => Some((&self.sorted_published[k], false)),
+            [] => Some((&self.sorted_all[k], false)),
             // One tag in date order: its own list is already in that order.
-            [tag] if query.order_by == OrderBy::DatePublished => {
-                Some(self.by_tag.get(tag).map_or(&[][..], |l| &l.all))
-            }
+            [tag] if query.order_by == OrderBy::DatePublished => Some((
+                self.by_tag.get(tag).map_or(&[][..], |l| if published { &l.published } else { &l.all }),
+                true,
+            )),
             _ => None,
         };
-        if let Some(ids) = walked {
-            let admitted = |id: &&Id| self.usable_item(**id).admitted_by(query, self.now);
+        if let Some((ids, tagged)) = walked {
+            let filters = self.column_filters(query, status_known);
+            let admitted = |id: &&Id| filters.admits(self, **id, tagged);
             return match query.direction {
                 Direction::Asc => self.walk(ids.iter().filter(admitted), query.offset, start, per_page),
                 Direction::Desc => {
@@ -211,16 +217,23 @@ impl CollectionIndex {
                 }
             };
         }
-        let mut candidates: Vec<Id> = if query.tags.is_empty() {
-            self.sorted_all[k].clone()
-        } else {
-            query.tags.iter().filter_map(|t| self.by_tag.get(t)).flat_map(|l| &l.all).copied().collect()
+        let mut candidates: Vec<Id> = match (query.tags.is_empty(), published) {
+            (true, true) => self.sorted_published[k].clone(),
+            (true, false) => self.sorted_all[k].clone(),
+            (false, _) => query
+                .tags
+                .iter()
+                .filter_map(|t| self.by_tag.get(t))
+                .flat_map(|l| if published { &l.published } else { &l.all })
+                .copied()
+                .collect(),
         };
         if query.tags.len() > 1 {
             candidates.sort_unstable();
             candidates.dedup();
         }
-        candidates.retain(|id| self.usable_item(*id).admitted_by(query, self.now));
+        let filters = self.column_filters(query, status_known);
+        candidates.retain(|id| filters.admits(self, *id, true));
         self.sorted_page(candidates, query, start, per_page)
     }
 

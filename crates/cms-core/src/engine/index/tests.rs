@@ -669,3 +669,143 @@ fn a_mark_follows_its_item_through_new_versions_and_the_clock() {
     assert_eq!(index.marked_count(mark), 0);
     assert!(index.by_mark.is_empty(), "no empty mark is kept");
 }
+
+/// A frontmatter of the model of `model::tests`, varying what its number, boolean and
+/// date-time columns hold: values, texts in their place, nulls, absences, and instants
+/// out of a column's range.
+fn random_modelled(rng: &mut Rng) -> String {
+    let mut fm = format!("title: {}", rng.pick(&["Alpha", "beta", "Zed"]));
+    fm += rng.pick(&["", "\nstatus: draft", "\nstatus: published"]);
+    if rng.below(4) == 0 {
+        fm += &format!("\npublish_date: '{}'", rng.pick(&["2024-06-05", "2024-06-12 12:00"]));
+    }
+    fm += rng.pick(&["", "\nprice: 5", "\nprice: 12.5", "\nprice: -0.0", "\nprice: 0", "\nprice: '5'"]);
+    fm += rng.pick(&["", "\nprice: ten", "\nprice: null", "\nprice: ''", "\nprice: [1]"]);
+    fm += rng.pick(&["", "\nrating: 1", "\nrating: 4", "\nrating: 5", "\nrating: '4'", "\nrating: four"]);
+    fm += rng.pick(&["", "\nfeatured: true", "\nfeatured: false", "\nfeatured: 'true'", "\nfeatured: yes"]);
+    let dates = [
+        "",
+        "2024-01-01",
+        "2024-01-01T10:00:00+02:00",
+        "9999-12-31T00:00:00Z",
+        "1066-10-14T12:00:00Z",
+        "soon",
+    ];
+    let date = rng.pick(&dates);
+    if !date.is_empty() {
+        fm += &format!("\ndate: '{date}'");
+    }
+    fm += rng.pick(&["", "\ncategory: news", "\ncategory: guide"]);
+    let tags: Vec<&str> = ["a", "b"].into_iter().filter(|_| rng.below(2) == 0).collect();
+    fm + &format!("\ntags: [{}]", tags.join(", "))
+}
+
+/// Filters read from the columns give what each item's own fields give, through new
+/// versions, removals, broken files and the clock, with the columns made early and kept
+/// by every change since.
+#[test]
+fn column_filters_equal_the_items_own_fields_through_changes() {
+    let model = crate::model::tests::posts();
+    let zone = SiteZone::utc();
+    let reading = Reading { zone: &zone, model: Some(&model), slugs: crate::item::SlugSource::FileName };
+    let make = |name: &str, token: u64, fm: &str| {
+        let name = ItemFilename::parse(name).unwrap();
+        let bytes = format!("---\n{fm}\n---\nbody\n").into_bytes();
+        let stamp = FileStamp {
+            name: name.as_str().into(),
+            size: bytes.len() as u64,
+            modified: token as i64,
+            change_token: token,
+        };
+        let item = IndexedItem::from_file(&name, &StoredFile { bytes, stamp: stamp.clone() }, reading);
+        (name, stamp, item)
+    };
+    let filters = [
+        ("filter[price][gt]", "4"),
+        ("filter[price][lte]", "0"),
+        ("filter[price]", "5,0"),
+        ("filter[price][ne]", "5"),
+        ("filter[price][exists]", "false"),
+        ("filter[price][contains]", "5"),
+        ("filter[rating][gte]", "4"),
+        ("filter[featured]", "true"),
+        ("filter[featured][ne]", "true"),
+        ("filter[date][lt]", "2024-01-01T09:00:00Z"),
+        ("filter[date][gte]", "1900-01-01T00:00:00Z"),
+        ("filter[date][gt]", "2299-01-01T00:00:00Z"),
+        ("filter[date][lte]", "2024-01-01T08:00:00Z"),
+        ("filter[date]", "2024-01-01T08:00:00Z"),
+        ("filter[category]", "news"),
+    ];
+    let names: Vec<String> = (0..24).map(|n| format!("2024-01-{:02}-item-{n}.md", n % 9 + 1)).collect();
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut now = 1_717_977_600;
+    let mut files: HashMap<String, (FileStamp, Held)> = HashMap::default();
+    for (k, name) in names.iter().enumerate() {
+        let (_, stamp, item) = make(name, k as u64, &random_modelled(&mut rng));
+        files.insert(name.clone(), (stamp, held(item)));
+    }
+    let mut index = CollectionIndex::build(files.values().cloned().collect(), now);
+    let mut marked: std::collections::BTreeSet<String> = Default::default();
+    let names_of =
+        |s: Selection| (s.items.iter().map(|i| i.meta.filename.to_string()).collect::<Vec<_>>(), s.total);
+    for step in 0..400 {
+        let name = names[rng.below(names.len())].clone();
+        let token = 100 + step as u64;
+        match rng.below(12) {
+            0 => {
+                index.remove(&name);
+                files.remove(&name);
+                marked.remove(&name);
+            }
+            1 => {
+                let (name, stamp, _) = make(&name, token, "");
+                index.upsert(&name, stamp.clone(), Err("broken".to_owned()));
+                files.insert(name.as_str().to_owned(), (stamp, Err(Box::from("broken"))));
+                marked.remove(name.as_str());
+            }
+            2 => {
+                now += 86_400;
+                index.advance(now);
+            }
+            3 => {
+                index.set_mark(&name, Mark(0), true);
+                if matches!(files.get(&name), Some((_, Ok(_)))) {
+                    marked.insert(name.clone());
+                }
+            }
+            _ => {
+                let (item_name, stamp, item) = make(&name, token, &random_modelled(&mut rng));
+                // A mark stays with a usable item's new versions alone.
+                if item.is_err() || !matches!(files.get(&name), Some((_, Ok(_)))) {
+                    marked.remove(&name);
+                }
+                index.upsert(&item_name, stamp.clone(), item.clone());
+                files.insert(name.clone(), (stamp, held(item)));
+            }
+        }
+        // A query every step, so that columns are made early and then kept.
+        let (filter, value) = filters[rng.below(filters.len())];
+        let status = rng.pick(&["published", "all", "draft", "scheduled"]);
+        let mut pairs = vec![(filter, value), ("status", status)];
+        match rng.below(4) {
+            0 => pairs.push(("tags", "a")),
+            1 => pairs.extend([("tags", "a,b"), ("orderBy", "title")]),
+            2 => pairs.push(("direction", "asc")),
+            _ => {}
+        }
+        let q = ListQuery::parse_for(&ListParams::from_pairs(pairs.iter().copied()), Some(&model)).unwrap();
+        let got = names_of(index.select(&q, 1, 5));
+        assert_eq!(got, reference(&index, &q, 1, 5), "step {step}: {pairs:?}");
+        let fresh = CollectionIndex::build(files.values().cloned().collect(), now);
+        assert_eq!(got, names_of(fresh.select(&q, 1, 5)), "step {step}: {pairs:?}");
+        let marked_only = names_of(index.select_where(&q, 1, 5, Some(Mark(0))));
+        let (all, _) = reference(&index, &q, 1, usize::MAX);
+        let wanted: Vec<String> = all.into_iter().filter(|name| marked.contains(name)).collect();
+        assert_eq!(
+            marked_only,
+            (wanted.iter().take(5).cloned().collect(), wanted.len()),
+            "step {step}: {pairs:?}"
+        );
+    }
+}

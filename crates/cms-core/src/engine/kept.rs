@@ -446,6 +446,7 @@ impl FieldFilter {
 
     /// Whether a field that is `set` (or not) with `value` meets the condition; `None`
     /// when that takes how the field was written too (`contains`).
+    #[inline]
     pub fn admits_value(&self, set: bool, value: KeptValue<'_>) -> Option<bool> {
         Some(match &self.op {
             FilterOp::Exists(wanted) => set == *wanted,
@@ -471,6 +472,7 @@ pub fn compare_kept(a: KeptValue<'_>, b: KeptValue<'_>) -> Ordering {
     }
 }
 
+#[inline]
 fn equals_any(value: KeptValue<'_>, values: &[Comparable]) -> bool {
     match value {
         KeptValue::Scalar(v) => values.iter().any(|w| v.compare(w.scalar()) == Some(Ordering::Equal)),
@@ -481,6 +483,7 @@ fn equals_any(value: KeptValue<'_>, values: &[Comparable]) -> bool {
     }
 }
 
+#[inline]
 fn ordered(value: KeptValue<'_>, bound: &Comparable, holds: impl Fn(Ordering) -> bool) -> bool {
     matches!(value, KeptValue::Scalar(v) if v.compare(bound.scalar()).is_some_and(holds))
 }

@@ -12,5 +12,6 @@
 
 pub mod index;
 pub mod kept;
+pub mod names;
 pub mod search;
 pub mod snapshot;

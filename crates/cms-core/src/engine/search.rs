@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use rust_stemmers::{Algorithm, Stemmer};
 
+use crate::engine::names::NameTable;
 use crate::related;
 
 /// Marks of one posting: bit 7 the title has the word, bit 6 a tag has it, bits 0-5 how
@@ -319,6 +320,11 @@ struct Doc {
     version: u64,
 }
 
+/// The name of the item with this id (which is indexed).
+fn doc_name(docs: &[Option<Doc>], id: u32) -> &str {
+    &docs[id as usize].as_ref().expect("a filed id's doc").name
+}
+
 /// Distinct words remembered with their term (so that a word is stemmed once, not once
 /// per occurrence); forgotten all at once past this many.
 const WORD_CACHE: usize = 500_000;
@@ -337,7 +343,8 @@ const KEPT_SCRATCH: usize = 4;
 pub struct SearchIndex {
     docs: Vec<Option<Doc>>,
     free: Vec<u32>,
-    by_name: HashMap<Arc<str>, u32>,
+    /// Every item's id by its filename (read back from its doc).
+    by_name: NameTable,
     /// Term → id, and the same in order (for prefixes).
     term_ids: HashMap<Arc<str>, u32>,
     ordered: BTreeMap<Arc<str>, u32>,
@@ -480,7 +487,8 @@ impl SearchIndex {
                 (self.docs.len() - 1) as u32
             }
         };
-        self.by_name.insert(name, id);
+        let docs = &self.docs;
+        self.by_name.insert(id, &name, |id| doc_name(docs, id));
         for (&term, &marks) in &terms {
             self.postings[term as usize].push(id, marks);
         }
@@ -490,7 +498,7 @@ impl SearchIndex {
     /// Shows an indexed item to public searches or hides it (a scheduled item's window
     /// opened or closed); false, and nothing happens, when it is not indexed.
     pub fn set_published(&mut self, name: &str, published: bool) -> bool {
-        match self.by_name.get(name).and_then(|id| self.docs[*id as usize].as_mut()) {
+        match self.id_of(name).and_then(|id| self.docs[id as usize].as_mut()) {
             Some(doc) => {
                 doc.published = published;
                 true
@@ -502,7 +510,7 @@ impl SearchIndex {
     /// [`Self::set_published`] for a new version of an item file whose searched text is
     /// the same (its title, tags and body unchanged): its terms stand for `version` too.
     pub fn set_published_at(&mut self, name: &str, published: bool, version: u64) -> bool {
-        match self.by_name.get(name).and_then(|id| self.docs[*id as usize].as_mut()) {
+        match self.id_of(name).and_then(|id| self.docs[id as usize].as_mut()) {
             Some(doc) => {
                 doc.published = published;
                 doc.version = version;
@@ -514,13 +522,19 @@ impl SearchIndex {
 
     /// Forgets an item (nothing happens when it is not indexed).
     pub fn remove(&mut self, name: &str) {
-        if let Some(id) = self.by_name.remove(name) {
+        let docs = &self.docs;
+        if let Some(id) = self.by_name.remove(name, |id| doc_name(docs, id)) {
             self.docs[id as usize] = None;
             self.retired += 1;
             if self.retired > 256 + self.by_name.len() / 4 {
                 self.compact();
             }
         }
+    }
+
+    /// The id of the item file `name`.
+    fn id_of(&self, name: &str) -> Option<u32> {
+        self.by_name.get(name, |id| doc_name(&self.docs, id))
     }
 
     /// Drops the postings of retired ids, and frees the ids for reuse; each term's
@@ -601,7 +615,7 @@ impl SearchIndex {
 
     #[cfg(test)]
     pub fn is_empty(&self) -> bool {
-        self.by_name.is_empty()
+        self.by_name.len() == 0
     }
 
     /// The best `limit` items matching every query word (ties by filename), and how many

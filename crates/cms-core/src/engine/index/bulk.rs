@@ -13,7 +13,8 @@ use foldhash::HashMap;
 
 use super::orders::{ORDERS, order_slot};
 use super::{CollectionIndex, Held, Id, NameKey, NameMap, Slot, SlugFiles, Stamp, TagLists};
-use super::{distinct, hidden_hash, is_draft, stamp_hash};
+use super::{distinct, hidden_hash, is_draft, slot_name, stamp_hash};
+use crate::engine::names::NameTable;
 use crate::item::Status;
 use crate::ports::FileStamp;
 
@@ -84,11 +85,11 @@ impl CollectionIndex {
     }
 
     /// Every slot's id by its filename.
-    fn filename_map(&self) -> HashMap<Arc<str>, Id> {
-        let mut by_name = HashMap::with_capacity_and_hasher(self.slots.len(), Default::default());
+    fn filename_map(&self) -> NameTable {
+        let mut by_name = NameTable::with_capacity(self.slots.len());
         for (id, slot) in self.slots.iter().enumerate() {
             if let Some(slot) = slot {
-                by_name.insert(Arc::clone(&slot.name), id as Id);
+                by_name.insert(id as Id, &slot.name, |id| slot_name(&self.slots, id));
             }
         }
         by_name

@@ -43,7 +43,7 @@ impl CollectionIndex {
         let held_ids = |part: &[FileStamp]| -> Vec<Option<Id>> {
             part.iter()
                 .map(|stamp| {
-                    let id = *self.by_name.get(stamp.name.as_str())?;
+                    let id = self.id_of(&stamp.name)?;
                     (self.slot(id).stamp == Stamp::of(stamp)).then_some(id)
                 })
                 .collect()
@@ -85,7 +85,7 @@ impl CollectionIndex {
     /// Adds a file read after the build, as the build would have (a name that is not an
     /// item's, or already held, is passed over).
     pub fn insert_read(&mut self, stamp: &FileStamp, item: Held) {
-        if self.naming.file_slug(&stamp.name).is_none() || self.by_name.contains_key(stamp.name.as_str()) {
+        if self.naming.file_slug(&stamp.name).is_none() || self.id_of(&stamp.name).is_some() {
             return;
         }
         self.insert_slot(&stamp.name, Stamp::of(stamp), item);

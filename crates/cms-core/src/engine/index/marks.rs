@@ -62,7 +62,7 @@ impl CollectionIndex {
 
     /// Marks or unmarks the usable item of file `name` (nothing for any other file).
     pub fn set_mark(&mut self, name: &str, mark: Mark, on: bool) {
-        let Some(id) = self.by_name.get(name).copied() else { return };
+        let Some(id) = self.id_of(name) else { return };
         let Ok(item) = self.slot(id).item.clone() else { return };
         if self.is_marked_id(mark, id, &item) == on {
             return;
@@ -89,7 +89,7 @@ impl CollectionIndex {
     /// Whether `mark` marks the usable item of file `name`.
     #[cfg(test)]
     pub fn is_marked(&self, name: &str, mark: Mark) -> bool {
-        let Some(id) = self.by_name.get(name).copied() else { return false };
+        let Some(id) = self.id_of(name) else { return false };
         self.slot(id).item.as_ref().is_ok_and(|item| self.is_marked_id(mark, id, item))
     }
 
@@ -231,7 +231,7 @@ impl CollectionIndex {
     /// Keeps `state` as the linked state of the usable item of file `name` (see
     /// [`Self::find_linked`]).
     pub fn set_linked_state(&mut self, name: &str, state: u64) {
-        let Some(id) = self.by_name.get(name).copied() else { return };
+        let Some(id) = self.id_of(name) else { return };
         let at = id as usize;
         if self.linked_states.len() <= at {
             self.linked_states.resize(self.slots.len().max(at + 1), 0);

@@ -27,6 +27,7 @@ mod upsert_cost;
 use foldhash::HashMap;
 use std::sync::Arc;
 
+use crate::engine::names::NameTable;
 use crate::item::Status;
 use crate::ports::FileStamp;
 use crate::query::OrderBy;
@@ -185,7 +186,8 @@ fn is_draft(item: &IndexedItem) -> bool {
 pub struct CollectionIndex {
     slots: Vec<Option<Slot>>,
     free: Vec<Id>,
-    by_name: HashMap<Arc<str>, Id>,
+    /// Every slot's id by its file's name (read back from the slot).
+    by_name: NameTable,
     /// The maps of other names below are keyed by a hash of the name ([`Self::name_key`]),
     /// not by a copy of it: the slot holds each name already (in its file's name or its
     /// item), and a copy of every slug cost about 50 bytes an item. A lookup takes the
@@ -348,12 +350,12 @@ impl CollectionIndex {
 
     /// The stamp the index holds for a file.
     pub fn stamp(&self, name: &str) -> Option<FileStamp> {
-        self.by_name.get(name).map(|id| self.slot(*id).stamp.named(name))
+        self.id_of(name).map(|id| self.slot(id).stamp.named(name))
     }
 
     /// Whether the index holds this file at this stamp.
     pub fn holds(&self, stamp: &FileStamp) -> bool {
-        self.by_name.get(stamp.name.as_str()).is_some_and(|id| self.slot(*id).stamp == Stamp::of(stamp))
+        self.id_of(&stamp.name).is_some_and(|id| self.slot(id).stamp == Stamp::of(stamp))
     }
 
     /// Every known filename (for comparing with a fresh scan).
@@ -391,7 +393,7 @@ impl CollectionIndex {
     pub fn locate(&self, item_ref: &ItemRef) -> Option<ItemFilename> {
         let id = match item_ref {
             ItemRef::Slug(slug) => self.named(NameMap::Slug, slug.as_str()).next()?,
-            ItemRef::Filename(name) => *self.by_name.get(name.as_str())?,
+            ItemRef::Filename(name) => self.id_of(name.as_str())?,
         };
         self.naming.parse(&self.slot(id).name)
     }
@@ -402,7 +404,7 @@ impl CollectionIndex {
     pub fn find(&self, item_ref: &ItemRef) -> Option<Result<&Arc<IndexedItem>, &str>> {
         let id = match item_ref {
             ItemRef::Slug(slug) => self.named(NameMap::Slug, slug.as_str()).next()?,
-            ItemRef::Filename(name) => *self.by_name.get(name.as_str())?,
+            ItemRef::Filename(name) => self.id_of(name.as_str())?,
         };
         Some(self.slot(id).item.as_ref().map_err(|reason| &**reason))
     }
@@ -412,7 +414,7 @@ impl CollectionIndex {
     pub fn find_linked(&self, item_ref: &ItemRef) -> Option<(Found<'_>, Option<u64>)> {
         let id = match item_ref {
             ItemRef::Slug(slug) => self.named(NameMap::Slug, slug.as_str()).next()?,
-            ItemRef::Filename(name) => *self.by_name.get(name.as_str())?,
+            ItemRef::Filename(name) => self.id_of(name.as_str())?,
         };
         let state = self.linked_states.get(id as usize).copied().filter(|state| *state != 0);
         Some((self.slot(id).item.as_ref().map_err(|reason| &**reason), state))
@@ -424,7 +426,7 @@ impl CollectionIndex {
         let usable_live = |id: Id| self.slot(id).item.as_ref().ok().filter(|item| self.is_live(item));
         match item_ref {
             ItemRef::Slug(slug) => self.named(NameMap::Slug, slug.as_str()).find_map(usable_live),
-            ItemRef::Filename(name) => usable_live(*self.by_name.get(name.as_str())?),
+            ItemRef::Filename(name) => usable_live(self.id_of(name.as_str())?),
         }
     }
 
@@ -469,13 +471,8 @@ impl CollectionIndex {
             Some(key) => self.named(NameMap::Key, key).map(|id| self.usable_item(id)).collect(),
             None => {
                 let name = self.naming.name_for_base(&link.base);
-                let ids: Vec<Id> = self
-                    .by_name
-                    .get(name.as_str())
-                    .copied()
-                    .into_iter()
-                    .chain(self.named(NameMap::WrittenName, &name))
-                    .collect();
+                let ids: Vec<Id> =
+                    self.id_of(&name).into_iter().chain(self.named(NameMap::WrittenName, &name)).collect();
                 ids.into_iter()
                     .filter_map(|id| self.slot(id).item.as_ref().ok())
                     .filter(|item| item.translation_key().is_none())
@@ -491,8 +488,8 @@ impl CollectionIndex {
     /// The file named `name` in this language (or written otherwise: `hello.FR.md`),
     /// unless it has a key of its own.
     fn linked_by_name(&self, name: &str) -> Option<Result<&Arc<IndexedItem>, &str>> {
-        let found = match self.by_name.get(name) {
-            Some(id) => *id,
+        let found = match self.id_of(name) {
+            Some(id) => id,
             None => self.named(NameMap::WrittenName, name).next()?,
         };
         Some(self.slot(found).item.as_ref().map_err(|reason| &**reason))
@@ -502,7 +499,7 @@ impl CollectionIndex {
     /// The indexed item of a file; `Err` with the reason when the file is known but
     /// unusable.
     pub fn get(&self, name: &str) -> Option<Result<&Arc<IndexedItem>, &str>> {
-        self.by_name.get(name).map(|id| self.slot(*id).item.as_ref().map_err(|reason| &**reason))
+        self.id_of(name).map(|id| self.slot(id).item.as_ref().map_err(|reason| &**reason))
     }
 
     /// Files in the collection's folder that are not listed, each with the reason: item
@@ -536,7 +533,7 @@ impl CollectionIndex {
 
     /// Records a file's new content (or that it cannot be used).
     pub fn upsert(&mut self, name: &ItemFilename, stamp: FileStamp, item: Parsed) -> Applied {
-        let known = self.by_name.get(name.as_str()).copied();
+        let known = self.id_of(name.as_str());
         if let Some(id) = known
             && self.slot(id).stamp == Stamp::of(&stamp)
         {
@@ -589,7 +586,7 @@ impl CollectionIndex {
 
     /// Forgets a file.
     pub fn remove(&mut self, name: &str) -> Applied {
-        let Some(id) = self.by_name.get(name).copied() else { return Applied::Unchanged };
+        let Some(id) = self.id_of(name) else { return Applied::Unchanged };
         if let Ok(item) = self.slot(id).item.clone() {
             self.unmark(id, &item);
             self.unlink_sorted(id);
@@ -605,9 +602,11 @@ impl CollectionIndex {
             *state = 0;
         }
         self.columns.update(id, None);
+        // While the slot still gives its name.
+        let slots = &self.slots;
+        self.by_name.remove(name, |id| slot_name(slots, id));
         let slot = self.slots[id as usize].take().expect("indexed id");
         self.fingerprint ^= stamp_hash(&slot.name, slot.stamp);
-        self.by_name.remove(&slot.name);
         self.free.push(id);
         Applied::Removed
     }
@@ -721,6 +720,11 @@ impl CollectionIndex {
         self.slots[id as usize].as_ref().expect("indexed id")
     }
 
+    /// The id of the file named `name`.
+    fn id_of(&self, name: &str) -> Option<Id> {
+        self.by_name.get(name, |id| slot_name(&self.slots, id))
+    }
+
     fn usable_item(&self, id: Id) -> &Arc<IndexedItem> {
         self.slot(id).item.as_ref().expect("usable id")
     }
@@ -747,7 +751,8 @@ impl CollectionIndex {
         if !usable {
             self.unusable.insert(Arc::clone(&slot.name), id);
         }
-        self.by_name.insert(slot.name, id);
+        let slots = &self.slots;
+        self.by_name.insert(id, &slot.name, |id| slot_name(slots, id));
         self.link_names(id);
         if usable {
             self.usable += 1;
@@ -759,6 +764,11 @@ impl CollectionIndex {
             self.columns.update(id, Some(&item));
         }
     }
+}
+
+/// The name of the file in slot `id` (which holds one).
+fn slot_name(slots: &[Option<Slot>], id: Id) -> &str {
+    &slots[id as usize].as_ref().expect("indexed id").name
 }
 
 /// What a published item outside its window adds to the fingerprint.

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Doc, Postings, SearchIndex, Stemming};
+use super::{Doc, Postings, SearchIndex, Stemming, doc_name};
 use crate::related;
 
 /// Bumped whenever what a saved search index holds changes shape.
@@ -135,15 +135,18 @@ impl SearchIndex {
                 content_terms: doc.content_terms,
                 version: doc.version,
             });
-            match &doc {
-                Some(doc) => {
-                    if index.by_name.insert(Arc::clone(&doc.name), id as u32).is_some() {
-                        return Err(format!("the search snapshot holds {:?} twice", doc.name));
-                    }
-                }
-                None => index.retired += 1,
+            let filed = doc.is_some();
+            if !filed {
+                index.retired += 1;
             }
             index.docs.push(doc);
+            if filed {
+                let docs = &index.docs;
+                let name = doc_name(docs, id as u32);
+                if index.by_name.insert(id as u32, name, |id| doc_name(docs, id)).is_some() {
+                    return Err(format!("the search snapshot holds {name:?} twice"));
+                }
+            }
         }
         Ok(index)
     }
@@ -157,14 +160,15 @@ impl SearchIndex {
             match current(&doc.name) {
                 Some((name, version, published)) if version == doc.version => {
                     doc.published = published;
+                    // The same text: the table needs no change.
                     if !Arc::ptr_eq(name, &doc.name) {
                         doc.name = Arc::clone(name);
-                        self.by_name.remove(&**name);
-                        self.by_name.insert(Arc::clone(name), id as u32);
                     }
                 }
                 _ => {
-                    self.by_name.remove(&*doc.name);
+                    let docs = &self.docs;
+                    let name = &*docs[id].as_ref().expect("a doc").name;
+                    self.by_name.remove(name, |id| doc_name(docs, id));
                     self.docs[id] = None;
                     self.retired += 1;
                 }
@@ -179,6 +183,6 @@ impl SearchIndex {
 
     /// Whether the item file `name` is indexed.
     pub fn contains(&self, name: &str) -> bool {
-        self.by_name.contains_key(name)
+        self.id_of(name).is_some()
     }
 }

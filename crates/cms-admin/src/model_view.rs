@@ -126,7 +126,7 @@ impl Lookups {
                     items = page
                         .items
                         .iter()
-                        .map(|i| (i.item.meta.slug.clone(), i.item.meta.title.clone()))
+                        .map(|i| (i.item.meta.slug.to_string(), i.item.meta.title.to_string()))
                         .collect();
                 }
                 lookups.references.insert(collection.clone(), items);

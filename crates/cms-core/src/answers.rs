@@ -311,15 +311,15 @@ impl ItemHead {
         let (lang, requested_lang, translations, outdated) = language_fields(view.language.as_ref());
         let meta = &mut view.meta;
         Self {
-            slug: std::mem::take(&mut meta.slug),
+            slug: std::mem::take(&mut meta.slug).into(),
             filename: meta.filename.to_string(),
-            title: std::mem::take(&mut meta.title),
+            title: std::mem::take(&mut meta.title).into(),
             url: std::mem::take(&mut view.url),
             canonical_url: std::mem::take(&mut view.canonical_url),
-            date: meta.date.take(),
+            date: meta.date.take().map(String::from),
             status: meta.status.as_str(),
             tags: meta.tags.to_strings(),
-            author: meta.author.take(),
+            author: meta.author.take().map(String::from),
             excerpt: std::mem::take(&mut view.excerpt),
             lang,
             requested_lang,
@@ -447,12 +447,12 @@ impl From<SearchHit> for SearchResultEntry {
     fn from(hit: SearchHit) -> Self {
         let meta = &hit.item.meta;
         Self {
-            slug: meta.slug.clone(),
-            title: meta.title.clone(),
+            slug: meta.slug.to_string(),
+            title: meta.title.to_string(),
             collection: hit.collection_slug,
             url: hit.url,
             canonical_url: hit.canonical_url,
-            date: meta.date.clone(),
+            date: meta.date.as_deref().map(str::to_owned),
             status: meta.status.as_str(),
             tags: meta.tags.to_strings(),
             filename: meta.filename.to_string(),

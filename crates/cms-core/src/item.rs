@@ -64,16 +64,17 @@ pub const SERVER_OWNED_KEYS: [&str; 2] = ["filename", "folder"];
 pub struct ItemMeta {
     /// Shared with the index's maps and the search index (one copy per item).
     pub filename: Arc<str>,
-    pub slug: String,
-    pub title: String,
+    // Boxed texts, not `String`s: 8 bytes less each, and the index keeps a meta per item.
+    pub slug: Box<str>,
+    pub title: Box<str>,
     /// `fm.date`, else the filename's date prefix, as written.
-    pub date: Option<String>,
+    pub date: Option<Box<str>>,
     /// The instant `date` names (see [`SiteZone::parse`]); `None` when it names none.
     pub date_at: Option<OffsetDateTime>,
     /// See [`status_of`].
     pub status: Status,
     pub tags: Tags,
-    pub author: Option<String>,
+    pub author: Option<Box<str>>,
     /// Unix seconds of the file's last change.
     pub modified: i64,
     pub size: u64,
@@ -248,13 +249,13 @@ impl ItemMeta {
         };
         Self {
             filename: Arc::from(name.as_str()),
-            slug: slug.to_owned(),
-            title: text("title").unwrap_or_else(|| slug.to_owned()),
+            slug: slug.into(),
+            title: text("title").map_or_else(|| slug.into(), String::into_boxed_str),
             date_at: date.as_deref().and_then(|d| zone.parse(d)),
-            date,
+            date: date.map(String::into_boxed_str),
             status,
             tags: Tags::from(tags_of(fm)),
-            author: text("author"),
+            author: text("author").map(String::into_boxed_str),
             modified,
             size,
             schedule: Schedule::of(fm, zone).map(Box::new),
@@ -267,14 +268,9 @@ impl ItemMeta {
         self.status == Status::Published && self.schedule.as_ref().is_none_or(|s| s.holds(now))
     }
 
-    /// The same facts with no spare capacity: what the index keeps of every item.
-    pub fn compacted(mut self) -> Self {
-        for text in [&mut self.slug, &mut self.title] {
-            text.shrink_to_fit();
-        }
-        for text in self.date.iter_mut().chain(&mut self.author) {
-            text.shrink_to_fit();
-        }
+    /// The same facts with no spare capacity: what the index keeps of every item (boxed
+    /// texts have none).
+    pub fn compacted(self) -> Self {
         self
     }
 

@@ -86,7 +86,7 @@ pub struct RawItemDto {
 impl From<RawItem> for RawItemDto {
     fn from(r: RawItem) -> Self {
         Self {
-            slug: r.meta.slug,
+            slug: r.meta.slug.into(),
             filename: r.meta.filename.to_string(),
             folder: r.collection,
             fm: r.doc.fm,
@@ -185,16 +185,16 @@ impl From<SearchEntry> for SearchEntryDto {
     fn from(e: SearchEntry) -> Self {
         let meta = &e.item.meta;
         Self {
-            slug: meta.slug.clone(),
-            title: meta.title.clone(),
+            slug: meta.slug.to_string(),
+            title: meta.title.to_string(),
             url: e.url,
             canonical_url: e.canonical_url,
             excerpt: e.item.plain_excerpt.to_string(),
             tags: meta.tags.to_strings(),
-            date: meta.date.clone(),
+            date: meta.date.as_deref().map(str::to_owned),
             collection: e.collection,
             filename: meta.filename.to_string(),
-            author: meta.author.clone(),
+            author: meta.author.as_deref().map(str::to_owned),
             author_url: e.author_url,
             tag_links: e
                 .tag_links
@@ -246,13 +246,13 @@ pub struct RelatedDto {
 impl From<RelatedItem> for RelatedDto {
     fn from(r: RelatedItem) -> Self {
         Self {
-            slug: r.item.meta.slug.clone(),
-            title: r.item.meta.title.clone(),
+            slug: r.item.meta.slug.to_string(),
+            title: r.item.meta.title.to_string(),
             url: r.url,
             canonical_url: r.canonical_url,
             score: r.score,
             shared_tags: r.shared_tags,
-            date: r.item.meta.date.clone(),
+            date: r.item.meta.date.as_deref().map(str::to_owned),
             excerpt: r.item.plain_excerpt.to_string(),
         }
     }

@@ -54,7 +54,9 @@ async fn title_of(
 ) -> AdminResult<String> {
     let file = ItemRef::parse(&list.filename)?;
     let title = match (&list.current, list.versions.first()) {
-        (Some(_), _) => Some(state.cms.read_item_source(principal, collection, &file).await?.meta.title),
+        (Some(_), _) => {
+            Some(state.cms.read_item_source(principal, collection, &file).await?.meta.title.into())
+        }
         (None, Some(newest)) => {
             let newest = VersionId::new(newest.timestamp)?;
             let version = state.cms.read_version(principal, collection, &file, newest).await?;
@@ -140,7 +142,7 @@ pub async fn diff(
     let (title, current_text) = match list.current {
         Some(_) => {
             let current = state.cms.read_item_source(&user.principal, collection, &file).await?;
-            (current.meta.title, current.doc.to_file_text()?)
+            (current.meta.title.into(), current.doc.to_file_text()?)
         }
         None => (title_of(&state, &user.principal, collection, &list).await?, String::new()),
     };

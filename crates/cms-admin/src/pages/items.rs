@@ -138,12 +138,16 @@ pub async fn list(
         .iter()
         .map(|entry| &entry.item)
         .map(|item| ItemRow {
-            title: item.meta.title.clone(),
-            slug: item.meta.slug.clone(),
+            title: item.meta.title.to_string(),
+            slug: item.meta.slug.to_string(),
             filename: item.meta.filename.to_string(),
             href: item_href(collection, &item.meta.filename),
             status: shown_status(&item.meta, now),
-            date: item.meta.date_at.map(Moment::of).ok_or_else(|| item.meta.date.clone().unwrap_or_default()),
+            date: item
+                .meta
+                .date_at
+                .map(Moment::of)
+                .ok_or_else(|| item.meta.date.as_deref().unwrap_or_default().to_owned()),
             tags: item.meta.tags.join(", "),
             modified: Moment::unix(item.meta.modified),
             breaks_model: item.breaks_model,

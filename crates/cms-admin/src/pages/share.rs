@@ -78,7 +78,7 @@ pub async fn confirm(
     let (collection, item) = path.into_inner();
     let ItemAt { collection, raw, href } = ItemAt::read(&state, &user.principal, &collection, &item).await?;
     let l = Layout::new(&state, &user, Section::Collection(collection.family()));
-    view::ok(&ShareForm::new(&state, l, raw.meta.title, href, None))
+    view::ok(&ShareForm::new(&state, l, raw.meta.title.into(), href, None))
 }
 
 /// The seconds from now to the `expires` the form sent (in the site's time zone); `None`
@@ -125,7 +125,7 @@ pub async fn create(
     let link = match made {
         Ok(link) => link,
         Err(error @ CoreError::Invalid(_)) => {
-            let mut form = ShareForm::new(&state, l, raw.meta.title, href, Some(expires.to_owned()));
+            let mut form = ShareForm::new(&state, l, raw.meta.title.into(), href, Some(expires.to_owned()));
             form.error = Some(message_of(&error));
             return view::page(StatusCode::UNPROCESSABLE_ENTITY, &form);
         }
@@ -134,7 +134,7 @@ pub async fn create(
     let origin = state.cms.hosts().public_origin(&crate::auth::request_origin(&req));
     view::ok(&SharePage {
         l,
-        title: raw.meta.title,
+        title: raw.meta.title.into(),
         url: format!("{origin}/cms/preview/{}", link.token),
         expires: Moment::of(link.expires),
         back: href,

@@ -43,12 +43,10 @@ pub async fn suggest(
             per_page: Some(SUGGESTIONS),
         })?;
         let hits = state.cms.search(&query, &Viewer::Key(user.principal.clone())).await?;
-        suggestions.extend(
-            hits.items.iter().map(|hit| Suggestion {
-                value: hit.item.meta.slug.clone(),
-                label: hit.item.meta.title.clone(),
-            }),
-        );
+        suggestions.extend(hits.items.iter().map(|hit| Suggestion {
+            value: hit.item.meta.slug.to_string(),
+            label: hit.item.meta.title.to_string(),
+        }));
     }
     // `Cache-Control: no-store`, as every answer of the editor (`security.rs`).
     Ok(HttpResponse::Ok().json(suggestions))

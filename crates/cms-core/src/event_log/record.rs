@@ -76,7 +76,7 @@ impl Pending {
             .into_iter()
             .filter(|known| live(known))
             .find_map(|known| known.as_ref()?.item());
-        let slug = live_item.or(item).map(|item| item.meta.slug.clone());
+        let slug = live_item.or(item).map(|item| item.meta.slug.to_string());
         let event = Event {
             id: None,
             kind: change.kind.event(),

@@ -203,7 +203,7 @@ impl Cms {
                     .map(slugify)
                     .filter(|s| !s.is_empty())
                     .map(|slug| author_pages.url("author", &slug));
-                let image = item.image.as_deref().map(|image| resolve_image(image, resource_url));
+                let image = item.image().map(|image| resolve_image(image, resource_url));
                 SearchEntry {
                     collection: collection.slug.clone(),
                     canonical_url: format!("{site_url}{url}"),
@@ -342,7 +342,7 @@ impl Cms {
                 }
                 let url = self.site.absolute_url(&collection.item_url(&item.meta.slug));
                 RssItem {
-                    title: item.meta.title.clone(),
+                    title: item.meta.title.to_string(),
                     link: url.clone(),
                     guid: url,
                     pub_date: at.and_then(feed::rfc822),

@@ -312,7 +312,7 @@ impl Cms {
             found.push(Translation {
                 lang: Arc::clone(&language.code),
                 filename: Arc::clone(&translation.meta.filename),
-                slug: translation.meta.slug.clone(),
+                slug: translation.meta.slug.to_string(),
                 url: sibling.item_url(&translation.meta.slug),
                 status: translation.meta.status.as_str(),
                 outdated: language.at > 0 && is_outdated(translation, source),

@@ -74,7 +74,7 @@ fn file(kind: EventKind, filename: &str) -> (EventKind, EventData) {
 async fn found(cms: &Cms, words: &str, viewer: &Viewer) -> Vec<String> {
     let params = SearchParams { q: Some(words.into()), ..Default::default() };
     let page = cms.search(&SearchQuery::parse(&params).unwrap(), viewer).await.unwrap();
-    page.items.iter().map(|hit| hit.item.meta.slug.clone()).collect()
+    page.items.iter().map(|hit| hit.item.meta.slug.to_string()).collect()
 }
 
 fn author(name: &str) -> Cause {
@@ -154,7 +154,7 @@ async fn an_update_names_the_item_before_and_after_as_the_index_knew_it() {
     let change = first.take().pop().unwrap();
     let (before, after) = (change.before.unwrap(), change.after.unwrap());
     assert_eq!((before.live(), after.live()), (false, true));
-    assert_eq!(after.item().unwrap().meta.title, "Hello");
+    assert_eq!(&*after.item().unwrap().meta.title, "Hello");
     assert_ne!(before.item().unwrap().content, after.item().unwrap().content);
 }
 

@@ -80,7 +80,7 @@ async fn related_by_content_compares_stems_of_significant_title_and_body_words()
         .await
         .unwrap()
         .into_iter()
-        .map(|r| (r.item.meta.slug.clone(), r.score))
+        .map(|r| (r.item.meta.slug.to_string(), r.score))
         .collect();
     assert_eq!(found, [("stems".to_owned(), 0.5)], "2 shared of 4 distinct");
 }
@@ -109,7 +109,7 @@ async fn related_scores_combine_criteria_and_skip_the_source_and_drafts() {
             .await
             .unwrap()
             .into_iter()
-            .map(|r| (r.item.meta.slug.clone(), r.score, r.shared_tags))
+            .map(|r| (r.item.meta.slug.to_string(), r.score, r.shared_tags))
             .collect::<Vec<_>>()
     };
     assert_eq!(related("tags").await, [("tags".to_owned(), 1.0, vec!["a".to_owned(), "b".to_owned()])]);
@@ -170,7 +170,7 @@ async fn dates_with_times_and_offsets_are_instants() {
         .list_items(cms.collection("posts").unwrap(), &ListQuery::default(), &Viewer::Anonymous)
         .await
         .unwrap();
-    let titles: Vec<&str> = newest.items.iter().map(|s| s.item.meta.title.as_str()).collect();
+    let titles: Vec<&str> = newest.items.iter().map(|s| s.item.meta.title.as_ref()).collect();
     assert_eq!(titles, ["Late", "Early", "Plain", "Jekyll"], "lists order by instant too");
     assert_eq!(
         newest.items[0].item.meta.date.as_deref(),

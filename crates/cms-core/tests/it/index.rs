@@ -48,7 +48,7 @@ async fn list(cms: &Cms, pairs: &[(&str, &str)], viewer: &Viewer) -> Listed {
     let rows = page
         .items
         .iter()
-        .map(|s| (s.item.meta.filename.to_string(), s.item.meta.title.clone(), s.item.etag()))
+        .map(|s| (s.item.meta.filename.to_string(), s.item.meta.title.to_string(), s.item.etag()))
         .collect();
     (rows, page.total_items)
 }
@@ -56,7 +56,7 @@ async fn list(cms: &Cms, pairs: &[(&str, &str)], viewer: &Viewer) -> Listed {
 async fn slugs(cms: &Cms, pairs: &[(&str, &str)], viewer: &Viewer) -> Vec<String> {
     let posts = cms.collection("posts").unwrap();
     let page = cms.list_items(posts, &query(pairs), viewer).await.unwrap();
-    page.items.iter().map(|s| s.item.meta.slug.clone()).collect()
+    page.items.iter().map(|s| s.item.meta.slug.to_string()).collect()
 }
 
 async fn tag_slugs(cms: &Cms) -> Vec<String> {
@@ -129,7 +129,7 @@ async fn the_facades_own_writes_are_seen_by_the_very_next_request() {
     assert_eq!(slugs(&cms, &[("tags", "x"), ("status", "all")], &viewer).await, ["c"]);
     assert_eq!(tag_slugs(&cms).await, ["y", "z"], "x is gone from the tag list, z is in it");
     let view = cms.read_item(&posts, &item("b"), &anon).await.unwrap();
-    assert_eq!((view.meta.title.as_str(), view.meta.tags.to_strings()), ("Aardvark", vec!["z".to_owned()]));
+    assert_eq!((view.meta.title.as_ref(), view.meta.tags.to_strings()), ("Aardvark", vec!["z".to_owned()]));
     assert_eq!(view.fm["keep"], "me", "PATCH merged the frontmatter");
     assert_eq!(Some(view.etag), out.etag);
     let raw = cms.read_item_source(Caller::Operator, &posts, &item("b")).await.unwrap();
@@ -146,7 +146,7 @@ async fn the_facades_own_writes_are_seen_by_the_very_next_request() {
     .await
     .unwrap();
     assert_eq!(slugs(&cms, &by_title, &anon).await, ["b", "a", "c"]);
-    assert_eq!(cms.read_item(&posts, &item("c"), &anon).await.unwrap().meta.title, "Charlie");
+    assert_eq!(&*cms.read_item(&posts, &item("c"), &anon).await.unwrap().meta.title, "Charlie");
     assert!(slugs(&cms, &[("tags", "x"), ("status", "all")], &viewer).await.is_empty());
 
     // Delete: gone from lists, tags and single reads at once; the slug is free again.
@@ -163,7 +163,7 @@ async fn the_facades_own_writes_are_seen_by_the_very_next_request() {
         .await
         .unwrap();
     assert_eq!(slugs(&cms, &[("tags", "y")], &anon).await, ["a"]);
-    assert_eq!(cms.read_item(&posts, &item("a"), &anon).await.unwrap().meta.title, "Again");
+    assert_eq!(&*cms.read_item(&posts, &item("a"), &anon).await.unwrap().meta.title, "Again");
 
     // Restore: a deleted item comes back, an existing one goes back, both at once.
     cms.delete_item(Caller::Operator, &posts, &item("b"), None).await.unwrap();
@@ -175,7 +175,7 @@ async fn the_facades_own_writes_are_seen_by_the_very_next_request() {
     assert_eq!(tag_slugs(&cms).await, ["y", "z"]);
     let oldest = VersionId::new(history.versions.last().unwrap().timestamp).unwrap();
     cms.restore_version(Caller::Operator, &posts, &item("b"), oldest, None).await.unwrap();
-    assert_eq!(cms.read_item(&posts, &item("b"), &anon).await.unwrap().meta.title, "Bravo");
+    assert_eq!(&*cms.read_item(&posts, &item("b"), &anon).await.unwrap().meta.title, "Bravo");
     assert_eq!(slugs(&cms, &[("tags", "x")], &anon).await, ["b"], "the restored version's tags");
     assert_eq!(tag_slugs(&cms).await, ["x", "y"]);
 }
@@ -237,7 +237,7 @@ async fn outside_edits_are_seen_after_the_change_feed_delivers_them_as_a_fresh_b
     assert_eq!(tag_slugs(&cms).await, tag_slugs(&fresh).await);
     let search = SearchIndexParams { collection_path: Some(POSTS.into()), ..Default::default() };
     let search_slugs = async |cms: &Cms| -> Vec<String> {
-        cms.search_index(&search).await.unwrap().into_iter().map(|e| e.item.meta.slug.clone()).collect()
+        cms.search_index(&search).await.unwrap().into_iter().map(|e| e.item.meta.slug.to_string()).collect()
     };
     assert_eq!(search_slugs(&cms).await, search_slugs(&fresh).await);
     let posts = cms.collection("posts").unwrap();
@@ -477,7 +477,7 @@ async fn concurrent_writes_to_different_items_run_in_parallel() {
     assert!(store.most_in_flight.load(Ordering::SeqCst) > 1, "creates of different items overlapped");
     let page = cms.list_items(&posts, &query(&[("per_page", "50")]), &Viewer::Anonymous).await.unwrap();
     assert_eq!(page.total_items, 20);
-    assert_eq!(page.items[0].item.meta.slug, "p19");
+    assert_eq!(&*page.items[0].item.meta.slug, "p19");
     assert_eq!(world.content.file_count(), 20);
 
     store.most_in_flight.store(0, Ordering::SeqCst);
@@ -592,7 +592,7 @@ async fn files_that_move_break_or_heal_outside_are_seen_after_settle() {
         cms.read_item(&posts, &item("a"), &anon).await.unwrap().meta.filename.as_ref(),
         "2024-01-01-a.md"
     );
-    assert_eq!(cms.read_item(&posts, &item("broken"), &anon).await.unwrap().meta.title, "Healed");
+    assert_eq!(&*cms.read_item(&posts, &item("broken"), &anon).await.unwrap().meta.title, "Healed");
 
     // Broken again: unlisted, and a read says why.
     world.content.put_raw(POSTS, "broken.md", b"---\ntitle: [\n---\n");

@@ -223,7 +223,7 @@ async fn lists_filter_sort_and_paginate() {
     let list = async |pairs: &[(&str, &str)], viewer: &Viewer| {
         let params = ListParams::from_pairs(pairs.iter().copied());
         let page = cms.list_items(&posts, &ListQuery::parse(&params).unwrap(), viewer).await?;
-        Ok::<_, CoreError>(page.items.iter().map(|s| s.item.meta.slug.clone()).collect::<Vec<_>>())
+        Ok::<_, CoreError>(page.items.iter().map(|s| s.item.meta.slug.to_string()).collect::<Vec<_>>())
     };
     let anon = Viewer::Anonymous;
     assert_eq!(list(&[], &anon).await.unwrap(), ["d", "b", "a"], "published, newest first");
@@ -327,7 +327,7 @@ async fn drafts_are_invisible_without_a_key() {
         cms.read_item(&pages, &item("secret"), &Viewer::Anonymous).await,
         Err(CoreError::NotFound(_))
     ));
-    assert_eq!(cms.read_item(&pages, &item("secret"), &viewer).await.unwrap().meta.slug, "secret");
+    assert_eq!(&*cms.read_item(&pages, &item("secret"), &viewer).await.unwrap().meta.slug, "secret");
 }
 
 #[tokio::test]
@@ -347,7 +347,7 @@ async fn the_index_reads_each_file_once_and_rereads_only_what_changed() {
     let all = ListQuery { per_page: Some(50), ..Default::default() };
     let titles = async || -> Vec<String> {
         let page = cms.list_items(&pages, &all, &anon).await.unwrap();
-        page.items.iter().map(|s| s.item.meta.title.clone()).collect()
+        page.items.iter().map(|s| s.item.meta.title.to_string()).collect()
     };
 
     assert_eq!(titles().await.len(), 20);
@@ -358,7 +358,7 @@ async fn the_index_reads_each_file_once_and_rereads_only_what_changed() {
         .unwrap();
     assert_eq!(reads(), 20, "lists never read");
 
-    assert_eq!(cms.read_item(&pages, &item("p1"), &anon).await.unwrap().meta.title, "P1");
+    assert_eq!(&*cms.read_item(&pages, &item("p1"), &anon).await.unwrap().meta.title, "P1");
     assert_eq!(reads(), 21, "a rendered read reads the file when its HTML is not cached");
     cms.read_item(&pages, &item("p1"), &anon).await.unwrap();
     cms.read_item(&pages, &item("p1.md"), &anon).await.unwrap();
@@ -378,7 +378,7 @@ async fn the_index_reads_each_file_once_and_rereads_only_what_changed() {
 
     cms.read_item(&pages, &item("p1"), &anon).await.unwrap();
     assert_eq!(reads(), 22, "an unchanged item stays cached");
-    assert_eq!(cms.read_item(&pages, &item("p3"), &anon).await.unwrap().meta.title, "Changed");
+    assert_eq!(&*cms.read_item(&pages, &item("p3"), &anon).await.unwrap().meta.title, "Changed");
     assert_eq!(reads(), 23, "the changed item is rendered from a new read");
     cms.read_item(&pages, &item("p3"), &anon).await.unwrap();
     assert_eq!(reads(), 23);
@@ -432,7 +432,7 @@ async fn rendering_ahead_hands_over_each_live_item_as_a_read_would_show_it() {
         let version = cms.item_version(&pages, &item(&view.meta.slug), &anon).await.unwrap().unwrap();
         assert_eq!(version.version, view.version, "kept by the version a read asks for first");
     }
-    let p3 = views.iter().find(|v| v.meta.slug == "p3").unwrap();
+    let p3 = views.iter().find(|v| *v.meta.slug == *"p3").unwrap();
     assert_eq!(p3.html, "<p>Body <em>3</em>.</p>\n");
     *sink.views.lock().unwrap() = views;
 
@@ -482,7 +482,7 @@ async fn broken_or_hostile_files_are_skipped_by_lists_and_reported_on_reads() {
     world.content.put_raw("content/pages", "binary.md", &[0xff, 0xfe, 0x00]);
 
     let page = cms.list_items(&pages, &ListQuery::default(), &Viewer::Anonymous).await.unwrap();
-    let slugs: Vec<_> = page.items.iter().map(|s| s.item.meta.slug.as_str()).collect();
+    let slugs: Vec<_> = page.items.iter().map(|s| s.item.meta.slug.as_ref()).collect();
     assert_eq!(slugs, ["good"]);
     for name in ["broken", "quadratic", "binary"] {
         let err = cms.read_item_source(Caller::Operator, &pages, &item(name)).await.unwrap_err();
@@ -508,7 +508,7 @@ async fn rendered_items_carry_html_excerpt_and_urls() {
     assert_eq!(view.excerpt, "Heading Some text.");
     assert_eq!((view.url.as_str(), view.meta.date.as_deref()), ("/blog/hi", Some("2024-05-01")));
     assert_eq!(
-        cms.read_item(&posts, &item("2024-05-01-hi.md"), &Viewer::Anonymous).await.unwrap().meta.slug,
+        &*cms.read_item(&posts, &item("2024-05-01-hi.md"), &Viewer::Anonymous).await.unwrap().meta.slug,
         "hi"
     );
 }
@@ -533,7 +533,7 @@ async fn only_published_or_missing_status_is_public() {
         );
     }
     let page = cms.list_items(&pages, &ListQuery::default(), &Viewer::Anonymous).await.unwrap();
-    let mut slugs: Vec<_> = page.items.iter().map(|s| s.item.meta.slug.clone()).collect();
+    let mut slugs: Vec<_> = page.items.iter().map(|s| s.item.meta.slug.to_string()).collect();
     slugs.sort();
     assert_eq!(slugs, ["explicit", "hugo-live", "public"]);
     for hidden in ["capital", "private", "hugo"] {

@@ -41,12 +41,12 @@ async fn keyed(cms: &cms_core::Cms) -> Viewer {
 async fn public_slugs(cms: &cms_core::Cms) -> Vec<Vec<String>> {
     let posts = cms.collection("posts").unwrap();
     let listed = cms.list_items(posts, &query(&[]), &Viewer::Anonymous).await.unwrap();
-    let mut listed: Vec<String> = listed.items.iter().map(|s| s.item.meta.slug.clone()).collect();
+    let mut listed: Vec<String> = listed.items.iter().map(|s| s.item.meta.slug.to_string()).collect();
     listed.sort();
     let mut lists = vec![listed];
     let index = SearchIndexParams { collection_path: Some(POSTS.into()), ..Default::default() };
     lists.push(
-        cms.search_index(&index).await.unwrap().into_iter().map(|e| e.item.meta.slug.clone()).collect(),
+        cms.search_index(&index).await.unwrap().into_iter().map(|e| e.item.meta.slug.to_string()).collect(),
     );
     let tags = TagsParams { content_path: Some(POSTS.into()), ..Default::default() };
     lists.push(
@@ -76,7 +76,7 @@ async fn public_slugs(cms: &cms_core::Cms) -> Vec<Vec<String>> {
         .unwrap()
         .items
         .iter()
-        .map(|h| h.item.meta.slug.clone())
+        .map(|h| h.item.meta.slug.to_string())
         .collect();
     found.sort();
     lists.push(found);
@@ -120,7 +120,7 @@ async fn items_go_live_and_come_down_by_themselves_on_every_public_path() {
     let view = cms.read_item(&posts, &item("soon"), &editor).await.unwrap();
     assert_eq!(view.meta.schedule.as_ref().unwrap().publish_at.unwrap().unix_timestamp(), START + 3600);
     let scheduled = cms.list_items(&posts, &query(&[("status", "scheduled")]), &editor).await.unwrap();
-    assert_eq!(scheduled.items.iter().map(|s| s.item.meta.slug.as_str()).collect::<Vec<_>>(), ["soon"]);
+    assert_eq!(scheduled.items.iter().map(|s| s.item.meta.slug.as_ref()).collect::<Vec<_>>(), ["soon"]);
     let refused = cms.list_items(&posts, &query(&[("status", "scheduled")]), &Viewer::Anonymous).await;
     assert!(matches!(refused, Err(CoreError::Unauthorized(_))));
 
@@ -165,7 +165,7 @@ async fn items_go_live_and_come_down_by_themselves_on_every_public_path() {
     assert_eq!(after[0], ["always", "soon"]);
     assert_eq!(cms.upkeep().next_scheduled_instant(), None);
     let scheduled = cms.list_items(&posts, &query(&[("status", "scheduled")]), &editor).await.unwrap();
-    assert_eq!(scheduled.items.iter().map(|s| s.item.meta.slug.as_str()).collect::<Vec<_>>(), ["ending"]);
+    assert_eq!(scheduled.items.iter().map(|s| s.item.meta.slug.as_ref()).collect::<Vec<_>>(), ["ending"]);
 }
 
 #[tokio::test]

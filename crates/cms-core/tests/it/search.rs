@@ -29,7 +29,7 @@ async fn search(cms: &Cms, params: &SearchParams, viewer: &Viewer) -> Result<Pag
 
 async fn found(cms: &Cms, q: &str, viewer: &Viewer) -> Vec<String> {
     let page = search(cms, &params(q), viewer).await.unwrap();
-    page.items.iter().map(|hit| hit.item.meta.slug.clone()).collect()
+    page.items.iter().map(|hit| hit.item.meta.slug.to_string()).collect()
 }
 
 /// The excerpt of the first public hit.

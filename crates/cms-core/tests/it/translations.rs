@@ -60,7 +60,7 @@ async fn a_translations_events_name_its_configured_collection_and_its_language()
 
     // Each language's list and read; the other language's file is never this one's item.
     let view = cms.read_item(french, &ItemRef::parse("hello").unwrap(), &Viewer::Anonymous).await.unwrap();
-    assert_eq!(view.meta.title, "Bonjour");
+    assert_eq!(&*view.meta.title, "Bonjour");
     assert_eq!(cms.indexed_items(posts).await.unwrap().len(), 1);
     assert_eq!(cms.indexed_items(french).await.unwrap().len(), 1);
     assert!(cms.skipped_files().await.is_empty(), "a translation is not a skipped file");
@@ -132,7 +132,7 @@ async fn answers_made_ahead_are_each_languages_as_its_reads_ask_for_them() {
         let lane = cms.in_language(posts, at);
         let item_ref = ItemRef::parse(slug).unwrap();
         let read = cms.read_item_in(lane, &item_ref, &anon, Some(at)).await.unwrap();
-        let made = views.iter().find(|view| view.meta.slug == slug).unwrap();
+        let made = views.iter().find(|view| *view.meta.slug == *slug).unwrap();
         assert_eq!((made.version, &made.etag, &made.html), (read.version, &read.etag, &read.html), "{slug}");
         assert_eq!(made.language, read.language, "{slug}: the same translations");
         let asked = cms.item_version_in(lane, &item_ref, &anon, Some(at)).await.unwrap().unwrap();
@@ -174,7 +174,7 @@ async fn a_restart_checks_each_languages_own_files_against_its_snapshot() {
     assert_eq!(scans() - scans_before, 1, "content/posts once for both languages");
     let french = second.in_language(second.collection("posts").unwrap(), 1);
     let view = second.read_item(french, &ItemRef::parse("p1").unwrap(), &Viewer::Anonymous).await.unwrap();
-    assert_eq!(view.meta.title, "Salut");
+    assert_eq!(&*view.meta.title, "Salut");
 }
 
 const THREE_LANGUAGES: &str = "\

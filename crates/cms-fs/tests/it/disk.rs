@@ -300,7 +300,7 @@ async fn outside_edits_show_after_a_rescan_and_own_writes_at_once() {
     let posts = cms.collection("posts").unwrap().clone();
     let titles = async |cms: &Cms| -> Vec<String> {
         let page = cms.list_items(&posts, &ListQuery::default(), &Viewer::Anonymous).await.unwrap();
-        page.items.iter().map(|s| s.item.meta.title.clone()).collect()
+        page.items.iter().map(|s| s.item.meta.title.to_string()).collect()
     };
     assert_eq!(titles(&cms).await, ["A"]);
 

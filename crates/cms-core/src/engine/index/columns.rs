@@ -15,6 +15,8 @@ use foldhash::HashMap;
 
 use super::{CollectionIndex, Id, IndexedItem};
 use crate::engine::kept::KeptValue;
+use std::cmp::Ordering;
+
 use crate::model::{Comparable, FieldFilter, FilterOp, Scalar};
 use crate::query::ListQuery;
 
@@ -51,26 +53,115 @@ impl Column {
         self.values[id] = value;
     }
 
-    /// Whether the item `id` meets `filter`; `None` when the column cannot say (the item's
-    /// own field decides).
+    /// Whether the item `id` passes `test`; `None` when the column cannot say (the item's
+    /// own field decides). As [`FieldFilter::admits`] decides on the item's kept field.
     #[inline]
-    pub(super) fn admits(&self, filter: &FieldFilter, id: Id) -> Option<bool> {
+    fn admits(&self, test: &CellTest, id: Id) -> Option<bool> {
         let head = *self.kinds.get(id as usize)?;
-        if head & KIND_BITS == NO_FIELD {
-            return None;
-        }
-        if let FilterOp::Exists(wanted) = filter.op {
-            return Some((head & SET_BIT != 0) == wanted);
-        }
+        let kind = head & KIND_BITS;
         let value = self.values[id as usize];
-        let scalar = match head & KIND_BITS {
-            NONE => None,
-            NUMBER => Some(Scalar::Number(f64::from_bits(value))),
-            BOOL => Some(Scalar::Bool(value != 0)),
-            INSTANT => Some(Scalar::Instant(i128::from(value as i64))),
-            _ => return None,
-        };
-        filter.admits_value(head & SET_BIT != 0, scalar.map_or(KeptValue::None, KeptValue::Scalar))
+        match test {
+            _ if kind == NO_FIELD => None,
+            CellTest::Exists(wanted) => Some((head & SET_BIT != 0) == *wanted),
+            _ if kind == ASK => None,
+            CellTest::AnyOf { values, negate } => {
+                let equal = values.iter().any(|bound| compare(kind, value, *bound) == Some(Ordering::Equal));
+                Some(equal != *negate)
+            }
+            CellTest::Order { bound, holds } => {
+                Some(compare(kind, value, *bound).is_some_and(|o| holds.of(o)))
+            }
+        }
+    }
+}
+
+/// A filter as a column's cells are tested against it (made once per query).
+#[derive(Debug)]
+enum CellTest {
+    Exists(bool),
+    /// Equal to any of these (`eq`), or to none (`ne`).
+    AnyOf {
+        values: Box<[Bound]>,
+        negate: bool,
+    },
+    /// Ordered against the bound as `gt`, `gte`, `lt` or `lte` says.
+    Order {
+        bound: Bound,
+        holds: Holds,
+    },
+}
+
+/// A filter's value, as a cell compares with it: values of another kind (or texts)
+/// compare with nothing, as [`Scalar::compare`] says.
+#[derive(Debug, Clone, Copy)]
+enum Bound {
+    Number(f64),
+    Bool(bool),
+    Instant(i128),
+    Text,
+}
+
+impl Bound {
+    fn of(value: &Comparable) -> Self {
+        match value {
+            Comparable::Number(n) => Self::Number(*n),
+            Comparable::Bool(b) => Self::Bool(*b),
+            Comparable::Instant(at) => Self::Instant(*at),
+            Comparable::Text(_) => Self::Text,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Holds {
+    Greater,
+    NotLess,
+    Less,
+    NotGreater,
+}
+
+impl Holds {
+    #[inline]
+    fn of(self, ordering: Ordering) -> bool {
+        match self {
+            Self::Greater => ordering == Ordering::Greater,
+            Self::NotLess => ordering != Ordering::Less,
+            Self::Less => ordering == Ordering::Less,
+            Self::NotGreater => ordering != Ordering::Greater,
+        }
+    }
+}
+
+impl CellTest {
+    /// `None` for a filter no column answers (`contains`).
+    fn of(filter: &FieldFilter) -> Option<Self> {
+        let order = |bound: &Comparable, holds| Self::Order { bound: Bound::of(bound), holds };
+        Some(match &filter.op {
+            FilterOp::Exists(wanted) => Self::Exists(*wanted),
+            FilterOp::Contains(_) => return None,
+            FilterOp::Eq(values) => {
+                Self::AnyOf { values: values.iter().map(Bound::of).collect(), negate: false }
+            }
+            FilterOp::Ne(values) => {
+                Self::AnyOf { values: values.iter().map(Bound::of).collect(), negate: true }
+            }
+            FilterOp::Gt(bound) => order(bound, Holds::Greater),
+            FilterOp::Gte(bound) => order(bound, Holds::NotLess),
+            FilterOp::Lt(bound) => order(bound, Holds::Less),
+            FilterOp::Lte(bound) => order(bound, Holds::NotGreater),
+        })
+    }
+}
+
+/// A cell's value against a bound: `None` when the cell holds no value or one of another
+/// kind.
+#[inline]
+fn compare(kind: u8, value: u64, bound: Bound) -> Option<Ordering> {
+    match (kind, bound) {
+        (NUMBER, Bound::Number(bound)) => f64::from_bits(value).partial_cmp(&bound),
+        (BOOL, Bound::Bool(bound)) => Some((value != 0).cmp(&bound)),
+        (INSTANT, Bound::Instant(bound)) => Some(i128::from(value as i64).cmp(&bound)),
+        _ => None,
     }
 }
 
@@ -122,10 +213,13 @@ fn wants_column(filter: &FieldFilter) -> bool {
     }
 }
 
+/// One filter of a query with its field's column and test, when a column answers it.
+type ColumnFilter = Option<(Arc<Column>, CellTest)>;
+
 /// A query's filters as the columns read them.
 pub(super) struct ColumnFilters<'a> {
-    /// Each filter with its field's column, when it has one.
-    filters: Vec<(&'a FieldFilter, Option<Arc<Column>>)>,
+    /// Each filter's column and test, when a column answers it.
+    filters: Vec<ColumnFilter>,
     query: &'a ListQuery,
     /// Whether the list walked holds only items of the query's status, tags and author,
     /// and the query has no text: then the columns alone decide whenever they can.
@@ -146,10 +240,8 @@ impl CollectionIndex {
         let filters = query
             .filters
             .iter()
-            .map(|filter| {
-                if !wants_column(filter) {
-                    return (filter, None);
-                }
+            .map(|filter| -> ColumnFilter {
+                let test = CellTest::of(filter).filter(|_| wants_column(filter))?;
                 let made = lock.read().unwrap_or_else(PoisonError::into_inner).get(&filter.at).cloned();
                 let column = made.unwrap_or_else(|| {
                     let mut columns = lock.write().unwrap_or_else(PoisonError::into_inner);
@@ -158,7 +250,7 @@ impl CollectionIndex {
                         columns.entry(filter.at).or_insert_with(|| Arc::new(self.column_of(filter.at))),
                     )
                 });
-                (filter, Some(column))
+                Some((column, test))
             })
             .collect();
         let by_columns = status_known && query.author.is_none() && query.text.is_none();
@@ -184,8 +276,8 @@ impl ColumnFilters<'_> {
     /// the walked list holds only items with the query's tags.
     pub(super) fn admits(&self, index: &CollectionIndex, id: Id, tagged: bool) -> bool {
         let mut decided = self.by_columns && (tagged || self.query.tags.is_empty());
-        for (filter, column) in &self.filters {
-            match column.as_ref().and_then(|column| column.admits(filter, id)) {
+        for filter in &self.filters {
+            match filter.as_ref().and_then(|(column, test)| column.admits(test, id)) {
                 Some(false) => return false,
                 Some(true) => {}
                 None => decided = false,

@@ -21,12 +21,6 @@ use crate::slug::{ItemFilename, slugify};
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct IndexedItem {
     pub meta: ItemMeta,
-    /// `fm.image`, for the search index.
-    pub image: Option<Box<str>>,
-    /// The excerpt as lists and single reads show it, when it differs from
-    /// `plain_excerpt` (a written `fm.excerpt` with Markdown or HTML in it): see
-    /// [`Self::excerpt`].
-    written_excerpt: Option<Box<str>>,
     /// The excerpt as plain text for discovery routes: no Markdown, no HTML, cut on a word
     /// boundary (see [`plain_excerpt_of`]).
     pub plain_excerpt: Box<str>,
@@ -35,9 +29,6 @@ pub struct IndexedItem {
     /// What names this version of the file (`service::file_version`): a single read's
     /// answer is kept by it.
     pub file_version: u64,
-    /// The tags as slugs, for `tags=` filters; `None` when every tag is its own slug (the
-    /// usual case), so that nothing is kept twice.
-    tag_slugs: Option<Box<[Box<str>]>>,
     /// The fields of the collection's model, as filters, orders and `fields=` use them
     /// (see [`Self::field`]); `None` in a collection without a model. They refer to texts
     /// of `meta` (see [`Shared`]): an item is made whole, never given another meta.
@@ -45,9 +36,25 @@ pub struct IndexedItem {
     /// Whether the frontmatter breaks the collection's model (its own rules; whether the
     /// items and media it names exist is checked on writes and by `cms check`).
     pub breaks_model: bool,
-    /// What links a translation to its siblings and its source: boxed, since most items
-    /// carry neither.
-    linking: Option<Box<Linking>>,
+    /// What most items do not have, boxed together: 8 bytes an item where the four
+    /// took 56 (the index keeps one `IndexedItem` per item).
+    rare: Option<Box<Rare>>,
+}
+
+/// The parts of an [`IndexedItem`] that most items do not have.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Rare {
+    /// `fm.image`, for discovery routes.
+    image: Option<Box<str>>,
+    /// The excerpt as lists and single reads show it, when it differs from
+    /// `plain_excerpt` (a written `fm.excerpt` with Markdown or HTML in it): see
+    /// [`IndexedItem::excerpt`].
+    written_excerpt: Option<Box<str>>,
+    /// The tags as slugs, for `tags=` filters; `None` when every tag is its own slug (the
+    /// usual case), so that nothing is kept twice.
+    tag_slugs: Option<Box<[Box<str>]>>,
+    /// What links a translation to its siblings and its source.
+    linking: Option<Linking>,
 }
 
 /// How an item file is read: in the site's time zone, against its collection's model,
@@ -145,17 +152,20 @@ impl IndexedItem {
             .then(|| slugs.into_iter().map(String::into_boxed_str).collect());
         let content = ContentTag::of(&file.bytes);
         let meta = meta.compacted();
-        Self {
+        let rare = Rare {
+            image: doc.fm.get("image").and_then(|v| v.as_str()).map(Box::from),
             written_excerpt: (excerpt != plain_excerpt).then(|| excerpt.into_boxed_str()),
+            tag_slugs,
+            linking: Linking::of(&doc.fm),
+        };
+        Self {
             plain_excerpt: plain_excerpt.into_boxed_str(),
             file_version: crate::item_file::file_version(&meta, content),
             content,
-            tag_slugs,
-            image: doc.fm.get("image").and_then(|v| v.as_str()).map(Box::from),
             fields: model.map(|model| model.keep(&doc.fm, Shared::of(&meta))),
             meta,
             breaks_model: model.is_some_and(|model| !model.validate(&doc.fm).is_empty()),
-            linking: Linking::of(&doc.fm).map(Box::new),
+            rare: (rare != Rare::default()).then(|| Box::new(rare)),
         }
     }
 
@@ -168,18 +178,23 @@ impl IndexedItem {
     /// The excerpt as lists and single reads show it: `fm.excerpt` or `fm.description` as
     /// written, else the body as plain text (see [`excerpt_of`]).
     pub fn excerpt(&self) -> &str {
-        self.written_excerpt.as_deref().unwrap_or(&self.plain_excerpt)
+        self.rare.as_ref().and_then(|rare| rare.written_excerpt.as_deref()).unwrap_or(&self.plain_excerpt)
+    }
+
+    /// `fm.image`, as written.
+    pub fn image(&self) -> Option<&str> {
+        self.rare.as_ref()?.image.as_deref()
     }
 
     /// A translation's `translated_from`: the content of its source (the default
     /// language's file) it was made from.
     pub fn translated_from(&self) -> Option<ContentTag> {
-        self.linking.as_ref()?.translated_from
+        self.rare.as_ref()?.linking.as_ref()?.translated_from
     }
 
     /// The frontmatter's `translationKey`, which links files of different names.
     pub fn translation_key(&self) -> Option<&str> {
-        self.linking.as_ref()?.key.as_deref()
+        self.rare.as_ref()?.linking.as_ref()?.key.as_deref()
     }
 
     /// The strong ETag of the file's bytes.
@@ -189,7 +204,7 @@ impl IndexedItem {
 
     /// The item's tags as slugs.
     pub fn tag_slugs(&self) -> impl Iterator<Item = &str> {
-        let (slugs, tags) = match &self.tag_slugs {
+        let (slugs, tags) = match self.rare.as_ref().and_then(|rare| rare.tag_slugs.as_ref()) {
             Some(slugs) => (Some(slugs.iter().map(|s| &**s)), None),
             None => (None, Some(self.meta.tags.iter().map(|t| &**t))),
         };

@@ -619,7 +619,7 @@ impl CollectionIndex {
         let mut names = Vec::with_capacity(1);
         let file_slug = self.naming.file_slug(&slot.name);
         if let Ok(item) = slot.item.as_ref() {
-            if file_slug != Some(item.meta.slug.as_str()) {
+            if file_slug != Some(&*item.meta.slug) {
                 names.push((NameMap::Slug, self.name_key(&item.meta.slug)));
             }
             if let Some(key) = item.translation_key() {
@@ -663,7 +663,7 @@ impl CollectionIndex {
         match map {
             // The item's slug first: on the usual read it is the name, and one comparison.
             NameMap::Slug => {
-                item.is_some_and(|item| item.meta.slug == name)
+                item.is_some_and(|item| *item.meta.slug == *name)
                     || self.naming.file_slug(&slot.name) == Some(name)
             }
             NameMap::Key => item.and_then(|item| item.translation_key()) == Some(name),

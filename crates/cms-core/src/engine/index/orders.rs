@@ -534,7 +534,7 @@ pub(super) fn sort_by_order<'a>(order: OrderBy, ids: &mut [Id], item: impl Fn(Id
             let lower = caseless_key(&i.meta.title);
             (prefix_number(&lower), lower)
         }),
-        OrderBy::Slug => by_key(ids, item, |i| (prefix_number(&i.meta.slug), i.meta.slug.as_str())),
+        OrderBy::Slug => by_key(ids, item, |i| (prefix_number(&i.meta.slug), &*i.meta.slug)),
         OrderBy::Modified => by_key(ids, item, |i| i.meta.modified),
         OrderBy::Newest => {
             by_key(ids, item, |i| (i.meta.date_at.map(|d| d.unix_timestamp_nanos()), i.meta.modified))

@@ -62,6 +62,8 @@ mod tests {
         "foldhash",
         "futures-util",
         "gif",
+        // `HashTable`: the maps from names to ids that hold the ids alone; pure computation.
+        "hashbrown",
         "hex",
         "image",
         "jiff",

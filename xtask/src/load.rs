@@ -10,6 +10,7 @@ mod languages;
 mod paired;
 mod process;
 mod report;
+mod scale;
 pub mod s3;
 mod sitegen;
 mod streams;
@@ -279,6 +280,9 @@ fn mean_beside(before: Option<f64>, after: Option<f64>) -> Option<f64> {
 /// timer or watcher wake-up, not work that competes with the ceiling server.
 const BUSY_BESIDE_TICKS: u64 = 5;
 
+/// The size at which a write's latency is held to the 10,000-item site's.
+const MILLION: usize = 1_000_000;
+
 /// About the size of a list page of 20 items or of one rendered item of the bench sites.
 pub const REFERENCE_BODY_BYTES: usize = 8192;
 
@@ -369,6 +373,16 @@ fn measure_site(
             }
             figures.cases.push(CaseFigures::of_rounds(case, rounds, first_ceiling));
         }
+        if only.is_none() {
+            eprintln!("{} items: uncached filtered pages", site.items);
+            figures.filtered_pages =
+                Some(scale::uncached_filtered_pages(&server).map_err(|error| format!("{error:#}")));
+        }
+        if site.items >= MILLION && wanted(Section::Writes) {
+            settle(&server);
+            eprintln!("{} items: one writer", site.items);
+            figures.one_writer = Some(scale::one_writer(&server, site).map_err(|error| format!("{error:#}")));
+        }
         if site.items == writes::WRITE_SIZE {
             if wanted(Section::Writes) {
                 settle(&server);
@@ -411,6 +425,7 @@ fn measure_site(
         }
     }
     figures.peak_rss_kib = server.peak_rss_kib();
+    figures.rss_after_kib = server.rss_kib();
     figures.access_lines = Some((
         server.access_lines.lines.load(std::sync::atomic::Ordering::Relaxed),
         server.access_lines.bytes.load(std::sync::atomic::Ordering::Relaxed),

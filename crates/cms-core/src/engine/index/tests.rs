@@ -20,6 +20,11 @@ fn plain_excerpts_lose_markdown_and_html() {
 }
 
 fn file(name: &str, token: u64, fm: &str) -> (ItemFilename, FileStamp, Parsed) {
+    file_read(name, token, fm, Reading::plain(&SiteZone::utc()))
+}
+
+/// [`file`] read as `reading` says (with a model, say).
+fn file_read(name: &str, token: u64, fm: &str, reading: Reading<'_>) -> (ItemFilename, FileStamp, Parsed) {
     let name = ItemFilename::parse(name).unwrap();
     let bytes = format!("---\n{fm}\n---\nbody\n").into_bytes();
     let stamp = FileStamp {
@@ -28,11 +33,7 @@ fn file(name: &str, token: u64, fm: &str) -> (ItemFilename, FileStamp, Parsed) {
         modified: token as i64,
         change_token: token,
     };
-    let item = IndexedItem::from_file(
-        &name,
-        &StoredFile { bytes, stamp: stamp.clone() },
-        Reading::plain(&SiteZone::utc()),
-    );
+    let item = IndexedItem::from_file(&name, &StoredFile { bytes, stamp: stamp.clone() }, reading);
     (name, stamp, item)
 }
 
@@ -710,18 +711,7 @@ fn column_filters_equal_the_items_own_fields_through_changes() {
     let model = crate::model::tests::posts();
     let zone = SiteZone::utc();
     let reading = Reading { zone: &zone, model: Some(&model), slugs: crate::item::SlugSource::FileName };
-    let make = |name: &str, token: u64, fm: &str| {
-        let name = ItemFilename::parse(name).unwrap();
-        let bytes = format!("---\n{fm}\n---\nbody\n").into_bytes();
-        let stamp = FileStamp {
-            name: name.as_str().into(),
-            size: bytes.len() as u64,
-            modified: token as i64,
-            change_token: token,
-        };
-        let item = IndexedItem::from_file(&name, &StoredFile { bytes, stamp: stamp.clone() }, reading);
-        (name, stamp, item)
-    };
+    let make = |name: &str, token: u64, fm: &str| file_read(name, token, fm, reading);
     let filters = [
         ("filter[price][gt]", "4"),
         ("filter[price][lte]", "0"),

@@ -150,7 +150,7 @@ pub async fn list(
                 .ok_or_else(|| item.meta.date.as_deref().unwrap_or_default().to_owned()),
             tags: item.meta.tags.join(", "),
             modified: Moment::unix(item.meta.modified),
-            breaks_model: item.breaks_model,
+            breaks_model: item.breaks_model(),
         })
         .collect();
     let link = |p: usize| {

@@ -140,7 +140,7 @@ impl CollectionIndex {
                 }
             };
             tally.usable += 1;
-            tally.breaking_model += usize::from(item.breaks_model);
+            tally.breaking_model += usize::from(item.breaks_model());
             tally.drafts += usize::from(is_draft(item));
             let live = self.is_live(item);
             // As `note_schedule` does.

@@ -563,7 +563,7 @@ impl CollectionIndex {
         let new = Arc::new(item);
         let old = Arc::clone(slot.item.as_ref().expect("usable id"));
         self.breaking_model =
-            self.breaking_model + usize::from(new.breaks_model) - usize::from(old.breaks_model);
+            self.breaking_model + usize::from(new.breaks_model()) - usize::from(old.breaks_model());
         self.drafts = self.drafts + usize::from(is_draft(&new)) - usize::from(is_draft(&old));
         let stamp = Stamp::of(&stamp);
         self.fingerprint ^= stamp_hash(&slot.name, slot.stamp) ^ stamp_hash(&slot.name, stamp);
@@ -591,7 +591,7 @@ impl CollectionIndex {
             self.unmark(id, &item);
             self.unlink_sorted(id);
             self.usable -= 1;
-            self.breaking_model -= usize::from(item.breaks_model);
+            self.breaking_model -= usize::from(item.breaks_model());
             self.drafts -= usize::from(is_draft(&item));
             self.forget_schedule(id, &item);
         } else {
@@ -757,7 +757,7 @@ impl CollectionIndex {
         if usable {
             self.usable += 1;
             let item = Arc::clone(self.usable_item(id));
-            self.breaking_model += usize::from(item.breaks_model);
+            self.breaking_model += usize::from(item.breaks_model());
             self.drafts += usize::from(is_draft(&item));
             self.note_schedule(id, &item);
             self.link_sorted(id);

@@ -805,9 +805,10 @@ fn column_filters_equal_the_items_own_fields_through_changes() {
     }
 }
 
-/// The index keeps an `IndexedItem` per item: 1,000,000 items take 1 MB per 1 byte here.
+/// The index keeps an `IndexedItem` per item, in an `Arc`: 208 bytes and its 16 bytes of
+/// counts fill mimalloc's 224-byte class (216 took the 256-byte one: 32 MB at 1,000,000 items).
 #[test]
 #[cfg(target_pointer_width = "64")]
 fn an_indexed_item_stays_small() {
-    assert!(std::mem::size_of::<IndexedItem>() <= 216, "{}", std::mem::size_of::<IndexedItem>());
+    assert!(std::mem::size_of::<IndexedItem>() <= 208, "{}", std::mem::size_of::<IndexedItem>());
 }

@@ -9,14 +9,13 @@
 //! its range: 1678-2262) is marked so, and a filter reads that item's own field unless it
 //! asks only whether the field is set (see [`Column::admits`]).
 
+use std::cmp::Ordering;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use foldhash::HashMap;
 
 use super::{CollectionIndex, Id, IndexedItem};
 use crate::engine::kept::KeptValue;
-use std::cmp::Ordering;
-
 use crate::model::{Comparable, FieldFilter, FilterOp, Scalar};
 use crate::query::ListQuery;
 

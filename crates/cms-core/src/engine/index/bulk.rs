@@ -12,7 +12,8 @@ use std::sync::Arc;
 use foldhash::HashMap;
 
 use super::orders::{ORDERS, order_slot};
-use super::{CollectionIndex, Held, Id, NameKey, NameMap, Slot, SlugFiles, Stamp, TagLists};
+use super::other_names::OtherNames;
+use super::{CollectionIndex, Held, Id, Slot, Stamp, TagLists};
 use super::{distinct, hidden_hash, is_draft, slot_name, stamp_hash};
 use crate::engine::names::NameTable;
 use crate::item::Status;
@@ -21,13 +22,6 @@ use crate::ports::FileStamp;
 /// Fewer slots than this are added up on one thread (a thread costs more than they do);
 /// in tests, fewer, so that small indexes take both ways.
 const SIDE_BY_SIDE: usize = if cfg!(test) { 64 } else { 4096 };
-
-/// The maps that find a slot by a name other than its filename.
-struct NameMaps {
-    by_slug: HashMap<NameKey, SlugFiles>,
-    by_key: HashMap<NameKey, SlugFiles>,
-    by_written_name: HashMap<NameKey, SlugFiles>,
-}
 
 /// What the slots add up to, besides the maps of names.
 #[derive(Default)]
@@ -60,18 +54,16 @@ impl CollectionIndex {
             self.slots.push(Some(Slot { name, stamp: Stamp::of(&stamp), item }));
             previous = stamp.name;
         }
-        let (maps, by_name, tally) = if self.slots.len() < SIDE_BY_SIDE {
+        let (other_names, by_name, tally) = if self.slots.len() < SIDE_BY_SIDE {
             (self.name_maps(), self.filename_map(), self.tally())
         } else {
             std::thread::scope(|scope| {
-                let maps = scope.spawn(|| self.name_maps());
+                let other_names = scope.spawn(|| self.name_maps());
                 let (by_name, tally) = (self.filename_map(), self.tally());
-                (maps.join().expect("the maps of names panicked"), by_name, tally)
+                (other_names.join().expect("the maps of names panicked"), by_name, tally)
             })
         };
-        let NameMaps { by_slug, by_key, by_written_name } = maps;
-        (self.by_name, self.by_slug, self.by_key, self.by_written_name) =
-            (by_name, by_slug, by_key, by_written_name);
+        (self.by_name, self.other_names) = (by_name, other_names);
         let Tally { fingerprint, unusable, usable, breaking_model, drafts, pending, usable_ids, by_tag } =
             tally;
         self.fingerprint = fingerprint;
@@ -96,29 +88,16 @@ impl CollectionIndex {
     }
 
     /// The maps of other names of every slot (see [`Self::link_names`], which files one).
-    fn name_maps(&self) -> NameMaps {
-        let slots = self.slots.len();
-        let mut maps = NameMaps {
-            by_slug: HashMap::with_capacity_and_hasher(slots, Default::default()),
-            by_key: HashMap::default(),
-            by_written_name: HashMap::default(),
-        };
-        let name_of = |other: Id| &*self.slot(other).name;
+    fn name_maps(&self) -> OtherNames {
+        let mut maps = OtherNames::with_capacity(self.slots.len());
+        #[cfg(test)]
+        {
+            maps.collide = self.other_names.collide;
+        }
         for (id, slot) in self.slots.iter().enumerate() {
             let Some(slot) = slot else { continue };
-            let id = id as Id;
-            for (map, found) in self.names_of(id) {
-                let map = match map {
-                    NameMap::Slug => &mut maps.by_slug,
-                    NameMap::Key => &mut maps.by_key,
-                    NameMap::WrittenName => &mut maps.by_written_name,
-                };
-                match map.get_mut(&found) {
-                    Some(files) => files.insert(id, &slot.name, name_of),
-                    None => {
-                        map.insert(found, SlugFiles::One(id));
-                    }
-                }
+            for (map, entry) in OtherNames::entries_of(slot, id as Id, &self.naming) {
+                maps.file(map, entry, &self.slots, &self.naming);
             }
         }
         maps

@@ -18,6 +18,7 @@ mod item;
 mod listing;
 mod marks;
 mod orders;
+mod other_names;
 mod schedule;
 #[cfg(test)]
 mod tests;
@@ -35,6 +36,7 @@ use crate::slug::{ItemFilename, ItemRef, Naming};
 
 pub use item::{Held, IndexedItem, Parsed, Reading, excerpt_of, held, translation_key_of};
 use orders::order_slot;
+use other_names::{Named, OtherNames};
 
 pub use marks::{Mark, MarkedItems};
 pub use orders::Selection;
@@ -56,10 +58,6 @@ type Id = u32;
 /// used.
 pub type Found<'a> = Result<&'a Arc<IndexedItem>, &'a str>;
 
-/// A name's hash, under which the maps of other names file it (see
-/// [`CollectionIndex::names`]).
-type NameKey = u64;
-
 /// A [`FileStamp`] without its name, which the slot holds once (shared with the item): a
 /// second copy of every filename cost about 70 bytes an item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,52 +78,6 @@ impl Stamp {
             size: self.size,
             modified: self.modified,
             change_token: self.change_token,
-        }
-    }
-}
-
-/// The files that carry one slug, in filename order: nearly always one, kept without a
-/// list of its own. 16 bytes (a boxed slice, not a `Vec`): the maps hold one per item, and
-/// a slug that several files carry is rare enough to be copied when it changes.
-#[derive(Debug)]
-enum SlugFiles {
-    One(Id),
-    Many(Box<[Id]>),
-}
-const _: () = assert!(std::mem::size_of::<SlugFiles>() == 16);
-
-impl SlugFiles {
-    fn ids(&self) -> &[Id] {
-        match self {
-            Self::One(id) => std::slice::from_ref(id),
-            Self::Many(ids) => ids,
-        }
-    }
-
-    /// Adds a file in filename order (`name_of` names the ids already there).
-    fn insert<'a>(&mut self, id: Id, name: &str, name_of: impl Fn(Id) -> &'a str) {
-        let ids = self.ids();
-        let at = ids.partition_point(|other| name_of(*other) < name);
-        let mut more = Vec::with_capacity(ids.len() + 1);
-        more.extend_from_slice(&ids[..at]);
-        more.push(id);
-        more.extend_from_slice(&ids[at..]);
-        *self = Self::Many(more.into_boxed_slice());
-    }
-
-    /// Forgets a file; `false` when none is left.
-    fn remove(&mut self, id: Id) -> bool {
-        let left: Vec<Id> = self.ids().iter().copied().filter(|other| *other != id).collect();
-        match left[..] {
-            [] => false,
-            [only] => {
-                *self = Self::One(only);
-                true
-            }
-            _ => {
-                *self = Self::Many(left.into_boxed_slice());
-                true
-            }
         }
     }
 }
@@ -188,23 +140,9 @@ pub struct CollectionIndex {
     free: Vec<Id>,
     /// Every slot's id by its file's name (read back from the slot).
     by_name: NameTable,
-    /// The maps of other names below are keyed by a hash of the name ([`Self::name_key`]),
-    /// not by a copy of it: the slot holds each name already (in its file's name or its
-    /// item), and a copy of every slug cost about 50 bytes an item. A lookup takes the
-    /// files filed under the hash that carry the very name asked for ([`Self::named`]).
-    names: foldhash::fast::RandomState,
-    /// Files every name under one key, so that tests see lookups pass over other names.
-    #[cfg(test)]
-    collide_names: bool,
-    /// Every file with this slug (dated or not), in filename order: its file's slug, and
-    /// on a site with languages its own `slug:` too when that differs.
-    by_slug: HashMap<NameKey, SlugFiles>,
-    /// Every usable item with this `translationKey`, in filename order (empty on most sites).
-    by_key: HashMap<NameKey, SlugFiles>,
-    /// Files whose language suffix is not written as [`Naming::name_for_base`] writes it
-    /// (`hello.FR.md`), by the name it writes (`hello.fr.md`): how other languages find
-    /// them. Empty on most sites.
-    by_written_name: HashMap<NameKey, SlugFiles>,
+    /// The maps that find a slot by its slugs, its `translationKey` or its name as its
+    /// language writes it (see [`OtherNames::entries_of`]).
+    other_names: OtherNames,
     /// Per order (see [`order_slot`]): usable items ascending, all and published.
     sorted_all: [Vec<Id>; 4],
     sorted_published: [Vec<Id>; 4],
@@ -611,108 +549,23 @@ impl CollectionIndex {
         Applied::Removed
     }
 
-    /// The names a slot is found by, besides its file name: in `by_slug`, its file's slug
-    /// and its own slug when that differs; in `by_key`, its `translationKey`; in
-    /// `by_written_name`, its name as this language writes it when that differs.
-    fn names_of(&self, id: Id) -> Vec<(NameMap, NameKey)> {
-        let slot = self.slot(id);
-        let mut names = Vec::with_capacity(1);
-        let file_slug = self.naming.file_slug(&slot.name);
-        if let Ok(item) = slot.item.as_ref() {
-            if file_slug != Some(&*item.meta.slug) {
-                names.push((NameMap::Slug, self.name_key(&item.meta.slug)));
-            }
-            if let Some(key) = item.translation_key() {
-                names.push((NameMap::Key, self.name_key(key)));
-            }
-        }
-        if self.naming.writes_otherwise(&slot.name) {
-            let written = self.naming.name_for_base(&self.naming.base_name(&slot.name));
-            names.push((NameMap::WrittenName, self.name_key(&written)));
-        }
-        names.extend(file_slug.map(|slug| (NameMap::Slug, self.name_key(slug))));
-        names
+    /// The ids filed under `name` in `map` (in filename order).
+    fn named(&self, map: NameMap, name: &str) -> Named {
+        self.other_names.named(map, name, &self.slots, &self.naming)
     }
 
-    /// The key a name is filed under in the maps of other names.
-    fn name_key(&self, name: &str) -> NameKey {
-        use std::hash::BuildHasher;
-        #[cfg(test)]
-        if self.collide_names {
-            return 0;
-        }
-        self.names.hash_one(name)
-    }
-
-    /// The files filed under `name` in `map` (in filename order) that carry that very
-    /// name: another name with the same hash is passed over.
-    fn named<'a>(&'a self, map: NameMap, name: &'a str) -> impl Iterator<Item = Id> + 'a {
-        let files = match map {
-            NameMap::Slug => &self.by_slug,
-            NameMap::Key => &self.by_key,
-            NameMap::WrittenName => &self.by_written_name,
-        };
-        let ids = files.get(&self.name_key(name)).map_or(&[][..], SlugFiles::ids);
-        ids.iter().copied().filter(move |id| self.carries(map, *id, name))
-    }
-
-    /// Whether a slot carries `name` as `map` files it (see [`Self::names_of`]).
-    fn carries(&self, map: NameMap, id: Id, name: &str) -> bool {
-        let slot = self.slot(id);
-        let item = slot.item.as_ref().ok();
-        match map {
-            // The item's slug first: on the usual read it is the name, and one comparison.
-            NameMap::Slug => {
-                item.is_some_and(|item| *item.meta.slug == *name)
-                    || self.naming.file_slug(&slot.name) == Some(name)
-            }
-            NameMap::Key => item.and_then(|item| item.translation_key()) == Some(name),
-            NameMap::WrittenName => {
-                self.naming.writes_otherwise(&slot.name)
-                    && self.naming.name_for_base(&self.naming.base_name(&slot.name)) == name
-            }
-        }
-    }
-
-    fn name_map(&mut self, map: NameMap) -> &mut HashMap<NameKey, SlugFiles> {
-        match map {
-            NameMap::Slug => &mut self.by_slug,
-            NameMap::Key => &mut self.by_key,
-            NameMap::WrittenName => &mut self.by_written_name,
-        }
-    }
-
-    /// Files a slot under its slugs and key (see [`Self::names_of`]).
+    /// Files a slot under its slugs and key (see [`OtherNames::entries_of`]).
     fn link_names(&mut self, id: Id) {
-        let names = self.names_of(id);
-        let name = Arc::clone(&self.slot(id).name);
-        for (map, found) in names {
-            // The maps by field, so that the slots' names can be read meanwhile.
-            let slots = &self.slots;
-            let name_of = |other: Id| &*slots[other as usize].as_ref().expect("id").name;
-            let map = match map {
-                NameMap::Slug => &mut self.by_slug,
-                NameMap::Key => &mut self.by_key,
-                NameMap::WrittenName => &mut self.by_written_name,
-            };
-            match map.get_mut(&found) {
-                Some(files) => files.insert(id, &name, name_of),
-                None => {
-                    map.insert(found, SlugFiles::One(id));
-                }
-            }
+        for (map, entry) in OtherNames::entries_of(self.slot(id), id, &self.naming) {
+            self.other_names.file(map, entry, &self.slots, &self.naming);
         }
     }
 
-    /// Takes a slot out of the maps [`Self::link_names`] filed it in.
+    /// Takes a slot out of the maps [`Self::link_names`] filed it in (while it still holds
+    /// what it was filed by).
     fn unlink_names(&mut self, id: Id) {
-        for (map, found) in self.names_of(id) {
-            let map = self.name_map(map);
-            if let Some(files) = map.get_mut(&found)
-                && !files.remove(id)
-            {
-                map.remove(&found);
-            }
+        for (map, entry) in OtherNames::entries_of(self.slot(id), id, &self.naming) {
+            self.other_names.unfile(map, entry, &self.slots, &self.naming);
         }
     }
 
@@ -745,7 +598,10 @@ impl CollectionIndex {
             }
             None => {
                 self.slots.push(Some(slot.clone()));
-                Id::try_from(self.slots.len() - 1).expect("fewer than 4 billion items")
+                Id::try_from(self.slots.len() - 1)
+                    .ok()
+                    .filter(|id| *id <= other_names::MAX_ID)
+                    .expect("fewer than 2^31 items")
             }
         };
         if !usable {

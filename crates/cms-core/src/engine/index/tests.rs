@@ -182,14 +182,15 @@ fn a_slug_names_its_files_in_filename_order() {
     index.remove("2023-01-01-x.md");
     index.remove("x.md");
     assert_eq!(located(&index), None);
-    assert!(index.by_slug.is_empty());
+    assert_eq!(index.other_names.len(NameMap::Slug), 0);
 }
 
 /// The maps of other names are keyed by a hash: names that share one are told apart by
 /// the names the files carry (here every name has the same key).
 #[test]
 fn names_with_the_same_key_are_told_apart() {
-    let mut index = CollectionIndex { collide_names: true, ..CollectionIndex::default() };
+    let mut index = CollectionIndex::default();
+    index.other_names.collide = true;
     let names =
         [("y.md", "title: Y"), ("2024-02-01-x.md", "title: X\nslug: ex"), ("x.md", "title: X"), ("z.md", "")];
     for (token, (name, fm)) in names.into_iter().enumerate() {
@@ -207,14 +208,14 @@ fn names_with_the_same_key_are_told_apart() {
     for (slug, file) in [("x", "2024-02-01-x.md"), ("y", "y.md"), ("z", "z.md"), ("w", "")] {
         assert_eq!(located(&index, slug).unwrap_or_default(), file, "{slug}");
     }
-    assert_eq!(index.by_slug.len(), 1, "one key for every name");
+    assert_eq!(index.other_names.len(NameMap::Slug), 4, "every file's slug");
     index.remove("2024-02-01-x.md");
     assert_eq!(located(&index, "x").as_deref(), Some("x.md"));
     assert_eq!(located(&index, "ex"), None, "its own slug went with it");
     for name in ["x.md", "y.md", "z.md"] {
         index.remove(name);
     }
-    assert!(index.by_slug.is_empty());
+    assert_eq!(index.other_names.len(NameMap::Slug), 0);
 }
 
 #[test]
@@ -811,4 +812,53 @@ fn column_filters_equal_the_items_own_fields_through_changes() {
 #[cfg(target_pointer_width = "64")]
 fn an_indexed_item_stays_small() {
     assert!(std::mem::size_of::<IndexedItem>() <= 208, "{}", std::mem::size_of::<IndexedItem>());
+}
+
+/// On a site with languages the maps of other names file own slugs, keys and names written
+/// otherwise, and read each back from its slot as they grow: every name still finds its
+/// file after growth and removals, built file by file or all at once.
+#[test]
+fn other_names_find_their_files_through_growth_and_removals() {
+    use crate::item::SlugSource;
+    let zone = SiteZone::utc();
+    let reading = || Reading { zone: &zone, model: None, slugs: SlugSource::Frontmatter };
+    let name_of = |n: usize| if n.is_multiple_of(3) { format!("post-{n}.FR.md") } else { format!("post-{n}.fr.md") };
+    let files: Vec<(ItemFilename, FileStamp, Parsed)> = (0..300)
+        .map(|n: usize| {
+            let key = if n.is_multiple_of(2) { format!("\ntranslationKey: k-{n}") } else { String::new() };
+            file_read(&name_of(n), n as u64, &format!("title: P{n}\nslug: own-{n}{key}"), reading())
+        })
+        .collect();
+    let naming = || Naming::new(Some("fr".into()), Vec::new());
+    let mut one_by_one = CollectionIndex::build_named(Vec::new(), 0, naming());
+    for (name, stamp, item) in files.clone() {
+        one_by_one.upsert(&name, stamp, item);
+    }
+    let entries = files.iter().map(|(_, stamp, item)| (stamp.clone(), held(item.clone()))).collect();
+    let at_once = CollectionIndex::build_named(entries, 0, naming());
+    let check = |index: &CollectionIndex, removed: &dyn Fn(usize) -> bool| {
+        for n in 0..300 {
+            let wanted = (!removed(n)).then(|| name_of(n));
+            let located =
+                |slug: &str| index.locate(&ItemRef::parse(slug).unwrap()).map(|f| f.as_str().to_owned());
+            assert_eq!(located(&format!("own-{n}")), wanted, "own slug of {n}");
+            assert_eq!(located(&format!("post-{n}")), wanted, "file slug of {n}");
+            let by_link = |key: Option<String>| {
+                let link = Link { key: key.map(Box::from), base: format!("post-{n}.md") };
+                index.linked(&link).map(|found| found.unwrap().meta.filename.to_string())
+            };
+            if n.is_multiple_of(2) {
+                assert_eq!(by_link(Some(format!("k-{n}"))), wanted, "key of {n}");
+            } else {
+                assert_eq!(by_link(None), wanted, "name of {n}");
+            }
+        }
+    };
+    for mut index in [one_by_one, at_once] {
+        check(&index, &|_| false);
+        for n in (0..300).step_by(4) {
+            assert_eq!(index.remove(&name_of(n)), Applied::Removed);
+        }
+        check(&index, &|n| n.is_multiple_of(4));
+    }
 }

@@ -52,6 +52,8 @@ pub struct AppState {
     /// Serialized single items by version, outside memory (a server's local file, see
     /// [`AppState::with_answers`]); rendered ahead by [`crate::ahead::render_ahead`].
     pub answers: Option<Arc<dyn RenderCache>>,
+    /// How far [`crate::ahead::render_ahead`] has come.
+    pub ahead: Arc<crate::ahead::AheadProgress>,
     /// `Cache-Control` of public answers (see [`AppState::with_public_max_age`]).
     pub public_cache_control: HeaderValue,
     /// The validators of `/status`, whose answer does not change while the process runs:
@@ -118,6 +120,7 @@ impl AppState {
             documents: crate::body_cache::BodyCache::new(DOCUMENT_CACHE_BYTES, DOCUMENT_SHARE),
             document_builds: crate::body_cache::Builds::default(),
             answers: None,
+            ahead: Arc::default(),
             public_cache_control: HeaderValue::from_static(PUBLIC_NO_CACHE),
             metrics: Arc::default(),
             metrics_access: crate::metrics::MainAddress::Off,

@@ -84,3 +84,34 @@ fn a_server_still_indexing_answers_503_with_retry_after_and_status_says_indexing
     let (status, body) = server.get("/readyz", None);
     assert_eq!((status, body["ready"].as_bool()), (200, Some(true)), "{body}");
 }
+
+/// `/readyz` says how far the single items' answers made ahead of their first reads have
+/// come (without making the server unready), until every live item's is made.
+#[test]
+fn readyz_follows_the_answers_made_ahead_until_every_live_item_has_one() {
+    use std::time::{Duration, Instant};
+    let site = demo_site();
+    let server = Server::start(site.path());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let answers = loop {
+        let (status, body) = server.get("/readyz", None);
+        assert_eq!((status, body["ready"].as_bool()), (200, Some(true)), "{body}");
+        let stage = body["answers"]["ahead"].as_str().unwrap_or_else(|| panic!("no answers: {body}"));
+        assert!(["waiting", "making", "done"].contains(&stage), "{body}");
+        if stage == "done" {
+            break body["answers"].clone();
+        }
+        assert!(Instant::now() < deadline, "not done in 30 s: {body}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let live: u64 = ["blog-posts", "pages", "projects", "authors"]
+        .iter()
+        .map(|collection| {
+            let (status, body) = server.get(&format!("/cms/collections/{collection}/items?perPage=1"), None);
+            assert_eq!(status, 200, "{collection}: {body}");
+            body["meta"]["totalItems"].as_u64().unwrap()
+        })
+        .sum();
+    assert!(live > 3, "the demo site's live items: {live}");
+    assert_eq!(answers["made"].as_u64(), Some(live), "{answers}");
+}

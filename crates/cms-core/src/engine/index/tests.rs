@@ -822,7 +822,8 @@ fn other_names_find_their_files_through_growth_and_removals() {
     use crate::item::SlugSource;
     let zone = SiteZone::utc();
     let reading = || Reading { zone: &zone, model: None, slugs: SlugSource::Frontmatter };
-    let name_of = |n: usize| if n.is_multiple_of(3) { format!("post-{n}.FR.md") } else { format!("post-{n}.fr.md") };
+    let name_of =
+        |n: usize| if n.is_multiple_of(3) { format!("post-{n}.FR.md") } else { format!("post-{n}.fr.md") };
     let files: Vec<(ItemFilename, FileStamp, Parsed)> = (0..300)
         .map(|n: usize| {
             let key = if n.is_multiple_of(2) { format!("\ntranslationKey: k-{n}") } else { String::new() };

@@ -6,6 +6,7 @@
 pub mod access_log;
 pub mod agent;
 pub mod ahead;
+pub mod ahead_progress;
 pub mod auth;
 pub mod body;
 pub mod body_cache;

@@ -53,7 +53,7 @@ pub struct AppState {
     /// [`AppState::with_answers`]); rendered ahead by [`crate::ahead::render_ahead`].
     pub answers: Option<Arc<dyn RenderCache>>,
     /// How far [`crate::ahead::render_ahead`] has come.
-    pub ahead: Arc<crate::ahead::AheadProgress>,
+    pub ahead: Arc<crate::ahead_progress::AheadProgress>,
     /// `Cache-Control` of public answers (see [`AppState::with_public_max_age`]).
     pub public_cache_control: HeaderValue,
     /// The validators of `/status`, whose answer does not change while the process runs:

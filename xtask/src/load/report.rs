@@ -438,6 +438,36 @@ impl Report {
         )
     }
 
+    /// Issue 50's "a million items, flat": lists, filters, tags and single items on `site`
+    /// within 10% of their shares of the ceiling on `small` (the 10,000-item site) in the
+    /// same run.
+    fn flat_verdicts(&self, site: &SiteFigures, small: &SiteFigures) -> Vec<Verdict> {
+        let share = |site: &SiteFigures, case: Case| {
+            let measured = site.cases.iter().find(|measured| measured.case == case)?;
+            let figures = measured.result.as_ref().ok()?;
+            Some(self.share_of_ceiling(measured, figures))
+        };
+        FLAT_CASES
+            .into_iter()
+            .map(|case| {
+                let target = format!(
+                    "{} at {}: within 10% of its share at {}",
+                    case.label(),
+                    thousands(site.items),
+                    thousands(small.items)
+                );
+                match (share(site, case), share(small, case)) {
+                    (Some(large), Some(small)) => Verdict {
+                        target,
+                        measured: format!("{} against {}", percent(large), percent(small)),
+                        met: large >= 0.9 * small,
+                    },
+                    _ => Verdict { target, measured: "not measured at both sizes".into(), met: false },
+                }
+            })
+            .collect()
+    }
+
     /// The share (%) of the ceiling measured beside the case, which its target is held to.
     fn share_of_ceiling(&self, measured: &CaseFigures, figures: &Figures) -> f64 {
         let ceiling = measured.ceiling_beside.unwrap_or(self.ceiling.requests_per_sec);
@@ -528,6 +558,9 @@ impl Report {
             && !site.reads_skipped
         {
             verdicts.extend(million_verdicts(site, self.site(WRITE_SIZE)));
+            if let Some(small) = self.site(WRITE_SIZE) {
+                verdicts.extend(self.flat_verdicts(site, small));
+            }
         }
         if let Some(site) = self.site(WRITE_SIZE) {
             if site.writes.is_some() || !site.reads_skipped {
@@ -655,6 +688,16 @@ fn start_verdicts(site: &SiteFigures, limits: &StartLimits) -> Vec<Verdict> {
 
 /// At 1,000,000 items: the median uncached filtered page, and one writer's p99 against
 /// the 10,000-item site's in the same run.
+/// The cases issue 50 holds flat from 10,000 to 1,000,000 items.
+const FLAT_CASES: [Case; 6] = [
+    Case::ListDefault,
+    Case::ListByTitle,
+    Case::TagList,
+    Case::FieldFilter,
+    Case::FieldOrder,
+    Case::SingleItem,
+];
+
 fn million_verdicts(site: &SiteFigures, small: Option<&SiteFigures>) -> Vec<Verdict> {
     let at = thousands(site.items);
     let filtered_target = format!(

@@ -828,7 +828,8 @@ fn an_indexed_item_stays_small() {
 
 /// On a site with languages the maps of other names file own slugs, keys and names written
 /// otherwise, and read each back from its slot as they grow: every name still finds its
-/// file after growth and removals, built file by file or all at once.
+/// file (once) after growth and removals, built file by file or all at once, or with every
+/// name under one hash.
 #[test]
 fn other_names_find_their_files_through_growth_and_removals() {
     use crate::item::SlugSource;
@@ -844,8 +845,12 @@ fn other_names_find_their_files_through_growth_and_removals() {
         .collect();
     let naming = || Naming::new(Some("fr".into()), Vec::new());
     let mut one_by_one = CollectionIndex::build_named(Vec::new(), 0, naming());
+    // Every name under one hash: each lookup passes over the others' entries.
+    let mut colliding = CollectionIndex::build_named(Vec::new(), 0, naming());
+    colliding.other_names.collide = true;
     for (name, stamp, item) in files.clone() {
-        one_by_one.upsert(&name, stamp, item);
+        one_by_one.upsert(&name, stamp.clone(), item.clone());
+        colliding.upsert(&name, stamp, item);
     }
     let entries = files.iter().map(|(_, stamp, item)| (stamp.clone(), held(item.clone()))).collect();
     let at_once = CollectionIndex::build_named(entries, 0, naming());
@@ -856,6 +861,13 @@ fn other_names_find_their_files_through_growth_and_removals() {
                 |slug: &str| index.locate(&ItemRef::parse(slug).unwrap()).map(|f| f.as_str().to_owned());
             assert_eq!(located(&format!("own-{n}")), wanted, "own slug of {n}");
             assert_eq!(located(&format!("post-{n}")), wanted, "file slug of {n}");
+            for slug in [format!("own-{n}"), format!("post-{n}")] {
+                assert_eq!(
+                    index.named(NameMap::Slug, &slug).count(),
+                    usize::from(!removed(n)),
+                    "{slug}: once"
+                );
+            }
             let by_link = |key: Option<String>| {
                 let link = Link { key: key.map(Box::from), base: format!("post-{n}.md") };
                 index.linked(&link).map(|found| found.unwrap().meta.filename.to_string())
@@ -867,7 +879,7 @@ fn other_names_find_their_files_through_growth_and_removals() {
             }
         }
     };
-    for mut index in [one_by_one, at_once] {
+    for mut index in [one_by_one, at_once, colliding] {
         check(&index, &|_| false);
         for n in (0..300).step_by(4) {
             assert_eq!(index.remove(&name_of(n)), Applied::Removed);

@@ -36,9 +36,9 @@ const CLIENT_DISCONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Disk a server may fill with single items' answers (an unnamed file under `.cms/`,
 /// gone when it stops): the most the file can address, 4 GiB, about 1,300,000 answers
-/// of 3 KB. The file grows only with the answers made (about the size of the site's
-/// Markdown); a budget of 1 GiB held a third of a 1,000,000-item site's, and a random read
-/// of the others rendered its file (160 µs of a core).
+/// of 3 KB. The file grows only with the answers made (about one and a half times the
+/// site's Markdown); a budget of 1 GiB held a third of a 1,000,000-item site's, and a
+/// random read of the others rendered its file (160 µs of a core).
 const ANSWERS_BYTES: u64 = cms_fs::MAX_ANSWERS_BUDGET;
 
 /// How the log and the traces are set up for the server.

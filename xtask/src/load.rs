@@ -223,6 +223,13 @@ impl Ceiling {
         self.idle_run(cms, "ceiling", || self.measure(wrk))
     }
 
+    /// The hello server loaded by a wrk `script` (the paths it makes asked of `/`, which
+    /// answers any query), while `cms` is idle beside it.
+    fn scripted_beside(&self, cms: &Server, wrk: &wrk::Settings, script: &Path) -> Option<f64> {
+        let url = format!("{}/", self.server.base);
+        self.idle_run(cms, "scripted ceiling", || wrk.run_undisturbed(&url, Some(script)))
+    }
+
     /// [`Self::measure_beside`], then the sized reference the same way: the two
     /// yardsticks every read case is reported against.
     fn yardsticks_beside(&self, cms: &Server, wrk: &wrk::Settings) -> Yardsticks {
@@ -377,17 +384,25 @@ fn measure_site(
         for &case in cases {
             let mut rounds: Vec<Round> = Vec::with_capacity(CLOSE_CALL_ROUNDS);
             let mut wanted = ROUNDS;
+            // A case whose requests a script makes is also held to the hello server driven
+            // by the same script (see `Round::scripted_beside`), measured around each round.
+            let hello_script = scripted_ceiling_script(case, site);
+            let scripted = |script: &Path| ceiling.scripted_beside(&server, wrk, script);
+            let mut scripted_before = hello_script.as_deref().and_then(scripted);
             while rounds.len() < wanted {
                 let round = rounds.len() + 1;
                 settle(&server);
                 eprintln!("{} items: {} (round {round} of {wanted})", site.items, case.label());
                 let result = run_case(case, &server, site, wrk);
                 let after = ceiling.yardsticks_beside(&server, wrk);
+                let scripted_after = hello_script.as_deref().and_then(scripted);
                 let ceiling_beside = mean_beside(before.hello, after.hello);
                 let reference_beside = mean_beside(before.sized, after.sized);
+                let scripted_beside = mean_beside(scripted_before, scripted_after);
                 let failed = result.is_err();
-                rounds.push(Round { result, ceiling_beside, reference_beside });
+                rounds.push(Round { result, ceiling_beside, reference_beside, scripted_beside });
                 before = after;
+                scripted_before = scripted_after;
                 if failed {
                     break;
                 }
@@ -559,6 +574,23 @@ fn write_random_item_script(site: &BenchSite) -> anyhow::Result<std::path::PathB
     Ok(script)
 }
 
+/// For a case whose requests a wrk script makes (the random single item), the same script
+/// asking the hello server for `/?item=` and the same random slugs; `None` for the others,
+/// or (with a warning) when it cannot be written.
+fn scripted_ceiling_script(case: Case, site: &BenchSite) -> Option<std::path::PathBuf> {
+    if case != Case::SingleItem {
+        return None;
+    }
+    let script = site.bench_file("random-hello.lua");
+    match wrk::write_random_path_script(&site.slugs_file, "/?item=", &script) {
+        Ok(()) => Some(script),
+        Err(error) => {
+            eprintln!("warning: no scripted ceiling for {}: {error:#}", case.label());
+            None
+        }
+    }
+}
+
 /// The one-minute load average. Other work on the machine shows in every figure; this
 /// says how much there was.
 fn load_average() -> Option<String> {
@@ -603,7 +635,10 @@ fn setting(root: &Path, wrk: &wrk::Settings, load_before: Option<String>) -> Str
          (\"rounds\"; {CLOSE_CALL_ROUNDS} when the median of {ROUNDS} is within {CLOSE_CALL_POINTS:.0} points \
          of the target). The second yardstick, the same server sending a prepared {} KB body (about a \
          list page's or an item's answer), is measured beside each run the same way, and each case's \
-         share of it is given too (no target is held to it). Same-server reads, no key; `cms serve` with its default log (a line per request on standard \
+         share of it is given too (no target is held to it). The random single item's requests are \
+         made by a wrk Lua script, which costs wrk more per request than a fixed one: that case is also \
+         held to the hello server driven by the same script, measured around each of its runs the same \
+         way (a verdict of its own). Same-server reads, no key; `cms serve` with its default log (a line per request on standard \
          error, read to its end as a log collector reads it). \
          \"Stolen\": the share of the CPU the hypervisor gave to other guests during the run; a run \
          over {:.0}% is measured again (twice at most) and the least disturbed one kept.",

@@ -108,9 +108,18 @@ impl Case {
     }
 
     /// The target: at least this share (%) of the ceiling's requests per second. The
-    /// default list has one at 10,000 items and more; the others at every size.
+    /// default list has one at 10,000 items and more; the others at every size. At 10,000
+    /// and 100,000 items, issue 50's: every list 60%, `/status` 80%, and the single item
+    /// 60% of the ceiling driven by its own script ([`Self::min_share_of_scripted_ceiling`];
+    /// against the plain ceiling it keeps its earlier 50%).
     pub fn min_share_of_ceiling(self, items: usize) -> Option<f64> {
+        let issue_50 = (10_000..=100_000).contains(&items);
         match self {
+            Case::ListDefault | Case::ListByTitle | Case::TagList | Case::FieldFilter | Case::FieldOrder
+                if issue_50 =>
+            {
+                Some(60.0)
+            }
             Case::ListDefault if items >= 10_000 => Some(50.0),
             Case::ListDefault => None,
             Case::ListByTitle | Case::TagList | Case::FieldFilter | Case::FieldOrder => Some(30.0),
@@ -129,6 +138,17 @@ impl Case {
             // Reported, not a share of the ceiling: the issue's target is a latency (a
             // query under 50 ms at 100,000 items), read from the p50 and p99 columns.
             Case::Search => None,
+        }
+    }
+}
+
+impl Case {
+    /// Issue 50's target for a case whose requests a wrk script makes: at least this share
+    /// (%) of the hello server driven by the same script (see `Round::scripted_beside`).
+    pub fn min_share_of_scripted_ceiling(self, items: usize) -> Option<f64> {
+        match self {
+            Case::SingleItem if (10_000..=100_000).contains(&items) => Some(60.0),
+            _ => None,
         }
     }
 }

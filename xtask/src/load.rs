@@ -471,7 +471,7 @@ fn measure_site(
     figures
 }
 
-fn start_cms(cms: &Path, site: &BenchSite, logs: &Path) -> anyhow::Result<Server> {
+pub(crate) fn start_cms(cms: &Path, site: &BenchSite, logs: &Path) -> anyhow::Result<Server> {
     let mut command = Command::new(cms);
     command.arg("serve").arg("--site").arg(&site.root).args(["--listen", "127.0.0.1:0"]);
     // Its default log, as users run it: a line per request, read by a log collector

@@ -73,6 +73,15 @@ pub fn run(root: &Path, duration: Duration) -> anyhow::Result<()> {
         first_start.as_secs_f64()
     );
 
+    // Single reads come from the answers each node makes ahead into its own disk (issue
+    // 50: kept answers, not a GET per read): measured once they are made, as on a folder.
+    match super::wait_for_answers_made(&node_a) {
+        Ok((after, end)) => {
+            eprintln!("node a: answers made ahead {end} {:.1} s after spawn", after.as_secs_f64())
+        }
+        Err(error) => eprintln!("warning: node a: {error}; measuring anyway"),
+    }
+
     let mut report = String::new();
     writeln!(
         report,
@@ -100,6 +109,17 @@ pub fn run(root: &Path, duration: Duration) -> anyhow::Result<()> {
             Err(error) => writeln!(report, "| {} | failed: {error} | | | |", case.label())?,
         }
     }
+
+    // The same site from its folder, the same binary on the same machine, in turn with the
+    // bucket node (issue 50: the bucket's single items at least half the folder's, its
+    // lists equal).
+    let folder = super::start_cms(&cms, &site, &logs)?;
+    wait_for_first_list(&folder).map_err(anyhow::Error::msg)?;
+    if let Err(error) = super::wait_for_answers_made(&folder) {
+        eprintln!("warning: the folder node: {error}; measuring anyway");
+    }
+    report.push_str(&against_folder(&node_a, &folder, &site, &wrk));
+    drop(folder);
 
     settle(&node_a);
     let slugs = &site.published_slugs;
@@ -146,6 +166,55 @@ pub fn run(root: &Path, duration: Duration) -> anyhow::Result<()> {
     fs::write(&path, &report)?;
     eprintln!("written to {}", path.display());
     Ok(())
+}
+
+/// Rounds of the bucket node against the folder node, each case run on both in turn.
+const AGAINST_FOLDER_ROUNDS: usize = 3;
+
+/// What issue 50 holds a bucket node to beside the folder, as a share of the folder
+/// node's requests per second: the random single item half, the default list equal (90%,
+/// within this machine's spread between rounds).
+const AGAINST_FOLDER: [(Case, f64); 2] = [(Case::SingleItem, 0.5), (Case::ListDefault, 0.9)];
+
+/// The bucket node's requests per second over the folder node's, round by round (the two
+/// in turn, the order swapped each round so that the machine's drift falls on both), and
+/// the median against its target, as the report's lines.
+fn against_folder(bucket: &Server, folder: &Server, site: &BenchSite, wrk: &wrk::Settings) -> String {
+    let mut text = String::from(
+        "\n| Bucket node / folder node (the same site and binary, in turn) | rounds | median | target |\n|---|---|---|---|\n",
+    );
+    for (case, target) in AGAINST_FOLDER {
+        let mut ratios = Vec::new();
+        let mut failure = None;
+        for round in 0..AGAINST_FOLDER_ROUNDS {
+            let measure = |server: &Server| {
+                settle(server);
+                eprintln!("{} (round {} of {AGAINST_FOLDER_ROUNDS})", case.label(), round + 1);
+                run_case(case, server, site, wrk).map(|figures| figures.requests_per_sec)
+            };
+            let (on_bucket, on_folder) = if round % 2 == 0 {
+                let on_folder = measure(folder);
+                (measure(bucket), on_folder)
+            } else {
+                let on_bucket = measure(bucket);
+                (on_bucket, measure(folder))
+            };
+            match (on_bucket, on_folder) {
+                (Ok(on_bucket), Ok(on_folder)) => ratios.push(on_bucket / on_folder.max(1e-9)),
+                (Err(error), _) | (_, Err(error)) => failure = Some(error),
+            }
+        }
+        let rounds = ratios.iter().map(|ratio| format!("{ratio:.3}")).collect::<Vec<_>>().join(", ");
+        let verdict = match (failure, writes::median(&ratios)) {
+            (None, Some(median)) => {
+                format!("{median:.3} | ≥ {target:.2} {}", if median >= target { "PASS" } else { "MISS" })
+            }
+            (Some(error), _) => format!("failed: {error} | ≥ {target:.2} MISS"),
+            (None, None) => format!("not measured | ≥ {target:.2} MISS"),
+        };
+        let _ = writeln!(text, "| {} | {rounds} | {verdict} |", case.label());
+    }
+    text
 }
 
 fn ms(duration: Duration) -> f64 {

@@ -257,6 +257,9 @@ async fn read_many_keeps_the_order_and_isolates_failures() {
     fs::File::create(folder.join("huge.md")).unwrap().set_len(17 * 1024 * 1024).unwrap();
     names.insert(150, name("huge.md"));
     names.insert(10, name("missing.md"));
+    // At the edges of a reader's files opened ahead, too.
+    names.insert(0, name("missing.md"));
+    names.push(name("missing.md"));
     let outside = tempfile::tempdir().unwrap();
     fs::write(outside.path().join("secret.md"), "secret").unwrap();
     symlink(outside.path().join("secret.md"), folder.join("leak.md")).unwrap();

@@ -796,8 +796,10 @@ fn million_verdicts(site: &SiteFigures, small: Option<&SiteFigures>) -> Vec<Verd
 }
 
 fn write_verdicts(writes: Option<&Result<WriteFigures, String>>) -> Vec<Verdict> {
-    let one_target = "one writer p99 < 10 ms".to_owned();
-    let many_target = format!("{CONCURRENT_WRITERS} writers ≥ 1,040 writes/s");
+    // Issue 50's: one writer's p99 under 5 ms, 64 writers at least 2,000 acknowledged
+    // writes a second (with fsync, on this 2-core machine class).
+    let one_target = "one writer p99 < 5 ms".to_owned();
+    let many_target = format!("{CONCURRENT_WRITERS} writers ≥ 2,000 writes/s");
     let edit_target = "outside edit visible < 1 s".to_owned();
     let validation_target = "the model adds < 5% to a write's server CPU".to_owned();
     let Some(Ok(writes)) = writes else {
@@ -815,13 +817,17 @@ fn write_verdicts(writes: Option<&Result<WriteFigures, String>>) -> Vec<Verdict>
         Verdict {
             target: one_target,
             measured: one_p99.map_or_else(|| "no successful write".into(), latency),
-            met: one_p99.is_some_and(|p99| p99 < Duration::from_millis(10))
-                && writes.one_writer.failures == 0,
+            met: one_p99.is_some_and(|p99| p99 < Duration::from_millis(5)) && writes.one_writer.failures == 0,
         },
         Verdict {
             target: many_target,
-            measured: format!("{}/s", rate(writes.many_writers.per_second())),
-            met: writes.many_writers.per_second() >= 1_040.0 && writes.many_writers.failures == 0,
+            measured: format!(
+                "{}/s ({} writes in {:.2} s)",
+                rate(writes.many_writers.per_second()),
+                thousands(writes.many_writers.latencies.len()),
+                writes.many_writers.elapsed.as_secs_f64()
+            ),
+            met: writes.many_writers.per_second() >= 2_000.0 && writes.many_writers.failures == 0,
         },
         Verdict {
             target: edit_target,
@@ -1375,6 +1381,34 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("1 of 2 targets met, 1 missed."), "{text}");
+    }
+
+    /// Issue 50's writes: one writer's p99 under 5 ms, 64 writers at least 2,000
+    /// acknowledged writes a second, and the count behind the rate is shown.
+    #[test]
+    fn holds_the_writers_to_issue_50s_figures() {
+        let writes = |count: usize, p99_ms: u64| Writes {
+            writers: 1,
+            latencies: (0..count)
+                .map(|i| Duration::from_millis(if i + 2 >= count { p99_ms } else { 1 }))
+                .collect(),
+            failures: 0,
+            first_failure: None,
+            elapsed: Duration::from_secs(3),
+        };
+        let figures = |many: usize, p99_ms: u64| WriteFigures {
+            one_writer: writes(100, p99_ms),
+            many_writers: writes(many, 10),
+            outside_edit: Visibility::After(Duration::from_millis(40)),
+            validation: Ok(ValidationCost { modelled_us: vec![100.0], plain_us: vec![100.0] }),
+        };
+        let met = |figures: WriteFigures| -> Vec<bool> {
+            write_verdicts(Some(&Ok(figures))).iter().take(2).map(|v| v.met).collect()
+        };
+        assert_eq!(met(figures(6_030, 4)), [true, true]);
+        assert_eq!(met(figures(5_970, 6)), [false, false], "1,990/s and a 6 ms p99");
+        let verdicts = write_verdicts(Some(&Ok(figures(6_030, 4))));
+        assert_eq!(verdicts[1].measured, "2,010/s (6,030 writes in 3.00 s)");
     }
 
     /// The random single item at 10,000 and 100,000 items is held to 60% of the hello

@@ -229,7 +229,9 @@ fn holding(path: &Path, bytes: &[u8]) -> io::Result<Option<(File, fs::Metadata)>
 /// metadata update on a journalling file system; without a journal, the check after a
 /// crash counts the names). On a disk without a journal each fsync is a cache flush and a
 /// few synchronous writes: one fsync of four per write, measured in docs/performance.md.
-/// A file written by anyone else, or changed since, is synced as before.
+/// A file written by anyone else, or changed since, is synced as before. ("Changed" is
+/// told by the times and size: an in-place change within the same tick of the kernel's
+/// file clock that keeps the size would pass for unchanged.)
 mod durable {
     use std::collections::HashMap;
     use std::fs::{File, Metadata};

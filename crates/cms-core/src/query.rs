@@ -58,6 +58,11 @@ impl ListParams {
     /// The numbers read from their text (`page` and `per_page` of 1 or more, `offset` of 0
     /// or more), the rest as sent: what [`ListQuery::from_input`] validates.
     pub fn typed(&self) -> CoreResult<ListInput> {
+        self.clone().into_typed()
+    }
+
+    /// [`Self::typed`], its texts moved rather than copied.
+    pub fn into_typed(self) -> CoreResult<ListInput> {
         let offset = |raw: &String| {
             raw.trim().parse().map_err(|_| {
                 CoreError::invalid(format!("offset must be a whole number of 0 or more, got {raw:?}"))
@@ -67,14 +72,14 @@ impl ListParams {
             page: self.page.as_deref().map(|p| positive("page", p)).transpose()?,
             per_page: self.per_page.as_deref().map(|p| positive("per_page", p)).transpose()?,
             offset: self.offset.as_ref().map(offset).transpose()?,
-            status: self.status.clone(),
-            tags: self.tags.clone(),
-            author: self.author.clone(),
-            order_by: self.order_by.clone(),
-            direction: self.direction.clone(),
-            filters: self.filters.clone(),
-            fields: self.fields.clone(),
-            expand: self.expand.clone(),
+            status: self.status,
+            tags: self.tags,
+            author: self.author,
+            order_by: self.order_by,
+            direction: self.direction,
+            filters: self.filters,
+            fields: self.fields,
+            expand: self.expand,
         })
     }
 }
@@ -204,6 +209,11 @@ impl ListQuery {
     /// sent: [`ListParams::typed`], then [`Self::from_input`].
     pub fn parse_for(params: &ListParams, model: Option<&Model>) -> CoreResult<Self> {
         Self::from_input(&params.typed()?, model)
+    }
+
+    /// [`Self::parse_for`] of parameters the caller no longer needs (a request's).
+    pub fn parse_owned_for(params: ListParams, model: Option<&Model>) -> CoreResult<Self> {
+        Self::from_input(&params.into_typed()?, model)
     }
 
     /// The query of a collection with `model` (if it has one), from values an adapter

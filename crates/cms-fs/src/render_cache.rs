@@ -8,7 +8,6 @@
 //! the file it found the offset in (kept open by its `Arc`). Once `budget` bytes are
 //! appended, the next record starts a new file and the old records are forgotten.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -17,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use cms_core::ports::RenderCache;
+use foldhash::{HashMap, HashMapExt};
 
 /// Each record is followed by its key, checked on every read (after the record, so that
 /// the record is read into place and the key cut off the end, not moved past).

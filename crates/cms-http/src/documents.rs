@@ -112,9 +112,10 @@ async fn coded_record(state: &AppState, plain: &Bytes, kind: Kind, coding: Codin
 /// The document's entity tag: the server's seed and the version, with the coding's suffix
 /// (see [`encoding::coded_etag`]), written once into a string of the right size.
 fn etag_of(seed: u64, version: u64, coding: Option<Coding>) -> String {
-    use std::fmt::Write;
     let mut etag = String::with_capacity(48);
-    write!(etag, "\"{seed:016x}{version:016x}").expect("a string takes any text");
+    etag.push('"');
+    crate::request_id::push_hex(&mut etag, seed, 16);
+    crate::request_id::push_hex(&mut etag, version, 16);
     if let Some(coding) = coding {
         etag.push('-');
         etag.push_str(coding.token());

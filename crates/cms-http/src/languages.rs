@@ -1,8 +1,6 @@
 //! The language of a read, on a site with `languages:`: `lang=` and `fallback=` from the
 //! query, else `Accept-Language`; and the answer's `Content-Language` and `Vary`.
 
-use std::collections::HashMap;
-
 use actix_web::HttpRequest;
 use actix_web::HttpResponse;
 use actix_web::http::header::{self, HeaderValue};
@@ -11,10 +9,12 @@ use cms_core::CoreResult;
 use cms_core::collection::Collection;
 use cms_core::language::Choice;
 
+use crate::query::ByName;
+
 /// What a read asks for (`None` on a site without languages, which reads as before).
 /// `query` is the request's query, when the handler parsed it.
-pub fn choice(cms: &Cms, req: &HttpRequest, query: &HashMap<String, String>) -> CoreResult<Option<Choice>> {
-    choose(cms, req, query.get("lang").map(String::as_str), query.get("fallback").map(String::as_str))
+pub fn choice(cms: &Cms, req: &HttpRequest, query: &impl ByName) -> CoreResult<Option<Choice>> {
+    choose(cms, req, query.value_of("lang"), query.value_of("fallback"))
 }
 
 /// [`choice`] of a request whose query the handler does not otherwise read: the two names
@@ -55,11 +55,11 @@ pub fn of_folder(cms: &Cms, choice: Option<Choice>) -> Option<Choice> {
 /// without languages ignores both, as it ignores any other parameter.
 pub fn translation_filter(
     cms: &Cms,
-    query: &HashMap<String, String>,
+    query: &impl ByName,
 ) -> CoreResult<Option<cms_core::service::TranslationFilter>> {
     use cms_core::service::TranslationFilter;
     let Some(languages) = cms.languages() else { return Ok(None) };
-    match (query.get("missing"), query.get("outdated")) {
+    match (query.value_of("missing"), query.value_of("outdated")) {
         (None, None) => Ok(None),
         (Some(code), None) => Ok(Some(TranslationFilter::Missing(languages.parse_as("missing", code)?))),
         (None, Some(code)) => Ok(Some(TranslationFilter::Outdated(languages.parse_as("outdated", code)?))),
@@ -77,11 +77,8 @@ pub fn write_collection<'a>(
     req: &HttpRequest,
 ) -> CoreResult<&'a Collection> {
     let Some(languages) = cms.languages() else { return Ok(collection) };
-    let query = actix_web::web::Query::<HashMap<String, String>>::from_query(req.query_string())
-        .map(actix_web::web::Query::into_inner)
-        .map_err(|e| cms_core::CoreError::invalid(format!("malformed query string: {e}")))?;
-    match query.get("lang") {
-        Some(code) => Ok(cms.in_language(collection, languages.parse(code)?)),
+    match crate::query::value(req.query_string(), "lang") {
+        Some(code) => Ok(cms.in_language(collection, languages.parse(&code)?)),
         None => Ok(collection),
     }
 }

@@ -112,8 +112,15 @@ pub fn kept_page(req: &HttpRequest, version: u64) -> Option<HttpResponse> {
     kept_answer(Store::Memory(&state.bodies), version, &etag, coding, Lookup::First)
 }
 
+/// `"<seed><version>"`, each as 16 hex digits (written by hand: `format!` was 1% of a kept
+/// page's CPU).
 fn page_etag(state: &crate::state::AppState, version: u64) -> String {
-    format!("\"{:016x}{version:016x}\"", state.etag_seed)
+    let mut etag = String::with_capacity(34);
+    etag.push('"');
+    crate::request_id::push_hex(&mut etag, state.etag_seed, 16);
+    crate::request_id::push_hex(&mut etag, version, 16);
+    etag.push('"');
+    etag
 }
 
 /// `{"success":true,"data":[...],"meta":{...}}`, the page without its timestamp.

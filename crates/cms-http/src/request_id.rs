@@ -63,7 +63,7 @@ fn make() -> String {
 }
 
 /// The low `digits` hex digits of `value`, zero-padded, as `{:0digits$x}` writes them.
-fn push_hex(out: &mut String, value: u64, digits: u32) {
+pub(crate) fn push_hex(out: &mut String, value: u64, digits: u32) {
     for at in (0..digits).rev() {
         let nibble = (value >> (at * 4)) & 0xf;
         out.push(char::from(b"0123456789abcdef"[nibble as usize]));

@@ -23,7 +23,7 @@ use crate::body::form_or_json_params;
 use crate::documents::{self, site_version};
 use crate::dto::{RelatedDto, SearchEntryDto};
 use crate::error::{ApiError, Shape};
-use crate::handlers::items::{list_params, query_map};
+use crate::handlers::items::query_map;
 use crate::languages;
 use crate::reply::{Lookup, item_page, single_item};
 use crate::state::AppState;
@@ -248,7 +248,7 @@ async fn legacy_list(
     let choice =
         languages::choice(&state.cms, req, &q).map_err(|e| ApiError::from_core(e, Shape::Envelope))?;
     let choice = languages::of_folder(&state.cms, choice);
-    let params = list_params(q);
+    let params = crate::query::list_params(q.iter().map(|(name, value)| (name.as_str(), value.as_str())));
     let (page, served) = state
         .run(Shape::Envelope, async {
             let cms = &state.cms;

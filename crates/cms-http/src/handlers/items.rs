@@ -3,7 +3,7 @@
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use cms_core::answers::{Acknowledged, Done, ItemWritten};
-use cms_core::query::{ListParams, ListQuery};
+use cms_core::query::ListQuery;
 use cms_core::service::{ItemUpdate, NewItem, Precondition, UpdateMode, WriteOutcome};
 use cms_core::slug::ItemRef;
 use std::collections::HashMap;
@@ -21,31 +21,6 @@ pub fn query_map(req: &HttpRequest, shape: Shape) -> Result<HashMap<String, Stri
     web::Query::<HashMap<String, String>>::from_query(req.query_string())
         .map(web::Query::into_inner)
         .map_err(|e| bad_request(shape, format!("malformed query string: {e}")))
-}
-
-pub fn list_params(mut q: HashMap<String, String>) -> ListParams {
-    let mut filters: Vec<(String, String)> = q
-        .iter()
-        .filter_map(|(name, value)| {
-            let rest = name.strip_prefix("filter").filter(|rest| rest.starts_with('['))?;
-            Some((rest.to_owned(), value.clone()))
-        })
-        .collect();
-    // In a stable order, so that the same filters name the same kept page.
-    filters.sort();
-    ListParams {
-        filters,
-        fields: q.remove("fields"),
-        expand: q.remove("expand"),
-        page: q.remove("page"),
-        per_page: q.remove("per_page"),
-        status: q.remove("status"),
-        tags: q.remove("tags"),
-        author: q.remove("author"),
-        order_by: q.remove("orderBy"),
-        direction: q.remove("direction"),
-        offset: q.remove("offset"),
-    }
 }
 
 /// `If-Match`, each tag as the item's own (a compressed read's tag names the same item).
@@ -67,14 +42,14 @@ pub async fn list(
     let envelope = |e| ApiError::from_core(e, Shape::Envelope);
     let cms = &state.cms;
     let (collection, query, choice, filter) = {
-        let query = query_map(&req, Shape::Envelope)?;
+        let query = crate::query::Pairs::of(req.query_string());
         let choice = languages::choice(cms, &req, &query).map_err(envelope)?;
         let filter = languages::translation_filter(cms, &query).map_err(envelope)?;
-        let params = list_params(query);
+        let params = query.list_params();
         let collection = cms.list_in(cms.collection(&collection).map_err(envelope)?, choice);
         (
             collection,
-            ListQuery::parse_for(&params, collection.model.as_deref()).map_err(envelope)?,
+            ListQuery::parse_owned_for(params, collection.model.as_deref()).map_err(envelope)?,
             choice,
             filter,
         )

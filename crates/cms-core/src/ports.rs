@@ -798,8 +798,9 @@ pub trait VariantStore: Send + Sync {
 /// wrote itself (one positional read of a few kilobytes), never over a network, so that a
 /// read costs no hop to a blocking pool.
 pub trait RenderCache: Send + Sync {
-    /// The record last put under `key`, if it is still kept.
-    fn get(&self, key: u64) -> Option<Vec<u8>>;
+    /// The record last put under `key`, if it is still kept (shared, not copied, when the
+    /// cache holds it in memory).
+    fn get(&self, key: u64) -> Option<bytes::Bytes>;
     /// Keeps `record` under `key`, replacing what was there. Failures are the cache's own
     /// business (a record not kept is rendered again).
     fn put(&self, key: u64, record: &[u8]);

@@ -1,9 +1,11 @@
 //! The in-memory [`RenderCache`]: records first in, first out within a byte budget. The
 //! facade's default, and what commands and tests use; a server keeps its rendered items
-//! in a local file instead (`cms_fs::FsRenderCache`), outside its memory.
+//! in a local file instead (`cms_fs::FsRenderCache`), and in memory only while it is small.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
+
+use bytes::Bytes;
 
 use crate::ports::RenderCache;
 
@@ -15,7 +17,7 @@ pub struct MemoryRenderCache {
 
 #[derive(Default)]
 struct Inner {
-    records: HashMap<u64, Vec<u8>>,
+    records: HashMap<u64, Bytes>,
     order: VecDeque<u64>,
     bytes: usize,
 }
@@ -32,7 +34,7 @@ impl MemoryRenderCache {
 }
 
 impl RenderCache for MemoryRenderCache {
-    fn get(&self, key: u64) -> Option<Vec<u8>> {
+    fn get(&self, key: u64) -> Option<Bytes> {
         self.lock().records.get(&key).cloned()
     }
 
@@ -41,7 +43,7 @@ impl RenderCache for MemoryRenderCache {
             return; // one huge item must not flush everything else
         }
         let mut inner = self.lock();
-        match inner.records.insert(key, record.to_vec()) {
+        match inner.records.insert(key, Bytes::copy_from_slice(record)) {
             Some(old) => inner.bytes -= old.len(),
             None => inner.order.push_back(key),
         }

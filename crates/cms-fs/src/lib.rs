@@ -55,7 +55,7 @@ pub use error::FsError;
 pub use events::FsEventStore;
 pub use license::{FsLicense, LICENSE_FILE};
 pub use previews::FsPreviewKeys;
-pub use render_cache::{FsRenderCache, MAX_BUDGET as MAX_ANSWERS_BUDGET};
+pub use render_cache::{FsRenderCache, HeldInMemory, MAX_BUDGET as MAX_ANSWERS_BUDGET};
 pub use resources::FsResourceStore;
 pub use sessions::{FsSessionStore, SESSIONS_DIR};
 pub use settings::FsSettings;

@@ -155,7 +155,7 @@ enum Store<'a> {
 impl Store<'_> {
     fn get(self, key: u64) -> Option<Bytes> {
         match self {
-            Self::Disk(answers) => answers.get(key).map(Bytes::from),
+            Self::Disk(answers) => answers.get(key),
             Self::Memory(bodies) => bodies.get(key),
         }
     }

@@ -49,7 +49,8 @@ pub struct AppState {
     pub documents: crate::body_cache::BodyCache,
     /// One making of a document at a time per slot ([`crate::body_cache::Builds`]).
     pub document_builds: crate::body_cache::Builds,
-    /// Serialized single items by version, outside memory (a server's local file, see
+    /// Serialized single items by version, on disk (a server's local file, held in memory
+    /// too while the server is small, see
     /// [`AppState::with_answers`]); rendered ahead by [`crate::ahead::render_ahead`].
     pub answers: Option<Arc<dyn RenderCache>>,
     /// How far [`crate::ahead::render_ahead`] has come.

@@ -65,9 +65,13 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, serving: Serving) -> anyhow
         open.config.limits.json_bytes,
         open.config.limits.upload_bytes,
     );
-    // Single items' answers kept on this node's disk, not in its memory.
+    // Single items' answers kept on this node's disk, and in its memory while it is small.
     let state_dir = open.root.join(cms_fs::STATE_DIR);
-    match cms_fs::FsRenderCache::create_in(&state_dir, ANSWERS_BYTES) {
+    let held = match open.config.server.answers_memory_mb {
+        0 => cms_fs::HeldInMemory::NONE,
+        mb => cms_fs::HeldInMemory::below(mb << 20),
+    };
+    match cms_fs::FsRenderCache::create_in(&state_dir, ANSWERS_BYTES, held) {
         Ok(answers) => {
             let answers = Arc::new(answers);
             state.metrics.observe(answers.clone());

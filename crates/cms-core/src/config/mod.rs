@@ -241,6 +241,14 @@ pub struct ServerConfig {
     #[serde(default = "default_access_log_sample")]
     #[schemars(range(min = 0.0, max = 1.0))]
     pub access_log_sample: f64,
+    /// The server's resident memory (MB) below which it keeps rendered single items in
+    /// memory too (up to half of this), so that a read shares them rather than reading
+    /// its file under `.cms/`. The default holds a site of about 10,000 items' answers;
+    /// on larger sites the index takes that memory, and the answers are read from the
+    /// file (through the page cache). 0 keeps none in memory.
+    #[serde(default = "default_answers_memory_mb")]
+    #[schemars(range(max = 1_048_576))]
+    pub answers_memory_mb: u64,
 }
 
 impl Default for ServerConfig {
@@ -257,6 +265,7 @@ impl Default for ServerConfig {
             stop_timeout_secs: default_stop_timeout_secs(),
             access_log: default_access_log(),
             access_log_sample: default_access_log_sample(),
+            answers_memory_mb: default_answers_memory_mb(),
         }
     }
 }
@@ -266,6 +275,9 @@ fn default_access_log() -> bool {
 }
 fn default_access_log_sample() -> f64 {
     1.0
+}
+fn default_answers_memory_mb() -> u64 {
+    128
 }
 fn default_header_timeout_secs() -> u64 {
     10
@@ -974,6 +986,7 @@ impl ServerConfig {
         check_range("server.drain_secs", self.drain_secs, 0..=300)?;
         check_range("server.stop_timeout_secs", self.stop_timeout_secs, 1..=3600)?;
         check_range("server.access_log_sample", self.access_log_sample, 0.0..=1.0)?;
+        check_range("server.answers_memory_mb", self.answers_memory_mb, 0..=1_048_576)?;
         for (i, host) in self.allowed_hosts.iter().enumerate() {
             if !crate::host_policy::is_authority(host) {
                 return Err(ConfigError::Invalid(format!(

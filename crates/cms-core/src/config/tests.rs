@@ -228,6 +228,18 @@ fn the_access_log_is_on_for_every_request_by_default_and_its_sample_is_a_share()
 }
 
 #[test]
+fn answers_are_held_in_memory_below_128_mb_by_default() {
+    assert_eq!(SiteConfig::from_yaml(MINIMAL).unwrap().server.answers_memory_mb, 128);
+    let none = SiteConfig::from_yaml(&format!("{MINIMAL}server:\n  answers_memory_mb: 0\n")).unwrap();
+    assert_eq!(none.server.answers_memory_mb, 0);
+    let text = format!("{MINIMAL}server:\n  answers_memory_mb: 2000000\n");
+    let message = SiteConfig::from_yaml(&text).unwrap_err().to_string();
+    assert!(message.contains("server.answers_memory_mb must be between 0 and 1048576"), "{message}");
+    let text = format!("{MINIMAL}server:\n  answers_memory_mb: -1\n");
+    assert!(SiteConfig::from_yaml(&text).is_err(), "not a size");
+}
+
+#[test]
 fn render_bounds_are_settings_with_checked_ranges() {
     let minimal = "site:\n  name: S\n  url: https://example.com\n";
     let parsed = SiteConfig::from_yaml(minimal).unwrap().images;

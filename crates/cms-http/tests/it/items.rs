@@ -283,8 +283,8 @@ struct CountingAnswers {
 }
 
 impl cms_core::ports::RenderCache for CountingAnswers {
-    fn get(&self, key: u64) -> Option<Vec<u8>> {
-        self.kept.lock().unwrap().get(&key).cloned()
+    fn get(&self, key: u64) -> Option<actix_web::web::Bytes> {
+        self.kept.lock().unwrap().get(&key).cloned().map(actix_web::web::Bytes::from)
     }
     fn put(&self, key: u64, record: &[u8]) {
         self.puts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -60,7 +60,7 @@ impl HeldInMemory {
     pub const NONE: Self = Self { budget: 0, resident_below: 0, resident: || None };
 
     /// Up to half of `resident_below` bytes of records, while this process's resident
-    /// size (`/proc/self/statm`) is below it.
+    /// size (`VmRSS` in `/proc/self/status`) is below it.
     pub fn below(resident_below: u64) -> Self {
         let budget = usize::try_from(resident_below / 2).unwrap_or(usize::MAX);
         Self { budget, resident_below, resident: crate::system::resident_bytes }
@@ -81,8 +81,8 @@ struct Inner {
 #[derive(Default)]
 struct Held {
     records: HashMap<u64, Bytes>,
-    /// Keys in the order they were held, the oldest first (a key let go and held again
-    /// is listed twice; its first listing then lets the newer record go early).
+    /// Keys in the order they were first held, the oldest first (a key let go, then held
+    /// again, is listed twice; its first listing then lets the newer record go early).
     order: VecDeque<u64>,
     bytes: usize,
     /// Whether the resident size was below the bound when last read, and the bytes
@@ -96,10 +96,13 @@ impl Held {
         Self { offered: RESIDENT_CHECK_BYTES, ..Self::default() }
     }
 
-    fn release(&mut self, key: u64) {
-        if let Some(gone) = self.records.remove(&key) {
+    /// Lets go of the record held under `key`; whether there was one.
+    fn release(&mut self, key: u64) -> bool {
+        let gone = self.records.remove(&key);
+        if let Some(gone) = &gone {
             self.bytes -= gone.len();
         }
+        gone.is_some()
     }
 }
 
@@ -178,12 +181,15 @@ impl FsRenderCache {
             held.offered = 0;
         }
         held.offered += record.len();
-        held.release(key);
+        let was_held = held.release(key);
         if !held.room || record.len() > memory.budget / 8 {
             return;
         }
         held.records.insert(key, Bytes::copy_from_slice(record));
-        held.order.push_back(key);
+        // A key held again keeps its place: the order lists each held key once.
+        if !was_held {
+            held.order.push_back(key);
+        }
         held.bytes += record.len();
         while held.bytes > memory.budget {
             let Some(oldest) = held.order.pop_front() else { break };
@@ -378,6 +384,10 @@ mod tests {
         // Point key 1's place at nothing: a held record is not read from the file.
         cache.lock().places.insert(1, Place { offset: 1 << 19, len: 3 });
         assert_eq!(cache.get(1).as_deref(), Some(&b"one"[..]));
+        for _ in 0..3 {
+            cache.put(1, b"one");
+        }
+        assert_eq!(cache.lock().held.order.len(), 1, "a key held again is listed once");
         for key in 10..30 {
             cache.put(key, &[u8::try_from(key).unwrap(); 100]);
         }

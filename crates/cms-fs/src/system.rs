@@ -24,7 +24,7 @@ pub fn resident_bytes() -> Option<u64> {
 mod tests {
     #[test]
     fn reads_the_resident_size_of_this_process() {
-        let resident = super::resident_bytes().expect("Linux has /proc/self/statm");
+        let resident = super::resident_bytes().expect("Linux has /proc/self/status");
         assert!((1 << 20..1 << 40).contains(&resident), "{resident}");
     }
 }

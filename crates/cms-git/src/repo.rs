@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::error::{GitError, GitResult};
 use crate::journal::{Pending, Verb};
@@ -72,7 +73,7 @@ impl Repo {
             tracing::info!(folder = %site.display(), branch, "git: made the site folder a git repository, its files the first commit");
         }
         let mut repo = Self::open_existing(site, branch)?;
-        remove_stale_locks(&repo.git_dir, &repo.branch_ref);
+        remove_stale_locks(&repo.git_dir, &repo.branch_ref, STALE_LOCK_AGE);
         if repo.head.is_none() {
             // A repository without a commit yet (`git init` alone): the site is its first.
             first_commit(site)?;
@@ -174,7 +175,7 @@ impl Repo {
     /// some 1,300 commits) would leave hundreds of megabytes loose, so it is lowered here
     /// to 1,000 objects (some 200 commits). `git gc --auto` does nothing below it.
     pub(crate) fn maintain(&self) {
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         match self.git.run(&[
             "-c",
             "gc.auto=1000",
@@ -201,7 +202,7 @@ impl Repo {
     /// commits). The filters already written are reused: 0.13 s there once written (5.9 s
     /// the first time). Best effort: without it, histories are slower, not wrong.
     fn write_commit_graph(&self) {
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         match self.git.run(&["commit-graph", "write", "--reachable", "--changed-paths"]) {
             Ok(_) => tracing::debug!(ms = started.elapsed().as_millis() as u64, "git: commit-graph written"),
             Err(error) => {
@@ -448,9 +449,18 @@ fn absolute(top: &Path, path: &str) -> PathBuf {
     if path.is_absolute() { path.to_owned() } else { top.join(path) }
 }
 
+/// How old a lock must be before it is taken for one a stopped process left. A server
+/// killed with `kill -9` does not take its running `git` with it: that git finishes its
+/// step (milliseconds; a second or two for a million-item index) and renames its lock
+/// into place. Removing its lock meanwhile would let the two gits rename each other's
+/// files (`Unable to write new index file`).
+const STALE_LOCK_AGE: Duration = Duration::from_secs(10);
+
 /// A lock a stopped process left (`kill -9` during `update-index` or `update-ref`) would
-/// refuse every later commit; the server is the folder's committer, so it removes them.
-fn remove_stale_locks(git_dir: &Path, branch_ref: &str) {
+/// refuse every later commit; the server is the folder's committer, so it removes them:
+/// at once when older than `stale_after`, else once the git still holding it is done or
+/// the lock has waited that long.
+fn remove_stale_locks(git_dir: &Path, branch_ref: &str, stale_after: Duration) {
     let graphs = git_dir.join("objects/info");
     for lock in [
         git_dir.join("index.lock"),
@@ -459,9 +469,15 @@ fn remove_stale_locks(git_dir: &Path, branch_ref: &str) {
         graphs.join("commit-graph.lock"),
         graphs.join("commit-graphs/commit-graph-chain.lock"),
     ] {
-        if lock.exists() {
-            tracing::warn!(lock = %lock.display(), "git: removing a lock left by a process that stopped during a commit");
-            let _ = std::fs::remove_file(&lock);
+        let waiting_since = Instant::now();
+        while let Ok(meta) = std::fs::symlink_metadata(&lock) {
+            let age = meta.modified().ok().and_then(|at| at.elapsed().ok()).unwrap_or_default();
+            if age >= stale_after || waiting_since.elapsed() >= stale_after {
+                tracing::warn!(lock = %lock.display(), "git: removing a lock left by a process that stopped during a commit");
+                let _ = std::fs::remove_file(&lock);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 }
@@ -535,6 +551,35 @@ mod tests {
         let graph = site.path().join(".git/objects/info/commit-graph");
         assert!(graph.is_file(), "the commit-graph is written");
         git(&["fsck", "--strict"]);
+    }
+
+    /// A lock a running git holds (the one a killed server left running) is left to it:
+    /// removing it would make that git's rename fail, or move another's lock into place.
+    #[test]
+    fn a_lock_a_running_git_holds_is_waited_for_and_an_old_one_removed() {
+        let git_dir = tempfile::tempdir().unwrap();
+        let lock = git_dir.path().join("index.lock");
+        std::fs::write(&lock, "the index a running git writes").unwrap();
+        let finishing = {
+            let (lock, index) = (lock.clone(), git_dir.path().join("index"));
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(100));
+                std::fs::rename(lock, index)
+            })
+        };
+        remove_stale_locks(git_dir.path(), "refs/heads/main", Duration::from_secs(60));
+        finishing.join().unwrap().expect("the running git's lock was still there to rename");
+        let index = std::fs::read_to_string(git_dir.path().join("index")).unwrap();
+        assert_eq!(index, "the index a running git writes");
+
+        let left = git_dir.path().join("refs/heads/main.lock");
+        std::fs::create_dir_all(left.parent().unwrap()).unwrap();
+        let file = std::fs::File::create(&left).unwrap();
+        file.set_modified(std::time::SystemTime::now() - Duration::from_secs(3600)).unwrap();
+        let started = Instant::now();
+        remove_stale_locks(git_dir.path(), "refs/heads/main", Duration::from_secs(60));
+        assert!(!left.exists(), "an hour-old lock is removed");
+        assert!(started.elapsed() < Duration::from_secs(30), "at once, not after waiting");
     }
 
     #[test]

@@ -73,7 +73,7 @@ pub fn measure(
     let first = start("cms serve (three languages, first start)")?;
     let first_start = every_language_answers(&first);
     report_time(site.items, "first start (no snapshot)", &first_start);
-    super::wait_for_snapshot(&first, &copy.join(".cms/index"));
+    super::wait_for_snapshot(&first, &copy.join(".cms/index"), super::FIRST_START_DEADLINE);
     drop(first);
     let server = start("cms serve (three languages)")?;
     let restart = every_language_answers(&server);

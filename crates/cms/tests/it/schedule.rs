@@ -1,5 +1,7 @@
-//! Scheduled items on the real server: one goes live within a second of its instant with
-//! no write, and a restart that spans another's instant announces it once.
+//! Scheduled items on the real server: one goes live at its instant with no write (about
+//! 25 ms after it here; held to 3 s, which a timer that looked only once a minute would
+//! miss and a CI machine stalled on its disk would not), and a restart that spans
+//! another's instant announces it once.
 
 use std::fs;
 use std::path::Path;
@@ -39,7 +41,7 @@ fn scheduled_items_go_live_by_themselves_and_are_announced_once_across_restarts(
     // Whole seconds: the instants are kept in seconds.
     let now = OffsetDateTime::now_utc().replace_nanosecond(0).unwrap();
     let first_at = now + Duration::from_secs(3);
-    let second_at = now + Duration::from_secs(5);
+    let second_at = now + Duration::from_secs(8);
     write_post(site, "first", first_at);
     write_post(site, "second", second_at);
 
@@ -61,7 +63,7 @@ fn scheduled_items_go_live_by_themselves_and_are_announced_once_across_restarts(
     sleep_until(first_at);
     let went_live = Instant::now();
     while read("first", None) != 200 {
-        assert!(went_live.elapsed() < Duration::from_secs(1), "not live within a second of its instant");
+        assert!(went_live.elapsed() < Duration::from_secs(3), "not live within 3 s of its instant");
         std::thread::sleep(Duration::from_millis(20));
     }
     eprintln!("live {:?} after its instant", went_live.elapsed());
@@ -77,6 +79,7 @@ fn scheduled_items_go_live_by_themselves_and_are_announced_once_across_restarts(
     let outbox = site.join(".cms/webhook-outbox.log");
     let pending = poll(|| fs::metadata(&outbox).map_or(0, |m| m.len()), |len| *len == 0);
     assert_eq!(pending, 0, "the first event's delivery is recorded as done");
+    assert!(OffsetDateTime::now_utc() < second_at, "the first part outlasted the second instant");
     drop(server); // killed before the second instant
 
     sleep_until(second_at + Duration::from_millis(200));

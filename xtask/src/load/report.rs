@@ -257,6 +257,9 @@ impl Report {
         out += &format!("{}\n\n", self.setting);
         out += "## Reads\n\n";
         out += &self.reads_table();
+        out += "\n`disk read`: what the machine read from its disks during the row's run (`pgpgin`). \
+                A read case is served from memory and the page cache, so more than nothing says the \
+                host took pages back (docs/performance.md, 2026-12-01 evening).\n";
         out += "\n## Start-up and memory\n\n";
         out += &self.startup_table();
         if let Some(site) = self.sites.iter().find(|site| site.writes.is_some()) {
@@ -339,6 +342,7 @@ impl Report {
             latency(self.ceiling.p99),
             errors(&self.ceiling),
             stolen(&self.ceiling),
+            disk_read(&self.ceiling),
             String::new(),
         ]];
         rows.push(vec![
@@ -354,6 +358,7 @@ impl Report {
             latency(self.sized_reference.p99),
             errors(&self.sized_reference),
             stolen(&self.sized_reference),
+            disk_read(&self.sized_reference),
             String::new(),
         ]);
         // A case's row is its median round (see `CaseFigures::of_rounds`).
@@ -379,6 +384,7 @@ impl Report {
                         completed_latency(figures, figures.p99),
                         errors(figures),
                         stolen(figures),
+                        disk_read(figures),
                     ]),
                     Err(error) => row.extend([
                         "failed".into(),
@@ -390,6 +396,7 @@ impl Report {
                         "".into(),
                         "".into(),
                         error.clone(),
+                        "".into(),
                         "".into(),
                     ]),
                 }
@@ -410,11 +417,12 @@ impl Report {
             "p99",
             "errors",
             "stolen",
+            "disk read",
             "target",
         ];
         table(
             &headers,
-            &[false, true, true, true, true, true, true, true, true, true, false, true, false],
+            &[false, true, true, true, true, true, true, true, true, true, false, true, true, false],
             rows,
         )
     }
@@ -1287,6 +1295,17 @@ fn stolen(figures: &Figures) -> String {
     figures.stolen.map_or_else(String::new, |share| format!("{:.1}%", share * 100.0))
 }
 
+/// What the machine read from its disks during the run: `0` when nothing, as a read case
+/// should; more says the page cache lost what the case reads (the report's reader sees why
+/// a case's rounds differ).
+fn disk_read(figures: &Figures) -> String {
+    figures.disk_read_kib.map_or_else(String::new, |kib| match kib {
+        0 => "0".into(),
+        kib if kib < 1024 => format!("{kib} KiB"),
+        kib => format!("{:.1} MiB", kib as f64 / 1024.0),
+    })
+}
+
 fn errors(figures: &Figures) -> String {
     let mut parts = Vec::new();
     if figures.requests == 0 {
@@ -1369,6 +1388,7 @@ mod tests {
             timeouts: 0,
             socket_errors: 0,
             stolen: Some(0.0),
+            disk_read_kib: Some(0),
         }
     }
 

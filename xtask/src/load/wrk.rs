@@ -87,17 +87,31 @@ impl Settings {
         let out_file = std::fs::File::create(&output)?;
         command.arg(url).stdin(Stdio::null()).stderr(out_file.try_clone()?).stdout(out_file);
         let before = CpuTimes::now();
+        let read_before = disk_read_kib();
         let mut wrk = ChildGuard::spawn(&mut command, "wrk")?;
         let status = wrk.wait_at_most(self.duration + self.timeout + Duration::from_secs(15))?;
         let stolen = before.zip(CpuTimes::now()).and_then(|(before, after)| after.stolen_since(&before));
+        let disk_read_kib =
+            read_before.zip(disk_read_kib()).map(|(before, after)| after.saturating_sub(before));
         let report = std::fs::read_to_string(&output).unwrap_or_default();
         let _ = std::fs::remove_file(&output);
         if !status.success() {
             bail!("wrk failed ({status}): {report}");
         }
         let figures = parse(&report).with_context(|| format!("unexpected wrk output:\n{report}"))?;
-        Ok(Figures { stolen, ..figures })
+        Ok(Figures { stolen, disk_read_kib, ..figures })
     }
+}
+
+/// KiB the machine has read from its disks since it started (`pgpgin` in `/proc/vmstat`).
+/// A read case should read none: its answers are in memory or in the page cache, unless
+/// the host took them back (see docs/performance.md, 2026-12-01 evening, on DAMON).
+fn disk_read_kib() -> Option<u64> {
+    parse_pgpgin(&std::fs::read_to_string("/proc/vmstat").ok()?)
+}
+
+fn parse_pgpgin(vmstat: &str) -> Option<u64> {
+    vmstat.lines().find_map(|line| line.strip_prefix("pgpgin "))?.trim().parse().ok()
 }
 
 /// More CPU time than this share taken by the hypervisor during a run, and the run is
@@ -149,6 +163,9 @@ pub struct Figures {
     /// The share of the machine's CPU time that the hypervisor took during the run
     /// (`None` where `/proc/stat` does not say).
     pub stolen: Option<f64>,
+    /// KiB the machine read from its disks during the run (`None` where `/proc/vmstat`
+    /// does not say).
+    pub disk_read_kib: Option<u64>,
 }
 
 /// Installs wrk with apt-get unless it is already on the PATH.
@@ -281,6 +298,7 @@ pub fn parse(report: &str) -> anyhow::Result<Figures> {
         timeouts,
         socket_errors,
         stolen: None,
+        disk_read_kib: None,
     })
 }
 
@@ -402,6 +420,12 @@ Transfer/sec:    346.50KB
             HEALTHY.lines().filter(|line| !line.contains('%')).collect::<Vec<_>>().join("\n");
         assert!(parse(&without).unwrap_err().to_string().contains("50%"));
         assert!(parse("").is_err());
+    }
+
+    #[test]
+    fn reads_the_kib_paged_in_from_vmstat() {
+        assert_eq!(parse_pgpgin("nr_free_pages 5\npgpgin 123456\npgpgout 7\n"), Some(123_456));
+        assert_eq!(parse_pgpgin("pgpgout 7\n"), None);
     }
 
     #[test]

@@ -796,11 +796,21 @@ pub trait VariantStore: Send + Sync {
 ///
 /// Synchronous on purpose: an implementation answers from memory or from a local file it
 /// wrote itself (one positional read of a few kilobytes), never over a network, so that a
-/// read costs no hop to a blocking pool.
+/// read held in memory (the process's or the page cache) costs no hop to a blocking pool.
+/// [`get_now`](Self::get_now) says when a read would wait for the disk instead, so that
+/// the caller makes that one off its async worker.
 pub trait RenderCache: Send + Sync {
     /// The record last put under `key`, if it is still kept (shared, not copied, when the
-    /// cache holds it in memory).
+    /// cache holds it in memory). It may wait for a disk.
     fn get(&self, key: u64) -> Option<bytes::Bytes>;
+    /// [`get`](Self::get) when it need not wait for a disk; else [`KeptNow::OnDisk`].
+    /// By default `get` itself (a cache held in memory never waits).
+    fn get_now(&self, key: u64) -> KeptNow {
+        match self.get(key) {
+            Some(record) => KeptNow::Found(record),
+            None => KeptNow::Missing,
+        }
+    }
     /// Keeps `record` under `key`, replacing what was there. Failures are the cache's own
     /// business (a record not kept is rendered again).
     fn put(&self, key: u64, record: &[u8]);
@@ -812,6 +822,18 @@ pub trait RenderCache: Send + Sync {
     /// Counts a request's first lookup of its answer, found or not (for metrics: one per
     /// request, whatever the lookups it makes); by default nothing.
     fn note(&self, _found: bool) {}
+}
+
+/// What [`RenderCache::get_now`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeptNow {
+    /// The record, had without waiting.
+    Found(bytes::Bytes),
+    /// Nothing is kept under the key.
+    Missing,
+    /// A record may be kept, but reading it waits for the disk (its pages are not in
+    /// memory): [`RenderCache::get`] reads it, where waiting is allowed.
+    OnDisk,
 }
 
 #[cfg(test)]

@@ -21,8 +21,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
-use cms_core::ports::RenderCache;
+use cms_core::ports::{KeptNow, RenderCache};
 use foldhash::{HashMap, HashMapExt};
+use rustix::io::{Errno, ReadWriteFlags};
 
 /// Each record is followed by its key, checked on every read (after the record, so that
 /// the record is read into place and the key cut off the end, not moved past).
@@ -245,23 +246,78 @@ impl cms_core::readings::Observed for FsRenderCache {
     }
 }
 
+/// Where the record under a key is, if anywhere.
+enum Found {
+    Held(Bytes),
+    InFile(Arc<File>, Place),
+}
+
+impl FsRenderCache {
+    fn find(&self, key: u64) -> Option<Found> {
+        let inner = self.lock();
+        if let Some(record) = inner.held.records.get(&key) {
+            return Some(Found::Held(record.clone()));
+        }
+        Some(Found::InFile(Arc::clone(&inner.file), *inner.places.get(&key)?))
+    }
+}
+
+/// A record's bytes read with its trailer: the record, or `None` when the trailer names
+/// another key.
+fn checked(mut bytes: Vec<u8>, key: u64) -> Option<Bytes> {
+    let len = bytes.len() - TRAILER as usize;
+    if bytes[len..] != key.to_le_bytes() {
+        return None;
+    }
+    bytes.truncate(len);
+    Some(Bytes::from(bytes))
+}
+
+fn record_buffer(place: Place) -> Vec<u8> {
+    vec![0; place.len as usize + TRAILER as usize]
+}
+
 impl RenderCache for FsRenderCache {
     fn get(&self, key: u64) -> Option<Bytes> {
-        let (file, place) = {
-            let inner = self.lock();
-            if let Some(record) = inner.held.records.get(&key) {
-                return Some(record.clone());
-            }
-            (Arc::clone(&inner.file), *inner.places.get(&key)?)
+        let (file, place) = match self.find(key)? {
+            Found::Held(record) => return Some(record),
+            Found::InFile(file, place) => (file, place),
         };
-        let len = place.len as usize;
-        let mut bytes = vec![0; len + TRAILER as usize];
+        let mut bytes = record_buffer(place);
         file.read_exact_at(&mut bytes, u64::from(place.offset)).ok()?;
-        if bytes[len..] != key.to_le_bytes() {
-            return None;
+        checked(bytes, key)
+    }
+
+    /// One positional read that fails rather than wait for the disk (`RWF_NOWAIT`): a
+    /// record paged out (this file is read at random, and a host may page out what is
+    /// not read for a while) is read by `get` off the async worker, which meanwhile
+    /// answers requests whose records are in memory.
+    fn get_now(&self, key: u64) -> KeptNow {
+        let (file, place) = match self.find(key) {
+            None => return KeptNow::Missing,
+            Some(Found::Held(record)) => return KeptNow::Found(record),
+            Some(Found::InFile(file, place)) => (file, place),
+        };
+        let mut bytes = record_buffer(place);
+        let wanted = bytes.len();
+        let read = rustix::io::preadv2(
+            &*file,
+            &mut [io::IoSliceMut::new(&mut bytes)],
+            u64::from(place.offset),
+            ReadWriteFlags::NOWAIT,
+        );
+        match read {
+            Ok(read) if read == wanted => checked(bytes, key).map_or(KeptNow::Missing, KeptNow::Found),
+            // Part of it in memory, or none: the rest waits for the disk.
+            Ok(_) | Err(Errno::AGAIN) => KeptNow::OnDisk,
+            // A file system that cannot read without waiting: read as `get` does.
+            Err(Errno::OPNOTSUPP | Errno::NOSYS | Errno::INVAL) => file
+                .read_exact_at(&mut bytes, u64::from(place.offset))
+                .ok()
+                .and_then(|()| checked(bytes, key))
+                .map_or(KeptNow::Missing, KeptNow::Found),
+            Err(_) => KeptNow::Missing,
         }
-        bytes.truncate(len);
-        Some(Bytes::from(bytes))
     }
 
     fn put(&self, key: u64, record: &[u8]) {
@@ -368,6 +424,32 @@ mod tests {
         for thread in threads {
             thread.join().unwrap();
         }
+    }
+
+    #[test]
+    fn a_record_read_now_is_found_missing_or_left_for_a_read_that_may_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = FsRenderCache::create_in(dir.path(), 1 << 20, HeldInMemory::NONE).unwrap();
+        cache.put(7, b"seven");
+        assert_eq!(cache.get_now(7), KeptNow::Found(Bytes::from_static(b"seven")), "just written: in memory");
+        assert_eq!(cache.get_now(8), KeptNow::Missing);
+        let place = cache.lock().places[&7];
+        cache.lock().places.insert(9, place);
+        assert_eq!(cache.get_now(9), KeptNow::Missing, "the trailer names another key");
+        // Out of the page cache: written back, then dropped.
+        let file = Arc::clone(&cache.lock().file);
+        file.sync_all().unwrap();
+        rustix::fs::fadvise(&*file, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+        let now = cache.get_now(7);
+        const EXT4: u64 = 0xEF53; // the file systems this one is measured on
+        let ext4 = rustix::fs::fstatfs(&*file).unwrap().f_type as u64 == EXT4;
+        if ext4 {
+            assert_eq!(now, KeptNow::OnDisk, "a record paged out is not read on the worker");
+        } else {
+            assert!(matches!(now, KeptNow::OnDisk | KeptNow::Found(_)), "{now:?}");
+        }
+        assert_eq!(cache.get(7).as_deref(), Some(&b"seven"[..]), "read where waiting is allowed");
+        assert_eq!(cache.get_now(7), KeptNow::Found(Bytes::from_static(b"seven")), "and in memory again");
     }
 
     /// Holds everything a test offers: a small process.

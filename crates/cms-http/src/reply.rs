@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use cms_core::answers::PageMeta;
-use cms_core::ports::RenderCache;
+use cms_core::ports::{KeptNow, RenderCache};
 
 use crate::dto::{ItemDto, ItemEntryDto};
 use crate::encoding::{self, Coding, Effort};
@@ -152,11 +152,27 @@ enum Store<'a> {
     Memory(&'a crate::body_cache::BodyCache),
 }
 
+/// A kept answer that must be read from the disk first ([`KeptNow::OnDisk`]).
+struct OnDisk;
+
 impl Store<'_> {
+    /// The body kept under `key`; from the disk it may wait for it.
     fn get(self, key: u64) -> Option<Bytes> {
         match self {
             Self::Disk(answers) => answers.get(key),
             Self::Memory(bodies) => bodies.get(key),
+        }
+    }
+
+    /// The body kept under `key` if it can be had without waiting for the disk.
+    fn get_now(self, key: u64) -> Result<Option<Bytes>, OnDisk> {
+        match self {
+            Self::Disk(answers) => match answers.get_now(key) {
+                KeptNow::Found(body) => Ok(Some(body)),
+                KeptNow::Missing => Ok(None),
+                KeptNow::OnDisk => Err(OnDisk),
+            },
+            Self::Memory(bodies) => Ok(bodies.get(key)),
         }
     }
 
@@ -198,19 +214,32 @@ fn kept_answer(
     coding: Option<Coding>,
     lookup: Lookup,
 ) -> Option<HttpResponse> {
+    kept_answer_from(store, key, etag, coding, lookup, |key| Ok(store.get(key))).unwrap_or(None)
+}
+
+/// [`kept_answer`] with the bodies that `get` finds: `Err` as soon as one of them is on
+/// the disk (nothing is counted then: the lookup is made again, once it is read).
+fn kept_answer_from(
+    store: Store<'_>,
+    key: u64,
+    etag: &str,
+    coding: Option<Coding>,
+    lookup: Lookup,
+    mut get: impl FnMut(u64) -> Result<Option<Bytes>, OnDisk>,
+) -> Result<Option<HttpResponse>, OnDisk> {
     if let Some(coding) = coding
-        && let Some(open) = store.get(coding.key_of(key))
+        && let Some(open) = get(coding.key_of(key))?
     {
         if lookup == Lookup::First {
             store.note(true);
         }
-        return Some(coded_answer(coding, &open, etag));
+        return Ok(Some(coded_answer(coding, &open, etag)));
     }
-    let plain = store.get(key);
+    let plain = get(key)?;
     if lookup == Lookup::First {
         store.note(plain.is_some());
     }
-    Some(answer(store, key, etag, plain?, coding))
+    Ok(plain.map(|plain| answer(store, key, etag, plain, coding)))
 }
 
 /// Keeps a body just made under `key` and answers it as [`kept_answer`] would.
@@ -347,13 +376,34 @@ pub(crate) fn item_body(view: ItemView) -> serde_json::Result<Vec<u8>> {
 
 /// The answer to a single read of `version` (see `Cms::item_version`) from the bodies
 /// kept, or `304`, before the item is read; `None` when no body is kept.
-pub fn kept_item(req: &HttpRequest, version: &ItemVersion) -> Option<HttpResponse> {
+///
+/// A body that is not in memory (on a large site the answers are in a file, and the
+/// page cache may have let its pages go) is read on the blocking pool: the async worker
+/// answers other requests meanwhile instead of waiting for the disk.
+pub async fn kept_item(req: &HttpRequest, version: &ItemVersion) -> Option<HttpResponse> {
     let coding = accepted_coding(req);
     let etag = encoding::coded_etag(&version.etag, coding);
     if let Some(response) = not_modified(req, &etag, Shape::Envelope) {
         return Some(response);
     }
-    kept_answer(item_store(crate::state::of(req)), version.version, &etag, coding, Lookup::First)
+    let state = crate::state::of(req);
+    let (store, key) = (item_store(state), version.version);
+    match kept_answer_from(store, key, &etag, coding, Lookup::First, |key| store.get_now(key)) {
+        Ok(kept) => kept,
+        Err(OnDisk) => {
+            let answers = state.answers.clone()?;
+            let coded_key = coding.map(|coding| coding.key_of(key));
+            let (mut coded, mut plain) = actix_web::web::block(move || {
+                let coded = coded_key.and_then(|coded_key| answers.get(coded_key));
+                let plain = if coded.is_none() { answers.get(key) } else { None };
+                (coded, plain)
+            })
+            .await
+            .ok()?;
+            let read = |wanted| Ok(if Some(wanted) == coded_key { coded.take() } else { plain.take() });
+            kept_answer_from(store, key, &etag, coding, Lookup::First, read).unwrap_or(None)
+        }
+    }
 }
 
 /// When the request's `If-None-Match` names `etag` (or is `*`): `304` with the ETag (and

@@ -86,7 +86,9 @@ pub async fn read(
     let version = cms.item_version(collection, &item, &caller.viewer).await.map_err(envelope)?;
     // A repeated read is answered from its kept body, without reading the item.
     let looked_up = version.is_some();
-    if let Some(kept) = version.and_then(|version| kept_item(&req, &version)) {
+    if let Some(version) = version
+        && let Some(kept) = kept_item(&req, &version).await
+    {
         return Ok(kept);
     }
     // Boxed: only a read not kept needs the rendering's (large) future.
@@ -109,7 +111,9 @@ async fn read_in_language(
         cms.item_version_in_language(collection, &item, choice, &caller.viewer).await.map_err(envelope)?;
     let requested = choice.map(|choice| choice.requested);
     let looked_up = version.is_some();
-    if let Some(kept) = version.and_then(|version| kept_item(&req, &version)) {
+    if let Some(version) = version
+        && let Some(kept) = kept_item(&req, &version).await
+    {
         return Ok(languages::mark(kept, lane, choice));
     }
     let view = cms.read_item_in(lane, &item, &caller.viewer, requested).await.map_err(envelope)?;

@@ -320,6 +320,68 @@ async fn a_kept_answer_is_not_kept_again_on_each_read() {
     assert_eq!(puts(), 1, "the three routes answer the same item: one answer kept");
 }
 
+/// An answer store whose records are on a disk until read: `get_now` says so, and `get`
+/// (which may wait) brings a record into memory, noting the thread it ran on.
+#[derive(Default)]
+struct PagedOutAnswers {
+    kept: CountingAnswers,
+    in_memory: std::sync::Mutex<std::collections::HashSet<u64>>,
+    read_on: std::sync::Mutex<Vec<std::thread::ThreadId>>,
+}
+
+impl cms_core::ports::RenderCache for PagedOutAnswers {
+    fn get(&self, key: u64) -> Option<actix_web::web::Bytes> {
+        self.read_on.lock().unwrap().push(std::thread::current().id());
+        let record = self.kept.get(key)?;
+        self.in_memory.lock().unwrap().insert(key);
+        Some(record)
+    }
+    fn get_now(&self, key: u64) -> cms_core::ports::KeptNow {
+        use cms_core::ports::KeptNow;
+        match self.kept.get(key) {
+            None => KeptNow::Missing,
+            Some(_) if !self.in_memory.lock().unwrap().contains(&key) => KeptNow::OnDisk,
+            Some(record) => KeptNow::Found(record),
+        }
+    }
+    fn put(&self, key: u64, record: &[u8]) {
+        self.kept.put(key, record);
+    }
+    fn contains(&self, key: u64) -> bool {
+        self.kept.contains(key)
+    }
+    fn is_full(&self) -> bool {
+        false
+    }
+}
+
+/// A kept answer whose record is on the disk is read off the async worker (which would
+/// otherwise wait for the disk with every connection it serves), and answered as it is.
+#[actix_web::test]
+async fn a_kept_answer_on_the_disk_is_read_off_the_worker() {
+    let answers = std::sync::Arc::new(PagedOutAnswers::default());
+    let h = Harness::setup_with(Some(answers.clone())).await;
+    seed(&h).await;
+    let uri = "/cms/collections/posts/items/first";
+    let made = h.send(TestRequest::get().uri(uri)).await;
+    assert_eq!(made.status, 200);
+    answers.in_memory.lock().unwrap().clear(); // paged out
+    answers.read_on.lock().unwrap().clear();
+    let kept = h.send(TestRequest::get().uri(uri)).await;
+    assert_eq!(kept.status, 200);
+    assert_eq!(
+        (kept.json()["data"].clone(), kept.header("etag")),
+        (made.json()["data"].clone(), made.header("etag"))
+    );
+    let read_on = answers.read_on.lock().unwrap().clone();
+    assert_eq!(read_on.len(), 1, "one read that may wait");
+    assert_ne!(read_on[0], std::thread::current().id(), "on the blocking pool, not the worker");
+    let again = h.send(TestRequest::get().uri(uri)).await;
+    assert_eq!(again.json()["data"], made.json()["data"]);
+    assert_eq!(answers.read_on.lock().unwrap().len(), 1, "in memory now: had without waiting");
+    assert_eq!(answers.kept.puts.load(std::sync::atomic::Ordering::Relaxed), 1, "nothing kept again");
+}
+
 async fn answers_follow_every_change(h: &Harness) {
     let read = async || h.send(TestRequest::get().uri("/cms/collections/posts/items/first")).await;
     let list = async || h.send(TestRequest::get().uri("/cms/collections/posts/items?per_page=5")).await;

@@ -337,7 +337,7 @@ impl MessageBody for Concatenated {
 /// A rendered item in the envelope, with its `ETag`, or `304` when the request's
 /// `If-None-Match` names it. The body is kept by the item's version (file content and
 /// stamp): in the finished answers on disk when the server has them, else in memory.
-pub fn single_item(req: &HttpRequest, view: ItemView, lookup: Lookup) -> HttpResponse {
+pub async fn single_item(req: &HttpRequest, view: ItemView, lookup: Lookup) -> HttpResponse {
     let coding = accepted_coding(req);
     let etag = encoding::coded_etag(&view.etag, coding).into_owned();
     if let Some(response) = not_modified(req, &etag, Shape::Envelope) {
@@ -347,10 +347,10 @@ pub fn single_item(req: &HttpRequest, view: ItemView, lookup: Lookup) -> HttpRes
     let key = view.version;
     // Routes that do not ask for the kept answer first (`/cms/items/{slug}`, the legacy
     // read) find it here: an answer is serialized and kept once per version.
-    let store = item_store(state);
-    if let Some(kept) = kept_answer(store, key, &etag, coding, lookup) {
+    if let Some(kept) = kept_item_answer(state, key, &etag, coding, lookup).await {
         return kept;
     }
+    let store = item_store(state);
     match item_body(view) {
         Ok(body) => new_answer(store, key, &etag, body, coding),
         Err(e) => serialization_failed(e),
@@ -386,9 +386,19 @@ pub async fn kept_item(req: &HttpRequest, version: &ItemVersion) -> Option<HttpR
     if let Some(response) = not_modified(req, &etag, Shape::Envelope) {
         return Some(response);
     }
-    let state = crate::state::of(req);
-    let (store, key) = (item_store(state), version.version);
-    match kept_answer_from(store, key, &etag, coding, Lookup::First, |key| store.get_now(key)) {
+    kept_item_answer(crate::state::of(req), version.version, &etag, coding, Lookup::First).await
+}
+
+/// [`kept_answer`] of a single item: a body on the disk is read on the blocking pool.
+async fn kept_item_answer(
+    state: &crate::state::AppState,
+    key: u64,
+    etag: &str,
+    coding: Option<Coding>,
+    lookup: Lookup,
+) -> Option<HttpResponse> {
+    let store = item_store(state);
+    match kept_answer_from(store, key, etag, coding, lookup, |key| store.get_now(key)) {
         Ok(kept) => kept,
         Err(OnDisk) => {
             let answers = state.answers.clone()?;
@@ -401,7 +411,7 @@ pub async fn kept_item(req: &HttpRequest, version: &ItemVersion) -> Option<HttpR
             .await
             .ok()?;
             let read = |wanted| Ok(if Some(wanted) == coded_key { coded.take() } else { plain.take() });
-            kept_answer_from(store, key, &etag, coding, Lookup::First, read).unwrap_or(None)
+            kept_answer_from(store, key, etag, coding, lookup, read).unwrap_or(None)
         }
     }
 }

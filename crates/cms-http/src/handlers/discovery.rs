@@ -328,7 +328,7 @@ pub async fn legacy_read(
         })
         .await?;
     let lang = view.language.as_ref().map(|language| language.lang.clone());
-    Ok(languages::mark_lang(single_item(&req, view, Lookup::First), lang.as_deref(), choice))
+    Ok(languages::mark_lang(single_item(&req, view, Lookup::First).await, lang.as_deref(), choice))
 }
 
 /// `GET /cms/items/{slug}`: the first published item with this slug, collections in
@@ -347,5 +347,5 @@ pub async fn read_anywhere(
         })
         .await?;
     let lang = view.language.as_ref().map(|language| language.lang.clone());
-    Ok(languages::mark_lang(single_item(&req, view, Lookup::First), lang.as_deref(), choice))
+    Ok(languages::mark_lang(single_item(&req, view, Lookup::First).await, lang.as_deref(), choice))
 }

@@ -93,7 +93,7 @@ pub async fn read(
     }
     // Boxed: only a read not kept needs the rendering's (large) future.
     let view = Box::pin(cms.read_item(collection, &item, &caller.viewer)).await.map_err(envelope)?;
-    Ok(single_item(&req, view, if looked_up { Lookup::Again } else { Lookup::First }))
+    Ok(single_item(&req, view, if looked_up { Lookup::Again } else { Lookup::First }).await)
 }
 
 /// A single read on a site with languages: from the first language of the chain that has
@@ -118,7 +118,7 @@ async fn read_in_language(
     }
     let view = cms.read_item_in(lane, &item, &caller.viewer, requested).await.map_err(envelope)?;
     let lookup = if looked_up { Lookup::Again } else { Lookup::First };
-    Ok(languages::mark(single_item(&req, view, lookup), lane, choice))
+    Ok(languages::mark(single_item(&req, view, lookup).await, lane, choice))
 }
 
 /// `GET /cms/collections/{collection}/items/{slug}/raw`

@@ -379,6 +379,14 @@ async fn a_kept_answer_on_the_disk_is_read_off_the_worker() {
     let again = h.send(TestRequest::get().uri(uri)).await;
     assert_eq!(again.json()["data"], made.json()["data"]);
     assert_eq!(answers.read_on.lock().unwrap().len(), 1, "in memory now: had without waiting");
+    // A route that reads the item first (the legacy read) finds the kept answer the same way.
+    answers.in_memory.lock().unwrap().clear();
+    answers.read_on.lock().unwrap().clear();
+    let legacy = h.send(TestRequest::get().uri("/cms/items/first")).await;
+    assert_eq!((legacy.status.as_u16(), &legacy.json()["data"]), (200, &made.json()["data"]));
+    let read_on = answers.read_on.lock().unwrap().clone();
+    assert!(!read_on.is_empty(), "the kept answer was read");
+    assert!(read_on.iter().all(|thread| *thread != std::thread::current().id()), "never on the worker");
     assert_eq!(answers.kept.puts.load(std::sync::atomic::Ordering::Relaxed), 1, "nothing kept again");
 }
 

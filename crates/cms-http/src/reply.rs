@@ -400,20 +400,30 @@ async fn kept_item_answer(
     let store = item_store(state);
     match kept_answer_from(store, key, etag, coding, lookup, |key| store.get_now(key)) {
         Ok(kept) => kept,
-        Err(OnDisk) => {
-            let answers = state.answers.clone()?;
-            let coded_key = coding.map(|coding| coding.key_of(key));
-            let (mut coded, mut plain) = actix_web::web::block(move || {
-                let coded = coded_key.and_then(|coded_key| answers.get(coded_key));
-                let plain = if coded.is_none() { answers.get(key) } else { None };
-                (coded, plain)
-            })
-            .await
-            .ok()?;
-            let read = |wanted| Ok(if Some(wanted) == coded_key { coded.take() } else { plain.take() });
-            kept_answer_from(store, key, etag, coding, lookup, read).unwrap_or(None)
-        }
+        // Boxed: only an answer on the disk needs the blocking pool's future.
+        Err(OnDisk) => Box::pin(kept_item_from_disk(state, key, etag, coding, lookup)).await,
     }
+}
+
+/// [`kept_item_answer`] of a body on the disk: read on the blocking pool.
+async fn kept_item_from_disk(
+    state: &crate::state::AppState,
+    key: u64,
+    etag: &str,
+    coding: Option<Coding>,
+    lookup: Lookup,
+) -> Option<HttpResponse> {
+    let answers = state.answers.clone()?;
+    let coded_key = coding.map(|coding| coding.key_of(key));
+    let (mut coded, mut plain) = actix_web::web::block(move || {
+        let coded = coded_key.and_then(|coded_key| answers.get(coded_key));
+        let plain = if coded.is_none() { answers.get(key) } else { None };
+        (coded, plain)
+    })
+    .await
+    .ok()?;
+    let read = |wanted| Ok(if Some(wanted) == coded_key { coded.take() } else { plain.take() });
+    kept_answer_from(item_store(state), key, etag, coding, lookup, read).unwrap_or(None)
 }
 
 /// When the request's `If-None-Match` names `etag` (or is `*`): `304` with the ETag (and

@@ -91,9 +91,9 @@ pub async fn read(
     {
         return Ok(kept);
     }
-    // Boxed: only a read not kept needs the rendering's (large) future.
+    // Boxed: only a read not kept needs the rendering's (large) future, and the answer's.
     let view = Box::pin(cms.read_item(collection, &item, &caller.viewer)).await.map_err(envelope)?;
-    Ok(single_item(&req, view, if looked_up { Lookup::Again } else { Lookup::First }).await)
+    Ok(Box::pin(single_item(&req, view, if looked_up { Lookup::Again } else { Lookup::First })).await)
 }
 
 /// A single read on a site with languages: from the first language of the chain that has

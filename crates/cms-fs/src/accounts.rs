@@ -57,17 +57,22 @@ impl FsAccounts {
 }
 
 impl Files {
-    fn list_users(&self) -> CoreResult<Vec<User>> {
-        let file = self.users.path().display().to_string();
-        self.users.read()?.iter().map(|row| row.user(&file)).collect()
+    fn users_file(&self) -> String {
+        self.users.path().display().to_string()
     }
 
-    fn find_user_with_password(&self, email: &str) -> CoreResult<Option<(User, Option<String>)>> {
-        let rows = self.users.read()?;
+    fn list_users(&self, rows: &[UserRow]) -> CoreResult<Vec<User>> {
+        let file = self.users_file();
+        rows.iter().map(|row| row.user(&file)).collect()
+    }
+
+    fn find_user_with_password(
+        &self,
+        rows: &[UserRow],
+        email: &str,
+    ) -> CoreResult<Option<(User, Option<String>)>> {
         match rows.iter().find(|r| r.email == email) {
-            Some(row) => {
-                Ok(Some((row.user(&self.users.path().display().to_string())?, row.password.clone())))
-            }
+            Some(row) => Ok(Some((row.user(&self.users_file())?, row.password.clone()))),
             None => Ok(None),
         }
     }
@@ -100,6 +105,32 @@ impl Files {
         Ok(self.keys.read()?.iter().cloned().map(KeyRecord::from).collect())
     }
 
+    /// `answer` from the user rows: on the caller's thread while the rows kept are current
+    /// (one `stat`, see [`CachedRows::kept_now`]), else after reading the file on the
+    /// blocking pool. A signed-in request, and every request with a key, asks this.
+    async fn with_users<A: Send + 'static>(
+        self: &Arc<Self>,
+        answer: impl FnOnce(&Files, &[UserRow]) -> CoreResult<A> + Send + 'static,
+    ) -> CoreResult<A> {
+        if let Some(rows) = self.users.kept_now() {
+            return answer(self, &rows);
+        }
+        let files = Arc::clone(self);
+        blocking::run(move || answer(&files, &files.users.read()?)).await
+    }
+
+    /// Like [`Self::with_users`], for the key rows.
+    async fn with_keys<A: Send + 'static>(
+        self: &Arc<Self>,
+        answer: impl FnOnce(&[KeyRow]) -> A + Send + 'static,
+    ) -> CoreResult<A> {
+        if let Some(rows) = self.keys.kept_now() {
+            return Ok(answer(&rows));
+        }
+        let files = Arc::clone(self);
+        blocking::run(move || Ok(answer(&files.keys.read()?))).await
+    }
+
     fn add_key(&self, key: KeyRecord) -> CoreResult<()> {
         let mut rows: Vec<KeyRow> = read_rows(self.keys.path())?;
         rows.push(KeyRow::from(key));
@@ -110,8 +141,19 @@ impl Files {
 #[async_trait]
 impl UserStore for FsAccounts {
     async fn list_users(&self) -> CoreResult<Vec<User>> {
-        let files = self.files.clone();
-        blocking::run(move || files.list_users()).await
+        self.files.with_users(|files, rows| files.list_users(rows)).await
+    }
+
+    async fn find_user(&self, email: &str) -> CoreResult<Option<User>> {
+        let email = email.to_owned();
+        self.files
+            .with_users(move |files, rows| {
+                rows.iter()
+                    .find(|row| row.email == email)
+                    .map(|row| row.user(&files.users_file()))
+                    .transpose()
+            })
+            .await
     }
 
     async fn put_user(&self, user: User) -> CoreResult<()> {
@@ -126,8 +168,8 @@ impl UserStore for FsAccounts {
     /// One `stat` of `.cms/users.yaml` while it is unchanged: a signed-in request asks this
     /// every time.
     async fn find_user_with_password(&self, email: &str) -> CoreResult<Option<(User, Option<String>)>> {
-        let (files, email) = (self.files.clone(), email.to_owned());
-        blocking::run(move || files.find_user_with_password(&email)).await
+        let email = email.to_owned();
+        self.files.with_users(move |files, rows| files.find_user_with_password(rows, &email)).await
     }
 
     async fn set_password_hash(&self, email: &str, hash: &str) -> CoreResult<bool> {
@@ -139,8 +181,16 @@ impl UserStore for FsAccounts {
 #[async_trait]
 impl KeyStore for FsAccounts {
     async fn list_keys(&self) -> CoreResult<Vec<KeyRecord>> {
-        let files = self.files.clone();
-        blocking::run(move || files.list_keys()).await
+        self.files.with_keys(|rows| rows.iter().cloned().map(KeyRecord::from).collect()).await
+    }
+
+    /// One `stat` of `.cms/keys.yaml` while it is unchanged: every request with a key
+    /// asks this.
+    async fn find_key_by_hash(&self, hash: &str) -> CoreResult<Option<KeyRecord>> {
+        let hash = hash.to_owned();
+        self.files
+            .with_keys(move |rows| rows.iter().find(|row| row.sha256 == hash).cloned().map(KeyRecord::from))
+            .await
     }
 
     async fn add_key(&self, key: KeyRecord) -> CoreResult<()> {
@@ -168,5 +218,64 @@ impl KeyStore for FsAccounts {
             .await?;
         }
         Ok(removed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use futures_util::FutureExt;
+
+    use super::*;
+
+    /// Dates a state file back past the racy window, so that its rows may be kept.
+    fn settle(path: &Path) {
+        let past = SystemTime::now() - Duration::from_secs(60);
+        std::fs::File::options().write(true).open(path).unwrap().set_modified(past).unwrap();
+    }
+
+    fn key(id: &str, hash: &str) -> KeyRecord {
+        KeyRecord {
+            id: id.to_owned(),
+            name: id.to_owned(),
+            email: "ann@example.com".to_owned(),
+            hash: hash.to_owned(),
+            created: 0,
+        }
+    }
+
+    #[test]
+    fn kept_rows_answer_on_the_callers_thread_and_a_change_goes_to_the_blocking_pool() {
+        let dir = tempfile::tempdir().unwrap();
+        let accounts = FsAccounts::new(dir.path());
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let ann =
+            User { email: "ann@example.com".to_owned(), role: cms_core::account::Role::Owner, created: 0 };
+        runtime.block_on(accounts.put_user(ann.clone())).unwrap();
+        runtime.block_on(accounts.add_key(key("k1", "hash-1"))).unwrap();
+        settle(&dir.path().join(state_rows::USERS_FILE));
+        settle(&dir.path().join(state_rows::KEYS_FILE));
+        // The first lookups read the files (on the pool) and keep their rows.
+        assert_eq!(runtime.block_on(accounts.find_key_by_hash("hash-1")).unwrap().unwrap().id, "k1");
+        assert_eq!(runtime.block_on(accounts.find_user("ann@example.com")).unwrap(), Some(ann.clone()));
+
+        // Outside any runtime, a hop to the blocking pool would panic: these answer at once.
+        let found = accounts.find_key_by_hash("hash-1").now_or_never().expect("answered on this thread");
+        assert_eq!(found.unwrap().unwrap().id, "k1");
+        assert!(accounts.find_key_by_hash("hash-2").now_or_never().unwrap().unwrap().is_none());
+        let user = accounts.find_user("ann@example.com").now_or_never().expect("answered on this thread");
+        assert_eq!(user.unwrap(), Some(ann.clone()));
+        let (_, password) =
+            accounts.find_user_with_password("ann@example.com").now_or_never().unwrap().unwrap().unwrap();
+        assert_eq!(password, None);
+        assert_eq!(accounts.list_keys().now_or_never().unwrap().unwrap().len(), 1);
+
+        // A key revoked by another process (the CLI) is gone on the next lookup, read again
+        // on the pool; a missing file has no rows, also answered at once.
+        write_rows::<KeyRow>(&dir.path().join(state_rows::KEYS_FILE), &[]).unwrap();
+        assert!(runtime.block_on(accounts.find_key_by_hash("hash-1")).unwrap().is_none());
+        std::fs::remove_file(dir.path().join(state_rows::KEYS_FILE)).unwrap();
+        assert!(accounts.find_key_by_hash("hash-1").now_or_never().unwrap().unwrap().is_none());
     }
 }

@@ -51,6 +51,18 @@ pub struct CachedRows<T> {
     kept: Mutex<Option<(FileStamp, Arc<Vec<T>>)>>,
 }
 
+/// What a state file's `stat` tells of the rows kept.
+enum Look<T> {
+    /// Unchanged since they were read.
+    Kept(Arc<Vec<T>>),
+    /// No file: no rows.
+    Missing,
+    /// Changed or never read, and old enough to be kept under this stamp once read.
+    Settled(FileStamp),
+    /// Modified within [`RACY`]: read, not kept.
+    Fresh,
+}
+
 /// How long after its last modification a file's stamp is trusted to show every change.
 const RACY: Duration = Duration::from_secs(2);
 
@@ -67,11 +79,42 @@ impl<T: DeserializeOwned> CachedRows<T> {
     /// the read: a change made after it gives a new stamp, so it can never be kept under
     /// the old one.
     pub fn read(&self) -> CoreResult<Arc<Vec<T>>> {
+        let settled = match self.look()? {
+            Look::Kept(rows) => return Ok(rows),
+            Look::Missing => return Ok(Arc::new(Vec::new())),
+            Look::Settled(stamp) => Some(stamp),
+            Look::Fresh => None,
+        };
+        let rows = Arc::new(read_rows(&self.path)?);
+        if let Some(stamp) = settled {
+            *self.lock() = Some((stamp, Arc::clone(&rows)));
+        }
+        Ok(rows)
+    }
+
+    /// The rows when answering takes no read of the file: the kept ones while the file is
+    /// unchanged, none when it is missing. `None` when the file must be read ([`Self::read`],
+    /// on the blocking pool). Costs one `stat`, made on the caller's thread: the file's
+    /// inode, looked up by every request that carries a key or a session, stays in the
+    /// kernel's cache, and a `stat` there costs a microsecond or two where a hop to the
+    /// blocking pool and back costs two thread wake-ups (measured in docs/performance.md).
+    pub fn kept_now(&self) -> Option<Arc<Vec<T>>> {
+        match self.look() {
+            Ok(Look::Kept(rows)) => Some(rows),
+            Ok(Look::Missing) => Some(Arc::new(Vec::new())),
+            // An error is reported by the read that follows.
+            Ok(Look::Settled(_) | Look::Fresh) | Err(_) => None,
+        }
+    }
+
+    /// What the file's `stat` says of the rows kept. The `stat` comes before any read: a
+    /// change made after it gives a new stamp, so it can never be kept under the old one.
+    fn look(&self) -> CoreResult<Look<T>> {
         let meta = match fs::metadata(&self.path) {
             Ok(meta) => meta,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 *self.lock() = None;
-                return Ok(Arc::new(Vec::new()));
+                return Ok(Look::Missing);
             }
             Err(e) => return Err(io_error(&self.path)(e)),
         };
@@ -83,16 +126,12 @@ impl<T: DeserializeOwned> CachedRows<T> {
             .is_some_and(|age| age >= RACY);
         if !settled {
             *self.lock() = None;
-            return Ok(Arc::new(read_rows(&self.path)?));
+            return Ok(Look::Fresh);
         }
-        if let Some((kept, rows)) = self.lock().as_ref()
-            && *kept == stamp
-        {
-            return Ok(Arc::clone(rows));
+        match self.lock().as_ref() {
+            Some((kept, rows)) if *kept == stamp => Ok(Look::Kept(Arc::clone(rows))),
+            _ => Ok(Look::Settled(stamp)),
         }
-        let rows = Arc::new(read_rows(&self.path)?);
-        *self.lock() = Some((stamp, Arc::clone(&rows)));
-        Ok(rows)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<(FileStamp, Arc<Vec<T>>)>> {

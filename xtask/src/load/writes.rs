@@ -30,7 +30,7 @@ const VISIBILITY_CAP: Duration = Duration::from_secs(10);
 /// each round's pair is compared, and the median of the pairs decides.
 const COST_ROUNDS: usize = 5;
 /// Linux's clock ticks per second, the unit of a process's CPU time in `/proc`.
-const TICKS_PER_SECOND: f64 = 100.0;
+pub const TICKS_PER_SECOND: f64 = 100.0;
 
 pub struct WriteFigures {
     pub one_writer: Writes,

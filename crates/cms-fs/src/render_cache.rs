@@ -436,11 +436,18 @@ mod tests {
         let place = cache.lock().places[&7];
         cache.lock().places.insert(9, place);
         assert_eq!(cache.get_now(9), KeptNow::Missing, "the trailer names another key");
-        // Out of the page cache: written back, then dropped.
+        // Out of the page cache: written back, then dropped. The kernel skips a page it
+        // holds busy at that moment (one run in CI kept it): asked again, a few times.
         let file = Arc::clone(&cache.lock().file);
         file.sync_all().unwrap();
-        rustix::fs::fadvise(&*file, 0, None, rustix::fs::Advice::DontNeed).unwrap();
-        let now = cache.get_now(7);
+        let mut now = KeptNow::Missing;
+        for _ in 0..20 {
+            rustix::fs::fadvise(&*file, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+            now = cache.get_now(7);
+            if now == KeptNow::OnDisk {
+                break;
+            }
+        }
         const EXT4: u64 = 0xEF53; // the file systems this one is measured on
         let ext4 = rustix::fs::fstatfs(&*file).unwrap().f_type as u64 == EXT4;
         if ext4 {

@@ -18,89 +18,15 @@ run, except the refusals a step causes on purpose, which that step names.
 """
 
 import base64
-import json
-import os
 import struct
-import sys
-import time
 import urllib.error
 import urllib.request
 import zlib
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
-from selenium.webdriver.common.by import By
-from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support import expected_conditions as EC
-from selenium.webdriver.support.ui import WebDriverWait
 
-BASE = os.environ["CMS_BASE"].rstrip("/")
-OWNER = os.environ["CMS_OWNER"]
-EDITOR = os.environ["CMS_EDITOR"]
-PASSWORD = os.environ["CMS_PASSWORD"]
-SHOTS = os.environ.get("CMS_SCREENSHOTS", "")
-STARTED = time.monotonic()
-
-
-def step(name):
-    print(f"[{time.monotonic() - STARTED:5.1f} s] {name}", flush=True)
-
-
-def browser():
-    options = webdriver.ChromeOptions()
-    options.binary_location = os.environ.get("CMS_CHROMIUM", "/usr/bin/chromium")
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--window-size=1280,900", "--hide-scrollbars", "--force-device-scale-factor=1"):
-        options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    service = Service(executable_path=os.environ.get("CMS_CHROMEDRIVER", "/usr/bin/chromedriver"))
-    return webdriver.Chrome(options=options, service=service)
-
-
-driver = browser()
-wait = WebDriverWait(driver, 10)
-
-
-def console(expected=()):
-    """Fails on any error the browser logged since the last call, but those expected."""
-    errors = [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
-    unexpected = [m for m in errors if not any(e in m for e in expected)]
-    assert not unexpected, f"browser console errors: {unexpected}"
-
-
-def go(path):
-    driver.get(BASE + path)
-
-
-def find(css):
-    return wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, css)))
-
-
-def text_of(css):
-    return find(css).text
-
-
-def notice():
-    return text_of("p.notice")
-
-
-def shot(name, width=1280):
-    if not SHOTS:
-        return
-    driver.set_window_size(width, 900)
-    height, chrome = driver.execute_script(
-        "return [document.documentElement.scrollHeight, window.outerHeight - window.innerHeight]")
-    driver.set_window_size(width, min(max(height, 600), 2000) + chrome)
-    driver.save_screenshot(os.path.join(SHOTS, f"{name}.png"))
-    driver.set_window_size(1280, 900)
-
-
-def fill(css, text):
-    field = find(css)
-    field.clear()
-    field.send_keys(text)
-    return field
+# The browser, its `wait`, and the shared steps (go, find, fill, console, shot, ...).
+from editor import *
 
 
 def sign_in(email):

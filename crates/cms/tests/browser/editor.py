@@ -17,6 +17,7 @@ import os
 import time
 
 from selenium import webdriver
+from selenium.common.exceptions import SessionNotCreatedException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -43,14 +44,25 @@ def browser():
                      "--window-size=1280,900", "--hide-scrollbars", "--force-device-scale-factor=1"):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    service = Service(executable_path=os.environ.get("CMS_CHROMEDRIVER", "/usr/bin/chromedriver"))
-    started = webdriver.Chrome(options=options, service=service)
+    # Chromium started beside other browsers on a busy machine now and then fails to come up
+    # ("session not created"); a second start is then a fresh process, not the same failure.
+    for attempt in range(3):
+        service = Service(executable_path=os.environ.get("CMS_CHROMEDRIVER", "/usr/bin/chromedriver"))
+        try:
+            started = webdriver.Chrome(options=options, service=service)
+            break
+        except SessionNotCreatedException as error:
+            if attempt == 2:
+                raise
+            print(f"the browser did not start ({error.msg}); starting it again", flush=True)
     started.set_script_timeout(60)
     return started
 
 
 driver = browser()
-wait = WebDriverWait(driver, 10)
+# Generous: a wait ends as soon as its condition holds, and two cores may be running other
+# browsers and servers beside this one.
+wait = WebDriverWait(driver, 30)
 
 
 def go(path):

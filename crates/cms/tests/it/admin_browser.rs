@@ -117,9 +117,14 @@ pub fn run_script(tools: &BrowserTools, script: &str, server: &Server, env: &[(&
 
 /// Runs a browser script; fails when it fails or takes longer than [`TIME_LIMIT`]. A
 /// thread waits for the script and says when it ended, so that no loop polls the clock.
+/// Its output is passed on (the test's capture keeps it for a failure), and a failure
+/// names the step it stopped in and the script's error, the browser driver's frames left
+/// out: a CI log that shows only the end of the output still says what went wrong.
 fn run(mut command: Command, what: &str) {
-    let mut child = command.spawn().unwrap();
+    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let pid = child.id();
+    let stdout = pass_on(child.stdout.take().unwrap(), |line| println!("{line}"));
+    let stderr = pass_on(child.stderr.take().unwrap(), |line| eprintln!("{line}"));
     let (ended, status) = std::sync::mpsc::channel();
     std::thread::spawn(move || ended.send(child.wait()));
     let status = match status.recv_timeout(TIME_LIMIT) {
@@ -129,7 +134,38 @@ fn run(mut command: Command, what: &str) {
             panic!("{what} took longer than {TIME_LIMIT:?}");
         }
     };
-    assert!(status.success(), "{what} failed (its output is above)");
+    let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
+    if !status.success() {
+        let step = stdout.iter().rev().find(|line| line.starts_with('[') && line.contains(" s] "));
+        let error: Vec<&str> =
+            stderr.iter().map(String::as_str).filter(|line| !is_driver_frame(line)).collect();
+        let error = error[error.len().saturating_sub(12)..].join("\n");
+        panic!("{what} failed ({status}) in step {step:?}; its output is above, its error ends:\n{error}");
+    }
+}
+
+/// Copies a child's output line by line through `show` on a thread; the thread's result is
+/// every line.
+fn pass_on(
+    output: impl std::io::Read + Send + 'static,
+    show: impl Fn(&str) + Send + 'static,
+) -> std::thread::JoinHandle<Vec<String>> {
+    use std::io::BufRead;
+    std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        for line in std::io::BufReader::new(output).lines().map_while(Result::ok) {
+            show(&line);
+            lines.push(line);
+        }
+        lines
+    })
+}
+
+/// A frame of the browser driver's stack in a Selenium error: `#12 0x55d0c4a1b2c3 <unknown>`.
+fn is_driver_frame(line: &str) -> bool {
+    line.strip_prefix('#')
+        .and_then(|rest| rest.split_once(" 0x"))
+        .is_some_and(|(n, _)| n.parse::<u32>().is_ok())
 }
 
 /// axe-core's script: `CMS_AXE_JS`, else where `cargo xtask test` installs it.

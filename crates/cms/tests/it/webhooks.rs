@@ -188,13 +188,16 @@ fn without_the_webhooks_feature_nothing_is_delivered_and_the_log_says_why() {
     assert_eq!(got[0].header("x-webhook-event"), Some("user.deleted"));
 }
 
-/// An API write takes as long whether the receiver is fast, slow (5 s) or down; a graceful
-/// stop then finishes the slow deliveries before the process exits.
+/// An API write does not wait for its receivers, fast, slow (5 s) or down; a graceful stop
+/// then finishes the slow deliveries before the process exits. A write that waited for the
+/// slow receiver would take its 5 s; an honest one takes milliseconds, and the bound sits
+/// between the two (not near the fast case, which a disk stall on a busy machine can pass).
 #[test]
 fn api_writes_never_wait_for_receivers_and_a_graceful_stop_finishes_deliveries() {
+    const SLOW_ANSWER: Duration = Duration::from_secs(5);
     let ca = TestCa::new();
     let fast = Receiver::start(&ca, Answer::Status(200));
-    let slow = Receiver::start(&ca, Answer::Slow(Duration::from_secs(5)));
+    let slow = Receiver::start(&ca, Answer::Slow(SLOW_ANSWER));
     let site = site_trusting(&ca);
     let key = user_with_key(site.path(), "ed@example.com", "editor");
     let hooks = [
@@ -226,10 +229,8 @@ fn api_writes_never_wait_for_receivers_and_a_graceful_stop_finishes_deliveries()
         ok(site.path(), &["webhooks", "disable", id]);
     }
     eprintln!("slowest of 3 creates, by receiver: {timings:?}");
-    let baseline = timings[0].1;
     for (name, worst) in &timings {
-        assert!(*worst < Duration::from_secs(1), "{name}: a write took {worst:?}");
-        assert!(*worst < baseline + Duration::from_millis(500), "{name}: {worst:?} against {baseline:?}");
+        assert!(*worst < SLOW_ANSWER - Duration::from_secs(2), "{name}: a write took {worst:?}: {timings:?}");
     }
     assert_eq!(fast.wait_for(3, Duration::from_secs(20)).len(), 3);
     assert!(slow.wait_for(3, Duration::from_secs(20)).len() == 3, "the slow receiver got its requests");

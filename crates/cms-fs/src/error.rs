@@ -16,6 +16,9 @@ pub enum FsError {
     Config { path: PathBuf, message: String },
     #[error("{path}: {message}")]
     State { path: PathBuf, message: String },
+    /// Another server holds the site folder's lock (`serve_lock.rs`).
+    #[error("{site}: another server already serves this site folder ({holder})")]
+    Served { site: PathBuf, holder: String },
 }
 
 impl FsError {

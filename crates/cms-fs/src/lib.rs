@@ -10,6 +10,7 @@
 //!   .cms/variants/     rendered image variants of resource files: [`FsVariantStore`]
 //!   .cms/sessions/     the web editor's sessions: [`FsSessionStore`]
 //!   .cms/ (unnamed)    rendered single items of a running server: [`FsRenderCache`]
+//!   .cms/serve.lock    held by the one server of the folder: [`ServeLock`]
 //!   media/<name>/      resource folders: [`FsResourceStore`] (uploads staged in .cms/uploads/)
 //! ```
 //!
@@ -33,6 +34,7 @@ mod previews;
 mod reader;
 mod render_cache;
 mod resources;
+mod serve_lock;
 mod sessions;
 mod settings;
 mod site;
@@ -57,6 +59,7 @@ pub use license::{FsLicense, LICENSE_FILE};
 pub use previews::FsPreviewKeys;
 pub use render_cache::{FsRenderCache, HeldInMemory, MAX_BUDGET as MAX_ANSWERS_BUDGET};
 pub use resources::FsResourceStore;
+pub use serve_lock::{SERVE_LOCK_FILE, ServeLock};
 pub use sessions::{FsSessionStore, SESSIONS_DIR};
 pub use settings::FsSettings;
 pub use site::{open, site_ports};

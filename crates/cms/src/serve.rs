@@ -232,6 +232,12 @@ fn serve(site: &Site, open: &OpenSite, listen: &str, serving: Serving) -> anyhow
         }
         if let Some(address) = server.addrs().first() {
             say(format_args!("web editor: http://{address}/admin/"));
+            // A second server started on this folder names where this one listens.
+            if let Some(lock) = &open.serve_lock
+                && let Err(error) = lock.record_listening(&format!("http://{address}"))
+            {
+                tracing::warn!(%error, "cannot write where this server listens into the site folder's lock file");
+            }
         }
         say(format_args!("{storage}"));
         if let Some(git) = &git_banner {

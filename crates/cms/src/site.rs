@@ -63,6 +63,8 @@ pub struct OpenSite {
     /// The adapters' own measurements (the bucket's requests, the image pool, webhook
     /// deliveries), for `/metrics`.
     pub readings: Vec<Arc<dyn cms_core::readings::Observed>>,
+    /// A served folder's lock, held while this is open: one server per folder.
+    pub serve_lock: Option<cms_fs::ServeLock>,
 }
 
 impl OpenSite {
@@ -132,6 +134,11 @@ impl Site {
     /// Loads `cms.yaml` and composes the facade, for serving or for one command.
     pub fn open(&self, purpose: Purpose) -> anyhow::Result<OpenSite> {
         let (config, backend) = crate::backend::load_config(&self.root)?;
+        // Before anything starts (the webhook outbox's worker, the index).
+        let serve_lock = match purpose {
+            Purpose::Serve => lock_for_serving(&self.root, &backend)?,
+            Purpose::Command { .. } => None,
+        };
         let mut storage = backend.open(&self.root)?;
         if let (Some(git), crate::backend::Backend::Folder) = (&config.git, &backend) {
             // With the site in git, an item's versions are the commits of its file.
@@ -193,7 +200,42 @@ impl Site {
             storage: storage.description,
             poll_interval: backend.poll_interval(),
             readings,
+            serve_lock,
         })
+    }
+}
+
+/// The site folder's lock for this server (`cms_fs::ServeLock`): one server per folder,
+/// whatever the backend (a bucket's nodes each have a folder of their own). Refused while
+/// another server holds it; a folder where the lock file cannot be made (read-only) is
+/// served without, with a warning.
+fn lock_for_serving(
+    root: &Path,
+    backend: &crate::backend::Backend,
+) -> anyhow::Result<Option<cms_fs::ServeLock>> {
+    match cms_fs::ServeLock::take(&root.join(STATE_DIR)) {
+        Ok(lock) => Ok(Some(lock)),
+        Err(served @ cms_fs::FsError::Served { .. }) => {
+            let advice = match backend {
+                crate::backend::Backend::Folder => {
+                    "Stop it first: two servers on one folder would each keep their own index, item locks and \
+                     version numbers, and could lose each other's writes. To run several servers on one site, \
+                     keep the site in a bucket (docs/deploying.md)"
+                }
+                crate::backend::Backend::Bucket(_) => {
+                    "Stop it first, or give this node a folder of its own (with a copy of its cms.yaml): each node \
+                     of a bucket site keeps its caches and webhook outbox in its folder (docs/deploying.md)"
+                }
+            };
+            bail!("{served}. {advice}")
+        }
+        Err(error) => {
+            tracing::warn!(
+                %error,
+                "cannot lock the site folder for this server: a second server started on it would not be refused"
+            );
+            Ok(None)
+        }
     }
 }
 

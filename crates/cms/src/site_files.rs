@@ -11,10 +11,11 @@ use cms_s3::S3Site;
 
 /// Whether a site-relative path is a node's own cache or staging, never copied: index
 /// snapshots, image variants, upload staging, the webhook outbox, the bucket's change
-/// journal, and the `.cms-tmp-*` files atomic writes stage.
+/// journal, the serving server's lock file, and the `.cms-tmp-*` files atomic writes stage.
 pub fn is_node_local(key: &str) -> bool {
     const CACHE_FOLDERS: [&str; 4] = [".cms/index/", ".cms/variants/", ".cms/uploads/", ".cms/changes/"];
     key == ".cms/webhook-outbox.log"
+        || key == ".cms/serve.lock"
         || CACHE_FOLDERS.iter().any(|folder| key.starts_with(folder))
         || key.rsplit('/').next().is_some_and(|name| name.starts_with(".cms-tmp-"))
 }
@@ -98,6 +99,7 @@ mod tests {
             ".cms/uploads/u",
             ".cms/changes/1",
             ".cms/webhook-outbox.log",
+            ".cms/serve.lock",
             "content/posts/.cms-tmp-abc",
         ] {
             assert!(is_node_local(key), "{key}");

@@ -250,6 +250,32 @@ fn a_command_without_a_site_is_refused_and_says_how_to_name_one() {
     assert_eq!((stdout(&listed), stderr(&listed)), (format!("{OWNER} owner\n"), String::new()));
 }
 
+/// A second `cms serve` on a folder that a server serves stops at its start, naming the
+/// first (its process and address) and the fix; the first goes on answering, and once it
+/// has stopped a server starts on the folder again.
+#[test]
+fn a_second_server_on_a_served_folder_is_refused_naming_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = init(dir.path(), true);
+    let first = Server::start(&made.site);
+
+    let second = on(&made.site, &["serve", "--listen", "127.0.0.1:0"]);
+    assert!(!second.status.success());
+    let message = stderr(&second);
+    let holder = format!("(process {}, listening on {})", first.child.id(), first.base);
+    assert!(
+        message.contains(&format!("another server already serves this site folder {holder}")),
+        "{message}"
+    );
+    assert!(message.contains("Stop it first") && message.contains("keep the site in a bucket"), "{message}");
+    assert!(!stdout(&second).contains("listening on"), "{}", stdout(&second));
+    assert_eq!(first.get("/status", None).0, 200);
+
+    drop(first);
+    let again = Server::start(&made.site);
+    assert_eq!(again.get("/status", None).0, 200);
+}
+
 /// `cms check` passes on a new site and fails, naming the key and the line, on a broken
 /// `cms.yaml`; a collection whose folder is missing and a file that cannot be read are
 /// named too.

@@ -23,7 +23,7 @@ mod record;
 pub mod streams;
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 pub use announcer::Announcer;
@@ -43,6 +43,9 @@ const PAGE: usize = 256;
 /// Events waiting for the store before the oldest are dropped (the store refused them
 /// for that long: a full disk, a bucket away).
 const MAX_PENDING: usize = 100_000;
+/// Others' items marked as announced but perhaps not read ([`EventLog::take_unapplied`])
+/// before the marks are dropped: the change feed reads them within a poll anyway.
+const MAX_UNAPPLIED: usize = 4096;
 
 /// What a stream gets when it asks for the events after an id.
 #[derive(Debug)]
@@ -85,6 +88,22 @@ pub struct EventLog {
     /// woken by every write cost 64 writers a third of their rate).
     moved_in: Vec<event_listener::Event>,
     closed: AtomicBool,
+    /// The items of the events other processes appended and this one read, by folder,
+    /// language and slug, with their files: this process's index may not have read those
+    /// files yet ([`EventLog::take_unapplied`]).
+    unapplied: RwLock<Unapplied>,
+    /// How many marks `unapplied` holds: a read looks no further while it is 0.
+    unapplied_count: AtomicUsize,
+}
+
+/// See [`EventLog::take_unapplied`].
+#[derive(Default)]
+struct Unapplied {
+    /// By the event's folder, language and slug: the file, and the catch-up that read it.
+    marks: HashMap<(usize, Option<String>, String), (String, u64)>,
+    /// Catch-ups so far: a mark two of them old is dropped (the change feed, which reads
+    /// the store as often, has read the file since).
+    catch_ups: u64,
 }
 
 #[derive(Default)]
@@ -123,7 +142,54 @@ impl EventLog {
             moved: event_listener::Event::new(),
             moved_in: (0..collections).map(|_| event_listener::Event::new()).collect(),
             closed: AtomicBool::new(false),
+            unapplied: RwLock::default(),
+            unapplied_count: AtomicUsize::new(0),
         }
+    }
+
+    /// The file of an item whose change another process announced and this one streamed:
+    /// its index may not have read it yet (on a bucket site the other servers' writes are
+    /// read at the next poll, their events perhaps before). A read of the item reads the
+    /// file first, so that a client that fetches an item on its event gets what the event
+    /// announced. Taken once; `None` (one atomic load) when nothing is marked.
+    pub(crate) fn take_unapplied(&self, folder: usize, lang: Option<&str>, slug: &str) -> Option<String> {
+        if self.unapplied_count.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let key = (folder, lang.map(str::to_owned), slug.to_owned());
+        if !read(&self.unapplied).marks.contains_key(&key) {
+            return None;
+        }
+        let mut unapplied = write(&self.unapplied);
+        let (file, _) = unapplied.marks.remove(&key)?;
+        self.unapplied_count.store(unapplied.marks.len(), Ordering::Release);
+        Some(file)
+    }
+
+    fn mark_unapplied(&self, event: &LoggedEvent) {
+        let Some(file) = event.file() else { return };
+        let Some(slug) = &file.slug else { return };
+        let mut unapplied = write(&self.unapplied);
+        if unapplied.marks.len() >= MAX_UNAPPLIED {
+            unapplied.marks.clear();
+        }
+        let read_at = unapplied.catch_ups;
+        unapplied
+            .marks
+            .insert((file.folder, file.lang.clone(), slug.clone()), (file.filename.clone(), read_at));
+        self.unapplied_count.store(unapplied.marks.len(), Ordering::Release);
+    }
+
+    /// Drops the marks of the catch-up before last, at each catch-up.
+    fn age_unapplied(&self) {
+        if self.unapplied_count.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let mut unapplied = write(&self.unapplied);
+        unapplied.catch_ups += 1;
+        let now = unapplied.catch_ups;
+        unapplied.marks.retain(|_, (_, read_at)| *read_at + 2 > now);
+        self.unapplied_count.store(unapplied.marks.len(), Ordering::Release);
     }
 
     /// The id of the newest event this process knows (0: none yet).
@@ -234,6 +300,7 @@ impl EventLog {
     pub async fn catch_up(&self) -> CoreResult<()> {
         let _turn = self.turn.lock().await;
         self.start().await?;
+        self.age_unapplied();
         self.read_store(&mut HashMap::new()).await
     }
 
@@ -314,7 +381,13 @@ impl EventLog {
                         self.webhooks.publish(self.keep_event(event));
                         continue;
                     }
-                    None => LoggedEvent::decode(stored.id, &stored.record),
+                    None => {
+                        let theirs = LoggedEvent::decode(stored.id, &stored.record);
+                        if let Some(event) = &theirs {
+                            self.mark_unapplied(event);
+                        }
+                        theirs
+                    }
                 };
                 match event {
                     Some(event) => {

@@ -290,6 +290,7 @@ impl Cms {
         viewer: &Viewer,
         requested: Option<usize>,
     ) -> CoreResult<Option<ItemVersion>> {
+        self.settle_announced(collection, item_ref).await?;
         let (indexed, state) = {
             let index = self.index(collection).await?;
             let (found, state) =
@@ -397,6 +398,7 @@ impl Cms {
         item_ref: &ItemRef,
         viewer: &Viewer,
     ) -> CoreResult<ItemView> {
+        self.settle_announced(collection, item_ref).await?;
         let (name, indexed) = {
             let index = self.index(collection).await?;
             let name = index.locate(item_ref).ok_or_else(|| item_not_found(collection, item_ref))?;
@@ -522,6 +524,7 @@ impl Cms {
         item: &ItemRef,
     ) -> CoreResult<RawItem> {
         self.authorize(caller, Operation::ReadDrafts).await?;
+        self.settle_announced(collection, item).await?;
         self.read_raw(collection, item).await
     }
 
@@ -578,10 +581,35 @@ impl Cms {
         collection: &Collection,
         item_ref: &'r ItemRef,
     ) -> CoreResult<Cow<'r, ItemRef>> {
+        // Before the item's lock, which reading its file takes.
+        self.settle_announced(collection, item_ref).await?;
         match collection.language {
             Some(_) => Ok(Cow::Owned(self.named_in(collection, item_ref).await?)),
             None => Ok(Cow::Borrowed(item_ref)),
         }
+    }
+
+    /// Reads the file of an item another server changed when this one has streamed the
+    /// change's event but perhaps not read the file yet
+    /// ([`EventLog::take_unapplied`](crate::event_log::EventLog::take_unapplied)): a
+    /// client that reads or writes the item on its event finds what the event announced.
+    /// Called before the item's lock is held (reading the file takes it); one atomic
+    /// load when no such event is waiting.
+    pub(super) async fn settle_announced(
+        &self,
+        collection: &Collection,
+        item_ref: &ItemRef,
+    ) -> CoreResult<()> {
+        let lang = collection.language.as_ref().map(|language| &*language.code);
+        let Some(filename) = self.event_log.take_unapplied(collection.family(), lang, item_ref.slug()) else {
+            return Ok(());
+        };
+        let change = crate::ports::StorageChange::Items {
+            collection: collection.index,
+            names: vec![filename],
+            origin: crate::ports::ChangeOrigin::OtherNode,
+        };
+        self.apply_changes(vec![change]).await
     }
 
     /// What an item's writes are serialized by: its file's slug. On a site with languages

@@ -139,6 +139,7 @@ impl Cms {
         let mut tried = Vec::new();
         for at in languages.chain(choice) {
             let lane = self.in_language(collection, at);
+            self.settle_announced(lane, item_ref).await?;
             // Named as this language names it (the usual read): one lookup.
             let direct = {
                 let index = self.index(lane).await?;

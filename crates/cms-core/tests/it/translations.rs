@@ -66,6 +66,28 @@ async fn a_translations_events_name_its_configured_collection_and_its_language()
     assert!(cms.skipped_files().await.is_empty(), "a translation is not a skipped file");
 }
 
+/// As on a site in one language (`event_log.rs`): a server that read another server's
+/// event of a translation reads that language's file before it answers a read of it.
+#[tokio::test]
+async fn a_translation_read_on_its_event_from_another_server_is_what_the_event_announced() {
+    let world = MemoryWorld::new();
+    let shared = || cms_core::service::Ports { sharing: cms_core::ports::Sharing::Servers, ..world.ports() };
+    let (a, b) = (world.cms_with_ports(MULTILINGUAL, shared()), world.cms_with_ports(MULTILINGUAL, shared()));
+    let french_on_b = b.in_language(b.collection("posts").unwrap(), 1).clone();
+    let hello = ItemRef::parse("hello").unwrap();
+    assert!(b.read_item(&french_on_b, &hello, &Viewer::Anonymous).await.is_err(), "no French yet");
+    b.event_log().head().await.unwrap(); // B follows the log from here, as a running server does
+
+    let posts_on_a = a.collection("posts").unwrap();
+    a.create_item(Caller::Operator, posts_on_a, new_item("hello", "Hello")).await.unwrap();
+    a.create_item(Caller::Operator, a.in_language(posts_on_a, 1), new_item("hello", "Bonjour"))
+        .await
+        .unwrap();
+    b.upkeep().catch_up_events().await.unwrap();
+    let view = b.read_item(&french_on_b, &hello, &Viewer::Anonymous).await.unwrap();
+    assert_eq!(&*view.meta.title, "Bonjour");
+}
+
 #[tokio::test]
 async fn a_site_without_languages_sends_no_lang_and_reads_dotted_names_as_before() {
     let world = MemoryWorld::new();

@@ -609,7 +609,9 @@ impl Cms {
             names: vec![filename],
             origin: crate::ports::ChangeOrigin::OtherNode,
         };
-        self.apply_changes(vec![change]).await
+        // Boxed: every single read awaits this, and only a marked item's needs the
+        // (large) future of reading a file into the index.
+        Box::pin(self.apply_changes(vec![change])).await
     }
 
     /// What an item's writes are serialized by: its file's slug. On a site with languages

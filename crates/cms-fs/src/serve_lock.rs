@@ -73,6 +73,27 @@ impl ServeLock {
         Ok(lock)
     }
 
+    /// The server that holds the lock of the site whose state folder is `state_dir`, as
+    /// the lock file names it (`process 4711, listening on http://...`); `None` when none
+    /// does. Made nothing: for `cms check`.
+    pub fn holder(state_dir: &Path) -> Result<Option<String>, FsError> {
+        let path = state_dir.join(SERVE_LOCK_FILE);
+        let mut file = match OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(FsError::io(&path, e)),
+        };
+        match file.try_lock_shared() {
+            Ok(()) => Ok(None),
+            Err(TryLockError::WouldBlock) => {
+                let mut said = String::new();
+                file.read_to_string(&mut said).map_err(|e| FsError::io(&path, e))?;
+                Ok(Some(Holder::read(&said).to_string()))
+            }
+            Err(TryLockError::Error(e)) => Err(FsError::io(&path, e)),
+        }
+    }
+
     /// Adds where the server listens (once bound), for the message of a second server.
     pub fn record_listening(&self, url: &str) -> Result<(), FsError> {
         self.say(&Holder { pid: Some(std::process::id()), listening: Some(url.to_owned()) })
@@ -174,7 +195,12 @@ mod tests {
         let message = refused.to_string();
         assert!(message.contains(": another server already serves this site folder (process "), "{message}");
 
+        assert_eq!(
+            ServeLock::holder(&state).unwrap(),
+            Some(format!("process {pid}, listening on http://127.0.0.1:8080"))
+        );
         drop(first);
+        assert_eq!(ServeLock::holder(&state).unwrap(), None);
         let second = ServeLock::take(&state).unwrap();
         assert_eq!(fs::read_to_string(state.join(SERVE_LOCK_FILE)).unwrap(), format!("pid: {pid}\n"));
         drop(second);

@@ -90,6 +90,7 @@ fn check_site(site: &Site, report: &mut Report) {
     ));
     check_schema_file(&site.root, report);
     check_state_folder(&site.root, report);
+    check_server(&site.root, report);
     match &backend {
         Backend::Folder => {
             check_folders(&site.root, &config, report);
@@ -187,6 +188,16 @@ fn check_state_folder(root: &Path, report: &mut Report) {
             "{} cannot be written ({why}): users, keys, history and webhook deliveries are kept there; give it to the user that runs cms",
             state.display()
         )),
+    }
+}
+
+/// Whether a server serves the folder now (its lock, `cms_fs::ServeLock`), and which: a
+/// second one would be refused.
+fn check_server(root: &Path, report: &mut Report) {
+    match cms_fs::ServeLock::holder(&root.join(cms_fs::STATE_DIR)) {
+        Ok(Some(holder)) => report.ok(format!("a server serves this folder now ({holder})")),
+        Ok(None) => report.ok("no server serves this folder now"),
+        Err(error) => report.warn(format!("cannot tell whether a server serves this folder: {error}")),
     }
 }
 

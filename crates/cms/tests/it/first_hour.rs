@@ -251,8 +251,8 @@ fn a_command_without_a_site_is_refused_and_says_how_to_name_one() {
 }
 
 /// A second `cms serve` on a folder that a server serves stops at its start, naming the
-/// first (its process and address) and the fix; the first goes on answering, and once it
-/// has stopped a server starts on the folder again.
+/// first (its process and address) and the fix; the first goes on answering, `cms check`
+/// names it, and once it has stopped a server starts on the folder again.
 #[test]
 fn a_second_server_on_a_served_folder_is_refused_naming_the_first() {
     let dir = tempfile::tempdir().unwrap();
@@ -270,8 +270,12 @@ fn a_second_server_on_a_served_folder_is_refused_naming_the_first() {
     assert!(message.contains("Stop it first") && message.contains("keep the site in a bucket"), "{message}");
     assert!(!stdout(&second).contains("listening on"), "{}", stdout(&second));
     assert_eq!(first.get("/status", None).0, 200);
+    let checked = stdout(&on(&made.site, &["check"]));
+    assert!(checked.contains(&format!("ok: a server serves this folder now {holder}\n")), "{checked}");
 
     drop(first);
+    let checked = stdout(&on(&made.site, &["check"]));
+    assert!(checked.contains("ok: no server serves this folder now\n"), "{checked}");
     let again = Server::start(&made.site);
     assert_eq!(again.get("/status", None).0, 200);
 }

@@ -169,6 +169,27 @@ async fn an_item_read_on_its_event_from_another_server_is_what_the_event_announc
     assert_eq!(&*b.read_item(&posts, &never_read, &anyone).await.unwrap().meta.title, "never-read");
 }
 
+/// Likewise a write: a PATCH on B of an item A created, sent on its event, finds it (and
+/// keeps what A wrote).
+#[tokio::test]
+async fn an_item_written_on_its_event_from_another_server_is_found() {
+    let world = MemoryWorld::new();
+    let shared = || Ports { sharing: Sharing::Servers, ..world.ports() };
+    let (a, b) = (world.cms_with_ports(SITE_YAML, shared()), world.cms_with_ports(SITE_YAML, shared()));
+    let posts = b.collection("posts").unwrap().clone();
+    b.list_items(&posts, &Default::default(), &Viewer::Anonymous).await.unwrap();
+    b.event_log().head().await.unwrap();
+
+    create(&a, "from-a", "published").await;
+    b.upkeep().catch_up_events().await.unwrap();
+    let item = ItemRef::parse("from-a").unwrap();
+    let body =
+        ItemUpdate { mode: UpdateMode::Patch, fm: Default::default(), body: Some("Written on B.".into()) };
+    b.update_item(Caller::Operator, &posts, &item, body, None).await.unwrap();
+    let raw = b.read_item_source(Caller::Operator, &posts, &item).await.unwrap();
+    assert_eq!((raw.doc.fm["title"].as_str(), raw.doc.body.as_str()), (Some("from-a"), "Written on B."));
+}
+
 /// A reader of one collection is woken by that collection's events only, and skips the
 /// others' unread: after more events of a busy collection than memory keeps, forgotten by
 /// the store since, a quiet collection's reader still gets its own next event (it would
